@@ -1,0 +1,92 @@
+//! Brands: the businesses hosted on this Provider.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Brand {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub agent_kind: String,
+    pub settings: serde_json::Value,
+    pub created_at: OffsetDateTime,
+}
+
+/// Brand ids appear in URLs (`/a2a/{brand_id}`), so they are restricted to a
+/// URL-safe lower-case alphabet; the table has the same check.
+pub fn is_valid_brand_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id.len() <= 63
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    id: &str,
+    name: &str,
+    description: &str,
+) -> DbResult<Brand> {
+    sqlx::query_as(
+        "insert into brands (id, name, description) values ($1, $2, $3) \
+         returning id, name, description, agent_kind, settings, created_at",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(description)
+    .fetch_one(db)
+    .await
+}
+
+/// Inserts the brand unless it exists; true when it was created.
+pub async fn insert_if_missing(
+    db: impl PgExecutor<'_>,
+    id: &str,
+    name: &str,
+    description: &str,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "insert into brands (id, name, description) values ($1, $2, $3) on conflict (id) do nothing",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(description)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn find(db: impl PgExecutor<'_>, id: &str) -> DbResult<Option<Brand>> {
+    sqlx::query_as(
+        "select id, name, description, agent_kind, settings, created_at from brands where id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Brand>> {
+    sqlx::query_as(
+        "select id, name, description, agent_kind, settings, created_at from brands order by id",
+    )
+    .fetch_all(db)
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_valid_brand_id;
+
+    #[test]
+    fn brand_ids_are_url_safe() {
+        for ok in ["demo", "acme-store", "a", "shop_2"] {
+            assert!(is_valid_brand_id(ok), "{ok}");
+        }
+        for bad in ["", "Demo", "-x", "a/b", "a b", "é", &"x".repeat(64)] {
+            assert!(!is_valid_brand_id(bad), "{bad}");
+        }
+    }
+}

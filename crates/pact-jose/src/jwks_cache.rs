@@ -1,0 +1,336 @@
+//! The remote JWKS cache: one per server node, shared through `Arc` by every
+//! request. It turns "verify this PA-JWT" into a memory lookup in the common
+//! case while bounding how often, and how, we contact a PA's jwksUri.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use reqwest::{Client, Url};
+use tokio::time::Instant;
+
+use crate::alg::Alg;
+use crate::error::JwksError;
+use crate::jwks_fetch::{build_client, fetch_jwks};
+use crate::keys::{KeySet, VerifyingKey};
+use crate::uri_guard::check_jwks_uri;
+
+/// Tuning of the JWKS cache. Defaults suit production.
+#[derive(Clone, Debug)]
+pub struct JwksPolicy {
+    /// Shortest time a fetched set stays fresh, whatever the PA's
+    /// Cache-Control says: the floor that stops a PA making us fetch per request.
+    pub min_ttl: Duration,
+    /// Longest time a fetched set stays fresh, so rotated-out keys age out.
+    pub max_ttl: Duration,
+    /// Freshness when the response has no `Cache-Control: max-age`.
+    pub default_ttl: Duration,
+    /// Minimum time between two fetch attempts of one URI triggered by an
+    /// unknown kid or following a failed fetch: an attacker sending random
+    /// kids must not turn us into a request amplifier against the PA.
+    pub unknown_kid_cooldown: Duration,
+    /// Bound on one whole fetch (connect, TLS, headers, body).
+    pub fetch_timeout: Duration,
+    /// Largest JWKS body accepted.
+    pub max_bytes: usize,
+    /// Allow loopback jwksUris (http or https to 127.0.0.1, [::1], localhost):
+    /// for tests and local development only.
+    pub allow_loopback: bool,
+}
+
+impl Default for JwksPolicy {
+    fn default() -> Self {
+        let min_ttl = Duration::from_secs(60);
+        Self {
+            min_ttl,
+            max_ttl: Duration::from_secs(24 * 60 * 60),
+            default_ttl: Duration::from_secs(10 * 60),
+            unknown_kid_cooldown: min_ttl,
+            fetch_timeout: Duration::from_secs(5),
+            max_bytes: 64 * 1024,
+            allow_loopback: false,
+        }
+    }
+}
+
+/// A fetched key set and how long it is fresh.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    keys: Arc<KeySet>,
+    fetched_at: Instant,
+    ttl: Duration,
+}
+
+/// What is known about one jwksUri. Cloning is cheap (an `Arc` and plain values).
+#[derive(Clone, Debug, Default)]
+struct State {
+    /// The last key set fetched successfully, possibly stale.
+    keys: Option<Snapshot>,
+    /// When the last fetch attempt (successful or not) finished.
+    last_attempt: Option<Instant>,
+}
+
+/// One cached jwksUri.
+struct Entry {
+    url: Url,
+    /// A std lock, held only to copy or replace `State`: the hot path never
+    /// awaits, and never takes an async lock.
+    state: RwLock<State>,
+    /// Single flight: only the holder fetches; the others wait, then re-check.
+    /// In an `Arc` so the guard can move into the spawned fetch task.
+    refresh: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Entry {
+    fn state(&self) -> State {
+        self.state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut State)) {
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        change(&mut state);
+    }
+}
+
+/// What to do for one lookup, decided from a snapshot of an entry's state.
+enum Decision {
+    Use(Arc<VerifyingKey>),
+    Fail(JwksError),
+    Fetch,
+}
+
+/// The remote JWKS cache. See the crate documentation for its rules.
+pub struct JwksCache {
+    policy: JwksPolicy,
+    client: Client,
+    entries: RwLock<HashMap<String, Arc<Entry>>>,
+    fetches: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for JwksCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self
+            .entries
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("JwksCache")
+            .field("policy", &self.policy)
+            .field("entries", &entries)
+            .field("fetches", &self.fetch_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwksCache {
+    /// Build the cache and its one HTTP client (no redirects, timeout, the
+    /// SSRF-guarded DNS resolver). Fails on an inconsistent policy.
+    pub fn new(policy: JwksPolicy) -> Result<Self, JwksError> {
+        if policy.min_ttl > policy.max_ttl {
+            return Err(JwksError::InvalidPolicy("min_ttl exceeds max_ttl"));
+        }
+        if policy.fetch_timeout.is_zero() {
+            return Err(JwksError::InvalidPolicy("fetch_timeout is zero"));
+        }
+        if policy.max_bytes == 0 {
+            return Err(JwksError::InvalidPolicy("max_bytes is zero"));
+        }
+        let client = build_client(&policy)?;
+        Ok(Self {
+            policy,
+            client,
+            entries: RwLock::new(HashMap::new()),
+            fetches: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The policy this cache was built with.
+    pub fn policy(&self) -> &JwksPolicy {
+        &self.policy
+    }
+
+    /// The key for a token signed under `jwks_uri`.
+    ///
+    /// Hot path: with a warm, fresh entry and a known kid this does no network
+    /// call and takes no async lock (two short std read locks and an `Arc` clone).
+    ///
+    /// Otherwise: a stale entry, or an unknown kid once the cooldown since the
+    /// last fetch attempt has passed, triggers one fetch per URI (single
+    /// flight; waiters re-check after the fetch rather than fetch again). A
+    /// failed refresh keeps serving the previous keys, and counts as an attempt
+    /// for the cooldown so a down endpoint is not hammered. With no keys at all
+    /// a failed fetch is an error, and later lookups fail fast with
+    /// `Unavailable` until the cooldown has passed.
+    ///
+    /// `jwks_uri` should be the registered URI of the PA whose `iss` the token
+    /// names: entries are kept per distinct URI until [`JwksCache::forget`].
+    pub async fn key_for(
+        &self,
+        jwks_uri: &str,
+        kid: Option<&str>,
+        alg: Alg,
+    ) -> Result<Arc<VerifyingKey>, JwksError> {
+        let existing = self
+            .entries
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(jwks_uri)
+            .cloned();
+        let entry = match existing {
+            Some(entry) => match self.decide(&entry.state(), kid, alg) {
+                Decision::Use(key) => return Ok(key),
+                Decision::Fail(err) => return Err(err),
+                Decision::Fetch => entry,
+            },
+            None => self.insert_entry(jwks_uri)?,
+        };
+
+        let guard = Arc::clone(&entry.refresh).lock_owned().await;
+        // Another task may have fetched while we waited for the lock.
+        match self.decide(&entry.state(), kid, alg) {
+            Decision::Use(key) => return Ok(key),
+            Decision::Fail(err) => return Err(err),
+            Decision::Fetch => {}
+        }
+
+        // The fetch runs in its own task, holding the single-flight guard, so a
+        // caller that goes away (client disconnect, request timeout) neither
+        // aborts a fetch other requests are waiting on nor lets a second one start.
+        let task = tokio::spawn(refresh(
+            Arc::clone(&entry),
+            self.client.clone(),
+            self.policy.clone(),
+            Arc::clone(&self.fetches),
+            guard,
+        ));
+        let outcome = task.await.unwrap_or(Err(JwksError::Unavailable));
+        match outcome {
+            Ok(keys) => keys.find(kid, alg).ok_or(JwksError::UnknownKey),
+            Err(err) => match entry.state().keys {
+                Some(snapshot) => {
+                    tracing::warn!(
+                        jwks_uri = %entry.url,
+                        error = %err,
+                        "JWKS refresh failed; serving the cached keys"
+                    );
+                    self.serve_stale(&snapshot, kid, alg, Instant::now())
+                }
+                None => Err(err),
+            },
+        }
+    }
+
+    /// Drop the entry for one URI (used when an agent's registration changes).
+    pub fn forget(&self, jwks_uri: &str) {
+        self.entries
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(jwks_uri);
+    }
+
+    /// Number of network fetches attempted so far (for metrics/tests).
+    pub fn fetch_count(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Create (or find, if another task just did) the entry for a URI that
+    /// passes the jwksUri rules. Refused URIs never get an entry.
+    fn insert_entry(&self, jwks_uri: &str) -> Result<Arc<Entry>, JwksError> {
+        let url = check_jwks_uri(jwks_uri, self.policy.allow_loopback)?;
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = entries.entry(jwks_uri.to_owned()).or_insert_with(|| {
+            Arc::new(Entry {
+                url,
+                state: RwLock::new(State::default()),
+                refresh: Arc::new(tokio::sync::Mutex::new(())),
+            })
+        });
+        Ok(Arc::clone(entry))
+    }
+
+    /// The cache rules, as a pure function of one state snapshot.
+    fn decide(&self, state: &State, kid: Option<&str>, alg: Alg) -> Decision {
+        let now = Instant::now();
+        let cooling = state.last_attempt.is_some_and(|at| {
+            now.saturating_duration_since(at) < self.policy.unknown_kid_cooldown
+        });
+        let Some(snapshot) = &state.keys else {
+            return if cooling {
+                Decision::Fail(JwksError::Unavailable)
+            } else {
+                Decision::Fetch
+            };
+        };
+        let fresh = now.saturating_duration_since(snapshot.fetched_at) < snapshot.ttl;
+        if fresh {
+            match snapshot.keys.find(kid, alg) {
+                Some(key) => Decision::Use(key),
+                None if cooling => Decision::Fail(JwksError::UnknownKey),
+                None => Decision::Fetch,
+            }
+        } else if cooling {
+            match self.serve_stale(snapshot, kid, alg, now) {
+                Ok(key) => Decision::Use(key),
+                Err(err) => Decision::Fail(err),
+            }
+        } else {
+            Decision::Fetch
+        }
+    }
+
+    /// Keys past their freshness are still served while the endpoint cannot be
+    /// reached, but not forever: after a further `max_ttl` a key the PA may
+    /// have withdrawn (e.g. compromised) is no longer trusted.
+    fn serve_stale(
+        &self,
+        snapshot: &Snapshot,
+        kid: Option<&str>,
+        alg: Alg,
+        now: Instant,
+    ) -> Result<Arc<VerifyingKey>, JwksError> {
+        let limit = snapshot.ttl.saturating_add(self.policy.max_ttl);
+        if now.saturating_duration_since(snapshot.fetched_at) >= limit {
+            return Err(JwksError::Unavailable);
+        }
+        snapshot.keys.find(kid, alg).ok_or(JwksError::UnknownKey)
+    }
+}
+
+/// Fetch one entry's JWKS and record the outcome. Holds the entry's
+/// single-flight guard until the new state is stored.
+async fn refresh(
+    entry: Arc<Entry>,
+    client: Client,
+    policy: JwksPolicy,
+    fetches: Arc<AtomicU64>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+) -> Result<Arc<KeySet>, JwksError> {
+    fetches.fetch_add(1, Ordering::Relaxed);
+    let result = fetch_jwks(&client, entry.url.clone(), &policy).await;
+    let now = Instant::now();
+    match result {
+        Ok(fetched) => {
+            let keys = Arc::new(fetched.keys);
+            tracing::debug!(jwks_uri = %entry.url, keys = keys.len(), "JWKS fetched");
+            let snapshot = Snapshot {
+                keys: Arc::clone(&keys),
+                fetched_at: now,
+                ttl: fetched.ttl,
+            };
+            entry.update(|state| {
+                state.keys = Some(snapshot);
+                state.last_attempt = Some(now);
+            });
+            Ok(keys)
+        }
+        Err(err) => {
+            entry.update(|state| state.last_attempt = Some(now));
+            Err(err)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Strict JOSE for PACT: PA-JWT verification and the remote JWKS cache.
+//!
+//! A personal agent (PA) proves who calls with a JWT it signs itself
+//! (PACT §3). The server:
+//!
+//! 1. [`parse_pa_jwt`] — size cap, compact form, `alg` ES256/RS256 only, no
+//!    `crit`, and the unverified `iss`/`kid` used only to pick a key;
+//! 2. looks up the registered PA for `iss` and asks [`JwksCache::key_for`] for
+//!    the key at its jwksUri (cached, single-flight, SSRF-guarded);
+//! 3. [`UnverifiedPaJwt::verify`] — signature over the exact signing input,
+//!    then strict claims (`aud` a single string, `exp - iat <= 300`, 30 s skew).
+//!
+//! Keys named by the token (`jku`, `x5u`, `jwk`, `x5c`) are never used
+//! (RFC 8725 §3.10). Errors never carry the token.
+
+mod alg;
+mod claims;
+mod error;
+mod jwks_cache;
+mod jwks_fetch;
+mod keys;
+mod pa_jwt;
+mod uri_guard;
+
+#[cfg(test)]
+mod pa_jwt_tests;
+#[cfg(test)]
+mod test_keys;
+
+pub use alg::Alg;
+pub use claims::PaClaims;
+pub use error::{JwksError, PaJwtError};
+pub use jwks_cache::{JwksCache, JwksPolicy};
+pub use keys::{KeySet, VerifyingKey};
+pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
+pub use uri_guard::{IpClass, check_jwks_uri, classify_ip, ip_allowed};

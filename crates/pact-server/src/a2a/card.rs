@@ -1,0 +1,48 @@
+//! `GET {iface}/.well-known/agent-card.json` (PACT §2): no authentication.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pact_proto::card::{AgentCard, CardInput};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub async fn get_card(
+    State(state): State<AppState>,
+    Path(brand_id): Path<String>,
+) -> Result<Response, ApiError> {
+    // PACT §2: an unknown brand is a bare 404, not an A2A error.
+    let brand = pact_db::brands::find(&state.db, &brand_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let skills = state
+        .agents
+        .for_brand(&brand)
+        .map(|a| a.skills(&brand))
+        .unwrap_or_default();
+    let interface_url = state.config.interface_url(&brand.id);
+    let card = AgentCard::build(CardInput {
+        brand_name: &brand.name,
+        brand_description: &brand.description,
+        interface_url: &interface_url,
+        provider_organization: &state.config.provider_name,
+        provider_url: &state.config.public_url,
+        version: env!("CARGO_PKG_VERSION"),
+        skills,
+        delegation: None,
+    });
+    let body = serde_json::to_value(&card).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let mut res = crate::error::a2a_json(StatusCode::OK, &body);
+    let headers = res.headers_mut();
+    // The card is public and changes rarely (PACT §2, pactd choice).
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    Ok(res.into_response())
+}

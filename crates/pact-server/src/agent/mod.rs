@@ -1,0 +1,67 @@
+//! Brand agents: what answers a turn for a brand.
+//!
+//! The server owns the protocol (authentication, contexts, retries, storage);
+//! a [`BrandAgent`] only turns a user's text into an outcome. The built-in
+//! demo agent answers for `agent_kind = 'demo'`; later kinds (a webhook to the
+//! brand's own agent) plug in behind the same trait.
+
+pub mod demo;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use pact_db::brands::Brand;
+use pact_proto::card::AgentSkill;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One turn as the brand agent sees it.
+#[derive(Clone, Debug)]
+pub struct Turn<'a> {
+    pub brand: &'a Brand,
+    /// The PA platform and its opaque user id: who is talking, not a proven account.
+    pub pa_issuer: &'a str,
+    pub pa_sub: &'a str,
+    pub context_id: &'a str,
+    pub text: &'a str,
+}
+
+/// What a turn produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Reply(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("brand agent failed: {0}")]
+pub struct AgentError(pub String);
+
+pub trait BrandAgent: Send + Sync {
+    /// Skills advertised on the brand's card.
+    fn skills(&self, brand: &Brand) -> Vec<AgentSkill>;
+    fn respond<'a>(&'a self, turn: Turn<'a>) -> BoxFuture<'a, Result<Outcome, AgentError>>;
+}
+
+/// The agents available to brands, by `agent_kind`.
+#[derive(Clone)]
+pub struct BrandAgents {
+    by_kind: HashMap<String, Arc<dyn BrandAgent>>,
+}
+
+impl BrandAgents {
+    pub fn builtin() -> Self {
+        let mut by_kind: HashMap<String, Arc<dyn BrandAgent>> = HashMap::new();
+        by_kind.insert("demo".to_owned(), Arc::new(demo::DemoAgent));
+        Self { by_kind }
+    }
+
+    pub fn insert(&mut self, kind: &str, agent: Arc<dyn BrandAgent>) {
+        self.by_kind.insert(kind.to_owned(), agent);
+    }
+
+    pub fn for_brand(&self, brand: &Brand) -> Option<&Arc<dyn BrandAgent>> {
+        self.by_kind.get(&brand.agent_kind)
+    }
+}

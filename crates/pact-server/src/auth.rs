@@ -1,0 +1,126 @@
+//! Authentication of the calling personal agent (PACT §3).
+//!
+//! Order matters and is the protocol's: the route is matched first (by the
+//! router), then the PA-JWT is checked, and only then is the brand looked at or
+//! the body read. Every PA-JWT failure is the same bare 401; the reason is
+//! logged (never the token) so an operator can tell a clock-skewed PA from a
+//! forged token.
+
+use axum::extract::{FromRequestParts, RawPathParams};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, header};
+use pact_db::agents::Agent;
+use pact_db::brands::Brand;
+use pact_jose::{PaClaims, parse_pa_jwt};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// An authenticated PA calling for `pa.sub` at `brand`.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub pa: PaClaims,
+    pub agent: Agent,
+    pub brand: Brand,
+}
+
+/// The single `Bearer` credential in a header, if well formed (RFC 6750 §2.1).
+/// Two headers of the same name are ambiguous and refused.
+pub fn bearer<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
+        return None;
+    }
+    Some(token)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let brand_id = RawPathParams::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|p| p.iter().find(|(k, _)| *k == "brand").map(|(_, v)| v.to_owned()))
+            .unwrap_or_default();
+        authenticate(state, &parts.headers, &brand_id).await
+    }
+}
+
+/// Checks the PA-JWT, then the rate limits, then the brand.
+pub async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    brand_id: &str,
+) -> Result<Caller, ApiError> {
+    let now = crate::now_unix();
+    let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| {
+        tracing::debug!("PA-JWT rejected: no single Bearer credential");
+        ApiError::Unauthorized
+    })?;
+    let jwt = parse_pa_jwt(token, &state.pa_rules).map_err(|e| {
+        tracing::info!(reason = %e, "PA-JWT rejected");
+        ApiError::Unauthorized
+    })?;
+    let found = pact_db::agents::find_with_brand(&state.db, jwt.issuer(), brand_id).await?;
+    let agent = match found.agent {
+        Some(agent) if agent.enabled => agent,
+        Some(_) => {
+            tracing::info!(issuer = jwt.issuer(), "PA-JWT rejected: issuer disabled");
+            return Err(ApiError::Unauthorized);
+        }
+        None => {
+            tracing::info!("PA-JWT rejected: unknown issuer");
+            return Err(ApiError::Unauthorized);
+        }
+    };
+    let key = state
+        .jwks
+        .key_for(&agent.jwks_uri, jwt.kid(), jwt.alg())
+        .await
+        .map_err(|e| {
+            tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected: no key");
+            ApiError::Unauthorized
+        })?;
+    let pa = jwt.verify(&key, &state.pa_rules, now).map_err(|e| {
+        tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected");
+        ApiError::Unauthorized
+    })?;
+    state
+        .limiter
+        .check(&pa.iss, &pa.sub, std::time::Instant::now())
+        .map_err(|wait| ApiError::RateLimited {
+            retry_after_secs: wait.as_secs().saturating_add(1),
+        })?;
+    let brand = found.brand.ok_or(ApiError::NotFound)?;
+    Ok(Caller { pa, agent, brand })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn bearer_takes_exactly_one_well_formed_credential() {
+        assert_eq!(bearer(&headers(&["Bearer abc"]), &header::AUTHORIZATION), Some("abc"));
+        assert_eq!(bearer(&headers(&["bearer abc"]), &header::AUTHORIZATION), Some("abc"));
+        for bad in [&["Basic abc"][..], &["Bearer"], &["Bearer "], &["Bearer a b"], &["Bearer a", "Bearer b"], &[]] {
+            assert_eq!(bearer(&headers(bad), &header::AUTHORIZATION), None, "{bad:?}");
+        }
+    }
+}

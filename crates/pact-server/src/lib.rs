@@ -1,0 +1,26 @@
+//! The pactd HTTP application as a library.
+//!
+//! `router(state)` is the whole app; `serve` binds it with graceful shutdown.
+//! Handlers parse input, load through `pact-db`, call plain domain functions,
+//! persist and respond. Every error leaves through one mapping in `error.rs`.
+
+pub mod a2a;
+pub mod agent;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod health;
+pub mod rate_limit;
+pub mod router;
+pub mod serve;
+pub mod state;
+
+pub use config::Config;
+pub use router::router;
+pub use serve::{serve, shutdown_signal};
+pub use state::AppState;
+
+/// Current time as unix seconds; handlers read the clock once and pass it down.
+pub fn now_unix() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}

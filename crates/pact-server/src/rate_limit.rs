@@ -1,0 +1,156 @@
+//! Per-node rate limits for authenticated A2A callers (PACT §6: `429` with
+//! `Retry-After` when a PA or a `(PA, sub)` is limited).
+//!
+//! Token buckets in memory: limits are per node by design (DESIGN.md "Scale"),
+//! so N nodes admit at most N times the configured rate.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct RateLimits {
+    /// Sustained requests per second for one PA platform (all its users).
+    pub per_pa_rate: f64,
+    pub per_pa_burst: f64,
+    /// Sustained requests per second for one user of one PA.
+    pub per_user_rate: f64,
+    pub per_user_burst: f64,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_pa_rate: 200.0,
+            per_pa_burst: 400.0,
+            per_user_rate: 10.0,
+            per_user_burst: 30.0,
+        }
+    }
+}
+
+/// A token bucket; a plain value so the rule is testable with any `now`.
+#[derive(Clone, Copy, Debug)]
+pub struct Bucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+impl Bucket {
+    pub fn full(burst: f64, now: Instant) -> Self {
+        Self {
+            tokens: burst,
+            updated: now,
+        }
+    }
+
+    /// Takes one token, or says how long until one is available.
+    pub fn take(&mut self, now: Instant, rate: f64, burst: f64) -> Result<(), Duration> {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * rate).min(burst);
+        self.updated = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else if rate > 0.0 {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / rate))
+        } else {
+            Err(Duration::from_secs(60))
+        }
+    }
+
+    fn is_full(&self, now: Instant, rate: f64, burst: f64) -> bool {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens + elapsed * rate >= burst
+    }
+}
+
+/// Above this many tracked keys, full buckets are dropped (they carry no state).
+const PRUNE_ABOVE: usize = 50_000;
+
+pub struct RateLimiter {
+    limits: RateLimits,
+    buckets: Mutex<HashMap<(String, Option<String>), Bucket>>,
+}
+
+impl RateLimiter {
+    pub fn new(limits: RateLimits) -> Self {
+        Self {
+            limits,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Checks the PA's bucket and the user's bucket; `Err(retry_after)` when either is empty.
+    pub fn check(&self, pa: &str, sub: &str, now: Instant) -> Result<(), Duration> {
+        let l = &self.limits;
+        let mut buckets = match self.buckets.lock() {
+            Ok(b) => b,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if buckets.len() > PRUNE_ABOVE {
+            buckets.retain(|(_, sub), b| {
+                let (rate, burst) = match sub {
+                    None => (l.per_pa_rate, l.per_pa_burst),
+                    Some(_) => (l.per_user_rate, l.per_user_burst),
+                };
+                !b.is_full(now, rate, burst)
+            });
+        }
+        let user = buckets
+            .entry((pa.to_owned(), Some(sub.to_owned())))
+            .or_insert_with(|| Bucket::full(l.per_user_burst, now));
+        user.take(now, l.per_user_rate, l.per_user_burst)?;
+        let platform = buckets
+            .entry((pa.to_owned(), None))
+            .or_insert_with(|| Bucket::full(l.per_pa_burst, now));
+        platform.take(now, l.per_pa_rate, l.per_pa_burst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_refills_at_its_rate() {
+        let t0 = Instant::now();
+        let mut b = Bucket::full(3.0, t0);
+        for _ in 0..3 {
+            assert!(b.take(t0, 1.0, 3.0).is_ok());
+        }
+        let wait = b.take(t0, 1.0, 3.0).unwrap_err();
+        assert!(wait <= Duration::from_secs(1) && wait > Duration::ZERO);
+        assert!(b.take(t0 + Duration::from_millis(1000), 1.0, 3.0).is_ok());
+    }
+
+    #[test]
+    fn one_user_cannot_exhaust_another_users_budget() {
+        let limiter = RateLimiter::new(RateLimits {
+            per_pa_rate: 100.0,
+            per_pa_burst: 100.0,
+            per_user_rate: 1.0,
+            per_user_burst: 2.0,
+        });
+        let now = Instant::now();
+        assert!(limiter.check("pa", "alice", now).is_ok());
+        assert!(limiter.check("pa", "alice", now).is_ok());
+        assert!(limiter.check("pa", "alice", now).is_err());
+        assert!(limiter.check("pa", "bob", now).is_ok());
+    }
+
+    #[test]
+    fn the_platform_limit_caps_all_users_together() {
+        let limiter = RateLimiter::new(RateLimits {
+            per_pa_rate: 1.0,
+            per_pa_burst: 2.0,
+            per_user_rate: 100.0,
+            per_user_burst: 100.0,
+        });
+        let now = Instant::now();
+        assert!(limiter.check("pa", "a", now).is_ok());
+        assert!(limiter.check("pa", "b", now).is_ok());
+        assert!(limiter.check("pa", "c", now).is_err());
+        assert!(limiter.check("other-pa", "c", now).is_ok());
+    }
+}

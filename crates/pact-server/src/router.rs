@@ -1,0 +1,78 @@
+//! The one route table of pactd.
+//!
+//! Routing is decided here, before any authentication: a path that is not a
+//! PACT operation is a bare 404 and a wrong method a bare 405 for everyone
+//! (PACT §4, last row). Authentication happens in the handlers' `Caller`
+//! extractor, which runs before the body is read.
+
+use axum::Router;
+use axum::http::{HeaderName, StatusCode, header};
+use axum::routing::{get, post};
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::a2a::{card, send, tasks};
+use crate::health;
+use crate::state::AppState;
+
+/// Headers that carry credentials; marked sensitive so no layer ever logs them.
+pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
+
+pub fn router(state: AppState) -> Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    let config = &state.config;
+    let layers = ServiceBuilder::new()
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::COOKIE,
+            HeaderName::from_static(DELEGATION_HEADER),
+        ]))
+        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                // The path only: query strings can carry user codes.
+                let id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(request_id))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            config.request_timeout,
+        ))
+        .layer(RequestBodyLimitLayer::new(config.body_limit));
+
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        // PACT §2
+        .route("/a2a/{brand}/.well-known/agent-card.json", get(card::get_card))
+        // PACT §4, the eight operation rows
+        .route("/a2a/{brand}/message:send", post(send::send_message))
+        .route("/a2a/{brand}/message:stream", post(tasks::unsupported))
+        .route("/a2a/{brand}/tasks", get(tasks::list_tasks))
+        .route(
+            "/a2a/{brand}/tasks/{segment}",
+            get(tasks::task_by_id).post(tasks::task_by_id),
+        )
+        .route("/a2a/{brand}/extendedAgentCard", get(tasks::unsupported))
+        .route(
+            "/a2a/{brand}/tasks/{id}/pushNotificationConfigs",
+            get(tasks::push_not_supported).post(tasks::push_not_supported),
+        )
+        .route(
+            "/a2a/{brand}/tasks/{id}/pushNotificationConfigs/{config_id}",
+            get(tasks::push_not_supported).delete(tasks::push_not_supported),
+        )
+        .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(layers)
+        .with_state(state)
+}

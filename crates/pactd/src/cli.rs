@@ -1,0 +1,98 @@
+//! The command line. The forms of these commands are used by other tools
+//! (tests, the conformance runner, scripts): keep them stable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "pactd", version, about = "A self-hosted PACT authorization server")]
+pub struct Cli {
+    /// A TOML file with the same settings as the flags (flags and env win).
+    #[arg(long, global = true, env = "PACTD_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// PostgreSQL URL. Without it, `dev` and the admin commands use the
+    /// private cluster in the data directory.
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Where `dev` keeps its private PostgreSQL and generated secrets.
+    #[arg(long, global = true, env = "PACTD_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (migrates the database first unless --no-migrate).
+    Serve(ServeArgs),
+    /// Zero-configuration local server: private PostgreSQL, demo brand, loopback JWKS allowed.
+    Dev(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage brands.
+    #[command(subcommand)]
+    Brand(BrandCommand),
+    /// Manage registered personal agents (PACT §3).
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "PACTD_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Public base URL [default: http://<listen>].
+    #[arg(long, env = "PACTD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// The Provider-wide PA-JWT audience [default: <public-url>/a2a].
+    #[arg(long, env = "PACTD_AUDIENCE")]
+    pub audience: Option<String>,
+    /// Accept http://127.0.0.1 / localhost JWKS URIs (development only).
+    #[arg(long, env = "PACTD_ALLOW_LOOPBACK_JWKS", num_args = 0..=1, default_missing_value = "true")]
+    pub allow_loopback_jwks: Option<bool>,
+    /// Do not apply migrations on start.
+    #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
+    pub no_migrate: Option<bool>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BrandCommand {
+    /// Add a brand.
+    Add {
+        brand_id: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// List brands.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Register (or update) a personal-agent platform.
+    Add {
+        #[arg(long)]
+        issuer: String,
+        #[arg(long)]
+        jwks_uri: String,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Refuse this PA from the next request on.
+    Disable {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// Admit this PA again.
+    Enable {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// List registered PAs.
+    List,
+}

@@ -1,0 +1,117 @@
+//! pactd running in-process on a loopback port, on its own fresh database.
+
+use std::net::SocketAddr;
+
+use pact_server::{AppState, Config};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::pa::TestPa;
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub base_url: String,
+    pub db_url: String,
+    pub db: sqlx::PgPool,
+    pub state: AppState,
+    pub http: reqwest::Client,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestApp {
+    /// pactd with test-friendly settings (loopback JWKS allowed) and a `demo` brand.
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    pub async fn spawn_with(edit: impl FnOnce(&mut Config)) -> Self {
+        let db_url = crate::db::fresh_database().await;
+        Self::spawn_on(db_url, edit).await
+    }
+
+    /// Another node on an existing database (for multi-node tests).
+    pub async fn spawn_on(db_url: String, edit: impl FnOnce(&mut Config)) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut config = Config::for_listen(addr);
+        config.jwks.allow_loopback = true;
+        edit(&mut config);
+        let db = pact_db::connect(&db_url, 10).await.unwrap();
+        pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store").await.unwrap();
+        let state = AppState::new(config, db.clone()).unwrap();
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(pact_server::serve(state.clone(), listener, async move {
+            rx.await.ok();
+        }));
+        Self {
+            addr,
+            base_url: format!("http://{addr}"),
+            db_url,
+            db,
+            state,
+            http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    pub fn audience(&self) -> &str {
+        &self.state.config.audience
+    }
+
+    pub fn iface(&self, brand: &str) -> String {
+        self.state.config.interface_url(brand)
+    }
+
+    pub async fn add_brand(&self, id: &str, name: &str) {
+        pact_db::brands::insert(&self.db, id, name, "").await.unwrap();
+    }
+
+    pub async fn register(&self, pa: &TestPa) {
+        pact_db::agents::upsert(&self.db, &pa.issuer, &pa.jwks_uri, "Test PA").await.unwrap();
+    }
+
+    /// A registered PA with a fresh key.
+    pub async fn registered_pa(&self, issuer: &str) -> TestPa {
+        let pa = TestPa::start(issuer).await;
+        self.register(&pa).await;
+        pa
+    }
+
+    /// POSTs `body` to `{iface}/{op}` with the PA-JWT.
+    pub async fn post_a2a(&self, brand: &str, op: &str, token: Option<&str>, body: &Value) -> reqwest::Response {
+        let mut req = self.http.post(format!("{}/{op}", self.iface(brand))).json(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// `message:send` with `text`, optionally in a context.
+    pub async fn send(&self, brand: &str, token: &str, message_id: &str, text: &str, context: Option<&str>) -> reqwest::Response {
+        let mut message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+        if let Some(c) = context {
+            message["contextId"] = json!(c);
+        }
+        self.post_a2a(brand, "message:send", Some(token), &json!({ "message": message })).await
+    }
+
+    /// Stops accepting and waits for in-flight requests to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            tx.send(()).ok();
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap().unwrap();
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            tx.send(()).ok();
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! One fresh database per test, on `DATABASE_URL`'s server when set, otherwise
+//! on a throwaway cluster started once per test binary from the system's
+//! PostgreSQL binaries (a watchdog stops it when the test process exits).
+
+use std::sync::OnceLock;
+
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+
+/// The server URL with no database path, e.g. `postgres://postgres@127.0.0.1:5433`.
+fn server() -> &'static (String, String) {
+    static SERVER: OnceLock<(String, String)> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        if let Ok(url) = std::env::var("DATABASE_URL") {
+            let mut parsed = url::Url::parse(&url).expect("DATABASE_URL is not a URL");
+            let admin_db = parsed.path().trim_start_matches('/').to_owned();
+            parsed.set_path("");
+            let admin_db = if admin_db.is_empty() { "postgres".to_owned() } else { admin_db };
+            return (parsed.to_string().trim_end_matches('/').to_owned(), admin_db);
+        }
+        // The cluster outlives every test's runtime, so start it on a runtime of its own.
+        let url = std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let cluster = pact_db::local_cluster::LocalCluster::start_ephemeral_with_watchdog()
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL for the tests: {e}"));
+                let url = cluster.url("postgres");
+                // The watchdog stops it when this process exits.
+                std::mem::forget(cluster);
+                url
+            })
+        })
+        .join()
+        .expect("cluster thread panicked");
+        let mut parsed = url::Url::parse(&url).unwrap();
+        parsed.set_path("");
+        (parsed.to_string().trim_end_matches('/').to_owned(), "postgres".to_owned())
+    })
+}
+
+/// Creates a fresh, migrated database and returns its URL.
+pub async fn fresh_database() -> String {
+    let (server, admin_db) = server();
+    let name = format!("pactd_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = PgConnection::connect(&format!("{server}/{admin_db}"))
+        .await
+        .expect("cannot connect to the test PostgreSQL server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create database");
+    admin.close().await.ok();
+    let url = format!("{server}/{name}");
+    let pool = pact_db::connect(&url, 2).await.expect("connect to test database");
+    pact_db::migrate(&pool).await.expect("migrate test database");
+    pool.close().await;
+    url
+}

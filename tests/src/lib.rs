@@ -1,0 +1,11 @@
+//! The integration-test harness: a real PostgreSQL (one fresh database per
+//! test), pactd on a real loopback port, and test personal agents whose JWKS
+//! is served over real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod db;
+pub mod pa;
+pub mod app;
+
+pub use app::TestApp;
+pub use pa::TestPa;

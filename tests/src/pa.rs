@@ -1,0 +1,181 @@
+//! A test personal agent: its own keys, a JWKS served on a loopback port that
+//! counts fetches, and a signer that can produce valid and hostile PA-JWTs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use axum::Router;
+use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use josekit::jwk::Jwk;
+use josekit::jwk::alg::ec::{EcCurve, EcKeyPair};
+use josekit::jwk::alg::rsa::RsaKeyPair;
+use josekit::jws::{ES256, JwsSigner, RS256};
+use serde_json::{Value, json};
+
+/// A signing key of the PA, with the kid it is published under.
+#[derive(Clone)]
+pub enum PaKey {
+    Ec { kid: String, pair: Arc<EcKeyPair> },
+    Rsa { kid: String, pair: Arc<RsaKeyPair> },
+}
+
+impl PaKey {
+    pub fn new_ec(kid: &str) -> Self {
+        Self::Ec { kid: kid.into(), pair: Arc::new(EcKeyPair::generate(EcCurve::P256).unwrap()) }
+    }
+    pub fn new_rsa(kid: &str) -> Self {
+        Self::Rsa { kid: kid.into(), pair: Arc::new(RsaKeyPair::generate(2048).unwrap()) }
+    }
+    pub fn kid(&self) -> &str {
+        match self {
+            Self::Ec { kid, .. } | Self::Rsa { kid, .. } => kid,
+        }
+    }
+    pub fn alg(&self) -> &'static str {
+        match self {
+            Self::Ec { .. } => "ES256",
+            Self::Rsa { .. } => "RS256",
+        }
+    }
+    pub fn public_jwk(&self) -> Jwk {
+        let mut jwk = match self {
+            Self::Ec { pair, .. } => pair.to_jwk_public_key(),
+            Self::Rsa { pair, .. } => pair.to_jwk_public_key(),
+        };
+        jwk.set_key_id(self.kid());
+        jwk.set_algorithm(self.alg());
+        jwk.set_key_use("sig");
+        jwk
+    }
+    /// Signs `input` with this key's own algorithm.
+    pub fn sign(&self, input: &[u8]) -> Vec<u8> {
+        match self {
+            Self::Ec { pair, .. } => ES256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap().sign(input).unwrap(),
+            Self::Rsa { pair, .. } => RS256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap().sign(input).unwrap(),
+        }
+    }
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Assembles a compact JWS from JSON header and payload, signed by `key`.
+pub fn compact(header: &Value, payload: &Value, key: &PaKey) -> String {
+    let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(payload.to_string().as_bytes()));
+    let sig = key.sign(input.as_bytes());
+    format!("{input}.{}", b64(&sig))
+}
+
+pub fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+struct Jwks {
+    keys: Mutex<Vec<PaKey>>,
+    hits: AtomicUsize,
+    cache_control: Mutex<Option<String>>,
+}
+
+pub struct TestPa {
+    pub issuer: String,
+    pub jwks_uri: String,
+    /// The key new tokens are signed with.
+    pub key: Mutex<PaKey>,
+    jwks: Arc<Jwks>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl TestPa {
+    /// A PA with one ES256 key, its JWKS served on 127.0.0.1:0.
+    pub async fn start(issuer: &str) -> Self {
+        Self::start_with_key(issuer, PaKey::new_ec("k1")).await
+    }
+
+    pub async fn start_with_key(issuer: &str, key: PaKey) -> Self {
+        let jwks = Arc::new(Jwks {
+            keys: Mutex::new(vec![key.clone()]),
+            hits: AtomicUsize::new(0),
+            cache_control: Mutex::new(Some("max-age=300".into())),
+        });
+        let served = jwks.clone();
+        let app = Router::new().route(
+            "/.well-known/jwks.json",
+            get(move || {
+                let served = served.clone();
+                async move {
+                    served.hits.fetch_add(1, Ordering::SeqCst);
+                    let keys: Vec<Value> = served
+                        .keys
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .map(|k| serde_json::from_str(&k.public_jwk().to_string()).unwrap())
+                        .collect();
+                    let cc = served.cache_control.lock().unwrap().clone();
+                    let mut res = axum::response::Response::new(axum::body::Body::from(json!({"keys": keys}).to_string()));
+                    res.headers_mut().insert("content-type", "application/json".parse().unwrap());
+                    if let Some(cc) = cc {
+                        res.headers_mut().insert("cache-control", cc.parse().unwrap());
+                    }
+                    res
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Self {
+            issuer: issuer.to_owned(),
+            jwks_uri: format!("http://{addr}/.well-known/jwks.json"),
+            key: Mutex::new(key),
+            jwks,
+            _server: server,
+        }
+    }
+
+    /// How many times pactd fetched this PA's JWKS.
+    pub fn jwks_hits(&self) -> usize {
+        self.jwks.hits.load(Ordering::SeqCst)
+    }
+
+    /// Publishes `key` (alongside the old ones) and signs with it from now on.
+    pub fn rotate_to(&self, key: PaKey) {
+        self.jwks.keys.lock().unwrap().push(key.clone());
+        *self.key.lock().unwrap() = key;
+    }
+
+    pub fn current_key(&self) -> PaKey {
+        self.key.lock().unwrap().clone()
+    }
+
+    /// The claims of a valid PA-JWT for `sub` at `audience`.
+    pub fn claims(&self, sub: &str, audience: &str) -> Value {
+        let now = now();
+        json!({"iss": self.issuer, "sub": sub, "aud": audience, "iat": now, "exp": now + 120,
+               "jti": uuid::Uuid::new_v4().to_string()})
+    }
+
+    pub fn header(&self) -> Value {
+        let key = self.current_key();
+        json!({"alg": key.alg(), "typ": "JWT", "kid": key.kid()})
+    }
+
+    /// A valid PA-JWT.
+    pub fn token(&self, sub: &str, audience: &str) -> String {
+        compact(&self.header(), &self.claims(sub, audience), &self.current_key())
+    }
+
+    /// A PA-JWT from edited claims and header, signed with the current key.
+    pub fn token_with(&self, sub: &str, audience: &str, edit: impl FnOnce(&mut Value, &mut Value)) -> String {
+        let mut header = self.header();
+        let mut claims = self.claims(sub, audience);
+        edit(&mut header, &mut claims);
+        compact(&header, &claims, &self.current_key())
+    }
+}
