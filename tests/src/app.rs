@@ -32,14 +32,24 @@ impl TestApp {
 
     /// Another node on an existing database (for multi-node tests).
     pub async fn spawn_on(db_url: String, edit: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_full(db_url, edit, pact_server::agent::BrandAgents::builtin()).await
+    }
+
+    pub async fn spawn_full(
+        db_url: String,
+        edit: impl FnOnce(&mut Config),
+        agents: pact_server::agent::BrandAgents,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut config = Config::for_listen(addr);
         config.jwks.allow_loopback = true;
         edit(&mut config);
         let db = pact_db::connect(&db_url, 10).await.unwrap();
-        pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store").await.unwrap();
-        let state = AppState::new(config, db.clone()).unwrap();
+        pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store")
+            .await
+            .unwrap();
+        let state = AppState::with_agents(config, db.clone(), agents).unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(pact_server::serve(state.clone(), listener, async move {
             rx.await.ok();
@@ -50,7 +60,10 @@ impl TestApp {
             db_url,
             db,
             state,
-            http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
             shutdown: Some(tx),
             server: Some(server),
         }
@@ -65,11 +78,15 @@ impl TestApp {
     }
 
     pub async fn add_brand(&self, id: &str, name: &str) {
-        pact_db::brands::insert(&self.db, id, name, "").await.unwrap();
+        pact_db::brands::insert(&self.db, id, name, "")
+            .await
+            .unwrap();
     }
 
     pub async fn register(&self, pa: &TestPa) {
-        pact_db::agents::upsert(&self.db, &pa.issuer, &pa.jwks_uri, "Test PA").await.unwrap();
+        pact_db::agents::upsert(&self.db, &pa.issuer, &pa.jwks_uri, "Test PA")
+            .await
+            .unwrap();
     }
 
     /// A registered PA with a fresh key.
@@ -80,8 +97,17 @@ impl TestApp {
     }
 
     /// POSTs `body` to `{iface}/{op}` with the PA-JWT.
-    pub async fn post_a2a(&self, brand: &str, op: &str, token: Option<&str>, body: &Value) -> reqwest::Response {
-        let mut req = self.http.post(format!("{}/{op}", self.iface(brand))).json(body);
+    pub async fn post_a2a(
+        &self,
+        brand: &str,
+        op: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(format!("{}/{op}", self.iface(brand)))
+            .json(body);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -89,12 +115,26 @@ impl TestApp {
     }
 
     /// `message:send` with `text`, optionally in a context.
-    pub async fn send(&self, brand: &str, token: &str, message_id: &str, text: &str, context: Option<&str>) -> reqwest::Response {
-        let mut message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+    pub async fn send(
+        &self,
+        brand: &str,
+        token: &str,
+        message_id: &str,
+        text: &str,
+        context: Option<&str>,
+    ) -> reqwest::Response {
+        let mut message =
+            json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
         if let Some(c) = context {
             message["contextId"] = json!(c);
         }
-        self.post_a2a(brand, "message:send", Some(token), &json!({ "message": message })).await
+        self.post_a2a(
+            brand,
+            "message:send",
+            Some(token),
+            &json!({ "message": message }),
+        )
+        .await
     }
 
     /// Stops accepting and waits for in-flight requests to finish.

@@ -15,16 +15,28 @@ fn server() -> &'static (String, String) {
             let mut parsed = url::Url::parse(&url).expect("DATABASE_URL is not a URL");
             let admin_db = parsed.path().trim_start_matches('/').to_owned();
             parsed.set_path("");
-            let admin_db = if admin_db.is_empty() { "postgres".to_owned() } else { admin_db };
-            return (parsed.to_string().trim_end_matches('/').to_owned(), admin_db);
+            let admin_db = if admin_db.is_empty() {
+                "postgres".to_owned()
+            } else {
+                admin_db
+            };
+            return (
+                parsed.to_string().trim_end_matches('/').to_owned(),
+                admin_db,
+            );
         }
         // The cluster outlives every test's runtime, so start it on a runtime of its own.
         let url = std::thread::spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 let cluster = pact_db::local_cluster::LocalCluster::start_ephemeral_with_watchdog()
                     .await
-                    .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL for the tests: {e}"));
+                    .unwrap_or_else(|e| {
+                        panic!("cannot start a throwaway PostgreSQL for the tests: {e}")
+                    });
                 let url = cluster.url("postgres");
                 // The watchdog stops it when this process exits.
                 std::mem::forget(cluster);
@@ -35,7 +47,10 @@ fn server() -> &'static (String, String) {
         .expect("cluster thread panicked");
         let mut parsed = url::Url::parse(&url).unwrap();
         parsed.set_path("");
-        (parsed.to_string().trim_end_matches('/').to_owned(), "postgres".to_owned())
+        (
+            parsed.to_string().trim_end_matches('/').to_owned(),
+            "postgres".to_owned(),
+        )
     })
 }
 
@@ -52,8 +67,12 @@ pub async fn fresh_database() -> String {
         .expect("create database");
     admin.close().await.ok();
     let url = format!("{server}/{name}");
-    let pool = pact_db::connect(&url, 2).await.expect("connect to test database");
-    pact_db::migrate(&pool).await.expect("migrate test database");
+    let pool = pact_db::connect(&url, 2)
+        .await
+        .expect("connect to test database");
+    pact_db::migrate(&pool)
+        .await
+        .expect("migrate test database");
     pool.close().await;
     url
 }

@@ -3,9 +3,9 @@
 //! is served over real HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod app;
 pub mod db;
 pub mod pa;
-pub mod app;
 
 pub use app::TestApp;
 pub use pa::TestPa;

@@ -2,8 +2,8 @@
 //! counts fetches, and a signer that can produce valid and hostile PA-JWTs.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::routing::get;
@@ -24,10 +24,16 @@ pub enum PaKey {
 
 impl PaKey {
     pub fn new_ec(kid: &str) -> Self {
-        Self::Ec { kid: kid.into(), pair: Arc::new(EcKeyPair::generate(EcCurve::P256).unwrap()) }
+        Self::Ec {
+            kid: kid.into(),
+            pair: Arc::new(EcKeyPair::generate(EcCurve::P256).unwrap()),
+        }
     }
     pub fn new_rsa(kid: &str) -> Self {
-        Self::Rsa { kid: kid.into(), pair: Arc::new(RsaKeyPair::generate(2048).unwrap()) }
+        Self::Rsa {
+            kid: kid.into(),
+            pair: Arc::new(RsaKeyPair::generate(2048).unwrap()),
+        }
     }
     pub fn kid(&self) -> &str {
         match self {
@@ -53,8 +59,16 @@ impl PaKey {
     /// Signs `input` with this key's own algorithm.
     pub fn sign(&self, input: &[u8]) -> Vec<u8> {
         match self {
-            Self::Ec { pair, .. } => ES256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap().sign(input).unwrap(),
-            Self::Rsa { pair, .. } => RS256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap().sign(input).unwrap(),
+            Self::Ec { pair, .. } => ES256
+                .signer_from_jwk(&pair.to_jwk_private_key())
+                .unwrap()
+                .sign(input)
+                .unwrap(),
+            Self::Rsa { pair, .. } => RS256
+                .signer_from_jwk(&pair.to_jwk_private_key())
+                .unwrap()
+                .sign(input)
+                .unwrap(),
         }
     }
 }
@@ -65,7 +79,11 @@ pub fn b64(bytes: &[u8]) -> String {
 
 /// Assembles a compact JWS from JSON header and payload, signed by `key`.
 pub fn compact(header: &Value, payload: &Value, key: &PaKey) -> String {
-    let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(payload.to_string().as_bytes()));
+    let input = format!(
+        "{}.{}",
+        b64(header.to_string().as_bytes()),
+        b64(payload.to_string().as_bytes())
+    );
     let sig = key.sign(input.as_bytes());
     format!("{input}.{}", b64(&sig))
 }
@@ -116,10 +134,14 @@ impl TestPa {
                         .map(|k| serde_json::from_str(&k.public_jwk().to_string()).unwrap())
                         .collect();
                     let cc = served.cache_control.lock().unwrap().clone();
-                    let mut res = axum::response::Response::new(axum::body::Body::from(json!({"keys": keys}).to_string()));
-                    res.headers_mut().insert("content-type", "application/json".parse().unwrap());
+                    let mut res = axum::response::Response::new(axum::body::Body::from(
+                        json!({"keys": keys}).to_string(),
+                    ));
+                    res.headers_mut()
+                        .insert("content-type", "application/json".parse().unwrap());
                     if let Some(cc) = cc {
-                        res.headers_mut().insert("cache-control", cc.parse().unwrap());
+                        res.headers_mut()
+                            .insert("cache-control", cc.parse().unwrap());
                     }
                     res
                 }
@@ -168,11 +190,20 @@ impl TestPa {
 
     /// A valid PA-JWT.
     pub fn token(&self, sub: &str, audience: &str) -> String {
-        compact(&self.header(), &self.claims(sub, audience), &self.current_key())
+        compact(
+            &self.header(),
+            &self.claims(sub, audience),
+            &self.current_key(),
+        )
     }
 
     /// A PA-JWT from edited claims and header, signed with the current key.
-    pub fn token_with(&self, sub: &str, audience: &str, edit: impl FnOnce(&mut Value, &mut Value)) -> String {
+    pub fn token_with(
+        &self,
+        sub: &str,
+        audience: &str,
+        edit: impl FnOnce(&mut Value, &mut Value),
+    ) -> String {
         let mut header = self.header();
         let mut claims = self.claims(sub, audience);
         edit(&mut header, &mut claims);

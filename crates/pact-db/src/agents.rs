@@ -114,9 +114,21 @@ pub async fn find_with_brand(
         row.agent_created_at,
         row.agent_updated_at,
     ) {
-        (Some(issuer), Some(jwks_uri), Some(name), Some(enabled), Some(created_at), Some(updated_at)) => {
-            Some(Agent { issuer, jwks_uri, name, enabled, created_at, updated_at })
-        }
+        (
+            Some(issuer),
+            Some(jwks_uri),
+            Some(name),
+            Some(enabled),
+            Some(created_at),
+            Some(updated_at),
+        ) => Some(Agent {
+            issuer,
+            jwks_uri,
+            name,
+            enabled,
+            created_at,
+            updated_at,
+        }),
         _ => None,
     };
     let brand = match (
@@ -127,9 +139,21 @@ pub async fn find_with_brand(
         row.settings,
         row.brand_created_at,
     ) {
-        (Some(id), Some(name), Some(description), Some(agent_kind), Some(settings), Some(created_at)) => {
-            Some(crate::brands::Brand { id, name, description, agent_kind, settings, created_at })
-        }
+        (
+            Some(id),
+            Some(name),
+            Some(description),
+            Some(agent_kind),
+            Some(settings),
+            Some(created_at),
+        ) => Some(crate::brands::Brand {
+            id,
+            name,
+            description,
+            agent_kind,
+            settings,
+            created_at,
+        }),
         _ => None,
     };
     Ok(AgentAndBrand { agent, brand })

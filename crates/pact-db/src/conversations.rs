@@ -60,10 +60,11 @@ pub async fn lock_owned(
 
 /// Closes a conversation; later turns get `UNSUPPORTED_OPERATION`.
 pub async fn close(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<bool> {
-    let done = sqlx::query("update conversations set closed = true, updated_at = now() where id = $1")
-        .bind(id)
-        .execute(db)
-        .await?;
+    let done =
+        sqlx::query("update conversations set closed = true, updated_at = now() where id = $1")
+            .bind(id)
+            .execute(db)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 

@@ -11,8 +11,8 @@ pub mod local_cluster;
 
 use std::time::Duration;
 
-pub use sqlx::{PgPool, Postgres, Transaction};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+pub use sqlx::{PgPool, Postgres, Transaction};
 
 /// The migrations in `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");

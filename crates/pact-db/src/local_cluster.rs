@@ -115,7 +115,9 @@ pub enum ClusterError {
         "invalid database name {0:?}: use 1 to 63 ASCII letters, digits, `_` or `-` (the name goes into URLs and SQL)"
     )]
     InvalidDatabaseName(String),
-    #[error("PostgreSQL on 127.0.0.1:{port} did not accept connections within {waited:?}: {source}")]
+    #[error(
+        "PostgreSQL on 127.0.0.1:{port} did not accept connections within {waited:?}: {source}"
+    )]
     NotReady {
         port: u16,
         waited: Duration,
@@ -254,7 +256,10 @@ impl Tools {
             return Ok(false);
         }
         let status = self
-            .output(&self.bins.pg_ctl, &[os("status"), os("-D"), data_dir.into()])
+            .output(
+                &self.bins.pg_ctl,
+                &[os("status"), os("-D"), data_dir.into()],
+            )
             .await?;
         Ok(status.status.success())
     }
@@ -317,14 +322,14 @@ impl RunAs {
         }
         let uid = postgres_id("-u").await?;
         let gid = postgres_id("-g").await?;
-        let switch = if let Some(path) = find_tool("runuser", &["/usr/sbin/runuser", "/sbin/runuser"])
-        {
-            Switch::Runuser(path)
-        } else if let Some(path) = find_tool("su", &["/bin/su", "/usr/bin/su"]) {
-            Switch::Su(path)
-        } else {
-            return Err(ClusterError::NoUserSwitch);
-        };
+        let switch =
+            if let Some(path) = find_tool("runuser", &["/usr/sbin/runuser", "/sbin/runuser"]) {
+                Switch::Runuser(path)
+            } else if let Some(path) = find_tool("su", &["/bin/su", "/usr/bin/su"]) {
+                Switch::Su(path)
+            } else {
+                return Err(ClusterError::NoUserSwitch);
+            };
         Ok(Self::Postgres { uid, gid, switch })
     }
 
@@ -367,8 +372,11 @@ impl RunAs {
     fn chown(&self, path: &Path) -> Result<(), ClusterError> {
         match self {
             Self::CurrentUser => Ok(()),
-            Self::Postgres { uid, gid, .. } => std::os::unix::fs::chown(path, Some(*uid), Some(*gid))
-                .map_err(|source| io_error("could not hand over to the postgres user", path, source)),
+            Self::Postgres { uid, gid, .. } => {
+                std::os::unix::fs::chown(path, Some(*uid), Some(*gid)).map_err(|source| {
+                    io_error("could not hand over to the postgres user", path, source)
+                })
+            }
         }
     }
 
@@ -415,8 +423,11 @@ impl LocalCluster {
     /// Returns once the server accepts connections.
     pub async fn start(opts: ClusterOptions) -> Result<LocalCluster, ClusterError> {
         let tools = Tools::detect().await?;
+        // A failed ephemeral start removes its directory, so it must not be one that held
+        // something else before we came.
+        let discard_on_failure = opts.ephemeral && is_missing_or_empty(&opts.data_dir).await;
         let data_dir = prepare_data_dir(&opts.data_dir, &tools.run_as).await?;
-        Self::start_in(tools, data_dir, &opts).await
+        Self::start_in(tools, data_dir, &opts, discard_on_failure).await
     }
 
     /// A throwaway cluster for a test binary, in a fresh directory under the system's temp dir.
@@ -450,11 +461,12 @@ impl LocalCluster {
             }
         };
         // On failure the watchdog stays: it finishes whatever cleanup `start_in` could not.
-        let mut cluster = Self::start_in(tools, data_dir, &opts).await?;
+        let mut cluster = Self::start_in(tools, data_dir, &opts, true).await?;
         cluster.watchdog = Some(watchdog);
         Ok(cluster)
     }
 
+    /// The TCP port the server listens on, on 127.0.0.1 only.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -524,11 +536,12 @@ impl LocalCluster {
     }
 
     /// Initialises (when needed) and starts the cluster in an already prepared data directory; a
-    /// throwaway cluster that fails half-way is discarded.
+    /// throwaway cluster that fails half-way is discarded when `discard_on_failure`.
     async fn start_in(
         tools: Tools,
         data_dir: PathBuf,
         opts: &ClusterOptions,
+        discard_on_failure: bool,
     ) -> Result<LocalCluster, ClusterError> {
         let started = Instant::now();
         let result = Self::init_and_start(tools.clone(), data_dir.clone(), opts).await;
@@ -544,7 +557,7 @@ impl LocalCluster {
                 Ok(cluster)
             }
             Err(error) => {
-                if opts.ephemeral {
+                if discard_on_failure {
                     tools.discard(&data_dir).await;
                 }
                 Err(error)
@@ -615,8 +628,15 @@ impl LocalCluster {
     }
 }
 
-/// Makes the data directory absolute, creates it when missing and, as root, hands an
-/// uninitialised one to the `postgres` user so that initdb can fill it.
+async fn is_missing_or_empty(dir: &Path) -> bool {
+    match tokio::fs::read_dir(dir).await {
+        Ok(mut entries) => matches!(entries.next_entry().await, Ok(None)),
+        Err(error) => error.kind() == io::ErrorKind::NotFound,
+    }
+}
+
+/// Makes the data directory absolute, creates it when missing and, as root, hands an empty one
+/// to the `postgres` user so that initdb can fill it.
 async fn prepare_data_dir(dir: &Path, run_as: &RunAs) -> Result<PathBuf, ClusterError> {
     let dir = if dir.is_absolute() {
         dir.to_path_buf()
@@ -633,7 +653,9 @@ async fn prepare_data_dir(dir: &Path, run_as: &RunAs) -> Result<PathBuf, Cluster
             .await
             .map_err(|source| io_error("could not create", &dir, source))?;
     }
-    if !dir.join("PG_VERSION").exists() {
+    // Only an empty directory is made ready for initdb: a non-empty one without a cluster is
+    // refused by initdb anyway, and must not change owner on the way.
+    if is_missing_or_empty(&dir).await {
         // PostgreSQL insists on a data directory only its owner can read.
         tokio::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .await
@@ -749,7 +771,10 @@ async fn start_server(
         if opts.port.is_none() && attempt < START_ATTEMPTS && is_port_clash(&log_tail) {
             attempt += 1;
             port = free_port()?;
-            tracing::debug!(port, "port was taken before PostgreSQL could bind it; retrying");
+            tracing::debug!(
+                port,
+                "port was taken before PostgreSQL could bind it; retrying"
+            );
             continue;
         }
         return Err(ClusterError::StartFailed {
@@ -887,10 +912,7 @@ async fn create_unique_temp_dir() -> Result<PathBuf, ClusterError> {
         .map(|elapsed| elapsed.as_nanos())
         .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!(
-        "pactd-pg-{}-{nanos:x}-{n}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("pactd-pg-{}-{nanos:x}-{n}", std::process::id()));
     // create_dir, not create_dir_all: an existing directory must never be adopted and later removed.
     tokio::fs::create_dir(&dir)
         .await
@@ -1161,6 +1183,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_cluster_outlives_the_runtime_that_started_it() {
+        // The integration harness starts its cluster once, on a runtime of its own, and every
+        // test then uses it from its own runtime.
+        let cluster = std::thread::spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(LocalCluster::start_ephemeral_with_watchdog())
+        })
+        .join()
+        .expect("thread")
+        .expect("start");
+        let dir = cluster.data_dir().to_path_buf();
+        assert_eq!(select_one(&cluster.url(POSTGRES_USER)).await, 1);
+        tokio::time::timeout(Duration::from_secs(30), cluster.stop())
+            .await
+            .expect("stop does not hang")
+            .expect("stop");
+        assert!(!dir.exists());
+    }
+
+    #[tokio::test]
     async fn starting_a_running_persistent_cluster_reuses_it_and_keeps_its_port() {
         let (tools, dir, mut watchdog) = guarded_temp_dir().await;
         let opts = ClusterOptions {
@@ -1169,9 +1214,13 @@ mod tests {
             ephemeral: false,
         };
 
-        let first = LocalCluster::start(opts.clone()).await.expect("first start");
+        let first = LocalCluster::start(opts.clone())
+            .await
+            .expect("first start");
         assert!(first.started_by_us());
-        let second = LocalCluster::start(opts.clone()).await.expect("second start");
+        let second = LocalCluster::start(opts.clone())
+            .await
+            .expect("second start");
         assert!(!second.started_by_us());
         assert_eq!(second.port(), first.port());
         second.ensure_database("reused").await.expect("create");
@@ -1255,10 +1304,36 @@ mod tests {
         while dir.exists() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(!dir.exists(), "the watchdog should have removed {}", dir.display());
-        assert!(PgConnection::connect(&url).await.is_err(), "server still up");
+        assert!(
+            !dir.exists(),
+            "the watchdog should have removed {}",
+            dir.display()
+        );
+        assert!(
+            PgConnection::connect(&url).await.is_err(),
+            "server still up"
+        );
         // The handle is stale now; nothing of it needs stopping.
         drop(cluster);
+    }
+
+    #[tokio::test]
+    async fn a_failed_ephemeral_start_keeps_a_directory_it_did_not_create() {
+        let dir = create_unique_temp_dir().await.expect("temp dir");
+        std::fs::write(dir.join("precious.txt"), "keep me").expect("write");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o751)).expect("chmod");
+        let error = LocalCluster::start(ClusterOptions {
+            data_dir: dir.clone(),
+            port: None,
+            ephemeral: true,
+        })
+        .await
+        .expect_err("initdb refuses a non-empty directory");
+        assert!(matches!(error, ClusterError::Command { .. }), "{error}");
+        assert!(dir.join("precious.txt").exists());
+        let mode = std::fs::metadata(&dir).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o751, "the directory was left as it was");
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]

@@ -70,6 +70,9 @@ struct State {
     keys: Option<Snapshot>,
     /// When the last fetch attempt (successful or not) finished.
     last_attempt: Option<Instant>,
+    /// Whether that attempt failed: a stale entry waits out the cooldown only
+    /// after a failure, otherwise it is refreshed as soon as it is stale.
+    last_failed: bool,
 }
 
 /// One cached jwksUri.
@@ -256,9 +259,9 @@ impl JwksCache {
     /// The cache rules, as a pure function of one state snapshot.
     fn decide(&self, state: &State, kid: Option<&str>, alg: Alg) -> Decision {
         let now = Instant::now();
-        let cooling = state.last_attempt.is_some_and(|at| {
-            now.saturating_duration_since(at) < self.policy.unknown_kid_cooldown
-        });
+        let cooling = state
+            .last_attempt
+            .is_some_and(|at| now.saturating_duration_since(at) < self.policy.unknown_kid_cooldown);
         let Some(snapshot) = &state.keys else {
             return if cooling {
                 Decision::Fail(JwksError::Unavailable)
@@ -273,7 +276,7 @@ impl JwksCache {
                 None if cooling => Decision::Fail(JwksError::UnknownKey),
                 None => Decision::Fetch,
             }
-        } else if cooling {
+        } else if cooling && state.last_failed {
             match self.serve_stale(snapshot, kid, alg, now) {
                 Ok(key) => Decision::Use(key),
                 Err(err) => Decision::Fail(err),
@@ -325,11 +328,15 @@ async fn refresh(
             entry.update(|state| {
                 state.keys = Some(snapshot);
                 state.last_attempt = Some(now);
+                state.last_failed = false;
             });
             Ok(keys)
         }
         Err(err) => {
-            entry.update(|state| state.last_attempt = Some(now));
+            entry.update(|state| {
+                state.last_attempt = Some(now);
+                state.last_failed = true;
+            });
             Err(err)
         }
     }

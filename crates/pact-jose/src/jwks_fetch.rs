@@ -166,7 +166,10 @@ mod tests {
         assert_eq!(ttl(&["max-age=99999999"]), Duration::from_secs(86_400));
         assert_eq!(ttl(&["no-store"]), Duration::from_secs(60));
         assert_eq!(ttl(&["max-age=3600, no-cache"]), Duration::from_secs(60));
-        assert_eq!(ttl(&["max-age=900", "max-age=300"]), Duration::from_secs(300));
+        assert_eq!(
+            ttl(&["max-age=900", "max-age=300"]),
+            Duration::from_secs(300)
+        );
         assert_eq!(ttl(&["max-age=banana"]), Duration::from_secs(600));
         assert_eq!(ttl(&["max-age=-5"]), Duration::from_secs(600));
     }

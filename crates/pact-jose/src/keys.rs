@@ -205,8 +205,8 @@ impl KeySet {
     /// we don't support does not lock its users out. Fails only when the
     /// document is not a JSON object with a `keys` array.
     pub fn from_json(bytes: &[u8]) -> Result<KeySet, JwksError> {
-        let doc: Value = serde_json::from_slice(bytes)
-            .map_err(|_| JwksError::Malformed("not JSON"))?;
+        let doc: Value =
+            serde_json::from_slice(bytes).map_err(|_| JwksError::Malformed("not JSON"))?;
         let Value::Object(mut doc) = doc else {
             return Err(JwksError::Malformed("not a JSON object"));
         };

@@ -23,6 +23,8 @@ mod pa_jwt;
 mod uri_guard;
 
 #[cfg(test)]
+mod keys_tests;
+#[cfg(test)]
 mod pa_jwt_tests;
 #[cfg(test)]
 mod test_keys;

@@ -114,7 +114,10 @@ fn hs256_signed_with_the_public_key_is_rejected() {
     // The classic key-confusion attack (RFC 8725 §2.1): HMAC keyed with the
     // PA's public key, which anyone can download.
     for pa in [TestPa::rs256("rsa-1"), TestPa::es256("ec-1")] {
-        for secret in [pa.public_pem.clone(), pa.public_jwk.to_string().into_bytes()] {
+        for secret in [
+            pa.public_pem.clone(),
+            pa.public_jwk.to_string().into_bytes(),
+        ] {
             let hmac = HS256.signer_from_bytes(&secret).expect("hmac signer");
             let token = sign_with(
                 &hmac,
@@ -169,9 +172,18 @@ fn audience_rules() {
         (Value::Null, PaJwtError::Claim("aud is missing")),
         (json!("someone-else"), PaJwtError::AudienceMismatch),
         (json!(""), PaJwtError::AudienceMismatch),
-        (json!([AUD, "other"]), PaJwtError::Claim("aud is not a single string")),
-        (json!([AUD]), PaJwtError::Claim("aud is not a single string")),
-        (json!({"aud": AUD}), PaJwtError::Claim("aud is not a single string")),
+        (
+            json!([AUD, "other"]),
+            PaJwtError::Claim("aud is not a single string"),
+        ),
+        (
+            json!([AUD]),
+            PaJwtError::Claim("aud is not a single string"),
+        ),
+        (
+            json!({"aud": AUD}),
+            PaJwtError::Claim("aud is not a single string"),
+        ),
     ];
     for (aud, want) in cases {
         let token = with_claim(&pa, "aud", aud.clone());
@@ -249,7 +261,11 @@ fn time_claims_must_be_present_integers() {
     ];
     for (name, value, why) in cases {
         let token = with_claim(&pa, name, value);
-        assert_eq!(check(&pa, &token).err(), Some(PaJwtError::Claim(why)), "{why}");
+        assert_eq!(
+            check(&pa, &token).err(),
+            Some(PaJwtError::Claim(why)),
+            "{why}"
+        );
     }
 }
 
@@ -273,7 +289,11 @@ fn subject_rules() {
     ];
     for (sub, why) in cases {
         let token = with_claim(&pa, "sub", sub);
-        assert_eq!(check(&pa, &token).err(), Some(PaJwtError::Claim(why)), "{why}");
+        assert_eq!(
+            check(&pa, &token).err(),
+            Some(PaJwtError::Claim(why)),
+            "{why}"
+        );
     }
 }
 
@@ -282,8 +302,14 @@ fn issuer_and_jti_rules() {
     let pa = TestPa::es256("ec-1");
     let cases = [
         (Value::Null, PaJwtError::Claim("iss is missing")),
-        (json!(""), PaJwtError::Claim("iss is not a non-empty string")),
-        (json!(["a"]), PaJwtError::Claim("iss is not a non-empty string")),
+        (
+            json!(""),
+            PaJwtError::Claim("iss is not a non-empty string"),
+        ),
+        (
+            json!(["a"]),
+            PaJwtError::Claim("iss is not a non-empty string"),
+        ),
     ];
     for (iss, want) in cases {
         let token = with_claim(&pa, "iss", iss);
@@ -329,11 +355,9 @@ fn tampered_signature_fails() {
     for pa in [TestPa::es256("ec-1"), TestPa::rs256("rsa-1")] {
         let token = pa.token(&pa.header(), &good_claims());
         let (input, sig) = token.rsplit_once('.').expect("three segments");
-        let mut raw = base64::Engine::decode(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-            sig,
-        )
-        .expect("sig");
+        let mut raw =
+            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sig)
+                .expect("sig");
         raw[5] ^= 0x01;
         let tampered = format!("{input}.{}", b64(&raw));
         assert_eq!(check(&pa, &tampered).err(), Some(PaJwtError::BadSignature));
@@ -411,10 +435,21 @@ fn malformed_compact_forms_are_rejected() {
         format!("{}.{payload_b64}.{sig}", b64(b"[]")),
         format!("{}.{payload_b64}.{sig}", b64(b"\"ES256\"")),
         format!("{}.{payload_b64}.{sig}", b64(b"{not json")),
-        format!("{}=.{payload_b64}.{sig}", b64(pa.header().to_string().as_bytes())),
+        format!(
+            "{}=.{payload_b64}.{sig}",
+            b64(pa.header().to_string().as_bytes())
+        ),
         format!(" {good}"),
-        format!("{}.{}.{sig}", b64(pa.header().to_string().as_bytes()), b64(b"[1]")),
-        format!("{}.{}.{sig}", b64(pa.header().to_string().as_bytes()), b64(b"null")),
+        format!(
+            "{}.{}.{sig}",
+            b64(pa.header().to_string().as_bytes()),
+            b64(b"[1]")
+        ),
+        format!(
+            "{}.{}.{sig}",
+            b64(pa.header().to_string().as_bytes()),
+            b64(b"null")
+        ),
     ];
     for token in &cases {
         let got = parse_pa_jwt(token, &rules());

@@ -129,7 +129,7 @@ fn classify_v6(ip: Ipv6Addr) -> IpClass {
         };
     }
     const RESTRICTED: [(u128, u32); 10] = [
-        (0, 96),                                        // ::/96: unspecified, IPv4-compatible (deprecated)
+        (0, 96), // ::/96: unspecified, IPv4-compatible (deprecated)
         (0x0064_ff9b_0001_0000_0000_0000_0000_0000, 48), // local-use NAT64 (RFC 8215)
         (0x0100_0000_0000_0000_0000_0000_0000_0000, 64), // discard-only (RFC 6666)
         (0x2001_0000_0000_0000_0000_0000_0000_0000, 23), // IETF protocol assignments, incl. Teredo (RFC 2928)
@@ -234,9 +234,8 @@ impl Resolve for GuardedResolver {
         let allow_loopback = self.allow_loopback;
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if addrs.is_empty() {
                 return Err(Box::new(JwksError::Unresolvable) as _);
             }

@@ -95,7 +95,9 @@ pub fn parse_page_size(raw: Option<&str>) -> Result<u32, A2aError> {
         None => Ok(50),
         Some(s) => match s.parse::<u32>() {
             Ok(n) if (1..=100).contains(&n) => Ok(n),
-            _ => Err(A2aError::invalid_params("pageSize must be an integer from 1 to 100")),
+            _ => Err(A2aError::invalid_params(
+                "pageSize must be an integer from 1 to 100",
+            )),
         },
     }
 }
@@ -142,7 +144,10 @@ pub fn parse_send_message(body: &[u8]) -> Result<IncomingMessage, A2aError> {
         let part = part
             .as_object()
             .ok_or_else(|| A2aError::invalid_params("each part must be an object"))?;
-        if ["raw", "url", "data", "file"].iter().any(|k| part.contains_key(*k)) {
+        if ["raw", "url", "data", "file"]
+            .iter()
+            .any(|k| part.contains_key(*k))
+        {
             return Err(A2aError::new(
                 ErrorReason::ContentTypeNotSupported,
                 "Only text parts are supported",
@@ -214,7 +219,11 @@ mod tests {
 
     #[test]
     fn non_text_parts_are_content_type_not_supported() {
-        for part in [json!({"raw": "aGk="}), json!({"url": "https://x"}), json!({"data": {}})] {
+        for part in [
+            json!({"raw": "aGk="}),
+            json!({"url": "https://x"}),
+            json!({"data": {}}),
+        ] {
             let e = parse(msg(json!({"parts": [{"text": "hi"}, part]}))).unwrap_err();
             assert_eq!(e.reason, ErrorReason::ContentTypeNotSupported);
         }
@@ -239,7 +248,10 @@ mod tests {
     #[test]
     fn a_task_id_is_task_not_found() {
         let e = parse(msg(json!({"taskId": "t1"}))).unwrap_err();
-        assert_eq!(e, A2aError::new(ErrorReason::TaskNotFound, "Task not found"));
+        assert_eq!(
+            e,
+            A2aError::new(ErrorReason::TaskNotFound, "Task not found")
+        );
     }
 
     #[test]

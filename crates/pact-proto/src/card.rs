@@ -227,12 +227,16 @@ mod tests {
     #[test]
     fn delegation_adds_a_second_requirement_and_keeps_the_first() {
         let flow = DeviceCodeFlow {
-            device_authorization_url: "https://p.example/a2a/demo/oauth/device_authorization".into(),
+            device_authorization_url: "https://p.example/a2a/demo/oauth/device_authorization"
+                .into(),
             token_url: "https://p.example/a2a/demo/oauth/token".into(),
             scopes: BTreeMap::from([("orders:read".into(), "Read your orders".into())]),
         };
         let v = serde_json::to_value(AgentCard::build(input(Some(flow)))).unwrap();
-        assert_eq!(v["securityRequirements"][0], serde_json::json!({"schemes": {"paJwt": {"list": []}}}));
+        assert_eq!(
+            v["securityRequirements"][0],
+            serde_json::json!({"schemes": {"paJwt": {"list": []}}})
+        );
         assert_eq!(
             v["securityRequirements"][1],
             serde_json::json!({"schemes": {"paJwt": {"list": []}, "userDelegation": {"list": []}}})
@@ -242,6 +246,9 @@ mod tests {
             oauth["oauth2MetadataUrl"],
             "https://p.example/a2a/demo/oauth/.well-known/oauth-authorization-server"
         );
-        assert_eq!(oauth["flows"]["deviceCode"]["scopes"]["orders:read"], "Read your orders");
+        assert_eq!(
+            oauth["flows"]["deviceCode"]["scopes"]["orders:read"],
+            "Read your orders"
+        );
     }
 }

@@ -146,16 +146,31 @@ mod tests {
         );
         assert_eq!(v["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
         assert_eq!(v["error"]["details"][0]["domain"], "a2a-protocol.org");
-        assert_eq!(A2aError::from_json(&v), Some(A2aError::task_not_found("t1")));
+        assert_eq!(
+            A2aError::from_json(&v),
+            Some(A2aError::task_not_found("t1"))
+        );
     }
 
     #[test]
     fn every_reason_maps_to_the_table_in_section_6() {
         let table = [
             (ErrorReason::InvalidParams, 400, "INVALID_ARGUMENT"),
-            (ErrorReason::ContentTypeNotSupported, 400, "INVALID_ARGUMENT"),
-            (ErrorReason::UnsupportedOperation, 400, "FAILED_PRECONDITION"),
-            (ErrorReason::PushNotificationNotSupported, 400, "FAILED_PRECONDITION"),
+            (
+                ErrorReason::ContentTypeNotSupported,
+                400,
+                "INVALID_ARGUMENT",
+            ),
+            (
+                ErrorReason::UnsupportedOperation,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                ErrorReason::PushNotificationNotSupported,
+                400,
+                "FAILED_PRECONDITION",
+            ),
             (ErrorReason::TaskNotFound, 404, "NOT_FOUND"),
             (ErrorReason::Internal, 500, "INTERNAL"),
         ];

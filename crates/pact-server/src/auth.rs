@@ -47,7 +47,11 @@ impl FromRequestParts<AppState> for Caller {
         let brand_id = RawPathParams::from_request_parts(parts, state)
             .await
             .ok()
-            .and_then(|p| p.iter().find(|(k, _)| *k == "brand").map(|(_, v)| v.to_owned()))
+            .and_then(|p| {
+                p.iter()
+                    .find(|(k, _)| *k == "brand")
+                    .map(|(_, v)| v.to_owned())
+            })
             .unwrap_or_default();
         authenticate(state, &parts.headers, &brand_id).await
     }
@@ -117,10 +121,27 @@ mod tests {
 
     #[test]
     fn bearer_takes_exactly_one_well_formed_credential() {
-        assert_eq!(bearer(&headers(&["Bearer abc"]), &header::AUTHORIZATION), Some("abc"));
-        assert_eq!(bearer(&headers(&["bearer abc"]), &header::AUTHORIZATION), Some("abc"));
-        for bad in [&["Basic abc"][..], &["Bearer"], &["Bearer "], &["Bearer a b"], &["Bearer a", "Bearer b"], &[]] {
-            assert_eq!(bearer(&headers(bad), &header::AUTHORIZATION), None, "{bad:?}");
+        assert_eq!(
+            bearer(&headers(&["Bearer abc"]), &header::AUTHORIZATION),
+            Some("abc")
+        );
+        assert_eq!(
+            bearer(&headers(&["bearer abc"]), &header::AUTHORIZATION),
+            Some("abc")
+        );
+        for bad in [
+            &["Basic abc"][..],
+            &["Bearer"],
+            &["Bearer "],
+            &["Bearer a b"],
+            &["Bearer a", "Bearer b"],
+            &[],
+        ] {
+            assert_eq!(
+                bearer(&headers(bad), &header::AUTHORIZATION),
+                None,
+                "{bad:?}"
+            );
         }
     }
 }

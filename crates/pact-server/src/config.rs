@@ -44,7 +44,10 @@ impl Config {
     }
 
     pub fn card_url(&self, brand_id: &str) -> String {
-        format!("{}/.well-known/agent-card.json", self.interface_url(brand_id))
+        format!(
+            "{}/.well-known/agent-card.json",
+            self.interface_url(brand_id)
+        )
     }
 }
 

@@ -18,7 +18,9 @@ pub enum ApiError {
     /// PACT §5.5: a bad delegation token.
     InvalidDelegation,
     NotFound,
-    RateLimited { retry_after_secs: u64 },
+    RateLimited {
+        retry_after_secs: u64,
+    },
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -79,8 +81,10 @@ impl IntoResponse for ApiError {
             Self::NotFound => bare(StatusCode::NOT_FOUND),
             Self::RateLimited { retry_after_secs } => {
                 let mut res = bare(StatusCode::TOO_MANY_REQUESTS);
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
+                res.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(retry_after_secs.max(1)),
+                );
                 res
             }
             Self::Internal(cause) => {

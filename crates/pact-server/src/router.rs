@@ -54,7 +54,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         // PACT §2
-        .route("/a2a/{brand}/.well-known/agent-card.json", get(card::get_card))
+        .route(
+            "/a2a/{brand}/.well-known/agent-card.json",
+            get(card::get_card),
+        )
         // PACT §4, the eight operation rows
         .route("/a2a/{brand}/message:send", post(send::send_message))
         .route("/a2a/{brand}/message:stream", post(tasks::unsupported))

@@ -30,6 +30,15 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     pub fn new(config: Config, db: PgPool) -> Result<Self, pact_jose::JwksError> {
+        Self::with_agents(config, db, BrandAgents::builtin())
+    }
+
+    /// With a custom set of brand agents (embedding pactd, tests).
+    pub fn with_agents(
+        config: Config,
+        db: PgPool,
+        agents: BrandAgents,
+    ) -> Result<Self, pact_jose::JwksError> {
         let jwks = JwksCache::new(config.jwks.clone())?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
@@ -38,7 +47,7 @@ impl AppState {
             db,
             jwks,
             pa_rules,
-            agents: BrandAgents::builtin(),
+            agents,
             limiter,
         })))
     }

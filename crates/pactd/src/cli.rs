@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "pactd", version, about = "A self-hosted PACT authorization server")]
+#[command(
+    name = "pactd",
+    version,
+    about = "A self-hosted PACT authorization server"
+)]
 pub struct Cli {
     /// A TOML file with the same settings as the flags (flags and env win).
     #[arg(long, global = true, env = "PACTD_CONFIG")]

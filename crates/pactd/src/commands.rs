@@ -46,7 +46,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn serve(db: &Database, config: Config, migrate: bool, dev: bool) -> anyhow::Result<()> {
     if migrate {
-        pact_db::migrate(&db.pool).await.context("migrations failed")?;
+        pact_db::migrate(&db.pool)
+            .await
+            .context("migrations failed")?;
     }
     if dev {
         let created = pact_db::brands::insert_if_missing(
@@ -113,11 +115,15 @@ async fn admin(db: &Database, command: &Command) -> anyhow::Result<()> {
             description,
         }) => {
             if !pact_db::brands::is_valid_brand_id(brand_id) {
-                bail!("invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit");
+                bail!(
+                    "invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit"
+                );
             }
             match pact_db::brands::insert(pool, brand_id, name, description).await {
                 Ok(b) => println!("added brand {} ({})", b.id, b.name),
-                Err(e) if pact_db::is_unique_violation(&e) => bail!("brand {brand_id:?} already exists"),
+                Err(e) if pact_db::is_unique_violation(&e) => {
+                    bail!("brand {brand_id:?} already exists")
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -132,7 +138,9 @@ async fn admin(db: &Database, command: &Command) -> anyhow::Result<()> {
             name,
         }) => {
             if issuer.trim().is_empty() || issuer.trim() != issuer {
-                bail!("the issuer must be a non-empty string without surrounding spaces (it is compared exactly)");
+                bail!(
+                    "the issuer must be a non-empty string without surrounding spaces (it is compared exactly)"
+                );
             }
             // Loopback URIs are allowed at registration; the server refuses to
             // fetch them unless it runs with --allow-loopback-jwks.
@@ -147,7 +155,9 @@ async fn admin(db: &Database, command: &Command) -> anyhow::Result<()> {
                 if agent.enabled { "enabled" } else { "disabled" }
             );
         }
-        Command::Agent(AgentCommand::Disable { issuer }) => set_enabled(pool, issuer, false).await?,
+        Command::Agent(AgentCommand::Disable { issuer }) => {
+            set_enabled(pool, issuer, false).await?
+        }
         Command::Agent(AgentCommand::Enable { issuer }) => set_enabled(pool, issuer, true).await?,
         Command::Agent(AgentCommand::List) => {
             for a in pact_db::agents::list(pool).await? {

@@ -16,7 +16,11 @@ pub struct Database {
 const LOCAL_DATABASE: &str = "pactd";
 
 impl Database {
-    pub async fn open(url: Option<String>, data_dir: &Path, max_connections: u32) -> anyhow::Result<Self> {
+    pub async fn open(
+        url: Option<String>,
+        data_dir: &Path,
+        max_connections: u32,
+    ) -> anyhow::Result<Self> {
         let (url, cluster) = match url {
             Some(url) => (url, None),
             None => {

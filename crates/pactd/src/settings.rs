@@ -31,7 +31,9 @@ pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
 }
 
 pub fn database_url(cli: &Cli, file: &FileSettings) -> Option<String> {
-    cli.database_url.clone().or_else(|| file.database_url.clone())
+    cli.database_url
+        .clone()
+        .or_else(|| file.database_url.clone())
 }
 
 pub fn data_dir(cli: &Cli, file: &FileSettings) -> PathBuf {
@@ -53,7 +55,8 @@ pub fn server_config(
         .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
     let mut config = pact_server::Config::for_listen(listen);
     if let Some(url) = args.public_url.clone().or_else(|| file.public_url.clone()) {
-        let parsed = url::Url::parse(&url).with_context(|| format!("invalid public URL {url:?}"))?;
+        let parsed =
+            url::Url::parse(&url).with_context(|| format!("invalid public URL {url:?}"))?;
         anyhow::ensure!(
             matches!(parsed.scheme(), "http" | "https") && parsed.query().is_none(),
             "the public URL must be an http(s) URL without a query"

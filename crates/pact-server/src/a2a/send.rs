@@ -52,7 +52,9 @@ async fn run_turn(
         return Err(A2aError::unsupported("This conversation is closed").into());
     }
 
-    if let Some(seen) = conversations::find_message(&mut *tx, conversation.id, &incoming.message_id).await? {
+    if let Some(seen) =
+        conversations::find_message(&mut *tx, conversation.id, &incoming.message_id).await?
+    {
         // PACT §4: a retry gets the stored reply, byte for byte; without one, INVALID_PARAMS.
         return match seen.reply {
             Some(reply) => Ok(reply),

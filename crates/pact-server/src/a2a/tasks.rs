@@ -99,11 +99,29 @@ mod tests {
     #[test]
     fn task_segments_route_by_method_and_verb() {
         assert_eq!(task_op(&Method::GET, "t1"), Ok(TaskOp::Get("t1")));
-        assert_eq!(task_op(&Method::POST, "t1:cancel"), Ok(TaskOp::Cancel("t1")));
-        assert_eq!(task_op(&Method::POST, "t1:subscribe"), Ok(TaskOp::Subscribe("t1")));
-        assert_eq!(task_op(&Method::POST, "t1"), Err(StatusCode::METHOD_NOT_ALLOWED));
-        assert_eq!(task_op(&Method::GET, "t1:cancel"), Err(StatusCode::METHOD_NOT_ALLOWED));
-        assert_eq!(task_op(&Method::POST, "t1:frobnicate"), Err(StatusCode::NOT_FOUND));
-        assert_eq!(task_op(&Method::POST, ":cancel"), Err(StatusCode::NOT_FOUND));
+        assert_eq!(
+            task_op(&Method::POST, "t1:cancel"),
+            Ok(TaskOp::Cancel("t1"))
+        );
+        assert_eq!(
+            task_op(&Method::POST, "t1:subscribe"),
+            Ok(TaskOp::Subscribe("t1"))
+        );
+        assert_eq!(
+            task_op(&Method::POST, "t1"),
+            Err(StatusCode::METHOD_NOT_ALLOWED)
+        );
+        assert_eq!(
+            task_op(&Method::GET, "t1:cancel"),
+            Err(StatusCode::METHOD_NOT_ALLOWED)
+        );
+        assert_eq!(
+            task_op(&Method::POST, "t1:frobnicate"),
+            Err(StatusCode::NOT_FOUND)
+        );
+        assert_eq!(
+            task_op(&Method::POST, ":cancel"),
+            Err(StatusCode::NOT_FOUND)
+        );
     }
 }

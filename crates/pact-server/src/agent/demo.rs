@@ -14,25 +14,41 @@ pub struct DemoAgent;
 
 pub const HOURS: &str = "We're open Monday to Friday 9:00–18:00 and Saturday 10:00–16:00; closed on Sundays and public holidays.";
 pub const RETURNS: &str = "You can return unused items within 30 days of delivery for a full refund. Returns are free; the refund reaches your original payment method within 5 business days of the item arriving back with us.";
-pub const ASK_ORDER_NUMBER: &str = "I can help with your order. What is your order number? It looks like DEMO-12345.";
+pub const ASK_ORDER_NUMBER: &str =
+    "I can help with your order. What is your order number? It looks like DEMO-12345.";
 pub const NEED_ACCOUNT: &str = "Thanks. To protect your privacy I can only share order details with an agent that the account holder has connected to their account.";
 
 /// Classifies the user's text; a plain function so the demo's behaviour is easy to test.
 pub fn answer(brand_name: &str, text: &str) -> String {
     let t = text.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
-    if has(&["demo-"]) && t.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').any(is_order_number) {
+    if has(&["demo-"])
+        && t.split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            .any(is_order_number)
+    {
         NEED_ACCOUNT.to_owned()
-    } else if has(&["order", "parcel", "package", "delivery", "track", "cancel", "my account"]) {
+    } else if has(&[
+        "order",
+        "parcel",
+        "package",
+        "delivery",
+        "track",
+        "cancel",
+        "my account",
+    ]) {
         ASK_ORDER_NUMBER.to_owned()
     } else if has(&["return", "refund", "exchange"]) {
         RETURNS.to_owned()
     } else if has(&["hour", "open", "close", "when are you"]) {
         HOURS.to_owned()
     } else if has(&["hello", "hi ", "hey", "good morning", "good evening"]) || t.trim() == "hi" {
-        format!("Hello! This is {brand_name}. I can tell you our opening hours, explain returns, or help with an order.")
+        format!(
+            "Hello! This is {brand_name}. I can tell you our opening hours, explain returns, or help with an order."
+        )
     } else {
-        format!("I'm the {brand_name} assistant. I can tell you our opening hours, explain our return policy, or help with an order.")
+        format!(
+            "I'm the {brand_name} assistant. I can tell you our opening hours, explain our return policy, or help with an order."
+        )
     }
 }
 

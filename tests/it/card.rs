@@ -1,0 +1,84 @@
+use pact_tests::TestApp;
+use serde_json::json;
+
+use crate::assert_bare;
+
+#[tokio::test]
+async fn the_card_is_public_and_shaped_as_section_2_says() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .http
+        .get(format!("{}/.well-known/agent-card.json", app.iface("demo")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let h = res.headers();
+    assert_eq!(h["content-type"], "application/a2a+json");
+    assert_eq!(h["cache-control"], "public, max-age=300");
+    assert_eq!(h["access-control-allow-origin"], "*");
+    let card: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(card["name"], "Demo Store");
+    assert_eq!(
+        card["supportedInterfaces"][0],
+        json!({"url": app.iface("demo"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"})
+    );
+    assert_eq!(
+        card["securitySchemes"]["paJwt"],
+        json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT"}})
+    );
+    assert_eq!(
+        card["securityRequirements"],
+        json!([{"schemes": {"paJwt": {"list": []}}}])
+    );
+    assert_eq!(
+        card["capabilities"],
+        json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": false})
+    );
+    assert_eq!(card["defaultInputModes"], json!(["text/plain"]));
+    assert_eq!(card["defaultOutputModes"], json!(["text/plain"]));
+    assert_eq!(card["provider"]["organization"], "pactd");
+    assert_eq!(card["provider"]["url"], app.base_url);
+    assert!(card["version"].is_string());
+    assert!(card["description"].is_string());
+    let skills = card["skills"].as_array().unwrap();
+    assert!(!skills.is_empty());
+    for s in skills {
+        for field in ["id", "name", "description"] {
+            assert!(s[field].is_string(), "{s}");
+        }
+        assert!(s["tags"].is_array());
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_brand_has_no_card_just_a_bare_404() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .http
+        .get(format!("{}/.well-known/agent-card.json", app.iface("nope")))
+        .send()
+        .await
+        .unwrap();
+    assert_bare(res, 404).await;
+}
+
+#[tokio::test]
+async fn each_brand_gets_its_own_interface_url() {
+    let app = TestApp::spawn().await;
+    app.add_brand("acme", "Acme").await;
+    let card: serde_json::Value = app
+        .http
+        .get(format!("{}/.well-known/agent-card.json", app.iface("acme")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["name"], "Acme");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/a2a/acme", app.base_url)
+    );
+}

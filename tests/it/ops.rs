@@ -1,0 +1,137 @@
+//! Operations: health, readiness, graceful shutdown, limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, Outcome, Turn};
+use pact_tests::TestApp;
+use serde_json::json;
+
+#[tokio::test]
+async fn healthz_and_readyz_answer() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .http
+        .get(format!("{}/healthz", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = app
+        .http
+        .get(format!("{}/readyz", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
+
+#[tokio::test]
+async fn readyz_fails_when_the_database_is_unreachable() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // A pool pointed at a port nobody listens on.
+    let dead = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_millis(500))
+        .connect_lazy("postgres://postgres@127.0.0.1:1/none")
+        .unwrap();
+    let state = pact_server::AppState::new(pact_server::Config::for_listen(addr), dead).unwrap();
+    tokio::spawn(pact_server::serve(state, listener, std::future::pending()));
+    let res = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
+    assert_eq!(res.status(), 503);
+    let res = reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
+
+/// A brand agent that takes its time, to have a request in flight.
+struct Slow;
+impl BrandAgent for Slow {
+    fn skills(&self, _: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkill> {
+        vec![]
+    }
+    fn respond<'a>(&'a self, _turn: Turn<'a>) -> BoxFuture<'a, Result<Outcome, AgentError>> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            Ok(Outcome::Reply("done slowly".into()))
+        })
+    }
+}
+
+#[tokio::test]
+async fn shutdown_finishes_in_flight_requests() {
+    let db_url = pact_tests::db::fresh_database().await;
+    let mut agents = BrandAgents::builtin();
+    agents.insert("slow", Arc::new(Slow));
+    let app = TestApp::spawn_full(db_url, |_| {}, agents).await;
+    sqlx::query("update brands set agent_kind = 'slow' where id = 'demo'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let pa = app.registered_pa("https://pa.example").await;
+    let token = pa.token("u1", app.audience());
+    let url = format!("{}/message:send", app.iface("demo"));
+    let body =
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    let in_flight = tokio::spawn(app.http.post(&url).bearer_auth(&token).json(&body).send());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let base = app.base_url.clone();
+    app.stop().await; // returns only once the in-flight request is done
+    let res = in_flight.await.unwrap().unwrap();
+    assert_eq!(res.status(), 200);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["message"]["parts"][0]["text"], "done slowly");
+    // And nothing is accepted any more.
+    assert!(reqwest::get(format!("{base}/healthz")).await.is_err());
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused_before_anything_runs() {
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa("https://pa.example").await;
+    let big = json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "x".repeat(100_000)}]}});
+    let res = app
+        .post_a2a(
+            "demo",
+            "message:send",
+            Some(&pa.token("u1", app.audience())),
+            &big,
+        )
+        .await;
+    assert_eq!(res.status(), 413);
+}
+
+#[tokio::test]
+async fn a_busy_user_is_rate_limited_with_retry_after() {
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limits.per_user_rate = 0.5;
+        c.rate_limits.per_user_burst = 3.0;
+    })
+    .await;
+    let pa = app.registered_pa("https://pa.example").await;
+    let token = pa.token("u1", app.audience());
+    for i in 0..3 {
+        assert_eq!(
+            app.send("demo", &token, &format!("m{i}"), "hi", None)
+                .await
+                .status(),
+            200
+        );
+    }
+    let res = app.send("demo", &token, "m9", "hi", None).await;
+    assert_eq!(res.status(), 429);
+    let retry: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&retry), "{retry}");
+    // Another user of the same PA is not affected.
+    assert_eq!(
+        app.send("demo", &pa.token("u2", app.audience()), "m1", "hi", None)
+            .await
+            .status(),
+        200
+    );
+}
