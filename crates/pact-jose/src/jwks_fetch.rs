@@ -173,4 +173,23 @@ mod tests {
         assert_eq!(ttl(&["max-age=banana"]), Duration::from_secs(600));
         assert_eq!(ttl(&["max-age=-5"]), Duration::from_secs(600));
     }
+
+    /// The guarded resolver is what the client connects with: a name that
+    /// resolves to loopback (as a DNS-rebinding name would) is refused before
+    /// any connection, even though the URI check was bypassed here.
+    #[tokio::test]
+    async fn client_refuses_a_name_resolving_to_loopback() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let policy = JwksPolicy::default();
+        let client = build_client(&policy).expect("client");
+        let url = Url::parse(&format!("https://localhost:{port}/jwks.json")).expect("url");
+        let got = fetch_jwks(&client, url, &policy).await;
+        assert!(matches!(got, Err(JwksError::ForbiddenAddress)), "{got:?}");
+        assert!(
+            matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a connection was made"
+        );
+    }
 }

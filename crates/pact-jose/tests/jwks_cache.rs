@@ -10,6 +10,7 @@ use support::{JwksServer, jwks, loopback_policy};
 use tokio::io::AsyncWriteExt;
 use tokio::time::{Instant, sleep};
 
+#[allow(clippy::expect_used)] // test setup
 fn cache(policy: JwksPolicy) -> Arc<JwksCache> {
     Arc::new(JwksCache::new(policy).expect("cache"))
 }

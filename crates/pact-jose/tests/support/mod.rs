@@ -1,5 +1,8 @@
 //! A real JWKS endpoint on 127.0.0.1:0 that counts its hits and can be told
 //! to change what it serves, plus generated public keys to serve.
+//! Test scaffolding: a failed setup step should stop the test loudly.
+
+#![allow(clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
