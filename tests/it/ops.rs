@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, Outcome, Turn};
+use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, Outcome, ToolGate, Turn};
 use pact_tests::TestApp;
 use serde_json::json;
 
@@ -28,18 +28,28 @@ async fn healthz_and_readyz_answer() {
 
 #[tokio::test]
 async fn readyz_fails_when_the_database_is_unreachable() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    // A pool pointed at a port nobody listens on.
-    let dead = sqlx::postgres::PgPoolOptions::new()
-        .acquire_timeout(Duration::from_millis(500))
-        .connect_lazy("postgres://postgres@127.0.0.1:1/none")
+    let app = TestApp::spawn().await;
+    let db_name = app.db_url.rsplit('/').next().unwrap().to_owned();
+    // Drop the node's database from under it (terminating its connections).
+    let admin_url = app.db_url.replace(&format!("/{db_name}"), "/postgres");
+    let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "drop database {db_name} with (force)"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    let res = app
+        .http
+        .get(format!("{}/readyz", app.base_url))
+        .send()
+        .await
         .unwrap();
-    let state = pact_server::AppState::new(pact_server::Config::for_listen(addr), dead).unwrap();
-    tokio::spawn(pact_server::serve(state, listener, std::future::pending()));
-    let res = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
     assert_eq!(res.status(), 503);
-    let res = reqwest::get(format!("http://{addr}/healthz"))
+    let res = app
+        .http
+        .get(format!("{}/healthz", app.base_url))
+        .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
@@ -51,7 +61,11 @@ impl BrandAgent for Slow {
     fn skills(&self, _: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkill> {
         vec![]
     }
-    fn respond<'a>(&'a self, _turn: Turn<'a>) -> BoxFuture<'a, Result<Outcome, AgentError>> {
+    fn respond<'a>(
+        &'a self,
+        _turn: Turn<'a>,
+        _tools: &'a mut ToolGate<'_>,
+    ) -> BoxFuture<'a, Result<Outcome, AgentError>> {
         Box::pin(async {
             tokio::time::sleep(Duration::from_millis(600)).await;
             Ok(Outcome::Reply("done slowly".into()))
@@ -64,7 +78,8 @@ async fn shutdown_finishes_in_flight_requests() {
     let db_url = pact_tests::db::fresh_database().await;
     let mut agents = BrandAgents::builtin();
     agents.insert("slow", Arc::new(Slow));
-    let app = TestApp::spawn_full(db_url, |_| {}, agents).await;
+    let master = Arc::new(pact_jose::MasterKey::generate().unwrap());
+    let app = TestApp::spawn_full(db_url, master, |_| {}, agents).await;
     sqlx::query("update brands set agent_kind = 'slow' where id = 'demo'")
         .execute(&app.db)
         .await

@@ -1,6 +1,9 @@
 //! pactd running in-process on a loopback port, on its own fresh database.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+use pact_jose::MasterKey;
 
 use pact_server::{AppState, Config};
 use serde_json::{Value, json};
@@ -15,6 +18,7 @@ pub struct TestApp {
     pub db: sqlx::PgPool,
     pub state: AppState,
     pub http: reqwest::Client,
+    pub master_key: Arc<MasterKey>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -27,29 +31,45 @@ impl TestApp {
 
     pub async fn spawn_with(edit: impl FnOnce(&mut Config)) -> Self {
         let db_url = crate::db::fresh_database().await;
-        Self::spawn_on(db_url, edit).await
+        let master = Arc::new(MasterKey::generate().unwrap());
+        Self::spawn_full(
+            db_url,
+            master,
+            edit,
+            pact_server::agent::BrandAgents::builtin(),
+        )
+        .await
     }
 
-    /// Another node on an existing database (for multi-node tests).
-    pub async fn spawn_on(db_url: String, edit: impl FnOnce(&mut Config)) -> Self {
-        Self::spawn_full(db_url, edit, pact_server::agent::BrandAgents::builtin()).await
+    /// Another node on the same database and master key (multi-node tests).
+    pub async fn spawn_peer(&self, edit: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_full(
+            self.db_url.clone(),
+            self.master_key.clone(),
+            edit,
+            pact_server::agent::BrandAgents::builtin(),
+        )
+        .await
     }
 
     pub async fn spawn_full(
         db_url: String,
+        master_key: Arc<MasterKey>,
         edit: impl FnOnce(&mut Config),
         agents: pact_server::agent::BrandAgents,
     ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut config = Config::for_listen(addr);
+        let mut config = Config::for_listen(addr, master_key.clone());
         config.jwks.allow_loopback = true;
         edit(&mut config);
         let db = pact_db::connect(&db_url, 10).await.unwrap();
         pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store")
             .await
             .unwrap();
-        let state = AppState::with_agents(config, db.clone(), agents).unwrap();
+        let state = AppState::with_agents(config, db.clone(), agents)
+            .await
+            .unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(pact_server::serve(state.clone(), listener, async move {
             rx.await.ok();
@@ -60,6 +80,7 @@ impl TestApp {
             db_url,
             db,
             state,
+            master_key,
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -75,6 +96,25 @@ impl TestApp {
 
     pub fn iface(&self, brand: &str) -> String {
         self.state.config.interface_url(brand)
+    }
+
+    /// Gives the demo brand its scopes and its `order_cancellation` type, so it
+    /// offers delegation (PACT §5). Without this it is an identity-only brand.
+    pub async fn enable_demo_delegation(&self) {
+        for (id, description) in pact_server::agent::demo_tools::DEMO_SCOPES {
+            pact_db::scopes::upsert(&self.db, "demo", id, description, false)
+                .await
+                .unwrap();
+        }
+        let types = serde_json::to_value(pact_server::domain::authz_details::demo_types()).unwrap();
+        pact_db::brands::set_setting(
+            &self.db,
+            "demo",
+            pact_server::domain::authz_details::SETTINGS_KEY,
+            &types,
+        )
+        .await
+        .unwrap();
     }
 
     pub async fn add_brand(&self, id: &str, name: &str) {

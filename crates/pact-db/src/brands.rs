@@ -90,3 +90,21 @@ mod tests {
         }
     }
 }
+
+/// Replaces one top-level key of the brand's settings; false when the brand is unknown.
+pub async fn set_setting(
+    db: impl PgExecutor<'_>,
+    id: &str,
+    key: &str,
+    value: &serde_json::Value,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update brands set settings = jsonb_set(settings, array[$2], $3, true) where id = $1",
+    )
+    .bind(id)
+    .bind(key)
+    .bind(value)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -114,3 +114,13 @@ pub async fn insert_turn(db: impl PgExecutor<'_>, turn: NewTurn<'_>) -> DbResult
     .await
     .map(|_| ())
 }
+
+/// Binds the context to the brand user it first ran as under delegation (PACT §5.5).
+pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbResult<()> {
+    sqlx::query("update conversations set user_sub = $2 where id = $1 and user_sub is null")
+        .bind(id)
+        .bind(user_sub)
+        .execute(db)
+        .await
+        .map(|_| ())
+}

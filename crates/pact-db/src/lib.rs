@@ -7,7 +7,13 @@
 pub mod agents;
 pub mod brands;
 pub mod conversations;
+pub mod demo_orders;
+pub mod device_authorizations;
+pub mod grants;
 pub mod local_cluster;
+pub mod receipts;
+pub mod scopes;
+pub mod signing_keys;
 
 use std::time::Duration;
 

@@ -45,7 +45,9 @@ pub(crate) fn check_claims(
     };
 
     match payload.get("aud") {
-        Some(Value::String(aud)) if *aud == rules.audience => {}
+        // An unset (empty) audience matches nothing, so a misconfigured
+        // server cannot accept tokens minted for no one in particular.
+        Some(Value::String(aud)) if !rules.audience.is_empty() && *aud == rules.audience => {}
         Some(Value::String(_)) => return Err(PaJwtError::AudienceMismatch),
         Some(_) => return Err(PaJwtError::Claim("aud is not a single string")),
         None => return Err(PaJwtError::Claim("aud is missing")),

@@ -79,8 +79,9 @@ pub enum JwksError {
     /// The fetch did not finish within `JwksPolicy::fetch_timeout`.
     #[error("JWKS fetch timed out")]
     Timeout,
-    /// A network or HTTP error while fetching.
-    #[error("JWKS fetch failed")]
+    /// A network or HTTP error while fetching. The text includes reqwest's
+    /// summary (with the URI, never a token) so a one-line log says what failed.
+    #[error("JWKS fetch failed: {0}")]
     Transport(#[source] reqwest::Error),
     /// A recent fetch failed and no keys are cached: we back off rather than
     /// hammer the endpoint on every request.

@@ -35,7 +35,7 @@ pub struct JwksPolicy {
     pub fetch_timeout: Duration,
     /// Largest JWKS body accepted.
     pub max_bytes: usize,
-    /// Allow loopback jwksUris (http or https to 127.0.0.1, [::1], localhost):
+    /// Allow loopback jwksUris (http or https to `127.0.0.1`, `[::1]`, `localhost`):
     /// for tests and local development only.
     pub allow_loopback: bool,
 }
@@ -218,7 +218,7 @@ impl JwksCache {
                 Some(snapshot) => {
                     tracing::warn!(
                         jwks_uri = %entry.url,
-                        error = %err,
+                        error = %error_chain(&err),
                         "JWKS refresh failed; serving the cached keys"
                     );
                     self.serve_stale(&snapshot, kid, alg, Instant::now())
@@ -304,6 +304,23 @@ impl JwksCache {
     }
 }
 
+/// An error and its causes on one line, for logs: "JWKS fetch failed" alone
+/// would not say whether DNS, TLS or the connection failed.
+fn error_chain(err: &JwksError) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some messages already quote their direct cause; don't repeat it.
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Fetch one entry's JWKS and record the outcome. Holds the entry's
 /// single-flight guard until the new state is stored.
 async fn refresh(
@@ -339,5 +356,33 @@ async fn refresh(
             });
             Err(err)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused connection is logged with its root cause, not just
+    /// "JWKS fetch failed".
+    #[tokio::test]
+    async fn error_chain_reaches_the_root_cause() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        drop(listener);
+        let policy = JwksPolicy {
+            allow_loopback: true,
+            ..JwksPolicy::default()
+        };
+        let client = build_client(&policy).expect("client");
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/jwks.json")).expect("url");
+        let err = fetch_jwks(&client, url, &policy)
+            .await
+            .expect_err("nothing listens");
+        let text = error_chain(&err);
+        assert!(text.starts_with("JWKS fetch failed: "), "{text}");
+        assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+        assert!(text.matches("error sending request").count() <= 1, "{text}");
+        assert!(text.len() > err.to_string().len(), "{text}");
     }
 }

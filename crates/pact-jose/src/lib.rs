@@ -15,24 +15,43 @@
 
 mod alg;
 mod claims;
+mod delegation;
 mod error;
 mod jwks_cache;
 mod jwks_fetch;
 mod keys;
 mod pa_jwt;
+mod provider_keys;
+mod receipt;
+mod seal;
 mod uri_guard;
 
+#[cfg(test)]
+mod delegation_tests;
 #[cfg(test)]
 mod keys_tests;
 #[cfg(test)]
 mod pa_jwt_tests;
 #[cfg(test)]
+mod provider_keys_tests;
+#[cfg(test)]
+mod receipt_tests;
+#[cfg(test)]
 mod test_keys;
 
 pub use alg::Alg;
 pub use claims::PaClaims;
+pub use delegation::{
+    DELEGATION_TYP, DelegationError, MAX_DELEGATION_LIFETIME_SECS, MAX_DELEGATION_TOKEN_BYTES,
+    sign_delegation_token, verify_delegation_token,
+};
 pub use error::{JwksError, PaJwtError};
 pub use jwks_cache::{JwksCache, JwksPolicy};
 pub use keys::{KeySet, VerifyingKey};
 pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
+pub use provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};
+pub use receipt::{
+    RECEIPT_TYP, ReceiptError, args_hash, receipt_hash, sign_receipt, verify_receipt,
+};
+pub use seal::{MasterKey, SealError};
 pub use uri_guard::{IpClass, check_jwks_uri, classify_ip, ip_allowed};

@@ -192,6 +192,17 @@ fn audience_rules() {
 }
 
 #[test]
+fn an_empty_configured_audience_matches_nothing() {
+    let pa = TestPa::es256("ec-1");
+    let token = with_claim(&pa, "aud", json!(""));
+    let parsed = parse_pa_jwt(&token, &rules()).expect("parse");
+    assert_eq!(
+        parsed.verify(&pa.key(), &PaJwtRules::new(""), NOW).err(),
+        Some(PaJwtError::AudienceMismatch)
+    );
+}
+
+#[test]
 fn iat_in_the_future_beyond_skew_is_rejected() {
     let pa = TestPa::es256("ec-1");
     let at = |iat: i64| {
@@ -431,7 +442,9 @@ fn malformed_compact_forms_are_rejected() {
         format!("{input}.{sig}.x.y"),
         format!("{input}."),
         format!("{input}.{sig}="),
-        format!("{input}.{}", sig.replace('-', "+").replace('_', "/")),
+        // Standard-alphabet characters (RFC 4648 §4) are not base64url.
+        format!("{input}.+{}", &sig[1..]),
+        format!("{input}./{}", &sig[1..]),
         format!("{}.{payload_b64}.{sig}", b64(b"[]")),
         format!("{}.{payload_b64}.{sig}", b64(b"\"ES256\"")),
         format!("{}.{payload_b64}.{sig}", b64(b"{not json")),

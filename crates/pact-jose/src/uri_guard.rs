@@ -155,8 +155,8 @@ fn is_localhost_name(host: &str) -> bool {
 }
 
 /// Checks an URI may be used as a jwksUri: https only, except with
-/// `allow_loopback` also http to a loopback host (http://127.0.0.1[:port],
-/// http://[::1], http://localhost). No userinfo, no fragment. IP-literal hosts
+/// `allow_loopback` also http to a loopback host (`http://127.0.0.1[:port]`,
+/// `http://[::1]`, `http://localhost`). No userinfo, no fragment. IP-literal hosts
 /// must pass [`ip_allowed`]. Used by the cache before any fetch, and by the
 /// admin CLI when registering an agent (PACT §3: the jwksUri is HTTPS).
 pub fn check_jwks_uri(uri: &str, allow_loopback: bool) -> Result<Url, JwksError> {

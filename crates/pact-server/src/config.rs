@@ -3,7 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use pact_jose::JwksPolicy;
+use std::sync::Arc;
+
+use pact_jose::{JwksPolicy, MasterKey};
 
 use crate::rate_limit::RateLimits;
 
@@ -20,11 +22,44 @@ pub struct Config {
     pub request_timeout: Duration,
     pub body_limit: usize,
     pub rate_limits: RateLimits,
+    /// Seals the private signing keys at rest (`PACTD_MASTER_KEY`).
+    pub master_key: Arc<MasterKey>,
+    pub delegation: DelegationSettings,
+}
+
+/// Lifetimes and knobs of the Delegated profile (PACT §5).
+#[derive(Clone, Debug)]
+pub struct DelegationSettings {
+    /// RFC 8628 `expires_in` (PACT: 600 s).
+    pub device_code_ttl: Duration,
+    /// RFC 8628 `interval` (PACT: 5 s).
+    pub poll_interval_secs: i32,
+    /// Delegation token lifetime (PACT §5.4: at most 1 h; pactd: 15 min).
+    pub access_token_ttl: Duration,
+    /// Default grant lifetime; a brand's `grant_ttl_days` setting overrides it.
+    pub grant_ttl: Duration,
+    /// How long a new signing key is published before it signs.
+    pub key_overlap: Duration,
+    /// How long a retired key stays published (it must outlive its tokens and receipts).
+    pub key_retention: Duration,
+}
+
+impl Default for DelegationSettings {
+    fn default() -> Self {
+        Self {
+            device_code_ttl: Duration::from_secs(600),
+            poll_interval_secs: 5,
+            access_token_ttl: Duration::from_secs(15 * 60),
+            grant_ttl: Duration::from_secs(30 * 24 * 3600),
+            key_overlap: Duration::from_secs(10 * 60),
+            key_retention: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
 }
 
 impl Config {
     /// Defaults for a listen address; `public_url` and `audience` follow it.
-    pub fn for_listen(listen: SocketAddr) -> Self {
+    pub fn for_listen(listen: SocketAddr, master_key: Arc<MasterKey>) -> Self {
         let public_url = format!("http://{listen}");
         Self {
             listen,
@@ -35,12 +70,24 @@ impl Config {
             request_timeout: Duration::from_secs(30),
             body_limit: 64 * 1024,
             rate_limits: RateLimits::default(),
+            master_key,
+            delegation: DelegationSettings::default(),
         }
     }
 
     /// `{public_url}/a2a/{brand_id}` (PACT §1).
     pub fn interface_url(&self, brand_id: &str) -> String {
         format!("{}/a2a/{brand_id}", self.public_url)
+    }
+
+    /// The brand's OAuth issuer, `{iface}/oauth` (PACT §1).
+    pub fn oauth_issuer(&self, brand_id: &str) -> String {
+        format!("{}/oauth", self.interface_url(brand_id))
+    }
+
+    /// `{public_url}/device` (PACT §1).
+    pub fn verification_uri(&self) -> String {
+        format!("{}/device", self.public_url)
     }
 
     pub fn card_url(&self, brand_id: &str) -> String {

@@ -17,6 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::a2a::{card, send, tasks};
 use crate::health;
+use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 
 /// Headers that carry credentials; marked sensitive so no layer ever logs them.
@@ -75,6 +76,18 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/tasks/{id}/pushNotificationConfigs/{config_id}",
             get(tasks::push_not_supported).delete(tasks::push_not_supported),
         )
+        // PACT §1, §5: the brand's OAuth authorization server
+        .route(
+            "/a2a/{brand}/oauth/.well-known/oauth-authorization-server",
+            get(metadata::metadata),
+        )
+        .route("/a2a/{brand}/oauth/jwks.json", get(metadata::jwks))
+        .route(
+            "/a2a/{brand}/oauth/device_authorization",
+            post(device_authorization::device_authorization),
+        )
+        .route("/a2a/{brand}/oauth/token", post(token::token))
+        .route("/a2a/{brand}/oauth/revoke", post(revoke::revoke))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(layers)
         .with_state(state)

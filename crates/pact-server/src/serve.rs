@@ -15,10 +15,15 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let background = state.spawn_background();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
+    let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    for task in background {
+        task.abort();
+    }
+    result
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -7,7 +7,9 @@ use pact_jose::{JwksCache, PaJwtRules};
 
 use crate::agent::BrandAgents;
 use crate::config::Config;
+use crate::keys::{KeyError, KeyStore};
 use crate::rate_limit::RateLimiter;
+use crate::revocation::RevocationView;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -19,6 +21,8 @@ pub struct Inner {
     pub pa_rules: PaJwtRules,
     pub agents: BrandAgents,
     pub limiter: RateLimiter,
+    pub keys: KeyStore,
+    pub revocations: RevocationView,
 }
 
 impl std::ops::Deref for AppState {
@@ -28,20 +32,30 @@ impl std::ops::Deref for AppState {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("JWKS client: {0}")]
+    Jwks(#[from] pact_jose::JwksError),
+    #[error("signing keys: {0}")]
+    Keys(#[from] KeyError),
+}
+
 impl AppState {
-    pub fn new(config: Config, db: PgPool) -> Result<Self, pact_jose::JwksError> {
-        Self::with_agents(config, db, BrandAgents::builtin())
+    /// Builds the state; loads (or creates) the signing keys.
+    pub async fn new(config: Config, db: PgPool) -> Result<Self, StateError> {
+        Self::with_agents(config, db, BrandAgents::builtin()).await
     }
 
     /// With a custom set of brand agents (embedding pactd, tests).
-    pub fn with_agents(
+    pub async fn with_agents(
         config: Config,
         db: PgPool,
         agents: BrandAgents,
-    ) -> Result<Self, pact_jose::JwksError> {
+    ) -> Result<Self, StateError> {
         let jwks = JwksCache::new(config.jwks.clone())?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
+        let keys = KeyStore::load(&db, config.master_key.clone()).await?;
         Ok(Self(Arc::new(Inner {
             config,
             db,
@@ -49,6 +63,16 @@ impl AppState {
             pa_rules,
             agents,
             limiter,
+            keys,
+            revocations: RevocationView::default(),
         })))
+    }
+
+    /// Starts the node's background work: the change listener and housekeeping.
+    pub fn spawn_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        vec![
+            tokio::spawn(crate::listener::run(self.clone())),
+            tokio::spawn(crate::housekeeping::run(self.clone())),
+        ]
     }
 }

@@ -23,6 +23,12 @@ pub struct Cli {
     /// Where `dev` keeps its private PostgreSQL and generated secrets.
     #[arg(long, global = true, env = "PACTD_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The key-encryption key (32 bytes, base64) that seals private signing keys.
+    #[arg(long, global = true, env = "PACTD_MASTER_KEY", hide_env_values = true)]
+    pub master_key: Option<String>,
+    /// A file holding the key-encryption key (preferred over the variable).
+    #[arg(long, global = true, env = "PACTD_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -41,6 +47,57 @@ pub enum Command {
     /// Manage registered personal agents (PACT §3).
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// The Provider's signing keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Delegated grants (PACT §5).
+    #[command(subcommand)]
+    Grants(GrantsCommand),
+    /// Receipts (PACT §5.6).
+    #[command(subcommand)]
+    Receipts(ReceiptsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Publish a new signing key now; it signs after the overlap.
+    Rotate {
+        /// Seconds the new key is published before it signs [default: 600].
+        #[arg(long)]
+        overlap_secs: Option<u64>,
+        /// Seconds a retired key stays published [default: 30 days].
+        #[arg(long)]
+        retain_secs: Option<u64>,
+    },
+    /// List signing keys and their schedule.
+    List,
+    /// Print a new random master key (base64) for PACTD_MASTER_KEY.
+    GenerateMasterKey,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCommand {
+    /// List grants, newest first.
+    List {
+        #[arg(long)]
+        brand: Option<String>,
+        #[arg(long)]
+        user: Option<String>,
+        /// The PA issuer.
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Revoke a grant at once, on every node.
+    Revoke { grant_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReceiptsCommand {
+    /// Check every receipt's signature and each grant's chain.
+    Verify {
+        #[arg(long)]
+        grant: Option<String>,
+    },
 }
 
 #[derive(Debug, Args, Default, Clone)]
@@ -74,6 +131,52 @@ pub enum BrandCommand {
     },
     /// List brands.
     List,
+    /// A brand's scopes (a brand with scopes offers delegation).
+    #[command(subcommand)]
+    Scope(ScopeCommand),
+    /// A brand's RFC 9396 authorization_details types.
+    #[command(subcommand, name = "details-type")]
+    DetailsType(DetailsTypeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScopeCommand {
+    /// Add or update a scope; the description is shown verbatim on consent.
+    Add {
+        brand_id: String,
+        scope_id: String,
+        description: String,
+        /// Consenting to it needs a second factor in the session.
+        #[arg(long)]
+        requires_mfa: bool,
+    },
+    Remove {
+        brand_id: String,
+        scope_id: String,
+    },
+    List {
+        brand_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DetailsTypeCommand {
+    /// Declare a type, e.g. --json '{"scope":"orders:cancel","description":"Cancel only {order_ids}",
+    /// "fields":{"order_ids":{"type":"string_array","required":true}},
+    /// "enforce":[{"tool":"cancel_order","arg":"order_id","field":"order_ids"}]}'
+    Add {
+        brand_id: String,
+        type_name: String,
+        #[arg(long)]
+        json: String,
+    },
+    Remove {
+        brand_id: String,
+        type_name: String,
+    },
+    List {
+        brand_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

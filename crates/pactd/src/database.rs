@@ -51,12 +51,11 @@ impl Database {
 
     pub async fn close(self) {
         self.pool.close().await;
-        if let Some(cluster) = self.cluster {
-            if cluster.started_by_us() {
-                if let Err(e) = cluster.stop().await {
-                    tracing::warn!(error = %e, "could not stop the private PostgreSQL");
-                }
-            }
+        let Some(cluster) = self.cluster.filter(LocalCluster::started_by_us) else {
+            return;
+        };
+        if let Err(e) = cluster.stop().await {
+            tracing::warn!(error = %e, "could not stop the private PostgreSQL");
         }
     }
 }

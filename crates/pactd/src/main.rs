@@ -1,8 +1,10 @@
 //! `pactd`: the PACT Provider server and its admin commands.
 
+mod admin;
 mod cli;
 mod commands;
 mod database;
+mod master_key;
 mod settings;
 
 use clap::Parser;

@@ -48,12 +48,13 @@ pub fn server_config(
     args: &ServeArgs,
     file: &FileSettings,
     dev: bool,
+    master_key: std::sync::Arc<pact_jose::MasterKey>,
 ) -> anyhow::Result<pact_server::Config> {
     let listen = args
         .listen
         .or(file.listen)
         .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
-    let mut config = pact_server::Config::for_listen(listen);
+    let mut config = pact_server::Config::for_listen(listen, master_key);
     if let Some(url) = args.public_url.clone().or_else(|| file.public_url.clone()) {
         let parsed =
             url::Url::parse(&url).with_context(|| format!("invalid public URL {url:?}"))?;

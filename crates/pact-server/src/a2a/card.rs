@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use pact_proto::card::{AgentCard, CardInput};
+use pact_proto::card::{AgentCard, CardInput, DeviceCodeFlow};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -22,6 +22,19 @@ pub async fn get_card(
         .map(|a| a.skills(&brand))
         .unwrap_or_default();
     let interface_url = state.config.interface_url(&brand.id);
+    // PACT §2: a brand with scopes advertises delegation (the device-code flow).
+    let scopes = pact_db::scopes::list(&state.db, &brand.id).await?;
+    let delegation = (!scopes.is_empty()).then(|| {
+        let issuer = state.config.oauth_issuer(&brand.id);
+        DeviceCodeFlow {
+            device_authorization_url: format!("{issuer}/device_authorization"),
+            token_url: format!("{issuer}/token"),
+            scopes: scopes
+                .into_iter()
+                .map(|s| (s.scope_id, s.description))
+                .collect(),
+        }
+    });
     let card = AgentCard::build(CardInput {
         brand_name: &brand.name,
         brand_description: &brand.description,
@@ -30,7 +43,7 @@ pub async fn get_card(
         provider_url: &state.config.public_url,
         version: env!("CARGO_PKG_VERSION"),
         skills,
-        delegation: None,
+        delegation,
     });
     let body = serde_json::to_value(&card).map_err(|e| ApiError::Internal(Box::new(e)))?;
     let mut res = crate::error::a2a_json(StatusCode::OK, &body);

@@ -6,6 +6,8 @@
 //! brand's own agent) plug in behind the same trait.
 
 pub mod demo;
+pub mod demo_tools;
+pub mod tools;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -28,6 +30,8 @@ pub struct Turn<'a> {
     pub text: &'a str,
 }
 
+pub use tools::{Delegation, GateRecord, Tool, ToolContext, ToolError, ToolGate};
+
 /// What a turn produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -41,7 +45,14 @@ pub struct AgentError(pub String);
 pub trait BrandAgent: Send + Sync {
     /// Skills advertised on the brand's card.
     fn skills(&self, brand: &Brand) -> Vec<AgentSkill>;
-    fn respond<'a>(&'a self, turn: Turn<'a>) -> BoxFuture<'a, Result<Outcome, AgentError>>;
+    /// Answers one turn. Account data is reachable only through `tools`, which
+    /// enforces the delegation; a call refused for a missing scope makes the
+    /// server answer with a step-up task, whatever the agent replies.
+    fn respond<'a>(
+        &'a self,
+        turn: Turn<'a>,
+        tools: &'a mut ToolGate<'_>,
+    ) -> BoxFuture<'a, Result<Outcome, AgentError>>;
 }
 
 /// The agents available to brands, by `agent_kind`.

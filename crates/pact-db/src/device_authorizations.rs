@@ -1,0 +1,192 @@
+//! RFC 8628 device authorizations. Only the device code's hash is stored.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct DeviceAuthorization {
+    pub id: Uuid,
+    pub brand_id: String,
+    pub pa_issuer: String,
+    pub pa_sub: String,
+    pub user_code: String,
+    pub scopes: Vec<String>,
+    pub authorization_details: Option<serde_json::Value>,
+    pub status: String,
+    pub interval_secs: i32,
+    pub last_polled_at: Option<OffsetDateTime>,
+    pub expires_at: OffsetDateTime,
+    pub created_at: OffsetDateTime,
+    pub request_ip: Option<String>,
+    pub decided_at: Option<OffsetDateTime>,
+    pub user_sub: Option<String>,
+    pub grant_id: Option<Uuid>,
+}
+
+const COLS: &str = "id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, status, \
+                    interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id";
+
+#[derive(Clone, Debug)]
+pub struct NewDeviceAuthorization<'a> {
+    pub id: Uuid,
+    pub brand_id: &'a str,
+    pub pa_issuer: &'a str,
+    pub pa_sub: &'a str,
+    pub device_code_hash: &'a [u8],
+    pub user_code: &'a str,
+    pub scopes: &'a [String],
+    pub authorization_details: Option<&'a serde_json::Value>,
+    pub interval_secs: i32,
+    pub expires_at: OffsetDateTime,
+    pub request_ip: Option<&'a str>,
+}
+
+/// Inserts; a unique violation on the live user code means the caller drew a
+/// code already in use and should draw again.
+pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> DbResult<()> {
+    sqlx::query(
+        "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, user_code, \
+         scopes, authorization_details, interval_secs, expires_at, request_ip) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(d.id)
+    .bind(d.brand_id)
+    .bind(d.pa_issuer)
+    .bind(d.pa_sub)
+    .bind(d.device_code_hash)
+    .bind(d.user_code)
+    .bind(d.scopes)
+    .bind(d.authorization_details)
+    .bind(d.interval_secs)
+    .bind(d.expires_at)
+    .bind(d.request_ip)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// Locks the authorization a device code names, for one poll: concurrent polls
+/// of the same code serialise here, so exactly one can redeem it.
+pub async fn lock_by_device_code(
+    db: impl PgExecutor<'_>,
+    hash: &[u8],
+) -> DbResult<Option<DeviceAuthorization>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from device_authorizations where device_code_hash = $1 for update"
+    )))
+    .bind(hash)
+    .fetch_optional(db)
+    .await
+}
+
+/// The live (pending or approved) authorization with this normalised user code.
+pub async fn find_live_by_user_code(
+    db: impl PgExecutor<'_>,
+    user_code: &str,
+) -> DbResult<Option<DeviceAuthorization>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+         order by created_at desc limit 1"
+    )))
+    .bind(user_code)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAuthorization>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from device_authorizations where id = $1 for update"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAuthorization>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from device_authorizations where id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Records a poll; `interval_secs` grows on `slow_down` (RFC 8628 §3.5).
+pub async fn record_poll(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    at: OffsetDateTime,
+    interval_secs: i32,
+) -> DbResult<()> {
+    sqlx::query(
+        "update device_authorizations set last_polled_at = $2, interval_secs = $3 where id = $1",
+    )
+    .bind(id)
+    .bind(at)
+    .bind(interval_secs)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+pub async fn set_approved(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    user_sub: &str,
+    grant_id: Uuid,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update device_authorizations set status = 'approved', decided_at = now(), user_sub = $2, grant_id = $3 \
+         where id = $1 and status = 'pending'",
+    )
+    .bind(id)
+    .bind(user_sub)
+    .bind(grant_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn set_denied(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    user_sub: Option<&str>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update device_authorizations set status = 'denied', decided_at = now(), user_sub = $2 \
+         where id = $1 and status = 'pending'",
+    )
+    .bind(id)
+    .bind(user_sub)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn set_redeemed(db: impl PgExecutor<'_>, id: Uuid, at: OffsetDateTime) -> DbResult<()> {
+    sqlx::query(
+        "update device_authorizations set status = 'redeemed', last_polled_at = $2 where id = $1",
+    )
+    .bind(id)
+    .bind(at)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// Deletes authorizations that expired more than `grace` ago, and redeemed or
+/// denied ones older than that: nothing can be done with them any more.
+pub async fn delete_stale(db: impl PgExecutor<'_>, before: OffsetDateTime) -> DbResult<u64> {
+    let done = sqlx::query(
+        "delete from device_authorizations where expires_at < $1 \
+         or (status in ('redeemed', 'denied') and coalesce(decided_at, created_at) < $1)",
+    )
+    .bind(before)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}

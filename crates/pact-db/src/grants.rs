@@ -1,0 +1,222 @@
+//! Grants (PACT §5) and their refresh tokens.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Grant {
+    pub id: Uuid,
+    pub brand_id: String,
+    pub pa_issuer: String,
+    pub user_sub: String,
+    pub scopes: Vec<String>,
+    pub authorization_details: Option<serde_json::Value>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub last_used_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+    pub revoked_reason: Option<String>,
+}
+
+impl Grant {
+    /// Usable now: neither revoked nor expired.
+    pub fn is_active(&self, now: OffsetDateTime) -> bool {
+        self.revoked_at.is_none() && self.expires_at > now
+    }
+}
+
+const COLS: &str = "id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason";
+
+#[derive(Clone, Debug)]
+pub struct NewGrant<'a> {
+    pub id: Uuid,
+    pub brand_id: &'a str,
+    pub pa_issuer: &'a str,
+    pub user_sub: &'a str,
+    pub scopes: &'a [String],
+    pub authorization_details: Option<&'a serde_json::Value>,
+    pub expires_at: OffsetDateTime,
+}
+
+pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, authorization_details, expires_at) \
+         values ($1, $2, $3, $4, $5, $6, $7) returning {COLS}"
+    )))
+    .bind(g.id)
+    .bind(g.brand_id)
+    .bind(g.pa_issuer)
+    .bind(g.user_sub)
+    .bind(g.scopes)
+    .bind(g.authorization_details)
+    .bind(g.expires_at)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from grants where id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Locks the grant row: receipts of one grant are chained, so turns under one
+/// grant append in order.
+pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from grants where id = $1 for update"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// The live grants of one user for one PA at one brand, newest first.
+pub async fn active_for(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    user_sub: &str,
+    now: OffsetDateTime,
+) -> DbResult<Vec<Grant>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from grants where brand_id = $1 and pa_issuer = $2 and user_sub = $3 \
+         and revoked_at is null and expires_at > $4 order by created_at desc"
+    )))
+    .bind(brand_id)
+    .bind(pa_issuer)
+    .bind(user_sub)
+    .bind(now)
+    .fetch_all(db)
+    .await
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GrantFilter<'a> {
+    pub brand_id: Option<&'a str>,
+    pub user_sub: Option<&'a str>,
+    pub pa_issuer: Option<&'a str>,
+}
+
+pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<Grant>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from grants where ($1::text is null or brand_id = $1) \
+         and ($2::text is null or user_sub = $2) and ($3::text is null or pa_issuer = $3) \
+         order by created_at desc"
+    )))
+    .bind(f.brand_id)
+    .bind(f.user_sub)
+    .bind(f.pa_issuer)
+    .fetch_all(db)
+    .await
+}
+
+/// Revokes one grant; false when it was unknown or already revoked. The table
+/// trigger announces it on `pactd_revocations`.
+pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update grants set revoked_at = now(), revoked_reason = $2 where id = $1 and revoked_at is null",
+    )
+    .bind(id)
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Revokes every live grant of a PA (when the PA is disabled).
+pub async fn revoke_all_for_agent(
+    db: impl PgExecutor<'_>,
+    pa_issuer: &str,
+    reason: &str,
+) -> DbResult<u64> {
+    let done = sqlx::query(
+        "update grants set revoked_at = now(), revoked_reason = $2 where pa_issuer = $1 and revoked_at is null",
+    )
+    .bind(pa_issuer)
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Revoked grant ids whose tokens may still be unexpired (for a node's revocation view).
+pub async fn recently_revoked(
+    db: impl PgExecutor<'_>,
+    since: OffsetDateTime,
+) -> DbResult<Vec<Uuid>> {
+    sqlx::query_scalar("select id from grants where revoked_at is not null and revoked_at > $1")
+        .bind(since)
+        .fetch_all(db)
+        .await
+}
+
+pub async fn touch(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
+    sqlx::query("update grants set last_used_at = now() where id = $1")
+        .bind(id)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct RefreshToken {
+    pub token_hash: Vec<u8>,
+    pub grant_id: Uuid,
+    pub expires_at: OffsetDateTime,
+    pub used_at: Option<OffsetDateTime>,
+}
+
+pub async fn insert_refresh_token(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+    grant_id: Uuid,
+    expires_at: OffsetDateTime,
+) -> DbResult<()> {
+    sqlx::query("insert into refresh_tokens (token_hash, grant_id, expires_at) values ($1, $2, $3)")
+        .bind(token_hash)
+        .bind(grant_id)
+        .bind(expires_at)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Locks a refresh token row so two concurrent uses serialise: one wins, the
+/// other sees `used_at` and is treated as reuse.
+pub async fn lock_refresh_token(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+) -> DbResult<Option<RefreshToken>> {
+    sqlx::query_as(
+        "select token_hash, grant_id, expires_at, used_at from refresh_tokens where token_hash = $1 for update",
+    )
+    .bind(token_hash)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn mark_refresh_token_used(db: impl PgExecutor<'_>, token_hash: &[u8]) -> DbResult<()> {
+    sqlx::query("update refresh_tokens set used_at = now() where token_hash = $1")
+        .bind(token_hash)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+pub async fn find_refresh_token(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+) -> DbResult<Option<RefreshToken>> {
+    sqlx::query_as("select token_hash, grant_id, expires_at, used_at from refresh_tokens where token_hash = $1")
+        .bind(token_hash)
+        .fetch_optional(db)
+        .await
+}

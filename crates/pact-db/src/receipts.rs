@@ -1,0 +1,85 @@
+//! Receipts (PACT §5.6): append-only, chained per grant.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct StoredReceipt {
+    pub id: i64,
+    pub grant_id: Uuid,
+    pub seq: i32,
+    pub conversation_id: Uuid,
+    pub message_id: String,
+    pub jws: String,
+    pub claims: serde_json::Value,
+    pub created_at: OffsetDateTime,
+}
+
+const COLS: &str = "id, grant_id, seq, conversation_id, message_id, jws, claims, created_at";
+
+/// The newest receipt of a grant (the chain's head). Call with the grant row locked.
+pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<StoredReceipt>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from receipts where grant_id = $1 order by seq desc limit 1"
+    )))
+    .bind(grant_id)
+    .fetch_optional(db)
+    .await
+}
+
+#[derive(Clone, Debug)]
+pub struct NewReceipt<'a> {
+    pub grant_id: Uuid,
+    pub seq: i32,
+    pub conversation_id: Uuid,
+    pub message_id: &'a str,
+    pub jws: &'a str,
+    pub claims: &'a serde_json::Value,
+}
+
+pub async fn insert(db: impl PgExecutor<'_>, r: NewReceipt<'_>) -> DbResult<()> {
+    sqlx::query(
+        "insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) values ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(r.grant_id)
+    .bind(r.seq)
+    .bind(r.conversation_id)
+    .bind(r.message_id)
+    .bind(r.jws)
+    .bind(r.claims)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// A grant's receipts in chain order; all grants' when `grant_id` is `None`.
+pub async fn list(db: impl PgExecutor<'_>, grant_id: Option<Uuid>) -> DbResult<Vec<StoredReceipt>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from receipts where ($1::uuid is null or grant_id = $1) order by grant_id, seq"
+    )))
+    .bind(grant_id)
+    .fetch_all(db)
+    .await
+}
+
+/// The most recent receipts of a user's grants at a brand (for the account page).
+pub async fn recent_for_user(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    user_sub: &str,
+    limit: i64,
+) -> DbResult<Vec<StoredReceipt>> {
+    sqlx::query_as(
+        "select r.id, r.grant_id, r.seq, r.conversation_id, r.message_id, r.jws, r.claims, r.created_at \
+         from receipts r join grants g on g.id = r.grant_id \
+         where g.brand_id = $1 and g.user_sub = $2 order by r.created_at desc limit $3",
+    )
+    .bind(brand_id)
+    .bind(user_sub)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}

@@ -1,0 +1,226 @@
+//! OAuth 2.0 wire types for the Delegated profile (PACT §5): RFC 6749 errors,
+//! RFC 8628 device authorization, token responses, RFC 8414 metadata, and the
+//! claims of delegation tokens (§5.4) and receipts (§5.6).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// RFC 6749 §5.2 / RFC 8628 §3.5 / RFC 9396 §5 error codes. `Display` is the wire code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthErrorCode {
+    InvalidRequest,
+    InvalidClient,
+    InvalidGrant,
+    InvalidScope,
+    UnauthorizedClient,
+    UnsupportedGrantType,
+    UnsupportedTokenType,
+    AuthorizationPending,
+    SlowDown,
+    AccessDenied,
+    ExpiredToken,
+    InvalidAuthorizationDetails,
+    ServerError,
+}
+
+impl OAuthErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidClient => "invalid_client",
+            Self::InvalidGrant => "invalid_grant",
+            Self::InvalidScope => "invalid_scope",
+            Self::UnauthorizedClient => "unauthorized_client",
+            Self::UnsupportedGrantType => "unsupported_grant_type",
+            Self::UnsupportedTokenType => "unsupported_token_type",
+            Self::AuthorizationPending => "authorization_pending",
+            Self::SlowDown => "slow_down",
+            Self::AccessDenied => "access_denied",
+            Self::ExpiredToken => "expired_token",
+            Self::InvalidAuthorizationDetails => "invalid_authorization_details",
+            Self::ServerError => "server_error",
+        }
+    }
+
+    /// PACT §5.3: 400, except `invalid_client` (401) and `server_error` (500).
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::InvalidClient => 401,
+            Self::ServerError => 500,
+            _ => 400,
+        }
+    }
+}
+
+impl std::fmt::Display for OAuthErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `{error, error_description?}` (RFC 6749 §5.2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthError {
+    pub error: OAuthErrorCode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_description: Option<String>,
+}
+
+impl OAuthError {
+    pub fn new(error: OAuthErrorCode, description: impl Into<String>) -> Self {
+        Self {
+            error,
+            error_description: Some(description.into()),
+        }
+    }
+
+    pub fn bare(error: OAuthErrorCode) -> Self {
+        Self {
+            error,
+            error_description: None,
+        }
+    }
+}
+
+/// RFC 8628 §3.2.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceAuthorizationResponse {
+    pub device_code: String,
+    pub user_code: String,
+    pub verification_uri: String,
+    pub verification_uri_complete: String,
+    pub expires_in: u64,
+    pub interval: u64,
+}
+
+/// RFC 6749 §5.1, plus RFC 9396 `authorization_details`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenResponse {
+    pub token_type: String,
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: u64,
+    pub scope: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_details: Option<Value>,
+}
+
+pub const GRANT_TYPE_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+pub const GRANT_TYPE_REFRESH_TOKEN: &str = "refresh_token";
+
+/// RFC 8414 authorization server metadata, as pactd publishes it per brand.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuthorizationServerMetadata {
+    pub issuer: String,
+    pub device_authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub revocation_endpoint: String,
+    pub jwks_uri: String,
+    pub scopes_supported: Vec<String>,
+    pub grant_types_supported: Vec<String>,
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+    pub revocation_endpoint_auth_methods_supported: Vec<String>,
+    pub response_types_supported: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_details_types_supported: Option<Vec<String>>,
+}
+
+/// Claims of a delegation token (PACT §5.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DelegationClaims {
+    pub iss: String,
+    pub aud: String,
+    pub sub: String,
+    pub client_id: String,
+    pub scope: String,
+    pub grant_id: String,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_details: Option<Value>,
+}
+
+impl DelegationClaims {
+    pub fn scopes(&self) -> impl Iterator<Item = &str> {
+        self.scope.split(' ').filter(|s| !s.is_empty())
+    }
+}
+
+/// One action recorded in a receipt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptAction {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_hash: Option<String>,
+}
+
+/// Receipt claims (PACT §5.6). `prev` chains the receipts of one grant (a
+/// pactd extension): the base64url SHA-256 of the previous receipt's JWS.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptClaims {
+    pub grant_id: String,
+    pub user: String,
+    pub pa: String,
+    pub brand: String,
+    pub scopes_used: Vec<String>,
+    pub actions: Vec<ReceiptAction>,
+    pub ts: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+}
+
+/// The `pact.receipt` metadata value: `{jws, claims}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    pub jws: String,
+    pub claims: ReceiptClaims,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_serialise_as_their_wire_names() {
+        let e = OAuthError::new(OAuthErrorCode::SlowDown, "poll less often");
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"error": "slow_down", "error_description": "poll less often"})
+        );
+        for code in [
+            OAuthErrorCode::AuthorizationPending,
+            OAuthErrorCode::InvalidAuthorizationDetails,
+            OAuthErrorCode::UnsupportedGrantType,
+        ] {
+            assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
+        }
+        assert_eq!(OAuthErrorCode::InvalidClient.http_status(), 401);
+        assert_eq!(OAuthErrorCode::InvalidGrant.http_status(), 400);
+    }
+
+    #[test]
+    fn receipt_claims_use_the_section_5_6_names() {
+        let c = ReceiptClaims {
+            grant_id: "g".into(),
+            user: "u".into(),
+            pa: "p".into(),
+            brand: "b".into(),
+            scopes_used: vec!["orders:read".into()],
+            actions: vec![ReceiptAction {
+                tool: "list_orders".into(),
+                args_hash: Some("h".into()),
+            }],
+            ts: "2026-01-01T00:00:00Z".into(),
+            prev: None,
+        };
+        let v = serde_json::to_value(c).unwrap();
+        assert_eq!(v["grantId"], "g");
+        assert_eq!(v["scopesUsed"][0], "orders:read");
+        assert_eq!(v["actions"][0]["argsHash"], "h");
+        assert!(v.get("prev").is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! Checking the `X-A2A-User-Delegation` token (PACT §5.5 step 2).
+
+use axum::http::{HeaderMap, HeaderName};
+use uuid::Uuid;
+
+use crate::agent::Delegation;
+use crate::auth::{Caller, bearer};
+use crate::error::ApiError;
+use crate::router::DELEGATION_HEADER;
+use crate::state::AppState;
+
+/// A verified token, before the grant row is re-checked in the turn's transaction.
+#[derive(Clone, Debug)]
+pub struct Presented {
+    pub delegation: Delegation,
+}
+
+/// `Ok(None)` when no delegation header was sent. Any defect — malformed,
+/// bad signature, wrong brand (`aud`), another PA (`client_id`), expired,
+/// revoked — is the 401 with `error="invalid_token"`.
+pub fn check(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+) -> Result<Option<Presented>, ApiError> {
+    let name = HeaderName::from_static(DELEGATION_HEADER);
+    if !headers.contains_key(&name) {
+        return Ok(None);
+    }
+    let token = bearer(headers, &name).ok_or(ApiError::InvalidDelegation)?;
+    let keys = state.keys.current();
+    let claims = pact_jose::verify_delegation_token(
+        token,
+        &keys.published,
+        &state.config.oauth_issuer(&caller.brand.id),
+        &state.config.interface_url(&caller.brand.id),
+        &caller.pa.iss,
+        crate::now_unix(),
+    )
+    .map_err(|e| {
+        tracing::info!(reason = %e, issuer = %caller.pa.iss, "delegation token rejected");
+        ApiError::InvalidDelegation
+    })?;
+    let grant_id: Uuid = claims
+        .grant_id
+        .parse()
+        .map_err(|_| ApiError::InvalidDelegation)?;
+    // Fast path: a revocation this node has heard of needs no database round trip.
+    if state.revocations.is_revoked(grant_id) {
+        tracing::info!(grant = %grant_id, "delegation token rejected: grant revoked");
+        return Err(ApiError::InvalidDelegation);
+    }
+    Ok(Some(Presented {
+        delegation: Delegation {
+            grant_id,
+            scopes: claims.scopes().map(str::to_owned).collect(),
+            user_sub: claims.sub,
+            authorization_details: claims.authorization_details,
+        },
+    }))
+}

@@ -1,0 +1,9 @@
+//! Domain rules as plain functions of their inputs and `now`: no I/O here, so
+//! tests control time and every rule can be checked in isolation.
+
+pub mod authz_details;
+pub mod device_flow;
+pub mod receipt_chain;
+pub mod scopes;
+pub mod secrets;
+pub mod user_code;

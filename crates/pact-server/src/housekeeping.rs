@@ -1,0 +1,35 @@
+//! Periodic work of a node: drop dead device authorizations, reload keys so
+//! scheduled unpublishing takes effect.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use crate::state::AppState;
+
+pub const PERIOD: Duration = Duration::from_secs(60);
+
+pub async fn run(state: AppState) {
+    let mut tick = tokio::time::interval(PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        sweep(&state, OffsetDateTime::now_utc()).await;
+    }
+}
+
+/// One pass; public so tests can run it without waiting.
+pub async fn sweep(state: &AppState, now: OffsetDateTime) {
+    // Expired or finished authorizations are useless after a grace period that
+    // lets a late poll still get `expired_token` rather than `invalid_grant`.
+    match pact_db::device_authorizations::delete_stale(&state.db, now - time::Duration::hours(1))
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, "removed stale device authorizations"),
+        Err(e) => tracing::warn!(error = %e, "device authorization cleanup failed"),
+    }
+    if let Err(e) = state.keys.refresh(&state.db).await {
+        tracing::warn!(error = %e, "periodic key reload failed");
+    }
+}

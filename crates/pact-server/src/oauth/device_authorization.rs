@@ -1,0 +1,120 @@
+//! `POST {iface}/oauth/device_authorization` (RFC 8628 §3.1–3.2, PACT §5.1).
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use pact_proto::oauth::{DeviceAuthorizationResponse, OAuthErrorCode};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
+use crate::auth::Caller;
+use crate::domain::scopes::{self, ScopeError};
+use crate::domain::{authz_details, secrets, user_code};
+use crate::state::AppState;
+
+pub async fn device_authorization(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, OAuthFailure> {
+    let offered = offered_scopes(&state, &caller.brand.id).await?;
+    let form = form::parse(&body)?;
+    check_client_id(
+        form.get("client_id").map(String::as_str),
+        &caller.pa.iss,
+        true,
+    )?;
+    let requested = scopes::parse_requested(
+        form.get("scope").map(String::as_str).unwrap_or(""),
+        &offered,
+    )
+    .map_err(|e| match e {
+        ScopeError::Empty => OAuthFailure::new(OAuthErrorCode::InvalidScope, "scope is required"),
+        ScopeError::Unknown(s) => {
+            OAuthFailure::new(OAuthErrorCode::InvalidScope, format!("unknown scope {s:?}"))
+        }
+    })?;
+    let details = match form.get("authorization_details") {
+        None => None,
+        Some(raw) => {
+            let types = authz_details::types_from_settings(&caller.brand.settings);
+            Some(
+                authz_details::validate(raw, &types, &requested).map_err(|why| {
+                    OAuthFailure::new(OAuthErrorCode::InvalidAuthorizationDetails, why)
+                })?,
+            )
+        }
+    };
+    let created = create(
+        &state,
+        &caller,
+        &requested,
+        details.as_ref(),
+        Some(peer.ip().to_string()),
+    )
+    .await?;
+    Ok(oauth_json(StatusCode::OK, &created))
+}
+
+/// Creates a pending authorization for `caller` (also used for step-up links).
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    requested: &BTreeSet<String>,
+    details: Option<&serde_json::Value>,
+    request_ip: Option<String>,
+) -> Result<DeviceAuthorizationResponse, OAuthFailure> {
+    let settings = &state.config.delegation;
+    let now = OffsetDateTime::now_utc();
+    let ttl =
+        time::Duration::try_from(settings.device_code_ttl).unwrap_or(time::Duration::minutes(10));
+    let scopes: Vec<String> = requested.iter().cloned().collect();
+    let (device_code, device_code_hash) = secrets::new_secret();
+    // A live user code must be unique; on the rare collision, draw again.
+    for _ in 0..8 {
+        let code = user_code::generate();
+        let inserted = pact_db::device_authorizations::insert(
+            &state.db,
+            pact_db::device_authorizations::NewDeviceAuthorization {
+                id: Uuid::new_v4(),
+                brand_id: &caller.brand.id,
+                pa_issuer: &caller.pa.iss,
+                pa_sub: &caller.pa.sub,
+                device_code_hash: &device_code_hash,
+                user_code: &code,
+                scopes: &scopes,
+                authorization_details: details,
+                interval_secs: settings.poll_interval_secs,
+                expires_at: now + ttl,
+                request_ip: request_ip.as_deref(),
+            },
+        )
+        .await;
+        match inserted {
+            Ok(()) => {
+                let shown = user_code::display(&code);
+                let verification_uri = state.config.verification_uri();
+                return Ok(DeviceAuthorizationResponse {
+                    device_code,
+                    verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
+                    user_code: shown,
+                    verification_uri,
+                    expires_in: settings.device_code_ttl.as_secs(),
+                    interval: u64::try_from(settings.poll_interval_secs).unwrap_or(5),
+                });
+            }
+            Err(e) if pact_db::is_unique_violation(&e) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(OAuthFailure::new(
+        OAuthErrorCode::ServerError,
+        "could not allocate a user code",
+    ))
+}

@@ -1,0 +1,74 @@
+//! RFC 8414 metadata and the JWKS (public; PACT §1 URLs).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use pact_proto::oauth::{
+    AuthorizationServerMetadata, GRANT_TYPE_DEVICE_CODE, GRANT_TYPE_REFRESH_TOKEN,
+};
+
+use super::{OAuthFailure, offered_scopes};
+use crate::domain::authz_details;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+fn public_json(body: &serde_json::Value) -> Response {
+    let mut res = super::oauth_json(StatusCode::OK, body);
+    let h = res.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    h.remove(header::PRAGMA);
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    res
+}
+
+pub async fn metadata(
+    State(state): State<AppState>,
+    Path(brand_id): Path<String>,
+) -> Result<Response, OAuthFailure> {
+    let brand = pact_db::brands::find(&state.db, &brand_id)
+        .await?
+        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    let scopes = offered_scopes(&state, &brand.id).await?;
+    let c = &state.config;
+    let issuer = c.oauth_issuer(&brand.id);
+    let types: Vec<String> = authz_details::types_from_settings(&brand.settings)
+        .into_keys()
+        .collect();
+    let body = AuthorizationServerMetadata {
+        device_authorization_endpoint: format!("{issuer}/device_authorization"),
+        token_endpoint: format!("{issuer}/token"),
+        revocation_endpoint: format!("{issuer}/revoke"),
+        jwks_uri: format!("{issuer}/jwks.json"),
+        issuer,
+        scopes_supported: scopes.into_iter().collect(),
+        grant_types_supported: vec![
+            GRANT_TYPE_DEVICE_CODE.to_owned(),
+            GRANT_TYPE_REFRESH_TOKEN.to_owned(),
+        ],
+        // PACT §5: the client authenticates with its PA-JWT as a Bearer header.
+        token_endpoint_auth_methods_supported: vec!["pa_jwt_bearer".to_owned()],
+        revocation_endpoint_auth_methods_supported: vec!["pa_jwt_bearer".to_owned()],
+        response_types_supported: vec![],
+        authorization_details_types_supported: (!types.is_empty()).then_some(types),
+    };
+    let body = serde_json::to_value(body)
+        .map_err(|e| OAuthFailure::Api(ApiError::Internal(Box::new(e))))?;
+    Ok(public_json(&body))
+}
+
+pub async fn jwks(
+    State(state): State<AppState>,
+    Path(brand_id): Path<String>,
+) -> Result<Response, OAuthFailure> {
+    pact_db::brands::find(&state.db, &brand_id)
+        .await?
+        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    offered_scopes(&state, &brand_id).await?;
+    Ok(public_json(&state.keys.current().published.jwks_document()))
+}

@@ -1,0 +1,128 @@
+//! The brand's OAuth 2.0 authorization server (PACT §5): RFC 8414 metadata,
+//! JWKS, RFC 8628 device authorization, the token endpoint, RFC 7009 revocation.
+//!
+//! The PA is the client; its PA-JWT authenticates every call (a failure is the
+//! bare 401 of PACT §3). Protocol errors are RFC 6749 §5.2 JSON with
+//! `Cache-Control: no-store`. A brand without scopes has no OAuth endpoints.
+
+pub mod device_authorization;
+pub mod form;
+pub mod issue;
+pub mod metadata;
+pub mod revoke;
+pub mod token;
+
+use std::collections::BTreeSet;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pact_proto::oauth::{OAuthError, OAuthErrorCode};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// What an OAuth endpoint can fail with.
+#[derive(Debug)]
+pub enum OAuthFailure {
+    /// An RFC 6749 / 8628 / 9396 error body.
+    Protocol(OAuthError),
+    /// Authentication, brand and rate-limit failures answer as on A2A routes.
+    Api(ApiError),
+}
+
+impl OAuthFailure {
+    pub fn new(code: OAuthErrorCode, description: impl Into<String>) -> Self {
+        Self::Protocol(OAuthError::new(code, description))
+    }
+}
+
+impl From<ApiError> for OAuthFailure {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}
+
+impl From<sqlx::Error> for OAuthFailure {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Api(ApiError::Internal(Box::new(e)))
+    }
+}
+
+/// JSON with the no-store headers RFC 6749 §5.1 requires on token responses.
+pub fn oauth_json(status: StatusCode, body: &impl serde::Serialize) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut res = Response::new(Body::from(bytes));
+    *res.status_mut() = status;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    res
+}
+
+impl IntoResponse for OAuthFailure {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Protocol(e) => {
+                let status =
+                    StatusCode::from_u16(e.error.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+                let mut res = oauth_json(status, &e);
+                if e.error == OAuthErrorCode::InvalidClient {
+                    res.headers_mut().insert(
+                        header::WWW_AUTHENTICATE,
+                        HeaderValue::from_static(r#"Bearer realm="a2a", error="invalid_client""#),
+                    );
+                }
+                res
+            }
+            Self::Api(ApiError::Internal(cause)) => {
+                tracing::error!(error = %cause, "internal error on an OAuth endpoint");
+                oauth_json(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &OAuthError::bare(OAuthErrorCode::ServerError),
+                )
+            }
+            Self::Api(e) => e.into_response(),
+        }
+    }
+}
+
+/// The brand's scope ids; a brand without any offers no delegation (404).
+pub async fn offered_scopes(
+    state: &AppState,
+    brand_id: &str,
+) -> Result<BTreeSet<String>, OAuthFailure> {
+    let scopes: BTreeSet<String> = pact_db::scopes::list(&state.db, brand_id)
+        .await?
+        .into_iter()
+        .map(|s| s.scope_id)
+        .collect();
+    if scopes.is_empty() {
+        return Err(OAuthFailure::Api(ApiError::NotFound));
+    }
+    Ok(scopes)
+}
+
+/// PACT §5: `client_id` is the PA's issuer and must equal the PA-JWT's `iss`.
+pub fn check_client_id(
+    client_id: Option<&str>,
+    pa_iss: &str,
+    required: bool,
+) -> Result<(), OAuthFailure> {
+    match client_id {
+        Some(c) if c == pa_iss => Ok(()),
+        Some(_) => Err(OAuthFailure::new(
+            OAuthErrorCode::InvalidClient,
+            "client_id does not match the authenticated personal agent",
+        )),
+        None if required => Err(OAuthFailure::new(
+            OAuthErrorCode::InvalidRequest,
+            "client_id is required",
+        )),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,66 @@
+//! `POST {iface}/oauth/revoke` (RFC 7009). A refresh or delegation token of
+//! the calling PA revokes its grant; anything else still gets 200 (§2.2: the
+//! client cannot learn whether a token existed).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use pact_proto::oauth::OAuthErrorCode;
+use uuid::Uuid;
+
+use super::{OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
+use crate::auth::Caller;
+use crate::domain::secrets;
+use crate::state::AppState;
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, OAuthFailure> {
+    offered_scopes(&state, &caller.brand.id).await?;
+    let form = form::parse(&body)?;
+    check_client_id(
+        form.get("client_id").map(String::as_str),
+        &caller.pa.iss,
+        false,
+    )?;
+    let token = form
+        .get("token")
+        .ok_or_else(|| OAuthFailure::new(OAuthErrorCode::InvalidRequest, "token is required"))?;
+    let Some(grant_id) = grant_of(&state, &caller, token).await? else {
+        return Ok(oauth_json(StatusCode::OK, &serde_json::json!({})));
+    };
+    if pact_db::grants::revoke(&state.db, grant_id, "revoked by the personal agent").await? {
+        state.revocations.insert(grant_id);
+        tracing::info!(grant = %grant_id, "grant revoked by its PA");
+    }
+    Ok(oauth_json(StatusCode::OK, &serde_json::json!({})))
+}
+
+/// The grant a token belongs to, if it is a token of this PA at this brand.
+async fn grant_of(
+    state: &AppState,
+    caller: &Caller,
+    token: &str,
+) -> Result<Option<Uuid>, OAuthFailure> {
+    if let Some(stored) =
+        pact_db::grants::find_refresh_token(&state.db, &secrets::hash(token)).await?
+    {
+        let grant = pact_db::grants::find(&state.db, stored.grant_id).await?;
+        return Ok(grant
+            .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
+            .map(|g| g.id));
+    }
+    let keys = state.keys.current();
+    let verified = pact_jose::verify_delegation_token(
+        token,
+        &keys.published,
+        &state.config.oauth_issuer(&caller.brand.id),
+        &state.config.interface_url(&caller.brand.id),
+        &caller.pa.iss,
+        crate::now_unix(),
+    );
+    Ok(verified.ok().and_then(|c| c.grant_id.parse().ok()))
+}

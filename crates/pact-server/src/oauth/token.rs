@@ -1,0 +1,194 @@
+//! `POST {iface}/oauth/token` (RFC 8628 §3.4–3.5, RFC 6749 §6, PACT §5.3).
+
+use std::collections::BTreeSet;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use pact_proto::oauth::{GRANT_TYPE_DEVICE_CODE, GRANT_TYPE_REFRESH_TOKEN, OAuthErrorCode};
+use time::OffsetDateTime;
+
+use super::{OAuthFailure, check_client_id, form, issue, oauth_json, offered_scopes};
+use crate::auth::Caller;
+use crate::domain::device_flow::{self, PollDecision, PollState, Status};
+use crate::domain::secrets;
+use crate::state::AppState;
+
+fn err(code: OAuthErrorCode, description: &str) -> OAuthFailure {
+    OAuthFailure::new(code, description)
+}
+
+pub async fn token(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, OAuthFailure> {
+    offered_scopes(&state, &caller.brand.id).await?;
+    let form = form::parse(&body)?;
+    let grant_type = form
+        .get("grant_type")
+        .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "grant_type is required"))?;
+    check_client_id(
+        form.get("client_id").map(String::as_str),
+        &caller.pa.iss,
+        true,
+    )?;
+    let now = OffsetDateTime::now_utc();
+    match grant_type.as_str() {
+        GRANT_TYPE_DEVICE_CODE => {
+            let code = form
+                .get("device_code")
+                .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "device_code is required"))?;
+            redeem_device_code(&state, &caller, code, now).await
+        }
+        GRANT_TYPE_REFRESH_TOKEN => {
+            let token = form
+                .get("refresh_token")
+                .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "refresh_token is required"))?;
+            refresh(
+                &state,
+                &caller,
+                token,
+                form.get("scope").map(String::as_str),
+                now,
+            )
+            .await
+        }
+        _ => Err(err(
+            OAuthErrorCode::UnsupportedGrantType,
+            "unsupported grant_type",
+        )),
+    }
+}
+
+/// One poll. The row lock makes concurrent polls of one code take turns, so
+/// exactly one of two racing pollers redeems it and the other sees `redeemed`.
+async fn redeem_device_code(
+    state: &AppState,
+    caller: &Caller,
+    device_code: &str,
+    now: OffsetDateTime,
+) -> Result<Response, OAuthFailure> {
+    let mut tx = state.db.begin().await?;
+    let auth =
+        pact_db::device_authorizations::lock_by_device_code(&mut *tx, &secrets::hash(device_code))
+            .await?
+            // A code issued to another PA, or at another brand, is as unknown as a made-up one.
+            .filter(|a| a.pa_issuer == caller.pa.iss && a.brand_id == caller.brand.id)
+            .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown device_code"))?;
+    let status = Status::parse(&auth.status)
+        .ok_or_else(|| err(OAuthErrorCode::ServerError, "corrupt authorization state"))?;
+    let decision = device_flow::decide(
+        PollState {
+            status,
+            interval_secs: auth.interval_secs,
+            last_polled_at: auth.last_polled_at,
+            expires_at: auth.expires_at,
+        },
+        now,
+    );
+    match decision {
+        PollDecision::Pending => {
+            pact_db::device_authorizations::record_poll(&mut *tx, auth.id, now, auth.interval_secs)
+                .await?;
+            tx.commit().await?;
+            Err(err(
+                OAuthErrorCode::AuthorizationPending,
+                "the user has not decided yet",
+            ))
+        }
+        PollDecision::SlowDown { new_interval_secs } => {
+            pact_db::device_authorizations::record_poll(&mut *tx, auth.id, now, new_interval_secs)
+                .await?;
+            tx.commit().await?;
+            Err(err(
+                OAuthErrorCode::SlowDown,
+                &format!("polling too fast; wait {new_interval_secs} s between requests"),
+            ))
+        }
+        PollDecision::Denied => Err(err(
+            OAuthErrorCode::AccessDenied,
+            "the user denied the request",
+        )),
+        PollDecision::Expired => Err(err(
+            OAuthErrorCode::ExpiredToken,
+            "the device_code has expired",
+        )),
+        PollDecision::AlreadyRedeemed => Err(err(
+            OAuthErrorCode::InvalidGrant,
+            "the device_code was already used",
+        )),
+        PollDecision::Redeem => {
+            let grant_id = auth
+                .grant_id
+                .ok_or_else(|| err(OAuthErrorCode::ServerError, "approved without a grant"))?;
+            let grant = pact_db::grants::lock(&mut *tx, grant_id)
+                .await?
+                .filter(|g| g.is_active(now))
+                .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "the grant is no longer valid"))?;
+            let pair = issue::token_pair(state, &mut tx, &grant, None, now).await?;
+            pact_db::device_authorizations::set_redeemed(&mut *tx, auth.id, now).await?;
+            tx.commit().await?;
+            Ok(oauth_json(StatusCode::OK, &pair))
+        }
+    }
+}
+
+/// Refresh with rotation (RFC 9700 §4.14.2): each refresh token works once;
+/// presenting a used one means it leaked, so the whole grant is revoked.
+async fn refresh(
+    state: &AppState,
+    caller: &Caller,
+    token: &str,
+    scope: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<Response, OAuthFailure> {
+    let hash = secrets::hash(token);
+    let mut tx = state.db.begin().await?;
+    let stored = pact_db::grants::lock_refresh_token(&mut *tx, &hash)
+        .await?
+        .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
+    let grant = pact_db::grants::lock(&mut *tx, stored.grant_id)
+        .await?
+        .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
+        .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
+    if stored.used_at.is_some() {
+        if pact_db::grants::revoke(&mut *tx, grant.id, "refresh token reuse").await? {
+            tracing::warn!(grant = %grant.id, "refresh token reused: grant revoked");
+        }
+        tx.commit().await?;
+        return Err(err(
+            OAuthErrorCode::InvalidGrant,
+            "refresh_token already used; the grant is revoked",
+        ));
+    }
+    if !grant.is_active(now) || stored.expires_at <= now {
+        return Err(err(
+            OAuthErrorCode::InvalidGrant,
+            "the grant is no longer valid",
+        ));
+    }
+    let narrowed = match scope {
+        None => None,
+        Some(raw) => {
+            let granted: BTreeSet<String> = grant.scopes.iter().cloned().collect();
+            let asked: BTreeSet<String> = raw
+                .split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if asked.is_empty() || !asked.is_subset(&granted) {
+                return Err(err(
+                    OAuthErrorCode::InvalidScope,
+                    "refresh cannot widen the granted scope",
+                ));
+            }
+            Some(asked)
+        }
+    };
+    pact_db::grants::mark_refresh_token_used(&mut *tx, &hash).await?;
+    let pair = issue::token_pair(state, &mut tx, &grant, narrowed.as_ref(), now).await?;
+    tx.commit().await?;
+    Ok(oauth_json(StatusCode::OK, &pair))
+}

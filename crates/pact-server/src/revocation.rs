@@ -1,0 +1,55 @@
+//! A node's in-memory view of revoked grants.
+//!
+//! Fed by `LISTEN pactd_revocations` (a trigger announces every revocation)
+//! and reloaded from the database whenever the listening connection is
+//! (re)established, since notifications sent while disconnected are lost.
+//! It lets a node refuse a revoked token before opening a transaction; the
+//! database stays the truth: every delegated turn re-checks the grant row
+//! under lock, so a revocation is refused on the very next request even if a
+//! notification is late.
+
+use std::collections::HashSet;
+use std::sync::RwLock;
+
+use uuid::Uuid;
+
+#[derive(Default)]
+pub struct RevocationView {
+    revoked: RwLock<HashSet<Uuid>>,
+}
+
+impl RevocationView {
+    pub fn is_revoked(&self, grant: Uuid) -> bool {
+        match self.revoked.read() {
+            Ok(set) => set.contains(&grant),
+            Err(poisoned) => poisoned.into_inner().contains(&grant),
+        }
+    }
+
+    pub fn insert(&self, grant: Uuid) {
+        match self.revoked.write() {
+            Ok(mut set) => set.insert(grant),
+            Err(poisoned) => poisoned.into_inner().insert(grant),
+        };
+    }
+
+    /// Replaces the whole view (after a reconnect).
+    pub fn replace(&self, grants: impl IntoIterator<Item = Uuid>) {
+        let fresh: HashSet<Uuid> = grants.into_iter().collect();
+        match self.revoked.write() {
+            Ok(mut set) => *set = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self.revoked.read() {
+            Ok(set) => set.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

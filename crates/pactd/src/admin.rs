@@ -1,0 +1,351 @@
+//! The admin commands: they talk to the database directly.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use pact_db::PgPool;
+use pact_server::agent::demo_tools::DEMO_SCOPES;
+use pact_server::domain::authz_details::{self, DetailsType};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use uuid::Uuid;
+
+use crate::cli::{
+    AgentCommand, BrandCommand, Cli, Command, DetailsTypeCommand, GrantsCommand, KeysCommand,
+    ReceiptsCommand, ScopeCommand,
+};
+use crate::master_key;
+
+pub async fn run(
+    pool: &PgPool,
+    cli: &Cli,
+    data_dir: &Path,
+    command: &Command,
+) -> anyhow::Result<()> {
+    match command {
+        Command::Migrate => println!("migrations applied"),
+        Command::Brand(c) => brand(pool, c).await?,
+        Command::Agent(c) => agent(pool, c).await?,
+        Command::Keys(c) => keys(pool, cli, data_dir, c).await?,
+        Command::Grants(c) => grants(pool, c).await?,
+        Command::Receipts(c) => receipts(pool, c).await?,
+        Command::Serve(_) | Command::Dev(_) => {}
+    }
+    Ok(())
+}
+
+/// The demo brand, its scopes and its authorization_details type, seeded once.
+pub async fn seed_demo(pool: &PgPool) -> anyhow::Result<()> {
+    let created = pact_db::brands::insert_if_missing(
+        pool,
+        "demo",
+        "Demo Store",
+        "A small demo store: opening hours, returns and orders.",
+    )
+    .await?;
+    if created || pact_db::scopes::list(pool, "demo").await?.is_empty() {
+        for (id, description) in DEMO_SCOPES {
+            pact_db::scopes::upsert(pool, "demo", id, description, false).await?;
+        }
+        let types = serde_json::to_value(authz_details::demo_types())?;
+        pact_db::brands::set_setting(pool, "demo", authz_details::SETTINGS_KEY, &types).await?;
+        tracing::info!("seeded the demo brand `demo` with its scopes");
+    }
+    Ok(())
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap_or_default()
+}
+
+async fn brand(pool: &PgPool, c: &BrandCommand) -> anyhow::Result<()> {
+    match c {
+        BrandCommand::Add {
+            brand_id,
+            name,
+            description,
+        } => {
+            if !pact_db::brands::is_valid_brand_id(brand_id) {
+                bail!(
+                    "invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit"
+                );
+            }
+            match pact_db::brands::insert(pool, brand_id, name, description).await {
+                Ok(b) => println!("added brand {} ({})", b.id, b.name),
+                Err(e) if pact_db::is_unique_violation(&e) => {
+                    bail!("brand {brand_id:?} already exists")
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        BrandCommand::List => {
+            for b in pact_db::brands::list(pool).await? {
+                println!("{}\t{}\t{}", b.id, b.name, b.description);
+            }
+        }
+        BrandCommand::Scope(ScopeCommand::Add {
+            brand_id,
+            scope_id,
+            description,
+            requires_mfa,
+        }) => {
+            require_brand(pool, brand_id).await?;
+            if !pact_db::scopes::is_valid_scope_id(scope_id) {
+                bail!(
+                    "invalid scope id {scope_id:?}: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
+                );
+            }
+            if description.trim().is_empty() || description.len() > 500 {
+                bail!("the description must be 1–500 characters: it is shown to people verbatim");
+            }
+            pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
+            println!("scope {scope_id} on {brand_id}: {description}");
+        }
+        BrandCommand::Scope(ScopeCommand::Remove { brand_id, scope_id }) => {
+            if !pact_db::scopes::remove(pool, brand_id, scope_id).await? {
+                bail!("brand {brand_id:?} has no scope {scope_id:?}");
+            }
+            println!(
+                "removed scope {scope_id} from {brand_id} (existing grants keep it until they end or are revoked)"
+            );
+        }
+        BrandCommand::Scope(ScopeCommand::List { brand_id }) => {
+            require_brand(pool, brand_id).await?;
+            for s in pact_db::scopes::list(pool, brand_id).await? {
+                let mfa = if s.requires_mfa { "\trequires-mfa" } else { "" };
+                println!("{}\t{}{mfa}", s.scope_id, s.description);
+            }
+        }
+        BrandCommand::DetailsType(c) => details_type(pool, c).await?,
+    }
+    Ok(())
+}
+
+async fn require_brand(pool: &PgPool, brand_id: &str) -> anyhow::Result<pact_db::brands::Brand> {
+    pact_db::brands::find(pool, brand_id)
+        .await?
+        .with_context(|| format!("no brand {brand_id:?}"))
+}
+
+async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<()> {
+    let (brand_id, edit): (&str, Option<(&str, Option<DetailsType>)>) = match c {
+        DetailsTypeCommand::Add {
+            brand_id,
+            type_name,
+            json,
+        } => {
+            let t: DetailsType = serde_json::from_str(json).context("invalid type declaration")?;
+            authz_details::check_type(&t)
+                .map_err(|e| anyhow::anyhow!("invalid type declaration: {e}"))?;
+            (brand_id, Some((type_name, Some(t))))
+        }
+        DetailsTypeCommand::Remove {
+            brand_id,
+            type_name,
+        } => (brand_id, Some((type_name, None))),
+        DetailsTypeCommand::List { brand_id } => (brand_id, None),
+    };
+    let brand = require_brand(pool, brand_id).await?;
+    let mut types = authz_details::types_from_settings(&brand.settings);
+    match edit {
+        None => {
+            for (name, t) in &types {
+                println!("{name}\t{}\t{}", t.scope, serde_json::to_string(t)?);
+            }
+            return Ok(());
+        }
+        Some((name, Some(t))) => {
+            let scopes = pact_db::scopes::list(pool, brand_id).await?;
+            if !scopes.iter().any(|s| s.scope_id == t.scope) {
+                bail!(
+                    "brand {brand_id:?} has no scope {:?}; add it first",
+                    t.scope
+                );
+            }
+            types.insert(name.to_owned(), t);
+            println!("declared authorization_details type {name} on {brand_id}");
+        }
+        Some((name, None)) => {
+            if types.remove(name).is_none() {
+                bail!("brand {brand_id:?} has no type {name:?}");
+            }
+            println!("removed authorization_details type {name} from {brand_id}");
+        }
+    }
+    pact_db::brands::set_setting(
+        pool,
+        brand_id,
+        authz_details::SETTINGS_KEY,
+        &serde_json::to_value(&types)?,
+    )
+    .await?;
+    Ok(())
+}
+
+async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
+    match c {
+        AgentCommand::Add {
+            issuer,
+            jwks_uri,
+            name,
+        } => {
+            if issuer.trim().is_empty() || issuer.trim() != issuer {
+                bail!(
+                    "the issuer must be a non-empty string without surrounding spaces (it is compared exactly)"
+                );
+            }
+            // Loopback URIs are allowed at registration; the server refuses to
+            // fetch them unless it runs with --allow-loopback-jwks.
+            pact_jose::check_jwks_uri(jwks_uri, true)
+                .map_err(|e| anyhow::anyhow!("invalid --jwks-uri: {e}"))?;
+            let name = name.clone().unwrap_or_else(|| issuer.clone());
+            let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
+            println!(
+                "registered {} (jwks {}), {}",
+                agent.issuer,
+                agent.jwks_uri,
+                if agent.enabled { "enabled" } else { "disabled" }
+            );
+        }
+        AgentCommand::Disable { issuer } => {
+            // Disabling cuts the PA off entirely: its PA-JWTs are refused and
+            // every grant it holds is revoked, in one transaction.
+            let mut tx = pool.begin().await?;
+            if !pact_db::agents::set_enabled(&mut *tx, issuer, false).await? {
+                bail!("no registered agent with issuer {issuer:?}");
+            }
+            let revoked =
+                pact_db::grants::revoke_all_for_agent(&mut *tx, issuer, "personal agent disabled")
+                    .await?;
+            tx.commit().await?;
+            println!("disabled {issuer}; revoked {revoked} grant(s)");
+        }
+        AgentCommand::Enable { issuer } => {
+            if !pact_db::agents::set_enabled(pool, issuer, true).await? {
+                bail!("no registered agent with issuer {issuer:?}");
+            }
+            println!("enabled {issuer} (revoked grants stay revoked)");
+        }
+        AgentCommand::List => {
+            for a in pact_db::agents::list(pool).await? {
+                let state = if a.enabled { "enabled" } else { "disabled" };
+                println!("{}\t{}\t{}\t{}", a.issuer, state, a.jwks_uri, a.name);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> anyhow::Result<()> {
+    let defaults = pact_server::config::DelegationSettings::default();
+    match c {
+        KeysCommand::Rotate {
+            overlap_secs,
+            retain_secs,
+        } => {
+            let master = master_key::for_admin(cli, data_dir)?;
+            let overlap = overlap_secs.map_or(defaults.key_overlap, std::time::Duration::from_secs);
+            let retain = retain_secs.map_or(defaults.key_retention, std::time::Duration::from_secs);
+            let now = OffsetDateTime::now_utc();
+            let kid = pact_server::keys::rotate(
+                pool,
+                &master,
+                now,
+                time::Duration::try_from(overlap)?,
+                time::Duration::try_from(retain)?,
+            )
+            .await?;
+            println!(
+                "new signing key {kid}: published now, signs from {}",
+                rfc3339(now + time::Duration::try_from(overlap)?)
+            );
+        }
+        KeysCommand::List => {
+            for k in pact_db::signing_keys::all(pool).await? {
+                println!(
+                    "{}\tactivates {}\tretired {}\tunpublished {}",
+                    k.kid,
+                    rfc3339(k.activates_at),
+                    k.retired_at.map(rfc3339).unwrap_or_else(|| "-".into()),
+                    k.unpublish_at.map(rfc3339).unwrap_or_else(|| "-".into()),
+                );
+            }
+        }
+        KeysCommand::GenerateMasterKey => {}
+    }
+    Ok(())
+}
+
+async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
+    match c {
+        GrantsCommand::List { brand, user, agent } => {
+            let list = pact_db::grants::list(
+                pool,
+                pact_db::grants::GrantFilter {
+                    brand_id: brand.as_deref(),
+                    user_sub: user.as_deref(),
+                    pa_issuer: agent.as_deref(),
+                },
+            )
+            .await?;
+            let now = OffsetDateTime::now_utc();
+            for g in list {
+                let state = match (&g.revoked_at, g.expires_at <= now) {
+                    (Some(_), _) => "revoked",
+                    (None, true) => "expired",
+                    (None, false) => "active",
+                };
+                println!(
+                    "{}\t{state}\t{}\t{}\t{}\t{}\texpires {}",
+                    g.id,
+                    g.brand_id,
+                    g.user_sub,
+                    g.pa_issuer,
+                    g.scopes.join(" "),
+                    rfc3339(g.expires_at)
+                );
+            }
+        }
+        GrantsCommand::Revoke { grant_id } => {
+            let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
+            if pact_db::grants::revoke(pool, id, "revoked by an administrator").await? {
+                println!("revoked {id}");
+            } else {
+                bail!("no active grant {id}");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
+    let ReceiptsCommand::Verify { grant } = c;
+    let grant_id = grant
+        .as_deref()
+        .map(str::parse::<Uuid>)
+        .transpose()
+        .context("a grant id is a UUID")?;
+    let list = pact_db::receipts::list(pool, grant_id).await?;
+    if list.is_empty() {
+        println!("no receipts");
+        return Ok(());
+    }
+    let keys = pact_server::keys::all_public_keys(pool).await?;
+    let breaks = pact_server::domain::receipt_chain::verify(&list, &keys);
+    let grants: std::collections::BTreeSet<Uuid> = list.iter().map(|r| r.grant_id).collect();
+    if breaks.is_empty() {
+        println!(
+            "OK: {} receipt(s) in {} chain(s) verified",
+            list.len(),
+            grants.len()
+        );
+        return Ok(());
+    }
+    for b in &breaks {
+        println!(
+            "BROKEN: grant {} receipt #{}: {}",
+            b.grant_id, b.seq, b.problem
+        );
+    }
+    bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
+}

@@ -1,0 +1,86 @@
+//! Resolving the key-encryption key: `--master-key-file` / `PACTD_MASTER_KEY_FILE`,
+//! else `--master-key` / `PACTD_MASTER_KEY`; `dev` generates one into its data
+//! directory (mode 0600) the first time.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use pact_jose::MasterKey;
+
+use crate::cli::Cli;
+
+pub fn from_cli(cli: &Cli) -> anyhow::Result<Option<Arc<MasterKey>>> {
+    if let Some(path) = &cli.master_key_file {
+        return read_file(path).map(Some);
+    }
+    if let Some(b64) = &cli.master_key {
+        let key = MasterKey::from_base64(b64)
+            .map_err(|e| anyhow::anyhow!("PACTD_MASTER_KEY is not a valid key: {e}"))?;
+        return Ok(Some(Arc::new(key)));
+    }
+    Ok(None)
+}
+
+pub fn required(cli: &Cli) -> anyhow::Result<Arc<MasterKey>> {
+    from_cli(cli)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no master key: set PACTD_MASTER_KEY_FILE (or PACTD_MASTER_KEY) to a 32-byte base64 key; \
+             `pactd keys generate-master-key` prints a new one. Keep it secret and keep it safe: \
+             without it the stored signing keys cannot be used"
+        )
+    })
+}
+
+fn read_file(path: &Path) -> anyhow::Result<Arc<MasterKey>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read master key file {}", path.display()))?;
+    let key = MasterKey::from_base64(&text)
+        .map_err(|e| anyhow::anyhow!("master key file {} is invalid: {e}", path.display()))?;
+    Ok(Arc::new(key))
+}
+
+/// For admin commands: the configured key, else the `dev` data directory's.
+pub fn for_admin(cli: &Cli, data_dir: &Path) -> anyhow::Result<Arc<MasterKey>> {
+    if let Some(key) = from_cli(cli)? {
+        return Ok(key);
+    }
+    let path = data_dir.join("master.key");
+    if path.exists() {
+        return read_file(&path);
+    }
+    required(cli)
+}
+
+/// For `dev`: the key in the data directory, created on first use.
+pub fn dev_key(cli: &Cli, data_dir: &Path) -> anyhow::Result<Arc<MasterKey>> {
+    if let Some(key) = from_cli(cli)? {
+        return Ok(key);
+    }
+    let path = data_dir.join("master.key");
+    if path.exists() {
+        return read_file(&path);
+    }
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let key =
+        MasterKey::generate().map_err(|e| anyhow::anyhow!("cannot generate a master key: {e}"))?;
+    write_private(&path, &key.to_base64())?;
+    tracing::info!(path = %path.display(), "generated a development master key");
+    Ok(Arc::new(key))
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(contents.as_bytes())?;
+    Ok(())
+}

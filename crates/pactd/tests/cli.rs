@@ -1,0 +1,919 @@
+//! The `pactd` binary as an operator uses it: admin commands against a real
+//! PostgreSQL, `serve` and `dev` as child processes on loopback ports, stopped
+//! with SIGTERM like a service manager would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use pact_tests::TestPa;
+use pact_tests::pa::{PaKey, b64, compact};
+use serde_json::{Value, json};
+use sqlx::Connection;
+use tokio::process::{Child, Command};
+
+const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+
+/// How long an admin command may take (it migrates, and may start the private cluster).
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `serve` may take to answer `/healthz` on an existing database.
+const SERVE_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// `dev` initialises a private PostgreSQL the first time.
+const DEV_START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a server may take to exit after SIGTERM.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+// ---------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------
+
+/// `pactd` with none of the caller's pactd settings leaking in: every
+/// `PACTD_*` variable, `DATABASE_URL` and `RUST_LOG` are removed.
+fn pactd() -> Command {
+    let mut cmd = Command::new(PACTD);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PACTD_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env_remove("DATABASE_URL")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// `pactd` on the database at `db_url`.
+fn pactd_on(db_url: &str) -> Command {
+    let mut cmd = pactd();
+    cmd.env("DATABASE_URL", db_url);
+    cmd
+}
+
+/// The outcome of a command that ran to its end.
+struct Run {
+    what: String,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn describe(&self) -> String {
+        format!(
+            "`pactd {}` exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.what, self.status, self.stdout, self.stderr
+        )
+    }
+
+    /// Asserts success and returns stdout.
+    fn succeeded(&self) -> &str {
+        assert!(self.status.success(), "{}", self.describe());
+        &self.stdout
+    }
+
+    /// Asserts a non-zero exit and returns stderr.
+    fn failed(&self) -> &str {
+        assert!(
+            !self.status.success() && self.status.code().is_some(),
+            "expected a non-zero exit: {}",
+            self.describe()
+        );
+        &self.stderr
+    }
+}
+
+async fn run(mut cmd: Command, args: &[&str]) -> Run {
+    let what = args.join(" ");
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("`pactd {what}` did not finish within {COMMAND_TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("cannot run `pactd {what}`: {e}"));
+    Run {
+        what,
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A port that was free a moment ago.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A fresh directory under the system temp dir that the `postgres` OS user
+/// can traverse (the private cluster runs as that user when tests run as
+/// root). On drop it stops a private PostgreSQL left running in `pg/` (only
+/// after a failed test) and removes everything.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(label: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "pactd-cli-{label}-{}-{nanos:x}-{n}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self { path }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn postmaster_pid(&self) -> PathBuf {
+        self.path.join("pg").join("postmaster.pid")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let pid_file = self.postmaster_pid();
+        if let Ok(text) = std::fs::read_to_string(&pid_file)
+            && let Some(pid) = text.lines().next().map(str::trim)
+        {
+            // SIGINT is PostgreSQL's fast shutdown.
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", pid])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while pid_file.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A long-running `pactd serve` or `pactd dev`, its stdout and stderr in files.
+struct Server {
+    child: Child,
+    base_url: String,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Server {
+    /// Starts `cmd args` on 127.0.0.1:`port`, output into `logs`, and waits
+    /// until `/healthz` answers.
+    async fn start(
+        mut cmd: Command,
+        args: &[&str],
+        port: u16,
+        logs: &Scratch,
+        name: &str,
+        timeout: Duration,
+    ) -> Self {
+        let stdout = logs.file(&format!("{name}.stdout"));
+        let stderr = logs.file(&format!("{name}.stderr"));
+        cmd.args(args)
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start pactd: {e}"));
+        let mut server = Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            stdout,
+            stderr,
+        };
+        server.wait_healthy(timeout).await;
+        server
+    }
+
+    async fn wait_healthy(&mut self, timeout: Duration) {
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("pactd exited before serving ({status})\n{}", self.output());
+            }
+            let answer = http
+                .get(format!("{}/healthz", self.base_url))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+            if let Ok(res) = answer
+                && res.status() == reqwest::StatusCode::OK
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pactd did not answer /healthz within {timeout:?}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn stdout(&self) -> String {
+        read_lossy(&self.stdout)
+    }
+
+    fn stderr(&self) -> String {
+        read_lossy(&self.stderr)
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout(),
+            self.stderr()
+        )
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    async fn terminate(&mut self) -> ExitStatus {
+        let pid = self.child.id().expect("pactd is still running");
+        let kill = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(STOP_TIMEOUT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "pactd did not exit within {STOP_TIMEOUT:?} of SIGTERM\n{}",
+                    self.output()
+                )
+            })
+            .unwrap()
+    }
+}
+
+fn read_lossy(path: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+}
+
+/// `message:send` of `text` to the brand at `iface`.
+async fn send(iface: &str, token: &str, text: &str) -> reqwest::Response {
+    let body = json!({"message": {
+        "messageId": uuid::Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }});
+    reqwest::Client::new()
+        .post(format!("{iface}/message:send"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Asserts a 200 agent reply and returns its text.
+async fn reply_text(res: reqwest::Response) -> String {
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::OK, "body: {body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["message"]["role"], "ROLE_AGENT", "{body}");
+    body["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text part in {body}"))
+        .to_owned()
+}
+
+/// Asserts PACT §3's bare 401.
+async fn assert_unauthorized(res: reqwest::Response, what: &str) {
+    let status = res.status();
+    let challenge = res
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = res.text().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED, "{what}: {body}");
+    assert_eq!(
+        challenge.as_deref(),
+        Some(r#"Bearer realm="a2a""#),
+        "{what}"
+    );
+    assert!(body.is_empty(), "{what}: a 401 has no body, got {body}");
+}
+
+async fn get_json(url: &str) -> Value {
+    let res = reqwest::get(url).await.unwrap();
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::OK, "GET {url}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The state column (`enabled`/`disabled`) of `issuer` in `agent list`.
+fn agent_state(list: &str, issuer: &str) -> Option<String> {
+    list.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split('\t').collect();
+        (fields.first() == Some(&issuer)).then(|| fields.get(1).unwrap().to_string())
+    })
+}
+
+/// The lines of `brand list` whose id is `brand`.
+fn brand_lines<'a>(list: &'a str, brand: &str) -> Vec<&'a str> {
+    list.lines()
+        .filter(|line| line.split('\t').next() == Some(brand))
+        .collect()
+}
+
+/// The same claims as `token` but with another payload, keeping the signature.
+fn with_swapped_payload(token: &str, payload: &Value) -> String {
+    let parts: Vec<&str> = token.split('.').collect();
+    assert_eq!(parts.len(), 3, "not a compact JWS: {token}");
+    format!(
+        "{}.{}.{}",
+        parts[0],
+        b64(payload.to_string().as_bytes()),
+        parts[2]
+    )
+}
+
+fn signature_of(token: &str) -> &str {
+    token.rsplit('.').next().unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Admin commands
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn brand_add_lists_the_brand_refuses_a_duplicate_and_refuses_an_invalid_id() {
+    let db = pact_tests::db::fresh_database().await;
+
+    let added = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "add",
+            "demo2",
+            "--name",
+            "Demo Two",
+            "--description",
+            "The second demo store",
+        ],
+    )
+    .await;
+    assert!(added.succeeded().contains("demo2"), "{}", added.describe());
+
+    let list = run(pactd_on(&db), &["brand", "list"]).await;
+    assert_eq!(
+        brand_lines(list.succeeded(), "demo2"),
+        ["demo2\tDemo Two\tThe second demo store"],
+        "{}",
+        list.describe()
+    );
+
+    let again = run(
+        pactd_on(&db),
+        &["brand", "add", "demo2", "--name", "Demo Two Again"],
+    )
+    .await;
+    let stderr = again.failed();
+    assert!(
+        stderr.contains("demo2") && stderr.contains("already exists"),
+        "{}",
+        again.describe()
+    );
+
+    let bad = run(pactd_on(&db), &["brand", "add", "Bad Id", "--name", "Bad"]).await;
+    let stderr = bad.failed();
+    assert!(stderr.contains("invalid brand id"), "{}", bad.describe());
+
+    // Neither failure changed anything.
+    let list = run(pactd_on(&db), &["brand", "list"]).await;
+    let list = list.succeeded();
+    assert_eq!(
+        brand_lines(list, "demo2"),
+        ["demo2\tDemo Two\tThe second demo store"]
+    );
+    assert!(!list.contains("Bad"), "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
+    let db = pact_tests::db::fresh_database().await;
+    let issuer = "https://pa.example";
+
+    let added = run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "add",
+            "--issuer",
+            issuer,
+            "--jwks-uri",
+            "https://pa.example/jwks.json",
+            "--name",
+            "X",
+        ],
+    )
+    .await;
+    added.succeeded();
+
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert_eq!(
+        list.succeeded().trim_end(),
+        "https://pa.example\tenabled\thttps://pa.example/jwks.json\tX",
+        "{}",
+        list.describe()
+    );
+
+    run(pactd_on(&db), &["agent", "disable", "--issuer", issuer])
+        .await
+        .succeeded();
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert_eq!(
+        agent_state(list.succeeded(), issuer).as_deref(),
+        Some("disabled"),
+        "{}",
+        list.describe()
+    );
+
+    run(pactd_on(&db), &["agent", "enable", "--issuer", issuer])
+        .await
+        .succeeded();
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert_eq!(
+        agent_state(list.succeeded(), issuer).as_deref(),
+        Some("enabled"),
+        "{}",
+        list.describe()
+    );
+
+    let unknown = run(
+        pactd_on(&db),
+        &["agent", "disable", "--issuer", "https://unknown.example"],
+    )
+    .await;
+    assert!(
+        unknown.failed().contains("https://unknown.example"),
+        "{}",
+        unknown.describe()
+    );
+
+    for bad_uri in ["ftp://x", "not a url", "jwks.json"] {
+        let refused = run(
+            pactd_on(&db),
+            &[
+                "agent",
+                "add",
+                "--issuer",
+                "https://other.example",
+                "--jwks-uri",
+                bad_uri,
+            ],
+        )
+        .await;
+        assert!(
+            refused.failed().contains("invalid --jwks-uri"),
+            "{bad_uri}: {}",
+            refused.describe()
+        );
+    }
+
+    // Only the first agent was ever registered.
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert_eq!(list.succeeded().lines().count(), 1, "{}", list.describe());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn migrate_creates_the_tables_in_an_empty_database_and_can_run_again() {
+    // A database with nothing in it, on the harness's server.
+    let fresh = pact_tests::db::fresh_database().await;
+    let name = format!("pactd_cli_empty_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(&fresh).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let (server, _) = fresh.rsplit_once('/').unwrap();
+    let empty = format!("{server}/{name}");
+
+    let tables = ["brands", "agents", "conversations", "messages"];
+    let exists = |table: &'static str| {
+        let empty = empty.clone();
+        async move {
+            let mut conn = sqlx::PgConnection::connect(&empty).await.unwrap();
+            let found: bool = sqlx::query_scalar("select to_regclass($1) is not null")
+                .bind(format!("public.{table}"))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+            found
+        }
+    };
+    for table in tables {
+        assert!(!exists(table).await, "{table} exists before migrate");
+    }
+
+    let first = run(pactd_on(&empty), &["migrate"]).await;
+    assert!(
+        first.succeeded().contains("migrations applied"),
+        "{}",
+        first.describe()
+    );
+    for table in tables {
+        assert!(exists(table).await, "{table} missing after migrate");
+    }
+
+    let mut conn = sqlx::PgConnection::connect(&empty).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("select count(*) from _sqlx_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert!(applied >= 1);
+
+    let second = run(pactd_on(&empty), &["migrate"]).await;
+    assert!(
+        second.succeeded().contains("migrations applied"),
+        "{}",
+        second.describe()
+    );
+    let applied_again: i64 = sqlx::query_scalar("select count(*) from _sqlx_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(applied_again, applied, "a second migrate applies nothing");
+    conn.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// serve
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_answers_registered_agents_refuses_bad_tokens_and_disabled_agents_stops_on_sigterm_and_never_logs_tokens()
+ {
+    let db = pact_tests::db::fresh_database().await;
+    let scratch = Scratch::new("serve");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = pactd_on(&db);
+    cmd.env("PACTD_ALLOW_LOOPBACK_JWKS", "true")
+        .env("RUST_LOG", "debug");
+    let mut server = Server::start(
+        cmd,
+        &["serve", "--listen", &listen],
+        port,
+        &scratch,
+        "serve",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+
+    let pa = TestPa::start("https://pa.serve.test").await;
+    run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "add",
+            "--issuer",
+            &pa.issuer,
+            "--jwks-uri",
+            &pa.jwks_uri,
+            "--name",
+            "Serve PA",
+        ],
+    )
+    .await
+    .succeeded();
+    run(
+        pactd_on(&db),
+        &["brand", "add", "shop", "--name", "Corner Shop"],
+    )
+    .await
+    .succeeded();
+
+    let iface = format!("{}/a2a/shop", server.base_url);
+    let audience = format!("{}/a2a", server.base_url);
+    let mut sent = Vec::new();
+
+    let valid = pa.token("user-1", &audience);
+    sent.push(valid.clone());
+    let text = reply_text(send(&iface, &valid, "hello").await).await;
+    assert!(text.contains("Corner Shop"), "{text}");
+    assert!(pa.jwks_hits() >= 1, "the PA's JWKS was fetched");
+
+    let wrong_aud = pa.token("user-1", &iface);
+    sent.push(wrong_aud.clone());
+    assert_unauthorized(send(&iface, &wrong_aud, "hello").await, "wrong aud").await;
+
+    let tampered = with_swapped_payload(
+        &pa.token("user-1", &audience),
+        &pa.claims("mallory", &audience),
+    );
+    sent.push(tampered.clone());
+    assert_unauthorized(send(&iface, &tampered, "hello").await, "tampered").await;
+
+    let forged = compact(
+        &pa.header(),
+        &pa.claims("user-1", &audience),
+        &PaKey::new_ec(pa.current_key().kid()),
+    );
+    sent.push(forged.clone());
+    assert_unauthorized(send(&iface, &forged, "hello").await, "foreign key").await;
+
+    // A valid token still works after the failures...
+    let again = pa.token("user-1", &audience);
+    sent.push(again.clone());
+    reply_text(send(&iface, &again, "When are you open?").await).await;
+
+    // ...and stops working the moment the operator disables the PA.
+    run(pactd_on(&db), &["agent", "disable", "--issuer", &pa.issuer])
+        .await
+        .succeeded();
+    let after_disable = pa.token("user-1", &audience);
+    sent.push(after_disable.clone());
+    assert_unauthorized(send(&iface, &after_disable, "hello").await, "disabled PA").await;
+
+    let status = server.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", server.output());
+
+    let log = server.stderr();
+    // The log is real and detailed: it records why tokens were refused.
+    assert!(log.contains("PA-JWT rejected"), "{log}");
+    assert!(log.contains("issuer disabled"), "{log}");
+    assert!(
+        log.contains("DEBUG"),
+        "RUST_LOG=debug was not applied:\n{log}"
+    );
+    for token in &sent {
+        assert!(!log.contains(token.as_str()), "a token leaked into the log");
+        assert!(
+            !log.contains(signature_of(token)),
+            "a token's signature leaked into the log"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_without_database_url_says_to_set_it_or_to_use_pactd_dev() {
+    let port = free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let refused = run(pactd(), &["serve", "--listen", &listen]).await;
+    let stderr = refused.failed();
+    assert!(stderr.contains("DATABASE_URL"), "{}", refused.describe());
+    assert!(stderr.contains("pactd dev"), "{}", refused.describe());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_override_it() {
+    let db = pact_tests::db::fresh_database().await;
+    let scratch = Scratch::new("config");
+    let port = free_port();
+    let config = scratch.file("pactd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\n\
+             public_url = \"https://pactd.example\"\n\
+             audience = \"urn:test:aud\"\n\
+             allow_loopback_jwks = true\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_owned();
+
+    run(
+        pactd_on(&db),
+        &["brand", "add", "cfgshop", "--name", "Config Shop"],
+    )
+    .await
+    .succeeded();
+    let pa = TestPa::start("https://pa.config.test").await;
+    run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "add",
+            "--issuer",
+            &pa.issuer,
+            "--jwks-uri",
+            &pa.jwks_uri,
+        ],
+    )
+    .await
+    .succeeded();
+
+    // Everything from the file: no --listen, yet it serves on the file's port.
+    let mut server = Server::start(
+        pactd_on(&db),
+        &["serve", "--config", &config],
+        port,
+        &scratch,
+        "from-file",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    let local_iface = format!("{}/a2a/cfgshop", server.base_url);
+    let card = get_json(&format!("{local_iface}/.well-known/agent-card.json")).await;
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"], "https://pactd.example/a2a/cfgshop",
+        "{card}"
+    );
+    reply_text(send(&local_iface, &pa.token("u1", "urn:test:aud"), "hello").await).await;
+    assert_unauthorized(
+        send(
+            &local_iface,
+            &pa.token("u1", &format!("{}/a2a", server.base_url)),
+            "hello",
+        )
+        .await,
+        "the default audience is replaced by the file's",
+    )
+    .await;
+    let status = server.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", server.output());
+
+    // A flag and an env variable beat the file.
+    let other_port = free_port();
+    let mut cmd = pactd_on(&db);
+    cmd.env("PACTD_LISTEN", format!("127.0.0.1:{other_port}"));
+    let mut server = Server::start(
+        cmd,
+        &["serve", "--config", &config, "--audience", "urn:flag:aud"],
+        other_port,
+        &scratch,
+        "overridden",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    let local_iface = format!("{}/a2a/cfgshop", server.base_url);
+    reply_text(send(&local_iface, &pa.token("u1", "urn:flag:aud"), "hello").await).await;
+    assert_unauthorized(
+        send(&local_iface, &pa.token("u1", "urn:test:aud"), "hello").await,
+        "the file's audience is overridden by --audience",
+    )
+    .await;
+    let card = get_json(&format!("{local_iface}/.well-known/agent-card.json")).await;
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"], "https://pactd.example/a2a/cfgshop",
+        "settings not overridden still come from the file: {card}"
+    );
+    let status = server.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", server.output());
+
+    // A misspelt key is an error, not silently ignored.
+    let bad = scratch.file("bad.toml");
+    std::fs::write(
+        &bad,
+        format!(
+            "listen = \"127.0.0.1:{}\"\naudiense = \"urn:typo\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let refused = run(pactd_on(&db), &["serve", "--config", bad.to_str().unwrap()]).await;
+    let stderr = refused.failed();
+    assert!(
+        stderr.contains("audiense") && stderr.contains("invalid config file"),
+        "{}",
+        refused.describe()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// dev
+// ---------------------------------------------------------------------------
+
+/// `pactd` on the private cluster in `data_dir` (no DATABASE_URL).
+fn pactd_local(data_dir: &Path) -> Command {
+    let mut cmd = pactd();
+    cmd.env("PACTD_DATA_DIR", data_dir);
+    cmd
+}
+
+async fn start_dev(data: &Scratch, name: &str) -> Server {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let data_dir = data.path.to_str().unwrap().to_owned();
+    Server::start(
+        pactd(),
+        &["dev", "--data-dir", &data_dir, "--listen", &listen],
+        port,
+        data,
+        name,
+        DEV_START_TIMEOUT,
+    )
+    .await
+}
+
+/// Stops `dev` with SIGTERM; it must exit 0 and stop its PostgreSQL.
+async fn stop_dev(server: &mut Server, data: &Scratch) {
+    let status = server.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", server.output());
+    let pid_file = data.postmaster_pid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pid_file.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !pid_file.exists(),
+        "dev left its PostgreSQL running ({} exists)\n{}",
+        pid_file.display(),
+        server.output()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_across_runs() {
+    // Declared first so it is dropped last: after a failure it stops a
+    // PostgreSQL left behind and removes the directory.
+    let data = Scratch::new("dev");
+
+    let mut first = start_dev(&data, "dev-1").await;
+    let card_url = format!("{}/a2a/demo/.well-known/agent-card.json", first.base_url);
+    assert!(
+        first.stdout().contains(&card_url),
+        "the banner names the demo card {card_url}\n{}",
+        first.output()
+    );
+    let card = get_json(&card_url).await;
+    assert_eq!(card["name"], "Demo Store", "{card}");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/a2a/demo", first.base_url),
+        "{card}"
+    );
+
+    // The admin command finds the cluster dev is running and leaves it running.
+    let pa = TestPa::start("https://pa.dev.test").await;
+    run(
+        pactd_local(&data.path),
+        &[
+            "agent",
+            "add",
+            "--data-dir",
+            data.path.to_str().unwrap(),
+            "--issuer",
+            &pa.issuer,
+            "--jwks-uri",
+            &pa.jwks_uri,
+            "--name",
+            "Dev PA",
+        ],
+    )
+    .await
+    .succeeded();
+    assert!(
+        data.postmaster_pid().exists(),
+        "the admin command stopped dev's PostgreSQL"
+    );
+
+    let iface = format!("{}/a2a/demo", first.base_url);
+    let token = pa.token("dev-user", &format!("{}/a2a", first.base_url));
+    let text = reply_text(send(&iface, &token, "When are you open?").await).await;
+    assert!(text.contains("Monday"), "{text}");
+
+    stop_dev(&mut first, &data).await;
+    assert!(
+        first.stderr().contains("seeded the demo brand"),
+        "{}",
+        first.output()
+    );
+
+    // Second run on the same directory: same data, no second seeding.
+    let mut second = start_dev(&data, "dev-2").await;
+    let brands = run(pactd_local(&data.path), &["brand", "list"]).await;
+    assert_eq!(
+        brand_lines(brands.succeeded(), "demo").len(),
+        1,
+        "{}",
+        brands.describe()
+    );
+    let agents = run(pactd_local(&data.path), &["agent", "list"]).await;
+    assert_eq!(
+        agent_state(agents.succeeded(), &pa.issuer).as_deref(),
+        Some("enabled"),
+        "the PA registered in the first run is still there: {}",
+        agents.describe()
+    );
+    let token = pa.token("dev-user", &format!("{}/a2a", second.base_url));
+    let iface = format!("{}/a2a/demo", second.base_url);
+    reply_text(send(&iface, &token, "hello").await).await;
+
+    stop_dev(&mut second, &data).await;
+    assert!(
+        !second.stderr().contains("seeded the demo brand"),
+        "the demo brand was seeded again\n{}",
+        second.output()
+    );
+}
