@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod card;
+mod delegated_flow;
 mod jwks;
 mod messages;
 mod ops;

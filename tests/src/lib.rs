@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod db;
+pub mod delegation;
 pub mod pa;
 
 pub use app::TestApp;
