@@ -60,9 +60,7 @@ impl KeyStore {
     /// Loads the keys, creating the first one if there is none yet.
     pub async fn load(db: &PgPool, master: Arc<MasterKey>) -> Result<Self, KeyError> {
         let now = OffsetDateTime::now_utc();
-        if pact_db::signing_keys::all(db).await?.is_empty() {
-            create_key(db, &master, now).await?;
-        }
+        ensure_first_key(db, &master, now).await?;
         let snapshot = build_snapshot(db, &master, now).await?;
         Ok(Self {
             master,
@@ -131,15 +129,24 @@ pub async fn all_public_keys(db: &PgPool) -> Result<ProviderKeySet, KeyError> {
     Ok(ProviderKeySet::from_public_jwks(&jwks)?)
 }
 
-async fn create_key(
+/// Creates the first key unless one exists. Nodes starting together on an
+/// empty database serialise on an advisory lock, so exactly one key is made.
+async fn ensure_first_key(
     db: &PgPool,
     master: &MasterKey,
-    activates_at: OffsetDateTime,
-) -> Result<String, KeyError> {
-    let key = ProviderKey::generate()?;
-    let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;
-    pact_db::signing_keys::insert(db, key.kid(), &key.public_jwk(), &sealed, activates_at).await?;
-    Ok(key.kid().to_owned())
+    now: OffsetDateTime,
+) -> Result<(), KeyError> {
+    let mut tx = db.begin().await?;
+    sqlx::query("select pg_advisory_xact_lock(hashtext('pactd:signing_keys'))")
+        .execute(&mut *tx)
+        .await?;
+    if pact_db::signing_keys::all(&mut *tx).await?.is_empty() {
+        let key = ProviderKey::generate()?;
+        let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;
+        pact_db::signing_keys::insert(&mut *tx, key.kid(), &key.public_jwk(), &sealed, now).await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Rotation: the new key is published now and signs after `overlap`; older

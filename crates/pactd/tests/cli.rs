@@ -3,6 +3,7 @@
 //! with SIGTERM like a service manager would.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +50,26 @@ fn pactd() -> Command {
 fn pactd_on(db_url: &str) -> Command {
     let mut cmd = pactd();
     cmd.env("DATABASE_URL", db_url);
+    cmd
+}
+
+/// A new key-encryption key from `pactd keys generate-master-key`.
+async fn new_master_key() -> String {
+    let generated = run(pactd(), &["keys", "generate-master-key"]).await;
+    let key = generated.succeeded().trim().to_owned();
+    assert_eq!(
+        key.len(),
+        44,
+        "32 bytes in base64: {}",
+        generated.describe()
+    );
+    key
+}
+
+/// `pactd serve`'s environment: the database and a master key.
+fn pactd_serving(db_url: &str, master_key: &str) -> Command {
+    let mut cmd = pactd_on(db_url);
+    cmd.env("PACTD_MASTER_KEY", master_key);
     cmd
 }
 
@@ -116,7 +137,6 @@ struct Scratch {
 
 impl Scratch {
     fn new(label: &str) -> Self {
-        use std::os::unix::fs::PermissionsExt;
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -467,7 +487,12 @@ async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
         unknown.describe()
     );
 
-    for bad_uri in ["ftp://x", "not a url", "jwks.json"] {
+    for bad_uri in [
+        "ftp://x",
+        "not a url",
+        "jwks.json",
+        "http://pa.example/jwks.json",
+    ] {
         let refused = run(
             pactd_on(&db),
             &[
@@ -566,7 +591,8 @@ async fn serve_answers_registered_agents_refuses_bad_tokens_and_disabled_agents_
     let scratch = Scratch::new("serve");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut cmd = pactd_on(&db);
+    let master_key = new_master_key().await;
+    let mut cmd = pactd_serving(&db, &master_key);
     cmd.env("PACTD_ALLOW_LOOPBACK_JWKS", "true")
         .env("RUST_LOG", "debug");
     let mut server = Server::start(
@@ -655,6 +681,10 @@ async fn serve_answers_registered_agents_refuses_bad_tokens_and_disabled_agents_
         log.contains("DEBUG"),
         "RUST_LOG=debug was not applied:\n{log}"
     );
+    assert!(
+        !log.contains(&master_key),
+        "the master key leaked into the log"
+    );
     for token in &sent {
         assert!(!log.contains(token.as_str()), "a token leaked into the log");
         assert!(
@@ -714,8 +744,9 @@ async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_ove
     .succeeded();
 
     // Everything from the file: no --listen, yet it serves on the file's port.
+    let master_key = new_master_key().await;
     let mut server = Server::start(
-        pactd_on(&db),
+        pactd_serving(&db, &master_key),
         &["serve", "--config", &config],
         port,
         &scratch,
@@ -745,7 +776,7 @@ async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_ove
 
     // A flag and an env variable beat the file.
     let other_port = free_port();
-    let mut cmd = pactd_on(&db);
+    let mut cmd = pactd_serving(&db, &master_key);
     cmd.env("PACTD_LISTEN", format!("127.0.0.1:{other_port}"));
     let mut server = Server::start(
         cmd,
@@ -890,6 +921,12 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         first.output()
     );
 
+    // dev made itself a master key only its owner can read.
+    let key_file = data.file("master.key");
+    let key_mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(key_mode & 0o077, 0, "master.key is mode {key_mode:o}");
+    let first_key = std::fs::read_to_string(&key_file).unwrap();
+
     // Second run on the same directory: same data, no second seeding.
     let mut second = start_dev(&data, "dev-2").await;
     let brands = run(pactd_local(&data.path), &["brand", "list"]).await;
@@ -911,6 +948,11 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     reply_text(send(&iface, &token, "hello").await).await;
 
     stop_dev(&mut second, &data).await;
+    assert_eq!(
+        std::fs::read_to_string(&key_file).unwrap(),
+        first_key,
+        "the second run kept the master key"
+    );
     assert!(
         !second.stderr().contains("seeded the demo brand"),
         "the demo brand was seeded again\n{}",
