@@ -3,6 +3,8 @@
 
 mod card;
 mod delegated_flow;
+mod delegated_send;
+mod delegated_oauth;
 mod jwks;
 mod messages;
 mod ops;

@@ -198,3 +198,88 @@ impl TestApp {
         v["keys"].as_array().unwrap().clone()
     }
 }
+
+/// Helpers that talk to a node by its own socket address rather than by
+/// `public_url`, so several nodes can share one public URL (DESIGN.md "Scale"),
+/// and that work at any brand, not only `demo`.
+impl TestApp {
+    /// `{base_url}/a2a/{brand}/{path}`: this node's real address for an interface path.
+    pub fn node_a2a_url(&self, brand: &str, path: &str) -> String {
+        format!("{}/a2a/{brand}/{path}", self.base_url)
+    }
+
+    /// Device authorization (with optional `authorization_details`) → approval
+    /// of every requested scope as brand user `user` → token, at `brand`,
+    /// through this node's own address: the token response.
+    pub async fn node_connect(
+        &self,
+        brand: &str,
+        pa: &TestPa,
+        sub: &str,
+        user: &str,
+        scopes: &[&str],
+        details: Option<&Value>,
+    ) -> Value {
+        let scope = scopes.join(" ");
+        let details_str = details.map(Value::to_string);
+        let mut form = vec![("client_id", pa.issuer.as_str()), ("scope", scope.as_str())];
+        if let Some(d) = &details_str {
+            form.push(("authorization_details", d));
+        }
+        let res = self
+            .http
+            .post(self.node_a2a_url(brand, "oauth/device_authorization"))
+            .bearer_auth(pa.token(sub, self.audience()))
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "device authorization failed");
+        let auth: Value = res.json().await.unwrap();
+        self.approve(auth["user_code"].as_str().unwrap(), user, scopes)
+            .await;
+        let res = self
+            .http
+            .post(self.node_a2a_url(brand, "oauth/token"))
+            .bearer_auth(pa.token(sub, self.audience()))
+            .form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                ("device_code", auth["device_code"].as_str().unwrap()),
+                ("client_id", &pa.issuer),
+            ])
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// `message:send` through this node's own address, with the delegation
+    /// header exactly as given (`None` sends no header at all).
+    pub async fn node_send(
+        &self,
+        brand: &str,
+        pa_jwt: &str,
+        delegation_header: Option<&str>,
+        message_id: &str,
+        text: &str,
+        context: Option<&str>,
+    ) -> reqwest::Response {
+        let mut message =
+            json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+        if let Some(c) = context {
+            message["contextId"] = json!(c);
+        }
+        let mut req = self
+            .http
+            .post(self.node_a2a_url(brand, "message:send"))
+            .bearer_auth(pa_jwt)
+            .json(&json!({ "message": message }));
+        if let Some(h) = delegation_header {
+            req = req.header("X-A2A-User-Delegation", h);
+        }
+        req.send().await.unwrap()
+    }
+}

@@ -46,3 +46,21 @@ pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.code().as_deref() == Some("23505"))
 }
+
+/// How many embedded migrations the database has not applied yet.
+pub async fn pending_migrations(pool: &PgPool) -> DbResult<usize> {
+    let exists: bool = sqlx::query_scalar("select to_regclass('_sqlx_migrations') is not null")
+        .fetch_one(pool)
+        .await?;
+    let applied: Vec<i64> = if exists {
+        sqlx::query_scalar("select version from _sqlx_migrations where success")
+            .fetch_all(pool)
+            .await?
+    } else {
+        Vec::new()
+    };
+    Ok(MIGRATOR
+        .iter()
+        .filter(|m| m.migration_type.is_up_migration() && !applied.contains(&m.version))
+        .count())
+}

@@ -5,7 +5,7 @@ use pact_server::{AppState, Config};
 use tokio::net::TcpListener;
 
 use crate::cli::{Cli, Command};
-use crate::database::Database;
+use crate::database::{Create, Database};
 use crate::{admin, master_key, settings};
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -21,18 +21,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             };
             let config = settings::server_config(args, &file, false, master_key::required(&cli)?)?;
-            let db = Database::open(Some(url), &data_dir, 32).await?;
+            // Listen for the signal from the start, so a stop during start-up is orderly too.
+            let signal = tokio::spawn(pact_server::shutdown_signal());
+            let db = Database::open(Some(url), &data_dir, 32, Create::No).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
-            let result = serve(&db, config, migrate, false).await;
+            let result = serve(&db, config, migrate, false, signal).await;
             db.close().await;
             result
         }
         Command::Dev(args) => {
             let config =
                 settings::server_config(args, &file, true, master_key::dev_key(&cli, &data_dir)?)?;
-            let db = Database::open(url, &data_dir, 32).await?;
+            let signal = tokio::spawn(pact_server::shutdown_signal());
+            let db = Database::open(url, &data_dir, 32, Create::Yes).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
-            let result = serve(&db, config, migrate, true).await;
+            let result = serve(&db, config, migrate, true, signal).await;
             db.close().await;
             result
         }
@@ -42,18 +45,42 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         command => {
-            let db = Database::open(url, &data_dir, 2).await?;
-            pact_db::migrate(&db.pool)
-                .await
-                .context("migrations failed")?;
-            let result = admin::run(&db.pool, &cli, &data_dir, command).await;
+            let db = Database::open(url, &data_dir, 2, Create::No).await?;
+            let result = admin(&db, &cli, &data_dir, command).await;
             db.close().await;
             result
         }
     }
 }
 
-async fn serve(db: &Database, config: Config, migrate: bool, dev: bool) -> anyhow::Result<()> {
+/// Admin commands change the schema only when asked (`pactd migrate`) or on
+/// the private dev database; elsewhere they refuse to run on an old schema.
+async fn admin(
+    db: &Database,
+    cli: &Cli,
+    data_dir: &std::path::Path,
+    command: &Command,
+) -> anyhow::Result<()> {
+    if matches!(command, Command::Migrate) || db.is_local() {
+        pact_db::migrate(&db.pool)
+            .await
+            .context("migrations failed")?;
+    } else if pact_db::pending_migrations(&db.pool).await? > 0 {
+        bail!("the database schema is older than this pactd: run `pactd migrate` first");
+    }
+    admin::run(&db.pool, cli, data_dir, command).await
+}
+
+async fn serve(
+    db: &Database,
+    config: Config,
+    migrate: bool,
+    dev: bool,
+    signal: tokio::task::JoinHandle<()>,
+) -> anyhow::Result<()> {
+    if signal.is_finished() {
+        return Ok(());
+    }
     if migrate {
         pact_db::migrate(&db.pool)
             .await
@@ -73,7 +100,10 @@ async fn serve(db: &Database, config: Config, migrate: bool, dev: bool) -> anyho
     let state = AppState::new(config, db.pool.clone())
         .await
         .context("cannot build the server")?;
-    pact_server::serve(state, listener, pact_server::shutdown_signal())
+    let shutdown = async move {
+        signal.await.ok();
+    };
+    pact_server::serve(state, listener, shutdown)
         .await
         .context("server error")?;
     tracing::info!("pactd stopped");
@@ -92,7 +122,7 @@ fn print_dev_banner(config: &Config, local_db: bool) {
          \n  Agent Card (demo brand):  {card}\
          \n  PA-JWT audience:          {aud}\
          \n  Database:                 {db}\
-         \n  Loopback JWKS URIs:       allowed (dev only)\n\
+         \n  Loopback JWKS URIs:       {loopback}\n\
          \nNext steps:\
          \n  1. Register your personal agent (another terminal):\
          \n       pactd agent add --issuer https://agent.example --jwks-uri http://127.0.0.1:9000/.well-known/jwks.json --name \"My agent\"\
@@ -104,5 +134,10 @@ fn print_dev_banner(config: &Config, local_db: bool) {
          \n\nStop with Ctrl-C.\n",
         aud = config.audience,
         iface = config.interface_url("demo"),
+        loopback = if config.jwks.allow_loopback {
+            "allowed (dev only)"
+        } else {
+            "refused"
+        },
     );
 }

@@ -548,6 +548,14 @@ async fn migrate_creates_the_tables_in_an_empty_database_and_can_run_again() {
     for table in tables {
         assert!(!exists(table).await, "{table} exists before migrate");
     }
+    // Other admin commands never migrate a shared database behind the operator's back.
+    let behind = run(pactd_on(&empty), &["brand", "list"]).await;
+    assert!(
+        behind.failed().contains("pactd migrate"),
+        "{}",
+        behind.describe()
+    );
+    assert!(!exists("brands").await, "brand list migrated the database");
 
     let first = run(pactd_on(&empty), &["migrate"]).await;
     assert!(
@@ -692,6 +700,30 @@ async fn serve_answers_registered_agents_refuses_bad_tokens_and_disabled_agents_
             "a token's signature leaked into the log"
         );
     }
+}
+
+#[tokio::test]
+async fn admin_commands_without_database_url_refuse_to_create_a_new_database() {
+    let dir =
+        std::env::temp_dir().join(format!("pactd-cli-nodb-{}", uuid::Uuid::new_v4().simple()));
+    let data_dir = dir.to_str().unwrap().to_owned();
+    let out = run(
+        pactd(),
+        &[
+            "--data-dir",
+            &data_dir,
+            "brand",
+            "add",
+            "oops",
+            "--name",
+            "Oops",
+        ],
+    )
+    .await;
+    let err = out.failed();
+    assert!(err.contains("DATABASE_URL"), "{}", out.describe());
+    assert!(!dir.join("pg").exists(), "a private cluster was created");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread")]

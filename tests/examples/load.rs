@@ -1,0 +1,1191 @@
+//! A load generator for pactd (see docs/performance.md).
+//!
+//! ```text
+//! cargo build --release -p pactd
+//! cargo run --release -p pact-tests --example load -- [--seconds N] [--concurrency C]
+//! ```
+//!
+//! It starts the release `pactd serve` as a separate process on a fresh
+//! database (the test harness's throwaway PostgreSQL, or `DATABASE_URL`'s
+//! server), registers in-process test personal agents, and measures:
+//!
+//! * identity `message:send` ("When are you open?", a new conversation per request);
+//! * the token endpoint while authorizations are pending (`authorization_pending`
+//!   / `slow_down`), after creating them through `device_authorization`;
+//! * delegated `message:send` ("Show me my orders") with a delegation token,
+//!   whose replies carry a signed, chained receipt.
+//!
+//! Rate limits (per node, in memory): 200 req/s (burst 400) per PA platform and
+//! 10 req/s (burst 30) per `(PA, sub)`. To measure the server rather than the
+//! limiter, the load is spread over several registered PAs (`--pas`, default
+//! one per worker) and each worker rotates through its own pool of `sub`s
+//! (`--subs`). A `429` is counted separately, never as a success.
+//!
+//! Besides latency it samples CPU time from `/proc`: the pactd process, the
+//! PostgreSQL backends serving this database, and this process — so a figure
+//! on a small shared machine can be read for what it is. Only 127.0.0.1 traffic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use pact_jose::MasterKey;
+use pact_server::{AppState, Config};
+use pact_tests::TestPa;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use uuid::Uuid;
+
+/// A PA-JWT is reused for this long (it lives 120 s).
+const TOKEN_REUSE: Duration = Duration::from_secs(60);
+/// Hard cap on requests per worker in a timed phase (the loops are bounded).
+const MAX_REQUESTS_PER_WORKER: u64 = 20_000_000;
+/// Every this many requests a worker parses and checks the reply in full.
+const CHECK_EVERY: u64 = 64;
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+const USAGE: &str = "\
+usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
+            [--device-codes K] [--sequential R] [--markdown FILE]
+
+  --seconds N        duration of each timed phase [10]
+  --concurrency C    concurrent workers [16]
+  --pas P            registered test PAs the workers are spread over [C]
+                     (the limiter allows 200 req/s per PA platform)
+  --subs S           PA-JWT subs each worker rotates through [32]
+                     (the limiter allows 10 req/s per (PA, sub))
+  --device-codes K   pending device authorizations to poll [500]
+  --sequential R     requests in each sequential (concurrency 1) run [500]
+  --markdown FILE    also write the results table (markdown) to FILE
+
+Needs the release pactd: cargo build --release -p pactd (or PACTD_BIN=path).";
+
+#[derive(Clone, Debug)]
+struct Args {
+    seconds: u64,
+    concurrency: usize,
+    pas: usize,
+    subs: usize,
+    device_codes: usize,
+    sequential: usize,
+    markdown: Option<PathBuf>,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        seconds: 10,
+        concurrency: 16,
+        pas: 0,
+        subs: 32,
+        device_codes: 500,
+        sequential: 500,
+        markdown: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
+        let value = it
+            .next()
+            .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))?;
+        let num = || -> anyhow::Result<u64> {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| format!("{flag}: expected a positive integer, got {value:?}"))
+        };
+        match flag.as_str() {
+            "--seconds" => a.seconds = num()?,
+            "--concurrency" => a.concurrency = usize::try_from(num()?)?,
+            "--pas" => a.pas = usize::try_from(num()?)?,
+            "--subs" => a.subs = usize::try_from(num()?)?,
+            "--device-codes" => a.device_codes = usize::try_from(num()?)?,
+            "--sequential" => a.sequential = usize::try_from(num()?)?,
+            "--markdown" => a.markdown = Some(PathBuf::from(value)),
+            _ => bail!("unknown argument {flag:?}\n\n{USAGE}"),
+        }
+    }
+    ensure!(a.concurrency <= 1024, "--concurrency is at most 1024");
+    ensure!(a.seconds <= 3600, "--seconds is at most 3600");
+    if a.pas == 0 {
+        a.pas = a.concurrency;
+    }
+    Ok(a)
+}
+
+// ---------------------------------------------------------------------------
+// The pactd process.
+
+/// The release binary next to this example's target directory, or `PACTD_BIN`.
+fn pactd_binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("PACTD_BIN") {
+        let path = PathBuf::from(path);
+        ensure!(
+            path.is_file(),
+            "PACTD_BIN={} does not exist",
+            path.display()
+        );
+        return Ok(path);
+    }
+    // This example runs from <target>/<profile>/examples/load.
+    let exe = std::env::current_exe().context("cannot locate this executable")?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("release").join("pactd");
+    if !path.is_file() {
+        bail!(
+            "the release pactd binary is missing at {}.\n\
+             Build it first:  cargo build --release -p pactd\n\
+             (or point PACTD_BIN at a pactd binary)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+struct Pactd {
+    bin: PathBuf,
+    env: Vec<(&'static str, String)>,
+    child: tokio::process::Child,
+    pid: u32,
+    addr: SocketAddr,
+    base_url: String,
+    log: PathBuf,
+}
+
+/// Settings that would change what we measure if inherited from the shell.
+const SCRUBBED_ENV: [&str; 7] = [
+    "PACTD_CONFIG",
+    "PACTD_MASTER_KEY_FILE",
+    "PACTD_PUBLIC_URL",
+    "PACTD_AUDIENCE",
+    "PACTD_LISTEN",
+    "PACTD_NO_MIGRATE",
+    "PACTD_LOG_FORMAT",
+];
+
+impl Pactd {
+    async fn start(bin: PathBuf, db_url: &str, master: &MasterKey) -> anyhow::Result<Self> {
+        let port = free_port()?;
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+        let env = vec![
+            ("DATABASE_URL", db_url.to_owned()),
+            ("PACTD_MASTER_KEY", master.to_base64()),
+            ("PACTD_ALLOW_LOOPBACK_JWKS", "true".to_owned()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        let log = std::env::temp_dir().join(format!("pactd-load-{port}.log"));
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.args(["serve", "--listen", &addr.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log_file))
+            .kill_on_drop(true);
+        for k in SCRUBBED_ENV {
+            cmd.env_remove(k);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let pid = child.id().context("pactd exited at once")?;
+        let mut me = Self {
+            bin,
+            env,
+            child,
+            pid,
+            addr,
+            base_url: format!("http://{addr}"),
+            log,
+        };
+        me.wait_ready().await?;
+        Ok(me)
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()?;
+        let url = format!("{}/readyz", self.base_url);
+        for _ in 0..300 {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "pactd exited during start-up ({status}):\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            if let Ok(res) = http.get(&url).send().await
+                && res.status() == 200
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!(
+            "pactd was not ready within 30 s (log: {})",
+            self.log.display()
+        )
+    }
+
+    /// Runs an admin command with the server's environment.
+    async fn admin(&self, args: &[&str]) -> anyhow::Result<String> {
+        let mut cmd = tokio::process::Command::new(&self.bin);
+        cmd.args(args).stdin(Stdio::null());
+        for k in SCRUBBED_ENV {
+            cmd.env_remove(k);
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (*k, v.as_str())));
+        let out = cmd.output().await?;
+        ensure!(
+            out.status.success(),
+            "pactd {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// SIGTERM, then wait (graceful shutdown); SIGKILL after 20 s.
+    async fn stop(mut self) -> anyhow::Result<String> {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status();
+        if !sent.is_ok_and(|s| s.success()) {
+            self.child.kill().await?;
+            return Ok("killed (SIGTERM could not be sent)".to_owned());
+        }
+        match tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await {
+            Ok(status) => Ok(format!("stopped on SIGTERM: {}", status?)),
+            Err(_) => {
+                self.child.kill().await?;
+                Ok("did not stop within 20 s of SIGTERM; killed".to_owned())
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CPU accounting from /proc.
+
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|t| *t > 0.0)
+        .unwrap_or(100.0)
+}
+
+/// utime + stime of a process (all its threads), in clock ticks.
+fn cpu_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name start at field 3 (state).
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "n/a".to_owned())
+}
+
+#[derive(Clone, Default)]
+struct CpuSnap {
+    pactd: Option<u64>,
+    me: Option<u64>,
+    /// PostgreSQL backend pid → ticks, for the backends on our database.
+    pg: HashMap<i32, u64>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CpuUse {
+    pactd: Option<f64>,
+    pg: Option<f64>,
+    me: Option<f64>,
+}
+
+struct CpuProbe {
+    pactd_pid: String,
+    pool: sqlx::PgPool,
+    ticks: f64,
+}
+
+impl CpuProbe {
+    async fn snap(&self) -> CpuSnap {
+        let pids: Vec<i32> = sqlx::query_scalar(
+            "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap_or_default();
+        CpuSnap {
+            pactd: cpu_ticks(&self.pactd_pid),
+            me: cpu_ticks("self"),
+            pg: pids
+                .into_iter()
+                .filter_map(|p| cpu_ticks(&p.to_string()).map(|t| (p, t)))
+                .collect(),
+        }
+    }
+
+    fn delta(&self, a: &CpuSnap, b: &CpuSnap) -> CpuUse {
+        let secs = |x: Option<u64>, y: Option<u64>| Some(y?.saturating_sub(x?) as f64 / self.ticks);
+        // Backends are the pool's long-lived connections; a new one starts at 0.
+        let pg = (!b.pg.is_empty()).then(|| {
+            b.pg.iter()
+                .map(|(pid, t)| t.saturating_sub(a.pg.get(pid).copied().unwrap_or(0)))
+                .sum::<u64>() as f64
+                / self.ticks
+        });
+        CpuUse {
+            pactd: secs(a.pactd, b.pactd),
+            pg,
+            me: secs(a.me, b.me),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Phases.
+
+enum Outcome {
+    Ok,
+    /// A success of the kind the scenario expects (e.g. `authorization_pending`).
+    Expected(&'static str),
+    Limited,
+    Error(String, String),
+}
+
+#[derive(Clone, Copy)]
+enum Plan {
+    /// Each worker runs until the deadline.
+    For(Duration),
+    /// This many requests in all, shared among the workers.
+    Requests(usize),
+}
+
+#[derive(Default)]
+struct Tally {
+    lat_us: Vec<u32>,
+    limited: usize,
+    expected: BTreeMap<&'static str, usize>,
+    errors: BTreeMap<String, (usize, String)>,
+}
+
+impl Tally {
+    fn record(&mut self, outcome: Outcome, took: Duration) {
+        let us = u32::try_from(took.as_micros()).unwrap_or(u32::MAX);
+        match outcome {
+            Outcome::Ok => self.lat_us.push(us),
+            Outcome::Expected(kind) => {
+                self.lat_us.push(us);
+                *self.expected.entry(kind).or_default() += 1;
+            }
+            Outcome::Limited => self.limited += 1,
+            Outcome::Error(kind, sample) => {
+                let e = self.errors.entry(kind).or_insert((0, sample));
+                e.0 += 1;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.lat_us.extend(other.lat_us);
+        self.limited += other.limited;
+        for (k, n) in other.expected {
+            *self.expected.entry(k).or_default() += n;
+        }
+        for (k, (n, sample)) in other.errors {
+            self.errors.entry(k).or_insert((0, sample)).0 += n;
+        }
+    }
+}
+
+struct PhaseResult {
+    name: String,
+    concurrency: usize,
+    wall: Duration,
+    tally: Tally,
+    cpu: CpuUse,
+    load_after: String,
+}
+
+impl PhaseResult {
+    fn answered(&self) -> usize {
+        self.tally.lat_us.len()
+    }
+    fn errors(&self) -> usize {
+        self.tally.errors.values().map(|(n, _)| n).sum()
+    }
+    fn total(&self) -> usize {
+        self.answered() + self.tally.limited + self.errors()
+    }
+    fn rps(&self) -> f64 {
+        self.answered() as f64 / self.wall.as_secs_f64()
+    }
+    fn percentile_ms(&self, q: f64) -> Option<f64> {
+        let v = &self.tally.lat_us;
+        if v.is_empty() {
+            return None;
+        }
+        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+        Some(f64::from(v[rank - 1]) / 1000.0)
+    }
+    fn cpu_per_req(&self, secs: Option<f64>) -> String {
+        match secs {
+            Some(s) if self.total() > 0 => format!("{:.0}", s * 1e6 / self.total() as f64),
+            _ => "n/a".to_owned(),
+        }
+    }
+}
+
+async fn run_phase<F, Fut>(
+    name: &str,
+    concurrency: usize,
+    plan: Plan,
+    probe: &CpuProbe,
+    f: F,
+) -> PhaseResult
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    eprint!("  {name} ... ");
+    let f = Arc::new(f);
+    let next = Arc::new(AtomicUsize::new(0));
+    let before = probe.snap().await;
+    let start = Instant::now();
+    let deadline = match plan {
+        Plan::For(d) => Some(start + d),
+        Plan::Requests(_) => None,
+    };
+    let mut workers = Vec::with_capacity(concurrency);
+    for w in 0..concurrency {
+        let f = f.clone();
+        let next = next.clone();
+        workers.push(tokio::spawn(async move {
+            let mut tally = Tally::default();
+            for i in 0..MAX_REQUESTS_PER_WORKER {
+                let seq = match plan {
+                    Plan::For(_) => {
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            break;
+                        }
+                        i
+                    }
+                    Plan::Requests(n) => {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= n {
+                            break;
+                        }
+                        k as u64
+                    }
+                };
+                let t = Instant::now();
+                let outcome = f(w, seq).await;
+                tally.record(outcome, t.elapsed());
+            }
+            tally
+        }));
+    }
+    let mut tally = Tally::default();
+    for w in workers {
+        tally.merge(w.await.expect("worker panicked"));
+    }
+    let wall = start.elapsed();
+    let after = probe.snap().await;
+    tally.lat_us.sort_unstable();
+    let r = PhaseResult {
+        name: name.to_owned(),
+        concurrency,
+        wall,
+        tally,
+        cpu: probe.delta(&before, &after),
+        load_after: loadavg(),
+    };
+    eprintln!(
+        "{} answered, {} limited, {} errors, {:.0} req/s",
+        r.answered(),
+        r.tally.limited,
+        r.errors(),
+        r.rps()
+    );
+    r
+}
+
+// ---------------------------------------------------------------------------
+// Requests.
+
+/// One PA-JWT, re-signed when older than `TOKEN_REUSE`.
+struct Slot {
+    pa: usize,
+    sub: String,
+    minted: Mutex<(Instant, String)>,
+}
+
+struct Ctx {
+    http: reqwest::Client,
+    pas: Vec<TestPa>,
+    audience: String,
+    send_url: String,
+    device_url: String,
+    token_url: String,
+    /// Per worker, the PA-JWTs it rotates through (all of PA `w % pas`).
+    pools: Vec<Vec<Slot>>,
+    /// Per pending device authorization: its PA-JWT slot and its device code.
+    pending: Vec<(Slot, String)>,
+    /// Per worker, its delegation token.
+    delegations: Vec<String>,
+    poll_cursor: AtomicUsize,
+}
+
+impl Ctx {
+    fn slot(&self, pa: usize, sub: String) -> Slot {
+        let token = self.pas[pa].token(&sub, &self.audience);
+        Slot {
+            pa,
+            sub,
+            minted: Mutex::new((Instant::now(), token)),
+        }
+    }
+
+    fn jwt(&self, slot: &Slot) -> String {
+        let mut m = slot.minted.lock().unwrap();
+        if m.0.elapsed() >= TOKEN_REUSE {
+            *m = (
+                Instant::now(),
+                self.pas[slot.pa].token(&slot.sub, &self.audience),
+            );
+        }
+        m.1.clone()
+    }
+
+    fn worker_jwt(&self, w: usize, seq: u64) -> String {
+        let pool = &self.pools[w];
+        self.jwt(&pool[(seq % pool.len() as u64) as usize])
+    }
+}
+
+fn error(kind: impl Into<String>, sample: impl Into<String>) -> Outcome {
+    let mut sample: String = sample.into();
+    sample.truncate(300);
+    Outcome::Error(kind.into(), sample)
+}
+
+async fn send_message(
+    ctx: &Ctx,
+    pa_jwt: &str,
+    delegation: Option<&str>,
+    text: &str,
+    check: bool,
+) -> Outcome {
+    let body = json!({"message": {
+        "messageId": Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }});
+    let mut req = ctx.http.post(&ctx.send_url).bearer_auth(pa_jwt).json(&body);
+    if let Some(d) = delegation {
+        req = req.header("X-A2A-User-Delegation", format!("Bearer {d}"));
+    }
+    let res = match req.send().await {
+        Ok(r) => r,
+        Err(e) => return error("transport", e.to_string()),
+    };
+    let status = res.status().as_u16();
+    let bytes = match res.bytes().await {
+        Ok(b) => b,
+        Err(e) => return error("transport (body)", e.to_string()),
+    };
+    match status {
+        200 => {}
+        429 => return Outcome::Limited,
+        s => {
+            return error(
+                format!("HTTP {s}"),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            );
+        }
+    }
+    if check {
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let msg = &v["message"];
+        if msg["role"] != "ROLE_AGENT" || !msg["parts"][0]["text"].is_string() {
+            return error("bad reply", v.to_string());
+        }
+        if delegation.is_some() {
+            let receipt = &msg["metadata"]["pact.receipt"];
+            if !receipt["jws"].is_string() || !receipt["claims"]["grantId"].is_string() {
+                return error("reply without pact.receipt", v.to_string());
+            }
+        }
+    }
+    Outcome::Ok
+}
+
+async fn oauth_post(
+    ctx: &Ctx,
+    url: &str,
+    pa_jwt: &str,
+    form: &[(&str, &str)],
+) -> Result<(u16, Value), String> {
+    let res = ctx
+        .http
+        .post(url)
+        .bearer_auth(pa_jwt)
+        .form(form)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = res.status().as_u16();
+    let bytes = res.bytes().await.map_err(|e| e.to_string())?;
+    Ok((
+        status,
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+    ))
+}
+
+/// One round-robin poll of a pending device code.
+async fn poll_pending(ctx: &Ctx) -> Outcome {
+    let i = ctx.poll_cursor.fetch_add(1, Ordering::Relaxed) % ctx.pending.len();
+    let (slot, device_code) = &ctx.pending[i];
+    let jwt = ctx.jwt(slot);
+    let issuer = ctx.pas[slot.pa].issuer.as_str();
+    let form = [
+        ("grant_type", DEVICE_GRANT),
+        ("device_code", device_code.as_str()),
+        ("client_id", issuer),
+    ];
+    match oauth_post(ctx, &ctx.token_url, &jwt, &form).await {
+        Err(e) => error("transport", e),
+        Ok((429, _)) => Outcome::Limited,
+        Ok((400, v)) if v["error"] == "authorization_pending" => {
+            Outcome::Expected("authorization_pending")
+        }
+        Ok((400, v)) if v["error"] == "slow_down" => Outcome::Expected("slow_down"),
+        Ok((s, v)) => error(
+            format!("HTTP {s} {}", v["error"].as_str().unwrap_or("")),
+            v.to_string(),
+        ),
+    }
+}
+
+/// `device_authorization`, retrying a 429 after its Retry-After (a few times).
+async fn device_authorize(ctx: &Ctx, slot: &Slot, scope: &str) -> anyhow::Result<(String, String)> {
+    let issuer = ctx.pas[slot.pa].issuer.clone();
+    for _ in 0..10 {
+        let jwt = ctx.jwt(slot);
+        let form = [("client_id", issuer.as_str()), ("scope", scope)];
+        let (status, v) = oauth_post(ctx, &ctx.device_url, &jwt, &form)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        match status {
+            200 => {
+                return Ok((
+                    v["device_code"]
+                        .as_str()
+                        .context("no device_code")?
+                        .to_owned(),
+                    v["user_code"].as_str().context("no user_code")?.to_owned(),
+                ));
+            }
+            429 => tokio::time::sleep(Duration::from_secs(1)).await,
+            s => bail!("device_authorization answered {s}: {v}"),
+        }
+    }
+    bail!("device_authorization stayed rate-limited")
+}
+
+// ---------------------------------------------------------------------------
+// Reporting.
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |x| format!("{x:.2}"))
+}
+
+fn table(results: &[PhaseResult]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "| Scenario | Conc. | Requests | Answered | 429 | Errors | req/s | p50 ms | p90 ms | p99 ms | max ms | pactd CPU µs/req | PG CPU µs/req | loadgen CPU µs/req | loadavg after |\n\
+         |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.concurrency,
+            r.total(),
+            r.answered(),
+            r.tally.limited,
+            r.errors(),
+            r.rps(),
+            ms(r.percentile_ms(0.50)),
+            ms(r.percentile_ms(0.90)),
+            ms(r.percentile_ms(0.99)),
+            ms(r.percentile_ms(1.0)),
+            r.cpu_per_req(r.cpu.pactd),
+            r.cpu_per_req(r.cpu.pg),
+            r.cpu_per_req(r.cpu.me),
+            r.load_after,
+        );
+    }
+    s
+}
+
+fn notes(results: &[PhaseResult]) -> String {
+    let mut s = String::new();
+    for r in results {
+        if !r.tally.expected.is_empty() {
+            let kinds: Vec<String> = r
+                .tally
+                .expected
+                .iter()
+                .map(|(k, n)| format!("`{k}` {n}"))
+                .collect();
+            let _ = writeln!(s, "- {}: answers {}", r.name, kinds.join(", "));
+        }
+        for (kind, (n, sample)) in &r.tally.errors {
+            let _ = writeln!(s, "- {}: {n} × {kind}, e.g. `{sample}`", r.name);
+        }
+        if r.tally.limited > 0 {
+            let _ = writeln!(s, "- {}: {} × 429 (rate limited)", r.name, r.tally.limited);
+        }
+        if let (Some(p), Some(g), Some(m)) = (r.cpu.pactd, r.cpu.pg, r.cpu.me) {
+            let wall = r.wall.as_secs_f64();
+            let _ = writeln!(
+                s,
+                "- {}: {:.1} s wall; CPU busy: pactd {:.0} %, PostgreSQL backends {:.0} %, load generator {:.0} % (of one core)",
+                r.name,
+                wall,
+                p / wall * 100.0,
+                g / wall * 100.0,
+                m / wall * 100.0
+            );
+        }
+    }
+    s
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn commit() -> String {
+    let head = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("{head} (with uncommitted changes)")
+    } else {
+        head
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let command_line =
+        std::iter::once("cargo run --release -p pact-tests --example load --".to_owned())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" ");
+    if cfg!(debug_assertions) {
+        eprintln!("warning: the load generator is a debug build; run it with --release");
+    }
+    let bin = pactd_binary()?;
+    let load_start = loadavg();
+    let started_at = OffsetDateTime::now_utc().format(&Rfc3339)?;
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let seconds = Duration::from_secs(args.seconds);
+    let c = args.concurrency;
+
+    eprintln!("pactd binary: {}", bin.display());
+    eprintln!("load average at start: {load_start}; {cores} CPUs");
+    let db_url = pact_tests::db::fresh_database().await;
+    let master = MasterKey::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let server = Pactd::start(bin, &db_url, &master).await?;
+    eprintln!("pactd serving at {} (pid {})", server.base_url, server.pid);
+
+    // Setup through the admin CLI, as an operator would.
+    server
+        .admin(&["brand", "add", "demo", "--name", "Demo"])
+        .await?;
+    server
+        .admin(&[
+            "brand",
+            "scope",
+            "add",
+            "demo",
+            "orders:read",
+            "See your orders",
+        ])
+        .await?;
+    server
+        .admin(&[
+            "brand",
+            "scope",
+            "add",
+            "demo",
+            "orders:cancel",
+            "Cancel your orders",
+        ])
+        .await?;
+    let mut pas = Vec::with_capacity(args.pas);
+    for i in 0..args.pas {
+        let pa = TestPa::start(&format!("https://pa{i}.load.example")).await;
+        server
+            .admin(&[
+                "agent",
+                "add",
+                "--issuer",
+                &pa.issuer,
+                "--jwks-uri",
+                &pa.jwks_uri,
+            ])
+            .await?;
+        pas.push(pa);
+    }
+
+    // The domain side, for approvals (as the consent page would), and the probe.
+    let pool = pact_db::connect(&db_url, 4).await?;
+    let master = Arc::new(master);
+    let mut config = Config::for_listen(server.addr, master.clone());
+    config.public_url.clone_from(&server.base_url);
+    let state = AppState::new(config, pool.clone()).await?;
+    let pg_version: String = sqlx::query_scalar("show server_version")
+        .fetch_one(&pool)
+        .await?;
+    let fsync: String = sqlx::query_scalar("show fsync").fetch_one(&pool).await?;
+    let sync_commit: String = sqlx::query_scalar("show synchronous_commit")
+        .fetch_one(&pool)
+        .await?;
+    let probe = CpuProbe {
+        pactd_pid: server.pid.to_string(),
+        pool: pool.clone(),
+        ticks: clock_ticks(),
+    };
+
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(4 * c)
+        .build()?;
+    let iface = state.config.interface_url("demo");
+    let mut ctx = Ctx {
+        http,
+        pas,
+        audience: state.config.audience.clone(),
+        send_url: format!("{iface}/message:send"),
+        device_url: format!("{iface}/oauth/device_authorization"),
+        token_url: format!("{iface}/oauth/token"),
+        pools: Vec::new(),
+        pending: Vec::new(),
+        delegations: Vec::new(),
+        poll_cursor: AtomicUsize::new(0),
+    };
+    let pools = (0..c)
+        .map(|w| {
+            (0..args.subs)
+                .map(|k| ctx.slot(w % args.pas, format!("load-w{w}-s{k}")))
+                .collect()
+        })
+        .collect();
+    ctx.pools = pools;
+
+    // Warm-up: one call per PA, so its JWKS is fetched and cached before timing.
+    for w in 0..c.min(args.pas) {
+        let jwt = ctx.worker_jwt(w, 0);
+        if let Outcome::Error(kind, sample) =
+            send_message(&ctx, &jwt, None, "When are you open?", true).await
+        {
+            bail!("warm-up request failed: {kind}: {sample}");
+        }
+    }
+
+    let mut results = Vec::new();
+    let ctx = Arc::new(ctx);
+    eprintln!("phases:");
+
+    // 1. Identity message:send.
+    let identity = |ctx: Arc<Ctx>| {
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                send_message(
+                    &ctx,
+                    &jwt,
+                    None,
+                    "When are you open?",
+                    seq % CHECK_EVERY == 0,
+                )
+                .await
+            }
+        }
+    };
+    results.push(
+        run_phase(
+            "identity message:send, sequential",
+            1,
+            Plan::Requests(args.sequential),
+            &probe,
+            identity(ctx.clone()),
+        )
+        .await,
+    );
+    results.push(
+        run_phase(
+            "identity message:send",
+            c,
+            Plan::For(seconds),
+            &probe,
+            identity(ctx.clone()),
+        )
+        .await,
+    );
+
+    // 2. Device authorizations, then the token endpoint while they are pending.
+    // One user per authorization (as in life), spread over the PAs.
+    let mut ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
+    let slots: Vec<Slot> = (0..args.device_codes)
+        .map(|i| ctx.slot(i % args.pas, format!("pending-u{i}")))
+        .collect();
+    let codes = Arc::new(Mutex::new(vec![String::new(); args.device_codes]));
+    let shared = Arc::new((ctx, slots));
+    {
+        let shared = shared.clone();
+        let codes = codes.clone();
+        results.push(
+            run_phase(
+                "device_authorization (create)",
+                c,
+                Plan::Requests(args.device_codes),
+                &probe,
+                move |_w, seq| {
+                    let shared = shared.clone();
+                    let codes = codes.clone();
+                    async move {
+                        let (ctx, slots) = &*shared;
+                        let i = usize::try_from(seq).unwrap_or(usize::MAX);
+                        let slot = &slots[i];
+                        let jwt = ctx.jwt(slot);
+                        let issuer = ctx.pas[slot.pa].issuer.as_str();
+                        let form = [("client_id", issuer), ("scope", "orders:read")];
+                        match oauth_post(ctx, &ctx.device_url, &jwt, &form).await {
+                            Err(e) => error("transport", e),
+                            Ok((429, _)) => Outcome::Limited,
+                            Ok((200, v)) => match v["device_code"].as_str() {
+                                Some(code) => {
+                                    codes.lock().unwrap()[i] = code.to_owned();
+                                    Outcome::Ok
+                                }
+                                None => error("no device_code", v.to_string()),
+                            },
+                            Ok((s, v)) => error(format!("HTTP {s}"), v.to_string()),
+                        }
+                    }
+                },
+            )
+            .await,
+        );
+    }
+    let (mut ctx, slots) = Arc::try_unwrap(shared).ok().context("ctx still shared")?;
+    let codes = std::mem::take(&mut *codes.lock().unwrap());
+    ctx.pending = slots
+        .into_iter()
+        .zip(codes)
+        .filter(|(_, code)| !code.is_empty())
+        .collect();
+    ensure!(
+        !ctx.pending.is_empty(),
+        "no device authorization was created"
+    );
+    let ctx = Arc::new(ctx);
+    {
+        let ctx = ctx.clone();
+        results.push(
+            run_phase(
+                "token (pending device codes)",
+                c,
+                Plan::For(seconds),
+                &probe,
+                move |_w, _seq| {
+                    let ctx = ctx.clone();
+                    async move { poll_pending(&ctx).await }
+                },
+            )
+            .await,
+        );
+    }
+
+    // 3. Delegated message:send: one grant per worker (a different brand user
+    // each), approved through the consent domain function, token by polling.
+    let mut ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
+    eprintln!("  setting up {c} grants ...");
+    for w in 0..c {
+        let slot = ctx.slot(w % args.pas, format!("grant-w{w}"));
+        let (device_code, user_code) = device_authorize(&ctx, &slot, "orders:read").await?;
+        let auth = pact_server::consent::find_by_user_code(&state, &user_code)
+            .await?
+            .context("the user code is not live")?;
+        let user = format!("brand-user-{w}");
+        pact_server::consent::approve(
+            &state,
+            pact_server::consent::Approval {
+                authorization_id: auth.id,
+                user_sub: &user,
+                scopes: BTreeSet::from(["orders:read".to_owned()]),
+                authorization_details: None,
+            },
+            OffsetDateTime::now_utc(),
+        )
+        .await?;
+        let issuer = ctx.pas[slot.pa].issuer.clone();
+        let form = [
+            ("grant_type", DEVICE_GRANT),
+            ("device_code", device_code.as_str()),
+            ("client_id", issuer.as_str()),
+        ];
+        let (status, v) = oauth_post(&ctx, &ctx.token_url, &ctx.jwt(&slot), &form)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        ensure!(status == 200, "token request answered {status}: {v}");
+        ctx.delegations.push(
+            v["access_token"]
+                .as_str()
+                .context("no access_token")?
+                .to_owned(),
+        );
+    }
+    let ctx = Arc::new(ctx);
+    let delegated = |ctx: Arc<Ctx>| {
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                let d = ctx.delegations[w].as_str();
+                send_message(
+                    &ctx,
+                    &jwt,
+                    Some(d),
+                    "Show me my orders",
+                    seq % CHECK_EVERY == 0,
+                )
+                .await
+            }
+        }
+    };
+    results.push(
+        run_phase(
+            "delegated message:send + receipt, sequential",
+            1,
+            Plan::Requests(args.sequential),
+            &probe,
+            delegated(ctx.clone()),
+        )
+        .await,
+    );
+    results.push(
+        run_phase(
+            "delegated message:send + receipt",
+            c,
+            Plan::For(seconds),
+            &probe,
+            delegated(ctx.clone()),
+        )
+        .await,
+    );
+
+    let receipts: i64 = sqlx::query_scalar("select count(*) from receipts")
+        .fetch_one(&pool)
+        .await
+        .unwrap_or(-1);
+    pool.close().await;
+    drop(state);
+    let log_path = server.log.clone();
+    let stopped = server.stop().await?;
+    drop(ctx);
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let log_lines: Vec<&str> = log.lines().collect();
+
+    let mut md = String::new();
+    let _ = writeln!(md, "- Command: `{command_line}`");
+    let _ = writeln!(md, "- Date: {started_at}; commit {}", commit());
+    let _ = writeln!(
+        md,
+        "- Machine: `nproc` = {cores}; load average (1/5/15 min) at start {load_start}, at end {}",
+        loadavg()
+    );
+    let _ = writeln!(
+        md,
+        "- pactd: release build, separate process, `RUST_LOG=warn`, {} PA(s), {} subs per worker; PostgreSQL {pg_version} (fsync={fsync}, synchronous_commit={sync_commit}); {receipts} receipts stored",
+        args.pas, args.subs
+    );
+    md.push('\n');
+    md.push_str(&table(&results));
+    md.push('\n');
+    md.push_str(&notes(&results));
+    let _ = writeln!(
+        md,
+        "- pactd log at warn and above: {} line(s){}",
+        log_lines.len(),
+        if log_lines.is_empty() {
+            ""
+        } else {
+            " (tail below)"
+        }
+    );
+    println!("\n{md}");
+    println!("pactd {stopped}");
+    if !log_lines.is_empty() {
+        println!("pactd log ({}), last lines:", log_path.display());
+        for line in &log_lines[log_lines.len().saturating_sub(20)..] {
+            println!("  {line}");
+        }
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, &md).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

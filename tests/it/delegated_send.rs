@@ -1,0 +1,1404 @@
+//! Sending under a delegation token (PACT §5.4–5.7): what a bad token gets,
+//! how a context binds to one user, step-up, the gateway's enforcement of
+//! `authorization_details`, receipts and their chain, key rotation, two nodes
+//! on one database, and disabling a personal agent.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_jose::ProviderKeySet;
+use pact_proto::oauth::{DelegationClaims, Receipt, ReceiptClaims};
+use pact_server::Config;
+use pact_server::agent::demo::{ASK_ORDER_NUMBER, NEED_ACCOUNT};
+use pact_server::agent::demo_tools::seed_orders;
+use pact_tests::TestApp;
+use reqwest::Response;
+use serde_json::{Value, json};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::{assert_a2a_error, assert_bare_401};
+
+const ISS: &str = "https://pa.example";
+const OTHER_ISS: &str = "https://other-pa.example";
+const SUB: &str = "pa-user-1";
+
+/// pactd whose demo brand offers delegation, polling allowed every second.
+async fn delegated_app() -> TestApp {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    app
+}
+
+fn access(tokens: &Value) -> String {
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// Segment `index` of a compact JWS, decoded as JSON.
+fn jws_json(jws: &str, index: usize) -> Value {
+    let segment = jws.split('.').nth(index).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(segment).unwrap()).unwrap()
+}
+
+fn grant_of(token: &str) -> Uuid {
+    jws_json(token, 1)["grant_id"].as_str().unwrap().parse().unwrap()
+}
+
+/// PACT §5.5: exactly this 401, and no body.
+async fn assert_invalid_token(res: Response) {
+    assert_eq!(res.status(), 401);
+    assert_eq!(
+        res.headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some(r#"Bearer realm="a2a", error="invalid_token""#)
+    );
+    assert!(res.bytes().await.unwrap().is_empty(), "a 401 has no body");
+}
+
+/// A 200 A2A reply, as JSON.
+async fn ok_json(res: Response) -> Value {
+    let status = res.status();
+    let content_type = res.headers().get("content-type").cloned();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(content_type.unwrap(), "application/a2a+json");
+    body
+}
+
+fn text(message: &Value) -> &str {
+    message["parts"][0]["text"].as_str().unwrap()
+}
+
+/// Everything a turn can write, counted.
+#[derive(Debug, PartialEq, Eq)]
+struct Footprint {
+    conversations: i64,
+    bound_conversations: i64,
+    messages: i64,
+    receipts: i64,
+    demo_orders: i64,
+    cancelled_orders: i64,
+    used_grants: i64,
+    device_authorizations: i64,
+}
+
+async fn footprint(app: &TestApp) -> Footprint {
+    let row: (i64, i64, i64, i64, i64, i64, i64, i64) = sqlx::query_as(
+        "select (select count(*) from conversations), \
+                (select count(*) from conversations where user_sub is not null), \
+                (select count(*) from messages), \
+                (select count(*) from receipts), \
+                (select count(*) from demo_orders), \
+                (select count(*) from demo_orders where status = 'cancelled'), \
+                (select count(*) from grants where last_used_at is not null), \
+                (select count(*) from device_authorizations)",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    Footprint {
+        conversations: row.0,
+        bound_conversations: row.1,
+        messages: row.2,
+        receipts: row.3,
+        demo_orders: row.4,
+        cancelled_orders: row.5,
+        used_grants: row.6,
+        device_authorizations: row.7,
+    }
+}
+
+/// The `pact.receipt` of a reply message, as sent.
+fn receipt(message: &Value) -> Receipt {
+    serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap()
+}
+
+/// The receipt of a reply message, verified against the brand's published JWKS.
+async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
+    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
+    pact_jose::verify_receipt(&receipt(message), &keys).unwrap()
+}
+
+/// A delegation token signed with the node's own current key, from the claims
+/// of `like` with a fresh `iat`/`exp`/`jti`, then edited: what only pactd can mint.
+fn mint(app: &TestApp, like: &str, edit: impl FnOnce(&mut DelegationClaims)) -> String {
+    let mut claims: DelegationClaims = serde_json::from_value(jws_json(like, 1)).unwrap();
+    let now = OffsetDateTime::now_utc();
+    claims.iat = now.unix_timestamp();
+    claims.exp = claims.iat + 300;
+    claims.jti = Uuid::new_v4().to_string();
+    edit(&mut claims);
+    let key = app.state.keys.current().signing_key(now).unwrap();
+    pact_jose::sign_delegation_token(&key, &claims).unwrap()
+}
+
+/// The live device authorization behind a step-up link.
+async fn authorization_behind(
+    app: &TestApp,
+    link: &str,
+) -> pact_db::device_authorizations::DeviceAuthorization {
+    assert!(
+        link.starts_with(&format!("{}/device?user_code=", app.base_url)),
+        "{link}"
+    );
+    let url = url::Url::parse(link).unwrap();
+    let (_, user_code) = url
+        .query_pairs()
+        .find(|(k, _)| k == "user_code")
+        .expect("user_code in the link");
+    pact_server::consent::find_by_user_code(&app.state, &user_code)
+        .await
+        .unwrap()
+        .expect("the step-up link holds a live user code")
+}
+
+async fn order_status(app: &TestApp, user: &str, order_id: &str) -> String {
+    pact_db::demo_orders::find(&app.db, "demo", user, order_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .status
+}
+
+// ---------------------------------------------------------------------------
+// Bad delegation tokens
+// ---------------------------------------------------------------------------
+
+/// PACT §5.4–5.5: a token's `aud` is one interface URL, so a token for one
+/// brand is an invalid token at another — and the refusal writes nothing.
+#[tokio::test]
+async fn a_token_for_one_brand_is_refused_at_another_and_the_refusal_writes_nothing() {
+    let app = delegated_app().await;
+    app.add_brand("acme", "Acme").await;
+    pact_db::scopes::upsert(
+        &app.db,
+        "acme",
+        "tickets:read",
+        "See your support tickets",
+        false,
+    )
+    .await
+    .unwrap();
+    let pa = app.registered_pa(ISS).await;
+    let demo = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let acme = access(
+        &app.node_connect("acme", &pa, SUB, "alice", &["tickets:read"], None)
+            .await,
+    );
+    let pa_jwt = pa.token(SUB, app.audience());
+
+    let before = footprint(&app).await;
+    let res = app
+        .node_send("acme", &pa_jwt, Some(&bearer(&demo)), "m1", "hello", None)
+        .await;
+    assert_invalid_token(res).await;
+    let res = app
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&acme)),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+
+    // Each token is fine where it belongs.
+    for (brand, token) in [("acme", &acme), ("demo", &demo)] {
+        let res = app
+            .node_send(brand, &pa_jwt, Some(&bearer(token)), "m2", "hello", None)
+            .await;
+        let v = ok_json(res).await;
+        assert_eq!(
+            verified_receipt(&app, &v["message"]).await.brand,
+            app.iface(brand)
+        );
+    }
+}
+
+/// PACT §5.5: `client_id` must equal the `iss` of the PA-JWT the token travels
+/// with, so a token is useless to any other registered PA.
+#[tokio::test]
+async fn a_token_presented_with_another_registered_pas_pa_jwt_is_refused() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let other = app.registered_pa(OTHER_ISS).await;
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+
+    let before = footprint(&app).await;
+    let res = app
+        .send_delegated(
+            "demo",
+            &other.token(SUB, app.audience()),
+            &token,
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+
+    // The other PA's PA-JWT on its own is fine; so is the token with its own PA.
+    let res = app
+        .send(
+            "demo",
+            &other.token(SUB, app.audience()),
+            "m1",
+            "when are you open?",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa.token(SUB, app.audience()),
+            &token,
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+}
+
+/// PACT §5.4–5.5: the token's signature covers header and claims; any change,
+/// a token of another kind (a receipt is signed with the same key), `alg:
+/// none` or garbage is an invalid token.
+#[tokio::test]
+async fn a_tampered_forged_or_garbage_token_is_refused_and_writes_nothing() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    // A receipt to replay as a token.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m0", "hello", None)
+        .await;
+    let receipt_jws = receipt(&ok_json(res).await["message"]).jws;
+
+    let segments: Vec<&str> = token.split('.').collect();
+    let flip = |segment: &str| {
+        let mut bytes = segment.as_bytes().to_vec();
+        let i = bytes.len() / 2;
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        String::from_utf8(bytes).unwrap()
+    };
+    let mut wider = jws_json(&token, 1);
+    wider["scope"] = json!("orders:read orders:cancel");
+    let mut header = jws_json(&token, 0);
+    header["alg"] = json!("none");
+    let bad = [
+        format!("{}.{}.{}", segments[0], flip(segments[1]), segments[2]),
+        format!("{}.{}.{}", segments[0], segments[1], flip(segments[2])),
+        format!(
+            "{}.{}.{}",
+            segments[0],
+            URL_SAFE_NO_PAD.encode(wider.to_string()),
+            segments[2]
+        ),
+        format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            segments[1]
+        ),
+        format!("{}.{}", segments[0], segments[1]),
+        receipt_jws,
+        "garbage".to_owned(),
+        "a.b.c".to_owned(),
+        "a".repeat(9000),
+    ];
+
+    let before = footprint(&app).await;
+    for (i, t) in bad.iter().enumerate() {
+        let res = app
+            .send_delegated("demo", &pa_jwt, t, &format!("m{i}"), "show my orders", None)
+            .await;
+        assert_invalid_token(res).await;
+    }
+    assert_eq!(footprint(&app).await, before);
+}
+
+/// PACT §5.5: the header is `X-A2A-User-Delegation: Bearer <token>`; any other
+/// shape (no scheme, another scheme, no token, two headers) is an invalid
+/// token, not an anonymous turn.
+#[tokio::test]
+async fn a_delegation_header_without_exactly_one_bearer_token_is_refused() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+
+    let before = footprint(&app).await;
+    for value in [
+        token.clone(),
+        format!("Basic {token}"),
+        format!("Bearer  {token}"),
+        format!("Bearer {token} {token}"),
+        "Bearer".to_owned(),
+        "Bearer ".to_owned(),
+        String::new(),
+    ] {
+        let res = app
+            .node_send("demo", &pa_jwt, Some(&value), "m1", "show my orders", None)
+            .await;
+        assert_invalid_token(res).await;
+    }
+    let res = app
+        .http
+        .post(app.node_a2a_url("demo", "message:send"))
+        .bearer_auth(&pa_jwt)
+        .header("X-A2A-User-Delegation", bearer(&token))
+        .header("X-A2A-User-Delegation", bearer(&token))
+        .json(&json!({"message": {"messageId": "m1", "role": "ROLE_USER",
+                                  "parts": [{"text": "show my orders"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+
+    // The lower-case scheme is still a Bearer credential (RFC 6750, RFC 9110 §11.1).
+    let res = app
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&format!("bearer {token}")),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+}
+
+/// PACT §5.5: the token's `exp`, and the grant's own expiry in the database,
+/// both end the delegation.
+#[tokio::test]
+async fn an_expired_token_or_an_expired_grant_is_refused() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+
+    // A token signed by pactd itself, for a live grant, but past its `exp`.
+    let expired = mint(&app, &token, |c| {
+        c.iat -= 600;
+        c.exp = c.iat + 540;
+    });
+    let fresh = mint(&app, &token, |_| {});
+    let before = footprint(&app).await;
+    let res = app
+        .send_delegated("demo", &pa_jwt, &expired, "m1", "show my orders", None)
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+    // The same claims with a current lifetime pass, so `exp` was the reason.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &fresh, "m1", "show my orders", None)
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+
+    // The grant expires while the token has not.
+    let done = sqlx::query("update grants set expires_at = now() - interval '1 minute' where id = $1")
+        .bind(grant_of(&token))
+        .execute(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(done.rows_affected(), 1);
+    let before = footprint(&app).await;
+    for t in [&token, &fresh] {
+        let res = app
+            .send_delegated("demo", &pa_jwt, t, "m2", "show my orders", None)
+            .await;
+        assert_invalid_token(res).await;
+    }
+    assert_eq!(footprint(&app).await, before);
+}
+
+/// PACT §5.5: a revoked grant is refused on the very next request, with no
+/// waiting for the token to expire.
+#[tokio::test]
+async fn a_revoked_grant_is_refused_on_the_very_next_request() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    let ctx = ok_json(res).await["message"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    assert!(
+        pact_db::grants::revoke(&app.db, grant_of(&token), "test")
+            .await
+            .unwrap()
+    );
+    let before = footprint(&app).await;
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m2", "show my orders", Some(&ctx))
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+}
+
+/// PACT §5.5 (checked against the grant row, not only the signature): a token
+/// pactd signed is still refused when its grant is unknown or belongs to
+/// another user, PA or brand than the token says.
+#[tokio::test]
+async fn a_correctly_signed_token_is_refused_when_its_grant_does_not_match_it() {
+    let app = delegated_app().await;
+    app.add_brand("acme", "Acme").await;
+    let pa = app.registered_pa(ISS).await;
+    let other = app.registered_pa(OTHER_ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+
+    let cases = [
+        (
+            "demo",
+            pa_jwt.clone(),
+            mint(&app, &token, |c| c.sub = "mallory".to_owned()),
+        ),
+        (
+            "demo",
+            pa_jwt.clone(),
+            mint(&app, &token, |c| c.grant_id = Uuid::new_v4().to_string()),
+        ),
+        (
+            "demo",
+            other.token(SUB, app.audience()),
+            mint(&app, &token, |c| c.client_id = OTHER_ISS.to_owned()),
+        ),
+        (
+            "acme",
+            pa_jwt.clone(),
+            mint(&app, &token, |c| {
+                c.iss = app.state.config.oauth_issuer("acme");
+                c.aud = app.iface("acme");
+            }),
+        ),
+    ];
+    let before = footprint(&app).await;
+    for (brand, jwt, t) in &cases {
+        let res = app
+            .node_send(brand, jwt, Some(&bearer(t)), "m1", "show my orders", None)
+            .await;
+        assert_invalid_token(res).await;
+    }
+    assert_eq!(footprint(&app).await, before);
+
+    // Minted the same way but matching its grant, a token works: the grant was the reason.
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &mint(&app, &token, |_| {}),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+}
+
+// ---------------------------------------------------------------------------
+// Context binding
+// ---------------------------------------------------------------------------
+
+/// PACT §5.5: a context that has run as one `sub` refuses another with
+/// `INVALID_PARAMS` — for a new turn and for a retried `messageId` alike, so
+/// the other user's stored reply is never handed out under a second grant.
+#[tokio::test]
+async fn a_context_that_ran_as_one_user_refuses_a_delegated_turn_as_another() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let alice = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let bob = access(&app.connect(&pa, SUB, "bob", &["orders:read"]).await);
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &alice, "m1", "show my orders", None)
+        .await;
+    let ctx = ok_json(res).await["message"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let before = footprint(&app).await;
+    for message_id in ["m2", "m1"] {
+        let res = app
+            .send_delegated(
+                "demo",
+                &pa_jwt,
+                &bob,
+                message_id,
+                "show my orders",
+                Some(&ctx),
+            )
+            .await;
+        assert_a2a_error(res, 400, "INVALID_PARAMS", None).await;
+    }
+    assert_eq!(footprint(&app).await, before);
+    let bound: Option<String> =
+        sqlx::query_scalar("select user_sub from conversations where id = $1::uuid")
+            .bind(&ctx)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(bound.as_deref(), Some("alice"));
+
+    // Bob's grant works in a context of its own; alice's still works in hers.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &bob, "m2", "show my orders", None)
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(verified_receipt(&app, &v["message"]).await.user, "bob");
+    let res = app
+        .send_delegated("demo", &pa_jwt, &alice, "m2", "show my orders", Some(&ctx))
+        .await;
+    assert_eq!(res.status(), 200);
+}
+
+/// PACT §5.5: a context started without delegation may continue with it, and
+/// is bound to that user from then on.
+#[tokio::test]
+async fn a_context_started_without_delegation_may_continue_with_it() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let res = app.send("demo", &pa_jwt, "m1", "hello", None).await;
+    let ctx = ok_json(res).await["message"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let alice = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &alice, "m2", "show my orders", Some(&ctx))
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(v["message"]["contextId"], ctx.as_str());
+    let reply = text(&v["message"]);
+    for order in seed_orders("demo", "alice") {
+        assert!(reply.contains(&order.order_id), "{reply}");
+    }
+    let bound: Option<String> =
+        sqlx::query_scalar("select user_sub from conversations where id = $1::uuid")
+            .bind(&ctx)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(bound.as_deref(), Some("alice"));
+}
+
+/// PACT §5.5 and §3: a delegated context may go on without a token, but then
+/// the turn runs with the PA-JWT's authority alone — no account data, no receipt.
+#[tokio::test]
+async fn a_delegated_context_may_continue_without_a_token_but_sees_no_account_data() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let alice = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &alice, "m1", "show my orders", None)
+        .await;
+    let ctx = ok_json(res).await["message"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let orders = seed_orders("demo", "alice");
+
+    let res = app
+        .send("demo", &pa_jwt, "m2", "show my orders", Some(&ctx))
+        .await;
+    let v = ok_json(res).await;
+    let task = &v["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_AUTH_REQUIRED");
+    assert_eq!(task["contextId"], ctx.as_str());
+    let said = serde_json::to_string(&v).unwrap();
+    for order in &orders {
+        assert!(!said.contains(&order.order_id), "{said}");
+    }
+    assert!(task["status"]["message"].get("metadata").is_none());
+
+    let res = app
+        .send("demo", &pa_jwt, "m3", "when are you open?", Some(&ctx))
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(text(&v["message"]), pact_server::agent::demo::HOURS);
+    assert!(v["message"].get("metadata").is_none());
+    let receipts: i64 = sqlx::query_scalar("select count(*) from receipts")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(receipts, 1, "only the delegated turn has a receipt");
+
+    // With the token again, the same context answers from the account.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &alice, "m4", "show my orders", Some(&ctx))
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains(&orders[0].order_id));
+}
+
+// ---------------------------------------------------------------------------
+// Step-up
+// ---------------------------------------------------------------------------
+
+/// PACT §5.5 step-up: an account question without a token is not a failure
+/// but a task in `TASK_STATE_AUTH_REQUIRED` naming the missing scope and a
+/// live verification link created for this PA and user; after the PA runs
+/// §5.1 for the missing scope, the same context answers.
+#[tokio::test]
+async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_grant_answers() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+
+    let res = app.send("demo", &pa_jwt, "m1", "show my orders", None).await;
+    let v = ok_json(res).await;
+    assert!(v.get("message").is_none(), "{v}");
+    let task = &v["task"];
+    assert!(!task["id"].as_str().unwrap().is_empty());
+    assert_eq!(task["status"]["state"], "TASK_STATE_AUTH_REQUIRED");
+    let ctx = task["contextId"].as_str().unwrap().to_owned();
+    let message = &task["status"]["message"];
+    assert_eq!(message["role"], "ROLE_AGENT");
+    assert_eq!(message["contextId"], ctx.as_str());
+    let parts = message["parts"].as_array().unwrap();
+    assert!(!parts.is_empty());
+    for part in parts {
+        assert_eq!(part.as_object().unwrap().len(), 1, "{part}");
+        assert!(!part["text"].as_str().unwrap().trim().is_empty());
+    }
+    assert!(text(message).contains("See your orders and their delivery status"));
+    assert!(message.get("metadata").is_none(), "no receipt without a token");
+    assert_eq!(task["metadata"]["pact.missingScopes"], json!(["orders:read"]));
+
+    let link = task["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap();
+    let auth = authorization_behind(&app, link).await;
+    assert_eq!(auth.brand_id, "demo");
+    assert_eq!(auth.pa_issuer, ISS);
+    assert_eq!(auth.pa_sub, SUB);
+    assert_eq!(auth.scopes, vec!["orders:read".to_owned()]);
+    assert_eq!(auth.status, "pending");
+    assert!(auth.expires_at > OffsetDateTime::now_utc());
+    assert!(text(message).contains(link), "the text tells the person where to go");
+
+    // The PA runs §5.1 for the missing scope, the person approves, and the PA
+    // re-sends in the same context.
+    let tokens = app.connect(&pa, SUB, "alice", &["orders:read"]).await;
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &access(&tokens),
+            "m2",
+            "show my orders",
+            Some(&ctx),
+        )
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(v["message"]["contextId"], ctx.as_str());
+    let reply = text(&v["message"]);
+    assert!(reply.starts_with("Your orders"), "{reply}");
+    for order in seed_orders("demo", "alice") {
+        assert!(reply.contains(&order.order_id), "{reply}");
+    }
+}
+
+/// PACT §5.5 step-up with a token that is too narrow: cancelling needs
+/// `orders:cancel`, so the turn is a task for exactly that scope (with a
+/// receipt, since it ran delegated), nothing is cancelled, and the
+/// conversation stays open.
+#[tokio::test]
+async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversation_stays_open() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let order = seed_orders("demo", "alice")[0].order_id.clone();
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    let ctx = ok_json(res).await["message"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &token,
+            "m2",
+            &format!("cancel {order}"),
+            Some(&ctx),
+        )
+        .await;
+    let v = ok_json(res).await;
+    let task = &v["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_AUTH_REQUIRED");
+    assert_eq!(task["contextId"], ctx.as_str());
+    assert_eq!(
+        task["metadata"]["pact.missingScopes"],
+        json!(["orders:cancel"])
+    );
+    let auth = authorization_behind(
+        &app,
+        task["metadata"]["pact.verificationUriComplete"]
+            .as_str()
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (auth.pa_issuer.as_str(), auth.pa_sub.as_str()),
+        (ISS, SUB)
+    );
+    assert_eq!(auth.scopes, vec!["orders:cancel".to_owned()]);
+    assert!(text(&task["status"]["message"]).contains("Cancel orders that have not shipped yet"));
+    let claims = verified_receipt(&app, &task["status"]["message"]).await;
+    assert!(claims.actions.is_empty());
+    assert!(claims.scopes_used.is_empty());
+    assert_eq!(order_status(&app, "alice", &order).await, "processing");
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m3", "show my orders", Some(&ctx))
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(v["message"]["contextId"], ctx.as_str());
+    assert!(text(&v["message"]).contains(&format!("{order} (")));
+}
+
+/// PACT §3 and §5: a brand without scopes is identity-only; an account
+/// question gets what a chat widget would say — no task, no link, no data.
+#[tokio::test]
+async fn an_identity_only_brand_answers_an_account_question_like_a_chat_widget() {
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+
+    let res = app.send("demo", &pa_jwt, "m1", "show my orders", None).await;
+    let v = ok_json(res).await;
+    assert!(v.get("task").is_none(), "{v}");
+    assert_eq!(text(&v["message"]), ASK_ORDER_NUMBER);
+    let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
+    let res = app
+        .send("demo", &pa_jwt, "m2", "cancel DEMO-1234567", Some(&ctx))
+        .await;
+    let v = ok_json(res).await;
+    assert!(v.get("task").is_none(), "{v}");
+    assert_eq!(text(&v["message"]), NEED_ACCOUNT);
+    let f = footprint(&app).await;
+    assert_eq!((f.device_authorizations, f.demo_orders), (0, 0));
+}
+
+// ---------------------------------------------------------------------------
+// authorization_details at the gateway
+// ---------------------------------------------------------------------------
+
+/// PACT §5.7: approved `authorization_details` are enforced against the real
+/// arguments before the tool runs: with cancellation limited to one order,
+/// another cancellable order is refused and left alone, the named one is
+/// cancelled, and the receipts record only what ran.
+#[tokio::test]
+async fn authorization_details_limit_cancellation_to_the_named_order() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    // Alice's usual orders plus a second one that is still cancellable.
+    let mut orders = seed_orders("demo", "alice");
+    let mut extra = orders[0].clone();
+    extra.order_id = "DEMO-0000042".to_owned();
+    orders.push(extra);
+    for o in &orders {
+        pact_db::demo_orders::insert(&app.db, "demo", "alice", o)
+            .await
+            .unwrap();
+    }
+    let named = orders[0].order_id.clone();
+    let other = orders[3].order_id.clone();
+    assert_eq!(order_status(&app, "alice", &other).await, "processing");
+
+    let details = json!([{"type": "order_cancellation", "order_ids": [named]}]);
+    let auth = app
+        .device_authorize(&pa, SUB, "orders:cancel", Some(&details))
+        .await;
+    app.approve(&auth.user_code, "alice", &["orders:cancel"])
+        .await;
+    let (status, tokens) = app.poll(&pa, SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(tokens["authorization_details"], details);
+    let token = access(&tokens);
+    assert_eq!(jws_json(&token, 1)["authorization_details"], details);
+
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &token,
+            "m1",
+            &format!("please cancel {other}"),
+            None,
+        )
+        .await;
+    let v = ok_json(res).await;
+    assert!(v.get("task").is_none(), "the scope is held: no step-up");
+    assert!(
+        text(&v["message"]).contains("doesn't cover that order"),
+        "{}",
+        text(&v["message"])
+    );
+    assert_eq!(order_status(&app, "alice", &other).await, "processing");
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert!(
+        claims.actions.iter().all(|a| a.tool != "cancel_order"),
+        "{claims:?}"
+    );
+    assert!(claims.scopes_used.is_empty());
+
+    let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &token,
+            "m2",
+            &format!("please cancel {named}"),
+            Some(&ctx),
+        )
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(
+        text(&v["message"]),
+        format!("Order {named} is cancelled. You won't be charged.")
+    );
+    assert_eq!(order_status(&app, "alice", &named).await, "cancelled");
+    assert_eq!(order_status(&app, "alice", &other).await, "processing");
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert_eq!(claims.scopes_used, vec!["orders:cancel".to_owned()]);
+    assert_eq!(claims.actions.len(), 1);
+    assert_eq!(claims.actions[0].tool, "cancel_order");
+    assert_eq!(
+        claims.actions[0].args_hash.as_deref(),
+        Some(pact_jose::args_hash(&json!({"order_id": named})).as_str())
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Receipts
+// ---------------------------------------------------------------------------
+
+/// PACT §5.6: every reply served under a token — an answer, a refusal, a
+/// step-up task — carries `pact.receipt` `{jws, claims}` whose JWS payload is
+/// the claims and which verifies against the brand's published JWKS.
+#[tokio::test]
+async fn every_delegated_reply_carries_a_receipt_that_verifies_against_the_published_keys() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let tokens = app.connect(&pa, SUB, "alice", &["orders:read"]).await;
+    let token = access(&tokens);
+    let grant = grant_of(&token);
+    let order = seed_orders("demo", "alice")[0].order_id.clone();
+    let jwks = app.provider_jwks().await;
+    let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
+
+    let mut messages = Vec::new();
+    for (id, said) in [
+        ("m1", "show my orders".to_owned()),
+        ("m2", "when are you open?".to_owned()),
+        ("m3", format!("cancel {order}")),
+    ] {
+        let res = app
+            .send_delegated("demo", &pa_jwt, &token, id, &said, None)
+            .await;
+        let v = ok_json(res).await;
+        messages.push(match v.get("task") {
+            Some(task) => task["status"]["message"].clone(),
+            None => v["message"].clone(),
+        });
+    }
+    for message in &messages {
+        let sent = &message["metadata"]["pact.receipt"];
+        assert_eq!(
+            sent.as_object().unwrap().keys().collect::<Vec<_>>().len(),
+            2,
+            "{sent}"
+        );
+        let jws = sent["jws"].as_str().unwrap();
+        assert_eq!(jws_json(jws, 1), sent["claims"], "the payload is the claims");
+        let header = jws_json(jws, 0);
+        assert_eq!(header["typ"], "pact-receipt+jws");
+        assert_eq!(header["alg"], "ES256");
+        assert!(kids.contains(&header["kid"].as_str().unwrap()));
+
+        let claims = verified_receipt(&app, message).await;
+        assert_eq!(claims.grant_id, grant.to_string());
+        assert_eq!(claims.user, "alice");
+        assert_eq!(claims.pa, ISS);
+        assert_eq!(claims.brand, app.iface("demo"));
+        OffsetDateTime::parse(&claims.ts, &time::format_description::well_known::Rfc3339)
+            .unwrap();
+    }
+    let listed = verified_receipt(&app, &messages[0]).await;
+    assert_eq!(listed.scopes_used, vec!["orders:read".to_owned()]);
+    assert_eq!(listed.actions[0].tool, "list_orders");
+    let public = verified_receipt(&app, &messages[1]).await;
+    assert!(public.scopes_used.is_empty() && public.actions.is_empty());
+
+    // A receipt whose claims were edited after signing does not verify.
+    let keys = ProviderKeySet::from_public_jwks(&jwks).unwrap();
+    let mut edited = receipt(&messages[1]);
+    edited.claims.scopes_used = vec!["orders:cancel".to_owned()];
+    assert!(pact_jose::verify_receipt(&edited, &keys).is_err());
+}
+
+/// PACT §4 and §5.6: a retried `messageId` gets the stored reply — the same
+/// reply id and the same receipt — and no new turn, message or receipt.
+#[tokio::test]
+async fn a_retried_message_id_returns_the_identical_reply_and_receipt_without_a_new_receipt() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    let first = ok_json(res).await;
+    let ctx = first["message"]["contextId"].as_str().unwrap().to_owned();
+    let before = footprint(&app).await;
+    assert_eq!(before.receipts, 1);
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", Some(&ctx))
+        .await;
+    let again = ok_json(res).await;
+    assert_eq!(again, first);
+    assert_eq!(
+        again["message"]["metadata"]["pact.receipt"]["jws"],
+        first["message"]["metadata"]["pact.receipt"]["jws"]
+    );
+    verified_receipt(&app, &again["message"]).await;
+    let after = footprint(&app).await;
+    assert_eq!(after.messages, before.messages);
+    assert_eq!(after.receipts, before.receipts);
+}
+
+/// PACT §5.6 (pactd's chain): a grant's receipts carry `seq` 1, 2, 3 and each
+/// `prev` is the hash of the receipt before; the auditor finds no break in the
+/// stored chain, and finds one when a receipt is missing or its claims edited.
+#[tokio::test]
+async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let grant = grant_of(&token);
+    let order = seed_orders("demo", "alice")[1].order_id.clone();
+
+    let mut ctx: Option<String> = None;
+    let mut sent = Vec::new();
+    for (i, said) in [
+        "show my orders".to_owned(),
+        format!("status of {order}?"),
+        "hello".to_owned(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let res = app
+            .send_delegated(
+                "demo",
+                &pa_jwt,
+                &token,
+                &format!("m{i}"),
+                said,
+                ctx.as_deref(),
+            )
+            .await;
+        let v = ok_json(res).await;
+        ctx = Some(v["message"]["contextId"].as_str().unwrap().to_owned());
+        sent.push(receipt(&v["message"]));
+    }
+    assert_eq!(sent[0].claims.prev, None);
+    assert_eq!(
+        sent[1].claims.prev,
+        Some(pact_jose::receipt_hash(&sent[0].jws))
+    );
+    assert_eq!(
+        sent[2].claims.prev,
+        Some(pact_jose::receipt_hash(&sent[1].jws))
+    );
+
+    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    assert_eq!(
+        stored.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(
+        stored.iter().map(|r| r.jws.as_str()).collect::<Vec<_>>(),
+        sent.iter().map(|r| r.jws.as_str()).collect::<Vec<_>>()
+    );
+    let keys = pact_server::keys::all_public_keys(&app.db).await.unwrap();
+    assert_eq!(
+        pact_server::domain::receipt_chain::verify(&stored, &keys),
+        vec![]
+    );
+
+    let gapped = vec![stored[0].clone(), stored[2].clone()];
+    let breaks = pact_server::domain::receipt_chain::verify(&gapped, &keys);
+    assert!(!breaks.is_empty());
+    assert!(
+        breaks.iter().all(|b| b.seq == 3 && b.grant_id == grant),
+        "{breaks:?}"
+    );
+
+    let mut edited = stored.clone();
+    edited[1].claims["scopesUsed"] = json!(["orders:cancel"]);
+    let breaks = pact_server::domain::receipt_chain::verify(&edited, &keys);
+    assert_eq!(breaks.len(), 1, "{breaks:?}");
+    assert_eq!(breaks[0].seq, 2);
+}
+
+/// PACT §5.6 (pactd: append-only storage): an UPDATE or DELETE of a stored
+/// receipt fails in the database itself, and the row stays as it was.
+#[tokio::test]
+async fn the_receipts_table_refuses_updates_and_deletes() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    ok_json(res).await;
+    let before = pact_db::receipts::list(&app.db, None).await.unwrap();
+    assert_eq!(before.len(), 1);
+
+    for sql in [
+        "update receipts set claims = '{}'::jsonb",
+        "update receipts set seq = seq + 1",
+        "delete from receipts",
+    ] {
+        let err = sqlx::query(sql).execute(&app.db).await.unwrap_err();
+        let db_err = err.as_database_error().expect("a database error");
+        assert_eq!(db_err.code().as_deref(), Some("42501"), "{sql}: {db_err}");
+        assert!(db_err.message().contains("append-only"), "{db_err}");
+    }
+    let after = pact_db::receipts::list(&app.db, None).await.unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].jws, before[0].jws);
+    assert_eq!(after[0].claims, before[0].claims);
+    assert_eq!(after[0].seq, before[0].seq);
+}
+
+// ---------------------------------------------------------------------------
+// Key rotation
+// ---------------------------------------------------------------------------
+
+/// PACT §5.4: after a rotation with no overlap, tokens signed by the old key
+/// keep working (it stays published), new tokens carry the new `kid` and
+/// verify, and the JWKS lists both keys.
+#[tokio::test]
+async fn after_a_key_rotation_old_tokens_keep_working_and_new_tokens_use_the_new_key() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let tokens = app.connect(&pa, SUB, "alice", &["orders:read"]).await;
+    let old = access(&tokens);
+    let old_kid = jws_json(&old, 0)["kid"].as_str().unwrap().to_owned();
+
+    let new_kid = pact_server::keys::rotate(
+        &app.db,
+        &app.master_key,
+        OffsetDateTime::now_utc(),
+        Duration::ZERO,
+        Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    app.state.keys.refresh(&app.db).await.unwrap();
+    assert_ne!(new_kid, old_kid);
+    let jwks = app.provider_jwks().await;
+    let mut kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
+    kids.sort_unstable();
+    let mut expected = vec![old_kid.as_str(), new_kid.as_str()];
+    expected.sort_unstable();
+    assert_eq!(kids, expected);
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &old, "m1", "show my orders", None)
+        .await;
+    let v = ok_json(res).await;
+    let receipt_jws = receipt(&v["message"]).jws;
+    assert_eq!(jws_json(&receipt_jws, 0)["kid"], new_kid.as_str());
+    verified_receipt(&app, &v["message"]).await;
+
+    let (status, refreshed) = app
+        .refresh(&pa, SUB, tokens["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(status, 200, "{refreshed}");
+    let new = access(&refreshed);
+    assert_eq!(jws_json(&new, 0)["kid"], new_kid.as_str());
+    let keys = ProviderKeySet::from_public_jwks(&jwks).unwrap();
+    let claims = pact_jose::verify_delegation_token(
+        &new,
+        &keys,
+        &app.state.config.oauth_issuer("demo"),
+        &app.iface("demo"),
+        ISS,
+        OffsetDateTime::now_utc().unix_timestamp(),
+    )
+    .unwrap();
+    assert_eq!(claims.grant_id, grant_of(&old).to_string());
+    let res = app
+        .send_delegated("demo", &pa_jwt, &new, "m2", "show my orders", None)
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+}
+
+/// PACT §5.4 (pactd: overlap): a rotated-in key is published at once so
+/// caches can fetch it, but tokens and receipts are still signed by the old
+/// key until the overlap ends.
+#[tokio::test]
+async fn during_the_overlap_a_new_key_is_published_but_the_old_key_still_signs() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let old_kid = app.provider_jwks().await[0]["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let new_kid = pact_server::keys::rotate(
+        &app.db,
+        &app.master_key,
+        OffsetDateTime::now_utc(),
+        Duration::hours(1),
+        Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    app.state.keys.refresh(&app.db).await.unwrap();
+    let jwks = app.provider_jwks().await;
+    let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
+    assert_eq!(kids.len(), 2);
+    assert!(kids.contains(&new_kid.as_str()) && kids.contains(&old_kid.as_str()));
+
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    assert_eq!(jws_json(&token, 0)["kid"], old_kid.as_str());
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(
+        jws_json(&receipt(&v["message"]).jws, 0)["kid"],
+        old_kid.as_str()
+    );
+    verified_receipt(&app, &v["message"]).await;
+}
+
+// ---------------------------------------------------------------------------
+// Two nodes, one database
+// ---------------------------------------------------------------------------
+
+/// Both nodes answer for one public URL and one PA-JWT audience.
+fn behind_one_public_url(c: &mut Config) {
+    c.public_url = "http://pactd.test".into();
+    c.audience = "http://pactd.test/a2a".into();
+    c.delegation.poll_interval_secs = 1;
+}
+
+/// Polls `done` every 50 ms for at most a second.
+async fn within_a_second(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..20 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    done()
+}
+
+/// DESIGN.md "Scale", PACT §5.5: two nodes on one database behave as one
+/// server — a token minted on node A works on node B, the grant's receipts
+/// chain across both, and a revocation through node A's `/oauth/revoke` is
+/// refused by node B on the very next call and reaches node B's in-memory
+/// view within a second through LISTEN/NOTIFY.
+#[tokio::test]
+async fn two_nodes_on_one_database_behave_as_one_server() {
+    let a = TestApp::spawn_with(behind_one_public_url).await;
+    a.enable_demo_delegation().await;
+    let pa = a.registered_pa(ISS).await;
+    // A grant revoked before node B starts: node B can learn of it only from
+    // its start-up reload, so seeing it means B's listener is up.
+    let earlier = pact_db::grants::insert(
+        &a.db,
+        pact_db::grants::NewGrant {
+            id: Uuid::new_v4(),
+            brand_id: "demo",
+            pa_issuer: ISS,
+            user_sub: "someone-else",
+            scopes: &["orders:read".to_owned()],
+            authorization_details: None,
+            expires_at: OffsetDateTime::now_utc() + Duration::days(1),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        pact_db::grants::revoke(&a.db, earlier.id, "test")
+            .await
+            .unwrap()
+    );
+    let b = a.spawn_peer(behind_one_public_url).await;
+    assert!(
+        within_a_second(|| b.state.revocations.is_revoked(earlier.id)).await,
+        "node B's listener did not start"
+    );
+
+    let tokens = a
+        .node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+        .await;
+    let token = access(&tokens);
+    let grant = grant_of(&token);
+    assert_eq!(jws_json(&token, 1)["aud"], "http://pactd.test/a2a/demo");
+    let pa_jwt = pa.token(SUB, "http://pactd.test/a2a");
+
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    let v = ok_json(res).await;
+    let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
+    let first = receipt(&v["message"]);
+    let res = a
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m2",
+            "show my orders",
+            Some(&ctx),
+        )
+        .await;
+    let second = receipt(&ok_json(res).await["message"]);
+    assert_eq!(second.claims.prev, Some(pact_jose::receipt_hash(&first.jws)));
+    let keys = pact_server::keys::all_public_keys(&a.db).await.unwrap();
+    let stored = pact_db::receipts::list(&a.db, Some(grant)).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(
+        pact_server::domain::receipt_chain::verify(&stored, &keys),
+        vec![]
+    );
+
+    assert!(!b.state.revocations.is_revoked(grant));
+    let res = a
+        .http
+        .post(a.node_a2a_url("demo", "oauth/revoke"))
+        .bearer_auth(&pa_jwt)
+        .form(&[("token", token.as_str()), ("client_id", ISS)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m3",
+            "show my orders",
+            Some(&ctx),
+        )
+        .await;
+    assert_invalid_token(res).await;
+    assert!(
+        within_a_second(|| b.state.revocations.is_revoked(grant)).await,
+        "node B did not hear of the revocation within a second"
+    );
+    b.stop().await;
+}
+
+// ---------------------------------------------------------------------------
+// Disabling a personal agent
+// ---------------------------------------------------------------------------
+
+/// `pactd agent disable` at the domain level: revoking every grant of a PA
+/// makes its delegated calls invalid tokens at once while its PA-JWT still
+/// authenticates (other PAs are untouched); disabling the agent row then
+/// refuses the PA-JWT itself, and re-enabling does not revive the grants.
+#[tokio::test]
+async fn revoking_all_of_an_agents_grants_refuses_its_tokens_before_its_pa_jwt() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let other = app.registered_pa(OTHER_ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let other_jwt = other.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let other_token = access(&app.connect(&other, SUB, "alice", &["orders:read"]).await);
+
+    let revoked = pact_db::grants::revoke_all_for_agent(&app.db, ISS, "personal agent disabled")
+        .await
+        .unwrap();
+    assert_eq!(revoked, 1);
+    let before = footprint(&app).await;
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
+    let res = app
+        .send("demo", &pa_jwt, "m1", "when are you open?", None)
+        .await;
+    assert_eq!(
+        text(&ok_json(res).await["message"]),
+        pact_server::agent::demo::HOURS
+    );
+    let res = app
+        .send_delegated("demo", &other_jwt, &other_token, "m1", "show my orders", None)
+        .await;
+    assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
+
+    assert!(
+        pact_db::agents::set_enabled(&app.db, ISS, false)
+            .await
+            .unwrap()
+    );
+    assert_bare_401(app.send("demo", &pa_jwt, "m2", "hello", None).await).await;
+    assert_bare_401(
+        app.send_delegated("demo", &pa_jwt, &token, "m2", "hello", None)
+            .await,
+    )
+    .await;
+
+    assert!(
+        pact_db::agents::set_enabled(&app.db, ISS, true)
+            .await
+            .unwrap()
+    );
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m3", "show my orders", None)
+        .await;
+    assert_invalid_token(res).await;
+}
