@@ -13,7 +13,9 @@ pub mod grants;
 pub mod local_cluster;
 pub mod receipts;
 pub mod scopes;
+pub mod sessions;
 pub mod signing_keys;
+pub mod users;
 
 use std::time::Duration;
 

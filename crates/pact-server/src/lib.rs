@@ -5,6 +5,7 @@
 //! persist and respond. Every error leaves through one mapping in `error.rs`.
 
 pub mod a2a;
+pub mod accounts;
 pub mod agent;
 pub mod auth;
 pub mod config;
@@ -21,6 +22,7 @@ pub mod revocation;
 pub mod router;
 pub mod serve;
 pub mod state;
+pub mod web;
 
 pub use config::Config;
 pub use router::router;

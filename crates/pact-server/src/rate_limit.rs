@@ -68,43 +68,57 @@ impl Bucket {
 /// Above this many tracked keys, full buckets are dropped (they carry no state).
 const PRUNE_ABOVE: usize = 50_000;
 
+/// The A2A limits: one bucket per PA, one per (PA, sub).
 pub struct RateLimiter {
-    limits: RateLimits,
-    buckets: Mutex<HashMap<(String, Option<String>), Bucket>>,
+    per_pa: KeyedLimiter,
+    per_user: KeyedLimiter,
 }
 
 impl RateLimiter {
     pub fn new(limits: RateLimits) -> Self {
         Self {
-            limits,
+            per_pa: KeyedLimiter::new(limits.per_pa_rate, limits.per_pa_burst),
+            per_user: KeyedLimiter::new(limits.per_user_rate, limits.per_user_burst),
+        }
+    }
+
+    /// Checks the user's bucket, then the PA's; `Err(retry_after)` when either is empty.
+    pub fn check(&self, pa: &str, sub: &str, now: Instant) -> Result<(), Duration> {
+        // The separator cannot occur in an issuer URL's first line, so keys never collide.
+        self.per_user.check(&format!("{pa}\n{sub}"), now)?;
+        self.per_pa.check(pa, now)
+    }
+}
+
+/// One token bucket per key (e.g. per IP), with the same rate and burst.
+pub struct KeyedLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+impl KeyedLimiter {
+    pub fn new(rate: f64, burst: f64) -> Self {
+        Self {
+            rate,
+            burst,
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Checks the PA's bucket and the user's bucket; `Err(retry_after)` when either is empty.
-    pub fn check(&self, pa: &str, sub: &str, now: Instant) -> Result<(), Duration> {
-        let l = &self.limits;
+    pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
         let mut buckets = match self.buckets.lock() {
             Ok(b) => b,
             Err(poisoned) => poisoned.into_inner(),
         };
         if buckets.len() > PRUNE_ABOVE {
-            buckets.retain(|(_, sub), b| {
-                let (rate, burst) = match sub {
-                    None => (l.per_pa_rate, l.per_pa_burst),
-                    Some(_) => (l.per_user_rate, l.per_user_burst),
-                };
-                !b.is_full(now, rate, burst)
-            });
+            let (rate, burst) = (self.rate, self.burst);
+            buckets.retain(|_, b| !b.is_full(now, rate, burst));
         }
-        let user = buckets
-            .entry((pa.to_owned(), Some(sub.to_owned())))
-            .or_insert_with(|| Bucket::full(l.per_user_burst, now));
-        user.take(now, l.per_user_rate, l.per_user_burst)?;
-        let platform = buckets
-            .entry((pa.to_owned(), None))
-            .or_insert_with(|| Bucket::full(l.per_pa_burst, now));
-        platform.take(now, l.per_pa_rate, l.per_pa_burst)
+        buckets
+            .entry(key.to_owned())
+            .or_insert_with(|| Bucket::full(self.burst, now))
+            .take(now, self.rate, self.burst)
     }
 }
 

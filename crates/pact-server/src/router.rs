@@ -19,6 +19,7 @@ use crate::a2a::{card, send, tasks};
 use crate::health;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
+use crate::web;
 
 /// Headers that carry credentials; marked sensitive so no layer ever logs them.
 pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
@@ -54,6 +55,11 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/static/style.css", get(web::assets::style))
+        .route("/static/webauthn.js", get(web::assets::webauthn_js))
+        // web: sign-in, second factors, TOTP enrolment, recovery codes (web/login.rs, web/mfa.rs)
+        // web: device pages, consent, brand login assertions (web/device.rs, web/brand_login.rs)
+        // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
         // PACT §2
         .route(
             "/a2a/{brand}/.well-known/agent-card.json",
@@ -89,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         .route("/a2a/{brand}/oauth/token", post(token::token))
         .route("/a2a/{brand}/oauth/revoke", post(revoke::revoke))
         .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(axum::middleware::from_fn(web::security::headers))
         .layer(layers)
         .with_state(state)
 }

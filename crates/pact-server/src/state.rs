@@ -23,6 +23,10 @@ pub struct Inner {
     pub limiter: RateLimiter,
     pub keys: KeyStore,
     pub revocations: RevocationView,
+    pub page_limits: crate::web::limits::PageLimits,
+    /// WebAuthn relying party for the public URL; `None` when the host cannot
+    /// be one (an IP address), in which case passkeys are not offered.
+    pub webauthn: Option<webauthn_rs::Webauthn>,
 }
 
 impl std::ops::Deref for AppState {
@@ -56,6 +60,7 @@ impl AppState {
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
         let keys = KeyStore::load(&db, config.master_key.clone()).await?;
+        let webauthn = crate::web::passkeys::relying_party(&config);
         Ok(Self(Arc::new(Inner {
             config,
             db,
@@ -65,6 +70,8 @@ impl AppState {
             limiter,
             keys,
             revocations: RevocationView::default(),
+            page_limits: crate::web::limits::PageLimits::default(),
+            webauthn,
         })))
     }
 

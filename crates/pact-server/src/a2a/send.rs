@@ -92,6 +92,15 @@ async fn run_turn(
         return Err(A2aError::unsupported("This conversation is closed").into());
     }
 
+    // PACT §5.5: a context that has run as one user refuses another — checked
+    // before the retry lookup, so a stored reply made for one user is never
+    // handed out under another user's token.
+    if let (Some(d), Some(bound)) = (delegation, &conversation.user_sub)
+        && bound != &d.user_sub
+    {
+        return Err(A2aError::invalid_params("This context belongs to another user").into());
+    }
+
     if let Some(seen) =
         conversations::find_message(&mut *tx, conversation.id, &incoming.message_id).await?
     {
@@ -105,17 +114,11 @@ async fn run_turn(
         };
     }
 
-    // PACT §5.5: a context that has run as one user refuses another.
-    if let Some(d) = delegation {
-        match &conversation.user_sub {
-            Some(bound) if bound != &d.user_sub => {
-                return Err(
-                    A2aError::invalid_params("This context belongs to another user").into(),
-                );
-            }
-            Some(_) => {}
-            None => conversations::bind_user(&mut *tx, conversation.id, &d.user_sub).await?,
-        }
+    // The first delegated turn binds the context to its user.
+    if let Some(d) = delegation
+        && conversation.user_sub.is_none()
+    {
+        conversations::bind_user(&mut *tx, conversation.id, &d.user_sub).await?;
     }
 
     let agent = state.agents.for_brand(brand).ok_or_else(|| {

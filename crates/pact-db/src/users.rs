@@ -1,0 +1,230 @@
+//! Brand customers' accounts (built-in login), their recovery codes, and the
+//! lockout counters that must hold across nodes.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct User {
+    pub id: Uuid,
+    pub brand_id: String,
+    pub email: String,
+    pub external_id: Option<String>,
+    pub password_hash: Option<String>,
+    pub totp_secret_sealed: Option<Vec<u8>>,
+    pub totp_last_step: Option<i64>,
+    pub failed_logins: i32,
+    pub locked_until: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
+}
+
+impl User {
+    /// The user's id at the brand, as delegation tokens carry it: the brand's
+    /// own id when known, otherwise a stable opaque id.
+    pub fn subject(&self) -> String {
+        self.external_id
+            .clone()
+            .unwrap_or_else(|| self.id.to_string())
+    }
+
+    pub fn has_totp(&self) -> bool {
+        self.totp_secret_sealed.is_some()
+    }
+}
+
+const COLS: &str = "id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at";
+
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    brand_id: &str,
+    email: &str,
+    external_id: Option<&str>,
+    password_hash: &str,
+) -> DbResult<User> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "insert into users (id, brand_id, email, external_id, password_hash) values ($1, $2, $3, $4, $5) \
+         returning {COLS}"
+    )))
+    .bind(id)
+    .bind(brand_id)
+    .bind(email)
+    .bind(external_id)
+    .bind(password_hash)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<User>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from users where id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<User>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from users where id = $1 for update"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn find_by_email(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    email: &str,
+) -> DbResult<Option<User>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from users where brand_id = $1 and email = $2"
+    )))
+    .bind(brand_id)
+    .bind(email)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>, brand_id: Option<&str>) -> DbResult<Vec<User>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from users where ($1::text is null or brand_id = $1) order by brand_id, email"
+    )))
+    .bind(brand_id)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn set_password_hash(db: impl PgExecutor<'_>, id: Uuid, hash: &str) -> DbResult<()> {
+    sqlx::query("update users set password_hash = $2 where id = $1")
+        .bind(id)
+        .bind(hash)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// A failed sign-in: counts it and, when the rule says so, locks until `locked_until`.
+pub async fn record_failure(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    failed_logins: i32,
+    locked_until: Option<OffsetDateTime>,
+) -> DbResult<()> {
+    sqlx::query("update users set failed_logins = $2, locked_until = $3 where id = $1")
+        .bind(id)
+        .bind(failed_logins)
+        .bind(locked_until)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+pub async fn clear_failures(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
+    sqlx::query("update users set failed_logins = 0, locked_until = null where id = $1")
+        .bind(id)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+pub async fn set_totp(db: impl PgExecutor<'_>, id: Uuid, sealed: Option<&[u8]>) -> DbResult<()> {
+    sqlx::query("update users set totp_secret_sealed = $2, totp_last_step = null where id = $1")
+        .bind(id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Records the accepted time step, only if it is newer than the last one:
+/// false means the code was already used (RFC 6238 §5.2).
+pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update users set totp_last_step = $2 where id = $1 and (totp_last_step is null or totp_last_step < $2)",
+    )
+    .bind(id)
+    .bind(step)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Removes every second factor (admin reset): TOTP, passkeys, recovery codes.
+pub async fn reset_mfa(db: &mut sqlx::PgConnection, id: Uuid) -> DbResult<()> {
+    sqlx::query("update users set totp_secret_sealed = null, totp_last_step = null where id = $1")
+        .bind(id)
+        .execute(&mut *db)
+        .await?;
+    sqlx::query("delete from webauthn_credentials where user_id = $1")
+        .bind(id)
+        .execute(&mut *db)
+        .await?;
+    sqlx::query("delete from recovery_codes where user_id = $1")
+        .bind(id)
+        .execute(&mut *db)
+        .await?;
+    Ok(())
+}
+
+/// Replaces the user's recovery codes.
+pub async fn replace_recovery_codes(
+    db: &mut sqlx::PgConnection,
+    id: Uuid,
+    hashes: &[Vec<u8>],
+) -> DbResult<()> {
+    sqlx::query("delete from recovery_codes where user_id = $1")
+        .bind(id)
+        .execute(&mut *db)
+        .await?;
+    for h in hashes {
+        sqlx::query("insert into recovery_codes (user_id, code_hash) values ($1, $2)")
+            .bind(id)
+            .bind(h)
+            .execute(&mut *db)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Uses a recovery code; false when unknown or already used.
+pub async fn use_recovery_code(db: impl PgExecutor<'_>, id: Uuid, hash: &[u8]) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update recovery_codes set used_at = now() where user_id = $1 and code_hash = $2 and used_at is null",
+    )
+    .bind(id)
+    .bind(hash)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<i64> {
+    sqlx::query_scalar("select count(*) from recovery_codes where user_id = $1 and used_at is null")
+        .bind(id)
+        .fetch_one(db)
+        .await
+}
+
+/// Remembers a brand login assertion's `jti`; false when it was seen before (replay).
+pub async fn claim_assertion_jti(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    jti: &str,
+    expires_at: OffsetDateTime,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "insert into brand_assertion_jtis (brand_id, jti, expires_at) values ($1, $2, $3) on conflict do nothing",
+    )
+    .bind(brand_id)
+    .bind(jti)
+    .bind(expires_at)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

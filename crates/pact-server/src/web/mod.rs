@@ -1,0 +1,18 @@
+//! The browser side (PACT §5.2): sign-in with a second factor, the device
+//! pages and consent, a brand's own login, and the "connected agents" page.
+//!
+//! Every page is server-rendered (askama) with one small stylesheet; the only
+//! script is for WebAuthn. Safety rules live in `security.rs` and `session.rs`
+//! and apply to every page: hashed, rotated session ids in HttpOnly SameSite
+//! cookies, a CSRF token plus an Origin check on every POST, strict security
+//! headers, `no-store` on anything personal, same-origin redirects only.
+
+pub mod assets;
+pub mod limits;
+pub mod page;
+pub mod passkeys;
+pub mod security;
+pub mod session;
+
+pub use page::{PageError, render};
+pub use session::Browser;

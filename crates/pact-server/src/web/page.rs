@@ -1,0 +1,112 @@
+//! Rendering pages and page errors (an HTML error page, never a stack trace).
+
+use askama::Template;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// Renders a template as an HTML response. Personal pages must not be cached
+/// by the browser or any proxy.
+pub fn render(template: &impl Template, status: StatusCode) -> Response {
+    match template.render() {
+        Ok(html) => {
+            let mut res = (status, html).into_response();
+            let h = res.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            res
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "template rendering failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong. Please try again.",
+            )
+                .into_response()
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage<'a> {
+    pub brand_name: &'a str,
+    pub title: &'a str,
+    pub message: &'a str,
+    pub signed_in: bool,
+}
+
+/// What a page handler can fail with; each is shown as a calm page.
+#[derive(Debug)]
+pub enum PageError {
+    /// 400, with a message for the person.
+    BadRequest(String),
+    /// 403: CSRF or Origin failures.
+    Forbidden(String),
+    NotFound(String),
+    /// 429, with how long to wait.
+    TooMany {
+        retry_after_secs: u64,
+        message: String,
+    },
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<sqlx::Error> for PageError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
+impl PageError {
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let (status, title, message, retry) = match &self {
+            Self::BadRequest(m) => (
+                StatusCode::BAD_REQUEST,
+                "That didn't work",
+                m.as_str(),
+                None,
+            ),
+            Self::Forbidden(m) => (StatusCode::FORBIDDEN, "Request refused", m.as_str(), None),
+            Self::NotFound(m) => (StatusCode::NOT_FOUND, "Not found", m.as_str(), None),
+            Self::TooMany {
+                retry_after_secs,
+                message,
+            } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Please wait a moment",
+                message.as_str(),
+                Some(*retry_after_secs),
+            ),
+            Self::Internal(cause) => {
+                tracing::error!(error = %cause, "page failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong",
+                    "Something went wrong on our side. Please try again in a moment.",
+                    None,
+                )
+            }
+        };
+        let page = ErrorPage {
+            brand_name: "pactd",
+            title,
+            message,
+            signed_in: false,
+        };
+        let mut res = render(&page, status);
+        if let Some(secs) = retry {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        res
+    }
+}

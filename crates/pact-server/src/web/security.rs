@@ -1,0 +1,137 @@
+//! Page safety rules: security headers, the Origin check, CSRF tokens, and
+//! same-origin redirect targets.
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::page::PageError;
+
+/// No inline script or style, nothing from elsewhere, never framed
+/// (clickjacking of the consent page is the attack to stop).
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                       connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Adds the security headers to every response (harmless on JSON).
+pub async fn headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+/// The `scheme://host[:port]` of the public URL.
+pub fn origin_of(public_url: &str) -> String {
+    match url::Url::parse(public_url) {
+        Ok(u) => u.origin().ascii_serialization(),
+        Err(_) => public_url.trim_end_matches('/').to_owned(),
+    }
+}
+
+/// A state-changing request must come from our own pages: `Origin` (sent by
+/// browsers on POST) must be ours; without it, `Sec-Fetch-Site` must say
+/// same-origin. Anything else is refused.
+pub fn check_origin(headers: &HeaderMap, public_url: &str) -> Result<(), PageError> {
+    let ours = origin_of(public_url);
+    match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        Some(o) if o == ours => Ok(()),
+        Some(_) => Err(PageError::Forbidden(
+            "This request came from another site and was refused.".into(),
+        )),
+        None => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+            Some("same-origin") => Ok(()),
+            _ => Err(PageError::Forbidden(
+                "This request could not be verified and was refused.".into(),
+            )),
+        },
+    }
+}
+
+/// Constant-time comparison of the form's CSRF token with the session's.
+pub fn check_csrf(expected: &str, given: Option<&str>) -> Result<(), PageError> {
+    let given = given.unwrap_or("");
+    let same = expected.len() == given.len()
+        && !expected.is_empty()
+        && openssl::memcmp::eq(expected.as_bytes(), given.as_bytes());
+    if same {
+        Ok(())
+    } else {
+        Err(PageError::Forbidden(
+            "Your session has changed. Go back, reload the page and try again.".into(),
+        ))
+    }
+}
+
+/// Only same-origin paths are followed after sign-in: `/x` but not `//evil`,
+/// `/\evil`, `https://evil`, or anything with control characters.
+pub fn safe_next(next: Option<&str>) -> String {
+    let Some(n) = next else {
+        return "/account".to_owned();
+    };
+    let ok = n.starts_with('/')
+        && !n.starts_with("//")
+        && !n.starts_with("/\\")
+        && n.len() <= 2048
+        && !n.chars().any(|c| c.is_control() || c == '\\');
+    if ok {
+        n.to_owned()
+    } else {
+        "/account".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_same_origin_paths_are_followed() {
+        assert_eq!(safe_next(Some("/device/consent")), "/device/consent");
+        for bad in [
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example",
+            "javascript:alert(1)",
+            "/a\nb",
+            "evil",
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/account", "{bad:?}");
+        }
+        assert_eq!(safe_next(None), "/account");
+    }
+
+    #[test]
+    fn origins_must_match_exactly() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:8080"),
+        );
+        assert!(check_origin(&h, "http://127.0.0.1:8080").is_ok());
+        assert!(check_origin(&h, "http://127.0.0.1:8081").is_err());
+        h.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(check_origin(&h, "http://127.0.0.1:8080").is_err());
+        assert!(check_origin(&HeaderMap::new(), "http://127.0.0.1:8080").is_err());
+    }
+
+    #[test]
+    fn csrf_tokens_must_match() {
+        assert!(check_csrf("abc", Some("abc")).is_ok());
+        assert!(check_csrf("abc", Some("abd")).is_err());
+        assert!(check_csrf("abc", None).is_err());
+        assert!(check_csrf("", Some("")).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+// WebAuthn ceremonies for pactd's pages (the only script pactd serves).
