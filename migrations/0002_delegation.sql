@@ -142,3 +142,7 @@ end;
 $$;
 create trigger signing_keys_changed after insert or update on signing_keys
     for each statement execute function pactd_notify_keys();
+
+-- TRUNCATE bypasses row triggers; refuse it too.
+create trigger receipts_no_truncate before truncate on receipts
+    for each statement execute function pactd_append_only();

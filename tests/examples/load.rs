@@ -809,7 +809,8 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn commit() -> String {
-    let head = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
+    let head = git(&["rev-parse", "--short=12", "HEAD"])
+        .unwrap_or_else(|| "unknown (not run from a git checkout)".to_owned());
     let dirty =
         git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
     if dirty {
@@ -834,7 +835,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let bin = pactd_binary()?;
     let load_start = loadavg();
-    let started_at = OffsetDateTime::now_utc().format(&Rfc3339)?;
+    let started_at = OffsetDateTime::now_utc()
+        .replace_nanosecond(0)?
+        .format(&Rfc3339)?;
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let seconds = Duration::from_secs(args.seconds);
     let c = args.concurrency;
@@ -957,7 +960,7 @@ async fn main() -> anyhow::Result<()> {
                     &jwt,
                     None,
                     "When are you open?",
-                    seq % CHECK_EVERY == 0,
+                    seq.is_multiple_of(CHECK_EVERY),
                 )
                 .await
             }
@@ -986,7 +989,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 2. Device authorizations, then the token endpoint while they are pending.
     // One user per authorization (as in life), spread over the PAs.
-    let mut ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
+    let ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
     let slots: Vec<Slot> = (0..args.device_codes)
         .map(|i| ctx.slot(i % args.pas, format!("pending-u{i}")))
         .collect();
@@ -1109,7 +1112,7 @@ async fn main() -> anyhow::Result<()> {
                     &jwt,
                     Some(d),
                     "Show me my orders",
-                    seq % CHECK_EVERY == 0,
+                    seq.is_multiple_of(CHECK_EVERY),
                 )
                 .await
             }

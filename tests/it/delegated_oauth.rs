@@ -488,23 +488,50 @@ async fn a_device_code_is_redeemed_once_and_then_is_invalid_grant() {
 }
 
 /// PACT §5.3 "exactly once per code": two polls racing for one approved code
-/// get one token pair between them.
-#[tokio::test]
+/// get one token pair between them. Several codes race at once, on a
+/// multi-threaded runtime, so a missing lock cannot slip through by luck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_racing_polls_of_an_approved_code_get_exactly_one_token_pair() {
     let app = delegation_app().await;
     let pa = app.registered_pa(ISS).await;
-    let auth = app.device_authorize(&pa, "u1", "orders:read", None).await;
-    app.approve(&auth.user_code, "alice", &["orders:read"])
-        .await;
-    let (a, b) = tokio::join!(
-        poll(&app, &pa, "u1", &auth.device_code),
-        poll(&app, &pa, "u1", &auth.device_code)
-    );
-    let (won, lost) = if a.0 == 200 { (a, b) } else { (b, a) };
-    assert_eq!(won.0, 200, "{}", won.1);
-    assert!(won.1["access_token"].is_string());
-    assert_error(&lost, 400, "invalid_grant");
-    assert_eq!(count(&app, "select count(*) from refresh_tokens").await, 1);
+    let mut requests = tokio::task::JoinSet::new();
+    // One brand user per code, so no approval supersedes another's grant.
+    for user in ["alice", "bob", "carol", "dave"] {
+        let auth = app.device_authorize(&pa, "u1", "orders:read", None).await;
+        app.approve(&auth.user_code, user, &["orders:read"]).await;
+        // Tokens and requests are made up front so the two polls leave together.
+        for _ in 0..2 {
+            let req = app
+                .http
+                .post(app.oauth("demo", "token"))
+                .bearer_auth(pa.token("u1", app.audience()))
+                .form(&[
+                    ("grant_type", DEVICE_GRANT),
+                    ("device_code", auth.device_code.as_str()),
+                    ("client_id", ISS),
+                ]);
+            let code = auth.device_code.clone();
+            requests.spawn(async move {
+                let res = req.send().await.unwrap();
+                assert_eq!(res.headers()["cache-control"], "no-store");
+                let status = res.status().as_u16();
+                (code, (status, res.json::<Value>().await.unwrap()))
+            });
+        }
+    }
+    let mut by_code: std::collections::BTreeMap<String, Vec<(u16, Value)>> = Default::default();
+    for done in requests.join_all().await {
+        by_code.entry(done.0).or_default().push(done.1);
+    }
+    assert_eq!(by_code.len(), 4);
+    for mut pair in by_code.into_values() {
+        pair.sort_by_key(|(status, _)| *status);
+        assert_eq!(pair.len(), 2);
+        assert_eq!(pair[0].0, 200, "{}", pair[0].1);
+        assert!(pair[0].1["access_token"].is_string());
+        assert_error(&pair[1], 400, "invalid_grant");
+    }
+    assert_eq!(count(&app, "select count(*) from refresh_tokens").await, 4);
 }
 
 /// PACT §5.3, §7: a device code is a bearer secret of its PA alone; another PA
@@ -1366,8 +1393,10 @@ async fn consent_cannot_decide_an_authorization_twice_or_after_it_expired() {
 }
 
 /// PACT §5.2, §5.5 step-up: a second approval for the same (brand, PA, user)
-/// yields one grant with the union of scopes and revokes the older grant; other
-/// users' grants are untouched.
+/// yields one grant with the union of scopes. The older grant keeps working
+/// until the PA redeems the new one (approving a link the PA never redeems
+/// cannot cut it off); then it is revoked as superseded. Other users' grants
+/// are untouched.
 #[tokio::test]
 async fn a_step_up_approval_grants_the_union_and_supersedes_the_older_grant() {
     let app = delegation_app().await;
@@ -1394,17 +1423,34 @@ async fn a_step_up_approval_grants_the_union_and_supersedes_the_older_grant() {
         g.scopes,
         vec!["orders:cancel".to_owned(), "orders:read".to_owned()]
     );
-    let old = grant(&app, first_grant).await;
-    assert!(old.revoked_at.is_some());
-    let reason = old.revoked_reason.unwrap_or_default();
-    assert!(reason.starts_with("superseded"), "{reason}");
-    assert!(grant(&app, bob_grant).await.revoked_at.is_none());
+    assert!(grant(&app, first_grant).await.revoked_at.is_none());
+    let pa_jwt = pa.token("u1", app.audience());
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            str_of(&first, "access_token"),
+            "m0",
+            "Show me my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200, "not cut off before it redeems");
 
     let (s, tokens) = poll(&app, &pa, "u1", &step_up.device_code).await;
     assert_eq!(s, 200, "{tokens}");
     assert_eq!(tokens["scope"], "orders:cancel orders:read");
+    assert_eq!(
+        jwt_part(str_of(&tokens, "access_token"), 1)["grant_id"],
+        g.id.to_string()
+    );
+    let old = grant(&app, first_grant).await;
+    assert!(old.revoked_at.is_some());
+    let reason = old.revoked_reason.unwrap_or_default();
+    assert!(reason.starts_with("superseded"), "{reason}");
+    assert!(grant(&app, g.id).await.revoked_at.is_none());
+    assert!(grant(&app, bob_grant).await.revoked_at.is_none());
 
-    let pa_jwt = pa.token("u1", app.audience());
     let res = app
         .send_delegated(
             "demo",

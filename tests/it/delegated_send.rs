@@ -44,7 +44,11 @@ fn jws_json(jws: &str, index: usize) -> Value {
 }
 
 fn grant_of(token: &str) -> Uuid {
-    jws_json(token, 1)["grant_id"].as_str().unwrap().parse().unwrap()
+    jws_json(token, 1)["grant_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// PACT §5.5: exactly this 401, and no body.
@@ -407,11 +411,12 @@ async fn an_expired_token_or_an_expired_grant_is_refused() {
     assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
 
     // The grant expires while the token has not.
-    let done = sqlx::query("update grants set expires_at = now() - interval '1 minute' where id = $1")
-        .bind(grant_of(&token))
-        .execute(&app.db)
-        .await
-        .unwrap();
+    let done =
+        sqlx::query("update grants set expires_at = now() - interval '1 minute' where id = $1")
+            .bind(grant_of(&token))
+            .execute(&app.db)
+            .await
+            .unwrap();
     assert_eq!(done.rows_affected(), 1);
     let before = footprint(&app).await;
     for t in [&token, &fresh] {
@@ -665,7 +670,9 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
 
-    let res = app.send("demo", &pa_jwt, "m1", "show my orders", None).await;
+    let res = app
+        .send("demo", &pa_jwt, "m1", "show my orders", None)
+        .await;
     let v = ok_json(res).await;
     assert!(v.get("message").is_none(), "{v}");
     let task = &v["task"];
@@ -682,8 +689,14 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
         assert!(!part["text"].as_str().unwrap().trim().is_empty());
     }
     assert!(text(message).contains("See your orders and their delivery status"));
-    assert!(message.get("metadata").is_none(), "no receipt without a token");
-    assert_eq!(task["metadata"]["pact.missingScopes"], json!(["orders:read"]));
+    assert!(
+        message.get("metadata").is_none(),
+        "no receipt without a token"
+    );
+    assert_eq!(
+        task["metadata"]["pact.missingScopes"],
+        json!(["orders:read"])
+    );
 
     let link = task["metadata"]["pact.verificationUriComplete"]
         .as_str()
@@ -695,7 +708,10 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
     assert_eq!(auth.scopes, vec!["orders:read".to_owned()]);
     assert_eq!(auth.status, "pending");
     assert!(auth.expires_at > OffsetDateTime::now_utc());
-    assert!(text(message).contains(link), "the text tells the person where to go");
+    assert!(
+        text(message).contains(link),
+        "the text tells the person where to go"
+    );
 
     // The PA runs §5.1 for the missing scope, the person approves, and the PA
     // re-sends in the same context.
@@ -763,10 +779,7 @@ async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversatio
             .unwrap(),
     )
     .await;
-    assert_eq!(
-        (auth.pa_issuer.as_str(), auth.pa_sub.as_str()),
-        (ISS, SUB)
-    );
+    assert_eq!((auth.pa_issuer.as_str(), auth.pa_sub.as_str()), (ISS, SUB));
     assert_eq!(auth.scopes, vec!["orders:cancel".to_owned()]);
     assert!(text(&task["status"]["message"]).contains("Cancel orders that have not shipped yet"));
     let claims = verified_receipt(&app, &task["status"]["message"]).await;
@@ -790,7 +803,9 @@ async fn an_identity_only_brand_answers_an_account_question_like_a_chat_widget()
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
 
-    let res = app.send("demo", &pa_jwt, "m1", "show my orders", None).await;
+    let res = app
+        .send("demo", &pa_jwt, "m1", "show my orders", None)
+        .await;
     let v = ok_json(res).await;
     assert!(v.get("task").is_none(), "{v}");
     assert_eq!(text(&v["message"]), ASK_ORDER_NUMBER);
@@ -939,7 +954,11 @@ async fn every_delegated_reply_carries_a_receipt_that_verifies_against_the_publi
             "{sent}"
         );
         let jws = sent["jws"].as_str().unwrap();
-        assert_eq!(jws_json(jws, 1), sent["claims"], "the payload is the claims");
+        assert_eq!(
+            jws_json(jws, 1),
+            sent["claims"],
+            "the payload is the claims"
+        );
         let header = jws_json(jws, 0);
         assert_eq!(header["typ"], "pact-receipt+jws");
         assert_eq!(header["alg"], "ES256");
@@ -950,8 +969,7 @@ async fn every_delegated_reply_carries_a_receipt_that_verifies_against_the_publi
         assert_eq!(claims.user, "alice");
         assert_eq!(claims.pa, ISS);
         assert_eq!(claims.brand, app.iface("demo"));
-        OffsetDateTime::parse(&claims.ts, &time::format_description::well_known::Rfc3339)
-            .unwrap();
+        OffsetDateTime::parse(&claims.ts, &time::format_description::well_known::Rfc3339).unwrap();
     }
     let listed = verified_receipt(&app, &messages[0]).await;
     assert_eq!(listed.scopes_used, vec!["orders:read".to_owned()]);
@@ -1303,7 +1321,10 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
         )
         .await;
     let second = receipt(&ok_json(res).await["message"]);
-    assert_eq!(second.claims.prev, Some(pact_jose::receipt_hash(&first.jws)));
+    assert_eq!(
+        second.claims.prev,
+        Some(pact_jose::receipt_hash(&first.jws))
+    );
     let keys = pact_server::keys::all_public_keys(&a.db).await.unwrap();
     let stored = pact_db::receipts::list(&a.db, Some(grant)).await.unwrap();
     assert_eq!(stored.len(), 2);
@@ -1376,7 +1397,14 @@ async fn revoking_all_of_an_agents_grants_refuses_its_tokens_before_its_pa_jwt()
         pact_server::agent::demo::HOURS
     );
     let res = app
-        .send_delegated("demo", &other_jwt, &other_token, "m1", "show my orders", None)
+        .send_delegated(
+            "demo",
+            &other_jwt,
+            &other_token,
+            "m1",
+            "show my orders",
+            None,
+        )
         .await;
     assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
 

@@ -1,14 +1,19 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod card;
+mod conformance;
 mod delegated_flow;
-mod delegated_send;
 mod delegated_oauth;
+mod delegated_send;
 mod jwks;
 mod messages;
 mod ops;
 mod pa_jwt_attacks;
+mod pages_account;
+mod pages_device;
+mod pages_login;
 mod routes;
 
 use reqwest::Response;

@@ -123,7 +123,8 @@ async fn aud_missing_wrong_array_or_the_interface_url_is_refused() {
     let (app, pa) = setup().await;
     let aud = app.audience().to_owned();
     let iface = app.iface("demo");
-    let edits: Vec<Box<dyn Fn(&mut Value)>> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<Edit> = vec![
         Box::new(|c| {
             c.as_object_mut().unwrap().remove("aud");
         }),

@@ -7,6 +7,7 @@ pub mod app;
 pub mod db;
 pub mod delegation;
 pub mod pa;
+pub mod pages;
 
 pub use app::TestApp;
 pub use pa::TestPa;

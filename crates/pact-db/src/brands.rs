@@ -76,21 +76,6 @@ pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Brand>> {
     .await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::is_valid_brand_id;
-
-    #[test]
-    fn brand_ids_are_url_safe() {
-        for ok in ["demo", "acme-store", "a", "shop_2"] {
-            assert!(is_valid_brand_id(ok), "{ok}");
-        }
-        for bad in ["", "Demo", "-x", "a/b", "a b", "é", &"x".repeat(64)] {
-            assert!(!is_valid_brand_id(bad), "{bad}");
-        }
-    }
-}
-
 /// Replaces one top-level key of the brand's settings; false when the brand is unknown.
 pub async fn set_setting(
     db: impl PgExecutor<'_>,
@@ -107,4 +92,19 @@ pub async fn set_setting(
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_valid_brand_id;
+
+    #[test]
+    fn brand_ids_are_url_safe() {
+        for ok in ["demo", "acme-store", "a", "shop_2"] {
+            assert!(is_valid_brand_id(ok), "{ok}");
+        }
+        for bad in ["", "Demo", "-x", "a/b", "a b", "é", &"x".repeat(64)] {
+            assert!(!is_valid_brand_id(bad), "{bad}");
+        }
+    }
 }

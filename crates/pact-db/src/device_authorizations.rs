@@ -97,6 +97,18 @@ pub async fn find_live_by_user_code(
     .await
 }
 
+/// Whether a decided authorization (denied or redeemed) used this code; such
+/// codes are no longer live but deserve a clearer page than "unknown".
+pub async fn user_code_was_used(db: impl PgExecutor<'_>, user_code: &str) -> DbResult<bool> {
+    sqlx::query_scalar(
+        "select exists (select 1 from device_authorizations \
+         where user_code = $1 and status in ('denied', 'redeemed'))",
+    )
+    .bind(user_code)
+    .fetch_one(db)
+    .await
+}
+
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAuthorization>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "select {COLS} from device_authorizations where id = $1 for update"

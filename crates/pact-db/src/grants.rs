@@ -131,6 +131,23 @@ pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult
     Ok(done.rows_affected() == 1)
 }
 
+/// Revokes the live grants of the same (brand, PA, user) created before `newer`.
+pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult<u64> {
+    let done = sqlx::query(
+        "update grants set revoked_at = now(), revoked_reason = 'superseded by a wider grant' \
+         where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and id <> $4 \
+         and created_at <= $5 and revoked_at is null",
+    )
+    .bind(&newer.brand_id)
+    .bind(&newer.pa_issuer)
+    .bind(&newer.user_sub)
+    .bind(newer.id)
+    .bind(newer.created_at)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// Revokes every live grant of a PA (when the PA is disabled).
 pub async fn revoke_all_for_agent(
     db: impl PgExecutor<'_>,

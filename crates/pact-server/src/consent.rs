@@ -84,8 +84,9 @@ pub async fn approve(
     };
 
     // A step-up adds to what the user already allowed this PA: the new grant
-    // carries the union and supersedes the older ones, so the person sees one
-    // grant per agent and revoking it cuts the agent off entirely.
+    // carries the union. The older grants are superseded only when the new
+    // grant's tokens are issued (oauth/token.rs), so approving a link the PA
+    // never redeems cannot cut the PA off.
     let brand = pact_db::brands::find(&mut *tx, &auth.brand_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
@@ -128,9 +129,6 @@ pub async fn approve(
         },
     )
     .await?;
-    for g in &previous {
-        pact_db::grants::revoke(&mut *tx, g.id, "superseded by a wider grant").await?;
-    }
     if !pact_db::device_authorizations::set_approved(&mut *tx, auth.id, approval.user_sub, grant.id)
         .await?
     {

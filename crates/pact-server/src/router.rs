@@ -58,8 +58,48 @@ pub fn router(state: AppState) -> Router {
         .route("/static/style.css", get(web::assets::style))
         .route("/static/webauthn.js", get(web::assets::webauthn_js))
         // web: sign-in, second factors, TOTP enrolment, recovery codes (web/login.rs, web/mfa.rs)
+        .route(
+            "/login",
+            get(web::login::get_login).post(web::login::post_login),
+        )
+        .route(
+            "/login/second-factor",
+            get(web::login::get_second_factor).post(web::login::post_second_factor),
+        )
+        .route("/logout", post(web::login::post_logout))
+        .route(
+            "/account/totp",
+            get(web::mfa::get_totp).post(web::mfa::post_totp),
+        )
+        .route(
+            "/account/recovery-codes",
+            post(web::mfa::post_recovery_codes),
+        )
         // web: device pages, consent, brand login assertions (web/device.rs, web/brand_login.rs)
+        .route(
+            "/device",
+            get(web::device::entry).post(web::device::confirm),
+        )
+        .route(
+            "/device/consent",
+            get(web::device::show).post(web::device::decide),
+        )
+        .route("/device/done", get(web::device::done))
+        .route("/device/assertion", post(web::brand_login::assertion))
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
+        .route("/account", get(web::account::page))
+        .route("/account/grants/{id}/revoke", post(web::account::revoke))
+        .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
+        .route(
+            "/passkeys/register/start",
+            post(web::passkeys::register_start),
+        )
+        .route(
+            "/passkeys/register/finish",
+            post(web::passkeys::register_finish),
+        )
+        .route("/passkeys/login/start", post(web::passkeys::login_start))
+        .route("/passkeys/login/finish", post(web::passkeys::login_finish))
         // PACT §2
         .route(
             "/a2a/{brand}/.well-known/agent-card.json",

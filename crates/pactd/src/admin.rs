@@ -11,8 +11,8 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use crate::cli::{
-    AgentCommand, BrandCommand, Cli, Command, DetailsTypeCommand, GrantsCommand, KeysCommand,
-    ReceiptsCommand, ScopeCommand,
+    AgentCommand, BrandCommand, BrandSetArgs, Cli, Command, DetailsTypeCommand, GrantsCommand,
+    KeysCommand, ReceiptsCommand, ScopeCommand, UserCommand,
 };
 use crate::master_key;
 
@@ -29,6 +29,7 @@ pub async fn run(
         Command::Keys(c) => keys(pool, cli, data_dir, c).await?,
         Command::Grants(c) => grants(pool, c).await?,
         Command::Receipts(c) => receipts(pool, c).await?,
+        Command::User(c) => user(pool, c).await?,
         Command::Serve(_) | Command::Dev(_) => {}
     }
     Ok(())
@@ -117,6 +118,7 @@ async fn brand(pool: &PgPool, c: &BrandCommand) -> anyhow::Result<()> {
             }
         }
         BrandCommand::DetailsType(c) => details_type(pool, c).await?,
+        BrandCommand::Set(args) => brand_set(pool, args).await?,
     }
     Ok(())
 }
@@ -348,4 +350,207 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
         );
     }
     bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
+}
+
+async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
+    use serde_json::{Value, json};
+    require_brand(pool, &a.brand_id).await?;
+    let mut changes: Vec<(&str, Value)> = Vec::new();
+    if let Some(required) = a.mfa_required {
+        changes.push(("mfa_required", json!(required)));
+    }
+    if let (Some(url), Some(jwks_uri)) = (&a.login_url, &a.login_jwks_uri) {
+        check_login_url(url)?;
+        pact_jose::check_jwks_uri(jwks_uri, true)
+            .map_err(|e| anyhow::anyhow!("invalid --login-jwks-uri: {e}"))?;
+        changes.push(("login_url", json!(url)));
+        changes.push(("login_jwks_uri", json!(jwks_uri)));
+    }
+    if a.no_external_login {
+        changes.push(("login_url", Value::Null));
+        changes.push(("login_jwks_uri", Value::Null));
+    }
+    if let Some(days) = a.grant_ttl_days {
+        changes.push(("grant_ttl_days", json!(days)));
+    }
+    if changes.is_empty() {
+        bail!(
+            "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
+             --no-external-login or --grant-ttl-days"
+        );
+    }
+    let mut tx = pool.begin().await?;
+    for (key, value) in &changes {
+        pact_db::brands::set_setting(&mut *tx, &a.brand_id, key, value).await?;
+    }
+    tx.commit().await?;
+    for (key, value) in &changes {
+        let shown = if value.is_null() {
+            "(removed)".to_owned()
+        } else {
+            value.to_string()
+        };
+        println!("{}: {key} = {shown}", a.brand_id);
+    }
+    Ok(())
+}
+
+/// A brand's own login page: https, or http on a loopback host (development);
+/// no credentials in it.
+fn check_login_url(raw: &str) -> anyhow::Result<()> {
+    let url = url::Url::parse(raw).map_err(|e| anyhow::anyhow!("invalid --login-url: {e}"))?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    if !(url.scheme() == "https" || (url.scheme() == "http" && loopback)) {
+        bail!("invalid --login-url: use https (http only for localhost / 127.0.0.1 / [::1])");
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        bail!("invalid --login-url: no user name, password or #fragment");
+    }
+    Ok(())
+}
+
+/// Emails are stored trimmed and lower-cased, as the sign-in page compares them.
+fn normalise_email(raw: &str) -> anyhow::Result<String> {
+    let email = raw.trim().to_lowercase();
+    let valid = (3..=254).contains(&email.len())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+        })
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !valid {
+        bail!("invalid email {raw:?}");
+    }
+    Ok(email)
+}
+
+/// The new account's password: standard input when it is not a terminal
+/// (one line; the line ending is dropped), otherwise a generated one.
+fn password_for_new_user() -> anyhow::Result<(String, bool)> {
+    use std::io::{IsTerminal, Read};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        // 24 base64url characters: 144 random bits.
+        let (secret, _) = pact_server::domain::secrets::new_secret();
+        return Ok((secret.chars().take(24).collect(), true));
+    }
+    let mut raw = String::new();
+    stdin
+        .lock()
+        .take(64 * 1024)
+        .read_to_string(&mut raw)
+        .context("cannot read the password from standard input")?;
+    let line = raw.strip_suffix('\n').unwrap_or(&raw);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.is_empty() {
+        bail!(
+            "no password on standard input: pipe one in (at least {} characters), \
+             or run from a terminal to have one generated",
+            pact_server::accounts::password::MIN_LEN
+        );
+    }
+    Ok((line.to_owned(), false))
+}
+
+async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
+    match c {
+        UserCommand::Add {
+            brand_id,
+            email,
+            external_id,
+        } => {
+            require_brand(pool, brand_id).await?;
+            let email = normalise_email(email)?;
+            if let Some(x) = external_id
+                && (x.is_empty() || x.len() > 256 || x.trim() != x)
+            {
+                bail!("invalid --external-id: 1–256 characters without surrounding spaces");
+            }
+            let (password, generated) = password_for_new_user()?;
+            let hash = pact_server::accounts::password::hash(&password)
+                .map_err(|e| anyhow::anyhow!("cannot use that password: {e}"))?;
+            let id = Uuid::new_v4();
+            let user = match pact_db::users::insert(
+                pool,
+                id,
+                brand_id,
+                &email,
+                external_id.as_deref(),
+                &hash,
+            )
+            .await
+            {
+                Ok(u) => u,
+                Err(e) if pact_db::is_unique_violation(&e) => match external_id {
+                    Some(x) => bail!(
+                        "brand {brand_id:?} already has an account with email {email:?} or external id {x:?}"
+                    ),
+                    None => bail!("brand {brand_id:?} already has an account with email {email:?}"),
+                },
+                Err(e) => return Err(e.into()),
+            };
+            println!(
+                "added user {} to {} (id {}, subject {})",
+                user.email,
+                user.brand_id,
+                user.id,
+                user.subject()
+            );
+            if generated {
+                println!("password: {password}");
+                println!("(shown once; it is stored only as an argon2id hash)");
+            }
+        }
+        UserCommand::List { brand } => {
+            if let Some(b) = brand {
+                require_brand(pool, b).await?;
+            }
+            let now = OffsetDateTime::now_utc();
+            for u in pact_db::users::list(pool, brand.as_deref()).await? {
+                let passkeys = pact_db::sessions::credentials_of(pool, u.id).await?.len();
+                let recovery = pact_db::users::unused_recovery_codes(pool, u.id).await?;
+                let mut factors = Vec::new();
+                if u.has_totp() {
+                    factors.push("totp".to_owned());
+                }
+                if passkeys > 0 {
+                    factors.push(format!("passkeys:{passkeys}"));
+                }
+                if recovery > 0 {
+                    factors.push(format!("recovery-codes:{recovery}"));
+                }
+                let factors = if factors.is_empty() {
+                    "no-mfa".to_owned()
+                } else {
+                    factors.join(",")
+                };
+                let lock = u.locked_until.filter(|t| *t > now).map_or_else(
+                    || "-".to_owned(),
+                    |t| format!("locked-until {}", rfc3339(t)),
+                );
+                println!(
+                    "{}\t{}\t{}\t{}\t{factors}\t{lock}",
+                    u.brand_id,
+                    u.email,
+                    u.id,
+                    u.external_id.as_deref().unwrap_or("-"),
+                );
+            }
+        }
+        UserCommand::ResetMfa { brand_id, email } => {
+            require_brand(pool, brand_id).await?;
+            let email = normalise_email(email)?;
+            let user = pact_db::users::find_by_email(pool, brand_id, &email)
+                .await?
+                .with_context(|| {
+                    format!("brand {brand_id:?} has no account with email {email:?}")
+                })?;
+            let mut tx = pool.begin().await?;
+            pact_db::users::reset_mfa(&mut tx, user.id).await?;
+            tx.commit().await?;
+            println!(
+                "removed every second factor of {email} on {brand_id} (authenticator app, passkeys, recovery codes)"
+            );
+        }
+    }
+    Ok(())
 }

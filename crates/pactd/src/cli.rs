@@ -56,6 +56,32 @@ pub enum Command {
     /// Receipts (PACT §5.6).
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Brand customers' built-in accounts (PACT §5.2 sign-in).
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add an account. The password is read from standard input when it is
+    /// not a terminal (`printf '%s' "$PW" | pactd user add …`); otherwise one
+    /// is generated and printed once.
+    Add {
+        brand_id: String,
+        email: String,
+        /// The id the brand's other channels use; delegation tokens carry it as `sub`.
+        #[arg(long)]
+        external_id: Option<String>,
+    },
+    /// List accounts: brand, email, id, external id, second factors, lock.
+    List {
+        #[arg(long)]
+        brand: Option<String>,
+    },
+    /// Remove every second factor (authenticator app, passkeys, recovery
+    /// codes), e.g. after a lost phone; a brand that requires MFA then asks
+    /// for a new one at the next sign-in.
+    ResetMfa { brand_id: String, email: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +163,38 @@ pub enum BrandCommand {
     /// A brand's RFC 9396 authorization_details types.
     #[command(subcommand, name = "details-type")]
     DetailsType(DetailsTypeCommand),
+    /// Change a brand's settings (only the options given).
+    Set(BrandSetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BrandSetArgs {
+    pub brand_id: String,
+    /// Every built-in sign-in needs a second factor (people without one set it up first).
+    #[arg(long, value_name = "true|false")]
+    pub mfa_required: Option<bool>,
+    /// The brand's own login page (PACT §5.2); needs --login-jwks-uri.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "login_jwks_uri",
+        conflicts_with = "no_external_login"
+    )]
+    pub login_url: Option<String>,
+    /// Where the keys that sign the brand's login assertions are published.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "login_url",
+        conflicts_with = "no_external_login"
+    )]
+    pub login_jwks_uri: Option<String>,
+    /// Use pactd's built-in accounts again (removes --login-url and --login-jwks-uri).
+    #[arg(long)]
+    pub no_external_login: bool,
+    /// How long new grants last, 1–365 days.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
+    pub grant_ttl_days: Option<i64>,
 }
 
 #[derive(Debug, Subcommand)]

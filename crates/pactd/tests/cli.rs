@@ -991,3 +991,306 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         second.output()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn users_are_added_with_a_password_from_stdin_listed_and_their_mfa_reset_and_brand_settings_change()
+ {
+    /// `pactd ARGS` with `input` on standard input (a pipe, not a terminal).
+    async fn run_with_stdin(db: &str, args: &[&str], input: &str) -> Run {
+        use tokio::io::AsyncWriteExt;
+        let what = args.join(" ");
+        let mut cmd = pactd_on(db);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).await.unwrap();
+        drop(stdin);
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("`pactd {what}` did not finish"))
+            .unwrap();
+        Run {
+            what,
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+    async fn settings(pool: &sqlx::PgPool, brand: &str) -> Value {
+        pact_db::brands::find(pool, brand)
+            .await
+            .unwrap()
+            .unwrap()
+            .settings
+    }
+
+    let db = pact_tests::db::fresh_database().await;
+    run(pactd_on(&db), &["brand", "add", "shop", "--name", "Shop"])
+        .await
+        .succeeded();
+    let pool = pact_db::connect(&db, 2).await.unwrap();
+    let password = "correct horse battery staple";
+
+    // Added with the password from stdin; the email is stored lower-cased.
+    let added = run_with_stdin(
+        &db,
+        &[
+            "user",
+            "add",
+            "shop",
+            " Ann@Example.com",
+            "--external-id",
+            "cust-1",
+        ],
+        &format!("{password}\n"),
+    )
+    .await;
+    let out = added.succeeded();
+    assert!(
+        out.contains("added user ann@example.com to shop"),
+        "{}",
+        added.describe()
+    );
+    assert!(out.contains("subject cust-1"), "{}", added.describe());
+    assert!(!out.contains(password), "the password is never printed");
+    let user = pact_db::users::find_by_email(&pool, "shop", "ann@example.com")
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(user.external_id.as_deref(), Some("cust-1"));
+    let hash = user.password_hash.clone().unwrap();
+    assert!(
+        hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{hash}"
+    );
+    assert_eq!(
+        pact_server::accounts::password::verify(password, Some(&hash)),
+        pact_server::accounts::password::Verified::Yes,
+        "the stdin line, without its line ending, is the password"
+    );
+
+    // Refused: the same email again, no password on stdin, a short one, an unknown brand.
+    let again = run_with_stdin(
+        &db,
+        &["user", "add", "shop", "ann@example.com"],
+        "another password\n",
+    )
+    .await;
+    assert!(
+        again.failed().contains("already has an account"),
+        "{}",
+        again.describe()
+    );
+    let empty = run(pactd_on(&db), &["user", "add", "shop", "bob@example.com"]).await;
+    assert!(
+        empty.failed().contains("no password on standard input"),
+        "{}",
+        empty.describe()
+    );
+    let short = run_with_stdin(&db, &["user", "add", "shop", "bob@example.com"], "short\n").await;
+    assert!(
+        short.failed().contains("8 to 1024 characters"),
+        "{}",
+        short.describe()
+    );
+    let nobrand = run_with_stdin(
+        &db,
+        &["user", "add", "nope", "bob@example.com"],
+        "long enough pw\n",
+    )
+    .await;
+    assert!(
+        nobrand.failed().contains("no brand"),
+        "{}",
+        nobrand.describe()
+    );
+    let bad = run_with_stdin(
+        &db,
+        &["user", "add", "shop", "not-an-email"],
+        "long enough pw\n",
+    )
+    .await;
+    assert!(bad.failed().contains("invalid email"), "{}", bad.describe());
+    run_with_stdin(
+        &db,
+        &["user", "add", "shop", "bob@example.com"],
+        "bob's long password",
+    )
+    .await
+    .succeeded();
+
+    // Listed, with second factors.
+    let secret = pact_server::accounts::totp::new_secret().unwrap();
+    let key = pact_jose::MasterKey::generate().unwrap();
+    let sealed = key.seal(&secret, user.id.as_bytes()).unwrap();
+    pact_db::users::set_totp(&pool, user.id, Some(&sealed))
+        .await
+        .unwrap();
+    let codes: Vec<Vec<u8>> = pact_server::accounts::recovery::generate()
+        .iter()
+        .map(|c| pact_server::accounts::recovery::hash(c))
+        .collect();
+    let mut conn = pool.acquire().await.unwrap();
+    pact_db::users::replace_recovery_codes(&mut conn, user.id, &codes)
+        .await
+        .unwrap();
+    drop(conn);
+    let list = run(pactd_on(&db), &["user", "list", "--brand", "shop"]).await;
+    let lines: Vec<&str> = list.succeeded().lines().collect();
+    assert_eq!(lines.len(), 2, "{}", list.describe());
+    assert_eq!(
+        lines[0],
+        format!(
+            "shop\tann@example.com\t{}\tcust-1\ttotp,recovery-codes:10\t-",
+            user.id
+        ),
+        "{}",
+        list.describe()
+    );
+    assert!(
+        lines[1].starts_with("shop\tbob@example.com\t") && lines[1].ends_with("\t-\tno-mfa\t-")
+    );
+    let all = run(pactd_on(&db), &["user", "list"]).await;
+    assert_eq!(all.succeeded().lines().count(), 2);
+
+    // reset-mfa removes every factor.
+    let reset = run(
+        pactd_on(&db),
+        &["user", "reset-mfa", "shop", "ANN@example.com"],
+    )
+    .await;
+    assert!(
+        reset.succeeded().contains("removed every second factor"),
+        "{}",
+        reset.describe()
+    );
+    let after = pact_db::users::find(&pool, user.id).await.unwrap().unwrap();
+    assert!(after.totp_secret_sealed.is_none());
+    assert_eq!(
+        pact_db::users::unused_recovery_codes(&pool, user.id)
+            .await
+            .unwrap(),
+        0
+    );
+    let list = run(pactd_on(&db), &["user", "list", "--brand", "shop"]).await;
+    assert!(
+        list.succeeded()
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("\tcust-1\tno-mfa\t-")
+    );
+    let unknown = run(
+        pactd_on(&db),
+        &["user", "reset-mfa", "shop", "carol@example.com"],
+    )
+    .await;
+    assert!(
+        unknown.failed().contains("no account"),
+        "{}",
+        unknown.describe()
+    );
+
+    // brand set: only the options given change.
+    let set = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "set",
+            "shop",
+            "--mfa-required",
+            "true",
+            "--grant-ttl-days",
+            "7",
+        ],
+    )
+    .await;
+    set.succeeded();
+    let s = settings(&pool, "shop").await;
+    assert_eq!(s["mfa_required"], json!(true), "{s}");
+    assert_eq!(s["grant_ttl_days"], json!(7));
+    run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "set",
+            "shop",
+            "--login-url",
+            "https://login.shop.example/pact",
+            "--login-jwks-uri",
+            "https://login.shop.example/jwks.json",
+        ],
+    )
+    .await
+    .succeeded();
+    let s = settings(&pool, "shop").await;
+    assert_eq!(s["login_url"], json!("https://login.shop.example/pact"));
+    assert_eq!(
+        s["login_jwks_uri"],
+        json!("https://login.shop.example/jwks.json")
+    );
+    assert_eq!(s["mfa_required"], json!(true), "untouched");
+    run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "set",
+            "shop",
+            "--no-external-login",
+            "--mfa-required",
+            "false",
+        ],
+    )
+    .await
+    .succeeded();
+    let s = settings(&pool, "shop").await;
+    assert!(
+        s["login_url"].is_null() && s["login_jwks_uri"].is_null(),
+        "{s}"
+    );
+    assert_eq!(s["mfa_required"], json!(false));
+    assert_eq!(s["grant_ttl_days"], json!(7));
+    for (args, why) in [
+        (vec!["brand", "set", "shop"], "nothing to change"),
+        (
+            vec!["brand", "set", "shop", "--login-url", "https://x.example"],
+            "--login-jwks-uri",
+        ),
+        (
+            vec![
+                "brand",
+                "set",
+                "shop",
+                "--login-url",
+                "http://login.example",
+                "--login-jwks-uri",
+                "https://x.example/j",
+            ],
+            "invalid --login-url",
+        ),
+        (
+            vec!["brand", "set", "shop", "--grant-ttl-days", "0"],
+            "grant-ttl-days",
+        ),
+        (
+            vec!["brand", "set", "shop", "--mfa-required", "maybe"],
+            "mfa-required",
+        ),
+        (
+            vec!["brand", "set", "nope", "--mfa-required", "true"],
+            "no brand",
+        ),
+    ] {
+        let r = run(pactd_on(&db), &args).await;
+        assert!(r.failed().contains(why), "{why}: {}", r.describe());
+    }
+    assert_eq!(
+        settings(&pool, "shop").await,
+        s,
+        "refused commands changed nothing"
+    );
+    pool.close().await;
+}

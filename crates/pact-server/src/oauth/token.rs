@@ -129,6 +129,9 @@ async fn redeem_device_code(
                 .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "the grant is no longer valid"))?;
             let pair = issue::token_pair(state, &mut tx, &grant, None, now).await?;
             pact_db::device_authorizations::set_redeemed(&mut *tx, auth.id, now).await?;
+            // The PA now holds the wider grant: older grants of the same user for
+            // this PA are superseded, so one grant per agent remains to revoke.
+            pact_db::grants::supersede_older(&mut *tx, &grant).await?;
             tx.commit().await?;
             Ok(oauth_json(StatusCode::OK, &pair))
         }

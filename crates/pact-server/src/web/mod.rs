@@ -7,8 +7,13 @@
 //! cookies, a CSRF token plus an Origin check on every POST, strict security
 //! headers, `no-store` on anything personal, same-origin redirects only.
 
+pub mod account;
 pub mod assets;
+pub mod brand_login;
+pub mod device;
 pub mod limits;
+pub mod login;
+pub mod mfa;
 pub mod page;
 pub mod passkeys;
 pub mod security;

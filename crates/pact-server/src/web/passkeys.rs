@@ -1,10 +1,42 @@
 //! WebAuthn passkeys (webauthn-rs): registration from the account page and
 //! sign-in with a passkey instead of password + TOTP. Ceremony state is kept
 //! in Postgres so any node can finish a ceremony another node started.
+//!
+//! The JSON endpoints are called by `static/webauthn.js`. They follow the
+//! page rules: the Origin check first, then the session's CSRF token (sent
+//! as `X-CSRF-Token`). A ceremony is single use, expires after five minutes
+//! and can only be finished by the browser session that started it. The
+//! WebAuthn user handle is `users.id`, so a discoverable sign-in names its
+//! account; the credential must then be one of that account's passkeys.
+//!
+//! When the public URL's host is an IP address there is no relying party
+//! (`state.webauthn` is `None`): the passkey UI is hidden and every endpoint
+//! here answers 404.
 
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::rejection::{FormRejection, JsonRejection};
+use axum::extract::{ConnectInfo, Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use pact_db::sessions::{Session, SessionState};
+use pact_db::users::User;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+use webauthn_rs::prelude::{
+    DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential,
+};
 use webauthn_rs::{Webauthn, WebauthnBuilder};
 
+use super::page::PageError;
+use super::session::{self, Browser};
+use super::{limits, security};
 use crate::config::Config;
+use crate::state::AppState;
 
 /// The relying party for the public URL. WebAuthn RP ids are domain names,
 /// so an IP-address host gets none and passkeys are not offered.
@@ -19,4 +51,561 @@ pub fn relying_party(config: &Config) -> Option<Webauthn> {
         .rp_name(&config.provider_name)
         .build()
         .ok()
+}
+
+/// How long a started ceremony can be finished.
+pub const CEREMONY_LIFETIME: Duration = Duration::minutes(5);
+
+/// Adding or removing a passkey when the account already has a second
+/// factor needs one verified this recently in the session (step-up; the
+/// same window as `login.rs`'s).
+pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
+
+/// Passkeys per account.
+pub const MAX_PASSKEYS: usize = 20;
+
+/// Longest passkey name, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// The header the script sends the CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+const KIND_REGISTER: &str = "register";
+const KIND_AUTHENTICATE: &str = "authenticate";
+
+/// Whether adding or removing a passkey must first verify a second factor
+/// again: the account has one (TOTP or a passkey) and none was verified in
+/// this session within [`STEP_UP_WINDOW`].
+pub fn needs_step_up(
+    has_totp: bool,
+    passkeys: usize,
+    mfa_at: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> bool {
+    let has_factor = has_totp || passkeys > 0;
+    // A minute of clock skew between nodes is tolerated.
+    let recent =
+        mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW);
+    has_factor && !recent
+}
+
+/// A JSON error `{"error": message}` for the script to show.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    retry_after_secs: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: &str) -> Self {
+        Self {
+            status,
+            message: message.to_owned(),
+            retry_after_secs: None,
+        }
+    }
+
+    fn not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "Passkeys are not available on this site.",
+        )
+    }
+
+    fn bad_request(message: &str) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn forbidden(message: &str) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
+}
+
+impl From<PageError> for ApiError {
+    fn from(e: PageError) -> Self {
+        match e {
+            PageError::BadRequest(m) => Self::new(StatusCode::BAD_REQUEST, &m),
+            PageError::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, &m),
+            PageError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, &m),
+            PageError::TooMany {
+                retry_after_secs,
+                message,
+            } => Self {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                message,
+                retry_after_secs: Some(retry_after_secs.max(1)),
+            },
+            PageError::Internal(cause) => {
+                tracing::error!(error = %cause, "passkey request failed");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong on our side. Please try again in a moment.",
+                )
+            }
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        PageError::from(e).into()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut res = (self.status, Json(json!({ "error": self.message }))).into_response();
+        let h = res.headers_mut();
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(secs) = self.retry_after_secs {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        res
+    }
+}
+
+/// A JSON answer that no cache keeps.
+fn json_ok(body: Value) -> Response {
+    let mut res = Json(body).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+fn relying_party_of(app: &AppState) -> Result<&Webauthn, ApiError> {
+    app.webauthn.as_ref().ok_or_else(ApiError::not_found)
+}
+
+/// Origin, then a live session whose CSRF token the script sent.
+fn check_request(
+    app: &AppState,
+    headers: &HeaderMap,
+    browser: Result<Browser, PageError>,
+) -> Result<Session, ApiError> {
+    security::check_origin(headers, &app.config.public_url)?;
+    let session = browser?.session.ok_or_else(|| {
+        ApiError::forbidden("Your session has expired. Reload the page and try again.")
+    })?;
+    let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    security::check_csrf(&session.csrf_token, given)?;
+    Ok(session)
+}
+
+/// The built-in account the session is signed in with, at its brand.
+async fn account_of(app: &AppState, session: &Session) -> Result<User, ApiError> {
+    let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
+        return Err(ApiError::forbidden(
+            "Sign in with your account to manage passkeys.",
+        ));
+    };
+    match pact_db::users::find(&app.db, user_id).await? {
+        Some(user) if user.brand_id == brand => Ok(user),
+        _ => Err(ApiError::forbidden(
+            "Sign in with your account to manage passkeys.",
+        )),
+    }
+}
+
+fn parse_passkey(stored: &pact_db::sessions::Credential) -> Option<Passkey> {
+    match serde_json::from_value(stored.passkey.clone()) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::error!(credential = %stored.id, error = %e, "stored passkey does not parse");
+            None
+        }
+    }
+}
+
+fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
+    PageError::internal(e).into()
+}
+
+const STEP_UP_MESSAGE: &str = "To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.";
+
+/// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
+/// `navigator.credentials.create`, plus `ceremonyId`.
+pub async fn register_start(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Result<Browser, PageError>,
+) -> Result<Response, ApiError> {
+    let webauthn = relying_party_of(&app)?;
+    let session = check_request(&app, &headers, browser)?;
+    let user = account_of(&app, &session).await?;
+    let now = OffsetDateTime::now_utc();
+    let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
+    if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
+        return Err(ApiError::forbidden(STEP_UP_MESSAGE));
+    }
+    if stored.len() >= MAX_PASSKEYS {
+        return Err(ApiError::bad_request(
+            "You have as many passkeys as an account can have. Remove one first.",
+        ));
+    }
+    let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
+    let (challenge, registration) = webauthn
+        .start_passkey_registration(user.id, &user.email, &user.email, Some(exclude))
+        .map_err(internal)?;
+    let state = serde_json::to_value(&registration).map_err(internal)?;
+    let ceremony = Uuid::new_v4();
+    pact_db::sessions::insert_ceremony(
+        &app.db,
+        ceremony,
+        &session.id_hash,
+        KIND_REGISTER,
+        Some(user.id),
+        &state,
+        now + CEREMONY_LIFETIME,
+    )
+    .await?;
+    let mut body = serde_json::to_value(&challenge).map_err(internal)?;
+    // Sign-in is discoverable (the authenticator names the account), so the
+    // credential must be discoverable too. webauthn-rs asks for
+    // `residentKey: "discouraged"`; verification does not depend on it.
+    if let Some(selection) = body
+        .get_mut("publicKey")
+        .and_then(|p| p.get_mut("authenticatorSelection"))
+        .and_then(Value::as_object_mut)
+    {
+        selection.insert("residentKey".into(), json!("required"));
+        selection.insert("requireResidentKey".into(), json!(true));
+    }
+    body["ceremonyId"] = json!(ceremony);
+    Ok(json_ok(body))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterFinish {
+    ceremony_id: Uuid,
+    #[serde(default)]
+    name: Option<String>,
+    credential: RegisterPublicKeyCredential,
+}
+
+/// A passkey's name as the person typed it: trimmed, "Passkey" when empty.
+fn passkey_name(given: Option<&str>) -> Result<String, ApiError> {
+    let name = given.map(str::trim).unwrap_or("");
+    if name.is_empty() {
+        return Ok("Passkey".to_owned());
+    }
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "Give the passkey a shorter name (up to 64 characters).",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// `POST /passkeys/register/finish` ← `{ceremonyId, name, credential}`.
+pub async fn register_finish(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Result<Browser, PageError>,
+    body: Result<Json<RegisterFinish>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let webauthn = relying_party_of(&app)?;
+    let session = check_request(&app, &headers, browser)?;
+    let Json(body) =
+        body.map_err(|_| ApiError::bad_request("The passkey answer was not understood."))?;
+    let user = account_of(&app, &session).await?;
+    let name = passkey_name(body.name.as_deref())?;
+    let now = OffsetDateTime::now_utc();
+    let ceremony = pact_db::sessions::take_ceremony(
+        &app.db,
+        body.ceremony_id,
+        &session.id_hash,
+        KIND_REGISTER,
+        now,
+    )
+    .await?
+    .filter(|c| c.user_id == Some(user.id))
+    .ok_or_else(|| {
+        ApiError::bad_request(
+            "This passkey request has expired or was already used. Please try again.",
+        )
+    })?;
+    let registration: PasskeyRegistration =
+        serde_json::from_value(ceremony.state).map_err(internal)?;
+    let passkey = webauthn
+        .finish_passkey_registration(&body.credential, &registration)
+        .map_err(|e| {
+            tracing::info!(error = %e, "passkey registration refused");
+            ApiError::bad_request("The passkey could not be verified. Please try again.")
+        })?;
+    let stored = serde_json::to_value(&passkey).map_err(internal)?;
+    match pact_db::sessions::insert_credential(&app.db, user.id, passkey.cred_id(), &stored, &name)
+        .await
+    {
+        Ok(()) => {}
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "This passkey is already registered.",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    tracing::info!(user = %user.id, "passkey added");
+    Ok(json_ok(
+        json!({ "ok": true, "redirect": "/account?done=passkey-added" }),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct LoginQuery {
+    brand: Option<String>,
+    next: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LoginCeremony {
+    brand: String,
+    next: Option<String>,
+    authentication: DiscoverableAuthentication,
+}
+
+/// The rate-limit key: the client's IP, apart from the password sign-in's.
+fn client_key(peer: SocketAddr) -> String {
+    format!("passkey {}", peer.ip())
+}
+
+fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
+    limits::check(&app.page_limits.sign_in_per_ip, key).map_err(|secs| {
+        PageError::TooMany {
+            retry_after_secs: secs,
+            message: "Too many sign-in attempts. Please wait a moment and try again.".into(),
+        }
+        .into()
+    })
+}
+
+/// `POST /passkeys/login/start?brand=B&next=/path` → a discoverable
+/// `RequestChallengeResponse` for `navigator.credentials.get`, plus
+/// `ceremonyId`.
+pub async fn login_start(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    browser: Result<Browser, PageError>,
+    Query(query): Query<LoginQuery>,
+) -> Result<Response, ApiError> {
+    let webauthn = relying_party_of(&app)?;
+    let session = check_request(&app, &headers, browser)?;
+    rate_limit(&app, &client_key(peer))?;
+    let brand = query
+        .brand
+        .filter(|b| pact_db::brands::is_valid_brand_id(b))
+        .ok_or_else(|| ApiError::bad_request("Open the sign-in page from your store's site."))?;
+    if pact_db::brands::find(&app.db, &brand).await?.is_none() {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, "Unknown brand."));
+    }
+    let (mut challenge, authentication) = webauthn
+        .start_discoverable_authentication()
+        .map_err(internal)?;
+    // The page asks from a button (a modal request), not from autofill.
+    challenge.mediation = None;
+    let state = serde_json::to_value(LoginCeremony {
+        brand,
+        next: query.next.map(|n| security::safe_next(Some(&n))),
+        authentication,
+    })
+    .map_err(internal)?;
+    let ceremony = Uuid::new_v4();
+    let now = OffsetDateTime::now_utc();
+    pact_db::sessions::insert_ceremony(
+        &app.db,
+        ceremony,
+        &session.id_hash,
+        KIND_AUTHENTICATE,
+        None,
+        &state,
+        now + CEREMONY_LIFETIME,
+    )
+    .await?;
+    let mut body = serde_json::to_value(&challenge).map_err(internal)?;
+    body["ceremonyId"] = json!(ceremony);
+    Ok(json_ok(body))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginFinish {
+    ceremony_id: Uuid,
+    credential: PublicKeyCredential,
+}
+
+const NOT_RECOGNISED: &str =
+    "This passkey was not recognised. Use another passkey or sign in with your password.";
+
+/// `POST /passkeys/login/finish` ← `{ceremonyId, credential}` →
+/// `{"redirect": next}` with a new, signed-in session cookie.
+pub async fn login_finish(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    browser: Result<Browser, PageError>,
+    body: Result<Json<LoginFinish>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let webauthn = relying_party_of(&app)?;
+    let session = check_request(&app, &headers, browser)?;
+    rate_limit(&app, &client_key(peer))?;
+    let Json(body) =
+        body.map_err(|_| ApiError::bad_request("The passkey answer was not understood."))?;
+    let now = OffsetDateTime::now_utc();
+    // Single use: taken (deleted) before anything is checked.
+    let ceremony = pact_db::sessions::take_ceremony(
+        &app.db,
+        body.ceremony_id,
+        &session.id_hash,
+        KIND_AUTHENTICATE,
+        now,
+    )
+    .await?
+    .ok_or_else(|| {
+        ApiError::bad_request(
+            "This sign-in request has expired or was already used. Please try again.",
+        )
+    })?;
+    let ceremony: LoginCeremony = serde_json::from_value(ceremony.state).map_err(internal)?;
+    let refused = || ApiError::new(StatusCode::UNAUTHORIZED, NOT_RECOGNISED);
+    let (user_id, credential_id) = webauthn
+        .identify_discoverable_authentication(&body.credential)
+        .map_err(|_| refused())?;
+    let user = pact_db::users::find(&app.db, user_id)
+        .await?
+        .filter(|u| u.brand_id == ceremony.brand)
+        .ok_or_else(refused)?;
+    let stored = pact_db::sessions::credentials_of(&app.db, user.id)
+        .await?
+        .into_iter()
+        .find(|c| c.credential_id == credential_id)
+        .ok_or_else(refused)?;
+    let mut passkey = parse_passkey(&stored).ok_or_else(refused)?;
+    let result = webauthn
+        .finish_discoverable_authentication_v2(&body.credential, ceremony.authentication, &passkey)
+        .map_err(|e| {
+            tracing::info!(user = %user.id, error = %e, "passkey sign-in refused");
+            refused()
+        })?;
+    // The counter (a clone shows as a counter that did not grow, which
+    // webauthn-rs refuses) and the backup flags; also records last use.
+    passkey.update_credential(&result);
+    let updated = serde_json::to_value(&passkey).map_err(internal)?;
+    pact_db::sessions::update_credential(&app.db, &stored.credential_id, &updated).await?;
+    let (_, cookie) = session::start(
+        &app,
+        Some(&session),
+        SessionState {
+            brand_id: Some(user.brand_id.clone()),
+            user_id: Some(user.id),
+            external_sub: None,
+            pending_user_id: None,
+            // A passkey verifies the person (user verification is required), so
+            // it counts as the second factor too.
+            mfa_at: Some(now),
+            device_authorization_id: session.device_authorization_id,
+        },
+    )
+    .await?;
+    tracing::info!(user = %user.id, "signed in with a passkey");
+    let mut res = json_ok(json!({ "redirect": security::safe_next(ceremony.next.as_deref()) }));
+    res.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    csrf: Option<String>,
+}
+
+/// `POST /account/passkeys/{id}/delete` (a form on the account page).
+pub async fn delete(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    Path(id): Path<String>,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Response, PageError> {
+    if app.webauthn.is_none() {
+        return Err(PageError::NotFound(
+            "Passkeys are not available on this site.".into(),
+        ));
+    }
+    security::check_origin(&headers, &app.config.public_url)?;
+    let Form(form) =
+        form.map_err(|_| PageError::BadRequest("The form was not understood.".into()))?;
+    let Some(session) = browser.session else {
+        return Err(PageError::Forbidden(
+            "Your session has expired. Sign in again and retry.".into(),
+        ));
+    };
+    security::check_csrf(&session.csrf_token, form.csrf.as_deref())?;
+    let user = account_of(&app, &session)
+        .await
+        .map_err(|e| PageError::Forbidden(e.message))?;
+    let Ok(id) = id.parse::<Uuid>() else {
+        return Err(PageError::NotFound("There is no such passkey.".into()));
+    };
+    let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
+    if !stored.iter().any(|c| c.id == id) {
+        return Err(PageError::NotFound("There is no such passkey.".into()));
+    }
+    let now = OffsetDateTime::now_utc();
+    if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
+        return Err(PageError::Forbidden(STEP_UP_MESSAGE.into()));
+    }
+    if !pact_db::sessions::delete_credential(&app.db, user.id, id).await? {
+        return Err(PageError::NotFound("There is no such passkey.".into()));
+    }
+    tracing::info!(user = %user.id, "passkey removed");
+    Ok(Redirect::to("/account?done=passkey-removed").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_up_is_needed_only_with_a_factor_and_no_recent_verification() {
+        let now = OffsetDateTime::now_utc();
+        assert!(!needs_step_up(false, 0, None, now));
+        assert!(needs_step_up(true, 0, None, now));
+        assert!(needs_step_up(false, 1, None, now));
+        assert!(!needs_step_up(
+            true,
+            1,
+            Some(now - Duration::minutes(5)),
+            now
+        ));
+        assert!(needs_step_up(
+            true,
+            1,
+            Some(now - Duration::minutes(11)),
+            now
+        ));
+    }
+
+    #[test]
+    fn passkey_names_are_trimmed_and_bounded() {
+        assert_eq!(passkey_name(None).ok().as_deref(), Some("Passkey"));
+        assert_eq!(passkey_name(Some("  ")).ok().as_deref(), Some("Passkey"));
+        assert_eq!(
+            passkey_name(Some(" Laptop ")).ok().as_deref(),
+            Some("Laptop")
+        );
+        assert!(passkey_name(Some(&"x".repeat(65))).is_err());
+        assert!(passkey_name(Some("a\u{7}b")).is_err());
+    }
+
+    #[test]
+    fn no_relying_party_for_an_ip_address() {
+        let key = std::sync::Arc::new(pact_jose::MasterKey::generate().unwrap());
+        let addr: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let mut config = Config::for_listen(addr, key);
+        assert!(relying_party(&config).is_none());
+        config.public_url = "http://localhost:8080".into();
+        assert!(relying_party(&config).is_some());
+    }
 }

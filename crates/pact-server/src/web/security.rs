@@ -44,14 +44,20 @@ pub fn origin_of(public_url: &str) -> String {
 /// A state-changing request must come from our own pages: `Origin` (sent by
 /// browsers on POST) must be ours; without it, `Sec-Fetch-Site` must say
 /// same-origin. Anything else is refused.
+///
+/// `Origin: null` counts as "without it": under `Referrer-Policy:
+/// no-referrer` (which every page has) browsers send `null` even on a
+/// same-origin form POST (Fetch, "serializing a request origin"). Opaque
+/// origins (sandboxed frames, `data:` pages) also send `null`, but with
+/// `Sec-Fetch-Site: cross-site`, so they are still refused.
 pub fn check_origin(headers: &HeaderMap, public_url: &str) -> Result<(), PageError> {
     let ours = origin_of(public_url);
     match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         Some(o) if o == ours => Ok(()),
-        Some(_) => Err(PageError::Forbidden(
+        Some(o) if o != "null" => Err(PageError::Forbidden(
             "This request came from another site and was refused.".into(),
         )),
-        None => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        _ => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
             Some("same-origin") => Ok(()),
             _ => Err(PageError::Forbidden(
                 "This request could not be verified and was refused.".into(),
@@ -123,6 +129,17 @@ mod tests {
         assert!(check_origin(&h, "http://127.0.0.1:8080").is_ok());
         assert!(check_origin(&h, "http://127.0.0.1:8081").is_err());
         h.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(check_origin(&h, "http://127.0.0.1:8080").is_err());
+        // `null` from our own page (no-referrer policy) vs an opaque origin.
+        h.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
+        assert!(check_origin(&h, "http://127.0.0.1:8080").is_ok());
+        h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(check_origin(&h, "http://127.0.0.1:8080").is_err());
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://evil.example"),
+        );
+        h.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
         assert!(check_origin(&h, "http://127.0.0.1:8080").is_err());
         assert!(check_origin(&HeaderMap::new(), "http://127.0.0.1:8080").is_err());
     }

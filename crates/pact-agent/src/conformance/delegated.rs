@@ -1,0 +1,1584 @@
+//! PACT §5, the Delegated profile: metadata, the device flow as RFC 8628
+//! describes it (pending, slow_down, denied, expired), tokens, refresh,
+//! step-up, delegation tokens at the gateway, receipts and resource-bound
+//! details; and the pactd URL layout of §1.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use pact_jose::ProviderKeySet;
+use pact_proto::ErrorReason;
+use pact_proto::oauth::{DeviceAuthorizationResponse, GRANT_TYPE_DEVICE_CODE, TokenResponse};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::expect::{self, Problem, Verdict, during, fail, skip};
+use super::forge;
+use super::identity::split_iface;
+use super::runner::{Kind, Runner, check, message_body, scope_set};
+use super::{Account, ApprovalRequest, ApprovalStatus, Decision, Profile};
+use crate::card::DelegationInfo;
+use crate::client::DELEGATION_HEADER;
+use crate::http::{Request, Response};
+use crate::jwt::{b64, decode_unverified};
+use crate::oauth::{self, AuthServer, PollOutcome};
+
+/// pactd's user-code alphabet (PACT §5.1).
+const USER_CODE_ALPHABET: &str = "BCDFGHJKLMNPQRSTVWXZ";
+
+const PHASE_DEVICE: &[&str] = &[
+    "§5.1.device-authorization",
+    "§5.1.pactd-codes",
+    "§1.pactd-urls",
+    "§5.3.authorization-pending",
+    "§5.3.slow-down",
+    "§5.3.slow-down-adds-5s",
+    "§5.3.expired-token",
+];
+const PHASE_GRANT: &[&str] = &[
+    "§5.3.foreign-code",
+    "§5.3.token-response",
+    "§5.3.scope-may-be-less",
+    "§5.3.redeem-twice",
+    "§5.4.delegation-token",
+    "§5.4.pactd-header",
+    "§5.5.pa-jwt-checked-first",
+    "§5.5.step-up-resend",
+    "§5.6.receipt-present",
+    "§5.6.receipt-verifies",
+    "§5.6.receipt-on-retry",
+    "§5.6.receipt-chain",
+    "§5.5.tampered-token-refused",
+    "§5.5.token-other-brand-refused",
+    "§5.3.refresh",
+    "§5.5.revoked-grant-refused",
+];
+const PHASE_SECOND: &[&str] = &["§5.5.context-other-user", "§5.3.refresh-reuse-revokes"];
+const PHASE_STEP_UP: &[&str] = &["§5.5.step-up-task", "§5.5.step-up-context-open"];
+
+/// What the §5 checks share.
+struct Flow {
+    d: DelegationInfo,
+    /// Every scope the card offers.
+    scopes: Vec<String>,
+    server: Option<AuthServer>,
+    keys: Option<ProviderKeySet>,
+    /// The PA's user for the delegated flows.
+    sub: String,
+    /// The context of the step-up task.
+    step_ctx: Option<String>,
+    /// `pact.missingScopes` of the step-up task.
+    needed: Vec<String>,
+    /// The context bound to the primary account, and the messageId of its
+    /// first delegated turn (with its request body).
+    bound: Option<(String, Value)>,
+    /// The unapproved code of the device phase, and when it expires.
+    expiring: Option<(DeviceAuthorizationResponse, Instant)>,
+}
+
+fn wants_some(r: &Runner<'_>, names: &[&str]) -> bool {
+    names.iter().any(|n| r.wants(n))
+}
+
+fn reason_of(p: &Problem) -> String {
+    match p {
+        Problem::Fail { reason, .. } | Problem::Skip(reason) => reason.clone(),
+    }
+}
+
+/// PACT §5 (and §1's pactd URLs).
+pub async fn run(r: &mut Runner<'_>) {
+    if !r.wants_any(&["§5", "§1."]) {
+        return;
+    }
+    if r.cfg.profile == Profile::Identity {
+        check!(r, "§1.pactd-urls", pactd_urls(r, None, None, None));
+        r.skip_prefixed(
+            &["§5"],
+            "the identity profile leaves out §5 (pass --profile delegated)",
+        );
+        return;
+    }
+    if let Err(p) = r.auth_gate() {
+        r.skip_prefixed(&["§5", "§1."], &reason_of(&p));
+        return;
+    }
+    let Some(d) = r.card.as_ref().and_then(|c| c.delegation.clone()) else {
+        r.skip_prefixed(
+            &["§5", "§1."],
+            "the card offers no usable userDelegation scheme (see §2.delegation-scheme)",
+        );
+        return;
+    };
+    let mut f = Flow {
+        scopes: d.scopes.keys().cloned().collect(),
+        d,
+        server: None,
+        keys: None,
+        sub: r.sub("delegated"),
+        step_ctx: None,
+        needed: Vec::new(),
+        bound: None,
+        expiring: None,
+    };
+
+    let t = Instant::now();
+    let v = metadata(r, &mut f).await;
+    r.record("§5.metadata", t, v);
+    let t = Instant::now();
+    let v = jwks(r, &mut f).await;
+    r.record("§5.4.jwks", t, v);
+
+    check!(r, "§5.1.requires-pa-jwt", {
+        let scope = f.scopes.join(" ");
+        let issuer = r.signer.issuer.clone();
+        match oauth_post(
+            r,
+            &f.d.device_authorization_url.clone(),
+            None,
+            &[("client_id", &issuer), ("scope", &scope)],
+        )
+        .await
+        {
+            Ok(res) => expect::bare_401(&res).map(|()| String::new()),
+            Err(p) => Err(p),
+        }
+    });
+    check!(r, "§5.1.unknown-scope", {
+        let scope = r.unique("no-such-scope");
+        let issuer = r.signer.issuer.clone();
+        let sub = f.sub.clone();
+        match oauth_post(
+            r,
+            &f.d.device_authorization_url.clone(),
+            Some(&sub),
+            &[("client_id", &issuer), ("scope", &scope)],
+        )
+        .await
+        {
+            Ok(res) => expect::oauth_error(&res, "invalid_scope", 400).map(|_| String::new()),
+            Err(p) => Err(p),
+        }
+    });
+    check!(r, "§5.1.client-id-mismatch", {
+        let scope = f.scopes.join(" ");
+        let sub = f.sub.clone();
+        match oauth_post(
+            r,
+            &f.d.device_authorization_url.clone(),
+            Some(&sub),
+            &[
+                ("client_id", "https://not-this-agent.invalid"),
+                ("scope", &scope),
+            ],
+        )
+        .await
+        {
+            Ok(res) => expect::oauth_error(&res, "invalid_client", 401).map(|_| String::new()),
+            Err(p) => Err(p),
+        }
+    });
+    check!(r, "§5.3.unknown-code", {
+        let code = b64(uuid::Uuid::new_v4().as_bytes()) + &b64(uuid::Uuid::new_v4().as_bytes());
+        match poll(r, &f, &f.d.token_url.clone(), &code).await {
+            Ok(res) => expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new()),
+            Err(p) => Err(p),
+        }
+    });
+    check!(r, "§5.3.unsupported-grant-type", {
+        let issuer = r.signer.issuer.clone();
+        let sub = f.sub.clone();
+        match oauth_post(
+            r,
+            &f.d.token_url.clone(),
+            Some(&sub),
+            &[
+                ("grant_type", "password"),
+                ("username", "u"),
+                ("password", "p"),
+                ("client_id", &issuer),
+            ],
+        )
+        .await
+        {
+            Ok(res) => {
+                expect::oauth_error(&res, "unsupported_grant_type", 400).map(|_| String::new())
+            }
+            Err(p) => Err(p),
+        }
+    });
+    check!(
+        r,
+        "§5.7.unknown-type-refused",
+        details_refused(r, &f, true).await
+    );
+    check!(
+        r,
+        "§5.7.malformed-refused",
+        details_refused(r, &f, false).await
+    );
+
+    if wants_some(r, PHASE_DEVICE) {
+        device_phase(r, &mut f).await;
+    }
+    if wants_some(r, PHASE_STEP_UP) || wants_some(r, PHASE_GRANT) || wants_some(r, PHASE_SECOND) {
+        step_up_phase(r, &mut f).await;
+    }
+    check!(r, "§5.3.access-denied", denied(r, &f).await);
+    if wants_some(r, PHASE_GRANT) || wants_some(r, PHASE_SECOND) {
+        grant_phase(r, &mut f).await;
+    }
+    if let Some((dev, at)) = f.expiring.take() {
+        let t = Instant::now();
+        let v = expired(r, &f, &dev, at).await;
+        r.record("§5.3.expired-token", t, v);
+    }
+}
+
+/// An OAuth POST, with a PA-JWT for `sub` unless `None`.
+async fn oauth_post(
+    r: &mut Runner<'_>,
+    url: &str,
+    sub: Option<&str>,
+    form: &[(&str, &str)],
+) -> Result<Response, Problem> {
+    let mut req = Request::post(url).form(form);
+    if let Some(s) = sub {
+        req = req.bearer(r.jwt(s)?);
+    }
+    r.send(req, Kind::OAuth).await
+}
+
+/// One device-code token request at `token_url`.
+async fn poll(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    token_url: &str,
+    device_code: &str,
+) -> Result<Response, Problem> {
+    let issuer = r.signer.issuer.clone();
+    oauth_post(
+        r,
+        token_url,
+        Some(&f.sub),
+        &[
+            ("grant_type", GRANT_TYPE_DEVICE_CODE),
+            ("device_code", device_code),
+            ("client_id", &issuer),
+        ],
+    )
+    .await
+}
+
+async fn metadata(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
+    let res = r.send(Request::get(&f.d.metadata_url), Kind::Plain).await?;
+    let v = expect::ok_json(&res).map_err(|p| during("RFC 8414 metadata", p))?;
+    let server = oauth::parse_metadata(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
+    let mut problems = Vec::new();
+    if server.device_authorization_endpoint != f.d.device_authorization_url {
+        problems.push(format!(
+            "device_authorization_endpoint {} ≠ the card's deviceAuthorizationUrl {}",
+            server.device_authorization_endpoint, f.d.device_authorization_url
+        ));
+    }
+    if server.token_endpoint != f.d.token_url {
+        problems.push(format!(
+            "token_endpoint {} ≠ the card's tokenUrl {}",
+            server.token_endpoint, f.d.token_url
+        ));
+    }
+    if let Some(supported) = v.get("scopes_supported").and_then(Value::as_array) {
+        for s in &f.scopes {
+            if !supported.iter().any(|x| x.as_str() == Some(s)) {
+                problems.push(format!("scopes_supported lacks the card's scope {s}"));
+            }
+        }
+    }
+    if let Some(grants) = v.get("grant_types_supported").and_then(Value::as_array)
+        && !grants
+            .iter()
+            .any(|g| g.as_str() == Some(GRANT_TYPE_DEVICE_CODE))
+    {
+        problems.push("grant_types_supported lacks the device_code grant".to_owned());
+    }
+    f.server = Some(server);
+    if problems.is_empty() {
+        Ok(String::new())
+    } else {
+        Err(fail(problems.join("; "), Some(&res)))
+    }
+}
+
+async fn jwks(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
+    let Some(server) = f.server.clone() else {
+        return Err(skip("no metadata (§5.metadata), so no jwks_uri"));
+    };
+    let res = r.send(Request::get(&server.jwks_uri), Kind::Plain).await?;
+    let v = expect::ok_json(&res)?;
+    let keys = oauth::keyset_from_jwks(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
+    let n = v.get("keys").and_then(Value::as_array).map_or(0, Vec::len);
+    f.keys = Some(keys);
+    Ok(format!("{n} key(s)"))
+}
+
+/// PACT §5.7: unknown types or fields and malformed details are refused.
+async fn details_refused(r: &mut Runner<'_>, f: &Flow, unknown_type: bool) -> Verdict {
+    let Some(server) = &f.server else {
+        return Err(skip("no metadata (§5.metadata)"));
+    };
+    let Some(known) = server.details_types.first().cloned() else {
+        return Err(skip(
+            "the metadata declares no authorization_details_types_supported (§5.7 is optional)",
+        ));
+    };
+    let cases: Vec<(&str, String)> = if unknown_type {
+        vec![(
+            "an unknown type",
+            json!([{"type": r.unique("unknown-type")}]).to_string(),
+        )]
+    } else {
+        vec![
+            ("details that are not JSON", "not json".to_owned()),
+            (
+                "an object instead of an array",
+                json!({"type": known}).to_string(),
+            ),
+            (
+                "an unknown field",
+                json!([{"type": known, "pact_conformance_unknown_field": true}]).to_string(),
+            ),
+        ]
+    };
+    let scope = f.scopes.join(" ");
+    let issuer = r.signer.issuer.clone();
+    for (label, details) in cases {
+        let res = oauth_post(
+            r,
+            &f.d.device_authorization_url,
+            Some(&f.sub),
+            &[
+                ("client_id", &issuer),
+                ("scope", &scope),
+                ("authorization_details", &details),
+            ],
+        )
+        .await?;
+        expect::oauth_error(&res, "invalid_authorization_details", 400)
+            .map_err(|p| during(label, p))?;
+    }
+    Ok(String::new())
+}
+
+/// Starts a device authorization for `scopes`.
+async fn start(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    scopes: &[String],
+) -> Result<(Response, DeviceAuthorizationResponse), Problem> {
+    let scope = scopes.join(" ");
+    let issuer = r.signer.issuer.clone();
+    let res = oauth_post(
+        r,
+        &f.d.device_authorization_url,
+        Some(&f.sub),
+        &[("client_id", &issuer), ("scope", &scope)],
+    )
+    .await?;
+    let dev = oauth::parse_device_response(&res).map_err(|e| fail(e.to_string(), Some(&res)))?;
+    Ok((res, dev))
+}
+
+/// Starts a device authorization and asks the approver to decide it.
+async fn ask(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    purpose: &str,
+    scopes: &[String],
+    decision: Decision,
+    account: Account,
+) -> Result<DeviceAuthorizationResponse, Problem> {
+    let (_, dev) = start(r, f, scopes).await?;
+    let request = ApprovalRequest {
+        brand: r.iface(),
+        brand_name: r.card.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
+        user_code: dev.user_code.clone(),
+        verification_uri: dev.verification_uri.clone(),
+        verification_uri_complete: dev.verification_uri_complete.clone(),
+        requested_scopes: scopes.to_vec(),
+        decision,
+        account,
+        purpose: purpose.to_owned(),
+    };
+    let approver = r.approver;
+    match approver.approve(&request).await {
+        ApprovalStatus::Done | ApprovalStatus::Asked => Ok(dev),
+        ApprovalStatus::Unavailable(why) => Err(skip(why)),
+        ApprovalStatus::Failed(why) => Err(fail(format!("the approver failed: {why}"), None)),
+    }
+}
+
+/// Polls as a careful client until the decision (RFC 8628 §3.5).
+async fn decided(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    dev: &DeviceAuthorizationResponse,
+) -> Result<PollOutcome, Problem> {
+    let mut ignore = |_| {};
+    let outcome =
+        oauth::poll_until_decided(&r.http, &r.signer, &f.sub, &f.d.token_url, dev, &mut ignore)
+            .await
+            .map_err(|e| fail(format!("polling failed: {e:#}"), None))?;
+    match &outcome {
+        PollOutcome::Denied(res)
+        | PollOutcome::Expired(Some(res))
+        | PollOutcome::Failed(_, Some(res)) => r.observe(res, Kind::OAuth),
+        PollOutcome::Granted { response, .. } => r.observe(response, Kind::OAuth),
+        _ => {}
+    }
+    Ok(outcome)
+}
+
+/// Tokens from a decided authorization, or why not.
+fn granted(outcome: PollOutcome) -> Result<(TokenResponse, Response), Problem> {
+    match outcome {
+        PollOutcome::Granted { tokens, response } => Ok((tokens, response)),
+        PollOutcome::Denied(res) => Err(fail(
+            "the request was denied; it should have been approved",
+            Some(&res),
+        )),
+        PollOutcome::Expired(res) => Err(fail(
+            "no approval arrived before the code expired",
+            res.as_ref(),
+        )),
+        PollOutcome::Failed(why, res) => Err(fail(why, res.as_ref())),
+    }
+}
+
+/// The device authorization, pending, slow_down and expiry checks, on
+/// one code nobody approves.
+async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
+    let t = Instant::now();
+    let started = start(r, f, &f.scopes.clone()).await;
+    let issued_at = Instant::now();
+    let verdict = match &started {
+        Err(p) => Err(p.clone()),
+        Ok((res, dev)) => device_response_problems(res, dev),
+    };
+    r.record("§5.1.device-authorization", t, verdict);
+    let dev = started.as_ref().ok().map(|(_, d)| d.clone());
+    check!(
+        r,
+        "§5.1.pactd-codes",
+        match &dev {
+            None => Err(skip("no device authorization")),
+            Some(dev) => pactd_codes(dev),
+        }
+    );
+    check!(r, "§1.pactd-urls", {
+        let server = f.server.clone();
+        pactd_urls(r, server.as_ref(), dev.as_ref(), Some(&f.d))
+    });
+    let Some(dev) = dev else {
+        r.skip_all(
+            PHASE_DEVICE,
+            "no device authorization (§5.1.device-authorization)",
+        );
+        return;
+    };
+    let interval = dev.interval.max(1);
+    let token_url = f.d.token_url.clone();
+
+    // RFC 8628 §3.5 as a careful client: wait the interval before polling.
+    tokio::time::sleep(Duration::from_secs(interval) + Duration::from_millis(150)).await;
+    let t = Instant::now();
+    let v = match poll(r, f, &token_url, &dev.device_code).await {
+        Ok(res) => expect::oauth_error(&res, "authorization_pending", 400).map(|_| String::new()),
+        Err(p) => Err(p),
+    };
+    r.record("§5.3.authorization-pending", t, v);
+
+    // At once again: too fast.
+    let t = Instant::now();
+    let v = match poll(r, f, &token_url, &dev.device_code).await {
+        Ok(res) => expect::oauth_error(&res, "slow_down", 400)
+            .map(|_| format!("polled again at once (interval {interval} s)"))
+            .map_err(|p| during("polling again at once", p)),
+        Err(p) => Err(p),
+    };
+    let slowed = v.is_ok();
+    r.record("§5.3.slow-down", t, v);
+
+    // After slow_down the interval is interval + 5: polling interval + 1 s
+    // later is still too fast.
+    let t = Instant::now();
+    let v = if slowed {
+        tokio::time::sleep(Duration::from_secs(interval + 1)).await;
+        match poll(r, f, &token_url, &dev.device_code).await {
+            Ok(res) => expect::oauth_error(&res, "slow_down", 400)
+                .map(|_| {
+                    format!(
+                        "{} s after slow_down is still too fast: the interval grew beyond {interval} s",
+                        interval + 1
+                    )
+                })
+                .map_err(|p| {
+                    during(
+                        &format!(
+                            "polling {} s after slow_down (the interval should now be {} s)",
+                            interval + 1,
+                            interval + oauth::SLOW_DOWN_STEP_SECS
+                        ),
+                        p,
+                    )
+                }),
+            Err(p) => Err(p),
+        }
+    } else {
+        Err(skip("no slow_down to start from (§5.3.slow-down)"))
+    };
+    r.record("§5.3.slow-down-adds-5s", t, v);
+
+    // The code expires while the other flows run; checked at the end.
+    if r.wants("§5.3.expired-token") {
+        let wait = Duration::from_secs(dev.expires_in);
+        if wait > r.cfg.max_wait {
+            let why = format!(
+                "device codes live {} s, longer than the longest wait of this run ({} s)",
+                dev.expires_in,
+                r.cfg.max_wait.as_secs()
+            );
+            r.record("§5.3.expired-token", Instant::now(), Err(skip(why)));
+        } else {
+            f.expiring = Some((dev, issued_at + wait));
+        }
+    }
+}
+
+/// RFC 8628 §3.5 `expired_token`, once the unapproved code has expired.
+async fn expired(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    dev: &DeviceAuthorizationResponse,
+    at: Instant,
+) -> Verdict {
+    tokio::time::sleep_until((at + Duration::from_millis(1500)).into()).await;
+    let res = poll(r, f, &f.d.token_url.clone(), &dev.device_code).await?;
+    expect::oauth_error(&res, "expired_token", 400)?;
+    Ok(String::new())
+}
+
+fn device_response_problems(res: &Response, dev: &DeviceAuthorizationResponse) -> Verdict {
+    let mut problems = Vec::new();
+    if dev.device_code.is_empty() || dev.user_code.is_empty() {
+        problems.push("device_code and user_code must not be empty".to_owned());
+    }
+    for (name, u) in [
+        ("verification_uri", &dev.verification_uri),
+        ("verification_uri_complete", &dev.verification_uri_complete),
+    ] {
+        if url::Url::parse(u).is_err() {
+            problems.push(format!("{name} {u:?} is not a URL"));
+        }
+    }
+    if dev.expires_in == 0 || dev.interval == 0 {
+        problems.push("expires_in and interval must be positive".to_owned());
+    }
+    if !res
+        .header("cache-control")
+        .is_some_and(|c| c.to_ascii_lowercase().contains("no-store"))
+    {
+        problems.push("Cache-Control: no-store is missing".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "expires_in {} s, interval {} s",
+            dev.expires_in, dev.interval
+        ))
+    } else {
+        Err(fail(problems.join("; "), Some(res)))
+    }
+}
+
+/// pactd: `XXXX-XXXX` from the 20 consonants, and links to `{public_url}/device`.
+fn pactd_codes(dev: &DeviceAuthorizationResponse) -> Verdict {
+    let code = &dev.user_code;
+    let shaped = code.len() == 9
+        && code.chars().enumerate().all(|(i, c)| {
+            if i == 4 {
+                c == '-'
+            } else {
+                USER_CODE_ALPHABET.contains(c)
+            }
+        });
+    if !shaped {
+        return Err(fail(
+            format!("user_code {code:?} is not XXXX-XXXX of {USER_CODE_ALPHABET}"),
+            None,
+        ));
+    }
+    let expected = format!("{}?user_code={code}", dev.verification_uri);
+    if dev.verification_uri_complete != expected {
+        return Err(fail(
+            format!(
+                "verification_uri_complete is {:?}, expected {expected:?}",
+                dev.verification_uri_complete
+            ),
+            None,
+        ));
+    }
+    Ok(String::new())
+}
+
+/// pactd: the §1 table.
+fn pactd_urls(
+    r: &Runner<'_>,
+    server: Option<&AuthServer>,
+    dev: Option<&DeviceAuthorizationResponse>,
+    d: Option<&DelegationInfo>,
+) -> Verdict {
+    let iface = r.iface();
+    let Some((base, _)) = split_iface(&iface) else {
+        return Err(fail(
+            format!("the interface URL {iface} is not {{public_url}}/a2a/{{brand_id}}"),
+            None,
+        ));
+    };
+    let public_url = base.trim_end_matches("/a2a");
+    let oauth_base = format!("{iface}/oauth");
+    let mut expected: Vec<(&str, String, String)> = Vec::new();
+    if let Some(res) = &r.card_res {
+        expected.push((
+            "the card URL",
+            res.url.clone(),
+            format!("{iface}/.well-known/agent-card.json"),
+        ));
+    }
+    if let Some(d) = d {
+        expected.push((
+            "deviceAuthorizationUrl",
+            d.device_authorization_url.clone(),
+            format!("{oauth_base}/device_authorization"),
+        ));
+        expected.push((
+            "tokenUrl",
+            d.token_url.clone(),
+            format!("{oauth_base}/token"),
+        ));
+        expected.push((
+            "oauth2MetadataUrl",
+            d.metadata_url.clone(),
+            format!("{oauth_base}/.well-known/oauth-authorization-server"),
+        ));
+    }
+    if let Some(s) = server {
+        expected.push(("issuer", s.issuer.clone(), oauth_base.clone()));
+        expected.push((
+            "jwks_uri",
+            s.jwks_uri.clone(),
+            format!("{oauth_base}/jwks.json"),
+        ));
+        expected.push((
+            "revocation_endpoint",
+            s.revocation_endpoint.clone().unwrap_or_default(),
+            format!("{oauth_base}/revoke"),
+        ));
+    }
+    if let Some(dev) = dev {
+        expected.push((
+            "verification_uri",
+            dev.verification_uri.clone(),
+            format!("{public_url}/device"),
+        ));
+    }
+    let wrong: Vec<String> = expected
+        .iter()
+        .filter(|(_, got, want)| got != want)
+        .map(|(name, got, want)| format!("{name} is {got}, expected {want}"))
+        .collect();
+    if wrong.is_empty() {
+        Ok(format!("{} URLs", expected.len()))
+    } else {
+        Err(fail(wrong.join("; "), None))
+    }
+}
+
+/// §5.5 step-up without a token.
+async fn step_up_phase(r: &mut Runner<'_>, f: &mut Flow) {
+    let t = Instant::now();
+    let v = step_up_task(r, f).await;
+    r.record("§5.5.step-up-task", t, v);
+    check!(r, "§5.5.step-up-context-open", {
+        match f.step_ctx.clone() {
+            None => Err(skip("no step-up task (§5.5.step-up-task)")),
+            Some(ctx) => {
+                let prompt = r.cfg.public_prompt.clone();
+                let sub = f.sub.clone();
+                match r.say(&sub, &prompt, Some(&ctx), None).await {
+                    Err(p) => Err(p),
+                    Ok(res) => match expect::reply_message(&res) {
+                        Err(p) => Err(during("a public question in the step-up's context", p)),
+                        Ok(m)
+                            if m.get("contextId").and_then(Value::as_str) != Some(ctx.as_str()) =>
+                        {
+                            Err(fail("the reply names another context", Some(&res)))
+                        }
+                        Ok(_) => Ok(String::new()),
+                    },
+                }
+            }
+        }
+    });
+}
+
+async fn step_up_task(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
+    let prompt = r.cfg.scoped_prompt.clone();
+    let sub = f.sub.clone();
+    let res = r.say(&sub, &prompt, None, None).await?;
+    let v = expect::ok_json(&res)?;
+    if v.get("message").is_some() {
+        return Err(skip(format!(
+            "{prompt:?} was answered without any scope: pass --scoped-prompt with a message that needs one"
+        )));
+    }
+    let Some(task) = v.get("task") else {
+        return Err(fail(
+            "the reply is neither a message nor a task",
+            Some(&res),
+        ));
+    };
+    let ctx = task.get("contextId").and_then(Value::as_str).unwrap_or("");
+    if !ctx.is_empty() {
+        f.step_ctx = Some(ctx.to_owned());
+    }
+    let missing: Vec<String> = task
+        .get("metadata")
+        .and_then(|m| m.get("pact.missingScopes"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    f.needed = missing.clone();
+    let mut problems = Vec::new();
+    if task
+        .get("id")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        problems.push("task.id is missing".to_owned());
+    }
+    if ctx.is_empty() {
+        problems.push("task.contextId is missing".to_owned());
+    }
+    let status = task.get("status").cloned().unwrap_or_default();
+    if status.get("state").and_then(Value::as_str) != Some("TASK_STATE_AUTH_REQUIRED") {
+        problems.push(format!(
+            "status.state is {:?}, not TASK_STATE_AUTH_REQUIRED",
+            status.get("state")
+        ));
+    }
+    match status.get("message") {
+        None => problems.push("status.message is missing".to_owned()),
+        Some(m) => {
+            if m.get("role").and_then(Value::as_str) != Some("ROLE_AGENT") {
+                problems.push("status.message.role is not ROLE_AGENT".to_owned());
+            }
+            let parts_ok = m.get("parts").and_then(Value::as_array).is_some_and(|p| {
+                !p.is_empty()
+                    && p.iter()
+                        .all(|x| x.get("text").is_some_and(Value::is_string))
+            });
+            if !parts_ok {
+                problems.push("status.message.parts are not text parts".to_owned());
+            }
+        }
+    }
+    if missing.is_empty() {
+        problems.push("metadata[\"pact.missingScopes\"] is missing or empty".to_owned());
+    }
+    if let Some(unknown) = missing.iter().find(|s| !f.scopes.contains(*s)) {
+        problems.push(format!(
+            "pact.missingScopes names {unknown:?}, not a scope of the card"
+        ));
+    }
+    let link = task
+        .get("metadata")
+        .and_then(|m| m.get("pact.verificationUriComplete"))
+        .and_then(Value::as_str);
+    if link.is_none_or(|l| url::Url::parse(l).is_err()) {
+        problems
+            .push("metadata[\"pact.verificationUriComplete\"] is missing or not a URL".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(format!("missing {}", missing.join(", ")))
+    } else {
+        Err(fail(problems.join("; "), Some(&res)))
+    }
+}
+
+/// RFC 8628 §3.5 `access_denied`.
+async fn denied(r: &mut Runner<'_>, f: &Flow) -> Verdict {
+    let dev = ask(
+        r,
+        f,
+        "§5.3.access-denied",
+        &f.scopes.clone(),
+        Decision::Deny,
+        Account::Primary,
+    )
+    .await?;
+    match decided(r, f, &dev).await? {
+        PollOutcome::Denied(res) => {
+            expect::oauth_error(&res, "access_denied", 400)?;
+            Ok(String::new())
+        }
+        PollOutcome::Granted { response, .. } => Err(fail(
+            "tokens were issued although the request was denied",
+            Some(&response),
+        )),
+        PollOutcome::Expired(res) => Err(fail("no decision before the code expired", res.as_ref())),
+        PollOutcome::Failed(why, res) => Err(fail(why, res.as_ref())),
+    }
+}
+
+/// The main grant and everything done with it.
+async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
+    // Approve exactly what the scoped prompt needs when that is less than
+    // everything, so the granted scope is visibly less than requested.
+    let needed: BTreeSet<&String> = f.needed.iter().collect();
+    let all: BTreeSet<&String> = f.scopes.iter().collect();
+    let approve: Vec<String> =
+        if !needed.is_empty() && needed.len() < all.len() && needed.is_subset(&all) {
+            f.needed.clone()
+        } else {
+            f.scopes.clone()
+        };
+    let t = Instant::now();
+    let requested = f.scopes.clone();
+    let dev = match ask(
+        r,
+        f,
+        "the main grant (§5.3–§5.6)",
+        &requested,
+        Decision::Approve {
+            scopes: approve.clone(),
+        },
+        Account::Primary,
+    )
+    .await
+    {
+        Ok(dev) => dev,
+        Err(p) => {
+            let why = reason_of(&p);
+            r.record("§5.3.token-response", t, Err(p));
+            r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
+            r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
+            return;
+        }
+    };
+    // Another brand's token endpoint must not know this code (before it is redeemed).
+    check!(r, "§5.3.foreign-code", {
+        match r.other_brand() {
+            Err(p) => Err(p),
+            Ok(other) => match other.delegation {
+                None => Err(skip(
+                    "the other brand offers no delegation, so it has no token endpoint",
+                )),
+                Some(od) => match poll(r, f, &od.token_url, &dev.device_code).await {
+                    Ok(res) => {
+                        expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new())
+                    }
+                    Err(p) => Err(p),
+                },
+            },
+        }
+    });
+    let t = Instant::now();
+    let (tokens, res) = match decided(r, f, &dev).await.and_then(granted) {
+        Ok(x) => x,
+        Err(p) => {
+            let why = reason_of(&p);
+            r.record("§5.3.token-response", t, Err(p));
+            r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
+            r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
+            return;
+        }
+    };
+    r.record(
+        "§5.3.token-response",
+        t,
+        token_response_problems(&res, &tokens),
+    );
+    check!(
+        r,
+        "§5.3.scope-may-be-less",
+        scope_less(&tokens, &requested, &approve)
+    );
+    check!(r, "§5.3.redeem-twice", {
+        let token_url = f.d.token_url.clone();
+        match poll(r, f, &token_url, &dev.device_code).await {
+            Ok(res) => expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new()),
+            Err(p) => Err(p),
+        }
+    });
+    let token_claims = decode_unverified(&tokens.access_token)
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    check!(r, "§5.4.delegation-token", delegation_token(r, f, &tokens));
+    check!(r, "§5.4.pactd-header", {
+        match decode_unverified(&tokens.access_token) {
+            None => Err(fail("the access token is not a JWT", None)),
+            Some((h, _)) => {
+                if h.get("typ").and_then(Value::as_str) != Some("at+jwt") {
+                    Err(fail(
+                        format!("typ is {:?}, not \"at+jwt\"", h.get("typ")),
+                        None,
+                    ))
+                } else if !h.get("kid").is_some_and(Value::is_string) {
+                    Err(fail("the header has no kid", None))
+                } else {
+                    Ok(String::new())
+                }
+            }
+        }
+    });
+    check!(r, "§5.5.pa-jwt-checked-first", {
+        let body = message_body(&r.cfg.public_prompt.clone(), None, None);
+        let req = r
+            .a2a_request(Method::POST, "message:send", None)
+            .header(DELEGATION_HEADER, format!("Bearer {}", tokens.access_token))
+            .json(body);
+        match r.send(req, Kind::A2a).await {
+            Ok(res) => expect::bare_401(&res)
+                .map(|()| String::new())
+                .map_err(|p| during("a delegation token without a PA-JWT", p)),
+            Err(p) => Err(p),
+        }
+    });
+
+    // Re-send in the step-up's context with the token (PACT §5.5).
+    let t = Instant::now();
+    let first = delegated_turn(r, f, &tokens.access_token, f.step_ctx.clone(), None).await;
+    let verdict = match (&first, &f.step_ctx) {
+        (Err(p), _) => Err(p.clone()),
+        (Ok(_), None) => Err(skip(
+            "no step-up task to follow (§5.5.step-up-task); sent in a new context",
+        )),
+        (Ok((res, m, _)), Some(ctx)) => {
+            if m.get("contextId").and_then(Value::as_str) == Some(ctx.as_str()) {
+                Ok("answered in the step-up's context".to_owned())
+            } else {
+                Err(fail("the reply names another context", Some(res)))
+            }
+        }
+    };
+    r.record("§5.5.step-up-resend", t, verdict);
+    let (first_res, first_msg, first_body) = match first {
+        Ok((res, m, body)) => (Some(res), m, body),
+        Err(p) => {
+            let why = format!("no delegated reply: {}", reason_of(&p));
+            r.skip_all(
+                &[
+                    "§5.6.receipt-present",
+                    "§5.6.receipt-verifies",
+                    "§5.6.receipt-on-retry",
+                    "§5.6.receipt-chain",
+                ],
+                &why,
+            );
+            (None, Value::Null, Value::Null)
+        }
+    };
+    let ctx = first_msg
+        .get("contextId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(c) = &ctx {
+        f.bound = Some((c.clone(), first_body.clone()));
+    }
+    let receipt1 = first_msg
+        .get("metadata")
+        .and_then(|m| m.get("pact.receipt"))
+        .cloned();
+    check!(
+        r,
+        "§5.6.receipt-present",
+        receipt_present(first_res.as_ref(), receipt1.as_ref())
+    );
+    check!(
+        r,
+        "§5.6.receipt-verifies",
+        receipt_verifies(r, f, receipt1.as_ref(), &token_claims, &tokens)
+    );
+    check!(r, "§5.6.receipt-on-retry", {
+        match (&ctx, &receipt1) {
+            (Some(_), Some(rc)) => {
+                let sub = f.sub.clone();
+                match r
+                    .post_message(&sub, first_body.clone(), Some(&tokens.access_token))
+                    .await
+                {
+                    Err(p) => Err(p),
+                    Ok(res) => match expect::reply_message(&res) {
+                        Err(p) => Err(during("the retry", p)),
+                        Ok(m) => {
+                            let again = m.get("metadata").and_then(|x| x.get("pact.receipt"));
+                            if m.get("messageId") != first_msg.get("messageId") {
+                                Err(fail(
+                                    "the retry got a different reply messageId",
+                                    Some(&res),
+                                ))
+                            } else if again.and_then(|x| x.get("jws")) != rc.get("jws") {
+                                Err(fail("the retry got a different receipt", Some(&res)))
+                            } else {
+                                Ok(String::new())
+                            }
+                        }
+                    },
+                }
+            }
+            _ => Err(skip("no receipt to retry (§5.6.receipt-present)")),
+        }
+    });
+    check!(r, "§5.6.receipt-chain", {
+        match (&ctx, &receipt1) {
+            (Some(c), Some(rc)) => {
+                match delegated_turn(r, f, &tokens.access_token, Some(c.clone()), None).await {
+                    Err(p) => Err(during("a second delegated turn", p)),
+                    Ok((res, m, _)) => {
+                        let prev = m
+                            .get("metadata")
+                            .and_then(|x| x.get("pact.receipt"))
+                            .and_then(|x| x.get("claims"))
+                            .and_then(|x| x.get("prev"));
+                        let jws1 = rc.get("jws").and_then(Value::as_str).unwrap_or("");
+                        match prev {
+                            None => Err(skip(
+                                "receipts carry no prev: the chain is a pactd extension",
+                            )),
+                            Some(p)
+                                if p.as_str() == Some(pact_jose::receipt_hash(jws1).as_str()) =>
+                            {
+                                Ok("prev = base64url(SHA-256(previous JWS))".to_owned())
+                            }
+                            Some(p) => Err(fail(
+                                format!(
+                                    "prev is {p}, not the hash of the grant's previous receipt"
+                                ),
+                                Some(&res),
+                            )),
+                        }
+                    }
+                }
+            }
+            _ => Err(skip("no first receipt (§5.6.receipt-present)")),
+        }
+    });
+    check!(
+        r,
+        "§5.5.tampered-token-refused",
+        tampered_token(r, f, &tokens.access_token).await
+    );
+    check!(r, "§5.5.token-other-brand-refused", {
+        match r.other_brand() {
+            Err(p) => Err(p),
+            Ok(other) => {
+                let sub = f.sub.clone();
+                match r.jwt(&sub) {
+                    Err(p) => Err(p),
+                    Ok(jwt) => {
+                        let req = Request::post(format!("{}/message:send", other.iface))
+                            .bearer(jwt)
+                            .header(DELEGATION_HEADER, format!("Bearer {}", tokens.access_token))
+                            .json(message_body(&r.cfg.public_prompt.clone(), None, None));
+                        match r.send(req, Kind::A2a).await {
+                            Ok(res) => expect::invalid_token_401(&res).map(|()| String::new()),
+                            Err(p) => Err(p),
+                        }
+                    }
+                }
+            }
+        }
+    });
+    let t = Instant::now();
+    let refreshed = refresh_check(r, f, &tokens, ctx.as_deref()).await;
+    r.record(
+        "§5.3.refresh",
+        t,
+        refreshed
+            .as_ref()
+            .map(|_| String::new())
+            .map_err(Clone::clone),
+    );
+    let current = refreshed.unwrap_or(tokens);
+
+    if wants_some(r, PHASE_SECOND) {
+        second_account(r, f, &approve).await;
+    }
+    check!(
+        r,
+        "§5.5.revoked-grant-refused",
+        revoked(r, f, &current).await
+    );
+}
+
+fn token_response_problems(res: &Response, t: &TokenResponse) -> Verdict {
+    let mut problems = Vec::new();
+    if t.access_token.is_empty() || t.refresh_token.is_empty() {
+        problems.push("access_token and refresh_token must not be empty".to_owned());
+    }
+    if t.expires_in == 0 {
+        problems.push("expires_in must be positive".to_owned());
+    }
+    if !res
+        .header("cache-control")
+        .is_some_and(|c| c.to_ascii_lowercase().contains("no-store"))
+    {
+        problems.push("Cache-Control: no-store is missing (RFC 6749 §5.1)".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "scope {:?}, expires_in {} s",
+            t.scope, t.expires_in
+        ))
+    } else {
+        Err(fail(problems.join("; "), Some(res)))
+    }
+}
+
+/// PACT §5.3: `scope` may be less than requested; never more.
+fn scope_less(t: &TokenResponse, requested: &[String], approved: &[String]) -> Verdict {
+    let granted = scope_set(&t.scope);
+    let requested: BTreeSet<String> = requested.iter().cloned().collect();
+    let approved: BTreeSet<String> = approved.iter().cloned().collect();
+    if !granted.is_subset(&requested) {
+        return Err(fail(
+            format!("granted {:?}, more than requested {:?}", t.scope, requested),
+            None,
+        ));
+    }
+    if !approved.is_subset(&granted) {
+        return Err(fail(
+            format!("granted {:?}, less than approved {:?}", t.scope, approved),
+            None,
+        ));
+    }
+    let note = if granted.len() < requested.len() {
+        format!(
+            "granted {} of {} requested scopes",
+            granted.len(),
+            requested.len()
+        )
+    } else if approved.len() < requested.len() {
+        "granted everything requested (an earlier grant of this account was merged)".to_owned()
+    } else {
+        "everything requested was approved".to_owned()
+    };
+    Ok(note)
+}
+
+/// PACT §5.4: the token verifies against `jwks_uri` and carries the claims.
+fn delegation_token(r: &Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+    let Some(keys) = &f.keys else {
+        return Err(skip("no provider keys (§5.4.jwks)"));
+    };
+    let (header, payload) = oauth::verify_jws(keys, &t.access_token).map_err(|e| fail(e, None))?;
+    let claims: Value =
+        serde_json::from_slice(&payload).map_err(|_| fail("the payload is not JSON", None))?;
+    let mut problems = Vec::new();
+    if header.get("alg").and_then(Value::as_str) != Some("ES256") {
+        problems.push(format!("alg is {:?}, not ES256", header.get("alg")));
+    }
+    let s = |k: &str| {
+        claims
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if let Some(server) = &f.server
+        && s("iss") != server.issuer
+    {
+        problems.push(format!(
+            "iss is {:?}, the metadata issuer is {:?}",
+            s("iss"),
+            server.issuer
+        ));
+    }
+    match claims.get("aud") {
+        Some(Value::String(a)) if *a == r.iface() => {}
+        other => problems.push(format!(
+            "aud is {other:?}, not the interface URL {:?} as a single string",
+            r.iface()
+        )),
+    }
+    for k in ["sub", "grant_id", "jti"] {
+        if s(k).is_empty() {
+            problems.push(format!("{k} is missing"));
+        }
+    }
+    if s("client_id") != r.signer.issuer {
+        problems.push(format!(
+            "client_id is {:?}, not the PA issuer",
+            s("client_id")
+        ));
+    }
+    if scope_set(&s("scope")) != scope_set(&t.scope) {
+        problems.push(format!(
+            "scope {:?} differs from the token response's {:?}",
+            s("scope"),
+            t.scope
+        ));
+    }
+    match (
+        claims.get("iat").and_then(Value::as_i64),
+        claims.get("exp").and_then(Value::as_i64),
+    ) {
+        (Some(iat), Some(exp)) if exp > iat && exp - iat <= 3600 => {}
+        (Some(iat), Some(exp)) => problems.push(format!(
+            "exp − iat is {} s (PACT §5.4: at most 1 h)",
+            exp - iat
+        )),
+        _ => problems.push("iat or exp is missing".to_owned()),
+    }
+    if problems.is_empty() {
+        Ok(String::new())
+    } else {
+        Err(fail(problems.join("; "), None))
+    }
+}
+
+/// One delegated `message:send` of the scoped prompt: (response, message, request body).
+async fn delegated_turn(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    token: &str,
+    ctx: Option<String>,
+    message_id: Option<&str>,
+) -> Result<(Response, Value, Value), Problem> {
+    let body = message_body(&r.cfg.scoped_prompt.clone(), ctx.as_deref(), message_id);
+    let sub = f.sub.clone();
+    let res = r.post_message(&sub, body.clone(), Some(token)).await?;
+    let m =
+        expect::reply_message(&res).map_err(|p| during("the scoped prompt with the token", p))?;
+    Ok((res, m, body))
+}
+
+fn receipt_present(res: Option<&Response>, receipt: Option<&Value>) -> Verdict {
+    let Some(rc) = receipt else {
+        return Err(fail(
+            "the delegated reply has no metadata[\"pact.receipt\"]",
+            res,
+        ));
+    };
+    let mut problems = Vec::new();
+    if !rc.get("jws").is_some_and(Value::is_string) {
+        problems.push("jws is missing".to_owned());
+    }
+    let c = rc.get("claims").cloned().unwrap_or_default();
+    for k in ["grantId", "user", "pa", "brand", "ts"] {
+        if !c.get(k).is_some_and(Value::is_string) {
+            problems.push(format!("claims.{k} is missing"));
+        }
+    }
+    if !c
+        .get("scopesUsed")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().all(Value::is_string))
+    {
+        problems.push("claims.scopesUsed is not an array of scope ids".to_owned());
+    }
+    let actions_ok = c.get("actions").and_then(Value::as_array).is_some_and(|a| {
+        a.iter().all(|x| {
+            x.get("tool").is_some_and(Value::is_string)
+                && x.get("argsHash").is_none_or(Value::is_string)
+        })
+    });
+    if !actions_ok {
+        problems.push("claims.actions is not an array of {tool, argsHash?}".to_owned());
+    }
+    if let Some(ts) = c.get("ts").and_then(Value::as_str)
+        && time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).is_err()
+    {
+        problems.push(format!("claims.ts {ts:?} is not RFC 3339"));
+    }
+    if problems.is_empty() {
+        Ok(String::new())
+    } else {
+        Err(fail(problems.join("; "), res))
+    }
+}
+
+fn receipt_verifies(
+    r: &Runner<'_>,
+    f: &Flow,
+    receipt: Option<&Value>,
+    token_claims: &Value,
+    t: &TokenResponse,
+) -> Verdict {
+    let Some(rc) = receipt else {
+        return Err(skip("no receipt (§5.6.receipt-present)"));
+    };
+    let Some(keys) = &f.keys else {
+        return Err(skip("no provider keys (§5.4.jwks)"));
+    };
+    let claims = oauth::verify_receipt(keys, rc).map_err(|e| fail(e, None))?;
+    let mut problems = Vec::new();
+    if claims.pa != r.signer.issuer {
+        problems.push(format!("pa is {:?}, not the PA issuer", claims.pa));
+    }
+    if claims.brand != r.iface() {
+        problems.push(format!(
+            "brand is {:?}, not the interface URL",
+            claims.brand
+        ));
+    }
+    let tc = |k: &str| {
+        token_claims
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    if claims.grant_id != tc("grant_id") {
+        problems.push(format!(
+            "grantId {:?} is not the token's grant_id {:?}",
+            claims.grant_id,
+            tc("grant_id")
+        ));
+    }
+    if claims.user != tc("sub") {
+        problems.push(format!(
+            "user {:?} is not the token's sub {:?}",
+            claims.user,
+            tc("sub")
+        ));
+    }
+    let granted = scope_set(&t.scope);
+    if let Some(s) = claims.scopes_used.iter().find(|s| !granted.contains(*s)) {
+        problems.push(format!(
+            "scopesUsed names {s:?}, which the token does not grant"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "signed by the brand; actions [{}]",
+            claims
+                .actions
+                .iter()
+                .map(|a| a.tool.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        Err(fail(problems.join("; "), None))
+    }
+}
+
+/// PACT §5.5: any defect of the delegation token is the 401 invalid_token.
+async fn tampered_token(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
+    let widened = decode_unverified(token).and_then(|(_, mut c)| {
+        c["scope"] = json!(format!("{} admin", f.scopes.join(" ")));
+        forge::swap_payload(token, &c)
+    });
+    let cases = [
+        (
+            "one flipped signature bit",
+            forge::flip_signature_bit(token),
+        ),
+        ("a widened scope, signature kept", widened),
+        (
+            "a token that is not a JWT",
+            Some("not-a-delegation-token".to_owned()),
+        ),
+    ];
+    for (label, forged) in cases {
+        let Some(forged) = forged else {
+            return Err(fail(format!("cannot build {label}"), None));
+        };
+        let sub = f.sub.clone();
+        let body = message_body(&r.cfg.public_prompt.clone(), None, None);
+        let res = r.post_message(&sub, body, Some(&forged)).await?;
+        expect::invalid_token_401(&res).map_err(|p| during(label, p))?;
+    }
+    Ok(String::new())
+}
+
+/// PACT §5.3 refresh: a new pair, the scope never wider; the new token works.
+async fn refresh_check(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    t: &TokenResponse,
+    ctx: Option<&str>,
+) -> Result<TokenResponse, Problem> {
+    let res = oauth_refresh(r, f, &t.refresh_token).await?;
+    let new = oauth::parse_token_response(&res).map_err(|e| fail(e.to_string(), Some(&res)))?;
+    if new.access_token == t.access_token || new.refresh_token == t.refresh_token {
+        return Err(fail("refresh returned the same token(s)", Some(&res)));
+    }
+    if !scope_set(&new.scope).is_subset(&scope_set(&t.scope)) {
+        return Err(fail(
+            format!(
+                "refresh widened the scope from {:?} to {:?}",
+                t.scope, new.scope
+            ),
+            Some(&res),
+        ));
+    }
+    let sub = f.sub.clone();
+    let prompt = r.cfg.public_prompt.clone();
+    let res = r.say(&sub, &prompt, ctx, Some(&new.access_token)).await?;
+    expect::reply_message(&res).map_err(|p| during("sending with the refreshed token", p))?;
+    Ok(new)
+}
+
+async fn oauth_refresh(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    refresh_token: &str,
+) -> Result<Response, Problem> {
+    let issuer = r.signer.issuer.clone();
+    oauth_post(
+        r,
+        &f.d.token_url,
+        Some(&f.sub),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", &issuer),
+        ],
+    )
+    .await
+}
+
+/// A second account at the brand, for one-user-per-context and refresh reuse.
+async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
+    let t = Instant::now();
+    let dev = match ask(
+        r,
+        f,
+        "§5.5.context-other-user",
+        approve,
+        Decision::Approve {
+            scopes: approve.to_vec(),
+        },
+        Account::Secondary,
+    )
+    .await
+    {
+        Ok(dev) => dev,
+        Err(p) => {
+            let why = reason_of(&p);
+            r.record("§5.5.context-other-user", t, Err(p));
+            r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
+            return;
+        }
+    };
+    let tokens = match decided(r, f, &dev).await.and_then(granted) {
+        Ok((tokens, _)) => tokens,
+        Err(p) => {
+            let why = reason_of(&p);
+            r.record("§5.5.context-other-user", t, Err(p));
+            r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
+            return;
+        }
+    };
+    check!(
+        r,
+        "§5.5.context-other-user",
+        other_user(r, f, &tokens).await
+    );
+    check!(
+        r,
+        "§5.3.refresh-reuse-revokes",
+        refresh_reuse(r, f, &tokens).await
+    );
+}
+
+/// PACT §5.5: a context that has run as one user refuses another, and a
+/// retry never hands the first user's stored reply to the second.
+async fn other_user(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+    let Some((ctx, first_body)) = f.bound.clone() else {
+        return Err(skip(
+            "no context ran as the first account (§5.5.step-up-resend)",
+        ));
+    };
+    let sub = f.sub.clone();
+    let body = message_body(&r.cfg.scoped_prompt.clone(), Some(&ctx), None);
+    let res = r.post_message(&sub, body, Some(&t.access_token)).await?;
+    expect::a2a_error(&res, ErrorReason::InvalidParams, None)
+        .map_err(|p| during("another account's token in the first account's context", p))?;
+    let res = r
+        .post_message(&sub, first_body, Some(&t.access_token))
+        .await?;
+    expect::a2a_error(&res, ErrorReason::InvalidParams, None).map_err(|p| {
+        during(
+            "a retried messageId of the first account, with the second account's token",
+            p,
+        )
+    })?;
+    Ok(String::new())
+}
+
+/// pactd (RFC 9700): a used refresh token revokes the whole grant.
+async fn refresh_reuse(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+    let res = oauth_refresh(r, f, &t.refresh_token).await?;
+    let second = oauth::parse_token_response(&res)
+        .map_err(|e| fail(format!("the first refresh failed: {e}"), Some(&res)))?;
+    let res = oauth_refresh(r, f, &t.refresh_token).await?;
+    expect::oauth_error(&res, "invalid_grant", 400)
+        .map_err(|p| during("reusing the used refresh token", p))?;
+    let res = oauth_refresh(r, f, &second.refresh_token).await?;
+    expect::oauth_error(&res, "invalid_grant", 400).map_err(|p| {
+        during(
+            "the newest refresh token after the reuse (the grant should be revoked)",
+            p,
+        )
+    })?;
+    let sub = f.sub.clone();
+    let prompt = r.cfg.public_prompt.clone();
+    let res = r
+        .say(&sub, &prompt, None, Some(&second.access_token))
+        .await?;
+    expect::invalid_token_401(&res).map_err(|p| {
+        during(
+            "the newest access token after the reuse (the grant should be revoked)",
+            p,
+        )
+    })?;
+    Ok(String::new())
+}
+
+/// RFC 7009 revocation, then the token is refused (PACT §5.5).
+async fn revoked(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+    let Some(endpoint) = f
+        .server
+        .as_ref()
+        .and_then(|s| s.revocation_endpoint.clone())
+    else {
+        return Err(skip("the metadata names no revocation_endpoint"));
+    };
+    let issuer = r.signer.issuer.clone();
+    let res = oauth_post(
+        r,
+        &endpoint,
+        Some(&f.sub),
+        &[("token", &t.refresh_token), ("client_id", &issuer)],
+    )
+    .await?;
+    if res.status != 200 {
+        return Err(fail(
+            format!("revocation answered HTTP {} (RFC 7009: 200)", res.status),
+            Some(&res),
+        ));
+    }
+    let sub = f.sub.clone();
+    let prompt = r.cfg.public_prompt.clone();
+    let res = r.say(&sub, &prompt, None, Some(&t.access_token)).await?;
+    expect::invalid_token_401(&res)
+        .map_err(|p| during("the access token of the revoked grant", p))?;
+    Ok(String::new())
+}

@@ -1,0 +1,120 @@
+//! Publishing a JWKS at `/.well-known/jwks.json` (PACT §3: the Provider
+//! fetches the PA's keys from its registered `jwksUri`).
+//!
+//! The URI must stay stable: keys rotate behind it, the URI does not. So
+//! `serve-jwks` and `conformance` listen on the address stored in the state
+//! (`jwks_listen`), and the URI printed for registration is the one they
+//! serve. A Provider requires HTTPS in production (pactd accepts loopback
+//! HTTP only in development); put a TLS proxy in front and store its URL.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context as _, Result};
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::Value;
+
+/// The path the JWKS is served at.
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+
+/// A running JWKS server. Stops when dropped.
+#[derive(Debug)]
+pub struct JwksServer {
+    addr: SocketAddr,
+    hits: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl JwksServer {
+    /// Binds `listen` (port 0 picks one) and serves `jwks` with
+    /// `Cache-Control: max-age=300`, counting requests.
+    pub async fn start(listen: SocketAddr, jwks: Value) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let addr = listener.local_addr()?;
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let body = Arc::new(jwks.to_string());
+        let app = Router::new().route(
+            JWKS_PATH,
+            get(move || {
+                let body = body.clone();
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    jwks_response(body.as_str())
+                }
+            }),
+        );
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Ok(Self { addr, hits, task })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://{addr}/.well-known/jwks.json`.
+    pub fn uri(&self) -> String {
+        format!("http://{}{JWKS_PATH}", self.addr)
+    }
+
+    /// How many times the JWKS was fetched.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    /// Serves until the task ends (for the `serve-jwks` command).
+    pub async fn wait(mut self) {
+        (&mut self.task).await.ok();
+    }
+}
+
+impl Drop for JwksServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn jwks_response(body: &str) -> Response {
+    let mut res = body.to_owned().into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/jwk-set+json"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300"),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn serves_and_counts() {
+        let key = crate::keys::AgentKey::generate().unwrap();
+        let server = JwksServer::start("127.0.0.1:0".parse().unwrap(), key.jwks())
+            .await
+            .unwrap();
+        let v: Value = reqwest::get(server.uri())
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["keys"][0]["kid"], key.kid());
+        assert_eq!(server.hits(), 1);
+    }
+}

@@ -1,0 +1,762 @@
+//! The device pages (RFC 8628 §3.3, PACT §5.2, §7): code entry, sign-in
+//! hand-off, consent, and "done".
+//!
+//! * `GET /device[?user_code=]` shows the entry form (pre-filled from
+//!   `verification_uri_complete`); a GET never looks a code up or acts on it.
+//! * `POST /device` confirms the code (rate-limited per session, per IP and
+//!   globally; every attempt costs a token), remembers it in the session, and
+//!   sends the person to sign in — pactd's `/login` or the brand's own login —
+//!   or straight to consent when already signed in for that brand.
+//! * `GET /device/consent` shows who asks (the registered agent's name and its
+//!   issuer origin), for which brand, when and from where, each requested scope
+//!   as a pre-ticked checkbox with its description verbatim, and any
+//!   `authorization_details` conditions in plain words.
+//! * `POST /device/consent` approves the ticked scopes or denies — only ever on
+//!   this explicit click, even when an existing grant already covers the
+//!   request. Ticked `requires_mfa` scopes need a second factor verified in
+//!   the last ten minutes, else the person is sent to
+//!   `/login/second-factor?next=/device/consent?scopes=…` and comes back to
+//!   the same form with the same ticks (scope ids are not secret).
+//! * `GET /device/done` tells them to go back to their agent.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::brands::Brand;
+use pact_db::device_authorizations::DeviceAuthorization;
+use pact_db::scopes::BrandScope;
+use pact_db::sessions::Session;
+use time::macros::format_description;
+use time::{Duration, OffsetDateTime};
+
+use super::brand_login::{self, BrandLogin};
+use super::page::{ErrorPage, PageError, render};
+use super::session::{self, Browser};
+use super::{limits, security};
+use crate::consent::{self, Approval, ConsentError};
+use crate::domain::{authz_details, user_code};
+use crate::state::AppState;
+
+/// A second factor counts for step-up when verified this recently.
+pub const STEP_UP_MAX_AGE: Duration = Duration::minutes(10);
+/// The brand name shown before any code is known.
+const NO_BRAND: &str = "pactd";
+
+// ---------------------------------------------------------------- templates
+
+#[derive(Template)]
+#[template(path = "device.html")]
+struct DevicePage<'a> {
+    brand_name: &'a str,
+    signed_in: bool,
+    csrf: &'a str,
+    code: &'a str,
+    error: Option<&'a str>,
+}
+
+struct ScopeRow {
+    id: String,
+    description: String,
+    checked: bool,
+    requires_mfa: bool,
+}
+
+#[derive(Template)]
+#[template(path = "consent.html")]
+struct ConsentPage<'a> {
+    brand_name: &'a str,
+    signed_in: bool,
+    csrf: &'a str,
+    agent_name: &'a str,
+    agent_origin: &'a str,
+    user_label: &'a str,
+    user_code: String,
+    requested_at: String,
+    requested_ago: String,
+    request_ip: &'a str,
+    scopes: Vec<ScopeRow>,
+    conditions: Vec<String>,
+    already: Vec<String>,
+    error: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "device_done.html")]
+struct DonePage<'a> {
+    brand_name: &'a str,
+    signed_in: bool,
+    approved: bool,
+    agent_name: &'a str,
+    granted: Vec<String>,
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// A form body as ordered pairs (checkboxes repeat their name).
+struct FormBody(Vec<(String, String)>);
+
+impl FormBody {
+    fn parse(body: &[u8]) -> Self {
+        Self(
+            url::form_urlencoded::parse(body)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    fn one(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn all(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn query_param(raw: Option<&str>, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn with_cookie(mut res: Response, cookie: Option<HeaderValue>) -> Response {
+    if let Some(c) = cookie {
+        res.headers_mut().append(header::SET_COOKIE, c);
+    }
+    res
+}
+
+fn see_other(to: &str) -> Response {
+    let mut res = Redirect::to(to).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+/// A calm page for a state the person cannot act on (expired, used…).
+fn notice(brand_name: &str, signed_in: bool, title: &str, message: &str) -> Response {
+    let page = ErrorPage {
+        brand_name,
+        title,
+        message,
+        signed_in,
+    };
+    render(&page, StatusCode::GONE)
+}
+
+fn expired_code(brand_name: &str, signed_in: bool) -> Response {
+    notice(
+        brand_name,
+        signed_in,
+        "This code has expired",
+        "Codes are valid for a few minutes only. Ask your agent for a new code and enter it here.",
+    )
+}
+
+fn used_code(brand_name: &str, signed_in: bool) -> Response {
+    notice(
+        brand_name,
+        signed_in,
+        "This code has already been used",
+        "This request has already been answered, so there is nothing more to do with this code. \
+         If your agent still needs your permission, ask it for a new code.",
+    )
+}
+
+fn no_session() -> PageError {
+    PageError::Forbidden(
+        "Your session has expired. Go back, reload the page and try again.".to_owned(),
+    )
+}
+
+fn consent_error(e: ConsentError) -> PageError {
+    match e {
+        ConsentError::Db(e) => PageError::from(e),
+        ConsentError::ScopesNotRequested | ConsentError::DetailsNotRequested => {
+            PageError::BadRequest(
+                "Only the permissions this agent asked for can be allowed. Nothing was changed."
+                    .to_owned(),
+            )
+        }
+        ConsentError::NotFound => PageError::NotFound(
+            "This request no longer exists. Ask your agent for a new code.".to_owned(),
+        ),
+        // Raced with another tab or with expiry: the next GET explains which.
+        ConsentError::AlreadyDecided | ConsentError::Expired => PageError::BadRequest(
+            "This request can no longer be answered: it has expired or was already answered."
+                .to_owned(),
+        ),
+    }
+}
+
+/// The session's user id at the brand, when it is signed in for `brand_id`.
+/// The second element labels the person on the page.
+async fn signed_in_as(
+    app: &AppState,
+    s: &Session,
+    brand_id: &str,
+) -> Result<Option<(String, String)>, PageError> {
+    if s.brand_id.as_deref() != Some(brand_id) {
+        return Ok(None);
+    }
+    if let Some(uid) = s.user_id {
+        return Ok(pact_db::users::find(&app.db, uid)
+            .await?
+            .filter(|u| u.brand_id == brand_id)
+            .map(|u| (u.subject(), u.email)));
+    }
+    Ok(s.external_sub.clone().map(|sub| (sub.clone(), sub)))
+}
+
+fn login_redirect(brand_id: &str) -> Response {
+    see_other(&format!("/login?brand={brand_id}&next=/device/consent"))
+}
+
+/// Where to go to sign in for this authorization's brand.
+async fn sign_in_first(
+    app: &AppState,
+    brand: &Brand,
+    auth: &DeviceAuthorization,
+    signed_in: bool,
+) -> Result<Response, PageError> {
+    match BrandLogin::from_settings(&brand.settings) {
+        Some(login) => {
+            brand_login::login_page(app, brand, &login, auth, signed_in, None, StatusCode::OK).await
+        }
+        None => Ok(login_redirect(&brand.id)),
+    }
+}
+
+/// `https://pa.example` for `https://pa.example/agents/1`.
+fn origin_of(issuer: &str) -> String {
+    match url::Url::parse(issuer) {
+        Ok(u) if u.host().is_some() => u.origin().ascii_serialization(),
+        _ => issuer.to_owned(),
+    }
+}
+
+fn absolute(t: OffsetDateTime) -> String {
+    let f = format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&f)
+        .unwrap_or_default()
+}
+
+fn relative(then: OffsetDateTime, now: OffsetDateTime) -> String {
+    let secs = (now - then).whole_seconds().max(0);
+    let (n, unit) = match secs {
+        0..60 => return "just now".to_owned(),
+        60..3600 => (secs / 60, "minute"),
+        3600..86_400 => (secs / 3600, "hour"),
+        _ => (secs / 86_400, "day"),
+    };
+    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+}
+
+fn mfa_is_recent(s: &Session, now: OffsetDateTime) -> bool {
+    s.mfa_at.is_some_and(|at| now - at <= STEP_UP_MAX_AGE)
+}
+
+/// `/login/second-factor?next=<encoded /device/consent?scopes=a+b>`.
+fn step_up_url(ticked: &BTreeSet<String>) -> String {
+    let joined = ticked.iter().cloned().collect::<Vec<_>>().join(" ");
+    let back = format!(
+        "/device/consent?{}",
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("scopes", &joined)
+            .finish()
+    );
+    format!(
+        "/login/second-factor?{}",
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("next", &back)
+            .finish()
+    )
+}
+
+/// The per-IP bucket's key: the address, or its /64 for IPv6 (one host
+/// usually holds a whole /64, so single addresses would be free to rotate).
+fn ip_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+/// Per-session, per-IP and global buckets for code entry, checked in that
+/// order so a limited caller does not drain the wider buckets.
+fn limit_code_entry(app: &AppState, s: &Session, ip: IpAddr) -> Result<(), PageError> {
+    let limits = &app.page_limits;
+    let session_key = URL_SAFE_NO_PAD.encode(&s.id_hash);
+    limits::check(&limits.user_code_per_session, &session_key)
+        .and_then(|()| limits::check(&limits.user_code_per_ip, &ip_key(ip)))
+        .and_then(|()| limits::check(&limits.user_code_global, "all"))
+        .map_err(|secs| PageError::TooMany {
+            retry_after_secs: secs,
+            message: format!(
+                "Too many codes were tried. Wait {secs} seconds, then enter the code your agent shows."
+            ),
+        })
+}
+
+// ---------------------------------------------------------------- /device
+
+/// `GET /device` and `GET /device?user_code=…` (never acts on the code).
+pub async fn entry(
+    State(app): State<AppState>,
+    browser: Browser,
+    RawQuery(query): RawQuery,
+) -> Result<Response, PageError> {
+    let (s, cookie) = session::ensure(&app, &browser).await?;
+    let typed = query_param(query.as_deref(), "user_code").unwrap_or_default();
+    let code = match user_code::normalise(&typed) {
+        Some(c) => user_code::display(&c),
+        None => typed.chars().take(32).collect(),
+    };
+    let page = DevicePage {
+        brand_name: NO_BRAND,
+        signed_in: browser.signed_in(),
+        csrf: &s.csrf_token,
+        code: &code,
+        error: None,
+    };
+    Ok(with_cookie(render(&page, StatusCode::OK), cookie))
+}
+
+fn entry_again(
+    browser: &Browser,
+    s: &Session,
+    typed: &str,
+    error: &str,
+    status: StatusCode,
+) -> Response {
+    let typed: String = typed.chars().take(32).collect();
+    let page = DevicePage {
+        brand_name: NO_BRAND,
+        signed_in: browser.signed_in(),
+        csrf: &s.csrf_token,
+        code: &typed,
+        error: Some(error),
+    };
+    render(&page, status)
+}
+
+/// Whether a code was used by an authorization that is no longer live
+/// (denied or redeemed); such codes are not found by the live lookup.
+async fn code_was_used(app: &AppState, code: &str) -> Result<bool, sqlx::Error> {
+    pact_db::device_authorizations::user_code_was_used(&app.db, code).await
+}
+
+/// `POST /device`: confirm the code.
+pub async fn confirm(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    browser: Browser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    security::check_origin(&headers, &app.config.public_url)?;
+    let form = FormBody::parse(&body);
+    let s = browser.session.as_ref().ok_or_else(no_session)?;
+    security::check_csrf(&s.csrf_token, form.one("csrf"))?;
+    limit_code_entry(&app, s, peer.ip())?;
+
+    let typed = form.one("user_code").unwrap_or("");
+    let signed_in = browser.signed_in();
+    let Some(code) = user_code::normalise(typed) else {
+        return Ok(entry_again(
+            &browser,
+            s,
+            typed,
+            "That is not a code from an agent. Codes are 8 letters, like BCDF-GHJK.",
+            StatusCode::BAD_REQUEST,
+        ));
+    };
+    let Some(auth) = consent::find_by_user_code(&app, &code)
+        .await
+        .map_err(consent_error)?
+    else {
+        if code_was_used(&app, &code).await? {
+            return Ok(used_code(NO_BRAND, signed_in));
+        }
+        return Ok(entry_again(
+            &browser,
+            s,
+            typed,
+            "We don't know that code. Check it against the one your agent shows, or ask it for a new one.",
+            StatusCode::NOT_FOUND,
+        ));
+    };
+    let brand = pact_db::brands::find(&app.db, &auth.brand_id)
+        .await?
+        .ok_or_else(|| PageError::NotFound("This brand no longer exists.".to_owned()))?;
+    if auth.status != "pending" {
+        return Ok(used_code(&brand.name, signed_in));
+    }
+    if auth.expires_at <= OffsetDateTime::now_utc() {
+        return Ok(expired_code(&brand.name, signed_in));
+    }
+    pact_db::sessions::set_device_authorization(&app.db, &s.id_hash, Some(auth.id)).await?;
+    if signed_in_as(&app, s, &brand.id).await?.is_some() {
+        return Ok(see_other("/device/consent"));
+    }
+    sign_in_first(&app, &brand, &auth, signed_in).await
+}
+
+// ---------------------------------------------------------------- consent
+
+/// Everything the consent page and its POST need.
+struct Deciding {
+    session: Session,
+    auth: DeviceAuthorization,
+    brand: Brand,
+    user_sub: String,
+    user_label: String,
+}
+
+enum Loaded {
+    Ready(Box<Deciding>),
+    Respond(Response),
+}
+
+/// The authorization this browser is deciding on, if it can be decided and
+/// the person is signed in for its brand; otherwise the page to show instead.
+async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
+    let Some(s) = browser.session.clone() else {
+        return Ok(Loaded::Respond(see_other("/device")));
+    };
+    let Some(id) = s.device_authorization_id else {
+        return Ok(Loaded::Respond(see_other("/device")));
+    };
+    let Some(auth) = pact_db::device_authorizations::find(&app.db, id).await? else {
+        return Ok(Loaded::Respond(see_other("/device")));
+    };
+    let signed_in = browser.signed_in();
+    let brand = pact_db::brands::find(&app.db, &auth.brand_id)
+        .await?
+        .ok_or_else(|| PageError::NotFound("This brand no longer exists.".to_owned()))?;
+    if auth.status != "pending" {
+        return Ok(Loaded::Respond(used_code(&brand.name, signed_in)));
+    }
+    if auth.expires_at <= OffsetDateTime::now_utc() {
+        return Ok(Loaded::Respond(expired_code(&brand.name, signed_in)));
+    }
+    let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
+        return Ok(Loaded::Respond(
+            sign_in_first(app, &brand, &auth, signed_in).await?,
+        ));
+    };
+    Ok(Loaded::Ready(Box::new(Deciding {
+        session: s,
+        auth,
+        brand,
+        user_sub,
+        user_label,
+    })))
+}
+
+async fn brand_scopes(app: &AppState, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
+    Ok(pact_db::scopes::list(&app.db, brand_id).await?)
+}
+
+async fn consent_page(
+    app: &AppState,
+    d: &Deciding,
+    chosen: Option<&BTreeSet<String>>,
+    error: Option<&str>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let now = OffsetDateTime::now_utc();
+    let agent = pact_db::agents::find(&app.db, &d.auth.pa_issuer).await?;
+    let agent_name = agent.map_or_else(|| "An unregistered agent".to_owned(), |a| a.name);
+    let offered = brand_scopes(app, &d.brand.id).await?;
+    let describe = |id: &str| {
+        offered
+            .iter()
+            .find(|s| s.scope_id == id)
+            .map_or_else(|| id.to_owned(), |s| s.description.clone())
+    };
+    let scopes = d
+        .auth
+        .scopes
+        .iter()
+        .map(|id| ScopeRow {
+            id: id.clone(),
+            description: describe(id),
+            checked: chosen.is_none_or(|c| c.contains(id)),
+            requires_mfa: offered.iter().any(|s| s.scope_id == *id && s.requires_mfa),
+        })
+        .collect();
+    let conditions = d
+        .auth
+        .authorization_details
+        .as_ref()
+        .map(|details| {
+            authz_details::describe(
+                details,
+                &authz_details::types_from_settings(&d.brand.settings),
+            )
+        })
+        .unwrap_or_default();
+    // Information only: an existing grant never approves anything by itself.
+    let mut already_ids = BTreeSet::new();
+    for g in pact_db::grants::active_for(&app.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
+        .await?
+    {
+        already_ids.extend(g.scopes.into_iter().filter(|s| d.auth.scopes.contains(s)));
+    }
+    let page = ConsentPage {
+        brand_name: &d.brand.name,
+        signed_in: true,
+        csrf: &d.session.csrf_token,
+        agent_name: &agent_name,
+        agent_origin: &origin_of(&d.auth.pa_issuer),
+        user_label: &d.user_label,
+        user_code: user_code::display(&d.auth.user_code),
+        requested_at: absolute(d.auth.created_at),
+        requested_ago: relative(d.auth.created_at, now),
+        request_ip: d.auth.request_ip.as_deref().unwrap_or("an unknown address"),
+        scopes,
+        conditions,
+        already: already_ids.iter().map(|id| describe(id)).collect(),
+        error,
+    };
+    Ok(render(&page, status))
+}
+
+/// `GET /device/consent[?scopes=a+b]` (the ticks to restore after step-up).
+pub async fn show(
+    State(app): State<AppState>,
+    browser: Browser,
+    RawQuery(query): RawQuery,
+) -> Result<Response, PageError> {
+    let d = match load(&app, &browser).await? {
+        Loaded::Ready(d) => d,
+        Loaded::Respond(res) => return Ok(res),
+    };
+    let chosen: Option<BTreeSet<String>> = query_param(query.as_deref(), "scopes").map(|s| {
+        s.split(' ')
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect()
+    });
+    consent_page(&app, &d, chosen.as_ref(), None, StatusCode::OK).await
+}
+
+/// `POST /device/consent`: Approve (the ticked scopes) or Deny.
+pub async fn decide(
+    State(app): State<AppState>,
+    browser: Browser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    security::check_origin(&headers, &app.config.public_url)?;
+    let form = FormBody::parse(&body);
+    let s = browser.session.as_ref().ok_or_else(no_session)?;
+    security::check_csrf(&s.csrf_token, form.one("csrf"))?;
+    let d = match load(&app, &browser).await? {
+        Loaded::Ready(d) => d,
+        Loaded::Respond(res) => return Ok(res),
+    };
+    let now = OffsetDateTime::now_utc();
+    match form.one("action") {
+        Some("deny") => {
+            consent::deny(&app, d.auth.id, Some(&d.user_sub), now)
+                .await
+                .map_err(consent_error)?;
+            tracing::info!(authorization = %d.auth.id, brand = %d.brand.id, "device authorization denied");
+            Ok(see_other("/device/done"))
+        }
+        Some("approve") => approve(&app, &d, &form, now).await,
+        _ => Err(PageError::BadRequest("Choose Approve or Deny.".to_owned())),
+    }
+}
+
+async fn approve(
+    app: &AppState,
+    d: &Deciding,
+    form: &FormBody,
+    now: OffsetDateTime,
+) -> Result<Response, PageError> {
+    let ticked: BTreeSet<String> = form.all("scope").map(str::to_owned).collect();
+    if ticked.is_empty() {
+        return consent_page(
+            app,
+            d,
+            Some(&ticked),
+            Some("Tick at least one permission to approve, or choose Deny."),
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
+    }
+    let requested: BTreeSet<String> = d.auth.scopes.iter().cloned().collect();
+    if !ticked.is_subset(&requested) {
+        return Err(consent_error(ConsentError::ScopesNotRequested));
+    }
+    let offered = brand_scopes(app, &d.brand.id).await?;
+    let needs_mfa = offered
+        .iter()
+        .any(|s| s.requires_mfa && ticked.contains(&s.scope_id));
+    if needs_mfa && !mfa_is_recent(&d.session, now) {
+        if d.session.user_id.is_some() {
+            return Ok(see_other(&step_up_url(&ticked)));
+        }
+        // Brand's own login: only the brand can check a second factor.
+        if let Some(login) = BrandLogin::from_settings(&d.brand.settings) {
+            return brand_login::login_page(
+                app,
+                &d.brand,
+                &login,
+                &d.auth,
+                true,
+                Some("One of these permissions needs a second factor. Sign in again, with your second factor, to approve it — or untick it."),
+                StatusCode::FORBIDDEN,
+            )
+            .await;
+        }
+        return Err(PageError::Forbidden(
+            "One of these permissions needs a second factor. Untick it, or sign in again with a second factor."
+                .to_owned(),
+        ));
+    }
+    let grant = consent::approve(
+        app,
+        Approval {
+            authorization_id: d.auth.id,
+            user_sub: &d.user_sub,
+            scopes: ticked,
+            authorization_details: None,
+        },
+        now,
+    )
+    .await
+    .map_err(consent_error)?;
+    tracing::info!(authorization = %d.auth.id, grant = %grant.id, brand = %d.brand.id, "device authorization approved");
+    Ok(see_other("/device/done"))
+}
+
+// ---------------------------------------------------------------- done
+
+/// `GET /device/done`.
+pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Response, PageError> {
+    let signed_in = browser.signed_in();
+    let auth = match browser
+        .session
+        .as_ref()
+        .and_then(|s| s.device_authorization_id)
+    {
+        Some(id) => pact_db::device_authorizations::find(&app.db, id).await?,
+        None => None,
+    };
+    let Some(auth) = auth.filter(|a| a.status != "pending") else {
+        return Ok(see_other("/device"));
+    };
+    let brand = pact_db::brands::find(&app.db, &auth.brand_id).await?;
+    let brand_name = brand.as_ref().map_or(NO_BRAND, |b| b.name.as_str());
+    let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
+    let agent_name = agent.map_or_else(|| "your agent".to_owned(), |a| a.name);
+    let approved = auth.status == "approved" || auth.status == "redeemed";
+    let granted = match (approved, auth.grant_id) {
+        (true, Some(gid)) => {
+            let scopes = pact_db::grants::find(&app.db, gid)
+                .await?
+                .map(|g| g.scopes)
+                .unwrap_or_default();
+            let offered = brand_scopes(&app, &auth.brand_id).await?;
+            scopes
+                .iter()
+                .filter(|id| auth.scopes.contains(id))
+                .map(|id| {
+                    offered
+                        .iter()
+                        .find(|s| s.scope_id == *id)
+                        .map_or_else(|| id.clone(), |s| s.description.clone())
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let page = DonePage {
+        brand_name,
+        signed_in,
+        approved,
+        agent_name: &agent_name,
+        granted,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_times_read_naturally() {
+        let t = OffsetDateTime::UNIX_EPOCH;
+        assert_eq!(relative(t, t + Duration::seconds(5)), "just now");
+        assert_eq!(relative(t, t + Duration::seconds(61)), "1 minute ago");
+        assert_eq!(relative(t, t + Duration::minutes(9)), "9 minutes ago");
+        assert_eq!(relative(t, t + Duration::hours(2)), "2 hours ago");
+        assert_eq!(relative(t + Duration::seconds(3), t), "just now");
+        assert_eq!(absolute(t), "1970-01-01 00:00:00 UTC");
+    }
+
+    #[test]
+    fn step_up_keeps_the_ticks_in_an_encoded_next() {
+        let ticked: BTreeSet<String> = ["orders:read", "a&b"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let url = step_up_url(&ticked);
+        let q = url.strip_prefix("/login/second-factor?").unwrap();
+        let next = query_param(Some(q), "next").unwrap();
+        assert_eq!(security::safe_next(Some(&next)), next);
+        let back = next.strip_prefix("/device/consent?").unwrap();
+        assert_eq!(
+            query_param(Some(back), "scopes").unwrap(),
+            "a&b orders:read"
+        );
+    }
+
+    #[test]
+    fn ipv6_callers_are_limited_per_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        assert_eq!(ip_key(a), ip_key(b));
+        assert_eq!(ip_key(a), "2001:db8:1:2::/64");
+        assert_eq!(ip_key("::ffff:192.0.2.7".parse().unwrap()), "192.0.2.7");
+        assert_eq!(ip_key("192.0.2.7".parse().unwrap()), "192.0.2.7");
+    }
+
+    #[test]
+    fn issuer_origin_is_scheme_host_port() {
+        assert_eq!(
+            origin_of("https://pa.example/agents/1"),
+            "https://pa.example"
+        );
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080/x"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(origin_of("not a url"), "not a url");
+    }
+}

@@ -1,0 +1,768 @@
+//! Built-in sign-in for brand customers (PACT §5.2, "pactd's built-in
+//! accounts"): email + password, then a second factor when the account has
+//! one (or the brand requires one), and sign-out.
+//!
+//! * `GET/POST /login?brand=B&next=/path`
+//! * `GET/POST /login/second-factor?next=/path` — TOTP or a recovery code;
+//!   also the step-up for an already signed-in session (consent sends people
+//!   here when a scope `requires_mfa`).
+//! * `POST /logout`
+//!
+//! Safety: every POST checks Origin and the CSRF token first; the session id
+//! rotates whenever the authentication state rises; an unknown email and a
+//! wrong password get the same page, status and argon2 work; sign-in is
+//! rate-limited per IP and per account, and the lockout counters live in the
+//! users table so they hold across nodes. Passwords, codes and secrets are
+//! never logged.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pact_db::brands::Brand;
+use pact_db::sessions::{Session, SessionState};
+use pact_db::users::User;
+use serde::Deserialize;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::page::{PageError, render};
+use super::session::{self, Browser};
+use super::{limits, security};
+use crate::accounts::{lockout, password, recovery, totp};
+use crate::state::AppState;
+
+/// How long a verified second factor counts for step-up (consent of a scope
+/// that `requires_mfa`, new recovery codes, replacing the authenticator).
+pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
+
+/// The one message for an unknown email and a wrong password.
+const BAD_CREDENTIALS: &str =
+    "That email and password don't match an account here. Check both and try again.";
+
+// ---------------------------------------------------------------------------
+// Shared by the page modules
+// ---------------------------------------------------------------------------
+
+/// A parsed `application/x-www-form-urlencoded` body (first value of a
+/// repeated name wins). Parse only after `check_origin`.
+#[derive(Debug, Default)]
+pub struct Fields(HashMap<String, String>);
+
+impl Fields {
+    pub fn parse(body: &[u8]) -> Self {
+        let mut map = HashMap::new();
+        for (k, v) in url::form_urlencoded::parse(body) {
+            map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+        }
+        Self(map)
+    }
+
+    /// The field, if present and not blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// The first steps of every POST handler: the Origin check, then the form,
+/// then the CSRF token against the session's. No session means no token, so
+/// the request is refused like a wrong token.
+pub fn guard_post<'b>(
+    state: &AppState,
+    headers: &HeaderMap,
+    browser: &'b Browser,
+    body: &[u8],
+) -> Result<(&'b Session, Fields), PageError> {
+    security::check_origin(headers, &state.config.public_url)?;
+    let form = Fields::parse(body);
+    let expected = browser
+        .session
+        .as_ref()
+        .map_or("", |s| s.csrf_token.as_str());
+    // An empty expected token never matches, so no session is refused here too.
+    security::check_csrf(expected, form.get("csrf"))?;
+    let Some(s) = &browser.session else {
+        return Err(PageError::Forbidden(
+            "Your session has changed. Go back, reload the page and try again.".into(),
+        ));
+    };
+    Ok((s, form))
+}
+
+/// The brand a page is about: `?brand=` (or the form's `brand`), else the
+/// brand of the device authorization this browser is deciding on, else the
+/// brand the session is signed in (or half signed in) to.
+pub async fn brand_for(
+    state: &AppState,
+    explicit: Option<&str>,
+    session: Option<&Session>,
+) -> Result<Brand, PageError> {
+    let mut id = explicit.map(str::to_owned);
+    if id.is_none()
+        && let Some(auth_id) = session.and_then(|s| s.device_authorization_id)
+    {
+        id = pact_db::device_authorizations::find(&state.db, auth_id)
+            .await?
+            .map(|a| a.brand_id);
+    }
+    if id.is_none() {
+        id = session.and_then(|s| s.brand_id.clone());
+    }
+    let Some(id) = id else {
+        return Err(PageError::BadRequest(
+            "We don't know which service you want to sign in to. Open the link from your agent \
+             (or from the service's website) again."
+                .into(),
+        ));
+    };
+    if !pact_db::brands::is_valid_brand_id(&id) {
+        return Err(unknown_brand());
+    }
+    pact_db::brands::find(&state.db, &id)
+        .await?
+        .ok_or_else(unknown_brand)
+}
+
+fn unknown_brand() -> PageError {
+    PageError::NotFound("We don't know this service. Check the link and try again.".into())
+}
+
+/// The brand's display name, or "pactd" when there is none.
+pub async fn brand_name(state: &AppState, brand_id: Option<&str>) -> Result<String, PageError> {
+    let Some(id) = brand_id else {
+        return Ok("pactd".to_owned());
+    };
+    Ok(pact_db::brands::find(&state.db, id)
+        .await?
+        .map_or_else(|| "pactd".to_owned(), |b| b.name))
+}
+
+/// `mfa_required` in the brand's settings.
+pub fn mfa_required(brand: &Brand) -> bool {
+    brand
+        .settings
+        .get("mfa_required")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// A second factor was verified in this session within [`STEP_UP_WINDOW`].
+pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
+    session
+        .mfa_at
+        .is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW)
+}
+
+/// Percent-encodes a query value.
+pub fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// `/login?brand=B&next=…`.
+pub fn login_path(brand_id: Option<&str>, next: &str) -> String {
+    match brand_id {
+        Some(b) => format!("/login?brand={}&next={}", enc(b), enc(next)),
+        None => format!("/login?next={}", enc(next)),
+    }
+}
+
+/// `303 See Other` to a same-origin path, optionally setting the session cookie.
+pub fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(location) {
+        h.insert(header::LOCATION, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(c) = cookie {
+        h.insert(header::SET_COOKIE, c);
+    }
+    res
+}
+
+/// Adds a `Set-Cookie` (when given) and a `Retry-After` (when given).
+pub fn with_headers(
+    mut res: Response,
+    cookie: Option<HeaderValue>,
+    retry_after: Option<u64>,
+) -> Response {
+    let h = res.headers_mut();
+    if let Some(c) = cookie {
+        h.insert(header::SET_COOKIE, c);
+    }
+    if let Some(secs) = retry_after {
+        h.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    }
+    res
+}
+
+/// "Too many attempts, try again in N minutes." for a lock of `secs` seconds.
+pub fn lock_message(secs: i64) -> String {
+    let minutes = ((secs + 59) / 60).max(1);
+    if minutes == 1 {
+        "Too many attempts, try again in 1 minute.".to_owned()
+    } else {
+        format!("Too many attempts, try again in {minutes} minutes.")
+    }
+}
+
+/// "… please wait N seconds …" for a rate limit.
+pub fn wait_message(what: &str, secs: u64) -> String {
+    let secs = secs.max(1);
+    let unit = if secs == 1 { "second" } else { "seconds" };
+    format!("{what} Please wait {secs} {unit} and try again.")
+}
+
+/// Counts a failed sign-in step (password or second factor) and locks the
+/// account when `accounts::lockout` says so — in the users table, under a
+/// row lock, so concurrent failures on any node all count.
+pub async fn record_failure(
+    state: &AppState,
+    user_id: Uuid,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    let mut tx = state.db.begin().await?;
+    if let Some(u) = pact_db::users::lock(&mut *tx, user_id).await? {
+        let (failed, until) = lockout::after_failure(u.failed_logins, now);
+        pact_db::users::record_failure(&mut *tx, u.id, failed, until).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Completes a sign-in with a built-in account: clears the failure count and
+/// starts a new session (rotation) signed in to the user's brand, keeping the
+/// device authorization this browser is deciding on.
+pub async fn complete_sign_in(
+    state: &AppState,
+    old: &Session,
+    user: &User,
+    mfa_at: Option<OffsetDateTime>,
+) -> Result<HeaderValue, PageError> {
+    if user.failed_logins != 0 || user.locked_until.is_some() {
+        pact_db::users::clear_failures(&state.db, user.id).await?;
+    }
+    let (_, cookie) = session::start(
+        state,
+        Some(old),
+        SessionState {
+            brand_id: Some(user.brand_id.clone()),
+            user_id: Some(user.id),
+            mfa_at,
+            device_authorization_id: old.device_authorization_id,
+            ..SessionState::default()
+        },
+    )
+    .await?;
+    Ok(cookie)
+}
+
+/// Who a session belongs to, for the second-factor and enrolment pages.
+#[derive(Debug)]
+pub enum Who {
+    /// Password accepted; a second factor (or its enrolment) is still needed.
+    Pending(User),
+    /// Signed in with a built-in account.
+    SignedIn(User),
+}
+
+impl Who {
+    pub fn user(&self) -> &User {
+        match self {
+            Self::Pending(u) | Self::SignedIn(u) => u,
+        }
+    }
+}
+
+pub async fn who(state: &AppState, s: &Session) -> Result<Option<Who>, PageError> {
+    let (id, pending) = match (s.user_id, s.pending_user_id) {
+        (Some(id), _) => (id, false),
+        (None, Some(id)) => (id, true),
+        (None, None) => return Ok(None),
+    };
+    let Some(user) = pact_db::users::find(&state.db, id).await? else {
+        return Ok(None);
+    };
+    if s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
+        return Ok(None);
+    }
+    Ok(Some(if pending {
+        Who::Pending(user)
+    } else {
+        Who::SignedIn(user)
+    }))
+}
+
+/// Opens the user's sealed TOTP secret (aad: the user id).
+pub fn totp_secret(state: &AppState, user: &User) -> Result<Option<Vec<u8>>, PageError> {
+    let Some(sealed) = &user.totp_secret_sealed else {
+        return Ok(None);
+    };
+    state
+        .config
+        .master_key
+        .open(sealed, user.id.as_bytes())
+        .map(Some)
+        .map_err(|e| PageError::Internal(Box::new(e)))
+}
+
+fn client_ip(peer: &SocketAddr) -> String {
+    peer.ip().to_string()
+}
+
+// ---------------------------------------------------------------------------
+// GET/POST /login
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+pub struct LoginQuery {
+    pub brand: Option<String>,
+    pub next: Option<String>,
+    /// Set by sign-out: shows "You are signed out."
+    pub out: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+pub struct LoginPage<'a> {
+    pub brand_name: String,
+    pub signed_in: bool,
+    pub brand_id: &'a str,
+    pub csrf: &'a str,
+    pub next: &'a str,
+    pub error: Option<&'a str>,
+    pub notice: Option<&'a str>,
+    /// Passkeys can be offered (the public URL's host can be a WebAuthn RP id).
+    pub passkeys: bool,
+}
+
+pub async fn get_login(
+    State(state): State<AppState>,
+    Query(q): Query<LoginQuery>,
+    browser: Browser,
+) -> Result<Response, PageError> {
+    let brand = brand_for(&state, q.brand.as_deref(), browser.session.as_ref()).await?;
+    let next = security::safe_next(q.next.as_deref());
+    let already = browser.session.as_ref().is_some_and(|s| {
+        s.brand_id.as_deref() == Some(brand.id.as_str())
+            && (s.user_id.is_some() || s.external_sub.is_some())
+    });
+    if already {
+        return Ok(see_other(&next, None));
+    }
+    let (s, cookie) = session::ensure(&state, &browser).await?;
+    let page = LoginPage {
+        brand_name: brand.name.clone(),
+        signed_in: browser.signed_in(),
+        brand_id: &brand.id,
+        csrf: &s.csrf_token,
+        next: &next,
+        error: None,
+        notice: q.out.is_some().then_some("You are signed out."),
+        passkeys: state.webauthn.is_some(),
+    };
+    Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
+}
+
+pub async fn post_login(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (old, form) = guard_post(&state, &headers, &browser, &body)?;
+    let brand = brand_for(&state, form.get("brand"), Some(old)).await?;
+    let next = security::safe_next(form.get("next"));
+    let page = |error: &str, status: StatusCode, retry: Option<u64>| {
+        let p = LoginPage {
+            brand_name: brand.name.clone(),
+            signed_in: browser.signed_in(),
+            brand_id: &brand.id,
+            csrf: &old.csrf_token,
+            next: &next,
+            error: Some(error),
+            notice: None,
+            passkeys: state.webauthn.is_some(),
+        };
+        with_headers(render(&p, status), None, retry)
+    };
+
+    let email = form
+        .get("email")
+        .map(|e| e.trim().to_lowercase())
+        .unwrap_or_default();
+    let given = form.0.get("password").map(String::as_str).unwrap_or("");
+    if email.is_empty() || given.is_empty() {
+        return Ok(page(
+            "Enter your email and your password.",
+            StatusCode::BAD_REQUEST,
+            None,
+        ));
+    }
+
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &client_ip(&peer)) {
+        let msg = wait_message("Too many sign-in attempts from your network.", secs);
+        return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+    // Keyed by the email whether or not an account has it: no difference shows.
+    let account_key = format!("{}\n{email}", brand.id);
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_account, &account_key) {
+        let msg = wait_message("Too many sign-in attempts for this account.", secs);
+        return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+
+    let now = OffsetDateTime::now_utc();
+    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email).await?;
+    if let Some(secs) = user
+        .as_ref()
+        .and_then(|u| lockout::locked_for(u.locked_until, now))
+    {
+        // Refused without looking at the password, even a right one.
+        let retry = u64::try_from(secs).unwrap_or(60);
+        return Ok(page(
+            &lock_message(secs),
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(retry),
+        ));
+    }
+
+    // The same argon2 work for an unknown email (a dummy hash), off the async threads.
+    let stored = user.as_ref().and_then(|u| u.password_hash.clone());
+    let attempt = given.to_owned();
+    let verified =
+        tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
+            .await
+            .map_err(PageError::internal)?;
+
+    let user = match (verified, user) {
+        (password::Verified::No, user) => {
+            if let Some(u) = user {
+                record_failure(&state, u.id, now).await?;
+            }
+            return Ok(page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None));
+        }
+        (_, None) => return Ok(page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None)),
+        (v, Some(u)) => {
+            if v == password::Verified::YesRehash {
+                rehash(&state, &u, given).await;
+            }
+            u
+        }
+    };
+
+    if user.has_totp() {
+        // Failures are cleared only once the second factor is in, so a known
+        // password does not buy unlimited second-factor guesses.
+        let cookie = start_pending(&state, old, &user).await?;
+        return Ok(see_other(
+            &format!("/login/second-factor?next={}", enc(&next)),
+            Some(cookie),
+        ));
+    }
+    if mfa_required(&brand) {
+        let cookie = start_pending(&state, old, &user).await?;
+        return Ok(see_other(
+            &format!("/account/totp?next={}", enc(&next)),
+            Some(cookie),
+        ));
+    }
+    let cookie = complete_sign_in(&state, old, &user, None).await?;
+    tracing::info!(brand = %brand.id, user = %user.id, "signed in with a password");
+    Ok(see_other(&next, Some(cookie)))
+}
+
+/// Password accepted, second factor to come: a new session id carrying only
+/// the pending user (and the device authorization being decided).
+async fn start_pending(
+    state: &AppState,
+    old: &Session,
+    user: &User,
+) -> Result<HeaderValue, PageError> {
+    let (_, cookie) = session::start(
+        state,
+        Some(old),
+        SessionState {
+            brand_id: Some(user.brand_id.clone()),
+            pending_user_id: Some(user.id),
+            device_authorization_id: old.device_authorization_id,
+            ..SessionState::default()
+        },
+    )
+    .await?;
+    Ok(cookie)
+}
+
+/// Stores a hash with today's parameters; a failure here must not fail the sign-in.
+async fn rehash(state: &AppState, user: &User, given: &str) {
+    let pw = given.to_owned();
+    match tokio::task::spawn_blocking(move || password::hash(&pw)).await {
+        Ok(Ok(h)) => match pact_db::users::set_password_hash(&state.db, user.id, &h).await {
+            Ok(()) => tracing::info!(user = %user.id, "password rehashed with current parameters"),
+            Err(e) => {
+                tracing::warn!(user = %user.id, error = %e, "storing the rehashed password failed")
+            }
+        },
+        Ok(Err(e)) => tracing::warn!(user = %user.id, error = %e, "rehashing the password failed"),
+        Err(e) => tracing::warn!(user = %user.id, error = %e, "rehashing the password failed"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// GET/POST /login/second-factor
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+pub struct NextQuery {
+    pub next: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "second_factor.html")]
+pub struct SecondFactorPage<'a> {
+    pub brand_name: String,
+    pub signed_in: bool,
+    pub csrf: &'a str,
+    pub next: &'a str,
+    pub error: Option<&'a str>,
+    /// The account has an authenticator app (otherwise: set one up first).
+    pub has_totp: bool,
+    /// Already signed in: this is a step-up ("confirm it's you").
+    pub step_up: bool,
+    pub enrol_path: String,
+}
+
+/// Where a session that cannot use the second-factor page is sent.
+fn not_for_second_factor(s: Option<&Session>, next: &str) -> Result<Response, PageError> {
+    if s.is_some_and(|s| s.external_sub.is_some()) {
+        return Err(PageError::BadRequest(
+            "You signed in through the service's own login, which handles second factors itself."
+                .into(),
+        ));
+    }
+    let brand = s.and_then(|s| s.brand_id.as_deref());
+    let back = format!("/login/second-factor?next={}", enc(next));
+    Ok(see_other(&login_path(brand, &back), None))
+}
+
+pub async fn get_second_factor(
+    State(state): State<AppState>,
+    Query(q): Query<NextQuery>,
+    browser: Browser,
+) -> Result<Response, PageError> {
+    let next = security::safe_next(q.next.as_deref());
+    let Some(s) = &browser.session else {
+        return not_for_second_factor(None, &next);
+    };
+    let Some(who) = who(&state, s).await? else {
+        return not_for_second_factor(Some(s), &next);
+    };
+    let enrol_path = format!("/account/totp?next={}", enc(&next));
+    if let Who::Pending(u) = &who
+        && !u.has_totp()
+    {
+        return Ok(see_other(&enrol_path, None));
+    }
+    let page = SecondFactorPage {
+        brand_name: brand_name(&state, s.brand_id.as_deref()).await?,
+        signed_in: browser.signed_in(),
+        csrf: &s.csrf_token,
+        next: &next,
+        error: None,
+        has_totp: who.user().has_totp(),
+        step_up: matches!(who, Who::SignedIn(_)),
+        enrol_path,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+enum Checked {
+    Ok,
+    Wrong,
+    Reused,
+}
+
+pub async fn post_second_factor(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (old, form) = guard_post(&state, &headers, &browser, &body)?;
+    let next = security::safe_next(form.get("next"));
+    let Some(who) = who(&state, old).await? else {
+        return not_for_second_factor(Some(old), &next);
+    };
+    let user = who.user();
+    let enrol_path = format!("/account/totp?next={}", enc(&next));
+    if let Who::Pending(u) = &who
+        && !u.has_totp()
+    {
+        return Ok(see_other(&enrol_path, None));
+    }
+    let name = brand_name(&state, old.brand_id.as_deref()).await?;
+    let page = |error: &str, status: StatusCode, retry: Option<u64>| {
+        let p = SecondFactorPage {
+            brand_name: name.clone(),
+            signed_in: browser.signed_in(),
+            csrf: &old.csrf_token,
+            next: &next,
+            error: Some(error),
+            has_totp: user.has_totp(),
+            step_up: matches!(who, Who::SignedIn(_)),
+            enrol_path: enrol_path.clone(),
+        };
+        with_headers(render(&p, status), None, retry)
+    };
+
+    let code = form.get("code");
+    let recovery_code = form.get("recovery_code");
+    if code.is_none() && recovery_code.is_none() {
+        return Ok(page("Enter a code.", StatusCode::BAD_REQUEST, None));
+    }
+    if let Err(secs) = limits::check(
+        &state.page_limits.second_factor_per_user,
+        &user.id.to_string(),
+    ) {
+        let msg = wait_message("Too many code attempts.", secs);
+        return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+    let now = OffsetDateTime::now_utc();
+    if let Some(secs) = lockout::locked_for(user.locked_until, now) {
+        let retry = u64::try_from(secs).unwrap_or(60);
+        return Ok(page(
+            &lock_message(secs),
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(retry),
+        ));
+    }
+
+    let checked = if let Some(code) = code {
+        match totp_secret(&state, user)? {
+            None => Checked::Wrong,
+            Some(secret) => match totp::verify(&secret, code, now.unix_timestamp()) {
+                None => Checked::Wrong,
+                Some(step) => {
+                    if pact_db::users::advance_totp_step(&state.db, user.id, step).await? {
+                        Checked::Ok
+                    } else {
+                        Checked::Reused
+                    }
+                }
+            },
+        }
+    } else {
+        let hash = recovery::hash(recovery_code.unwrap_or(""));
+        if pact_db::users::use_recovery_code(&state.db, user.id, &hash).await? {
+            tracing::info!(user = %user.id, "a recovery code was used");
+            Checked::Ok
+        } else {
+            Checked::Wrong
+        }
+    };
+
+    match checked {
+        Checked::Ok => {}
+        Checked::Wrong => {
+            record_failure(&state, user.id, now).await?;
+            return Ok(page(
+                "That code didn't work. Check it and try again.",
+                StatusCode::BAD_REQUEST,
+                None,
+            ));
+        }
+        Checked::Reused => {
+            record_failure(&state, user.id, now).await?;
+            return Ok(page(
+                "That code was already used. Wait for the next code in your app and enter it.",
+                StatusCode::BAD_REQUEST,
+                None,
+            ));
+        }
+    }
+
+    let cookie = match &who {
+        Who::Pending(u) => {
+            let c = complete_sign_in(&state, old, u, Some(now)).await?;
+            tracing::info!(user = %u.id, "signed in with a password and a second factor");
+            c
+        }
+        Who::SignedIn(u) => {
+            if u.failed_logins != 0 || u.locked_until.is_some() {
+                pact_db::users::clear_failures(&state.db, u.id).await?;
+            }
+            let mut carried = session::carry(old);
+            carried.mfa_at = Some(now);
+            let (_, c) = session::start(&state, Some(old), carried).await?;
+            c
+        }
+    };
+    Ok(see_other(&next, Some(cookie)))
+}
+
+// ---------------------------------------------------------------------------
+// POST /logout
+// ---------------------------------------------------------------------------
+
+pub async fn post_logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (old, _) = guard_post(&state, &headers, &browser, &body)?;
+    let brand = old.brand_id.clone();
+    // The old id is deleted; the browser gets a fresh anonymous session.
+    let (_, cookie) = session::start(&state, Some(old), SessionState::default()).await?;
+    let to = match &brand {
+        Some(b) => format!("/login?brand={}&out=1", enc(b)),
+        None => "/device".to_owned(),
+    };
+    Ok(see_other(&to, Some(cookie)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_messages_round_up_to_minutes() {
+        assert_eq!(lock_message(1), "Too many attempts, try again in 1 minute.");
+        assert_eq!(
+            lock_message(60),
+            "Too many attempts, try again in 1 minute."
+        );
+        assert_eq!(
+            lock_message(61),
+            "Too many attempts, try again in 2 minutes."
+        );
+        assert_eq!(
+            lock_message(15 * 60),
+            "Too many attempts, try again in 15 minutes."
+        );
+    }
+
+    #[test]
+    fn repeated_fields_keep_the_first_value_and_blank_ones_are_absent() {
+        let f = Fields::parse(b"csrf=a&csrf=b&email=%20&next=%2Fx");
+        assert_eq!(f.get("csrf"), Some("a"));
+        assert_eq!(f.get("email"), None);
+        assert_eq!(f.get("next"), Some("/x"));
+    }
+
+    #[test]
+    fn login_paths_encode_their_values() {
+        assert_eq!(
+            login_path(Some("demo"), "/a?b=c&d"),
+            "/login?brand=demo&next=%2Fa%3Fb%3Dc%26d"
+        );
+        assert_eq!(login_path(None, "/x"), "/login?next=%2Fx");
+    }
+}

@@ -1,0 +1,427 @@
+//! Second factors of built-in accounts: TOTP enrolment (RFC 6238, with a QR
+//! code rendered server-side as inline SVG) and single-use recovery codes.
+//!
+//! * `GET/POST /account/totp?next=` — set up (or replace) the authenticator
+//!   app. Open to a signed-in user, and to a half-signed-in one (password
+//!   accepted) whose brand requires MFA and who has no factor yet: confirming
+//!   the first code then completes the sign-in. Replacing an existing
+//!   authenticator needs a second factor from the last ten minutes.
+//! * `POST /account/recovery-codes` — a new set of recovery codes (shown
+//!   once); needs sign-in and a recent second factor.
+//!
+//! The new secret travels between the GET and the POST sealed with the master
+//! key (bound to the user and the session's CSRF token), so any node can
+//! finish an enrolment another node started, and nothing is stored until the
+//! person proves their app has it. Codes and secrets are never logged.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::sessions::Session;
+use pact_db::users::User;
+use qrcode::render::svg;
+use qrcode::{EcLevel, QrCode};
+use time::OffsetDateTime;
+
+use super::login::{
+    NextQuery, Who, brand_name, complete_sign_in, enc, guard_post, login_path, mfa_is_recent,
+    see_other, wait_message, who, with_headers,
+};
+use super::page::{PageError, render};
+use super::session::{self, Browser};
+use super::{limits, security};
+use crate::accounts::{recovery, totp};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "totp_setup.html")]
+pub struct TotpSetupPage<'a> {
+    pub brand_name: String,
+    pub signed_in: bool,
+    pub csrf: &'a str,
+    pub next: &'a str,
+    /// The new secret, sealed for the confirming POST.
+    pub sealed: &'a str,
+    /// `<svg …>…</svg>` of the `otpauth://` URI (no script, no style attributes).
+    pub qr_svg: &'a str,
+    /// The secret in base32, in groups of four, for typing in by hand.
+    pub secret_text: &'a str,
+    pub account: &'a str,
+    pub error: Option<&'a str>,
+    /// The account has an authenticator already: this replaces it.
+    pub replacing: bool,
+    /// Sign-in is waiting for this enrolment (the brand requires MFA).
+    pub pending: bool,
+}
+
+#[derive(Template)]
+#[template(path = "recovery_codes.html")]
+pub struct RecoveryCodesPage<'a> {
+    pub brand_name: String,
+    pub signed_in: bool,
+    pub codes: &'a [String],
+    pub next: &'a str,
+    /// Shown right after a new authenticator was confirmed.
+    pub enrolled: bool,
+}
+
+/// Renders `data` as a QR code: an `<svg>` element to inline in a page. The
+/// CSP forbids inline style attributes, so any are removed (qrcode 0.14 emits
+/// none; this keeps it true), as is the XML prolog.
+pub fn qr_svg(data: &str) -> Result<String, PageError> {
+    let code = QrCode::with_error_correction_level(data.as_bytes(), EcLevel::M)
+        .map_err(PageError::internal)?;
+    let xml = code
+        .render::<svg::Color<'_>>()
+        .min_dimensions(200, 200)
+        .quiet_zone(true)
+        .build();
+    let Some(start) = xml.find("<svg") else {
+        return Err(PageError::Internal(
+            "the QR renderer produced no <svg>".into(),
+        ));
+    };
+    let labelled = xml[start..].replacen(
+        "<svg ",
+        "<svg role=\"img\" aria-label=\"QR code to scan with your authenticator app\" ",
+        1,
+    );
+    Ok(strip_style_attributes(&labelled))
+}
+
+/// Removes every ` style="…"` (or `'…'`) attribute.
+fn strip_style_attributes(markup: &str) -> String {
+    let mut out = String::with_capacity(markup.len());
+    let mut rest = markup;
+    while let Some(at) = rest.find(" style=") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + " style=".len()..];
+        let quote = after.chars().next();
+        rest = match quote {
+            Some(q @ ('"' | '\'')) => match after[1..].find(q) {
+                Some(end) => &after[end + 2..],
+                None => "",
+            },
+            _ => after.trim_start_matches(|c: char| !c.is_whitespace() && c != '>' && c != '/'),
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Base32 in groups of four, as authenticator apps show it.
+fn grouped(b32: &str) -> String {
+    b32.as_bytes()
+        .chunks(4)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The associated data of a secret in transit: the user and this session.
+fn transit_aad(user: &User, session: &Session) -> Vec<u8> {
+    format!("pactd totp enrolment\n{}\n{}", user.id, session.csrf_token).into_bytes()
+}
+
+/// Who may use the enrolment page, or where to send them instead.
+async fn enroller(
+    state: &AppState,
+    browser: &Browser,
+    next: &str,
+    now: OffsetDateTime,
+) -> Result<Result<(Who, Session), Response>, PageError> {
+    let here = format!("/account/totp?next={}", enc(next));
+    let Some(s) = &browser.session else {
+        return Ok(Err(see_other(&login_path(None, &here), None)));
+    };
+    if s.external_sub.is_some() && s.user_id.is_none() {
+        return Err(PageError::BadRequest(
+            "You signed in through the service's own login, which manages your second factors."
+                .into(),
+        ));
+    }
+    let Some(who) = who(state, s).await? else {
+        return Ok(Err(see_other(
+            &login_path(s.brand_id.as_deref(), &here),
+            None,
+        )));
+    };
+    let to_second_factor = see_other(&format!("/login/second-factor?next={}", enc(&here)), None);
+    match &who {
+        // Has a factor: prove it first (sign-in, or a recent step-up to replace it).
+        Who::Pending(u) if u.has_totp() => Ok(Err(to_second_factor)),
+        Who::SignedIn(u) if u.has_totp() && !mfa_is_recent(s, now) => Ok(Err(to_second_factor)),
+        _ => Ok(Ok((who, s.clone()))),
+    }
+}
+
+struct Setup<'a> {
+    state: &'a AppState,
+    browser: &'a Browser,
+    session: &'a Session,
+    user: &'a User,
+    pending: bool,
+    next: &'a str,
+}
+
+impl Setup<'_> {
+    async fn render(
+        &self,
+        secret: &[u8],
+        sealed: &str,
+        error: Option<&str>,
+        status: StatusCode,
+        retry: Option<u64>,
+    ) -> Result<Response, PageError> {
+        let name = brand_name(self.state, Some(&self.user.brand_id)).await?;
+        let uri = totp::otpauth_uri(&name, &self.user.email, secret);
+        let qr = qr_svg(&uri)?;
+        let text = grouped(&totp::base32(secret));
+        let page = TotpSetupPage {
+            brand_name: name,
+            signed_in: self.browser.signed_in(),
+            csrf: &self.session.csrf_token,
+            next: self.next,
+            sealed,
+            qr_svg: &qr,
+            secret_text: &text,
+            account: &self.user.email,
+            error,
+            replacing: self.user.has_totp(),
+            pending: self.pending,
+        };
+        Ok(with_headers(render(&page, status), None, retry))
+    }
+}
+
+pub async fn get_totp(
+    State(state): State<AppState>,
+    Query(q): Query<NextQuery>,
+    browser: Browser,
+) -> Result<Response, PageError> {
+    let next = security::safe_next(q.next.as_deref());
+    let now = OffsetDateTime::now_utc();
+    let (who, s) = match enroller(&state, &browser, &next, now).await? {
+        Ok(v) => v,
+        Err(redirect) => return Ok(redirect),
+    };
+    let user = who.user();
+    let secret = totp::new_secret().map_err(PageError::internal)?;
+    let sealed = state
+        .config
+        .master_key
+        .seal(&secret, &transit_aad(user, &s))
+        .map_err(PageError::internal)?;
+    let setup = Setup {
+        state: &state,
+        browser: &browser,
+        session: &s,
+        user,
+        pending: matches!(who, Who::Pending(_)),
+        next: &next,
+    };
+    setup
+        .render(
+            &secret,
+            &URL_SAFE_NO_PAD.encode(sealed),
+            None,
+            StatusCode::OK,
+            None,
+        )
+        .await
+}
+
+pub async fn post_totp(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (_, form) = guard_post(&state, &headers, &browser, &body)?;
+    let next = security::safe_next(form.get("next"));
+    let now = OffsetDateTime::now_utc();
+    let (who, s) = match enroller(&state, &browser, &next, now).await? {
+        Ok(v) => v,
+        Err(redirect) => return Ok(redirect),
+    };
+    let user = who.user();
+    let expired = || {
+        PageError::BadRequest(
+            "This setup page has expired. Open it again and scan the new QR code.".into(),
+        )
+    };
+    let sealed_text = form.get("sealed").ok_or_else(expired)?;
+    let sealed = URL_SAFE_NO_PAD
+        .decode(sealed_text.trim())
+        .map_err(|_| expired())?;
+    let secret = state
+        .config
+        .master_key
+        .open(&sealed, &transit_aad(user, &s))
+        .map_err(|_| expired())?;
+    let setup = Setup {
+        state: &state,
+        browser: &browser,
+        session: &s,
+        user,
+        pending: matches!(who, Who::Pending(_)),
+        next: &next,
+    };
+
+    if let Err(secs) = limits::check(
+        &state.page_limits.second_factor_per_user,
+        &user.id.to_string(),
+    ) {
+        let msg = wait_message("Too many code attempts.", secs);
+        return setup
+            .render(
+                &secret,
+                sealed_text,
+                Some(&msg),
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(secs),
+            )
+            .await;
+    }
+    let Some(code) = form.get("code") else {
+        return setup
+            .render(
+                &secret,
+                sealed_text,
+                Some("Enter the 6-digit code your app shows."),
+                StatusCode::BAD_REQUEST,
+                None,
+            )
+            .await;
+    };
+    let Some(step) = totp::verify(&secret, code, now.unix_timestamp()) else {
+        return setup
+            .render(
+                &secret,
+                sealed_text,
+                Some("That code didn't work. Check that your phone's clock is right and try the next code."),
+                StatusCode::BAD_REQUEST,
+                None,
+            )
+            .await;
+    };
+
+    // Stored under the user id; the confirming code is spent at once.
+    let stored = state
+        .config
+        .master_key
+        .seal(&secret, user.id.as_bytes())
+        .map_err(PageError::internal)?;
+    let codes = recovery::generate();
+    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    let mut tx = state.db.begin().await?;
+    pact_db::users::set_totp(&mut *tx, user.id, Some(&stored)).await?;
+    pact_db::users::advance_totp_step(&mut *tx, user.id, step).await?;
+    pact_db::users::replace_recovery_codes(&mut tx, user.id, &hashes).await?;
+    tx.commit().await?;
+    tracing::info!(user = %user.id, replaced = user.has_totp(), "authenticator app set up");
+
+    let cookie = rotate_after_factor(&state, &s, &who, now).await?;
+    show_codes(&state, &browser, user, &codes, &next, true, Some(cookie)).await
+}
+
+/// A second factor was just proven: a new session id with `mfa_at = now`
+/// (completing a pending sign-in).
+async fn rotate_after_factor(
+    state: &AppState,
+    old: &Session,
+    who: &Who,
+    now: OffsetDateTime,
+) -> Result<HeaderValue, PageError> {
+    match who {
+        Who::Pending(u) => complete_sign_in(state, old, u, Some(now)).await,
+        Who::SignedIn(_) => {
+            let mut carried = session::carry(old);
+            carried.mfa_at = Some(now);
+            let (_, cookie) = session::start(state, Some(old), carried).await?;
+            Ok(cookie)
+        }
+    }
+}
+
+async fn show_codes(
+    state: &AppState,
+    browser: &Browser,
+    user: &User,
+    codes: &[String],
+    next: &str,
+    enrolled: bool,
+    cookie: Option<HeaderValue>,
+) -> Result<Response, PageError> {
+    let page = RecoveryCodesPage {
+        brand_name: brand_name(state, Some(&user.brand_id)).await?,
+        // Signed in after this response even when the request was pending.
+        signed_in: browser.signed_in() || cookie.is_some(),
+        codes,
+        next,
+        enrolled,
+    };
+    Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
+}
+
+pub async fn post_recovery_codes(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (s, form) = guard_post(&state, &headers, &browser, &body)?;
+    let next = security::safe_next(form.get("next"));
+    let now = OffsetDateTime::now_utc();
+    let Some(Who::SignedIn(user)) = who(&state, s).await? else {
+        return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
+    };
+    if !mfa_is_recent(s, now) {
+        return Ok(see_other(
+            &format!("/login/second-factor?next={}", enc(&next)),
+            None,
+        ));
+    }
+    let codes = recovery::generate();
+    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    let mut tx = state.db.begin().await?;
+    pact_db::users::replace_recovery_codes(&mut tx, user.id, &hashes).await?;
+    tx.commit().await?;
+    tracing::info!(user = %user.id, "new recovery codes issued");
+    show_codes(&state, &browser, &user, &codes, &next, false, None).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_qr_code_is_an_inline_svg_without_style_attributes() {
+        let svg = qr_svg("otpauth://totp/Demo:a%40b.example?secret=ABCDEFGH&issuer=Demo").unwrap();
+        assert!(svg.starts_with("<svg "), "{}", &svg[..40]);
+        assert!(svg.ends_with("</svg>"));
+        assert!(!svg.contains("style="));
+        assert!(!svg.contains("<?xml"));
+        assert!(!svg.contains("<script"));
+        assert!(svg.contains("aria-label="));
+    }
+
+    #[test]
+    fn style_attributes_are_stripped() {
+        assert_eq!(
+            strip_style_attributes(r#"<svg style="fill:red" a="1"><p style='x'/></svg>"#),
+            r#"<svg a="1"><p/></svg>"#
+        );
+        assert_eq!(strip_style_attributes("<svg style=x>"), "<svg>");
+        assert_eq!(strip_style_attributes("<svg>"), "<svg>");
+    }
+
+    #[test]
+    fn secrets_are_shown_in_groups_of_four() {
+        assert_eq!(grouped("ABCDEFGHIJ"), "ABCD EFGH IJ");
+    }
+}

@@ -1,0 +1,136 @@
+// Browser journeys through pactd's pages, in Debian's Chromium driven by
+// playwright-core. Run by tests/it/browser.rs:
+//
+//   node journeys.mjs <journey>   with a JSON object on stdin
+//
+// Prints one JSON line on success; exits non-zero with a message otherwise.
+// Every page visited is saved as a screenshot under `shots` (a directory).
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const journey = process.argv[2];
+const input = JSON.parse(await new Promise((resolve) => {
+  let data = '';
+  process.stdin.on('data', (c) => { data += c; });
+  process.stdin.on('end', () => resolve(data));
+}));
+mkdirSync(input.shots, { recursive: true });
+
+// RFC 6238 TOTP (SHA-1, 30 s, 6 digits), from a hex secret.
+function totp(hexSecret, offsetSteps = 0) {
+  const step = Math.floor(Date.now() / 1000 / 30) + offsetSteps;
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', Buffer.from(hexSecret, 'hex')).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0x0f;
+  const bin = ((mac[offset] & 0x7f) << 24) | (mac[offset + 1] << 16) | (mac[offset + 2] << 8) | mac[offset + 3];
+  return String(bin % 1_000_000).padStart(6, '0');
+}
+
+const browser = await chromium.launch({
+  executablePath: input.chromium || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const context = await browser.newContext({ viewport: { width: input.width || 390, height: 844 } });
+const page = await context.newPage();
+page.setDefaultTimeout(15_000);
+let shot = 0;
+async function snap(name) {
+  shot += 1;
+  await page.screenshot({ path: join(input.shots, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+}
+async function expectHeading(text) {
+  await page.getByRole('heading', { level: 1 }).filter({ hasText: text }).first().waitFor();
+}
+
+// A virtual authenticator (CDP WebAuthn domain) for passkey journeys.
+async function virtualAuthenticator() {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true,
+               hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+}
+
+// From verification_uri_complete to the sign-in page: the code is pre-filled, still confirmed by a click.
+async function openLinkAndConfirm() {
+  await page.goto(input.link);
+  await expectHeading('Connect your agent');
+  const typed = await page.getByLabel('Code').inputValue();
+  if (typed.replace(/-/g, '') !== input.user_code.replace(/-/g, '')) throw new Error(`code not pre-filled: ${typed}`);
+  await snap('device-code');
+  await page.getByRole('button', { name: 'Continue' }).click();
+}
+
+async function signInWithPasswordAndTotp() {
+  await expectHeading('Sign in to');
+  await snap('sign-in');
+  await page.getByLabel('Email').fill(input.email);
+  await page.getByLabel('Password').fill(input.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expectHeading('One more step');
+  await snap('second-factor');
+  await page.getByLabel('6-digit code from your authenticator app').fill(totp(input.totp_secret_hex));
+  await page.getByRole('button', { name: 'Continue', exact: true }).click();
+}
+
+async function consent(untick) {
+  await expectHeading('Allow');
+  const body = await page.textContent('main');
+  for (const expected of input.expect_on_consent || []) {
+    if (!body.includes(expected)) throw new Error(`consent page lacks ${JSON.stringify(expected)}`);
+  }
+  for (const description of untick || []) {
+    await page.getByLabel(description).uncheck();
+  }
+  await snap('consent');
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await expectHeading('Done');
+  await snap('done');
+}
+
+const result = {};
+try {
+  if (journey === 'password-totp' || journey === 'untick') {
+    await openLinkAndConfirm();
+    await signInWithPasswordAndTotp();
+    await consent(input.untick);
+  } else if (journey === 'passkey') {
+    await virtualAuthenticator();
+    // Register a passkey on the account page (signed in with password + TOTP first).
+    await page.goto(`${input.base}/account?brand=${input.brand}`);
+    await signInWithPasswordAndTotp();
+    await expectHeading('Connected agents');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.getByRole('button', { name: 'Remove' }).first().waitFor();
+    await snap('account-with-passkey');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // Now the device flow, signing in with the passkey alone.
+    await openLinkAndConfirm();
+    await expectHeading('Sign in to');
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await consent(input.untick);
+  } else if (journey === 'revoke') {
+    await page.goto(`${input.base}/account?brand=${input.brand}`);
+    await signInWithPasswordAndTotp();
+    await expectHeading('Connected agents');
+    await snap('account');
+    await page.getByRole('button', { name: 'Revoke access' }).first().click();
+    await expectHeading('Connected agents');
+    await snap('account-revoked');
+    result.revoked_page = await page.textContent('main');
+  } else {
+    throw new Error(`unknown journey ${journey}`);
+  }
+  console.log(JSON.stringify({ ok: true, ...result }));
+} catch (e) {
+  await snap('failure').catch(() => {});
+  console.error(`journey ${journey} failed on ${page.url()}: ${e.message}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,215 @@
+//! Real-browser journeys (headless Debian Chromium, driven by playwright-core
+//! from `tests/browser/journeys.mjs`): device link → sign-in → consent →
+//! token, with password + TOTP and with a passkey (Chromium's virtual
+//! authenticator), unticking a scope, and revoking on /account.
+//!
+//! Screenshots of every page land in `target/browser-screenshots/<journey>/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+
+use pact_tests::TestApp;
+use pact_tests::pages::{add_totp, add_user};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+const ISS: &str = "https://pa.example";
+const PASSWORD: &str = "correct horse battery staple";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// `npm ci` once per test run when playwright-core is not installed yet.
+fn ensure_playwright() {
+    static READY: OnceLock<()> = OnceLock::new();
+    READY.get_or_init(|| {
+        let dir = workspace().join("tests/browser");
+        if dir.join("node_modules/playwright-core").exists() {
+            return;
+        }
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm is needed for the browser tests (apt-get install -y nodejs npm)");
+        assert!(status.success(), "npm ci failed in tests/browser");
+    });
+    assert!(
+        Path::new("/usr/bin/chromium").exists(),
+        "the browser tests need Debian's Chromium: apt-get install -y chromium (.ci/run does it)"
+    );
+}
+
+/// Runs one journey; panics with the script's stderr unless it succeeds.
+async fn journey(name: &str, mut input: Value) -> Value {
+    ensure_playwright();
+    let shots = workspace().join("target/browser-screenshots").join(name);
+    std::fs::remove_dir_all(&shots).ok();
+    std::fs::create_dir_all(&shots).unwrap();
+    input["shots"] = json!(shots);
+    let mut child = tokio::process::Command::new("node")
+        .arg("journeys.mjs")
+        .arg(name)
+        .current_dir(workspace().join("tests/browser"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node is needed for the browser tests");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .await
+        .unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
+        .await
+        .expect("the browser journey did not finish in 90 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "journey {name} failed:\n{stderr}\n{stdout}\nscreenshots: {}",
+        shots.display()
+    );
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
+}
+
+/// pactd on `http://localhost:PORT` (a WebAuthn relying party needs a domain
+/// name), with the demo brand offering delegation.
+async fn app() -> TestApp {
+    let app = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    app
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Person {
+    email: String,
+    subject: String,
+    totp_hex: String,
+}
+
+async fn person(app: &TestApp, email: &str) -> Person {
+    let user = add_user(app, "demo", email, PASSWORD).await;
+    let secret = add_totp(app, &user).await;
+    Person {
+        email: email.to_owned(),
+        subject: user.subject(),
+        totp_hex: hex(&secret),
+    }
+}
+
+fn input(app: &TestApp, p: &Person, auth: Option<&pact_tests::delegation::DeviceAuth>) -> Value {
+    json!({
+        "base": app.state.config.public_url,
+        "brand": "demo",
+        "email": p.email,
+        "password": PASSWORD,
+        "totp_secret_hex": p.totp_hex,
+        "link": auth.map(|a| a.body["verification_uri_complete"].clone()),
+        "user_code": auth.map(|a| a.user_code.clone()),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_an_agent_with_password_and_totp_in_a_real_browser() {
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let p = person(&app, "ada@example.com").await;
+    let auth = app
+        .device_authorize(&pa, "pa-ada", "orders:read orders:cancel", None)
+        .await;
+    let mut inp = input(&app, &p, Some(&auth));
+    inp["expect_on_consent"] = json!([
+        "Test PA",
+        "https://pa.example",
+        "Demo Store",
+        "See your orders and their delivery status",
+        "Cancel orders that have not shipped yet"
+    ]);
+    journey("password-totp", inp).await;
+    let (status, tokens) = app.poll(&pa, "pa-ada", &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(tokens["scope"], "orders:cancel orders:read");
+    // The grant is bound to the signed-in person.
+    let grants = pact_db::grants::list(&app.db, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(grants[0].user_sub, p.subject);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unticking_a_scope_in_the_browser_yields_a_token_with_fewer_scopes() {
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let p = person(&app, "grace@example.com").await;
+    let auth = app
+        .device_authorize(&pa, "pa-grace", "orders:read orders:cancel", None)
+        .await;
+    let mut inp = input(&app, &p, Some(&auth));
+    inp["untick"] = json!(["Cancel orders that have not shipped yet"]);
+    journey("untick", inp.clone()).await.to_string();
+    let (status, tokens) = app.poll(&pa, "pa-grace", &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(tokens["scope"], "orders:read");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_with_a_passkey_instead_of_password_and_totp() {
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let p = person(&app, "linus@example.com").await;
+    let auth = app
+        .device_authorize(&pa, "pa-linus", "orders:read", None)
+        .await;
+    journey("passkey", input(&app, &p, Some(&auth))).await;
+    let (status, tokens) = app.poll(&pa, "pa-linus", &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let used: i64 = sqlx::query_scalar(
+        "select count(*) from webauthn_credentials where last_used_at is not null",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(used, 1, "the passkey signed the person in");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_on_the_account_page_cuts_the_agent_off_at_once() {
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let p = person(&app, "barbara@example.com").await;
+    let tokens = app
+        .connect(&pa, "pa-barbara", &p.subject, &["orders:read"])
+        .await;
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let pa_jwt = pa.token("pa-barbara", app.audience());
+    let before = app
+        .send_delegated("demo", &pa_jwt, &access, "m1", "Show me my orders", None)
+        .await;
+    assert_eq!(before.status(), 200);
+    journey("revoke", input(&app, &p, None)).await;
+    let after = app
+        .send_delegated("demo", &pa_jwt, &access, "m2", "Show me my orders", None)
+        .await;
+    assert_eq!(after.status(), 401);
+    assert_eq!(
+        after.headers()["www-authenticate"],
+        r#"Bearer realm="a2a", error="invalid_token""#
+    );
+}
