@@ -67,6 +67,9 @@ create table device_authorizations (
     created_at             timestamptz not null default now(),
     -- where the request came from, shown on consent (RFC 8628 §5.4 remote phishing)
     request_ip             text,
+    -- 'step_up': created by pactd for a step-up task's link; the PA's next device
+    -- authorization for the same scopes takes it over (see device_authorization.rs)
+    origin                 text not null default 'client' check (origin in ('client', 'step_up')),
     decided_at             timestamptz,
     user_sub               text,
     grant_id               uuid references grants (id) on delete cascade

@@ -171,3 +171,81 @@ fn regex_like_user_code(code: &str) -> bool {
             .enumerate()
             .all(|(i, c)| i == 4 || b"BCDFGHJKLMNPQRSTVWXZ".contains(c))
 }
+
+/// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
+/// scopes; pactd joins that request to the authorization the task's link
+/// names, so the person approves one code and the PA can redeem it.
+#[tokio::test]
+async fn the_pas_own_device_authorization_after_a_step_up_is_the_one_the_link_names() {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa(ISS).await;
+    let first = app
+        .connect(&pa, "pa-u", "alice@brand", &["orders:read"])
+        .await;
+    let access = first["access_token"].as_str().unwrap().to_owned();
+    let pa_jwt = pa.token("pa-u", app.audience());
+    let order = pact_server::agent::demo_tools::seed_orders("demo", "alice@brand")[0]
+        .order_id
+        .clone();
+
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &access,
+            "m1",
+            &format!("cancel {order}"),
+            None,
+        )
+        .await;
+    let task: Value = res.json().await.unwrap();
+    let link = task["task"]["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ctx = task["task"]["contextId"].as_str().unwrap().to_owned();
+    let link_code = link.rsplit('=').next().unwrap().to_owned();
+
+    // The PA asks for exactly the missing scope: same user code as the link.
+    let auth = app
+        .device_authorize(&pa, "pa-u", "orders:cancel", None)
+        .await;
+    assert_eq!(auth.user_code, link_code);
+    // Another user of the same PA does not get it.
+    let other = app
+        .device_authorize(&pa, "pa-other", "orders:cancel", None)
+        .await;
+    assert_ne!(other.user_code, link_code);
+
+    // The person approves the code from the link; the PA redeems it.
+    app.approve(&link_code, "alice@brand", &["orders:cancel"])
+        .await;
+    let (s, tokens) = app.poll(&pa, "pa-u", &auth.device_code).await;
+    assert_eq!(s, 200, "{tokens}");
+    assert_eq!(tokens["scope"], "orders:cancel orders:read");
+    let wider = tokens["access_token"].as_str().unwrap();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            wider,
+            "m2",
+            &format!("cancel {order}"),
+            Some(&ctx),
+        )
+        .await;
+    let v: Value = res.json().await.unwrap();
+    assert!(
+        v["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("is cancelled"),
+        "{v}"
+    );
+    // The narrower grant was superseded when the wider one was redeemed.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m3", "my orders", Some(&ctx))
+        .await;
+    assert_eq!(res.status(), 401);
+}

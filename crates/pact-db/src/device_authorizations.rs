@@ -43,6 +43,8 @@ pub struct NewDeviceAuthorization<'a> {
     pub interval_secs: i32,
     pub expires_at: OffsetDateTime,
     pub request_ip: Option<&'a str>,
+    /// True for the authorization behind a step-up task's link.
+    pub step_up: bool,
 }
 
 /// Inserts; a unique violation on the live user code means the caller drew a
@@ -50,8 +52,8 @@ pub struct NewDeviceAuthorization<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> DbResult<()> {
     sqlx::query(
         "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, user_code, \
-         scopes, authorization_details, interval_secs, expires_at, request_ip) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+         scopes, authorization_details, interval_secs, expires_at, request_ip, origin) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(d.id)
     .bind(d.brand_id)
@@ -64,9 +66,51 @@ pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> D
     .bind(d.interval_secs)
     .bind(d.expires_at)
     .bind(d.request_ip)
+    .bind(if d.step_up { "step_up" } else { "client" })
     .execute(db)
     .await
     .map(|_| ())
+}
+
+/// A step-up authorization taken over by the PA's own device authorization.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct TakenOver {
+    pub user_code: String,
+    pub expires_at: OffsetDateTime,
+    pub interval_secs: i32,
+}
+
+/// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
+/// scopes. When the task's link still names a live authorization for exactly
+/// those scopes, for this PA and its user, that authorization gets the PA's
+/// new device code, so the code the person sees in the link and the one the
+/// PA shows are the same request, approved once.
+pub async fn take_over_step_up(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    pa_sub: &str,
+    scopes: &[String],
+    device_code_hash: &[u8],
+    now: OffsetDateTime,
+) -> DbResult<Option<TakenOver>> {
+    sqlx::query_as(
+        "update device_authorizations set device_code_hash = $5, origin = 'client' \
+         where id = (select id from device_authorizations \
+                     where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
+                     and status in ('pending', 'approved') and expires_at > $6 \
+                     and scopes @> $4 and scopes <@ $4 and authorization_details is null \
+                     order by created_at desc limit 1 for update skip locked) \
+         returning user_code, expires_at, interval_secs",
+    )
+    .bind(brand_id)
+    .bind(pa_issuer)
+    .bind(pa_sub)
+    .bind(scopes)
+    .bind(device_code_hash)
+    .bind(now)
+    .fetch_optional(db)
+    .await
 }
 
 /// Locks the authorization a device code names, for one poll: concurrent polls

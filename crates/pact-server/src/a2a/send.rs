@@ -214,12 +214,15 @@ async fn step_up(
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<(String, String), ApiError> {
-    let created =
-        crate::oauth::device_authorization::create(state, caller, &record.missing, None, None)
-            .await
-            .map_err(|e| {
-                ApiError::Internal(format!("step-up authorization failed: {e:?}").into())
-            })?;
+    let created = crate::oauth::device_authorization::create(
+        state,
+        caller,
+        &record.missing,
+        None,
+        crate::oauth::device_authorization::Origin::StepUp,
+    )
+    .await
+    .map_err(|e| ApiError::Internal(format!("step-up authorization failed: {e:?}").into()))?;
     let wanted: Vec<&str> = scope_rows
         .iter()
         .filter(|s| record.missing.contains(&s.scope_id))

@@ -56,19 +56,28 @@ pub async fn device_authorization(
         &caller,
         &requested,
         details.as_ref(),
-        Some(peer.ip().to_string()),
+        Origin::Client(peer.ip().to_string()),
     )
     .await?;
     Ok(oauth_json(StatusCode::OK, &created))
 }
 
-/// Creates a pending authorization for `caller` (also used for step-up links).
+/// Who asks for an authorization.
+pub enum Origin {
+    /// The PA's own request (RFC 8628 §3.1), from this address.
+    Client(String),
+    /// pactd itself, for a step-up task's link (PACT §5.5).
+    StepUp,
+}
+
+/// Creates a pending authorization for `caller`, or — for the PA's own
+/// request — takes over the step-up authorization its last task linked to.
 pub async fn create(
     state: &AppState,
     caller: &Caller,
     requested: &BTreeSet<String>,
     details: Option<&serde_json::Value>,
-    request_ip: Option<String>,
+    origin: Origin,
 ) -> Result<DeviceAuthorizationResponse, OAuthFailure> {
     let settings = &state.config.delegation;
     let now = OffsetDateTime::now_utc();
@@ -76,6 +85,35 @@ pub async fn create(
         time::Duration::try_from(settings.device_code_ttl).unwrap_or(time::Duration::minutes(10));
     let scopes: Vec<String> = requested.iter().cloned().collect();
     let (device_code, device_code_hash) = secrets::new_secret();
+    let verification_uri = state.config.verification_uri();
+    let request_ip = match &origin {
+        Origin::Client(ip) if details.is_none() => {
+            let taken = pact_db::device_authorizations::take_over_step_up(
+                &state.db,
+                &caller.brand.id,
+                &caller.pa.iss,
+                &caller.pa.sub,
+                &scopes,
+                &device_code_hash,
+                now,
+            )
+            .await?;
+            if let Some(t) = taken {
+                let shown = user_code::display(&t.user_code);
+                return Ok(DeviceAuthorizationResponse {
+                    device_code,
+                    verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
+                    user_code: shown,
+                    verification_uri,
+                    expires_in: u64::try_from((t.expires_at - now).whole_seconds()).unwrap_or(0),
+                    interval: u64::try_from(t.interval_secs).unwrap_or(5),
+                });
+            }
+            Some(ip.clone())
+        }
+        Origin::Client(ip) => Some(ip.clone()),
+        Origin::StepUp => None,
+    };
     // A live user code must be unique; on the rare collision, draw again.
     for _ in 0..8 {
         let code = user_code::generate();
@@ -93,18 +131,18 @@ pub async fn create(
                 interval_secs: settings.poll_interval_secs,
                 expires_at: now + ttl,
                 request_ip: request_ip.as_deref(),
+                step_up: matches!(origin, Origin::StepUp),
             },
         )
         .await;
         match inserted {
             Ok(()) => {
                 let shown = user_code::display(&code);
-                let verification_uri = state.config.verification_uri();
                 return Ok(DeviceAuthorizationResponse {
                     device_code,
                     verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
                     user_code: shown,
-                    verification_uri,
+                    verification_uri: verification_uri.clone(),
                     expires_in: settings.device_code_ttl.as_secs(),
                     interval: u64::try_from(settings.poll_interval_secs).unwrap_or(5),
                 });
