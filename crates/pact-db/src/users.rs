@@ -155,8 +155,14 @@ pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> 
     Ok(done.rows_affected() == 1)
 }
 
-/// Removes every second factor (admin reset): TOTP, passkeys, recovery codes.
+/// Removes every second factor (admin reset): TOTP, passkeys, recovery codes —
+/// and signs the user out everywhere, since a reset usually means a factor
+/// was lost or stolen.
 pub async fn reset_mfa(db: &mut sqlx::PgConnection, id: Uuid) -> DbResult<()> {
+    sqlx::query("delete from sessions where user_id = $1 or pending_user_id = $1")
+        .bind(id)
+        .execute(&mut *db)
+        .await?;
     sqlx::query("update users set totp_secret_sealed = null, totp_last_step = null where id = $1")
         .bind(id)
         .execute(&mut *db)

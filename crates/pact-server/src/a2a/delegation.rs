@@ -15,6 +15,23 @@ pub struct Presented {
     pub delegation: Delegation,
 }
 
+/// Verifies a delegation token for this brand and this PA (signature by a
+/// published key, `iss`, `aud`, `client_id`, lifetime) — not revocation.
+pub fn verify_token(
+    state: &AppState,
+    caller: &Caller,
+    token: &str,
+) -> Result<pact_proto::oauth::DelegationClaims, pact_jose::DelegationError> {
+    pact_jose::verify_delegation_token(
+        token,
+        &state.keys.current().published,
+        &state.config.oauth_issuer(&caller.brand.id),
+        &state.config.interface_url(&caller.brand.id),
+        &caller.pa.iss,
+        crate::now_unix(),
+    )
+}
+
 /// `Ok(None)` when no delegation header was sent. Any defect — malformed,
 /// bad signature, wrong brand (`aud`), another PA (`client_id`), expired,
 /// revoked — is the 401 with `error="invalid_token"`.
@@ -28,16 +45,7 @@ pub fn check(
         return Ok(None);
     }
     let token = bearer(headers, &name).ok_or(ApiError::InvalidDelegation)?;
-    let keys = state.keys.current();
-    let claims = pact_jose::verify_delegation_token(
-        token,
-        &keys.published,
-        &state.config.oauth_issuer(&caller.brand.id),
-        &state.config.interface_url(&caller.brand.id),
-        &caller.pa.iss,
-        crate::now_unix(),
-    )
-    .map_err(|e| {
+    let claims = verify_token(state, caller, token).map_err(|e| {
         tracing::info!(reason = %e, issuer = %caller.pa.iss, "delegation token rejected");
         ApiError::InvalidDelegation
     })?;

@@ -53,14 +53,6 @@ async fn grant_of(
             .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
             .map(|g| g.id));
     }
-    let keys = state.keys.current();
-    let verified = pact_jose::verify_delegation_token(
-        token,
-        &keys.published,
-        &state.config.oauth_issuer(&caller.brand.id),
-        &state.config.interface_url(&caller.brand.id),
-        &caller.pa.iss,
-        crate::now_unix(),
-    );
+    let verified = crate::a2a::delegation::verify_token(state, caller, token);
     Ok(verified.ok().and_then(|c| c.grant_id.parse().ok()))
 }

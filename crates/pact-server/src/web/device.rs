@@ -33,19 +33,19 @@ use pact_db::brands::Brand;
 use pact_db::device_authorizations::DeviceAuthorization;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::Session;
+use time::OffsetDateTime;
 use time::macros::format_description;
-use time::{Duration, OffsetDateTime};
 
 use super::brand_login::{self, BrandLogin};
+use super::form::Fields;
 use super::page::{ErrorPage, PageError, render};
+use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use super::{limits, security};
 use crate::consent::{self, Approval, ConsentError};
 use crate::domain::{authz_details, user_code};
 use crate::state::AppState;
 
-/// A second factor counts for step-up when verified this recently.
-pub const STEP_UP_MAX_AGE: Duration = Duration::minutes(10);
 /// The brand name shown before any code is known.
 const NO_BRAND: &str = "pactd";
 
@@ -98,33 +98,6 @@ struct DonePage<'a> {
 }
 
 // ---------------------------------------------------------------- helpers
-
-/// A form body as ordered pairs (checkboxes repeat their name).
-struct FormBody(Vec<(String, String)>);
-
-impl FormBody {
-    fn parse(body: &[u8]) -> Self {
-        Self(
-            url::form_urlencoded::parse(body)
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        )
-    }
-
-    fn one(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, name: &str) -> impl Iterator<Item = &str> {
-        self.0
-            .iter()
-            .filter(move |(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 fn query_param(raw: Option<&str>, name: &str) -> Option<String> {
     url::form_urlencoded::parse(raw.unwrap_or("").as_bytes())
@@ -266,10 +239,6 @@ fn relative(then: OffsetDateTime, now: OffsetDateTime) -> String {
     format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
 }
 
-fn mfa_is_recent(s: &Session, now: OffsetDateTime) -> bool {
-    s.mfa_at.is_some_and(|at| now - at <= STEP_UP_MAX_AGE)
-}
-
 /// `/login/second-factor?next=<encoded /device/consent?scopes=a+b>`.
 fn step_up_url(ticked: &BTreeSet<String>) -> String {
     let joined = ticked.iter().cloned().collect::<Vec<_>>().join(" ");
@@ -375,12 +344,12 @@ pub async fn confirm(
     body: Bytes,
 ) -> Result<Response, PageError> {
     security::check_origin(&headers, &app.config.public_url)?;
-    let form = FormBody::parse(&body);
+    let form = Fields::parse(&body);
     let s = browser.session.as_ref().ok_or_else(no_session)?;
-    security::check_csrf(&s.csrf_token, form.one("csrf"))?;
+    security::check_csrf(&s.csrf_token, form.get("csrf"))?;
     limit_code_entry(&app, s, peer.ip())?;
 
-    let typed = form.one("user_code").unwrap_or("");
+    let typed = form.get("user_code").unwrap_or("");
     let signed_in = browser.signed_in();
     let Some(code) = user_code::normalise(typed) else {
         return Ok(entry_again(
@@ -570,15 +539,15 @@ pub async fn decide(
     body: Bytes,
 ) -> Result<Response, PageError> {
     security::check_origin(&headers, &app.config.public_url)?;
-    let form = FormBody::parse(&body);
+    let form = Fields::parse(&body);
     let s = browser.session.as_ref().ok_or_else(no_session)?;
-    security::check_csrf(&s.csrf_token, form.one("csrf"))?;
+    security::check_csrf(&s.csrf_token, form.get("csrf"))?;
     let d = match load(&app, &browser).await? {
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
     let now = OffsetDateTime::now_utc();
-    match form.one("action") {
+    match form.get("action") {
         Some("deny") => {
             consent::deny(&app, d.auth.id, Some(&d.user_sub), now)
                 .await
@@ -594,7 +563,7 @@ pub async fn decide(
 async fn approve(
     app: &AppState,
     d: &Deciding,
-    form: &FormBody,
+    form: &Fields,
     now: OffsetDateTime,
 ) -> Result<Response, PageError> {
     let ticked: BTreeSet<String> = form.all("scope").map(str::to_owned).collect();
@@ -708,6 +677,7 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use time::Duration;
 
     #[test]
     fn relative_times_read_naturally() {

@@ -15,7 +15,6 @@
 //! users table so they hold across nodes. Passwords, codes and secrets are
 //! never logged.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use askama::Template;
@@ -27,18 +26,17 @@ use pact_db::brands::Brand;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
 use serde::Deserialize;
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use super::form::Fields;
 use super::page::{PageError, render};
+pub use super::security::guard_post;
 use super::session::{self, Browser};
+pub use super::session::{STEP_UP_WINDOW, mfa_is_recent};
 use super::{limits, security};
 use crate::accounts::{lockout, password, recovery, totp};
 use crate::state::AppState;
-
-/// How long a verified second factor counts for step-up (consent of a scope
-/// that `requires_mfa`, new recovery codes, replacing the authenticator).
-pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
 
 /// The one message for an unknown email and a wrong password.
 const BAD_CREDENTIALS: &str =
@@ -47,54 +45,6 @@ const BAD_CREDENTIALS: &str =
 // ---------------------------------------------------------------------------
 // Shared by the page modules
 // ---------------------------------------------------------------------------
-
-/// A parsed `application/x-www-form-urlencoded` body (first value of a
-/// repeated name wins). Parse only after `check_origin`.
-#[derive(Debug, Default)]
-pub struct Fields(HashMap<String, String>);
-
-impl Fields {
-    pub fn parse(body: &[u8]) -> Self {
-        let mut map = HashMap::new();
-        for (k, v) in url::form_urlencoded::parse(body) {
-            map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
-        }
-        Self(map)
-    }
-
-    /// The field, if present and not blank.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.trim().is_empty())
-    }
-}
-
-/// The first steps of every POST handler: the Origin check, then the form,
-/// then the CSRF token against the session's. No session means no token, so
-/// the request is refused like a wrong token.
-pub fn guard_post<'b>(
-    state: &AppState,
-    headers: &HeaderMap,
-    browser: &'b Browser,
-    body: &[u8],
-) -> Result<(&'b Session, Fields), PageError> {
-    security::check_origin(headers, &state.config.public_url)?;
-    let form = Fields::parse(body);
-    let expected = browser
-        .session
-        .as_ref()
-        .map_or("", |s| s.csrf_token.as_str());
-    // An empty expected token never matches, so no session is refused here too.
-    security::check_csrf(expected, form.get("csrf"))?;
-    let Some(s) = &browser.session else {
-        return Err(PageError::Forbidden(
-            "Your session has changed. Go back, reload the page and try again.".into(),
-        ));
-    };
-    Ok((s, form))
-}
 
 /// The brand a page is about: `?brand=` (or the form's `brand`), else the
 /// brand of the device authorization this browser is deciding on, else the
@@ -151,13 +101,6 @@ pub fn mfa_required(brand: &Brand) -> bool {
         .get("mfa_required")
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false)
-}
-
-/// A second factor was verified in this session within [`STEP_UP_WINDOW`].
-pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
-    session
-        .mfa_at
-        .is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW)
 }
 
 /// Percent-encodes a query value.
@@ -399,7 +342,7 @@ pub async fn post_login(
         .get("email")
         .map(|e| e.trim().to_lowercase())
         .unwrap_or_default();
-    let given = form.0.get("password").map(String::as_str).unwrap_or("");
+    let given = form.get("password").unwrap_or("");
     if email.is_empty() || given.is_empty() {
         return Ok(page(
             "Enter your email and your password.",

@@ -11,6 +11,7 @@ pub mod account;
 pub mod assets;
 pub mod brand_login;
 pub mod device;
+pub mod form;
 pub mod limits;
 pub mod login;
 pub mod mfa;

@@ -56,10 +56,7 @@ pub fn relying_party(config: &Config) -> Option<Webauthn> {
 /// How long a started ceremony can be finished.
 pub const CEREMONY_LIFETIME: Duration = Duration::minutes(5);
 
-/// Adding or removing a passkey when the account already has a second
-/// factor needs one verified this recently in the session (step-up; the
-/// same window as `login.rs`'s).
-pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
+pub use super::session::STEP_UP_WINDOW;
 
 /// Passkeys per account.
 pub const MAX_PASSKEYS: usize = 20;
@@ -83,10 +80,7 @@ pub fn needs_step_up(
     now: OffsetDateTime,
 ) -> bool {
     let has_factor = has_totp || passkeys > 0;
-    // A minute of clock skew between nodes is tolerated.
-    let recent =
-        mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW);
-    has_factor && !recent
+    has_factor && !super::session::mfa_at_is_recent(mfa_at, now)
 }
 
 /// A JSON error `{"error": message}` for the script to show.

@@ -6,7 +6,10 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use super::form::Fields;
 use super::page::PageError;
+use super::session::Browser;
+use crate::state::AppState;
 
 /// No inline script or style, nothing from elsewhere, never framed
 /// (clickjacking of the consent page is the attack to stop).
@@ -79,6 +82,26 @@ pub fn check_csrf(expected: &str, given: Option<&str>) -> Result<(), PageError> 
             "Your session has changed. Go back, reload the page and try again.".into(),
         ))
     }
+}
+
+/// The first steps of every POST handler: the Origin check, then the form,
+/// then the CSRF token against the session's. No session means no token, so
+/// the request is refused like a wrong token.
+pub fn guard_post<'b>(
+    state: &AppState,
+    headers: &HeaderMap,
+    browser: &'b Browser,
+    body: &[u8],
+) -> Result<(&'b pact_db::sessions::Session, Fields), PageError> {
+    check_origin(headers, &state.config.public_url)?;
+    let form = Fields::parse(body);
+    let Some(s) = &browser.session else {
+        return Err(PageError::Forbidden(
+            "Your session has changed. Go back, reload the page and try again.".into(),
+        ));
+    };
+    check_csrf(&s.csrf_token, form.get("csrf"))?;
+    Ok((s, form))
 }
 
 /// Only same-origin paths are followed after sign-in: `/x` but not `//evil`,

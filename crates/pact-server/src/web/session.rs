@@ -15,6 +15,21 @@ use crate::state::AppState;
 
 /// Absolute session lifetime.
 pub const LIFETIME: Duration = Duration::hours(12);
+/// A half-finished sign-in (password accepted, second factor to come) lives briefly.
+pub const PENDING_LIFETIME: Duration = Duration::minutes(15);
+/// How recent a second factor must be for a step-up (consent to a
+/// `requires_mfa` scope, changing second factors).
+pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
+
+/// A second factor was verified in this session within [`STEP_UP_WINDOW`]
+/// (a minute of clock skew between nodes tolerated).
+pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
+    mfa_at_is_recent(session.mfa_at, now)
+}
+
+pub fn mfa_at_is_recent(mfa_at: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
+    mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW)
+}
 
 /// What the request's cookie refers to, if anything live.
 #[derive(Clone, Debug)]
