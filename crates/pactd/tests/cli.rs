@@ -1294,3 +1294,181 @@ async fn users_are_added_with_a_password_from_stdin_listed_and_their_mfa_reset_a
     );
     pool.close().await;
 }
+
+// ---------------------------------------------------------------------------
+// delegation admin: scopes, details types, keys, grants, receipts
+// ---------------------------------------------------------------------------
+
+/// `brand scope`, `brand details-type`, `keys rotate/list`, `grants list/revoke`
+/// and `receipts verify` against a database a running pactd (in-process here)
+/// has filled with a real grant and chained receipts.
+#[tokio::test(flavor = "multi_thread")]
+async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts() {
+    let app = pact_tests::TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    let db = app.db_url.clone();
+    let key = app.master_key.to_base64();
+
+    // Scopes and an authorization_details type on a new brand.
+    run(pactd_on(&db), &["brand", "add", "acme", "--name", "Acme"])
+        .await
+        .succeeded();
+    run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "scope",
+            "add",
+            "acme",
+            "orders:read",
+            "See your orders",
+        ],
+    )
+    .await
+    .succeeded();
+    let bad = run(
+        pactd_on(&db),
+        &["brand", "scope", "add", "acme", "has space", "x"],
+    )
+    .await;
+    assert!(
+        bad.failed().contains("invalid scope id"),
+        "{}",
+        bad.describe()
+    );
+    let listed = run(pactd_on(&db), &["brand", "scope", "list", "acme"]).await;
+    assert_eq!(listed.succeeded().trim(), "orders:read\tSee your orders");
+    let decl =
+        r#"{"scope":"orders:read","fields":{"ids":{"type":"string_array","required":true}}}"#;
+    run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "details-type",
+            "add",
+            "acme",
+            "order_view",
+            "--json",
+            decl,
+        ],
+    )
+    .await
+    .succeeded();
+    let unknown_scope = r#"{"scope":"nope","fields":{}}"#;
+    let refused = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "details-type",
+            "add",
+            "acme",
+            "x",
+            "--json",
+            unknown_scope,
+        ],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("no scope"),
+        "{}",
+        refused.describe()
+    );
+    let types = run(pactd_on(&db), &["brand", "details-type", "list", "acme"]).await;
+    assert!(
+        types.succeeded().starts_with("order_view\torders:read"),
+        "{}",
+        types.describe()
+    );
+
+    // A real grant with three chained receipts, made through pactd's endpoints.
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example").await;
+    let tokens = app.connect(&pa, "pa-u", "alice", &["orders:read"]).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    for i in 0..3 {
+        let res = app
+            .send_delegated(
+                "demo",
+                &pa.token("pa-u", app.audience()),
+                access,
+                &format!("m{i}"),
+                "my orders",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+    }
+    let ok = run(pactd_on(&db), &["receipts", "verify"]).await;
+    assert!(
+        ok.succeeded()
+            .contains("OK: 3 receipt(s) in 1 chain(s) verified"),
+        "{}",
+        ok.describe()
+    );
+
+    // Tamper with a stored receipt behind the append-only trigger's back.
+    let pool = sqlx::PgPool::connect(&db).await.unwrap();
+    sqlx::query("alter table receipts disable trigger receipts_append_only")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "update receipts set claims = jsonb_set(claims, '{user}', '\"mallory\"') where seq = 2",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let broken = run(pactd_on(&db), &["receipts", "verify"]).await;
+    assert!(!broken.status.success(), "{}", broken.describe());
+    assert!(
+        broken.stdout.contains("BROKEN") && broken.stdout.contains("receipt #2"),
+        "{}",
+        broken.describe()
+    );
+
+    // Grants: listed, then revoked; the delegated call is refused at once.
+    let grants = run(pactd_on(&db), &["grants", "list", "--user", "alice"]).await;
+    let line = grants.succeeded().lines().next().unwrap().to_owned();
+    assert!(
+        line.contains("\tactive\tdemo\talice\thttps://pa.example\torders:read"),
+        "{line}"
+    );
+    let grant_id = line.split('\t').next().unwrap().to_owned();
+    run(pactd_on(&db), &["grants", "revoke", &grant_id])
+        .await
+        .succeeded();
+    let again = run(pactd_on(&db), &["grants", "revoke", &grant_id]).await;
+    assert!(
+        again.failed().contains("no active grant"),
+        "{}",
+        again.describe()
+    );
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa.token("pa-u", app.audience()),
+            access,
+            "m9",
+            "my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 401);
+
+    // Keys: rotation publishes a second key; without the master key it is refused.
+    let no_key = run(pactd_on(&db), &["keys", "rotate"]).await;
+    assert!(
+        no_key.failed().contains("master key"),
+        "{}",
+        no_key.describe()
+    );
+    let mut with_key = pactd_on(&db);
+    with_key.env("PACTD_MASTER_KEY", &key);
+    let rotated = run(with_key, &["keys", "rotate", "--overlap-secs", "0"]).await;
+    assert!(
+        rotated.succeeded().contains("new signing key"),
+        "{}",
+        rotated.describe()
+    );
+    let keys = run(pactd_on(&db), &["keys", "list"]).await;
+    assert_eq!(keys.succeeded().lines().count(), 2, "{}", keys.describe());
+}
