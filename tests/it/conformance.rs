@@ -1,7 +1,11 @@
 //! `pact-agent conformance` in CI: the whole suite, both profiles, against
-//! pactd (every check passes; the few SKIPs are rules that cannot be
-//! exercised, each with its reason), and against a tiny fake provider that
-//! breaks one rule at a time (the matching check fails, clearly).
+//! pactd, with device authorizations decided on pactd's real pages by
+//! `--approve pactd-login` (two built-in accounts with passwords and
+//! authenticator apps): every check passes; the few SKIPs are rules that
+//! cannot be exercised, each with its reason. Also the approver's own
+//! failures and its wait for a fresh authenticator code, and a tiny fake
+//! provider that breaks one rule at a time (the matching check fails,
+//! clearly).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -10,15 +14,19 @@ use std::time::{Duration, Instant};
 use pact_agent::client::{self, Reply};
 use pact_agent::conformance::{
     self, Account, ApprovalRequest, ApprovalStatus, Approver, BoxFuture, Config, Decision,
-    JwksServing, Outcome, Profile, Report,
+    JwksServing, Outcome, PactdLoginApprover, Profile, Report,
 };
 use pact_agent::jwks_server::JwksServer;
+use pact_agent::pactd_login::{DeviceLink, LoginAccount, PactdBrowser, PageDecision};
 use pact_agent::state::{Home, Identity, InitOptions};
-use pact_server::AppState;
+use pact_agent::totp::TotpSecret;
 use pact_tests::TestApp;
+use pact_tests::delegation::DeviceAuth;
+use pact_tests::pages::{Browser, add_totp, add_user, totp_now, wait_for_totp_step_with};
 use time::OffsetDateTime;
 
 const ISSUER: &str = "https://conformance-pa.example";
+const PASSWORD: &str = "correct horse battery staple";
 
 /// An identity made by `pact-agent` in a fresh state directory.
 fn new_identity(audience: &str) -> (Home, Identity) {
@@ -35,66 +43,17 @@ fn new_identity(audience: &str) -> (Home, Identity) {
     (home, identity)
 }
 
-/// The person's decision, through the domain functions pactd's consent page
-/// will call (tests/src/delegation.rs does the same).
-struct PactdApprover {
-    state: AppState,
-    primary: String,
-    secondary: String,
-}
-
-impl Approver for PactdApprover {
-    fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalStatus> {
-        Box::pin(async move {
-            let user = match r.account {
-                Account::Primary => self.primary.as_str(),
-                Account::Secondary => self.secondary.as_str(),
-            };
-            let auth = match pact_server::consent::find_by_user_code(&self.state, &r.user_code)
-                .await
-            {
-                Ok(Some(a)) => a,
-                Ok(None) => {
-                    return ApprovalStatus::Failed(format!("no live user code {}", r.user_code));
-                }
-                Err(e) => return ApprovalStatus::Failed(e.to_string()),
-            };
-            let now = OffsetDateTime::now_utc();
-            let done = match &r.decision {
-                Decision::Approve { scopes } => pact_server::consent::approve(
-                    &self.state,
-                    pact_server::consent::Approval {
-                        authorization_id: auth.id,
-                        user_sub: user,
-                        scopes: scopes.iter().cloned().collect::<BTreeSet<_>>(),
-                        authorization_details: None,
-                    },
-                    now,
-                )
-                .await
-                .map(|_| ()),
-                Decision::Deny => {
-                    pact_server::consent::deny(&self.state, auth.id, Some(user), now).await
-                }
-            };
-            match done {
-                Ok(()) => ApprovalStatus::Done,
-                Err(e) => ApprovalStatus::Failed(e.to_string()),
-            }
-        })
-    }
-}
-
 /// pactd with the demo brand delegating, a second brand with a scope, and
 /// the agent registered (issuer + the JWKS URI it serves).
 async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) {
     // A short RFC 8628 interval keeps the run fast; 2 s (not 1) leaves room
     // on a loaded machine for "poll again at once" to still be too fast. Codes
-    // live 10 s, so §5.3.expired-token is exercised too (approvals here take
-    // one interval).
+    // live 15 s, so §5.3.expired-token is exercised too: an approval on the
+    // pages (sign-in with argon2 and a second factor the first time, then the
+    // kept session) and its first poll fit well within that.
     let app = TestApp::spawn_with(|c| {
         c.delegation.poll_interval_secs = 2;
-        c.delegation.device_code_ttl = Duration::from_secs(10);
+        c.delegation.device_code_ttl = Duration::from_secs(15);
     })
     .await;
     app.enable_demo_delegation().await;
@@ -165,30 +124,79 @@ const UNEXERCISABLE: [&str; 2] = [
     "§6.rate-limit-429",
 ];
 
+/// Two built-in accounts at the demo brand, each with a password and an
+/// authenticator app, given to the approver as `pact-agent conformance
+/// --login-email … --totp-secret <base32>` (and `--second-…`) would.
+async fn demo_accounts(app: &TestApp) -> (LoginAccount, LoginAccount) {
+    let mut made = Vec::new();
+    for email in ["ann@conformance.example", "bob@conformance.example"] {
+        let user = add_user(app, "demo", email, PASSWORD).await;
+        let secret = add_totp(app, &user).await;
+        let base32 = pact_server::accounts::totp::base32(&secret);
+        let totp = TotpSecret::from_base32(&base32).unwrap();
+        made.push(LoginAccount::new(email, PASSWORD, Some(totp)));
+    }
+    let bob = made.pop().unwrap();
+    let ann = made.pop().unwrap();
+    (ann, bob)
+}
+
+/// The brand users the grants of a run went to, and how many requests were denied.
+async fn decisions(app: &TestApp) -> (BTreeSet<String>, i64) {
+    let users: Vec<String> = sqlx::query_scalar("select distinct user_sub from grants")
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+    let denied: i64 =
+        sqlx::query_scalar("select count(*) from device_authorizations where status = 'denied'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    (users.into_iter().collect(), denied)
+}
+
+/// What "`pact-agent conformance` passes against pactd" means: the whole
+/// suite, `--pactd-rules`, every approval made on pactd's own pages.
 #[tokio::test]
-async fn the_delegated_profile_passes_against_pactd() {
+async fn the_delegated_profile_passes_against_pactd_through_its_pages() {
     let (app, home, identity, _jwks) = pactd_with_agent().await;
-    let approver = PactdApprover {
-        state: app.state.clone(),
-        primary: format!("alice-{}", uuid::Uuid::new_v4()),
-        secondary: format!("bob-{}", uuid::Uuid::new_v4()),
-    };
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
     let started = Instant::now();
     let report =
         conformance::run(pactd_config(&app, &identity, Profile::Delegated), &approver).await;
     println!(
-        "delegated profile: {:.1} s",
-        started.elapsed().as_secs_f64()
+        "delegated profile, pactd-login: {:.1} s, {}",
+        started.elapsed().as_secs_f64(),
+        report.summary()
     );
     assert_passes(&report, &UNEXERCISABLE);
-    // The run really went through the grant: receipts verified and chained.
+    // The run really went through the pages: a denial, a grant with less
+    // than requested, a second account, receipts verified and chained.
     for name in [
+        "§5.3.access-denied",
+        "§5.3.scope-may-be-less",
+        "§5.5.context-other-user",
+        "§5.3.refresh-reuse-revokes",
+        "§5.3.expired-token",
         "§5.6.receipt-verifies",
         "§5.6.receipt-chain",
         "§5.3.slow-down-adds-5s",
     ] {
         assert_eq!(report.get(name).unwrap().outcome, Outcome::Pass, "{name}");
     }
+    // Decided by the two accounts, signed in on the pages.
+    let mut subjects = BTreeSet::new();
+    for email in ["ann@conformance.example", "bob@conformance.example"] {
+        let user = pact_db::users::find_by_email(&app.db, "demo", email)
+            .await
+            .unwrap()
+            .unwrap();
+        subjects.insert(user.subject());
+    }
+    let (granted_to, denied) = decisions(&app).await;
+    assert_eq!(granted_to, subjects);
+    assert_eq!(denied, 1);
     let junit = report.to_junit();
     assert!(junit.contains("<testsuite name=\"PACT §5.3\""));
     std::fs::remove_dir_all(home.dir()).ok();
@@ -197,13 +205,16 @@ async fn the_delegated_profile_passes_against_pactd() {
 #[tokio::test]
 async fn the_identity_profile_passes_against_pactd() {
     let (app, home, identity, _jwks) = pactd_with_agent().await;
-    let approver = conformance::PactdLoginApprover {
-        email: "unused@example.com".into(),
-        password: "unused".into(),
-        totp_secret: None,
-    };
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
+    let started = Instant::now();
     let report =
         conformance::run(pactd_config(&app, &identity, Profile::Identity), &approver).await;
+    println!(
+        "identity profile, pactd-login: {:.1} s, {}",
+        started.elapsed().as_secs_f64(),
+        report.summary()
+    );
     let mut allowed: Vec<&str> = UNEXERCISABLE.to_vec();
     allowed.push("§5");
     assert_passes(&report, &allowed);
@@ -214,7 +225,153 @@ async fn the_identity_profile_passes_against_pactd() {
             .reason
             .contains("identity profile")
     );
+    let (granted_to, denied) = decisions(&app).await;
+    assert!(
+        granted_to.is_empty() && denied == 0,
+        "no approval was asked"
+    );
     std::fs::remove_dir_all(home.dir()).ok();
+}
+
+// ---------------------------------------------------------------------------
+// The pactd-login approver itself
+// ---------------------------------------------------------------------------
+
+fn request(auth: &DeviceAuth, decision: Decision, account: Account) -> ApprovalRequest {
+    ApprovalRequest {
+        brand: "demo".to_owned(),
+        brand_name: "Demo Store".to_owned(),
+        user_code: auth.user_code.clone(),
+        verification_uri: auth.body["verification_uri"].as_str().unwrap().to_owned(),
+        verification_uri_complete: auth.body["verification_uri_complete"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        requested_scopes: vec!["orders:read".to_owned(), "orders:cancel".to_owned()],
+        decision,
+        account,
+        purpose: "a test".to_owned(),
+    }
+}
+
+fn link(auth: &DeviceAuth) -> DeviceLink<'_> {
+    DeviceLink {
+        verification_uri_complete: auth.body["verification_uri_complete"].as_str(),
+        verification_uri: auth.body["verification_uri"].as_str().unwrap(),
+        user_code: &auth.user_code,
+    }
+}
+
+async fn failure(approver: &PactdLoginApprover, r: &ApprovalRequest) -> String {
+    match approver.approve(r).await {
+        ApprovalStatus::Failed(why) => why,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// Failures name the step and quote the page; secrets never appear; a code
+/// the person's own browser used a moment ago is waited out; a signed-in
+/// browser decides without signing in again; Deny reaches the token endpoint.
+#[tokio::test]
+async fn the_pactd_login_approver_reports_steps_and_waits_out_a_used_code() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example/login-approver").await;
+    let email = "cy@example.com";
+    let user = add_user(&app, "demo", email, PASSWORD).await;
+    let secret = add_totp(&app, &user).await;
+    let totp = TotpSecret::from_bytes(secret.clone());
+    let scopes = "orders:read orders:cancel";
+    let approve_read = || Decision::Approve {
+        scopes: vec!["orders:read".to_owned()],
+    };
+
+    // A wrong password: the step, and pactd's own words; never the password.
+    let wrong = PactdLoginApprover::new(
+        LoginAccount::new(email, "Tr0ub4dor&3", Some(totp.clone())),
+        None,
+    )
+    .unwrap();
+    let auth = app.device_authorize(&pa, "cy", scopes, None).await;
+    let why = failure(&wrong, &request(&auth, approve_read(), Account::Primary)).await;
+    assert!(
+        why.contains("failed to sign in (POST /login): HTTP 400"),
+        "{why}"
+    );
+    assert!(why.contains("That email and password don't match"), "{why}");
+    assert!(!why.contains("Tr0ub4dor"), "{why}");
+
+    // No authenticator secret for an account that has one.
+    let no_totp = PactdLoginApprover::new(LoginAccount::new(email, PASSWORD, None), None).unwrap();
+    let why = failure(&no_totp, &request(&auth, approve_read(), Account::Primary)).await;
+    assert!(why.contains("open the second-factor page"), "{why}");
+    assert!(why.contains("--totp-secret"), "{why}");
+
+    // No second account: the checks needing one SKIP, with what to pass.
+    match no_totp
+        .approve(&request(&auth, approve_read(), Account::Secondary))
+        .await
+    {
+        ApprovalStatus::Unavailable(why) => assert!(why.contains("--second-login-email")),
+        other => panic!("{other:?}"),
+    }
+
+    // The person signs in in their own browser, using this step's code…
+    wait_for_totp_step_with(10).await;
+    let b = Browser::new(&app);
+    let res = b.sign_in("demo", email, PASSWORD, "/account").await;
+    assert_eq!(res.status(), 303);
+    let res = b
+        .second_factor("code", &totp_now(&secret), "/account")
+        .await;
+    assert_eq!(res.status(), 303);
+    // …so the approver's first code is refused as used, and it waits for the next.
+    let browser = PactdBrowser::new(LoginAccount::new(email, PASSWORD, Some(totp))).unwrap();
+    let decided = browser
+        .decide(
+            link(&auth),
+            &PageDecision::Approve(vec!["orders:read".to_owned()]),
+        )
+        .await
+        .unwrap();
+    assert!(decided.signed_in && decided.second_factor && decided.waited_for_next_code);
+    assert_eq!(decided.scopes, ["orders:read"]);
+    let (status, body) = app.poll(&pa, "cy", &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["scope"], "orders:read", "only what was ticked");
+
+    // Still signed in: Deny needs no sign-in, and the PA hears access_denied.
+    let auth = app.device_authorize(&pa, "cy", scopes, None).await;
+    let decided = browser
+        .decide(link(&auth), &PageDecision::Deny)
+        .await
+        .unwrap();
+    assert!(!decided.signed_in && !decided.second_factor);
+    let (status, body) = app.poll(&pa, "cy", &auth.device_code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("access_denied"))
+    );
+
+    // A decided code cannot be decided again: the page says why.
+    let err = browser
+        .decide(link(&auth), &PageDecision::Approve(Vec::new()))
+        .await
+        .unwrap_err();
+    assert!(err.step.starts_with("enter the code"), "{err}");
+    assert!(err.detail.contains("already been used"), "{err}");
+
+    // Approve with nothing named: what the page ticks (everything requested).
+    let auth = app.device_authorize(&pa, "cy", scopes, None).await;
+    let decided = browser
+        .decide(link(&auth), &PageDecision::Approve(Vec::new()))
+        .await
+        .unwrap();
+    let mut ticked = decided.scopes.clone();
+    ticked.sort();
+    assert_eq!(ticked, ["orders:cancel", "orders:read"]);
+    let (status, body) = app.poll(&pa, "cy", &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
 }
 
 /// Without registration the baseline fails and says what to register.
@@ -250,10 +407,10 @@ async fn an_unregistered_agent_is_told_what_to_register() {
 // The agent's own commands: send, connect, refresh, receipts
 // ---------------------------------------------------------------------------
 
-/// A person who approves every link the agent shows, everything requested.
+/// A person who approves every link the agent shows, everything requested,
+/// on pactd's pages in their own (kept) browser session.
 struct ApprovingPerson {
-    state: AppState,
-    user: String,
+    browser: Arc<PactdBrowser>,
     links: usize,
 }
 
@@ -266,29 +423,18 @@ impl client::Ui for ApprovingPerson {
     }
     fn show_link(&mut self, device: &pact_proto::oauth::DeviceAuthorizationResponse) {
         self.links += 1;
-        let (state, user, code) = (
-            self.state.clone(),
-            self.user.clone(),
-            device.user_code.clone(),
-        );
+        let browser = self.browser.clone();
+        let device = device.clone();
         tokio::spawn(async move {
-            let auth = pact_server::consent::find_by_user_code(&state, &code)
+            let link = DeviceLink {
+                verification_uri_complete: Some(&device.verification_uri_complete),
+                verification_uri: &device.verification_uri,
+                user_code: &device.user_code,
+            };
+            browser
+                .decide(link, &PageDecision::Approve(Vec::new()))
                 .await
-                .unwrap()
                 .unwrap();
-            let scopes = auth.scopes.iter().cloned().collect::<BTreeSet<_>>();
-            pact_server::consent::approve(
-                &state,
-                pact_server::consent::Approval {
-                    authorization_id: auth.id,
-                    user_sub: &user,
-                    scopes,
-                    authorization_details: None,
-                },
-                OffsetDateTime::now_utc(),
-            )
-            .await
-            .unwrap();
         });
     }
     fn confirm(&mut self, _question: &str) -> bool {
@@ -300,9 +446,9 @@ impl client::Ui for ApprovingPerson {
 async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
     let (app, home, _identity, _jwks) = pactd_with_agent().await;
     let agent = client::Agent::load(home.clone(), None).unwrap();
+    let (carol, _) = demo_accounts(&app).await;
     let mut person = ApprovingPerson {
-        state: app.state.clone(),
-        user: "carol".to_owned(),
+        browser: Arc::new(PactdBrowser::new(carol).unwrap()),
         links: 0,
     };
     let send = |text: &str| client::SendOptions {

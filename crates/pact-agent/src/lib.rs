@@ -12,7 +12,10 @@
 //!   client (§5.1, §5.3), refresh, revocation, and receipt verification (§5.6);
 //! * [`client`] — `send` and `connect` as the command line runs them;
 //! * [`jwks_server`] — publishing the agent's JWKS;
-//! * [`conformance`] — one check per rule of PROTOCOL.md §2–6.
+//! * [`conformance`] — one check per rule of PROTOCOL.md §2–6;
+//! * [`pactd_login`] and [`totp`] — deciding a device authorization on
+//!   pactd's own pages (sign-in, RFC 6238 second factor, consent), for
+//!   `conformance --approve pactd-login`.
 //!
 //! Nothing here logs or prints a token, a refresh token or a device code,
 //! except where the user asks for it (`--show-tokens`).
@@ -25,8 +28,10 @@ pub mod jwks_server;
 pub mod jwt;
 pub mod keys;
 pub mod oauth;
+pub mod pactd_login;
 pub mod qr;
 pub mod state;
+pub mod totp;
 
 /// The A2A content type (PACT §4: exactly this, no charset).
 pub use pact_proto::A2A_CONTENT_TYPE;

@@ -17,7 +17,9 @@ use pact_agent::conformance::{
 };
 use pact_agent::http::Http;
 use pact_agent::jwks_server::{JWKS_PATH, JwksServer};
+use pact_agent::pactd_login::LoginAccount;
 use pact_agent::state::{Home, Identity, InitOptions};
+use pact_agent::totp::TotpSecret;
 
 #[derive(Parser)]
 #[command(
@@ -130,7 +132,7 @@ enum Command {
         audience: Option<String>,
     },
     /// Check a PACT provider, rule by rule (PROTOCOL.md §2–6).
-    Conformance(ConformanceArgs),
+    Conformance(Box<ConformanceArgs>),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -163,12 +165,24 @@ struct ConformanceArgs {
     /// Who approves device authorizations.
     #[arg(long, value_enum, default_value = "interactive")]
     approve: ApproveArg,
+    /// pactd-login: the email of a built-in account at the brand.
     #[arg(long)]
     login_email: Option<String>,
+    /// pactd-login: its password.
     #[arg(long, env = "PACT_AGENT_LOGIN_PASSWORD", hide_env_values = true)]
     login_password: Option<String>,
+    /// pactd-login: its authenticator secret (base32, as authenticator apps take it).
     #[arg(long, env = "PACT_AGENT_TOTP_SECRET", hide_env_values = true)]
     totp_secret: Option<String>,
+    /// pactd-login: a second account at the brand (for §5.5's one-user-per-context check).
+    #[arg(long)]
+    second_login_email: Option<String>,
+    /// pactd-login: the second account's password.
+    #[arg(long, env = "PACT_AGENT_SECOND_LOGIN_PASSWORD", hide_env_values = true)]
+    second_login_password: Option<String>,
+    /// pactd-login: the second account's authenticator secret (base32).
+    #[arg(long, env = "PACT_AGENT_SECOND_TOTP_SECRET", hide_env_values = true)]
+    second_totp_secret: Option<String>,
     /// Write the report: *.xml as JUnit, anything else as JSON.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -418,8 +432,59 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Conformance(args) => conformance_command(&home, args).await,
+        Command::Conformance(args) => conformance_command(&home, *args).await,
     }
+}
+
+/// The accounts `--approve pactd-login` signs in with.
+fn pactd_login_approver(args: &ConformanceArgs) -> Result<PactdLoginApprover> {
+    let account = |email: &Option<String>,
+                   password: &Option<String>,
+                   totp: &Option<String>,
+                   flags: (&str, &str, &str)|
+     -> Result<Option<LoginAccount>> {
+        let (email_flag, password_flag, totp_flag) = flags;
+        let Some(email) = email else {
+            return Ok(None);
+        };
+        let password = password.clone().ok_or_else(|| {
+            anyhow!("--approve pactd-login needs {password_flag} for {email_flag}")
+        })?;
+        let totp = totp
+            .as_deref()
+            .map(TotpSecret::from_base32)
+            .transpose()
+            .with_context(|| totp_flag.to_owned())?;
+        Ok(Some(LoginAccount::new(email.clone(), password, totp)))
+    };
+    let primary = account(
+        &args.login_email,
+        &args.login_password,
+        &args.totp_secret,
+        (
+            "--login-email",
+            "--login-password (or PACT_AGENT_LOGIN_PASSWORD)",
+            "--totp-secret",
+        ),
+    )?
+    .ok_or_else(|| anyhow!("--approve pactd-login needs --login-email"))?;
+    let secondary = account(
+        &args.second_login_email,
+        &args.second_login_password,
+        &args.second_totp_secret,
+        (
+            "--second-login-email",
+            "--second-login-password (or PACT_AGENT_SECOND_LOGIN_PASSWORD)",
+            "--second-totp-secret",
+        ),
+    )?;
+    if secondary.is_none() && matches!(args.profile, ProfileArg::Delegated) {
+        eprintln!(
+            "note: without --second-login-email, §5.5.context-other-user and \
+             §5.3.refresh-reuse-revokes SKIP (they need a second account)"
+        );
+    }
+    PactdLoginApprover::new(primary, secondary)
 }
 
 fn jwks_uri_of(addr: SocketAddr) -> String {
@@ -630,18 +695,7 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
 
     let approver: Box<dyn Approver> = match args.approve {
         ApproveArg::Interactive => Box::new(InteractiveApprover { qr: !args.no_qr }),
-        ApproveArg::PactdLogin => Box::new(PactdLoginApprover {
-            email: args
-                .login_email
-                .clone()
-                .ok_or_else(|| anyhow!("--approve pactd-login needs --login-email"))?,
-            password: args.login_password.clone().ok_or_else(|| {
-                anyhow!(
-                    "--approve pactd-login needs --login-password (or PACT_AGENT_LOGIN_PASSWORD)"
-                )
-            })?,
-            totp_secret: args.totp_secret.clone(),
-        }),
+        ApproveArg::PactdLogin => Box::new(pactd_login_approver(&args)?),
     };
 
     let report = conformance::run(config, approver.as_ref()).await;

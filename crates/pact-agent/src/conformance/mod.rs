@@ -17,8 +17,8 @@
 //!
 //! The Delegated profile needs a person (or a test) to approve device
 //! authorizations: an [`Approver`]. [`InteractiveApprover`] prints the link
-//! and waits; [`PactdLoginApprover`] will drive pactd's sign-in and consent
-//! pages once they exist; a test passes its own.
+//! and waits; [`PactdLoginApprover`] signs in to pactd's own pages and
+//! clicks Approve or Deny there; a test passes its own.
 
 mod delegated;
 mod expect;
@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 pub use report::{Check, Outcome, Report, xml_escape};
 
+use crate::pactd_login::{DeviceLink, LoginAccount, PactdBrowser, PageDecision};
 use crate::state::Identity;
 
 /// Called as each check ends.
@@ -241,32 +242,70 @@ impl Approver for InteractiveApprover {
     }
 }
 
-/// Will sign in to pactd's pages over HTTP (email, password, TOTP) and
-/// click Approve/Deny. Those pages do not exist yet, so every approval is
-/// unavailable and the checks that need one SKIP with that reason.
-#[derive(Clone)]
+/// Decides on pactd's own pages over HTTP, as the person would: opens the
+/// link, confirms the code, signs in with a built-in account (password, then
+/// an authenticator code when asked), ticks the scopes it was told to, and
+/// presses Approve or Deny ([`crate::pactd_login`]). Each account keeps its
+/// session between decisions, like a person's browser.
+///
+/// The one-user-per-context check (§5.5) needs a second account; without
+/// one it SKIPs with that reason.
 pub struct PactdLoginApprover {
-    pub email: String,
-    pub password: String,
-    pub totp_secret: Option<String>,
+    primary: PactdBrowser,
+    secondary: Option<PactdBrowser>,
 }
 
 impl fmt::Debug for PactdLoginApprover {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PactdLoginApprover")
-            .field("email", &self.email)
-            .finish_non_exhaustive()
+            .field("primary", &self.primary.email())
+            .field(
+                "secondary",
+                &self.secondary.as_ref().map(PactdBrowser::email),
+            )
+            .finish()
+    }
+}
+
+impl PactdLoginApprover {
+    pub fn new(primary: LoginAccount, secondary: Option<LoginAccount>) -> anyhow::Result<Self> {
+        Ok(Self {
+            primary: PactdBrowser::new(primary)?,
+            secondary: secondary.map(PactdBrowser::new).transpose()?,
+        })
     }
 }
 
 impl Approver for PactdLoginApprover {
-    fn approve<'a>(&'a self, _r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalStatus> {
+    fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalStatus> {
         Box::pin(async move {
-            ApprovalStatus::Unavailable(
-                "--approve pactd-login is not available yet: pactd's sign-in and consent pages \
-                 do not exist (a later pactd issue); use --approve interactive"
-                    .to_owned(),
-            )
+            let browser = match (r.account, &self.secondary) {
+                (Account::Primary, _) => &self.primary,
+                (Account::Secondary, Some(b)) => b,
+                (Account::Secondary, None) => {
+                    return ApprovalStatus::Unavailable(
+                        "needs a second account at the brand: pass --second-login-email (and \
+                         --second-login-password, --second-totp-secret)"
+                            .to_owned(),
+                    );
+                }
+            };
+            let link = DeviceLink {
+                verification_uri_complete: Some(r.verification_uri_complete.as_str()),
+                verification_uri: &r.verification_uri,
+                user_code: &r.user_code,
+            };
+            let decision = match &r.decision {
+                Decision::Approve { scopes } => PageDecision::Approve(scopes.clone()),
+                Decision::Deny => PageDecision::Deny,
+            };
+            match browser.decide(link, &decision).await {
+                Ok(_) => ApprovalStatus::Done,
+                Err(e) => ApprovalStatus::Failed(format!(
+                    "pactd-login as {} failed to {e}",
+                    browser.email()
+                )),
+            }
         })
     }
 }
