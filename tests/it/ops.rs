@@ -150,3 +150,51 @@ async fn a_busy_user_is_rate_limited_with_retry_after() {
         200
     );
 }
+
+#[tokio::test]
+async fn housekeeping_drops_expired_sessions_and_assertion_jtis_and_keeps_live_ones() {
+    use pact_db::sessions::SessionState;
+    use time::{Duration, OffsetDateTime};
+    let app = TestApp::spawn().await;
+    let now = OffsetDateTime::now_utc();
+    for (hash, expires) in [
+        (b"old".as_slice(), now - Duration::minutes(1)),
+        (b"new".as_slice(), now + Duration::hours(1)),
+    ] {
+        pact_db::sessions::insert(&app.db, hash, "csrf", &SessionState::default(), expires)
+            .await
+            .unwrap();
+    }
+    assert!(
+        pact_db::users::claim_assertion_jti(&app.db, "demo", "old-jti", now - Duration::minutes(1))
+            .await
+            .unwrap()
+    );
+    assert!(
+        pact_db::users::claim_assertion_jti(&app.db, "demo", "new-jti", now + Duration::minutes(5))
+            .await
+            .unwrap()
+    );
+    pact_server::housekeeping::sweep(&app.state, now).await;
+    let sessions: Vec<Vec<u8>> = sqlx::query_scalar("select id_hash from sessions")
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sessions, vec![b"new".to_vec()]);
+    let jtis: Vec<String> = sqlx::query_scalar("select jti from brand_assertion_jtis")
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(jtis, vec!["new-jti".to_owned()]);
+    // A live jti is still refused as a replay after the sweep.
+    assert!(
+        !pact_db::users::claim_assertion_jti(
+            &app.db,
+            "demo",
+            "new-jti",
+            now + Duration::minutes(5)
+        )
+        .await
+        .unwrap()
+    );
+}

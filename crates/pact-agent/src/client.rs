@@ -407,17 +407,10 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
                     .and_then(|s| s.get("message"))
                     .map(parts_text)
                     .unwrap_or_default();
-                let missing: Vec<String> = task
-                    .get("metadata")
-                    .and_then(|m| m.get("pact.missingScopes"))
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let missing: Vec<String> = crate::oauth::strings(
+                    task.get("metadata")
+                        .and_then(|m| m.get("pact.missingScopes")),
+                );
                 let state = task
                     .get("status")
                     .and_then(|s| s.get("state"))

@@ -50,16 +50,7 @@ pub fn parse_metadata(v: &Value) -> Result<AuthServer> {
         token_endpoint: s("token_endpoint")?,
         revocation_endpoint: s("revocation_endpoint").ok(),
         jwks_uri: s("jwks_uri")?,
-        details_types: v
-            .get("authorization_details_types_supported")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        details_types: strings(v.get("authorization_details_types_supported")),
     })
 }
 
@@ -352,6 +343,18 @@ pub async fn poll_until_decided(
             }
         }
     }
+}
+
+/// The strings of a JSON array (empty when absent or not an array).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

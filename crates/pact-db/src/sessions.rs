@@ -107,10 +107,13 @@ pub async fn set_mfa_at(
         .map(|_| ())
 }
 
-/// Removes expired sessions and ceremonies in one statement.
+/// Removes expired sessions, WebAuthn ceremonies and brand-assertion `jti`s
+/// (kept until their assertion's `exp` plus skew, after which a replay fails
+/// the expiry check anyway) in one statement.
 pub async fn delete_expired(db: impl PgExecutor<'_>, now: OffsetDateTime) -> DbResult<()> {
     sqlx::query(
-        "with c as (delete from webauthn_ceremonies where expires_at <= $1) \
+        "with c as (delete from webauthn_ceremonies where expires_at <= $1), \
+         j as (delete from brand_assertion_jtis where expires_at <= $1) \
          delete from sessions where expires_at <= $1",
     )
     .bind(now)

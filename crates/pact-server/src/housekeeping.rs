@@ -1,5 +1,6 @@
-//! Periodic work of a node: drop dead device authorizations, reload keys so
-//! scheduled unpublishing takes effect.
+//! Periodic work of a node: drop dead device authorizations, expired
+//! sessions, ceremonies and assertion `jti`s; reload keys so scheduled
+//! unpublishing takes effect.
 
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, "removed stale device authorizations"),
         Err(e) => tracing::warn!(error = %e, "device authorization cleanup failed"),
+    }
+    if let Err(e) = pact_db::sessions::delete_expired(&state.db, now).await {
+        tracing::warn!(error = %e, "session cleanup failed");
     }
     if let Err(e) = state.keys.refresh(&state.db).await {
         tracing::warn!(error = %e, "periodic key reload failed");

@@ -750,17 +750,10 @@ async fn step_up_task(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
     if !ctx.is_empty() {
         f.step_ctx = Some(ctx.to_owned());
     }
-    let missing: Vec<String> = task
-        .get("metadata")
-        .and_then(|m| m.get("pact.missingScopes"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let missing: Vec<String> = crate::oauth::strings(
+        task.get("metadata")
+            .and_then(|m| m.get("pact.missingScopes")),
+    );
     f.needed = missing.clone();
     let mut problems = Vec::new();
     if task

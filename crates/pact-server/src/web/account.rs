@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::rejection::FormRejection;
-use axum::extract::{Form, Path, Query, State};
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
@@ -381,11 +381,6 @@ fn receipt_views(
         .collect()
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: Option<String>,
-}
-
 /// `POST /account/grants/{id}/revoke`: revoked now, on every node — the
 /// row is the truth every delegated turn re-checks, the table trigger
 /// notifies the other nodes, and this node's view learns it at once.
@@ -394,18 +389,10 @@ pub async fn revoke(
     headers: HeaderMap,
     browser: Browser,
     Path(id): Path<String>,
-    form: Result<Form<CsrfForm>, FormRejection>,
+    body: Bytes,
 ) -> Result<Response, PageError> {
-    security::check_origin(&headers, &app.config.public_url)?;
-    let Form(form) =
-        form.map_err(|_| PageError::BadRequest("The form was not understood.".into()))?;
-    let Some(session) = browser.session else {
-        return Err(PageError::Forbidden(
-            "Your session has expired. Sign in again and retry.".into(),
-        ));
-    };
-    security::check_csrf(&session.csrf_token, form.csrf.as_deref())?;
-    let Some((brand, person)) = signed_in_person(&app, &session).await? else {
+    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
+    let Some((brand, person)) = signed_in_person(&app, session).await? else {
         return Err(PageError::Forbidden(
             "Sign in to manage your connected agents.".into(),
         ));

@@ -149,12 +149,6 @@ fn used_code(brand_name: &str, signed_in: bool) -> Response {
     )
 }
 
-fn no_session() -> PageError {
-    PageError::Forbidden(
-        "Your session has expired. Go back, reload the page and try again.".to_owned(),
-    )
-}
-
 fn consent_error(e: ConsentError) -> PageError {
     match e {
         ConsentError::Db(e) => PageError::from(e),
@@ -343,10 +337,7 @@ pub async fn confirm(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    security::check_origin(&headers, &app.config.public_url)?;
-    let form = Fields::parse(&body);
-    let s = browser.session.as_ref().ok_or_else(no_session)?;
-    security::check_csrf(&s.csrf_token, form.get("csrf"))?;
+    let (s, form) = security::guard_post(&app, &headers, &browser, &body)?;
     limit_code_entry(&app, s, peer.ip())?;
 
     let typed = form.get("user_code").unwrap_or("");
@@ -538,10 +529,7 @@ pub async fn decide(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    security::check_origin(&headers, &app.config.public_url)?;
-    let form = Fields::parse(&body);
-    let s = browser.session.as_ref().ok_or_else(no_session)?;
-    security::check_csrf(&s.csrf_token, form.get("csrf"))?;
+    let (_, form) = security::guard_post(&app, &headers, &browser, &body)?;
     let d = match load(&app, &browser).await? {
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),

@@ -43,4 +43,12 @@ mod tests {
         assert_eq!(f.get("b"), None);
         assert_eq!(f.all("scope").collect::<Vec<_>>(), ["x", "y"]);
     }
+
+    #[test]
+    fn repeated_fields_keep_the_first_value_and_blank_ones_are_absent() {
+        let f = Fields::parse(b"csrf=a&csrf=b&email=%20&next=%2Fx");
+        assert_eq!(f.get("csrf"), Some("a"));
+        assert_eq!(f.get("email"), None);
+        assert_eq!(f.get("next"), Some("/x"));
+    }
 }

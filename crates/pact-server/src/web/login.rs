@@ -29,11 +29,8 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-pub use super::form::Fields;
 use super::page::{PageError, render};
-pub use super::security::guard_post;
 use super::session::{self, Browser};
-pub use super::session::{STEP_UP_WINDOW, mfa_is_recent};
 use super::{limits, security};
 use crate::accounts::{lockout, password, recovery, totp};
 use crate::state::AppState;
@@ -321,7 +318,7 @@ pub async fn post_login(
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (old, form) = guard_post(&state, &headers, &browser, &body)?;
+    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
     let brand = brand_for(&state, form.get("brand"), Some(old)).await?;
     let next = security::safe_next(form.get("next"));
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
@@ -538,7 +535,7 @@ pub async fn post_second_factor(
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (old, form) = guard_post(&state, &headers, &browser, &body)?;
+    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
     let next = security::safe_next(form.get("next"));
     let Some(who) = who(&state, old).await? else {
         return not_for_second_factor(Some(old), &next);
@@ -660,7 +657,7 @@ pub async fn post_logout(
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (old, _) = guard_post(&state, &headers, &browser, &body)?;
+    let (old, _) = security::guard_post(&state, &headers, &browser, &body)?;
     let brand = old.brand_id.clone();
     // The old id is deleted; the browser gets a fresh anonymous session.
     let (_, cookie) = session::start(&state, Some(old), SessionState::default()).await?;
@@ -690,14 +687,6 @@ mod tests {
             lock_message(15 * 60),
             "Too many attempts, try again in 15 minutes."
         );
-    }
-
-    #[test]
-    fn repeated_fields_keep_the_first_value_and_blank_ones_are_absent() {
-        let f = Fields::parse(b"csrf=a&csrf=b&email=%20&next=%2Fx");
-        assert_eq!(f.get("csrf"), Some("a"));
-        assert_eq!(f.get("email"), None);
-        assert_eq!(f.get("next"), Some("/x"));
     }
 
     #[test]

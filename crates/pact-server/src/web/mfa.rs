@@ -28,10 +28,12 @@ use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
 
 use super::login::{
-    NextQuery, Who, brand_name, complete_sign_in, enc, guard_post, login_path, mfa_is_recent,
-    see_other, wait_message, who, with_headers,
+    NextQuery, Who, brand_name, complete_sign_in, enc, login_path, see_other, wait_message, who,
+    with_headers,
 };
 use super::page::{PageError, render};
+use super::security::guard_post;
+use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use super::{limits, security};
 use crate::accounts::{recovery, totp};

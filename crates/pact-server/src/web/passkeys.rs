@@ -16,8 +16,9 @@
 use std::net::SocketAddr;
 
 use axum::Json;
-use axum::extract::rejection::{FormRejection, JsonRejection};
-use axum::extract::{ConnectInfo, Form, Path, Query, State};
+use axum::body::Bytes;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::sessions::{Session, SessionState};
@@ -56,8 +57,6 @@ pub fn relying_party(config: &Config) -> Option<Webauthn> {
 /// How long a started ceremony can be finished.
 pub const CEREMONY_LIFETIME: Duration = Duration::minutes(5);
 
-pub use super::session::STEP_UP_WINDOW;
-
 /// Passkeys per account.
 pub const MAX_PASSKEYS: usize = 20;
 
@@ -72,7 +71,7 @@ const KIND_AUTHENTICATE: &str = "authenticate";
 
 /// Whether adding or removing a passkey must first verify a second factor
 /// again: the account has one (TOTP or a passkey) and none was verified in
-/// this session within [`STEP_UP_WINDOW`].
+/// this session within [`super::session::STEP_UP_WINDOW`].
 pub fn needs_step_up(
     has_totp: bool,
     passkeys: usize,
@@ -509,34 +508,21 @@ pub async fn login_finish(
     Ok(res)
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: Option<String>,
-}
-
 /// `POST /account/passkeys/{id}/delete` (a form on the account page).
 pub async fn delete(
     State(app): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
     Path(id): Path<String>,
-    form: Result<Form<CsrfForm>, FormRejection>,
+    body: Bytes,
 ) -> Result<Response, PageError> {
     if app.webauthn.is_none() {
         return Err(PageError::NotFound(
             "Passkeys are not available on this site.".into(),
         ));
     }
-    security::check_origin(&headers, &app.config.public_url)?;
-    let Form(form) =
-        form.map_err(|_| PageError::BadRequest("The form was not understood.".into()))?;
-    let Some(session) = browser.session else {
-        return Err(PageError::Forbidden(
-            "Your session has expired. Sign in again and retry.".into(),
-        ));
-    };
-    security::check_csrf(&session.csrf_token, form.csrf.as_deref())?;
-    let user = account_of(&app, &session)
+    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
+    let user = account_of(&app, session)
         .await
         .map_err(|e| PageError::Forbidden(e.message))?;
     let Ok(id) = id.parse::<Uuid>() else {
