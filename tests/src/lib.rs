@@ -8,6 +8,7 @@ pub mod db;
 pub mod delegation;
 pub mod pa;
 pub mod pages;
+pub mod tcp_proxy;
 
 pub use app::TestApp;
 pub use pa::TestPa;

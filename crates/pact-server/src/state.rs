@@ -24,6 +24,7 @@ pub struct Inner {
     pub keys: KeyStore,
     pub revocations: RevocationView,
     pub page_limits: crate::web::limits::PageLimits,
+    pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
@@ -62,7 +63,6 @@ impl AppState {
         let keys = KeyStore::load(&db, config.master_key.clone()).await?;
         let webauthn = crate::web::passkeys::relying_party(&config);
         Ok(Self(Arc::new(Inner {
-            config,
             db,
             jwks,
             pa_rules,
@@ -70,8 +70,10 @@ impl AppState {
             limiter,
             keys,
             revocations: RevocationView::default(),
-            page_limits: crate::web::limits::PageLimits::default(),
+            page_limits: crate::web::limits::PageLimits::new(&config.page_limits),
+            db_health: crate::db_health::DbHealth::default(),
             webauthn,
+            config,
         })))
     }
 
@@ -80,6 +82,7 @@ impl AppState {
         vec![
             tokio::spawn(crate::listener::run(self.clone())),
             tokio::spawn(crate::housekeeping::run(self.clone())),
+            tokio::spawn(crate::db_health::probe(self.clone())),
         ]
     }
 }

@@ -23,7 +23,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config = settings::server_config(args, &file, false, master_key::required(&cli)?)?;
             // Listen for the signal from the start, so a stop during start-up is orderly too.
             let signal = tokio::spawn(pact_server::shutdown_signal());
-            let db = Database::open(Some(url), &data_dir, 32, Create::No).await?;
+            let pool = settings::pool(args, &file)?;
+            let db = Database::open(Some(url), &data_dir, &pool, Create::No).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, false, signal).await;
             db.close().await;
@@ -33,7 +34,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config =
                 settings::server_config(args, &file, true, master_key::dev_key(&cli, &data_dir)?)?;
             let signal = tokio::spawn(pact_server::shutdown_signal());
-            let db = Database::open(url, &data_dir, 32, Create::Yes).await?;
+            let pool = settings::pool(args, &file)?;
+            let db = Database::open(url, &data_dir, &pool, Create::Yes).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, true, signal).await;
             db.close().await;
@@ -45,7 +47,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         command => {
-            let db = Database::open(url, &data_dir, 2, Create::No).await?;
+            let pool = pact_db::PoolSettings {
+                max_connections: 2,
+                ..pact_db::PoolSettings::default()
+            };
+            let db = Database::open(url, &data_dir, &pool, Create::No).await?;
             let result = admin(&db, &cli, &data_dir, command).await;
             db.close().await;
             result
