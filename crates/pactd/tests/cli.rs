@@ -1472,3 +1472,71 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
     let keys = run(pactd_on(&db), &["keys", "list"]).await;
     assert_eq!(keys.succeeded().lines().count(), 2, "{}", keys.describe());
 }
+
+/// Issue 8: a client that never finishes its headers must not keep `serve`
+/// from stopping. The limits come from the config file (flags and env are
+/// tested elsewhere through the same resolution).
+#[tokio::test]
+async fn serve_exits_0_after_the_grace_period_on_sigterm_while_a_slow_client_stays_connected() {
+    use tokio::io::AsyncWriteExt;
+
+    let db = pact_tests::db::fresh_database().await;
+    let scratch = Scratch::new("drain");
+    let port = free_port();
+    let config = scratch.path.join("pactd.toml");
+    std::fs::write(
+        &config,
+        "header_timeout = 300\nshutdown_grace = 1\nmax_connections_per_ip = 50\n",
+    )
+    .unwrap();
+    let master_key = new_master_key().await;
+    let mut cmd = pactd_serving(&db, &master_key);
+    cmd.env("PACTD_CONFIG", &config);
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start(
+        cmd,
+        &["serve", "--listen", &listen],
+        port,
+        &scratch,
+        "drain",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    let mut slow = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
+        .await
+        .unwrap();
+    let status = server.terminate().await;
+    assert!(status.success(), "{status}\n{}", server.output());
+    assert!(
+        server
+            .stderr()
+            .contains("closing the remaining connections")
+            || server
+                .stdout()
+                .contains("closing the remaining connections"),
+        "{}",
+        server.output()
+    );
+}
+
+#[tokio::test]
+async fn serve_refuses_bad_limit_settings_with_a_clear_message() {
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    for (args, says) in [
+        (
+            vec!["--trusted-proxies", "proxy.example"],
+            "trusted_proxies",
+        ),
+        (vec!["--rate-limit-pa", "fast"], "rate_limit_pa"),
+        (vec!["--header-timeout", "0"], "header_timeout"),
+    ] {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend(args);
+        let out = run(pactd_serving(&db, &master_key), &all).await;
+        assert!(out.failed().contains(says), "{}", out.describe());
+    }
+}

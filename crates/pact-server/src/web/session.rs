@@ -116,27 +116,30 @@ impl Browser {
     }
 }
 
-/// A `Set-Cookie` value for a session id.
-pub fn set_cookie(state: &AppState, raw_id: &str) -> HeaderValue {
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, whole site, `Secure` on HTTPS.
+fn cookie(
+    state: &AppState,
+    name: fn(bool) -> &'static str,
+    value: &str,
+    max_age: i64,
+) -> HeaderValue {
     let secure = is_secure(state);
-    let value = format!(
-        "{}={raw_id}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
-        cookie_name(secure),
-        LIFETIME.whole_seconds(),
+    let line = format!(
+        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
+        name(secure),
         if secure { "; Secure" } else { "" }
     );
-    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+    HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A `Set-Cookie` value for a session id.
+pub fn set_cookie(state: &AppState, raw_id: &str) -> HeaderValue {
+    cookie(state, cookie_name, raw_id, LIFETIME.whole_seconds())
 }
 
 /// The `Set-Cookie` that removes the session cookie.
 pub fn clear_cookie(state: &AppState) -> HeaderValue {
-    let secure = is_secure(state);
-    let value = format!(
-        "{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
-        cookie_name(secure),
-        if secure { "; Secure" } else { "" }
-    );
-    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+    cookie(state, cookie_name, "", 0)
 }
 
 /// Starts a new session with `state` (replacing `old` if given) and returns
@@ -214,15 +217,8 @@ pub fn form_csrf(app: &AppState, browser: &Browser) -> (String, Option<HeaderVal
         return (t.clone(), None);
     }
     let (raw, _) = secrets::new_secret();
-    let secure = is_secure(app);
-    let value = format!(
-        "{}={raw}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
-        form_cookie_name(secure),
-        LIFETIME.whole_seconds(),
-        if secure { "; Secure" } else { "" }
-    );
-    let cookie = HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""));
-    (raw, Some(cookie))
+    let set = cookie(app, form_cookie_name, &raw, LIFETIME.whole_seconds());
+    (raw, Some(set))
 }
 
 /// The anonymous form token, if the browser has one and it matches what the
