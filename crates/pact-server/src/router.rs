@@ -92,7 +92,10 @@ pub fn router(state: AppState) -> Router {
         .route("/device/assertion", post(web::brand_login::assertion))
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
         .route("/account", get(web::account::page))
-        .route("/account/grants/{id}/revoke", post(web::account::revoke))
+        .route(
+            "/account/grants/{id}/revoke",
+            get(web::account::confirm_revoke).post(web::account::revoke),
+        )
         .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
         .route(
             "/passkeys/register/start",
@@ -138,7 +141,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/a2a/{brand}/oauth/token", post(token::token))
         .route("/a2a/{brand}/oauth/revoke", post(revoke::revoke))
-        .fallback(|| async { StatusCode::NOT_FOUND })
+        .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             db_health::guard,
@@ -147,6 +150,21 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(web::security::headers))
         .layer(layers)
         .with_state(state)
+}
+
+/// PACT §4: an unmatched A2A or OAuth path is a bare 404 with no body; any
+/// other path is a person's browser, which gets a page saying so.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    if path == "/a2a" || path.starts_with("/a2a/") || path.starts_with("/.well-known/") {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    web::PageError::NotFound(
+        "There is no page at this address. If you followed a link from your agent, open it again \
+         or ask your agent for a new one."
+            .to_owned(),
+    )
+    .into_response()
 }
 
 /// No PACT path, brand id or page path contains a control character once

@@ -62,6 +62,13 @@ impl AppState {
         let limiter = RateLimiter::new(config.rate_limits.clone());
         let keys = KeyStore::load(&db, config.master_key.clone()).await?;
         let webauthn = crate::web::passkeys::relying_party(&config);
+        if webauthn.is_none() {
+            tracing::warn!(
+                public_url = %config.public_url,
+                "passkeys are off: WebAuthn needs a site name, not an IP address, in the public URL \
+                 (use http://localhost:PORT or a host name with --public-url)"
+            );
+        }
         Ok(Self(Arc::new(Inner {
             db,
             jwks,

@@ -72,6 +72,12 @@ pub fn server_config(
         .or(file.listen)
         .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
     let mut config = pact_server::Config::for_listen(listen, master_key);
+    if dev && listen.ip().is_loopback() {
+        // WebAuthn refuses an IP address as the site, so `dev` names itself
+        // `localhost`: passkeys work out of the box.
+        config.public_url = format!("http://localhost:{}", listen.port());
+        config.audience = pact_server::config::default_audience(&config.public_url);
+    }
     if let Some(url) = args.public_url.clone().or_else(|| file.public_url.clone()) {
         let parsed =
             url::Url::parse(&url).with_context(|| format!("invalid public URL {url:?}"))?;

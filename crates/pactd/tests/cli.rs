@@ -903,17 +903,35 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     let data = Scratch::new("dev");
 
     let mut first = start_dev(&data, "dev-1").await;
-    let card_url = format!("{}/a2a/demo/.well-known/agent-card.json", first.base_url);
+    // dev names itself `localhost` (WebAuthn refuses an IP address as the site).
+    let public = first.base_url.replace("127.0.0.1", "localhost");
+    let card_url = format!("{public}/a2a/demo/.well-known/agent-card.json");
     assert!(
         first.stdout().contains(&card_url),
         "the banner names the demo card {card_url}\n{}",
         first.output()
     );
-    let card = get_json(&card_url).await;
+    for hint in [
+        "pactd user add demo",
+        "pact-agent init --audience",
+        "/device",
+        "Passkeys:                 available",
+    ] {
+        assert!(
+            first.stdout().contains(hint),
+            "the banner says {hint:?}\n{}",
+            first.output()
+        );
+    }
+    let card = get_json(&format!(
+        "{}/a2a/demo/.well-known/agent-card.json",
+        first.base_url
+    ))
+    .await;
     assert_eq!(card["name"], "Demo Store", "{card}");
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
-        format!("{}/a2a/demo", first.base_url),
+        format!("{public}/a2a/demo"),
         "{card}"
     );
 
@@ -942,7 +960,7 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     );
 
     let iface = format!("{}/a2a/demo", first.base_url);
-    let token = pa.token("dev-user", &format!("{}/a2a", first.base_url));
+    let token = pa.token("dev-user", &format!("{public}/a2a"));
     let text = reply_text(send(&iface, &token, "When are you open?").await).await;
     assert!(text.contains("Monday"), "{text}");
 
@@ -975,7 +993,10 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         "the PA registered in the first run is still there: {}",
         agents.describe()
     );
-    let token = pa.token("dev-user", &format!("{}/a2a", second.base_url));
+    let token = pa.token(
+        "dev-user",
+        &format!("{}/a2a", second.base_url.replace("127.0.0.1", "localhost")),
+    );
     let iface = format!("{}/a2a/demo", second.base_url);
     reply_text(send(&iface, &token, "hello").await).await;
 

@@ -95,6 +95,8 @@ struct ConsentPage<'a> {
 #[template(path = "device_done.html")]
 struct DonePage<'a> {
     brand_name: &'a str,
+    /// For the "Connected agents" link, which must work after sign-out too.
+    brand_id: &'a str,
     signed_in: bool,
     approved: bool,
     agent_name: &'a str,
@@ -661,9 +663,10 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
                 .map(|g| g.scopes)
                 .unwrap_or_default();
             let offered = brand_scopes(&app, &auth.brand_id).await?;
+            // Everything the agent may now do, not only this request's part:
+            // an approval can extend an earlier grant.
             scopes
                 .iter()
-                .filter(|id| auth.scopes.contains(id))
                 .map(|id| {
                     offered
                         .iter()
@@ -676,6 +679,7 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
     };
     let page = DonePage {
         brand_name,
+        brand_id: &auth.brand_id,
         signed_in,
         approved,
         agent_name: &agent_name,
