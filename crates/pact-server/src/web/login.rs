@@ -263,7 +263,7 @@ pub async fn who(state: &AppState, s: &Session) -> Result<Option<Who>, PageError
     let Some(user) = pact_db::users::find(&state.db, id).await? else {
         return Ok(None);
     };
-    if s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
+    if user.is_disabled() || s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
         return Ok(None);
     }
     Ok(Some(if pending {
@@ -400,7 +400,10 @@ pub async fn post_login(
         // Refused without looking at the password, even a right one.
         return Ok(locked(secs));
     }
-    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email).await?;
+    // A disabled account answers exactly as an unknown email.
+    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email)
+        .await?
+        .filter(|u| !u.is_disabled());
 
     // The same argon2 work for an unknown email (a dummy hash), off the async threads.
     let stored = user.as_ref().and_then(|u| u.password_hash.clone());
