@@ -377,17 +377,18 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
             send_once(agent, &info, &sub, &opts.text, context.as_deref(), opts, ui).await?;
         match outcome {
             Sent::Reply(v) => {
+                // PACT §5.6: every delegated turn is receipted, a step-up
+                // task's too; each receipt is a link of its grant's chain,
+                // so dropping one breaks the chain the PA checks later.
+                if let Some(receipt) = receipt_of(&v) {
+                    if server.is_none() {
+                        server = auth_server(&agent.http, &info).await.ok();
+                    }
+                    keep_receipt(agent, &info, &sub, receipt, server.as_ref(), ui).await?;
+                }
                 if let Some(message) = v.get("message") {
                     let context_id = str_of(message, "contextId");
                     remember_context(agent, &key, &context_id)?;
-                    if let Some(receipt) =
-                        message.get("metadata").and_then(|m| m.get("pact.receipt"))
-                    {
-                        if server.is_none() {
-                            server = auth_server(&agent.http, &info).await.ok();
-                        }
-                        keep_receipt(agent, &info, &sub, receipt, server.as_ref(), ui).await?;
-                    }
                     return Ok(Reply::Message {
                         text: parts_text(message),
                         context_id,
@@ -474,6 +475,17 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
             }
         }
     }
+}
+
+/// The receipt of a `message:send` reply (PACT §5.6): in the metadata of
+/// the reply message, or — for a task, such as a §5.5 step-up — of the
+/// message in its status.
+pub fn receipt_of(reply: &Value) -> Option<&Value> {
+    let message = match reply.get("message") {
+        Some(m) => m,
+        None => reply.get("task")?.get("status")?.get("message")?,
+    };
+    message.get("metadata")?.get("pact.receipt")
 }
 
 enum Sent {
@@ -689,7 +701,8 @@ async fn keep_receipt(
 pub struct ReceiptCheck {
     pub stored: StoredReceipt,
     pub signature: Result<(), String>,
-    /// `None` when the receipt has no `prev` (the chain is a pactd extension).
+    /// `None` when the brand does not chain receipts (the chain is a pactd
+    /// extension), see [`chain_verdicts`].
     pub chain: Option<Result<(), String>>,
 }
 
@@ -697,9 +710,9 @@ pub struct ReceiptCheck {
 pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
     let all = agent.home.receipts()?;
     let mut keys: BTreeMap<String, Result<pact_jose::ProviderKeySet, String>> = BTreeMap::new();
-    let mut last_of_grant: BTreeMap<String, String> = BTreeMap::new();
+    let chains = chain_verdicts(&all);
     let mut out = Vec::with_capacity(all.len());
-    for stored in all {
+    for (stored, chain) in all.into_iter().zip(chains) {
         if !keys.contains_key(&stored.jwks_uri) {
             let fetched = oauth::provider_keys(&agent.http, &stored.jwks_uri)
                 .await
@@ -712,27 +725,6 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
             Some(Err(e)) => Err(format!("cannot fetch keys: {e}")),
             None => Err("no keys".to_owned()),
         };
-        let claims = stored.receipt.get("claims");
-        let grant = claims
-            .and_then(|c| c.get("grantId"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let jws = stored
-            .receipt
-            .get("jws")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let chain = claims
-            .and_then(|c| c.get("prev"))
-            .and_then(Value::as_str)
-            .map(|prev| match last_of_grant.get(&grant) {
-                Some(last) if pact_jose::receipt_hash(last) == prev => Ok(()),
-                Some(_) => Err("prev does not name the previous kept receipt of this grant (one is missing, or the chain is broken)".to_owned()),
-                None => Ok(()),
-            });
-        last_of_grant.insert(grant, jws);
         out.push(ReceiptCheck {
             stored,
             signature,
@@ -740,6 +732,106 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
         });
     }
     Ok(out)
+}
+
+/// One kept receipt's place in its grant's chain.
+struct Link<'a> {
+    index: usize,
+    jws: &'a str,
+    /// `Err` when `prev` is present but not a string.
+    prev: Result<Option<&'a str>, ()>,
+}
+
+/// The chain verdict of each kept receipt, in the same order (a pactd
+/// extension of PACT §5.6: each receipt's `prev` is the hash of the grant's
+/// previous receipt, the first has none). Since the PA keeps every receipt
+/// it is given — on replies and on step-up tasks alike — each grant's kept
+/// receipts must form exactly one unbroken line from the grant's first
+/// receipt: one start, every `prev` naming a kept receipt of the same grant,
+/// no receipt named twice. A chain that restarts, skips a receipt (one not
+/// kept, or deleted), forks, or starts mid-way is broken.
+///
+/// The order receipts were kept in is not checked: two sends racing on one
+/// grant may come back in either order, and `prev` alone fixes the sequence.
+///
+/// `None` ("no chain") for a brand none of whose kept receipts has a `prev`:
+/// that Provider does not chain (the chain is not part of PACT 1.0). Once a
+/// brand has chained any receipt, every grant at it is expected to chain, so
+/// two receipts of one grant without `prev` are a restart, not "no chain".
+pub fn chain_verdicts(all: &[StoredReceipt]) -> Vec<Option<Result<(), String>>> {
+    let chaining_brands: BTreeSet<&str> = all
+        .iter()
+        .filter(|r| {
+            r.receipt
+                .get("claims")
+                .and_then(|c| c.get("prev"))
+                .is_some()
+        })
+        .map(|r| r.brand.as_str())
+        .collect();
+    // Receipts are grouped by (brand, grant): a grant id is the Provider's,
+    // so two brands' ids never share a chain.
+    let mut grants: BTreeMap<(String, String), Vec<Link<'_>>> = BTreeMap::new();
+    for (index, r) in all.iter().enumerate() {
+        let claims = r.receipt.get("claims");
+        let grant = claims
+            .and_then(|c| c.get("grantId"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let prev = match claims.and_then(|c| c.get("prev")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(p)) => Ok(Some(p.as_str())),
+            Some(_) => Err(()),
+        };
+        let jws = r.receipt.get("jws").and_then(Value::as_str).unwrap_or("");
+        grants
+            .entry((r.brand.clone(), grant))
+            .or_default()
+            .push(Link { index, jws, prev });
+    }
+    let mut out: Vec<Option<Result<(), String>>> = vec![None; all.len()];
+    for ((brand, _), links) in &grants {
+        if !chaining_brands.contains(brand.as_str()) {
+            continue;
+        }
+        let by_hash: BTreeMap<String, usize> = links
+            .iter()
+            .map(|l| (pact_jose::receipt_hash(l.jws), l.index))
+            .collect();
+        let mut started = false;
+        let mut named: BTreeSet<&str> = BTreeSet::new();
+        for l in links {
+            let verdict = match l.prev {
+                Err(()) => Err("prev is not a string".to_owned()),
+                Ok(None) if started => Err(
+                    "the chain restarts: another kept receipt of this grant already has no prev"
+                        .to_owned(),
+                ),
+                Ok(None) => {
+                    started = true;
+                    Ok(())
+                }
+                Ok(Some(p)) => match by_hash.get(p) {
+                    None => Err(
+                        "prev names no kept receipt of this grant: the chain skips one (never \
+                         kept, or removed), starts after the grant's first receipt, or names \
+                         another grant's receipt"
+                            .to_owned(),
+                    ),
+                    Some(_) if !named.insert(p) => Err(
+                        "the chain forks: another kept receipt of this grant has the same prev"
+                            .to_owned(),
+                    ),
+                    Some(_) => Ok(()),
+                },
+            };
+            if let Some(slot) = out.get_mut(l.index) {
+                *slot = Some(verdict);
+            }
+        }
+    }
+    out
 }
 
 /// The claims of a delegation token, unverified, for display.
@@ -751,4 +843,184 @@ pub fn token_summary(token: &str) -> Option<String> {
         c.get("scope").and_then(Value::as_str).unwrap_or(""),
         c.get("exp").and_then(Value::as_i64).unwrap_or(0)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    const BRAND: &str = "https://p.example/a2a/demo";
+
+    /// A receipt of `grant` as a brand would chain it after `prev` (the
+    /// signature is not the point here: `check_receipts` verifies it apart).
+    fn receipt(grant: &str, n: u32, prev: Option<&Value>) -> Value {
+        let jws = format!("h.{grant}-{n}.s");
+        let mut claims = json!({"grantId": grant, "scopesUsed": [], "actions": []});
+        if let Some(p) = prev {
+            claims["prev"] = json!(pact_jose::receipt_hash(p["jws"].as_str().unwrap()));
+        }
+        json!({"jws": jws, "claims": claims})
+    }
+
+    fn kept(receipt: &Value) -> StoredReceipt {
+        kept_at(BRAND, receipt)
+    }
+
+    fn kept_at(brand: &str, receipt: &Value) -> StoredReceipt {
+        StoredReceipt {
+            brand: brand.into(),
+            sub: "s".into(),
+            jwks_uri: "j".into(),
+            received_at: 1,
+            receipt: receipt.clone(),
+            verified: true,
+        }
+    }
+
+    fn message_reply(r: &Value) -> Value {
+        json!({"message": {"messageId": "m", "contextId": "c", "role": "ROLE_AGENT",
+                           "parts": [{"text": "ok"}], "metadata": {"pact.receipt": r}}})
+    }
+
+    fn step_up_reply(r: &Value) -> Value {
+        json!({"task": {"id": "t", "contextId": "c",
+                        "status": {"state": "TASK_STATE_AUTH_REQUIRED",
+                                   "message": {"messageId": "m", "contextId": "c",
+                                               "role": "ROLE_AGENT", "parts": [{"text": "open …"}],
+                                               "metadata": {"pact.receipt": r}}},
+                        "metadata": {"pact.missingScopes": ["orders:cancel"]}}})
+    }
+
+    fn broken(v: &Option<Result<(), String>>) -> bool {
+        matches!(v, Some(Err(_)))
+    }
+
+    #[test]
+    fn receipts_are_found_on_messages_and_on_step_up_tasks() {
+        let r = receipt("g1", 1, None);
+        assert_eq!(receipt_of(&message_reply(&r)), Some(&r));
+        assert_eq!(receipt_of(&step_up_reply(&r)), Some(&r));
+        assert_eq!(receipt_of(&json!({"message": {"parts": []}})), None);
+        assert_eq!(receipt_of(&json!({"task": {"status": {}}})), None);
+    }
+
+    /// The journey of issue 9: a message, a step-up on the same grant, then
+    /// the old grant goes on (asked again without connecting) and the new
+    /// grant starts its own chain. Keeping what `receipt_of` finds in every
+    /// reply leaves every chain intact; keeping only message receipts (the
+    /// old behaviour) reports the next receipt of the grant as broken.
+    #[test]
+    fn a_step_up_receipt_is_a_link_of_its_grant_chain() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let r3 = receipt("g1", 3, Some(&r2));
+        let n1 = receipt("g2", 1, None);
+        let n2 = receipt("g2", 2, Some(&n1));
+        let replies = [
+            message_reply(&r1),
+            step_up_reply(&r2),
+            message_reply(&r3),
+            message_reply(&n1),
+            message_reply(&n2),
+        ];
+        let all: Vec<StoredReceipt> = replies.iter().filter_map(receipt_of).map(kept).collect();
+        assert_eq!(all.len(), 5);
+        let verdicts = chain_verdicts(&all);
+        assert!(verdicts.iter().all(|v| v == &Some(Ok(()))), "{verdicts:?}");
+
+        let messages_only: Vec<StoredReceipt> = replies
+            .iter()
+            .filter_map(|v| v.get("message")?.get("metadata")?.get("pact.receipt"))
+            .map(kept)
+            .collect();
+        let verdicts = chain_verdicts(&messages_only);
+        assert_eq!(verdicts.len(), 4);
+        assert!(
+            broken(&verdicts[1]),
+            "r3 follows the dropped r2: {verdicts:?}"
+        );
+        assert!(!broken(&verdicts[0]) && !broken(&verdicts[2]) && !broken(&verdicts[3]));
+    }
+
+    #[test]
+    fn a_chain_that_restarts_is_broken() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let again = receipt("g1", 3, None);
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&again)]);
+        assert_eq!(v[..2], [Some(Ok(())), Some(Ok(()))]);
+        assert!(broken(&v[2]), "{v:?}");
+        assert!(
+            v[2].as_ref()
+                .unwrap()
+                .as_ref()
+                .unwrap_err()
+                .contains("restarts")
+        );
+
+        // At a brand that chains, a grant whose receipts all lack prev has
+        // restarted too (it is not a Provider that does not chain).
+        let other = receipt("g2", 1, None);
+        let other_again = receipt("g2", 2, None);
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&other), kept(&other_again)]);
+        assert_eq!(v[2], Some(Ok(())));
+        assert!(broken(&v[3]), "{v:?}");
+    }
+
+    #[test]
+    fn a_chain_that_skips_forks_or_starts_mid_way_is_broken() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let r3 = receipt("g1", 3, Some(&r2));
+        // r2 was never kept (or was removed from receipts.json).
+        let v = chain_verdicts(&[kept(&r1), kept(&r3)]);
+        assert_eq!(v[0], Some(Ok(())));
+        assert!(broken(&v[1]), "{v:?}");
+        // The first receipts of the grant were never kept.
+        let v = chain_verdicts(&[kept(&r2), kept(&r3)]);
+        assert!(broken(&v[0]), "{v:?}");
+        assert_eq!(v[1], Some(Ok(())));
+        // Two receipts claim the same predecessor.
+        let fork = receipt("g1", 9, Some(&r1));
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&fork)]);
+        assert_eq!(v[..2], [Some(Ok(())), Some(Ok(()))]);
+        assert!(broken(&v[2]), "{v:?}");
+        // A prev naming another grant's receipt.
+        let g2 = receipt("g2", 1, Some(&r1));
+        let v = chain_verdicts(&[kept(&r1), kept(&g2)]);
+        assert!(broken(&v[1]), "{v:?}");
+        // A prev that is not a hash string.
+        let mut odd = receipt("g1", 2, None);
+        odd["claims"]["prev"] = json!(1);
+        let v = chain_verdicts(&[kept(&r1), kept(&odd)]);
+        assert!(broken(&v[1]), "{v:?}");
+    }
+
+    #[test]
+    fn chains_are_per_grant_and_brand_in_any_kept_order() {
+        let a1 = receipt("g1", 1, None);
+        let b1 = receipt("g2", 1, None);
+        let a2 = receipt("g1", 2, Some(&a1));
+        let b2 = receipt("g2", 2, Some(&b1));
+        let a3 = receipt("g1", 3, Some(&a2));
+        // Interleaved grants, and two racing sends kept out of order.
+        let v = chain_verdicts(&[kept(&a1), kept(&b1), kept(&a3), kept(&b2), kept(&a2)]);
+        assert!(v.iter().all(|x| x == &Some(Ok(()))), "{v:?}");
+        // The same grant id at another brand is another chain.
+        let v = chain_verdicts(&[
+            kept(&a1),
+            kept(&a2),
+            kept_at("https://q.example/a2a/x", &a3),
+        ]);
+        assert!(broken(&v[2]), "{v:?}");
+    }
+
+    #[test]
+    fn a_brand_that_does_not_chain_has_no_chain_verdict() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, None);
+        assert_eq!(chain_verdicts(&[kept(&r1), kept(&r2)]), vec![None, None]);
+        assert!(chain_verdicts(&[]).is_empty());
+    }
 }
