@@ -2,12 +2,11 @@
 //!
 //! `send` talks A2A (PACT §4) with a PA-JWT and, when the user connected,
 //! the delegation token (§5.5), refreshing it transparently; it remembers
-//! the conversation per brand and `sub`, follows a step-up task by offering
-//! to connect for the missing scopes, and verifies and keeps every receipt
-//! (§5.6). `connect` runs the device flow (§5.1, §5.3) as a careful client.
+//! the conversation per brand and `sub`, follows a step-up task by waiting
+//! for the approval of the missing scopes and asking again, and verifies and
+//! keeps every receipt, step-up tasks' included (§5.6). `connect` runs the device flow (§5.1, §5.3) as a careful client.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Result, anyhow, bail};
 use pact_proto::A2aError;
@@ -31,8 +30,6 @@ pub trait Ui: Send {
     fn warn(&mut self, msg: &str);
     /// Shows the link and code of a device authorization (and a QR code).
     fn show_link(&mut self, device: &DeviceAuthorizationResponse);
-    /// Asks a yes/no question; `false` when nobody can answer.
-    fn confirm(&mut self, question: &str) -> bool;
 }
 
 /// The terminal: messages on stderr, replies on stdout.
@@ -70,18 +67,6 @@ impl Ui for TerminalUi {
             "(the code expires in {expires}; checking every {} s)",
             device.interval
         );
-    }
-    fn confirm(&mut self, question: &str) -> bool {
-        if !std::io::stdin().is_terminal() {
-            return false;
-        }
-        eprint!("{question} [y/N] ");
-        std::io::stderr().flush().ok();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() {
-            return false;
-        }
-        matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
     }
 }
 
@@ -196,10 +181,6 @@ pub async fn connect_at(
             d.scopes.keys().cloned().collect::<Vec<_>>().join(", ")
         );
     }
-    let server = oauth::discover(&agent.http, &d.metadata_url)
-        .await
-        .ok()
-        .map(|(_, s)| s);
     let sub = agent.sub(opts.sub.as_deref());
     ui.info(&format!("Asking {} for:", info.name));
     for s in &opts.scopes {
@@ -209,74 +190,131 @@ pub async fn connect_at(
         ));
     }
     loop {
-        let res = oauth::device_authorize(
-            &agent.http,
-            &agent.signer,
+        let device = request_device(
+            agent,
+            d,
             &sub,
-            &d.device_authorization_url,
             &opts.scopes,
             opts.authorization_details.as_deref(),
         )
         .await?;
-        if res.status == 401 && oauth::oauth_error_code(&res).is_none() {
-            bail!("{}", agent.registration_hint());
-        }
-        let device = oauth::parse_device_response(&res)?;
         ui.show_link(&device);
-        let mut events = |e: PollEvent| match e {
-            PollEvent::Pending => {}
-            PollEvent::SlowDown { interval } => ui.info(&format!(
-                "(the server asked us to slow down: checking every {interval} s)"
-            )),
-        };
-        let outcome = oauth::poll_until_decided(
-            &agent.http,
-            &agent.signer,
+        let decided = collect(
+            agent,
+            info,
             &sub,
-            &d.token_url,
             &device,
-            &mut events,
+            &opts.scopes,
+            opts.show_tokens,
+            ui,
         )
         .await?;
-        match outcome {
-            PollOutcome::Granted { tokens, .. } => {
-                let stored =
-                    store_tokens(agent, info, &sub, &tokens, &d.token_url, server.as_ref())?;
-                let granted: BTreeSet<String> = stored.scopes().into_iter().collect();
-                ui.info(&format!("Connected: granted {}", stored.scope));
-                let missing: Vec<&String> = opts
-                    .scopes
-                    .iter()
-                    .filter(|s| !granted.contains(*s))
-                    .collect();
-                if !missing.is_empty() {
-                    ui.warn(&format!(
-                        "not granted (the person unticked them): {}",
-                        missing
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-                if opts.show_tokens {
-                    println!("access_token:  {}", tokens.access_token);
-                    println!("refresh_token: {}", tokens.refresh_token);
-                }
-                return Ok(stored);
-            }
-            PollOutcome::Denied(_) => bail!("the request was denied"),
-            PollOutcome::Expired(_) if opts.restart_on_expiry => {
+        match decided {
+            Decided::Granted(stored) => return Ok(stored),
+            Decided::Denied => bail!("the request was denied"),
+            Decided::Expired if opts.restart_on_expiry => {
                 ui.info("The code expired; starting again with a new one.");
             }
-            PollOutcome::Expired(_) => {
+            Decided::Expired => {
                 bail!(
                     "the code expired before anyone approved it (pass --restart-on-expiry to start again automatically)"
                 )
             }
-            PollOutcome::Failed(why, _) => bail!("the token endpoint refused: {why}"),
+            Decided::Failed(why) => bail!("the token endpoint refused: {why}"),
         }
     }
+}
+
+/// RFC 8628 §3.1 (PACT §5.1): a device authorization for `scopes`.
+async fn request_device(
+    agent: &Agent,
+    d: &card::DelegationInfo,
+    sub: &str,
+    scopes: &[String],
+    authorization_details: Option<&str>,
+) -> Result<DeviceAuthorizationResponse> {
+    let res = oauth::device_authorize(
+        &agent.http,
+        &agent.signer,
+        sub,
+        &d.device_authorization_url,
+        scopes,
+        authorization_details,
+    )
+    .await?;
+    if res.status == 401 && oauth::oauth_error_code(&res).is_none() {
+        bail!("{}", agent.registration_hint());
+    }
+    oauth::parse_device_response(&res)
+}
+
+/// How a device authorization ended.
+enum Decided {
+    /// Approved; the tokens are stored.
+    Granted(StoredTokens),
+    Denied,
+    Expired,
+    Failed(String),
+}
+
+/// Polls for `device` (RFC 8628 §3.4–3.5, PACT §5.3) and stores the tokens,
+/// saying which of `requested` the person did not grant.
+async fn collect(
+    agent: &Agent,
+    info: &CardInfo,
+    sub: &str,
+    device: &DeviceAuthorizationResponse,
+    requested: &[String],
+    show_tokens: bool,
+    ui: &mut dyn Ui,
+) -> Result<Decided> {
+    let d = delegation_of(info)?;
+    let mut events = |e: PollEvent| match e {
+        PollEvent::Pending => {}
+        PollEvent::SlowDown { interval } => ui.info(&format!(
+            "(the server asked us to slow down: checking every {interval} s)"
+        )),
+    };
+    let outcome = oauth::poll_until_decided(
+        &agent.http,
+        &agent.signer,
+        sub,
+        &d.token_url,
+        device,
+        &mut events,
+    )
+    .await?;
+    Ok(match outcome {
+        PollOutcome::Granted { tokens, .. } => {
+            // The revocation endpoint is kept with the tokens (RFC 7009).
+            let server = oauth::discover(&agent.http, &d.metadata_url)
+                .await
+                .ok()
+                .map(|(_, s)| s);
+            let stored = store_tokens(agent, info, sub, &tokens, &d.token_url, server.as_ref())?;
+            let granted: BTreeSet<String> = stored.scopes().into_iter().collect();
+            ui.info(&format!("Connected: granted {}", stored.scope));
+            let missing: Vec<&str> = requested
+                .iter()
+                .filter(|s| !granted.contains(*s))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                ui.warn(&format!(
+                    "not granted (the person unticked them): {}",
+                    missing.join(", ")
+                ));
+            }
+            if show_tokens {
+                println!("access_token:  {}", tokens.access_token);
+                println!("refresh_token: {}", tokens.refresh_token);
+            }
+            Decided::Granted(stored)
+        }
+        PollOutcome::Denied(_) => Decided::Denied,
+        PollOutcome::Expired(_) => Decided::Expired,
+        PollOutcome::Failed(why, _) => Decided::Failed(why),
+    })
 }
 
 fn store_tokens(
@@ -347,16 +385,27 @@ pub struct SendOptions {
     /// Start a new conversation instead of continuing the remembered one.
     pub new_conversation: bool,
     pub sub: Option<String>,
-    /// On a step-up task, connect for the missing scopes without asking.
-    pub auto_connect: bool,
+    /// On a step-up task, return its message instead of waiting for the
+    /// approval and asking again (PACT §5.5; waiting is the default).
+    pub no_wait: bool,
     pub show_tokens: bool,
 }
 
 /// What a `message:send` produced, for printing.
 #[derive(Clone, Debug)]
 pub enum Reply {
-    Message { text: String, context_id: String },
-    StepUp { text: String, missing: Vec<String> },
+    Message {
+        text: String,
+        context_id: String,
+    },
+    /// A step-up task (PACT §5.5) that was not followed (`no_wait`), or
+    /// that came again after following one.
+    StepUp {
+        text: String,
+        missing: Vec<String>,
+        /// The task's `pact.verificationUriComplete`, when it has one.
+        link: Option<String>,
+    },
 }
 
 /// Sends one message, handling refresh, step-up and receipts.
@@ -408,10 +457,13 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
                     .and_then(|s| s.get("message"))
                     .map(parts_text)
                     .unwrap_or_default();
-                let missing: Vec<String> = crate::oauth::strings(
-                    task.get("metadata")
-                        .and_then(|m| m.get("pact.missingScopes")),
-                );
+                let metadata = task.get("metadata");
+                let missing: Vec<String> =
+                    crate::oauth::strings(metadata.and_then(|m| m.get("pact.missingScopes")));
+                let link = metadata
+                    .and_then(|m| m.get("pact.verificationUriComplete"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 let state = task
                     .get("status")
                     .and_then(|s| s.get("state"))
@@ -420,48 +472,19 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
                 if state != pact_proto::a2a::TASK_STATE_AUTH_REQUIRED
                     || missing.is_empty()
                     || stepped_up
+                    || opts.no_wait
                 {
-                    return Ok(Reply::StepUp { text, missing });
+                    return Ok(Reply::StepUp {
+                        text,
+                        missing,
+                        link,
+                    });
                 }
-                let descriptions = info
-                    .delegation
-                    .as_ref()
-                    .map(|d| d.scopes.clone())
-                    .unwrap_or_default();
-                ui.info(&format!(
-                    "{} needs permissions you have not given yet:",
-                    info.name
-                ));
-                for s in &missing {
-                    ui.info(&format!(
-                        "  {s}: {}",
-                        descriptions.get(s).map(String::as_str).unwrap_or("")
-                    ));
-                }
-                let go = opts.auto_connect || ui.confirm("Connect for them now?");
-                if !go {
-                    return Ok(Reply::StepUp { text, missing });
-                }
-                // PACT §5.5: the PA runs §5.1 again for the missing scopes and
-                // re-sends in the same context. Use our own link, not the one
-                // in the task: only our own device code can be redeemed.
-                ui.info(
-                    "Use the link below to approve (not one quoted in the brand's message: this agent cannot collect that one).",
-                );
-                connect_at(
-                    agent,
-                    &info,
-                    &ConnectOptions {
-                        card_url: opts.card_url.clone(),
-                        scopes: missing,
-                        sub: Some(sub.clone()),
-                        restart_on_expiry: false,
-                        show_tokens: opts.show_tokens,
-                        authorization_details: None,
-                    },
-                    ui,
-                )
-                .await?;
+                // The store's message is what the person reads: it names the
+                // link to open. This agent then waits and asks again itself,
+                // so "approve, then ask again" needs nothing more of them.
+                ui.info(&text);
+                follow_step_up(agent, &info, &sub, &missing, link.as_deref(), opts, ui).await?;
                 stepped_up = true;
             }
             Sent::UnknownContext(e) => {
@@ -486,6 +509,84 @@ pub fn receipt_of(reply: &Value) -> Option<&Value> {
         None => reply.get("task")?.get("status")?.get("message")?,
     };
     message.get("metadata")?.get("pact.receipt")
+}
+
+/// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
+/// scopes, then re-sends in the same context. pactd gives that device
+/// authorization the step-up authorization the task's link names (when it
+/// is still live, for exactly these scopes, for this PA and user), so the
+/// person approves the link in the store's message once and this agent
+/// collects that very approval. When the Provider hands out another code,
+/// the person is told to approve that one instead: only it can be redeemed.
+async fn follow_step_up(
+    agent: &Agent,
+    info: &CardInfo,
+    sub: &str,
+    missing: &[String],
+    link: Option<&str>,
+    opts: &SendOptions,
+    ui: &mut dyn Ui,
+) -> Result<()> {
+    let d = delegation_of(info)?;
+    ui.info(&format!(
+        "{} needs permissions you have not given yet:",
+        info.name
+    ));
+    for s in missing {
+        ui.info(&format!(
+            "  {s}: {}",
+            d.scopes.get(s).map(String::as_str).unwrap_or("")
+        ));
+    }
+    let device = request_device(agent, d, sub, missing, None).await?;
+    match link.and_then(user_code_in_link) {
+        Some(linked) if same_user_code(&linked, &device.user_code) => ui.info(&format!(
+            "Approve it at the link in {}'s message (code {}); this agent waits for the \
+             approval and then asks again by itself.",
+            info.name, device.user_code
+        )),
+        Some(linked) => ui.warn(&format!(
+            "the link in {}'s message (code {linked}) is not a request this agent can collect; \
+             approve code {} below instead. This agent waits for it and then asks again by \
+             itself.",
+            info.name, device.user_code
+        )),
+        None => ui.info(
+            "Approve it at the link below; this agent waits for the approval and then asks \
+             again by itself.",
+        ),
+    }
+    ui.show_link(&device);
+    match collect(agent, info, sub, &device, missing, opts.show_tokens, ui).await? {
+        Decided::Granted(_) => Ok(()),
+        Decided::Denied => bail!("the request was denied, so the message was not sent again"),
+        Decided::Expired => bail!(
+            "the code expired before anyone approved it; send the message again for a new one"
+        ),
+        Decided::Failed(why) => bail!("the token endpoint refused: {why}"),
+    }
+}
+
+/// The `user_code` of a verification link (RFC 8628 §3.3.1).
+pub fn user_code_in_link(link: &str) -> Option<String> {
+    url::Url::parse(link)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == "user_code")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Whether two user codes are the same once case, dashes and spaces are
+/// ignored (RFC 8628 §6.1: people type them in any of those forms).
+pub fn same_user_code(a: &str, b: &str) -> bool {
+    let norm = |c: &str| -> String {
+        c.chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_uppercase())
+            .collect()
+    };
+    let (a, b) = (norm(a), norm(b));
+    !a.is_empty() && a == b
 }
 
 enum Sent {
@@ -894,6 +995,18 @@ mod tests {
 
     fn broken(v: &Option<Result<(), String>>) -> bool {
         matches!(v, Some(Err(_)))
+    }
+
+    #[test]
+    fn the_user_code_of_a_link_is_compared_as_people_type_it() {
+        let link = "http://localhost:8080/device?user_code=KCZZ-VZDQ";
+        let code = user_code_in_link(link).unwrap();
+        assert!(same_user_code(&code, "KCZZ-VZDQ"));
+        assert!(same_user_code(&code, "kczzvzdq"));
+        assert!(!same_user_code(&code, "PGCQ-SXNV"));
+        assert!(!same_user_code("", ""));
+        assert_eq!(user_code_in_link("http://localhost:8080/device"), None);
+        assert_eq!(user_code_in_link("not a link"), None);
     }
 
     #[test]
