@@ -755,3 +755,29 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
         ExitCode::from(1)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn no_wait_of(args: &[&str]) -> Result<bool, clap::Error> {
+        let mut argv = vec!["pact-agent", "send", "http://card", "hello"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Send { no_wait, .. } => Ok(no_wait),
+            _ => panic!("not send"),
+        }
+    }
+
+    /// Following a step-up is the default (issue 9); `--no-wait` and its
+    /// alias turn it off; the old `--auto-connect` still parses.
+    #[test]
+    fn send_waits_for_a_step_up_unless_told_not_to() {
+        assert!(!no_wait_of(&[]).unwrap());
+        assert!(!no_wait_of(&["--auto-connect"]).unwrap());
+        assert!(no_wait_of(&["--no-wait"]).unwrap());
+        assert!(no_wait_of(&["--no-auto-connect"]).unwrap());
+        assert!(no_wait_of(&["--no-wait", "--auto-connect"]).is_err());
+    }
+}
