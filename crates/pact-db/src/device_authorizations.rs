@@ -84,7 +84,9 @@ pub struct TakenOver {
 /// scopes. When the task's link still names a live authorization for exactly
 /// those scopes, for this PA and its user, that authorization gets the PA's
 /// new device code, so the code the person sees in the link and the one the
-/// PA shows are the same request, approved once.
+/// PA shows are the same request, approved once. An approved one is taken
+/// first (the person already said yes), and a row being approved right now is
+/// waited for rather than skipped, so the approval is never left behind.
 pub async fn take_over_step_up(
     db: impl PgExecutor<'_>,
     brand_id: &str,
@@ -100,7 +102,7 @@ pub async fn take_over_step_up(
                      where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
                      and status in ('pending', 'approved') and expires_at > $6 \
                      and scopes @> $4 and scopes <@ $4 and authorization_details is null \
-                     order by status = 'approved' desc, created_at desc limit 1 for update skip locked) \
+                     order by status = 'approved' desc, created_at desc limit 1 for update) \
          returning user_code, expires_at, interval_secs",
     )
     .bind(brand_id)
