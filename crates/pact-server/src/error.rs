@@ -21,6 +21,10 @@ pub enum ApiError {
     RateLimited {
         retry_after_secs: u64,
     },
+    /// The brand's own agent could not answer (down, slow, misbehaving): the
+    /// `INTERNAL` envelope of PACT §6 with a message saying to retry, and
+    /// `Retry-After`. The cause was logged where it happened.
+    AgentUnavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -85,6 +89,16 @@ impl IntoResponse for ApiError {
                     header::RETRY_AFTER,
                     HeaderValue::from(retry_after_secs.max(1)),
                 );
+                res
+            }
+            Self::AgentUnavailable => {
+                let e = A2aError::new(
+                    pact_proto::error::ErrorReason::Internal,
+                    "The brand's agent is unavailable right now; retry later",
+                );
+                let mut res = a2a_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_json());
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
                 res
             }
             Self::Internal(cause) => {

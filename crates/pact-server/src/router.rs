@@ -17,6 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::a2a::{card, send, tasks};
 use crate::health;
+use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 use crate::web;
@@ -134,6 +135,16 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/a2a/{brand}/oauth/token", post(token::token))
         .route("/a2a/{brand}/oauth/revoke", post(revoke::revoke))
+        // RFC 7662, for the brand's own resource servers (oauth/introspect.rs)
+        .route(
+            "/a2a/{brand}/oauth/introspect",
+            post(crate::oauth::introspect::introspect),
+        )
+        // the merchant's agent acting during a turn (merchant/gateway.rs)
+        .route(
+            "/a2a/{brand}/turns/{turn}/tools/{tool}",
+            post(gateway::call_tool),
+        )
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(axum::middleware::from_fn(web::security::headers))
         .layer(layers)

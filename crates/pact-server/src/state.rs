@@ -27,6 +27,10 @@ pub struct Inner {
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
+    /// Webhook turns running on this node, for the tool gateway.
+    pub live_turns: crate::merchant::live_turns::LiveTurns,
+    /// The SSRF-guarded client for calls to merchants' agents and tools.
+    pub outbound: reqwest::Client,
 }
 
 impl std::ops::Deref for AppState {
@@ -42,6 +46,8 @@ pub enum StateError {
     Jwks(#[from] pact_jose::JwksError),
     #[error("signing keys: {0}")]
     Keys(#[from] KeyError),
+    #[error("outbound HTTP client: {0}")]
+    Outbound(#[from] reqwest::Error),
 }
 
 impl AppState {
@@ -61,6 +67,7 @@ impl AppState {
         let limiter = RateLimiter::new(config.rate_limits.clone());
         let keys = KeyStore::load(&db, config.master_key.clone()).await?;
         let webauthn = crate::web::passkeys::relying_party(&config);
+        let outbound = crate::merchant::http::build_client(config.jwks.allow_loopback)?;
         Ok(Self(Arc::new(Inner {
             config,
             db,
@@ -72,6 +79,8 @@ impl AppState {
             revocations: RevocationView::default(),
             page_limits: crate::web::limits::PageLimits::default(),
             webauthn,
+            live_turns: Default::default(),
+            outbound,
         })))
     }
 
