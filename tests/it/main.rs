@@ -8,6 +8,7 @@ mod delegated_flow;
 mod delegated_oauth;
 mod delegated_send;
 mod jwks;
+mod merchant;
 mod messages;
 mod ops;
 mod pa_jwt_attacks;
