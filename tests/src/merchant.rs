@@ -25,6 +25,11 @@ pub struct Merchant {
 impl Merchant {
     /// Starts the example on a free loopback port with these secrets (comma-separated).
     pub async fn start(secrets: &str) -> Self {
+        Self::start_on(0, secrets).await
+    }
+
+    /// Starts the example on `port` (0: any free port).
+    pub async fn start_on(port: u16, secrets: &str) -> Self {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../examples/merchant/merchant.py"
@@ -32,7 +37,7 @@ impl Merchant {
         let mut child = Command::new("python3")
             .arg(script)
             .arg("--port")
-            .arg("0")
+            .arg(port.to_string())
             .env("MERCHANT_WEBHOOK_SECRET", secrets)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -113,7 +113,9 @@ pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &str) -> DbRe
     .await
 }
 
-/// Retires the current secret at `retire_at` (its grace end); call in the
+/// Retires the current secret at `retire_at` (its grace end), and brings
+/// forward the end of any older secret still in a longer grace, so a rotation
+/// with no grace (after a leak) stops every old secret at once. Call in the
 /// transaction that inserts the new one.
 pub async fn retire_current_secret(
     db: impl PgExecutor<'_>,
@@ -121,7 +123,8 @@ pub async fn retire_current_secret(
     retire_at: OffsetDateTime,
 ) -> DbResult<u64> {
     let done = sqlx::query(
-        "update brand_webhook_secrets set retired_at = $2 where brand_id = $1 and retired_at is null",
+        "update brand_webhook_secrets set retired_at = $2 \
+         where brand_id = $1 and (retired_at is null or retired_at > $2)",
     )
     .bind(brand_id)
     .bind(retire_at)
