@@ -153,6 +153,11 @@ pub async fn run(
         .filter(|s| !s.trim().is_empty())
         .ok_or(TurnFailure::Malformed("no non-empty \"reply\" string"))?
         .to_owned();
-    let record = live.turn.with_record(std::mem::take);
+    // End the turn first (its token stops working), then read what it did.
+    // A tool call still in flight at this moment — an agent that replied
+    // before its own call returned — is forwarded but misses the receipt.
+    let turn = live.turn.clone();
+    drop(live);
+    let record = turn.with_record(std::mem::take);
     Ok((text, record))
 }
