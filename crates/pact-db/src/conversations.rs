@@ -86,35 +86,6 @@ pub async fn find_message(
         .await
 }
 
-/// What one finished turn stores.
-#[derive(Clone, Debug)]
-pub struct NewTurn<'a> {
-    pub conversation_id: Uuid,
-    pub message_id: &'a str,
-    pub request_text: &'a str,
-    pub reply_message_id: &'a str,
-    /// The response body exactly as sent, replayed verbatim on a retry.
-    pub reply: &'a serde_json::Value,
-    pub grant_id: Option<Uuid>,
-}
-
-pub async fn insert_turn(db: impl PgExecutor<'_>, turn: NewTurn<'_>) -> DbResult<()> {
-    sqlx::query(
-        "with touched as (update conversations set updated_at = now() where id = $1) \
-         insert into messages (conversation_id, message_id, request_text, reply_message_id, reply, grant_id, replied_at) \
-         values ($1, $2, $3, $4, $5, $6, now())",
-    )
-    .bind(turn.conversation_id)
-    .bind(turn.message_id)
-    .bind(turn.request_text)
-    .bind(turn.reply_message_id)
-    .bind(turn.reply)
-    .bind(turn.grant_id)
-    .execute(db)
-    .await
-    .map(|_| ())
-}
-
 /// Binds the context to the brand user it first ran as under delegation (PACT §5.5).
 pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbResult<()> {
     sqlx::query("update conversations set user_sub = $2 where id = $1 and user_sub is null")
