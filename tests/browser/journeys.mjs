@@ -119,7 +119,9 @@ try {
     await signInWithPasswordAndTotp();
     await expectHeading('Connected agents');
     await snap('account');
-    await page.getByRole('button', { name: 'Revoke access' }).first().click();
+    await page.getByRole('link', { name: 'Remove access…' }).first().click();
+    await expectHeading('Remove');
+    await page.getByRole('button', { name: 'Yes, remove access' }).click();
     await expectHeading('Connected agents');
     await snap('account-revoked');
     result.revoked_page = await page.textContent('main');

@@ -7,6 +7,7 @@ mod conformance;
 mod delegated_flow;
 mod delegated_oauth;
 mod delegated_send;
+mod hardening;
 mod jwks;
 mod merchant;
 mod messages;

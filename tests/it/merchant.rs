@@ -368,7 +368,8 @@ async fn a_failing_agent_is_a_retryable_error_and_nothing_is_stored() {
         .await;
     assert_eq!(res.headers()["retry-after"], "5");
     let body: Value = res.json().await.unwrap();
-    assert_eq!(body["error"]["code"], 500, "{body}");
+    assert_eq!(body["error"]["code"], 503, "{body}");
+    assert_eq!(body["error"]["details"][0]["reason"], "UNAVAILABLE");
     assert!(
         body["error"]["message"]
             .as_str()
@@ -384,7 +385,7 @@ async fn a_failing_agent_is_a_retryable_error_and_nothing_is_stored() {
     let res = app
         .send("demo", &token, "m1", "#slow When are you open?", Some(&ctx))
         .await;
-    assert_eq!(res.status(), 500);
+    assert_eq!(res.status(), 503);
     assert!(started.elapsed() < Duration::from_millis(2500));
     assert_eq!(message_rows(&app).await, rows);
 
@@ -393,7 +394,7 @@ async fn a_failing_agent_is_a_retryable_error_and_nothing_is_stored() {
     let res = app
         .send("demo", &token, "m1", "#big When are you open?", Some(&ctx))
         .await;
-    assert_eq!(res.status(), 500);
+    assert_eq!(res.status(), 503);
     assert_eq!(message_rows(&app).await, rows);
 
     // The same messageId, once the agent answers: stored once.
@@ -512,7 +513,7 @@ async fn a_rotated_secret_keeps_signing_during_its_grace() {
     let res = app
         .send("demo", &token, "m2", "When are you open?", None)
         .await;
-    assert_eq!(res.status(), 500);
+    assert_eq!(res.status(), 503);
     assert_eq!(m.stats().await["refused_signatures"], 1);
 }
 

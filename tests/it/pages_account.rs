@@ -224,15 +224,17 @@ async fn account_lists_only_the_persons_grants_and_receipts() {
     assert!(html.contains("See your orders and their delivery status"));
     assert!(html.contains("Cancel orders that have not shipped yet"));
     assert!(html.contains(&format!("/account/grants/{ann_grant}/revoke")));
-    // The revoked grant is listed, as revoked, after the active one, without a button.
+    // The revoked grant is listed under "ended", after the active one, without a button.
     let active_at = html.find(&format!("grant-{ann_grant}")).unwrap();
-    let revoked_at = html.find(&format!("grant-{old_grant}")).unwrap();
-    assert!(active_at < revoked_at);
-    assert!(html.contains("Revoked on"));
+    let ended_at = html.find("Access that has ended").unwrap();
+    assert!(active_at < ended_at);
+    assert!(html[ended_at..].contains("Access ended on"), "{html}");
     assert!(!html.contains(&format!("/account/grants/{old_grant}/revoke")));
-    // What the agent did.
+    // What the agent did, in words.
+    let did = pact_server::web::account::action_in_words(&tool);
     assert!(html.contains("Recent activity"));
-    assert!(html.contains(&tool), "{tool} not in {html}");
+    assert!(html.contains(&did), "{did} not in {html}");
+    assert!(!html.contains(&format!("Did: {tool}")));
     // Never someone else's.
     assert!(!html.contains(&bob_grant.to_string()));
     // MFA management and sign-out for a built-in account; no passkey UI on an IP host.
@@ -249,7 +251,7 @@ async fn account_lists_only_the_persons_grants_and_receipts() {
     let html = b.get("/account").await.text().await.unwrap();
     assert!(html.contains(&bob_grant.to_string()));
     assert!(!html.contains(&ann_grant.to_string()));
-    assert!(!html.contains(&tool));
+    assert!(!html.contains(&did));
 }
 
 #[tokio::test]
@@ -294,9 +296,17 @@ async fn revoke_takes_effect_on_the_very_next_delegated_call() {
     assert_eq!(res.status(), 200);
 
     let (b, csrf) = signed_in(&app, &ann, None).await;
-    let res = b
-        .post(&format!("/account/grants/{id}/revoke"), &[("csrf", &csrf)])
-        .await;
+    // The account page's button only asks; nothing is revoked on one click.
+    let path = format!("/account/grants/{id}/revoke");
+    let res = b.post(&path, &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), path);
+    assert!(grant(&app, id).await.revoked_at.is_none());
+    let (status, confirm) = b.get_html(&path).await;
+    assert_eq!(status, 200);
+    assert!(confirm.contains("Yes, remove access"), "{confirm}");
+    assert!(confirm.contains("See your orders and their delivery status"));
+    let res = b.submit(&path, &path, &[("confirm", "yes")]).await;
     assert_eq!(res.status(), 303);
     assert_eq!(location(&res), "/account?done=revoked");
     assert!(grant(&app, id).await.revoked_at.is_some());
@@ -309,10 +319,13 @@ async fn revoke_takes_effect_on_the_very_next_delegated_call() {
 
     let html = b.get("/account?done=revoked").await.text().await.unwrap();
     assert!(html.contains("Access removed"));
-    assert!(html.contains("Revoked on"));
+    assert!(html.contains("You removed its access on"), "{html}");
     // Revoking again is harmless.
     let res = b
-        .post(&format!("/account/grants/{id}/revoke"), &[("csrf", &csrf)])
+        .post(
+            &format!("/account/grants/{id}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert_eq!(res.status(), 303);
 }
@@ -336,7 +349,10 @@ async fn nobody_can_revoke_someone_elses_grant() {
         "not-a-uuid".to_owned(),
     ] {
         let res = b
-            .post(&format!("/account/grants/{id}/revoke"), &[("csrf", &csrf)])
+            .post(
+                &format!("/account/grants/{id}/revoke"),
+                &[("csrf", &csrf), ("confirm", "yes")],
+            )
             .await;
         assert_eq!(res.status(), 404, "{id}");
     }

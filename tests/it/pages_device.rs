@@ -892,8 +892,10 @@ async fn bad_brand_login_assertions_are_refused_and_change_nothing() {
     theirs["user_code"] = json!(auth.user_code);
     cases.push(("other brand's signer", sign(&other_signer, &theirs)));
 
+    // A browser that entered the code (which gives it a session) and left for
+    // the brand's login page.
     let b = Browser::new(&s.app);
-    b.get("/device").await;
+    enter_code(&b, &auth.user_code).await;
     let cookie = b.session_cookie().unwrap();
     for (what, token) in &cases {
         let res = post_assertion(&b, token).await;

@@ -82,6 +82,13 @@ impl Browser {
             .unwrap_or_else(|| panic!("GET {page} ({status}) shows no CSRF token:\n{html}"));
         let mut fields = form.to_vec();
         fields.push(("csrf", &csrf));
+        // Like a browser, send the form's other hidden fields too (consent names its request).
+        let authorization = hidden_field(&html, "authorization");
+        if let Some(a) = &authorization
+            && !form.iter().any(|(k, _)| *k == "authorization")
+        {
+            fields.push(("authorization", a));
+        }
         self.post(action, &fields).await
     }
 

@@ -1,7 +1,7 @@
 //! `pact-agent`: a personal agent (PA) on the command line, and a
 //! conformance suite that checks any PACT 1.0 provider.
 //!
-//! The PA side of PACT (PROTOCOL.md):
+//! The PA side of PACT (docs/protocol.md):
 //!
 //! * [`keys`] and [`jwt`] — the agent's ES256 identity (`kid` = RFC 7638
 //!   thumbprint) and the PA-JWTs it signs (§3: fresh `jti`, 120 s lifetime);
@@ -12,7 +12,7 @@
 //!   client (§5.1, §5.3), refresh, revocation, and receipt verification (§5.6);
 //! * [`client`] — `send` and `connect` as the command line runs them;
 //! * [`jwks_server`] — publishing the agent's JWKS;
-//! * [`conformance`] — one check per rule of PROTOCOL.md §2–6;
+//! * [`conformance`] — one check per rule of docs/protocol.md §2–6;
 //! * [`pactd_login`] and [`totp`] — deciding a device authorization on
 //!   pactd's own pages (sign-in, RFC 6238 second factor, consent), for
 //!   `conformance --approve pactd-login`.

@@ -131,7 +131,7 @@ enum Command {
         #[arg(long)]
         audience: Option<String>,
     },
-    /// Check a PACT provider, rule by rule (PROTOCOL.md §2–6).
+    /// Check a PACT provider, rule by rule (docs/protocol.md §2–6).
     Conformance(Box<ConformanceArgs>),
 }
 
@@ -189,7 +189,7 @@ struct ConformanceArgs {
     /// Serve the agent's JWKS here during the run; it must be the registered URI's address.
     #[arg(long)]
     jwks_listen: Option<SocketAddr>,
-    /// Also check the rules PROTOCOL.md marks "pactd:".
+    /// Also check the rules docs/protocol.md marks "pactd:".
     #[arg(long)]
     pactd_rules: bool,
     /// A message that needs a scope.

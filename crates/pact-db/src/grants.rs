@@ -148,6 +148,27 @@ pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult
     Ok(done.rows_affected())
 }
 
+/// Revokes every live grant one person gave one agent at one brand (what the
+/// account page shows as one connection); returns their ids.
+pub async fn revoke_connection(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    user_sub: &str,
+    reason: &str,
+) -> DbResult<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "update grants set revoked_at = now(), revoked_reason = $4 \
+         where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and revoked_at is null returning id",
+    )
+    .bind(brand_id)
+    .bind(pa_issuer)
+    .bind(user_sub)
+    .bind(reason)
+    .fetch_all(db)
+    .await
+}
+
 /// Revokes every live grant of a PA (when the PA is disabled).
 pub async fn revoke_all_for_agent(
     db: impl PgExecutor<'_>,

@@ -15,6 +15,7 @@ pub mod merchant;
 pub mod receipts;
 pub mod scopes;
 pub mod sessions;
+pub mod sign_in_failures;
 pub mod signing_keys;
 pub mod users;
 
@@ -31,13 +32,81 @@ pub type DbResult<T> = Result<T, sqlx::Error>;
 /// Opens a pool. Connections are made lazily after a first successful ping so a
 /// wrong URL fails at start-up, not on the first request.
 pub async fn connect(url: &str, max_connections: u32) -> DbResult<PgPool> {
+    connect_with(
+        url,
+        &PoolSettings {
+            max_connections,
+            ..PoolSettings::default()
+        },
+    )
+    .await
+}
+
+/// The pool's size and how long a request may wait for a connection.
+#[derive(Clone, Debug)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 32,
+            acquire_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool> {
     let options: PgConnectOptions = url.parse()?;
     let options = options.application_name("pactd");
     PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
+        .max_connections(settings.max_connections.max(1))
+        .acquire_timeout(settings.acquire_timeout)
         .connect_with(options)
         .await
+}
+
+/// What a database error means for the request that met it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The database cannot be reached or refuses connections now: answer 503
+    /// and let the client retry.
+    Unavailable,
+    /// The input cannot be stored (a NUL byte, invalid text for a typed
+    /// column, a value beyond a limit): the client's fault, answer 400.
+    BadInput,
+    /// Anything else is ours: 500.
+    Other,
+}
+
+/// Sorts an error by SQLSTATE (PostgreSQL manual, Appendix A) and by the
+/// pool's own failures.
+pub fn classify(err: &sqlx::Error) -> Failure {
+    match err {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => Failure::Unavailable,
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            // 08: connection exception; 57P01–57P03: shutting down or
+            // starting up; 53300: too many connections.
+            Some(code)
+                if code.starts_with("08")
+                    || matches!(code, "57P01" | "57P02" | "57P03" | "53300") =>
+            {
+                Failure::Unavailable
+            }
+            // 22021: a NUL byte or invalid UTF-8; 22P05: untranslatable;
+            // 22P02: invalid text for a typed column; 22001: too long;
+            // 22003: number out of range; 54000: a value beyond a limit.
+            Some("22021" | "22P05" | "22P02" | "22001" | "22003" | "54000") => Failure::BadInput,
+            _ => Failure::Other,
+        },
+        _ => Failure::Other,
+    }
 }
 
 /// Applies pending migrations.

@@ -13,6 +13,12 @@ pub enum ErrorReason {
     PushNotificationNotSupported,
     TaskNotFound,
     Internal,
+    /// Not in the PACT §6 table: a rate limit (PACT §6 allows `429` with
+    /// `Retry-After`); the body is given in the envelope so clients can read it.
+    ResourceExhausted,
+    /// Not in the PACT §6 table: the Provider cannot serve now (its database is
+    /// unreachable); `503` with `Retry-After`, safe to retry.
+    Unavailable,
 }
 
 impl ErrorReason {
@@ -23,7 +29,9 @@ impl ErrorReason {
             | Self::UnsupportedOperation
             | Self::PushNotificationNotSupported => 400,
             Self::TaskNotFound => 404,
+            Self::ResourceExhausted => 429,
             Self::Internal => 500,
+            Self::Unavailable => 503,
         }
     }
 
@@ -35,6 +43,8 @@ impl ErrorReason {
             }
             Self::TaskNotFound => "NOT_FOUND",
             Self::Internal => "INTERNAL",
+            Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Self::Unavailable => "UNAVAILABLE",
         }
     }
 
@@ -46,6 +56,8 @@ impl ErrorReason {
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::TaskNotFound => "TASK_NOT_FOUND",
             Self::Internal => "INTERNAL",
+            Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Self::Unavailable => "UNAVAILABLE",
         }
     }
 }
@@ -93,6 +105,20 @@ impl A2aError {
 
     pub fn internal() -> Self {
         Self::new(ErrorReason::Internal, "Internal error")
+    }
+
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        Self::new(
+            ErrorReason::ResourceExhausted,
+            format!("Too many requests; retry after {retry_after_secs} s"),
+        )
+    }
+
+    pub fn unavailable() -> Self {
+        Self::new(
+            ErrorReason::Unavailable,
+            "The service is temporarily unavailable; retry shortly",
+        )
     }
 
     /// The AIP-193 envelope body.

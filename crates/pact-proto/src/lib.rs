@@ -1,6 +1,6 @@
 //! Wire types of PACT 1.0 on A2A 1.0 (HTTP+JSON binding), with no I/O.
 //!
-//! Everything here serialises to exactly what PROTOCOL.md prescribes, so the
+//! Everything here serialises to exactly what docs/protocol.md prescribes, so the
 //! server, the personal-agent client and the conformance runner share one
 //! definition of the wire. Validation that is a pure function of the request
 //! bytes (e.g. [`a2a::parse_send_message`]) lives here too.

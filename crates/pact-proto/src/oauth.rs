@@ -22,6 +22,9 @@ pub enum OAuthErrorCode {
     ExpiredToken,
     InvalidAuthorizationDetails,
     ServerError,
+    /// RFC 6749 §4.1.2.1: the server cannot handle the request now (overload,
+    /// rate limit, maintenance); sent with 503 or 429 and `Retry-After`.
+    TemporarilyUnavailable,
 }
 
 impl OAuthErrorCode {
@@ -40,6 +43,7 @@ impl OAuthErrorCode {
             Self::ExpiredToken => "expired_token",
             Self::InvalidAuthorizationDetails => "invalid_authorization_details",
             Self::ServerError => "server_error",
+            Self::TemporarilyUnavailable => "temporarily_unavailable",
         }
     }
 
@@ -48,6 +52,7 @@ impl OAuthErrorCode {
         match self {
             Self::InvalidClient => 401,
             Self::ServerError => 500,
+            Self::TemporarilyUnavailable => 503,
             _ => 400,
         }
     }

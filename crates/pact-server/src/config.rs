@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use pact_jose::{JwksPolicy, MasterKey};
 
+use crate::client_ip::TrustedProxies;
 use crate::rate_limit::RateLimits;
+use crate::web::limits::PageLimitSettings;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -22,9 +24,63 @@ pub struct Config {
     pub request_timeout: Duration,
     pub body_limit: usize,
     pub rate_limits: RateLimits,
+    pub page_limits: PageLimitSettings,
+    pub connections: ConnectionSettings,
+    /// Peers whose `X-Forwarded-For` names the client (reverse proxies).
+    pub trusted_proxies: TrustedProxies,
     /// Seals the private signing keys at rest (`PACTD_MASTER_KEY`).
     pub master_key: Arc<MasterKey>,
     pub delegation: DelegationSettings,
+}
+
+/// What a connection may cost us: slow or idle clients must not hold the
+/// server, and a stop must end (see docs/operations.md for the matching proxy
+/// settings).
+#[derive(Clone, Debug)]
+pub struct ConnectionSettings {
+    /// Time to send a request's headers; also the longest a kept-alive
+    /// connection may sit idle between requests (hyper starts the same timer
+    /// when it waits for the next request head).
+    pub header_timeout: Duration,
+    /// Open connections on this node, all clients together.
+    pub max_connections: usize,
+    /// Open connections from one address (an IPv6 /64); trusted proxies are exempt.
+    pub max_connections_per_ip: usize,
+    /// After SIGTERM: how long in-flight requests may finish before the
+    /// remaining connections are closed and the process exits.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            max_connections: default_max_connections(open_files_limit()),
+            max_connections_per_ip: 128,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Leaves room under the open-files limit for the database pool, JWKS
+/// fetches, logs and the listener, so a flood is refused at our cap rather
+/// than by `accept` failing with EMFILE for everyone.
+pub fn default_max_connections(open_files: Option<u64>) -> usize {
+    let limit = open_files.unwrap_or(1024);
+    let usable = limit.saturating_sub(128).max(64);
+    usize::try_from(usable.min(16_384)).unwrap_or(16_384)
+}
+
+/// The soft `RLIMIT_NOFILE` of this process, from `/proc/self/limits`
+/// (Linux; `None` elsewhere).
+pub fn open_files_limit() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
+    soft.parse().ok()
 }
 
 /// Lifetimes and knobs of the Delegated profile (PACT §5).
@@ -70,6 +126,9 @@ impl Config {
             request_timeout: Duration::from_secs(30),
             body_limit: 64 * 1024,
             rate_limits: RateLimits::default(),
+            page_limits: PageLimitSettings::default(),
+            connections: ConnectionSettings::default(),
+            trusted_proxies: TrustedProxies::default(),
             master_key,
             delegation: DelegationSettings::default(),
         }
@@ -101,4 +160,17 @@ impl Config {
 /// The default audience: `{public_url}/a2a`.
 pub fn default_audience(public_url: &str) -> String {
     format!("{}/a2a", public_url.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_cap_stays_under_the_open_files_limit() {
+        assert_eq!(default_max_connections(Some(1024)), 896);
+        assert_eq!(default_max_connections(Some(100)), 64);
+        assert_eq!(default_max_connections(Some(1 << 20)), 16_384);
+        assert_eq!(default_max_connections(None), 896);
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! A2A errors → the AIP-193 envelope (PACT §6); authentication failures → a
 //! bare 401 with `WWW-Authenticate` (PACT §3, §5.5); unknown brand → bare 404;
-//! rate limits → 429 with `Retry-After`; anything unexpected → `INTERNAL`, with
+//! rate limits → 429 with `Retry-After` (and the envelope, so clients can
+//! read it); an unreachable database → 503 with `Retry-After`; input that
+//! cannot be stored → `INVALID_PARAMS`; anything unexpected → `INTERNAL`, with
 //! the cause logged here and never shown to the client.
 
 use axum::body::Body;
@@ -21,9 +23,11 @@ pub enum ApiError {
     RateLimited {
         retry_after_secs: u64,
     },
-    /// The brand's own agent could not answer (down, slow, misbehaving): the
-    /// `INTERNAL` envelope of PACT §6 with a message saying to retry, and
-    /// `Retry-After`. The cause was logged where it happened.
+    /// The database cannot be reached now: 503 with `Retry-After`.
+    Unavailable,
+    /// The brand's own agent could not answer (down, slow, misbehaving): 503
+    /// `UNAVAILABLE` with `Retry-After`, the retryable error. The cause was
+    /// logged where it happened.
     AgentUnavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -36,8 +40,48 @@ impl From<A2aError> for ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
-        Self::Internal(Box::new(e))
+        match pact_db::classify(&e) {
+            pact_db::Failure::Unavailable => {
+                tracing::warn!(error = %e, "database unavailable");
+                Self::Unavailable
+            }
+            pact_db::Failure::BadInput => Self::A2a(A2aError::invalid_params(BAD_INPUT)),
+            pact_db::Failure::Other => Self::Internal(Box::new(e)),
+        }
     }
+}
+
+/// What a client hears when its input cannot be stored (e.g. a NUL byte).
+pub const BAD_INPUT: &str = "The request contains characters or values that cannot be accepted";
+
+/// How long a client should wait before retrying while the database is down.
+pub const UNAVAILABLE_RETRY_SECS: u64 = 2;
+
+/// Marks a response as "the database was unreachable", so the health
+/// middleware learns of it (see `db_health.rs`) without every error path
+/// needing the state.
+#[derive(Clone, Copy, Debug)]
+pub struct DbUnavailable;
+
+/// A 503 response with `Retry-After` and the marker.
+pub fn unavailable(mut res: Response) -> Response {
+    *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    res.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(UNAVAILABLE_RETRY_SECS),
+    );
+    res.extensions_mut().insert(DbUnavailable);
+    res
+}
+
+/// A 429 response with `Retry-After` (at least one second).
+pub fn rate_limited(mut res: Response, retry_after_secs: u64) -> Response {
+    *res.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    res.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(retry_after_secs.max(1)),
+    );
+    res
 }
 
 /// Serialises a body as A2A JSON with the exact content type PACT §4 requires.
@@ -84,19 +128,21 @@ impl IntoResponse for ApiError {
             }
             Self::NotFound => bare(StatusCode::NOT_FOUND),
             Self::RateLimited { retry_after_secs } => {
-                let mut res = bare(StatusCode::TOO_MANY_REQUESTS);
-                res.headers_mut().insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from(retry_after_secs.max(1)),
-                );
-                res
+                let secs = retry_after_secs.max(1);
+                let body = A2aError::rate_limited(secs).to_json();
+                rate_limited(a2a_json(StatusCode::TOO_MANY_REQUESTS, &body), secs)
+            }
+            Self::Unavailable => {
+                let body = A2aError::unavailable().to_json();
+                unavailable(a2a_json(StatusCode::SERVICE_UNAVAILABLE, &body))
             }
             Self::AgentUnavailable => {
+                // Not `unavailable()`: that marks the database as down.
                 let e = A2aError::new(
-                    pact_proto::error::ErrorReason::Internal,
+                    pact_proto::ErrorReason::Unavailable,
                     "The brand's agent is unavailable right now; retry later",
                 );
-                let mut res = a2a_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_json());
+                let mut res = a2a_json(StatusCode::SERVICE_UNAVAILABLE, &e.to_json());
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
                 res

@@ -12,6 +12,9 @@ pub async fn healthz() -> &'static str {
 
 /// `GET /readyz`: the database answers; a node without it must not take traffic.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.db_health.is_down() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+    }
     match sqlx::query("select 1").execute(&state.db).await {
         Ok(_) => (StatusCode::OK, "ready"),
         Err(e) => {

@@ -33,6 +33,10 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
     if let Err(e) = pact_db::sessions::delete_expired(&state.db, now).await {
         tracing::warn!(error = %e, "session cleanup failed");
     }
+    if let Err(e) = pact_db::sign_in_failures::sweep(&state.db, now - time::Duration::days(1)).await
+    {
+        tracing::warn!(error = %e, "sign-in failure cleanup failed");
+    }
     // A turn claimed by a node that stopped before storing its reply: the
     // longest turn is bounded by the agent timeout (at most 25 s), so after
     // ten minutes nobody will finish it; dropping the claim lets the PA retry.

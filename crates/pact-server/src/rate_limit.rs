@@ -59,6 +59,12 @@ impl Bucket {
         }
     }
 
+    /// Whether a token is available now (without taking it).
+    pub fn has_token(&self, now: Instant, rate: f64, burst: f64) -> bool {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        (self.tokens + elapsed * rate).min(burst) >= 1.0
+    }
+
     fn is_full(&self, now: Instant, rate: f64, burst: f64) -> bool {
         let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
         self.tokens + elapsed * rate >= burst
@@ -106,11 +112,22 @@ impl KeyedLimiter {
         }
     }
 
-    pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
-        let mut buckets = match self.buckets.lock() {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bucket>> {
+        match self.buckets.lock() {
             Ok(b) => b,
             Err(poisoned) => poisoned.into_inner(),
-        };
+        }
+    }
+
+    /// Whether `key` could take a token now, without taking it.
+    pub fn has_token(&self, key: &str, now: Instant) -> bool {
+        self.lock()
+            .get(key)
+            .is_none_or(|b| b.has_token(now, self.rate, self.burst))
+    }
+
+    pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        let mut buckets = self.lock();
         if buckets.len() > PRUNE_ABOVE {
             let (rate, burst) = (self.rate, self.burst);
             buckets.retain(|_, b| !b.is_full(now, rate, burst));

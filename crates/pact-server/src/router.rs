@@ -15,12 +15,16 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
 use crate::a2a::{card, send, tasks};
-use crate::health;
 use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 use crate::web;
+use crate::{db_health, health};
 
 /// Headers that carry credentials; marked sensitive so no layer ever logs them.
 pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
@@ -89,7 +93,10 @@ pub fn router(state: AppState) -> Router {
         .route("/device/assertion", post(web::brand_login::assertion))
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
         .route("/account", get(web::account::page))
-        .route("/account/grants/{id}/revoke", post(web::account::revoke))
+        .route(
+            "/account/grants/{id}/revoke",
+            get(web::account::confirm_revoke).post(web::account::revoke),
+        )
         .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
         .route(
             "/passkeys/register/start",
@@ -145,8 +152,77 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
-        .fallback(|| async { StatusCode::NOT_FOUND })
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            db_health::guard,
+        ))
+        .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
         .layer(axum::middleware::from_fn(web::security::headers))
         .layer(layers)
         .with_state(state)
+}
+
+/// PACT §4: an unmatched A2A or OAuth path is a bare 404 with no body; any
+/// other path is a person's browser, which gets a page saying so.
+async fn not_found(uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    if path == "/a2a" || path.starts_with("/a2a/") || path.starts_with("/.well-known/") {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    web::PageError::NotFound(
+        "There is no page at this address. If you followed a link from your agent, open it again \
+         or ask your agent for a new one."
+            .to_owned(),
+    )
+    .into_response()
+}
+
+/// No PACT path, brand id or page path contains a control character once
+/// percent-decoded (`%00` would otherwise reach PostgreSQL, which refuses
+/// NUL in text): such a path names nothing we serve, so it is the bare 404
+/// of an unmatched route (PACT §4, last row), before anything else runs.
+async fn refuse_control_bytes_in_path(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if percent_decode(path.as_bytes())
+        .into_iter()
+        .any(|b| b < 0x20 || b == 0x7f)
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    next.run(req).await
+}
+
+/// The bytes of a percent-encoded path (invalid escapes are kept as they are).
+fn percent_decode(input: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok());
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                input.get(i + 1).copied().and_then(hex),
+                input.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_decoding_finds_hidden_control_bytes() {
+        assert_eq!(percent_decode(b"/a2a/de%00mo"), b"/a2a/de\0mo");
+        assert_eq!(percent_decode(b"/a%2Fb%zz%4"), b"/a/b%zz%4");
+        assert_eq!(percent_decode(b"%0a%7F"), b"\n\x7f");
+    }
 }

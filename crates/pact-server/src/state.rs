@@ -24,6 +24,7 @@ pub struct Inner {
     pub keys: KeyStore,
     pub revocations: RevocationView,
     pub page_limits: crate::web::limits::PageLimits,
+    pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
@@ -67,9 +68,15 @@ impl AppState {
         let limiter = RateLimiter::new(config.rate_limits.clone());
         let keys = KeyStore::load(&db, config.master_key.clone()).await?;
         let webauthn = crate::web::passkeys::relying_party(&config);
+        if webauthn.is_none() {
+            tracing::warn!(
+                public_url = %config.public_url,
+                "passkeys are off: WebAuthn needs a site name, not an IP address, in the public URL \
+                 (use http://localhost:PORT or a host name with --public-url)"
+            );
+        }
         let outbound = crate::merchant::http::build_client(config.jwks.allow_loopback)?;
         Ok(Self(Arc::new(Inner {
-            config,
             db,
             jwks,
             pa_rules,
@@ -77,8 +84,10 @@ impl AppState {
             limiter,
             keys,
             revocations: RevocationView::default(),
-            page_limits: crate::web::limits::PageLimits::default(),
+            page_limits: crate::web::limits::PageLimits::new(&config.page_limits),
+            db_health: crate::db_health::DbHealth::default(),
             webauthn,
+            config,
             live_turns: Default::default(),
             outbound,
         })))
@@ -89,6 +98,7 @@ impl AppState {
         vec![
             tokio::spawn(crate::listener::run(self.clone())),
             tokio::spawn(crate::housekeeping::run(self.clone())),
+            tokio::spawn(crate::db_health::probe(self.clone())),
         ]
     }
 }

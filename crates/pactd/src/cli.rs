@@ -143,6 +143,55 @@ pub struct ServeArgs {
     /// Do not apply migrations on start.
     #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
     pub no_migrate: Option<bool>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Connection, database and rate limits (each also a config-file key of the same name).
+#[derive(Debug, Args, Default, Clone)]
+pub struct LimitArgs {
+    /// Seconds a client has to send a request's headers; also the longest a
+    /// kept-alive connection may sit idle [default: 10].
+    #[arg(long, value_name = "SECS", env = "PACTD_HEADER_TIMEOUT")]
+    pub header_timeout: Option<u64>,
+    /// Seconds a request may take once its headers are in [default: 30].
+    #[arg(long, value_name = "SECS", env = "PACTD_REQUEST_TIMEOUT")]
+    pub request_timeout: Option<u64>,
+    /// Seconds in-flight requests get to finish after SIGTERM before the
+    /// remaining connections are closed [default: 10].
+    #[arg(long, value_name = "SECS", env = "PACTD_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Option<u64>,
+    /// Open connections on this node [default: the open-files limit less 128].
+    #[arg(long, value_name = "N", env = "PACTD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Open connections from one address or IPv6 /64; trusted proxies are exempt [default: 128].
+    #[arg(long, value_name = "N", env = "PACTD_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Reverse proxies whose X-Forwarded-For is believed: addresses or
+    /// networks, comma-separated (e.g. 10.0.0.0/8,192.0.2.7) [default: none].
+    #[arg(long, value_name = "LIST", env = "PACTD_TRUSTED_PROXIES")]
+    pub trusted_proxies: Option<String>,
+    /// PostgreSQL connections in this node's pool [default: 32].
+    #[arg(long, value_name = "N", env = "PACTD_DB_POOL_SIZE")]
+    pub db_pool_size: Option<u32>,
+    /// Seconds a request waits for a pooled connection before 503 [default: 3].
+    #[arg(long, value_name = "SECS", env = "PACTD_DB_ACQUIRE_TIMEOUT")]
+    pub db_acquire_timeout: Option<u64>,
+    /// A2A/OAuth requests of one PA platform: RATE,BURST per second [default: 200,400].
+    #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_PA")]
+    pub rate_limit_pa: Option<String>,
+    /// Requests of one user of one PA: RATE,BURST [default: 10,30].
+    #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_USER")]
+    pub rate_limit_user: Option<String>,
+    /// Password sign-in attempts per address: RATE,BURST [default: 0.333,20].
+    #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_SIGN_IN")]
+    pub rate_limit_sign_in: Option<String>,
+    /// User-code entries per address: RATE,BURST [default: 0.1667,10].
+    #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_CODE_ENTRY")]
+    pub rate_limit_code_entry: Option<String>,
+    /// Wrong user codes, all visitors together (the guessing budget): RATE,BURST [default: 2,120].
+    #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_CODE_MISSES")]
+    pub rate_limit_code_misses: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

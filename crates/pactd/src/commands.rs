@@ -23,7 +23,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config = settings::server_config(args, &file, false, master_key::required(&cli)?)?;
             // Listen for the signal from the start, so a stop during start-up is orderly too.
             let signal = tokio::spawn(pact_server::shutdown_signal());
-            let db = Database::open(Some(url), &data_dir, 32, Create::No).await?;
+            let pool = settings::pool(args, &file)?;
+            let db = Database::open(Some(url), &data_dir, &pool, Create::No).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, false, signal).await;
             db.close().await;
@@ -33,7 +34,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config =
                 settings::server_config(args, &file, true, master_key::dev_key(&cli, &data_dir)?)?;
             let signal = tokio::spawn(pact_server::shutdown_signal());
-            let db = Database::open(url, &data_dir, 32, Create::Yes).await?;
+            let pool = settings::pool(args, &file)?;
+            let db = Database::open(url, &data_dir, &pool, Create::Yes).await?;
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, true, signal).await;
             db.close().await;
@@ -45,7 +47,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         command => {
-            let db = Database::open(url, &data_dir, 2, Create::No).await?;
+            let pool = pact_db::PoolSettings {
+                max_connections: 2,
+                ..pact_db::PoolSettings::default()
+            };
+            let db = Database::open(url, &data_dir, &pool, Create::No).await?;
             let result = admin(&db, &cli, &data_dir, command).await;
             db.close().await;
             result
@@ -71,6 +77,20 @@ async fn admin(
     admin::run(&db.pool, cli, data_dir, command).await
 }
 
+/// Binds the listener, with a hint when the port is taken.
+async fn bind(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
+    match TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+            "cannot listen on {addr}: another program uses this port. \
+             Stop it, or choose another address with --listen (for example --listen {}:{})",
+            addr.ip(),
+            addr.port().wrapping_add(1)
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot listen on {addr}")),
+    }
+}
+
 async fn serve(
     db: &Database,
     config: Config,
@@ -81,6 +101,8 @@ async fn serve(
     if signal.is_finished() {
         return Ok(());
     }
+    // Bind first: a busy port is reported before anything is migrated or seeded.
+    let listener = bind(config.listen).await?;
     if migrate {
         pact_db::migrate(&db.pool)
             .await
@@ -89,9 +111,6 @@ async fn serve(
     if dev {
         admin::seed_demo(&db.pool).await?;
     }
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let local = listener.local_addr()?;
     if dev {
         print_dev_banner(&config, db.is_local());
@@ -112,25 +131,37 @@ async fn serve(
 
 fn print_dev_banner(config: &Config, local_db: bool) {
     let card = config.card_url("demo");
+    let public = &config.public_url;
     let db = if local_db {
         "private PostgreSQL in the data directory (kept across runs)"
     } else {
         "DATABASE_URL"
     };
+    let passkeys = if pact_server::web::passkeys::relying_party(config).is_some() {
+        "available"
+    } else {
+        "off (the public URL is an IP address; use a host name such as localhost)"
+    };
     println!(
         "\npactd dev is running.\n\
          \n  Agent Card (demo brand):  {card}\
          \n  PA-JWT audience:          {aud}\
+         \n  Pages:                    {public}/device (enter a code), {public}/account (connected agents)\
          \n  Database:                 {db}\
-         \n  Loopback JWKS URIs:       {loopback}\n\
-         \nNext steps:\
-         \n  1. Register your personal agent (another terminal):\
-         \n       pactd agent add --issuer https://agent.example --jwks-uri http://127.0.0.1:9000/.well-known/jwks.json --name \"My agent\"\
-         \n  2. Sign a PA-JWT (ES256/RS256; iss = your issuer, sub = a user id, aud = {aud}, exp <= iat + 300)\
-         \n     and send:  curl -s -H \"Authorization: Bearer $PA_JWT\" \\\
-         \n       -d '{{\"message\":{{\"messageId\":\"m1\",\"role\":\"ROLE_USER\",\"parts\":[{{\"text\":\"When are you open?\"}}]}}}}' \\\
-         \n       {iface}/message:send\
-         \n  3. For account actions, start the device flow at {iface}/oauth/device_authorization (see README).\
+         \n  Loopback JWKS URIs:       {loopback}\
+         \n  Passkeys:                 {passkeys}\n\
+         \nNext steps, in another terminal:\
+         \n  1. An account at the demo store, so a person can sign in and approve agents\
+         \n     (prints a generated password; pipe one in to choose it):\
+         \n       pactd user add demo you@example.com\
+         \n  2. A personal agent, registered with pactd:\
+         \n       pact-agent init --audience {aud}\
+         \n       pact-agent serve-jwks        # prints the exact `pactd agent add ...` line to run\
+         \n  3. Talk to the store; account questions open {public}/device for your approval:\
+         \n       pact-agent send {card} \"When are you open?\"\
+         \n       pact-agent send {card} \"Where is my order?\"\
+         \n  By hand instead: sign a PA-JWT (ES256/RS256; iss = your issuer, sub = a user id,\
+         \n  aud = {aud}, exp <= iat + 300) and POST a message to {iface}/message:send (see README).\
          \n\nStop with Ctrl-C.\n",
         aud = config.audience,
         iface = config.interface_url("demo"),

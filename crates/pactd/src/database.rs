@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use pact_db::PgPool;
 use pact_db::local_cluster::{ClusterOptions, LocalCluster};
+use pact_db::{PgPool, PoolSettings};
 
 pub struct Database {
     pub pool: PgPool,
@@ -29,13 +29,13 @@ impl Database {
     pub async fn open(
         url: Option<String>,
         data_dir: &Path,
-        max_connections: u32,
+        pool: &PoolSettings,
         create: Create,
     ) -> anyhow::Result<Self> {
         let Some(url) = url else {
-            return Self::open_local(data_dir, max_connections, create).await;
+            return Self::open_local(data_dir, pool, create).await;
         };
-        let pool = pact_db::connect(&url, max_connections)
+        let pool = pact_db::connect_with(&url, pool)
             .await
             .context("cannot connect to PostgreSQL")?;
         Ok(Self {
@@ -46,7 +46,7 @@ impl Database {
 
     async fn open_local(
         data_dir: &Path,
-        max_connections: u32,
+        settings: &PoolSettings,
         create: Create,
     ) -> anyhow::Result<Self> {
         let pg_dir = data_dir.join("pg");
@@ -66,7 +66,7 @@ impl Database {
         .context("cannot start the private PostgreSQL (or set DATABASE_URL)")?;
         let url = cluster.url(LOCAL_DATABASE);
         let pool = match cluster.ensure_database(LOCAL_DATABASE).await {
-            Ok(()) => pact_db::connect(&url, max_connections)
+            Ok(()) => pact_db::connect_with(&url, settings)
                 .await
                 .context("cannot connect to the private PostgreSQL"),
             Err(e) => Err(anyhow::Error::new(e)

@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::{Cli, ServeArgs};
+use std::time::Duration;
+
+use pact_server::web::limits::Rate;
+
+use crate::cli::{Cli, LimitArgs, ServeArgs};
 
 /// The config file (`--config pactd.toml`); every key is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -19,6 +23,19 @@ pub struct FileSettings {
     pub database_url: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub provider_name: Option<String>,
+    pub header_timeout: Option<u64>,
+    pub request_timeout: Option<u64>,
+    pub shutdown_grace: Option<u64>,
+    pub max_connections: Option<usize>,
+    pub max_connections_per_ip: Option<usize>,
+    pub trusted_proxies: Option<String>,
+    pub db_pool_size: Option<u32>,
+    pub db_acquire_timeout: Option<u64>,
+    pub rate_limit_pa: Option<String>,
+    pub rate_limit_user: Option<String>,
+    pub rate_limit_sign_in: Option<String>,
+    pub rate_limit_code_entry: Option<String>,
+    pub rate_limit_code_misses: Option<String>,
 }
 
 pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
@@ -55,6 +72,12 @@ pub fn server_config(
         .or(file.listen)
         .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
     let mut config = pact_server::Config::for_listen(listen, master_key);
+    if dev && listen.ip().is_loopback() {
+        // WebAuthn refuses an IP address as the site, so `dev` names itself
+        // `localhost`: passkeys work out of the box.
+        config.public_url = format!("http://localhost:{}", listen.port());
+        config.audience = pact_server::config::default_audience(&config.public_url);
+    }
     if let Some(url) = args.public_url.clone().or_else(|| file.public_url.clone()) {
         let parsed =
             url::Url::parse(&url).with_context(|| format!("invalid public URL {url:?}"))?;
@@ -76,5 +99,128 @@ pub fn server_config(
     if let Some(name) = &file.provider_name {
         config.provider_name.clone_from(name);
     }
+    apply_limits(&mut config, &args.limits, file)?;
     Ok(config)
+}
+
+/// The flag's value, else the file's (flags and env win, PACT config order).
+fn pick<T: Clone>(flag: Option<&T>, file: Option<&T>) -> Option<T> {
+    flag.or(file).cloned()
+}
+
+fn secs(flag: Option<&u64>, file: Option<&u64>, name: &str) -> anyhow::Result<Option<Duration>> {
+    match pick(flag, file) {
+        Some(0) => anyhow::bail!("{name} must be at least 1 second"),
+        Some(n) => Ok(Some(Duration::from_secs(n))),
+        None => Ok(None),
+    }
+}
+
+fn rate(flag: Option<&String>, file: Option<&String>, name: &str) -> anyhow::Result<Option<Rate>> {
+    pick(flag, file)
+        .map(|s| Rate::parse(&s).map_err(|e| anyhow::anyhow!("{name}: {e}")))
+        .transpose()
+}
+
+fn apply_limits(
+    config: &mut pact_server::Config,
+    a: &LimitArgs,
+    f: &FileSettings,
+) -> anyhow::Result<()> {
+    let c = &mut config.connections;
+    if let Some(d) = secs(
+        a.header_timeout.as_ref(),
+        f.header_timeout.as_ref(),
+        "header_timeout",
+    )? {
+        c.header_timeout = d;
+    }
+    if let Some(d) = secs(
+        a.shutdown_grace.as_ref(),
+        f.shutdown_grace.as_ref(),
+        "shutdown_grace",
+    )? {
+        c.shutdown_grace = d;
+    }
+    if let Some(n) = pick(a.max_connections.as_ref(), f.max_connections.as_ref()) {
+        anyhow::ensure!(n >= 1, "max_connections must be at least 1");
+        c.max_connections = n;
+    }
+    if let Some(n) = pick(
+        a.max_connections_per_ip.as_ref(),
+        f.max_connections_per_ip.as_ref(),
+    ) {
+        anyhow::ensure!(n >= 1, "max_connections_per_ip must be at least 1");
+        c.max_connections_per_ip = n;
+    }
+    if let Some(d) = secs(
+        a.request_timeout.as_ref(),
+        f.request_timeout.as_ref(),
+        "request_timeout",
+    )? {
+        config.request_timeout = d;
+    }
+    if let Some(list) = pick(a.trusted_proxies.as_ref(), f.trusted_proxies.as_ref()) {
+        config.trusted_proxies = pact_server::client_ip::TrustedProxies::parse(&list)
+            .map_err(|e| anyhow::anyhow!("trusted_proxies: {e}"))?;
+    }
+    if let Some(r) = rate(
+        a.rate_limit_pa.as_ref(),
+        f.rate_limit_pa.as_ref(),
+        "rate_limit_pa",
+    )? {
+        config.rate_limits.per_pa_rate = r.per_second;
+        config.rate_limits.per_pa_burst = r.burst;
+    }
+    if let Some(r) = rate(
+        a.rate_limit_user.as_ref(),
+        f.rate_limit_user.as_ref(),
+        "rate_limit_user",
+    )? {
+        config.rate_limits.per_user_rate = r.per_second;
+        config.rate_limits.per_user_burst = r.burst;
+    }
+    let p = &mut config.page_limits;
+    if let Some(r) = rate(
+        a.rate_limit_sign_in.as_ref(),
+        f.rate_limit_sign_in.as_ref(),
+        "rate_limit_sign_in",
+    )? {
+        p.sign_in_per_ip = r;
+    }
+    if let Some(r) = rate(
+        a.rate_limit_code_entry.as_ref(),
+        f.rate_limit_code_entry.as_ref(),
+        "rate_limit_code_entry",
+    )? {
+        p.user_code_per_ip = r;
+    }
+    if let Some(r) = rate(
+        a.rate_limit_code_misses.as_ref(),
+        f.rate_limit_code_misses.as_ref(),
+        "rate_limit_code_misses",
+    )? {
+        p.user_code_misses = r;
+    }
+    Ok(())
+}
+
+/// The database pool of `serve` and `dev`.
+pub fn pool(args: &ServeArgs, file: &FileSettings) -> anyhow::Result<pact_db::PoolSettings> {
+    let mut pool = pact_db::PoolSettings::default();
+    if let Some(n) = pick(
+        args.limits.db_pool_size.as_ref(),
+        file.db_pool_size.as_ref(),
+    ) {
+        anyhow::ensure!(n >= 1, "db_pool_size must be at least 1");
+        pool.max_connections = n;
+    }
+    if let Some(d) = secs(
+        args.limits.db_acquire_timeout.as_ref(),
+        file.db_acquire_timeout.as_ref(),
+        "db_acquire_timeout",
+    )? {
+        pool.acquire_timeout = d;
+    }
+    Ok(pool)
 }

@@ -903,17 +903,35 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     let data = Scratch::new("dev");
 
     let mut first = start_dev(&data, "dev-1").await;
-    let card_url = format!("{}/a2a/demo/.well-known/agent-card.json", first.base_url);
+    // dev names itself `localhost` (WebAuthn refuses an IP address as the site).
+    let public = first.base_url.replace("127.0.0.1", "localhost");
+    let card_url = format!("{public}/a2a/demo/.well-known/agent-card.json");
     assert!(
         first.stdout().contains(&card_url),
         "the banner names the demo card {card_url}\n{}",
         first.output()
     );
-    let card = get_json(&card_url).await;
+    for hint in [
+        "pactd user add demo",
+        "pact-agent init --audience",
+        "/device",
+        "Passkeys:                 available",
+    ] {
+        assert!(
+            first.stdout().contains(hint),
+            "the banner says {hint:?}\n{}",
+            first.output()
+        );
+    }
+    let card = get_json(&format!(
+        "{}/a2a/demo/.well-known/agent-card.json",
+        first.base_url
+    ))
+    .await;
     assert_eq!(card["name"], "Demo Store", "{card}");
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
-        format!("{}/a2a/demo", first.base_url),
+        format!("{public}/a2a/demo"),
         "{card}"
     );
 
@@ -942,7 +960,7 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     );
 
     let iface = format!("{}/a2a/demo", first.base_url);
-    let token = pa.token("dev-user", &format!("{}/a2a", first.base_url));
+    let token = pa.token("dev-user", &format!("{public}/a2a"));
     let text = reply_text(send(&iface, &token, "When are you open?").await).await;
     assert!(text.contains("Monday"), "{text}");
 
@@ -975,7 +993,10 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         "the PA registered in the first run is still there: {}",
         agents.describe()
     );
-    let token = pa.token("dev-user", &format!("{}/a2a", second.base_url));
+    let token = pa.token(
+        "dev-user",
+        &format!("{}/a2a", second.base_url.replace("127.0.0.1", "localhost")),
+    );
     let iface = format!("{}/a2a/demo", second.base_url);
     reply_text(send(&iface, &token, "hello").await).await;
 
@@ -1471,4 +1492,72 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
     );
     let keys = run(pactd_on(&db), &["keys", "list"]).await;
     assert_eq!(keys.succeeded().lines().count(), 2, "{}", keys.describe());
+}
+
+/// Issue 8: a client that never finishes its headers must not keep `serve`
+/// from stopping. The limits come from the config file (flags and env are
+/// tested elsewhere through the same resolution).
+#[tokio::test]
+async fn serve_exits_0_after_the_grace_period_on_sigterm_while_a_slow_client_stays_connected() {
+    use tokio::io::AsyncWriteExt;
+
+    let db = pact_tests::db::fresh_database().await;
+    let scratch = Scratch::new("drain");
+    let port = free_port();
+    let config = scratch.path.join("pactd.toml");
+    std::fs::write(
+        &config,
+        "header_timeout = 300\nshutdown_grace = 1\nmax_connections_per_ip = 50\n",
+    )
+    .unwrap();
+    let master_key = new_master_key().await;
+    let mut cmd = pactd_serving(&db, &master_key);
+    cmd.env("PACTD_CONFIG", &config);
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start(
+        cmd,
+        &["serve", "--listen", &listen],
+        port,
+        &scratch,
+        "drain",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    let mut slow = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
+        .await
+        .unwrap();
+    let status = server.terminate().await;
+    assert!(status.success(), "{status}\n{}", server.output());
+    assert!(
+        server
+            .stderr()
+            .contains("closing the remaining connections")
+            || server
+                .stdout()
+                .contains("closing the remaining connections"),
+        "{}",
+        server.output()
+    );
+}
+
+#[tokio::test]
+async fn serve_refuses_bad_limit_settings_with_a_clear_message() {
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    for (args, says) in [
+        (
+            vec!["--trusted-proxies", "proxy.example"],
+            "trusted_proxies",
+        ),
+        (vec!["--rate-limit-pa", "fast"], "rate_limit_pa"),
+        (vec!["--header-timeout", "0"], "header_timeout"),
+    ] {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend(args);
+        let out = run(pactd_serving(&db, &master_key), &all).await;
+        assert!(out.failed().contains(says), "{}", out.describe());
+    }
 }

@@ -205,7 +205,7 @@ async fn an_operator_puts_the_example_merchant_behind_a_brand() {
     let res = app
         .send("demo", &pa.token("u1", app.audience()), "m3", "hi", None)
         .await;
-    assert_eq!(res.status(), 500);
+    assert_eq!(res.status(), 503);
 
     // Credentials: shown once, listed, revoked.
     let out = ok(

@@ -1,5 +1,5 @@
 //! A conformance suite for any PACT 1.0 provider: one check per rule of
-//! PROTOCOL.md §2–6 and the RFC 8628 polling behaviours, each named after
+//! docs/protocol.md §2–6 and the RFC 8628 polling behaviours, each named after
 //! the section it tests (`§3.alg-none-refused`, `§4.unknown-context`,
 //! `§5.3.slow-down`, …) and ending PASS, FAIL (with the reason and the
 //! offending response) or SKIP (with why the rule could not be exercised).
@@ -94,7 +94,7 @@ pub struct Config {
     pub scoped_prompt: String,
     /// A message any caller gets an answer to.
     pub public_prompt: String,
-    /// Also check the rules PROTOCOL.md marks **pactd:** (a PACT provider
+    /// Also check the rules docs/protocol.md marks **pactd:** (a PACT provider
     /// may choose otherwise).
     pub pactd_rules: bool,
     /// Run only checks whose names start with one of these (all when empty).

@@ -29,7 +29,7 @@ impl Outcome {
     }
 }
 
-/// One check: the rule it tests (named after its PROTOCOL.md section), how
+/// One check: the rule it tests (named after its docs/protocol.md section), how
 /// it ended, why, and the offending response when it failed.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {

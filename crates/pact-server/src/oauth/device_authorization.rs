@@ -1,26 +1,26 @@
 //! `POST {iface}/oauth/device_authorization` (RFC 8628 §3.1–3.2, PACT §5.1).
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use pact_proto::oauth::{DeviceAuthorizationResponse, OAuthErrorCode};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
+use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
 use crate::auth::Caller;
+use crate::client_ip::ClientIp;
 use crate::domain::scopes::{self, ScopeError};
 use crate::domain::{authz_details, secrets, user_code};
 use crate::state::AppState;
 
 pub async fn device_authorization(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    caller: Caller,
+    ip: ClientIp,
+    OAuthCaller(caller): OAuthCaller,
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     let offered = offered_scopes(&state, &caller.brand.id).await?;
@@ -56,7 +56,7 @@ pub async fn device_authorization(
         &caller,
         &requested,
         details.as_ref(),
-        Origin::Client(peer.ip().to_string()),
+        Origin::Client(ip.0.to_string()),
     )
     .await?;
     Ok(oauth_json(StatusCode::OK, &created))

@@ -20,6 +20,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pact_proto::oauth::{OAuthError, OAuthErrorCode};
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -46,7 +50,27 @@ impl From<ApiError> for OAuthFailure {
 
 impl From<sqlx::Error> for OAuthFailure {
     fn from(e: sqlx::Error) -> Self {
-        Self::Api(ApiError::Internal(Box::new(e)))
+        match ApiError::from(e) {
+            // RFC 6749 §5.2: input we cannot use is the client's invalid_request.
+            ApiError::A2a(_) => Self::new(OAuthErrorCode::InvalidRequest, crate::error::BAD_INPUT),
+            other => Self::Api(other),
+        }
+    }
+}
+
+/// The authenticated PA on an OAuth endpoint: the same checks as [`Caller`],
+/// but a refusal other than the bare 401 (a rate limit, an outage) answers
+/// in RFC 6749's JSON rather than the A2A envelope.
+pub struct OAuthCaller(pub Caller);
+
+impl FromRequestParts<AppState> for OAuthCaller {
+    type Rejection = OAuthFailure;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, OAuthFailure> {
+        Caller::from_request_parts(parts, state)
+            .await
+            .map(Self)
+            .map_err(OAuthFailure::Api)
     }
 }
 
@@ -87,6 +111,21 @@ impl IntoResponse for OAuthFailure {
                     &OAuthError::bare(OAuthErrorCode::ServerError),
                 )
             }
+            Self::Api(ApiError::RateLimited { retry_after_secs }) => {
+                let secs = retry_after_secs.max(1);
+                let body = OAuthError::new(
+                    OAuthErrorCode::TemporarilyUnavailable,
+                    format!("Too many requests; retry after {secs} s"),
+                );
+                crate::error::rate_limited(oauth_json(StatusCode::TOO_MANY_REQUESTS, &body), secs)
+            }
+            Self::Api(ApiError::Unavailable) => crate::error::unavailable(oauth_json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &OAuthError::new(
+                    OAuthErrorCode::TemporarilyUnavailable,
+                    "The service is temporarily unavailable; retry shortly",
+                ),
+            )),
             Self::Api(e) => e.into_response(),
         }
     }

@@ -9,14 +9,14 @@ use axum::response::Response;
 use pact_proto::oauth::OAuthErrorCode;
 use uuid::Uuid;
 
-use super::{OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
+use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
 use crate::auth::Caller;
 use crate::domain::secrets;
 use crate::state::AppState;
 
 pub async fn revoke(
     State(state): State<AppState>,
-    caller: Caller,
+    OAuthCaller(caller): OAuthCaller,
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     offered_scopes(&state, &caller.brand.id).await?;

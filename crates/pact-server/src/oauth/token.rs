@@ -9,7 +9,7 @@ use axum::response::Response;
 use pact_proto::oauth::{GRANT_TYPE_DEVICE_CODE, GRANT_TYPE_REFRESH_TOKEN, OAuthErrorCode};
 use time::OffsetDateTime;
 
-use super::{OAuthFailure, check_client_id, form, issue, oauth_json, offered_scopes};
+use super::{OAuthCaller, OAuthFailure, check_client_id, form, issue, oauth_json, offered_scopes};
 use crate::auth::Caller;
 use crate::domain::device_flow::{self, PollDecision, PollState, Status};
 use crate::domain::secrets;
@@ -21,7 +21,7 @@ fn err(code: OAuthErrorCode, description: &str) -> OAuthFailure {
 
 pub async fn token(
     State(state): State<AppState>,
-    caller: Caller,
+    OAuthCaller(caller): OAuthCaller,
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     offered_scopes(&state, &caller.brand.id).await?;

@@ -103,6 +103,8 @@ pub struct GrantView {
     pub granted: String,
     pub last_used: String,
     pub expires: String,
+    /// For an ended grant: who ended it and why, in words.
+    pub ended_by: Option<String>,
 }
 
 pub struct ReceiptView {
@@ -136,7 +138,10 @@ pub struct AccountPage {
     /// "as alice@example.com" for a built-in account.
     pub email: Option<String>,
     pub notice: Option<String>,
+    /// One entry per agent that can act now (its active grants together).
     pub grants: Vec<GrantView>,
+    /// Ended grants: revoked (by whom) or expired.
+    pub past: Vec<GrantView>,
     pub receipts: Vec<ReceiptView>,
     /// Second-factor management; `None` for a brand's own login.
     pub mfa: Option<MfaView>,
@@ -240,10 +245,13 @@ pub async fn page(
     let receipts =
         pact_db::receipts::recent_for_user(&app.db, &brand.id, &subject, RECENT_RECEIPTS).await?;
     let receipts = receipt_views(&receipts, &grants, &agent_names, &scope_text);
-    let grants = grants
-        .iter()
-        .map(|g| grant_view(g, &agent_names, &scope_text, now))
-        .collect();
+    let (current, past) = split_grants(&grants, now);
+    let views = |list: Vec<&Grant>| -> Vec<GrantView> {
+        list.into_iter()
+            .map(|g| grant_view(g, &agent_names, &scope_text, &brand.name, now))
+            .collect()
+    };
+    let (grants, past) = (views(current), views(past));
 
     let (email, mfa) = match &person {
         Person::Account(user) => {
@@ -281,6 +289,7 @@ pub async fn page(
         email,
         notice: notice_for(query.done.as_deref()),
         grants,
+        past,
         receipts,
         mfa,
         passkeys_enabled: app.webauthn.is_some(),
@@ -288,10 +297,64 @@ pub async fn page(
     Ok(render(&page, StatusCode::OK))
 }
 
+/// One grant per agent that can act now — the newest active one, which holds
+/// what the person allowed (an approval extends the earlier grant) — and the
+/// ended ones. An older active grant of the same agent is folded into it.
+pub fn split_grants(grants: &[Grant], now: OffsetDateTime) -> (Vec<&Grant>, Vec<&Grant>) {
+    let mut current: Vec<&Grant> = Vec::new();
+    let mut past = Vec::new();
+    for g in grants {
+        if !g.is_active(now) {
+            past.push(g);
+        } else if let Some(seen) = current.iter_mut().find(|c| c.pa_issuer == g.pa_issuer) {
+            if g.created_at > seen.created_at {
+                *seen = g;
+            }
+        } else {
+            current.push(g);
+        }
+    }
+    past.sort_by_key(|g| std::cmp::Reverse(g.revoked_at.unwrap_or(g.expires_at)));
+    (current, past)
+}
+
+/// Who ended a grant, in words, from the reason stored with the revocation.
+pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<String> {
+    let Some(at) = g.revoked_at else {
+        return (g.expires_at <= now).then(|| format!("Expired on {}.", show_time(g.expires_at)));
+    };
+    let when = show_time(at);
+    let reason = g.revoked_reason.as_deref().unwrap_or("");
+    Some(match reason {
+        "revoked by the user on the account page" => format!("You removed its access on {when}."),
+        "revoked by the personal agent" => format!("The agent gave up its access on {when}."),
+        "refresh token reuse" => format!(
+            "Stopped automatically on {when}: a token of this agent was used twice, which can mean it was stolen."
+        ),
+        "superseded by a wider grant" => {
+            format!("Replaced on {when} when you allowed this agent more.")
+        }
+        staff if staff.starts_with("revoked by an administrator") => {
+            let why = staff
+                .trim_start_matches("revoked by an administrator")
+                .trim_start_matches(':')
+                .trim();
+            if why.is_empty() {
+                format!("{brand_name}'s staff removed its access on {when}.")
+            } else {
+                format!("{brand_name}'s staff removed its access on {when}. Reason given: {why}")
+            }
+        }
+        other if !other.is_empty() => format!("Access ended on {when} ({other})."),
+        _ => format!("Access ended on {when}."),
+    })
+}
+
 fn grant_view(
     g: &Grant,
     agent_names: &HashMap<String, String>,
     scope_text: &HashMap<String, String>,
+    brand_name: &str,
     now: OffsetDateTime,
 ) -> GrantView {
     let status = match g.revoked_at {
@@ -324,6 +387,7 @@ fn grant_view(
         granted: show_time(g.created_at),
         last_used: g.last_used_at.map_or_else(|| "never".into(), show_time),
         expires: show_time(g.expires_at),
+        ended_by: ended_by(g, brand_name, now),
     }
 }
 
@@ -356,7 +420,7 @@ fn receipt_views(
                 .map(|a| {
                     a.iter()
                         .filter_map(|x| x.get("tool").and_then(Value::as_str))
-                        .map(str::to_owned)
+                        .map(action_in_words)
                         .collect()
                 })
                 .unwrap_or_default();
@@ -381,18 +445,38 @@ fn receipt_views(
         .collect()
 }
 
-/// `POST /account/grants/{id}/revoke`: revoked now, on every node — the
-/// row is the truth every delegated turn re-checks, the table trigger
-/// notifies the other nodes, and this node's view learns it at once.
-pub async fn revoke(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Result<Response, PageError> {
-    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
-    let Some((brand, person)) = signed_in_person(&app, session).await? else {
+/// What a tool call did, in words a person reads on the activity list.
+pub fn action_in_words(tool: &str) -> String {
+    match tool {
+        "list_orders" => "Looked at your orders".to_owned(),
+        "order_status" => "Checked the status of an order".to_owned(),
+        "cancel_order" => "Cancelled an order".to_owned(),
+        other => {
+            // A brand's own tool: its name, made readable ("track_parcel" → "Used “track parcel”").
+            let words = other.replace(['_', '-'], " ");
+            format!("Used \u{201c}{}\u{201d}", words.trim())
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "revoke_confirm.html")]
+struct RevokeConfirmPage {
+    brand_name: String,
+    signed_in: bool,
+    csrf: String,
+    grant_id: String,
+    agent_name: String,
+    scopes: Vec<String>,
+}
+
+/// The person's own grant `id` at their brand, or a 404 page.
+async fn own_grant(
+    app: &AppState,
+    session: &Session,
+    id: &str,
+) -> Result<(Brand, Person, Grant), PageError> {
+    let Some((brand_id, person)) = signed_in_person(app, session).await? else {
         return Err(PageError::Forbidden(
             "Sign in to manage your connected agents.".into(),
         ));
@@ -401,13 +485,84 @@ pub async fn revoke(
     let id: Uuid = id.parse().map_err(|_| not_found())?;
     let grant = pact_db::grants::find(&app.db, id)
         .await?
-        .filter(|g| g.brand_id == brand && g.user_sub == person.subject())
+        .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
         .ok_or_else(not_found)?;
-    if pact_db::grants::revoke(&app.db, grant.id, "revoked by the user on the account page").await?
-    {
-        tracing::info!(grant = %grant.id, "grant revoked by the user");
+    let brand = known_brand(app, &brand_id).await?;
+    Ok((brand, person, grant))
+}
+
+/// `GET /account/grants/{id}/revoke`: asks before removing access (a form,
+/// so it works without JavaScript).
+pub async fn confirm_revoke(
+    State(app): State<AppState>,
+    browser: Browser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let Some(session) = &browser.session else {
+        return Err(PageError::Forbidden(
+            "Sign in to manage your connected agents.".into(),
+        ));
+    };
+    let (brand, _, grant) = own_grant(&app, session, &id).await?;
+    if !grant.is_active(OffsetDateTime::now_utc()) {
+        return Ok(Redirect::to("/account").into_response());
+    }
+    let agent_name = pact_db::agents::find(&app.db, &grant.pa_issuer)
+        .await?
+        .map(|a| a.name)
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| security::origin_of(&grant.pa_issuer));
+    let scope_text: HashMap<String, String> = pact_db::scopes::list(&app.db, &brand.id)
+        .await?
+        .into_iter()
+        .map(|s| (s.scope_id, s.description))
+        .collect();
+    let page = RevokeConfirmPage {
+        brand_name: brand.name.clone(),
+        signed_in: true,
+        csrf: session.csrf_token.clone(),
+        grant_id: grant.id.to_string(),
+        agent_name,
+        scopes: grant
+            .scopes
+            .iter()
+            .map(|id| scope_text.get(id).cloned().unwrap_or_else(|| id.clone()))
+            .collect(),
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+/// `POST /account/grants/{id}/revoke` (from the confirmation page): the
+/// agent's access ends now, on every node — the rows are the truth every
+/// delegated turn re-checks, the table trigger notifies the other nodes, and
+/// this node's view learns it at once. Every live grant of that agent for
+/// this person goes, since the page shows them as one connection.
+pub async fn revoke(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (session, form) = security::guard_post(&app, &headers, &browser, &body)?;
+    let (brand, person, grant) = own_grant(&app, session, &id).await?;
+    if form.get("confirm") != Some("yes") {
+        // Only the confirmation page's button says yes.
+        return Ok(Redirect::to(&format!("/account/grants/{}/revoke", grant.id)).into_response());
+    }
+    let revoked = pact_db::grants::revoke_connection(
+        &app.db,
+        &brand.id,
+        &grant.pa_issuer,
+        &person.subject(),
+        "revoked by the user on the account page",
+    )
+    .await?;
+    for id in &revoked {
+        app.revocations.insert(*id);
     }
     app.revocations.insert(grant.id);
+    tracing::info!(grant = %grant.id, revoked = revoked.len(), "agent access revoked by the user");
     Ok(Redirect::to("/account?done=revoked").into_response())
 }
 
@@ -419,6 +574,15 @@ mod tests {
     fn times_are_shown_in_utc_minutes() {
         let t = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
         assert_eq!(show_time(t), "2023-11-14 22:13 UTC");
+    }
+
+    #[test]
+    fn actions_read_as_sentences() {
+        assert_eq!(action_in_words("cancel_order"), "Cancelled an order");
+        assert_eq!(
+            action_in_words("track_parcel"),
+            "Used \u{201c}track parcel\u{201d}"
+        );
     }
 
     #[test]

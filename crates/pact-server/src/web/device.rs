@@ -20,11 +20,11 @@
 //! * `GET /device/done` tells them to go back to their agent.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
@@ -32,16 +32,17 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::DeviceAuthorization;
 use pact_db::scopes::BrandScope;
-use pact_db::sessions::Session;
+use pact_db::sessions::{Session, SessionState};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::brand_login::{self, BrandLogin};
 use super::form::Fields;
 use super::page::{ErrorPage, PageError, render};
+use super::security::{self, Visitor};
 use super::session::mfa_is_recent;
 use super::session::{self, Browser};
-use super::{limits, security};
+use crate::client_ip::ClientIp;
 use crate::consent::{self, Approval, ConsentError};
 use crate::domain::{authz_details, user_code};
 use crate::state::AppState;
@@ -74,6 +75,9 @@ struct ConsentPage<'a> {
     brand_name: &'a str,
     signed_in: bool,
     csrf: &'a str,
+    /// Which request this form answers: the POST is refused if the session
+    /// has moved on to another code since (another tab).
+    authorization: String,
     agent_name: &'a str,
     agent_origin: &'a str,
     user_label: &'a str,
@@ -91,6 +95,8 @@ struct ConsentPage<'a> {
 #[template(path = "device_done.html")]
 struct DonePage<'a> {
     brand_name: &'a str,
+    /// For the "Connected agents" link, which must work after sign-out too.
+    brand_id: &'a str,
     signed_in: bool,
     approved: bool,
     agent_name: &'a str,
@@ -250,29 +256,15 @@ fn step_up_url(ticked: &BTreeSet<String>) -> String {
     )
 }
 
-/// The per-IP bucket's key: the address, or its /64 for IPv6 (one host
-/// usually holds a whole /64, so single addresses would be free to rotate).
-fn ip_key(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let s = v6.segments();
-                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-            }
-        },
-    }
-}
-
-/// Per-session, per-IP and global buckets for code entry, checked in that
-/// order so a limited caller does not drain the wider buckets.
-fn limit_code_entry(app: &AppState, s: &Session, ip: IpAddr) -> Result<(), PageError> {
-    let limits = &app.page_limits;
-    let session_key = URL_SAFE_NO_PAD.encode(&s.id_hash);
-    limits::check(&limits.user_code_per_session, &session_key)
-        .and_then(|()| limits::check(&limits.user_code_per_ip, &ip_key(ip)))
-        .and_then(|()| limits::check(&limits.user_code_global, "all"))
+/// Code entry's limits (see `web/limits.rs` for why a flood of wrong codes
+/// cannot refuse a person with a valid one).
+fn limit_code_entry(app: &AppState, visitor: &Visitor<'_>, ip: &ClientIp) -> Result<(), PageError> {
+    let visitor_key = match visitor {
+        Visitor::Session(s) => URL_SAFE_NO_PAD.encode(&s.id_hash),
+        Visitor::Anonymous(t) => t.limit_key(),
+    };
+    app.page_limits
+        .code_attempt(&visitor_key, &ip.limit_key(), Instant::now())
         .map_err(|secs| PageError::TooMany {
             retry_after_secs: secs,
             message: format!(
@@ -289,7 +281,7 @@ pub async fn entry(
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
-    let (s, cookie) = session::ensure(&app, &browser).await?;
+    let (csrf, cookie) = session::form_csrf(&app, &browser);
     let typed = query_param(query.as_deref(), "user_code").unwrap_or_default();
     let code = match user_code::normalise(&typed) {
         Some(c) => user_code::display(&c),
@@ -298,7 +290,7 @@ pub async fn entry(
     let page = DevicePage {
         brand_name: NO_BRAND,
         signed_in: browser.signed_in(),
-        csrf: &s.csrf_token,
+        csrf: &csrf,
         code: &code,
         error: None,
     };
@@ -307,7 +299,7 @@ pub async fn entry(
 
 fn entry_again(
     browser: &Browser,
-    s: &Session,
+    csrf: &str,
     typed: &str,
     error: &str,
     status: StatusCode,
@@ -316,7 +308,7 @@ fn entry_again(
     let page = DevicePage {
         brand_name: NO_BRAND,
         signed_in: browser.signed_in(),
-        csrf: &s.csrf_token,
+        csrf,
         code: &typed,
         error: Some(error),
     };
@@ -329,23 +321,24 @@ async fn code_was_used(app: &AppState, code: &str) -> Result<bool, sqlx::Error> 
     pact_db::device_authorizations::user_code_was_used(&app.db, code).await
 }
 
-/// `POST /device`: confirm the code.
+/// `POST /device`: confirm the code. An anonymous visitor gets a session
+/// only here, once a valid code gives it something to remember.
 pub async fn confirm(
     State(app): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ip: ClientIp,
     browser: Browser,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (s, form) = security::guard_post(&app, &headers, &browser, &body)?;
-    limit_code_entry(&app, s, peer.ip())?;
+    let (visitor, form) = security::guard_form_post(&app, &headers, &browser, &body)?;
+    limit_code_entry(&app, &visitor, &ip)?;
 
     let typed = form.get("user_code").unwrap_or("");
     let signed_in = browser.signed_in();
     let Some(code) = user_code::normalise(typed) else {
         return Ok(entry_again(
             &browser,
-            s,
+            visitor.csrf(),
             typed,
             "That is not a code from an agent. Codes are 8 letters, like BCDF-GHJK.",
             StatusCode::BAD_REQUEST,
@@ -358,9 +351,10 @@ pub async fn confirm(
         if code_was_used(&app, &code).await? {
             return Ok(used_code(NO_BRAND, signed_in));
         }
+        app.page_limits.code_missed(Instant::now());
         return Ok(entry_again(
             &browser,
-            s,
+            visitor.csrf(),
             typed,
             "We don't know that code. Check it against the one your agent shows, or ask it for a new one.",
             StatusCode::NOT_FOUND,
@@ -375,11 +369,30 @@ pub async fn confirm(
     if auth.expires_at <= OffsetDateTime::now_utc() {
         return Ok(expired_code(&brand.name, signed_in));
     }
-    pact_db::sessions::set_device_authorization(&app.db, &s.id_hash, Some(auth.id)).await?;
-    if signed_in_as(&app, s, &brand.id).await?.is_some() {
-        return Ok(see_other("/device/consent"));
-    }
-    sign_in_first(&app, &brand, &auth, signed_in).await
+    let (session, cookie) = match visitor {
+        Visitor::Session(s) => {
+            pact_db::sessions::set_device_authorization(&app.db, &s.id_hash, Some(auth.id)).await?;
+            (s.clone(), None)
+        }
+        Visitor::Anonymous(token) => {
+            let (s, cookie) = session::start_from_form(
+                &app,
+                &token,
+                SessionState {
+                    device_authorization_id: Some(auth.id),
+                    ..SessionState::default()
+                },
+            )
+            .await?;
+            (s, Some(cookie))
+        }
+    };
+    let res = if signed_in_as(&app, &session, &brand.id).await?.is_some() {
+        see_other("/device/consent")
+    } else {
+        sign_in_first(&app, &brand, &auth, signed_in).await?
+    };
+    Ok(with_cookie(res, cookie))
 }
 
 // ---------------------------------------------------------------- consent
@@ -488,6 +501,7 @@ async fn consent_page(
         brand_name: &d.brand.name,
         signed_in: true,
         csrf: &d.session.csrf_token,
+        authorization: d.auth.id.to_string(),
         agent_name: &agent_name,
         agent_origin: &origin_of(&d.auth.pa_issuer),
         user_label: &d.user_label,
@@ -534,6 +548,16 @@ pub async fn decide(
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
+    // The decision is about the request this form showed, never about
+    // whatever code the session holds now (one entered in another tab).
+    if form.get("authorization") != Some(d.auth.id.to_string().as_str()) {
+        tracing::info!(authorization = %d.auth.id, "consent refused: the form was for another request");
+        return Err(PageError::Forbidden(
+            "This page was for another request: a different code was entered since, perhaps in another tab. \
+             Nothing was approved. Review the request now shown and decide again."
+                .to_owned(),
+        ));
+    }
     let now = OffsetDateTime::now_utc();
     match form.get("action") {
         Some("deny") => {
@@ -639,9 +663,10 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
                 .map(|g| g.scopes)
                 .unwrap_or_default();
             let offered = brand_scopes(&app, &auth.brand_id).await?;
+            // Everything the agent may now do, not only this request's part:
+            // an approval can extend an earlier grant.
             scopes
                 .iter()
-                .filter(|id| auth.scopes.contains(id))
                 .map(|id| {
                     offered
                         .iter()
@@ -654,6 +679,7 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
     };
     let page = DonePage {
         brand_name,
+        brand_id: &auth.brand_id,
         signed_in,
         approved,
         agent_name: &agent_name,
@@ -693,16 +719,6 @@ mod tests {
             query_param(Some(back), "scopes").unwrap(),
             "a&b orders:read"
         );
-    }
-
-    #[test]
-    fn ipv6_callers_are_limited_per_64() {
-        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
-        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
-        assert_eq!(ip_key(a), ip_key(b));
-        assert_eq!(ip_key(a), "2001:db8:1:2::/64");
-        assert_eq!(ip_key("::ffff:192.0.2.7".parse().unwrap()), "192.0.2.7");
-        assert_eq!(ip_key("192.0.2.7".parse().unwrap()), "192.0.2.7");
     }
 
     #[test]

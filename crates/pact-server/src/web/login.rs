@@ -10,16 +10,17 @@
 //!
 //! Safety: every POST checks Origin and the CSRF token first; the session id
 //! rotates whenever the authentication state rises; an unknown email and a
-//! wrong password get the same page, status and argon2 work; sign-in is
-//! rate-limited per IP and per account, and the lockout counters live in the
-//! users table so they hold across nodes. Passwords, codes and secrets are
-//! never logged.
-
-use std::net::SocketAddr;
+//! known one get the same page, status, argon2 work, database writes and
+//! lockout (`accounts/lockout.rs`: counted per address and email, and per
+//! email, whether or not an account has it, in the database so the counts
+//! hold across nodes); sign-in is rate-limited per address. Showing the
+//! sign-in page to an anonymous visitor writes nothing; the session is made
+//! when the password is accepted. Passwords, codes and secrets are never
+//! logged.
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pact_db::brands::Brand;
@@ -30,9 +31,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::page::{PageError, render};
+use super::security::Visitor;
 use super::session::{self, Browser};
 use super::{limits, security};
-use crate::accounts::{lockout, password, recovery, totp};
+use crate::accounts::lockout::{self, FailureKeys};
+use crate::accounts::{password, recovery, totp};
+use crate::client_ip::ClientIp;
 use crate::state::AppState;
 
 /// The one message for an unknown email and a wrong password.
@@ -186,17 +190,33 @@ pub async fn complete_sign_in(
     user: &User,
     mfa_at: Option<OffsetDateTime>,
 ) -> Result<HeaderValue, PageError> {
+    sign_in_as(state, Some(old), user, mfa_at).await
+}
+
+/// The sign-in itself: clears the account's failure counts (the person
+/// proved everything asked of them) and rotates into a signed-in session.
+async fn sign_in_as(
+    state: &AppState,
+    old: Option<&Session>,
+    user: &User,
+    mfa_at: Option<OffsetDateTime>,
+) -> Result<HeaderValue, PageError> {
     if user.failed_logins != 0 || user.locked_until.is_some() {
         pact_db::users::clear_failures(&state.db, user.id).await?;
     }
+    pact_db::sign_in_failures::clear(
+        &state.db,
+        &[lockout::account_key(&user.brand_id, &user.email)],
+    )
+    .await?;
     let (_, cookie) = session::start(
         state,
-        Some(old),
+        old,
         SessionState {
             brand_id: Some(user.brand_id.clone()),
             user_id: Some(user.id),
             mfa_at,
-            device_authorization_id: old.device_authorization_id,
+            device_authorization_id: old.and_then(|s| s.device_authorization_id),
             ..SessionState::default()
         },
     )
@@ -253,10 +273,6 @@ pub fn totp_secret(state: &AppState, user: &User) -> Result<Option<Vec<u8>>, Pag
         .map_err(|e| PageError::Internal(Box::new(e)))
 }
 
-fn client_ip(peer: &SocketAddr) -> String {
-    peer.ip().to_string()
-}
-
 // ---------------------------------------------------------------------------
 // GET/POST /login
 // ---------------------------------------------------------------------------
@@ -297,12 +313,12 @@ pub async fn get_login(
     if already {
         return Ok(see_other(&next, None));
     }
-    let (s, cookie) = session::ensure(&state, &browser).await?;
+    let (csrf, cookie) = session::form_csrf(&state, &browser);
     let page = LoginPage {
         brand_name: brand.name.clone(),
         signed_in: browser.signed_in(),
         brand_id: &brand.id,
-        csrf: &s.csrf_token,
+        csrf: &csrf,
         next: &next,
         error: None,
         notice: q.out.is_some().then_some("You are signed out."),
@@ -313,26 +329,35 @@ pub async fn get_login(
 
 pub async fn post_login(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ip: ClientIp,
     headers: HeaderMap,
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let brand = brand_for(&state, form.get("brand"), Some(old)).await?;
+    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    let old = visitor.session();
+    let brand = brand_for(&state, form.get("brand"), old).await?;
     let next = security::safe_next(form.get("next"));
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
         let p = LoginPage {
             brand_name: brand.name.clone(),
             signed_in: browser.signed_in(),
             brand_id: &brand.id,
-            csrf: &old.csrf_token,
+            csrf: visitor.csrf(),
             next: &next,
             error: Some(error),
             notice: None,
             passkeys: state.webauthn.is_some(),
         };
         with_headers(render(&p, status), None, retry)
+    };
+    let locked = |secs: i64| {
+        let retry = u64::try_from(secs).unwrap_or(60);
+        page(
+            &lock_message(secs),
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(retry),
+        )
     };
 
     let email = form
@@ -348,31 +373,21 @@ pub async fn post_login(
         ));
     }
 
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &client_ip(&peer)) {
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &ip.limit_key()) {
         let msg = wait_message("Too many sign-in attempts from your network.", secs);
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
-    // Keyed by the email whether or not an account has it: no difference shows.
-    let account_key = format!("{}\n{email}", brand.id);
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_account, &account_key) {
-        let msg = wait_message("Too many sign-in attempts for this account.", secs);
-        return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
-    }
 
+    // Everything below treats a known and an unknown email alike: the same
+    // counters, the same queries, the same argon2 work, the same answers.
     let now = OffsetDateTime::now_utc();
-    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email).await?;
-    if let Some(secs) = user
-        .as_ref()
-        .and_then(|u| lockout::locked_for(u.locked_until, now))
-    {
+    let keys = FailureKeys::new(&brand.id, &email, &ip.limit_key());
+    let (from_address_lock, account_lock) = failure_locks(&state, &keys, now).await?;
+    if let Some(secs) = from_address_lock {
         // Refused without looking at the password, even a right one.
-        let retry = u64::try_from(secs).unwrap_or(60);
-        return Ok(page(
-            &lock_message(secs),
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(retry),
-        ));
+        return Ok(locked(secs));
     }
+    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email).await?;
 
     // The same argon2 work for an unknown email (a dummy hash), off the async threads.
     let stored = user.as_ref().and_then(|u| u.password_hash.clone());
@@ -383,13 +398,13 @@ pub async fn post_login(
             .map_err(PageError::internal)?;
 
     let user = match (verified, user) {
-        (password::Verified::No, user) => {
-            if let Some(u) = user {
-                record_failure(&state, u.id, now).await?;
-            }
-            return Ok(page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None));
+        (password::Verified::No, _) | (_, None) => {
+            record_password_failure(&state, &keys, now).await?;
+            return Ok(match account_lock {
+                Some(secs) => locked(secs),
+                None => page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None),
+            });
         }
-        (_, None) => return Ok(page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None)),
         (v, Some(u)) => {
             if v == password::Verified::YesRehash {
                 rehash(&state, &u, given).await;
@@ -397,46 +412,95 @@ pub async fn post_login(
             u
         }
     };
+    if let Some(secs) = account_lock
+        && !user.has_totp()
+    {
+        // Someone has been guessing this email from many addresses. The
+        // right password alone is not enough now; a second factor would be.
+        return Ok(locked(secs));
+    }
+    pact_db::sign_in_failures::clear(&state.db, std::slice::from_ref(&keys.from_address)).await?;
 
     if user.has_totp() {
         // Failures are cleared only once the second factor is in, so a known
         // password does not buy unlimited second-factor guesses.
-        let cookie = start_pending(&state, old, &user).await?;
+        let cookie = start_pending(&state, &visitor, &user).await?;
         return Ok(see_other(
             &format!("/login/second-factor?next={}", enc(&next)),
             Some(cookie),
         ));
     }
     if mfa_required(&brand) {
-        let cookie = start_pending(&state, old, &user).await?;
+        let cookie = start_pending(&state, &visitor, &user).await?;
         return Ok(see_other(
             &format!("/account/totp?next={}", enc(&next)),
             Some(cookie),
         ));
     }
-    let cookie = complete_sign_in(&state, old, &user, None).await?;
+    let cookie = sign_in_as(&state, old, &user, None).await?;
     tracing::info!(brand = %brand.id, user = %user.id, "signed in with a password");
     Ok(see_other(&next, Some(cookie)))
+}
+
+/// Seconds left on the (address, email) lock and on the email's lock.
+async fn failure_locks(
+    state: &AppState,
+    keys: &FailureKeys,
+    now: OffsetDateTime,
+) -> Result<(Option<i64>, Option<i64>), PageError> {
+    let rows = pact_db::sign_in_failures::find(
+        &state.db,
+        &[keys.from_address.clone(), keys.account.clone()],
+    )
+    .await?;
+    let lock_of = |key: &[u8]| {
+        rows.iter()
+            .find(|r| r.key_hash == key)
+            .and_then(|r| lockout::locked_for(r.locked_until, now))
+    };
+    Ok((lock_of(&keys.from_address), lock_of(&keys.account)))
+}
+
+/// Counts a wrong password (or an unknown email) on both counters, in one
+/// transaction, locking each that reaches its limit.
+async fn record_password_failure(
+    state: &AppState,
+    keys: &FailureKeys,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    let mut tx = state.db.begin().await?;
+    let here = pact_db::sign_in_failures::increment(&mut *tx, &keys.from_address, now).await?;
+    if let Some(until) = lockout::lock_for(here, lockout::FREE_ATTEMPTS, now) {
+        pact_db::sign_in_failures::lock_until(&mut *tx, &keys.from_address, until).await?;
+    }
+    let all = pact_db::sign_in_failures::increment(&mut *tx, &keys.account, now).await?;
+    if let Some(until) = lockout::lock_for(all, lockout::ACCOUNT_FREE_ATTEMPTS, now) {
+        pact_db::sign_in_failures::lock_until(&mut *tx, &keys.account, until).await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Password accepted, second factor to come: a new session id carrying only
 /// the pending user (and the device authorization being decided).
 async fn start_pending(
     state: &AppState,
-    old: &Session,
+    visitor: &Visitor<'_>,
     user: &User,
 ) -> Result<HeaderValue, PageError> {
-    let (_, cookie) = session::start(
-        state,
-        Some(old),
-        SessionState {
-            brand_id: Some(user.brand_id.clone()),
-            pending_user_id: Some(user.id),
-            device_authorization_id: old.device_authorization_id,
-            ..SessionState::default()
-        },
-    )
-    .await?;
+    let pending = |device_authorization_id| SessionState {
+        brand_id: Some(user.brand_id.clone()),
+        pending_user_id: Some(user.id),
+        device_authorization_id,
+        ..SessionState::default()
+    };
+    let (_, cookie) = match visitor {
+        Visitor::Session(old) => {
+            session::start(state, Some(old), pending(old.device_authorization_id)).await?
+        }
+        // A fresh CSRF token too: the form token was in the page.
+        Visitor::Anonymous(_) => session::start(state, None, pending(None)).await?,
+    };
     Ok(cookie)
 }
 

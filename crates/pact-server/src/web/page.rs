@@ -51,12 +51,21 @@ pub enum PageError {
         retry_after_secs: u64,
         message: String,
     },
+    /// 503: the database cannot be reached now.
+    Unavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<sqlx::Error> for PageError {
     fn from(e: sqlx::Error) -> Self {
-        Self::Internal(Box::new(e))
+        match crate::error::ApiError::from(e) {
+            crate::error::ApiError::Unavailable => Self::Unavailable,
+            crate::error::ApiError::A2a(_) => Self::BadRequest(
+                "Something in what you sent cannot be accepted. Check it and try again.".to_owned(),
+            ),
+            crate::error::ApiError::Internal(cause) => Self::Internal(cause),
+            other => Self::Internal(format!("{other:?}").into()),
+        }
     }
 }
 
@@ -86,6 +95,12 @@ impl IntoResponse for PageError {
                 message.as_str(),
                 Some(*retry_after_secs),
             ),
+            Self::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Please try again in a moment",
+                "We cannot reach our records right now. Nothing was changed. Please try again in a moment.",
+                None,
+            ),
             Self::Internal(cause) => {
                 tracing::error!(error = %cause, "page failed");
                 (
@@ -103,6 +118,9 @@ impl IntoResponse for PageError {
             signed_in: false,
         };
         let mut res = render(&page, status);
+        if matches!(self, Self::Unavailable) {
+            res = crate::error::unavailable(res);
+        }
         if let Some(secs) = retry {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));

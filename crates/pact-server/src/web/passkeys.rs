@@ -13,12 +13,10 @@
 //! (`state.webauthn` is `None`): the passkey UI is hidden and every endpoint
 //! here answers 404.
 
-use std::net::SocketAddr;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::sessions::{Session, SessionState};
@@ -36,6 +34,7 @@ use webauthn_rs::{Webauthn, WebauthnBuilder};
 use super::page::PageError;
 use super::session::{self, Browser};
 use super::{limits, security};
+use crate::client_ip::ClientIp;
 use crate::config::Config;
 use crate::state::AppState;
 
@@ -129,6 +128,12 @@ impl From<PageError> for ApiError {
                 message,
                 retry_after_secs: Some(retry_after_secs.max(1)),
             },
+            PageError::Unavailable => Self {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: "We cannot reach our records right now. Please try again in a moment."
+                    .to_owned(),
+                retry_after_secs: Some(crate::error::UNAVAILABLE_RETRY_SECS),
+            },
             PageError::Internal(cause) => {
                 tracing::error!(error = %cause, "passkey request failed");
                 Self::new(
@@ -149,6 +154,9 @@ impl From<sqlx::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            res = crate::error::unavailable(res);
+        }
         let h = res.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(secs) = self.retry_after_secs {
@@ -359,9 +367,9 @@ struct LoginCeremony {
     authentication: DiscoverableAuthentication,
 }
 
-/// The rate-limit key: the client's IP, apart from the password sign-in's.
-fn client_key(peer: SocketAddr) -> String {
-    format!("passkey {}", peer.ip())
+/// The rate-limit key: the client's address, apart from the password sign-in's.
+fn client_key(ip: &ClientIp) -> String {
+    format!("passkey {}", ip.limit_key())
 }
 
 fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
@@ -379,14 +387,29 @@ fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
 /// `ceremonyId`.
 pub async fn login_start(
     State(app): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ip: ClientIp,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
     Query(query): Query<LoginQuery>,
 ) -> Result<Response, ApiError> {
     let webauthn = relying_party_of(&app)?;
-    let session = check_request(&app, &headers, browser)?;
-    rate_limit(&app, &client_key(peer))?;
+    security::check_origin(&headers, &app.config.public_url)?;
+    let browser = browser?;
+    let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    rate_limit(&app, &client_key(&ip))?;
+    // An anonymous visitor's first session starts here, where a ceremony
+    // needs somewhere to live; its CSRF token stays the page's form token.
+    let (session, cookie) = match browser.session {
+        Some(s) => {
+            security::check_csrf(&s.csrf_token, given)?;
+            (s, None)
+        }
+        None => {
+            let token = session::check_form_token(&browser, given)?;
+            let (s, c) = session::start_from_form(&app, &token, SessionState::default()).await?;
+            (s, Some(c))
+        }
+    };
     let brand = query
         .brand
         .filter(|b| pact_db::brands::is_valid_brand_id(b))
@@ -419,7 +442,11 @@ pub async fn login_start(
     .await?;
     let mut body = serde_json::to_value(&challenge).map_err(internal)?;
     body["ceremonyId"] = json!(ceremony);
-    Ok(json_ok(body))
+    let mut res = json_ok(body);
+    if let Some(c) = cookie {
+        res.headers_mut().insert(header::SET_COOKIE, c);
+    }
+    Ok(res)
 }
 
 #[derive(Deserialize)]
@@ -436,14 +463,14 @@ const NOT_RECOGNISED: &str =
 /// `{"redirect": next}` with a new, signed-in session cookie.
 pub async fn login_finish(
     State(app): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ip: ClientIp,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
     body: Result<Json<LoginFinish>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
-    rate_limit(&app, &client_key(peer))?;
+    rate_limit(&app, &client_key(&ip))?;
     let Json(body) =
         body.map_err(|_| ApiError::bad_request("The passkey answer was not understood."))?;
     let now = OffsetDateTime::now_utc();
@@ -582,7 +609,7 @@ mod tests {
     #[test]
     fn no_relying_party_for_an_ip_address() {
         let key = std::sync::Arc::new(pact_jose::MasterKey::generate().unwrap());
-        let addr: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], 8080).into();
         let mut config = Config::for_listen(addr, key);
         assert!(relying_party(&config).is_none());
         config.public_url = "http://localhost:8080".into();

@@ -104,6 +104,52 @@ pub fn guard_post<'b>(
     Ok((s, form))
 }
 
+/// Who posted a form that anonymous visitors may post too (code entry,
+/// sign-in): a live session, or a browser with only its form token.
+#[derive(Debug)]
+pub enum Visitor<'b> {
+    Session(&'b pact_db::sessions::Session),
+    Anonymous(super::session::FormToken),
+}
+
+impl Visitor<'_> {
+    pub fn session(&self) -> Option<&pact_db::sessions::Session> {
+        match self {
+            Self::Session(s) => Some(s),
+            Self::Anonymous(_) => None,
+        }
+    }
+
+    /// The CSRF token the form was checked against (to render it again).
+    pub fn csrf(&self) -> &str {
+        match self {
+            Self::Session(s) => &s.csrf_token,
+            Self::Anonymous(t) => t.as_str(),
+        }
+    }
+}
+
+/// [`guard_post`] for the forms an anonymous visitor may send: the Origin
+/// check, then the CSRF token against the session's or, without a session,
+/// against the form-token cookie.
+pub fn guard_form_post<'b>(
+    state: &AppState,
+    headers: &HeaderMap,
+    browser: &'b Browser,
+    body: &[u8],
+) -> Result<(Visitor<'b>, Fields), PageError> {
+    check_origin(headers, &state.config.public_url)?;
+    let form = Fields::parse(body);
+    let visitor = match &browser.session {
+        Some(s) => {
+            check_csrf(&s.csrf_token, form.get("csrf"))?;
+            Visitor::Session(s)
+        }
+        None => Visitor::Anonymous(super::session::check_form_token(browser, form.get("csrf"))?),
+    };
+    Ok((visitor, form))
+}
+
 /// Only same-origin paths are followed after sign-in: `/x` but not `//evil`,
 /// `/\evil`, `https://evil`, or anything with control characters.
 pub fn safe_next(next: Option<&str>) -> String {

@@ -31,10 +31,12 @@ pub fn mfa_at_is_recent(mfa_at: Option<OffsetDateTime>, now: OffsetDateTime) -> 
     mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW)
 }
 
-/// What the request's cookie refers to, if anything live.
+/// What the request's cookies refer to, if anything live.
 #[derive(Clone, Debug)]
 pub struct Browser {
     pub session: Option<Session>,
+    /// The anonymous form token (see [`form_token`]), when the browser has one.
+    pub form_token: Option<String>,
 }
 
 /// `__Host-` binds the cookie to this exact origin, but requires `Secure`.
@@ -48,6 +50,25 @@ pub fn cookie_name(secure: bool) -> &'static str {
 
 pub fn is_secure(state: &AppState) -> bool {
     state.config.public_url.starts_with("https://")
+}
+
+/// The cookie of an anonymous visitor's form token. Like the session cookie,
+/// `__Host-` on HTTPS, so neither a sibling subdomain nor plain HTTP can
+/// plant one (the weakness of a naive double-submit token).
+pub fn form_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        "__Host-pactd_form"
+    } else {
+        "pactd_form"
+    }
+}
+
+/// 43 characters of base64url: the shape of every secret we issue.
+fn well_formed(raw: &str) -> bool {
+    raw.len() == 43
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -65,16 +86,25 @@ impl FromRequestParts<AppState> for Browser {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        let Some(raw) = cookie_value(&parts.headers, cookie_name(is_secure(state))) else {
-            return Ok(Self { session: None });
+        let secure = is_secure(state);
+        let form_token = cookie_value(&parts.headers, form_cookie_name(secure))
+            .filter(|raw| well_formed(raw))
+            .map(str::to_owned);
+        let session = match cookie_value(&parts.headers, cookie_name(secure)) {
+            Some(raw) if well_formed(raw) => {
+                pact_db::sessions::find_live(
+                    &state.db,
+                    &secrets::hash(raw),
+                    OffsetDateTime::now_utc(),
+                )
+                .await?
+            }
+            _ => None,
         };
-        if raw.len() != 43 {
-            return Ok(Self { session: None });
-        }
-        let session =
-            pact_db::sessions::find_live(&state.db, &secrets::hash(raw), OffsetDateTime::now_utc())
-                .await?;
-        Ok(Self { session })
+        Ok(Self {
+            session,
+            form_token,
+        })
     }
 }
 
@@ -86,39 +116,61 @@ impl Browser {
     }
 }
 
-/// A `Set-Cookie` value for a session id.
-pub fn set_cookie(state: &AppState, raw_id: &str) -> HeaderValue {
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, whole site, `Secure` on HTTPS.
+fn cookie(
+    state: &AppState,
+    name: fn(bool) -> &'static str,
+    value: &str,
+    max_age: i64,
+) -> HeaderValue {
     let secure = is_secure(state);
-    let value = format!(
-        "{}={raw_id}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
-        cookie_name(secure),
-        LIFETIME.whole_seconds(),
+    let line = format!(
+        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
+        name(secure),
         if secure { "; Secure" } else { "" }
     );
-    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+    HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A `Set-Cookie` value for a session id.
+pub fn set_cookie(state: &AppState, raw_id: &str) -> HeaderValue {
+    cookie(state, cookie_name, raw_id, LIFETIME.whole_seconds())
 }
 
 /// The `Set-Cookie` that removes the session cookie.
 pub fn clear_cookie(state: &AppState) -> HeaderValue {
-    let secure = is_secure(state);
-    let value = format!(
-        "{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
-        cookie_name(secure),
-        if secure { "; Secure" } else { "" }
-    );
-    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+    cookie(state, cookie_name, "", 0)
 }
 
 /// Starts a new session with `state` (replacing `old` if given) and returns
-/// it with the `Set-Cookie` header value. Used for a first visit and for
-/// every rotation.
+/// it with the `Set-Cookie` header value. Used for every rotation.
 pub async fn start(
     app: &AppState,
     old: Option<&Session>,
     state: SessionState,
 ) -> Result<(Session, HeaderValue), PageError> {
-    let (raw, hash) = secrets::new_secret();
     let (csrf, _) = secrets::new_secret();
+    insert(app, old, state, &csrf).await
+}
+
+/// The first session of an anonymous visitor, made only once they do
+/// something that needs state (a code entered, a sign-in begun). It keeps
+/// the form token as its CSRF token, so pages already open stay usable.
+pub async fn start_from_form(
+    app: &AppState,
+    form: &FormToken,
+    state: SessionState,
+) -> Result<(Session, HeaderValue), PageError> {
+    insert(app, None, state, &form.0).await
+}
+
+async fn insert(
+    app: &AppState,
+    old: Option<&Session>,
+    state: SessionState,
+    csrf: &str,
+) -> Result<(Session, HeaderValue), PageError> {
+    let (raw, hash) = secrets::new_secret();
     let mut tx = app.db.begin().await?;
     if let Some(old) = old {
         pact_db::sessions::delete(&mut *tx, &old.id_hash).await?;
@@ -126,7 +178,7 @@ pub async fn start(
     let session = pact_db::sessions::insert(
         &mut *tx,
         &hash,
-        &csrf,
+        csrf,
         &state,
         OffsetDateTime::now_utc() + LIFETIME,
     )
@@ -135,20 +187,46 @@ pub async fn start(
     Ok((session, set_cookie(app, &raw)))
 }
 
-/// The session, creating an anonymous one when there is none (forms need a
-/// CSRF token before anyone signs in). The header is `Some` when a cookie
-/// must be set.
-pub async fn ensure(
-    app: &AppState,
-    browser: &Browser,
-) -> Result<(Session, Option<HeaderValue>), PageError> {
-    match &browser.session {
-        Some(s) => Ok((s.clone(), None)),
-        None => {
-            let (s, cookie) = start(app, None, SessionState::default()).await?;
-            Ok((s, Some(cookie)))
-        }
+/// An anonymous visitor's form token: 256 random bits in a cookie that the
+/// form repeats (a double-submit CSRF token). Showing a form to someone
+/// without a session writes nothing to the database, so a flood of
+/// cookie-less GETs costs us no rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormToken(String);
+
+impl FormToken {
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
+
+    /// A stable key for per-visitor limits (the token's hash, not the token).
+    pub fn limit_key(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secrets::hash(&self.0))
+    }
+}
+
+/// The CSRF token for a form on this page: the session's when there is one,
+/// otherwise the anonymous form token (with the `Set-Cookie` that creates it
+/// when the browser has none yet).
+pub fn form_csrf(app: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+    if let Some(s) = &browser.session {
+        return (s.csrf_token.clone(), None);
+    }
+    if let Some(t) = &browser.form_token {
+        return (t.clone(), None);
+    }
+    let (raw, _) = secrets::new_secret();
+    let set = cookie(app, form_cookie_name, &raw, LIFETIME.whole_seconds());
+    (raw, Some(set))
+}
+
+/// The anonymous form token, if the browser has one and it matches what the
+/// form (or the `X-CSRF-Token` header) repeats.
+pub fn check_form_token(browser: &Browser, given: Option<&str>) -> Result<FormToken, PageError> {
+    let expected = browser.form_token.as_deref().unwrap_or("");
+    super::security::check_csrf(expected, given)?;
+    Ok(FormToken(expected.to_owned()))
 }
 
 /// The state carried into a rotated session.
