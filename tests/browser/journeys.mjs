@@ -6,7 +6,7 @@
 // Prints one JSON line on success; exits non-zero with a message otherwise.
 // Every page visited is saved as a screenshot under `shots` (a directory).
 import { createHmac } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -34,7 +34,11 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
-const context = await browser.newContext({ viewport: { width: input.width || 390, height: 844 } });
+// The accessibility journey injects axe-core, which the pages' CSP (rightly) forbids.
+const context = await browser.newContext({
+  viewport: { width: input.width || 390, height: 844 },
+  bypassCSP: journey === 'a11y',
+});
 const page = await context.newPage();
 page.setDefaultTimeout(15_000);
 let shot = 0;
@@ -125,6 +129,63 @@ try {
     await expectHeading('Connected agents');
     await snap('account-revoked');
     result.revoked_page = await page.textContent('main');
+  } else if (journey === 'a11y') {
+    // Every page a person meets, in light and dark, through axe-core; also
+    // whether the page is wider than the window (long words must wrap).
+    const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+    const report = [];
+    const audit = async (name) => {
+      for (const scheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme: scheme });
+        await page.evaluate(axeSource);
+        const found = await page.evaluate(async () => {
+          const r = await window.axe.run(document, { resultTypes: ['violations'] });
+          return r.violations.map((v) => ({
+            id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')),
+          }));
+        });
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        report.push({ page: name, scheme, violations: found, overflow });
+        await snap(`${name}-${scheme}`);
+      }
+      await page.emulateMedia({ colorScheme: 'light' });
+    };
+    await page.goto(input.link);
+    await expectHeading('Connect your agent');
+    await audit('device');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expectHeading('Sign in to');
+    await audit('sign-in');
+    await page.getByLabel('Email').fill(input.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.locator('#form-error').waitFor();
+    await audit('sign-in-error');
+    await page.getByLabel('Email').fill(input.email);
+    await page.getByLabel('Password').fill(input.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expectHeading('One more step');
+    await audit('second-factor');
+    await page.getByLabel('6-digit code from your authenticator app').fill(totp(input.totp_secret_hex));
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await expectHeading('Allow');
+    await audit('consent');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expectHeading('Done');
+    await audit('done');
+    await page.goto(`${input.base}/account?brand=${input.brand}`);
+    await expectHeading('Connected agents');
+    await audit('account');
+    await page.getByRole('link', { name: 'Remove access…' }).first().click();
+    await expectHeading('Remove');
+    await audit('revoke-confirm');
+    await page.goto(`${input.base}/no-such-page`);
+    await expectHeading('Not found');
+    await audit('not-found');
+    // The skip link is the first thing the keyboard reaches.
+    await page.keyboard.press('Tab');
+    result.first_focus = await page.evaluate(() => document.activeElement && document.activeElement.textContent);
+    result.report = report;
   } else {
     throw new Error(`unknown journey ${journey}`);
   }

@@ -29,7 +29,9 @@ fn ensure_playwright() {
     static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| {
         let dir = workspace().join("tests/browser");
-        if dir.join("node_modules/playwright-core").exists() {
+        if dir.join("node_modules/playwright-core").exists()
+            && dir.join("node_modules/axe-core").exists()
+        {
             return;
         }
         let status = std::process::Command::new("npm")
@@ -48,7 +50,8 @@ fn ensure_playwright() {
 /// Runs one journey; panics with the script's stderr unless it succeeds.
 async fn journey(name: &str, mut input: Value) -> Value {
     ensure_playwright();
-    let shots = workspace().join("target/browser-screenshots").join(name);
+    let dir = input["shots_name"].as_str().unwrap_or(name).to_owned();
+    let shots = workspace().join("target/browser-screenshots").join(dir);
     std::fs::remove_dir_all(&shots).ok();
     std::fs::create_dir_all(&shots).unwrap();
     input["shots"] = json!(shots);
@@ -212,4 +215,59 @@ async fn revoking_on_the_account_page_cuts_the_agent_off_at_once() {
         after.headers()["www-authenticate"],
         r#"Bearer realm="a2a", error="invalid_token""#
     );
+}
+
+/// Issue 9 (items 5 and 6): every page a person meets passes axe-core with no
+/// serious or critical violation, in light and dark, at a phone's and a
+/// laptop's width, and a long unbroken word in a brand name or a scope
+/// description wraps instead of widening the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
+    for width in [390, 1280] {
+        let app = app().await;
+        sqlx::query("update brands set name = $1 where id = 'demo'")
+            .bind("Supercalifragilisticexpialidociousandthensomemore Store")
+            .execute(&app.db)
+            .await
+            .unwrap();
+        pact_db::scopes::upsert(
+            &app.db,
+            "demo",
+            "orders:read",
+            "See your orders at https://orders.example/a/very/long/path/that/never/breaks/anywhere/at/all",
+            false,
+        )
+        .await
+        .unwrap();
+        let pa = app.registered_pa(ISS).await;
+        let p = person(&app, &format!("axe{width}@example.com")).await;
+        let auth = app
+            .device_authorize(&pa, "pa-axe", "orders:read orders:cancel", None)
+            .await;
+        let mut inp = input(&app, &p, Some(&auth));
+        inp["width"] = json!(width);
+        inp["shots_name"] = json!(format!("a11y-{width}"));
+        let out = journey("a11y", inp).await;
+        assert_eq!(out["first_focus"], "Skip to content", "{out}");
+        let report = out["report"].as_array().unwrap();
+        assert_eq!(report.len(), 18, "{out}");
+        let mut problems = Vec::new();
+        for entry in report {
+            for v in entry["violations"].as_array().unwrap() {
+                if matches!(v["impact"].as_str(), Some("serious" | "critical")) {
+                    problems.push(format!(
+                        "{width}px {} {}: {v}",
+                        entry["page"], entry["scheme"]
+                    ));
+                }
+            }
+            if entry["overflow"].as_i64().unwrap() > 0 {
+                problems.push(format!(
+                    "{width}px {} {}: wider than the window by {} px",
+                    entry["page"], entry["scheme"], entry["overflow"]
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
 }

@@ -481,9 +481,6 @@ impl client::Ui for ApprovingPerson {
                 .unwrap();
         });
     }
-    fn confirm(&mut self, _question: &str) -> bool {
-        false
-    }
 }
 
 #[tokio::test]
@@ -498,7 +495,6 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
     let send = |text: &str| client::SendOptions {
         card_url: app.state.config.card_url("demo"),
         text: text.to_owned(),
-        auto_connect: true,
         ..Default::default()
     };
 
@@ -569,6 +565,179 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
     let checks = client::check_receipts(&agent).await.unwrap();
     assert_eq!(checks.len(), 3);
     assert!(checks.iter().all(|c| c.signature.is_ok()));
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
+/// A person who reads the store's message and approves the link in it (the
+/// approval itself goes through the harness, as the consent page would do
+/// it), never the one the agent shows. Records the codes in the store's messages and the codes the agent
+/// shows, to prove the agent collected the very authorization approved.
+struct LinkReader {
+    approve: tokio::sync::mpsc::UnboundedSender<String>,
+    codes_in_messages: Vec<String>,
+    codes_shown: Vec<String>,
+}
+
+impl client::Ui for LinkReader {
+    fn info(&mut self, msg: &str) {
+        println!("{msg}");
+        if let Some((_, rest)) = msg.split_once("user_code=") {
+            let code: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            self.codes_in_messages.push(code);
+        }
+    }
+    fn warn(&mut self, msg: &str) {
+        println!("warning: {msg}");
+    }
+    /// The person opens the store's link once the agent is waiting (a
+    /// person takes seconds, the agent's device authorization milliseconds).
+    fn show_link(&mut self, device: &pact_proto::oauth::DeviceAuthorizationResponse) {
+        self.codes_shown.push(device.user_code.clone());
+        if let Some(code) = self.codes_in_messages.last() {
+            self.approve.send(code.clone()).unwrap();
+        }
+    }
+}
+
+/// `client::send` while the person approves, as alice, everything each link
+/// in the store's messages asks for (as the consent page would record it).
+async fn send_approving(
+    app: &TestApp,
+    agent: &client::Agent,
+    opts: &client::SendOptions,
+    person: &mut LinkReader,
+    links: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+) -> anyhow::Result<Reply> {
+    let sending = client::send(agent, opts, person);
+    tokio::pin!(sending);
+    let deadline = tokio::time::sleep(Duration::from_secs(60));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            r = &mut sending => return r,
+            Some(code) = links.recv() => {
+                let auth = pact_server::consent::find_by_user_code(&app.state, &code)
+                    .await
+                    .unwrap()
+                    .expect("the link in the store's message names a live authorization");
+                let scopes: Vec<&str> = auth.scopes.iter().map(String::as_str).collect();
+                app.approve(&code, "alice", &scopes).await;
+            }
+            () = &mut deadline => panic!("send did not finish within a minute"),
+        }
+    }
+}
+
+/// Issue 9 (items 1 and 3), the journey as a person makes it: `send` gets a
+/// step-up task, the person approves the link in the store's message once,
+/// and the agent collects that approval and asks again by itself. A step-up
+/// left waiting (`no_wait`) still hands the agent a receipt, which it keeps,
+/// so the grant's chain stays intact when the conversation goes on; at the
+/// end `check_receipts` finds every receipt signed and every chain whole.
+#[tokio::test]
+async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_chain() {
+    let (app, home, _identity, _jwks) = pactd_with_agent().await;
+    let agent = client::Agent::load(home.clone(), None).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut person = LinkReader {
+        approve: tx,
+        codes_in_messages: Vec::new(),
+        codes_shown: Vec::new(),
+    };
+    let send = |text: &str, no_wait: bool| client::SendOptions {
+        card_url: app.state.config.card_url("demo"),
+        text: text.to_owned(),
+        no_wait,
+        ..Default::default()
+    };
+    let order = pact_server::agent::demo_tools::seed_orders("demo", "alice")[0]
+        .order_id
+        .clone();
+
+    // 1. Not connected yet: the step-up is followed without being asked.
+    let reply = send_approving(
+        &app,
+        &agent,
+        &send("Show me my orders", false),
+        &mut person,
+        &mut rx,
+    )
+    .await
+    .unwrap();
+    let Reply::Message { text, context_id } = reply else {
+        panic!("expected the orders, got {reply:?}");
+    };
+    assert!(text.contains(&format!("{order} (")), "{text}");
+    assert_eq!(person.codes_in_messages.len(), 1, "one approval");
+    assert_eq!(
+        person.codes_shown, person.codes_in_messages,
+        "the agent collected the authorization the store's link names"
+    );
+
+    // 2. A step-up left waiting: the store's message comes back, nothing is
+    // cancelled, but the task's receipt is kept.
+    let reply = client::send(&agent, &send(&format!("cancel {order}"), true), &mut person)
+        .await
+        .unwrap();
+    let Reply::StepUp { missing, link, .. } = reply else {
+        panic!("expected a step-up, got {reply:?}");
+    };
+    assert_eq!(missing, vec!["orders:cancel".to_owned()]);
+    assert!(link.unwrap().contains("user_code="));
+    assert_eq!(
+        home.receipts().unwrap().len(),
+        2,
+        "the step-up's receipt is kept"
+    );
+
+    // 3. The conversation goes on under the same grant: its receipt follows
+    // the step-up's in the chain.
+    let reply = client::send(&agent, &send("Show me my orders", false), &mut person)
+        .await
+        .unwrap();
+    assert!(matches!(&reply, Reply::Message { .. }), "{reply:?}");
+
+    // 4. The step-up again, followed: one approval of the store's link and
+    // the order is cancelled without asking twice.
+    let reply = send_approving(
+        &app,
+        &agent,
+        &send(&format!("cancel {order}"), false),
+        &mut person,
+        &mut rx,
+    )
+    .await
+    .unwrap();
+    let Reply::Message {
+        text,
+        context_id: ctx,
+    } = reply
+    else {
+        panic!("expected the cancellation, got {reply:?}");
+    };
+    assert_eq!(
+        text,
+        format!("Order {order} is cancelled. You won't be charged.")
+    );
+    assert_eq!(ctx, context_id, "one conversation throughout");
+    assert_eq!(
+        person.codes_in_messages.len(),
+        2,
+        "one approval per step-up"
+    );
+    assert_eq!(person.codes_shown, person.codes_in_messages);
+
+    // Every receipt kept — two of them from step-up tasks — verifies, and
+    // every chain is whole.
+    let checks = client::check_receipts(&agent).await.unwrap();
+    assert_eq!(checks.len(), 5, "{checks:?}");
+    for c in &checks {
+        assert_eq!(c.signature, Ok(()), "{c:?}");
+        assert_eq!(c.chain, Some(Ok(())), "{c:?}");
+    }
     std::fs::remove_dir_all(home.dir()).ok();
 }
 

@@ -286,12 +286,18 @@ fn behind_loopback_proxy(c: &mut pact_server::Config) {
 
 #[tokio::test]
 async fn a_person_with_a_valid_code_gets_through_a_guessing_flood() {
-    let (app, pa) = delegating_app(behind_loopback_proxy).await;
+    // The default miss budget's burst, with a refill slow enough that the
+    // flood drains it whatever the machine's speed.
+    let (app, pa) = delegating_app(|c| {
+        behind_loopback_proxy(c);
+        c.page_limits.user_code_misses = pact_server::web::limits::Rate::new(0.001, 120.0);
+    })
+    .await;
     let auth = app.device_authorize(&pa, PA_SUB, "orders:read", None).await;
-    // 400 wrong codes from 40 addresses.
+    // 440 wrong codes from 40 addresses.
     let mut limited = 0;
     for ip in 0..40 {
-        for _ in 0..10 {
+        for _ in 0..11 {
             let res = enter_code_from(&app, &format!("10.1.0.{ip}"), "BBBB-BBBB").await;
             match res.status().as_u16() {
                 404 => {}
@@ -308,7 +314,11 @@ async fn a_person_with_a_valid_code_gets_through_a_guessing_flood() {
 
 #[tokio::test]
 async fn one_address_is_limited_in_code_entry_even_with_fresh_sessions() {
-    let (app, _) = delegating_app(behind_loopback_proxy).await;
+    let (app, _) = delegating_app(|c| {
+        behind_loopback_proxy(c);
+        c.page_limits.user_code_per_ip = pact_server::web::limits::Rate::new(0.001, 10.0);
+    })
+    .await;
     let mut statuses = Vec::new();
     for _ in 0..12 {
         statuses.push(

@@ -981,3 +981,43 @@ async fn the_script_and_the_sign_in_partial_are_served_without_inline_code() {
     assert!(html.contains(&format!(r#"data-csrf="{csrf}""#)));
     assert!(!html.contains("<script>"));
 }
+
+#[tokio::test]
+async fn a_person_sees_where_they_are_signed_in_and_signs_out_everywhere_else() {
+    let app = delegated_app().await;
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let bob = add_user(&app, "demo", "bob@example.com", PASSWORD).await;
+    let (laptop, csrf) = signed_in(&app, &ann, None).await;
+    let (phone, _) = signed_in(&app, &ann, None).await;
+    let (bobs, _) = signed_in(&app, &bob, None).await;
+
+    let html = laptop.get("/account").await.text().await.unwrap();
+    assert!(html.contains("Where you are signed in"), "{html}");
+    assert_eq!(html.matches("This browser").count(), 1);
+    assert_eq!(html.matches("Another browser").count(), 1);
+    assert!(html.contains("Sign out everywhere else"));
+
+    // Needs the CSRF token like every other form.
+    let res = laptop
+        .post("/account/sessions/sign-out-others", &[("csrf", "nope")])
+        .await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(phone.get("/account").await.status(), 200);
+
+    let res = laptop
+        .post("/account/sessions/sign-out-others", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/account?done=signed-out-others");
+    let html = laptop
+        .get("/account?done=signed-out-others")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("signed out everywhere else"), "{html}");
+    assert!(!html.contains("Another browser"));
+    // The phone is signed out; Bob is not touched.
+    assert_ne!(phone.get("/account").await.status(), 200);
+    assert_eq!(bobs.get("/account").await.status(), 200);
+}

@@ -110,12 +110,28 @@ async fn unknown_paths_are_bare_404_and_wrong_methods_bare_405_before_authentica
         app.http.get(format!("{iface}/nope")),
         app.http.post(format!("{iface}/tasks/t1:explode")),
         app.http.get(format!("{}/a2a", app.base_url)),
-        app.http.get(format!("{}/elsewhere", app.base_url)),
+        app.http
+            .get(format!("{}/.well-known/nothing", app.base_url)),
     ];
     for req in not_found {
         // No credentials at all: still 404, never 401.
         assert_bare(req.send().await.unwrap(), 404).await;
     }
+    // Outside the A2A paths a person's browser gets a page, not Chromium's own error page.
+    let res = app
+        .http
+        .get(format!("{}/elsewhere", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("There is no page at this address")
+    );
     let wrong_method = [
         app.http.get(format!("{iface}/message:send")),
         app.http.put(format!("{iface}/message:send")),

@@ -2,12 +2,11 @@
 //!
 //! `send` talks A2A (PACT §4) with a PA-JWT and, when the user connected,
 //! the delegation token (§5.5), refreshing it transparently; it remembers
-//! the conversation per brand and `sub`, follows a step-up task by offering
-//! to connect for the missing scopes, and verifies and keeps every receipt
-//! (§5.6). `connect` runs the device flow (§5.1, §5.3) as a careful client.
+//! the conversation per brand and `sub`, follows a step-up task by waiting
+//! for the approval of the missing scopes and asking again, and verifies and
+//! keeps every receipt, step-up tasks' included (§5.6). `connect` runs the device flow (§5.1, §5.3) as a careful client.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Result, anyhow, bail};
 use pact_proto::A2aError;
@@ -31,8 +30,6 @@ pub trait Ui: Send {
     fn warn(&mut self, msg: &str);
     /// Shows the link and code of a device authorization (and a QR code).
     fn show_link(&mut self, device: &DeviceAuthorizationResponse);
-    /// Asks a yes/no question; `false` when nobody can answer.
-    fn confirm(&mut self, question: &str) -> bool;
 }
 
 /// The terminal: messages on stderr, replies on stdout.
@@ -70,18 +67,6 @@ impl Ui for TerminalUi {
             "(the code expires in {expires}; checking every {} s)",
             device.interval
         );
-    }
-    fn confirm(&mut self, question: &str) -> bool {
-        if !std::io::stdin().is_terminal() {
-            return false;
-        }
-        eprint!("{question} [y/N] ");
-        std::io::stderr().flush().ok();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() {
-            return false;
-        }
-        matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
     }
 }
 
@@ -196,10 +181,6 @@ pub async fn connect_at(
             d.scopes.keys().cloned().collect::<Vec<_>>().join(", ")
         );
     }
-    let server = oauth::discover(&agent.http, &d.metadata_url)
-        .await
-        .ok()
-        .map(|(_, s)| s);
     let sub = agent.sub(opts.sub.as_deref());
     ui.info(&format!("Asking {} for:", info.name));
     for s in &opts.scopes {
@@ -209,74 +190,131 @@ pub async fn connect_at(
         ));
     }
     loop {
-        let res = oauth::device_authorize(
-            &agent.http,
-            &agent.signer,
+        let device = request_device(
+            agent,
+            d,
             &sub,
-            &d.device_authorization_url,
             &opts.scopes,
             opts.authorization_details.as_deref(),
         )
         .await?;
-        if res.status == 401 && oauth::oauth_error_code(&res).is_none() {
-            bail!("{}", agent.registration_hint());
-        }
-        let device = oauth::parse_device_response(&res)?;
         ui.show_link(&device);
-        let mut events = |e: PollEvent| match e {
-            PollEvent::Pending => {}
-            PollEvent::SlowDown { interval } => ui.info(&format!(
-                "(the server asked us to slow down: checking every {interval} s)"
-            )),
-        };
-        let outcome = oauth::poll_until_decided(
-            &agent.http,
-            &agent.signer,
+        let decided = collect(
+            agent,
+            info,
             &sub,
-            &d.token_url,
             &device,
-            &mut events,
+            &opts.scopes,
+            opts.show_tokens,
+            ui,
         )
         .await?;
-        match outcome {
-            PollOutcome::Granted { tokens, .. } => {
-                let stored =
-                    store_tokens(agent, info, &sub, &tokens, &d.token_url, server.as_ref())?;
-                let granted: BTreeSet<String> = stored.scopes().into_iter().collect();
-                ui.info(&format!("Connected: granted {}", stored.scope));
-                let missing: Vec<&String> = opts
-                    .scopes
-                    .iter()
-                    .filter(|s| !granted.contains(*s))
-                    .collect();
-                if !missing.is_empty() {
-                    ui.warn(&format!(
-                        "not granted (the person unticked them): {}",
-                        missing
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-                if opts.show_tokens {
-                    println!("access_token:  {}", tokens.access_token);
-                    println!("refresh_token: {}", tokens.refresh_token);
-                }
-                return Ok(stored);
-            }
-            PollOutcome::Denied(_) => bail!("the request was denied"),
-            PollOutcome::Expired(_) if opts.restart_on_expiry => {
+        match decided {
+            Decided::Granted(stored) => return Ok(stored),
+            Decided::Denied => bail!("the request was denied"),
+            Decided::Expired if opts.restart_on_expiry => {
                 ui.info("The code expired; starting again with a new one.");
             }
-            PollOutcome::Expired(_) => {
+            Decided::Expired => {
                 bail!(
                     "the code expired before anyone approved it (pass --restart-on-expiry to start again automatically)"
                 )
             }
-            PollOutcome::Failed(why, _) => bail!("the token endpoint refused: {why}"),
+            Decided::Failed(why) => bail!("the token endpoint refused: {why}"),
         }
     }
+}
+
+/// RFC 8628 §3.1 (PACT §5.1): a device authorization for `scopes`.
+async fn request_device(
+    agent: &Agent,
+    d: &card::DelegationInfo,
+    sub: &str,
+    scopes: &[String],
+    authorization_details: Option<&str>,
+) -> Result<DeviceAuthorizationResponse> {
+    let res = oauth::device_authorize(
+        &agent.http,
+        &agent.signer,
+        sub,
+        &d.device_authorization_url,
+        scopes,
+        authorization_details,
+    )
+    .await?;
+    if res.status == 401 && oauth::oauth_error_code(&res).is_none() {
+        bail!("{}", agent.registration_hint());
+    }
+    oauth::parse_device_response(&res)
+}
+
+/// How a device authorization ended.
+enum Decided {
+    /// Approved; the tokens are stored.
+    Granted(StoredTokens),
+    Denied,
+    Expired,
+    Failed(String),
+}
+
+/// Polls for `device` (RFC 8628 §3.4–3.5, PACT §5.3) and stores the tokens,
+/// saying which of `requested` the person did not grant.
+async fn collect(
+    agent: &Agent,
+    info: &CardInfo,
+    sub: &str,
+    device: &DeviceAuthorizationResponse,
+    requested: &[String],
+    show_tokens: bool,
+    ui: &mut dyn Ui,
+) -> Result<Decided> {
+    let d = delegation_of(info)?;
+    let mut events = |e: PollEvent| match e {
+        PollEvent::Pending => {}
+        PollEvent::SlowDown { interval } => ui.info(&format!(
+            "(the server asked us to slow down: checking every {interval} s)"
+        )),
+    };
+    let outcome = oauth::poll_until_decided(
+        &agent.http,
+        &agent.signer,
+        sub,
+        &d.token_url,
+        device,
+        &mut events,
+    )
+    .await?;
+    Ok(match outcome {
+        PollOutcome::Granted { tokens, .. } => {
+            // The revocation endpoint is kept with the tokens (RFC 7009).
+            let server = oauth::discover(&agent.http, &d.metadata_url)
+                .await
+                .ok()
+                .map(|(_, s)| s);
+            let stored = store_tokens(agent, info, sub, &tokens, &d.token_url, server.as_ref())?;
+            let granted: BTreeSet<String> = stored.scopes().into_iter().collect();
+            ui.info(&format!("Connected: granted {}", stored.scope));
+            let missing: Vec<&str> = requested
+                .iter()
+                .filter(|s| !granted.contains(*s))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                ui.warn(&format!(
+                    "not granted (the person unticked them): {}",
+                    missing.join(", ")
+                ));
+            }
+            if show_tokens {
+                println!("access_token:  {}", tokens.access_token);
+                println!("refresh_token: {}", tokens.refresh_token);
+            }
+            Decided::Granted(stored)
+        }
+        PollOutcome::Denied(_) => Decided::Denied,
+        PollOutcome::Expired(_) => Decided::Expired,
+        PollOutcome::Failed(why, _) => Decided::Failed(why),
+    })
 }
 
 fn store_tokens(
@@ -347,16 +385,27 @@ pub struct SendOptions {
     /// Start a new conversation instead of continuing the remembered one.
     pub new_conversation: bool,
     pub sub: Option<String>,
-    /// On a step-up task, connect for the missing scopes without asking.
-    pub auto_connect: bool,
+    /// On a step-up task, return its message instead of waiting for the
+    /// approval and asking again (PACT §5.5; waiting is the default).
+    pub no_wait: bool,
     pub show_tokens: bool,
 }
 
 /// What a `message:send` produced, for printing.
 #[derive(Clone, Debug)]
 pub enum Reply {
-    Message { text: String, context_id: String },
-    StepUp { text: String, missing: Vec<String> },
+    Message {
+        text: String,
+        context_id: String,
+    },
+    /// A step-up task (PACT §5.5) that was not followed (`no_wait`), or
+    /// that came again after following one.
+    StepUp {
+        text: String,
+        missing: Vec<String>,
+        /// The task's `pact.verificationUriComplete`, when it has one.
+        link: Option<String>,
+    },
 }
 
 /// Sends one message, handling refresh, step-up and receipts.
@@ -377,17 +426,18 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
             send_once(agent, &info, &sub, &opts.text, context.as_deref(), opts, ui).await?;
         match outcome {
             Sent::Reply(v) => {
+                // PACT §5.6: every delegated turn is receipted, a step-up
+                // task's too; each receipt is a link of its grant's chain,
+                // so dropping one breaks the chain the PA checks later.
+                if let Some(receipt) = receipt_of(&v) {
+                    if server.is_none() {
+                        server = auth_server(&agent.http, &info).await.ok();
+                    }
+                    keep_receipt(agent, &info, &sub, receipt, server.as_ref(), ui).await?;
+                }
                 if let Some(message) = v.get("message") {
                     let context_id = str_of(message, "contextId");
                     remember_context(agent, &key, &context_id)?;
-                    if let Some(receipt) =
-                        message.get("metadata").and_then(|m| m.get("pact.receipt"))
-                    {
-                        if server.is_none() {
-                            server = auth_server(&agent.http, &info).await.ok();
-                        }
-                        keep_receipt(agent, &info, &sub, receipt, server.as_ref(), ui).await?;
-                    }
                     return Ok(Reply::Message {
                         text: parts_text(message),
                         context_id,
@@ -407,10 +457,13 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
                     .and_then(|s| s.get("message"))
                     .map(parts_text)
                     .unwrap_or_default();
-                let missing: Vec<String> = crate::oauth::strings(
-                    task.get("metadata")
-                        .and_then(|m| m.get("pact.missingScopes")),
-                );
+                let metadata = task.get("metadata");
+                let missing: Vec<String> =
+                    crate::oauth::strings(metadata.and_then(|m| m.get("pact.missingScopes")));
+                let link = metadata
+                    .and_then(|m| m.get("pact.verificationUriComplete"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 let state = task
                     .get("status")
                     .and_then(|s| s.get("state"))
@@ -419,48 +472,19 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
                 if state != pact_proto::a2a::TASK_STATE_AUTH_REQUIRED
                     || missing.is_empty()
                     || stepped_up
+                    || opts.no_wait
                 {
-                    return Ok(Reply::StepUp { text, missing });
+                    return Ok(Reply::StepUp {
+                        text,
+                        missing,
+                        link,
+                    });
                 }
-                let descriptions = info
-                    .delegation
-                    .as_ref()
-                    .map(|d| d.scopes.clone())
-                    .unwrap_or_default();
-                ui.info(&format!(
-                    "{} needs permissions you have not given yet:",
-                    info.name
-                ));
-                for s in &missing {
-                    ui.info(&format!(
-                        "  {s}: {}",
-                        descriptions.get(s).map(String::as_str).unwrap_or("")
-                    ));
-                }
-                let go = opts.auto_connect || ui.confirm("Connect for them now?");
-                if !go {
-                    return Ok(Reply::StepUp { text, missing });
-                }
-                // PACT §5.5: the PA runs §5.1 again for the missing scopes and
-                // re-sends in the same context. Use our own link, not the one
-                // in the task: only our own device code can be redeemed.
-                ui.info(
-                    "Use the link below to approve (not one quoted in the brand's message: this agent cannot collect that one).",
-                );
-                connect_at(
-                    agent,
-                    &info,
-                    &ConnectOptions {
-                        card_url: opts.card_url.clone(),
-                        scopes: missing,
-                        sub: Some(sub.clone()),
-                        restart_on_expiry: false,
-                        show_tokens: opts.show_tokens,
-                        authorization_details: None,
-                    },
-                    ui,
-                )
-                .await?;
+                // The store's message is what the person reads: it names the
+                // link to open. This agent then waits and asks again itself,
+                // so "approve, then ask again" needs nothing more of them.
+                ui.info(&text);
+                follow_step_up(agent, &info, &sub, &missing, link.as_deref(), opts, ui).await?;
                 stepped_up = true;
             }
             Sent::UnknownContext(e) => {
@@ -474,6 +498,95 @@ pub async fn send(agent: &Agent, opts: &SendOptions, ui: &mut dyn Ui) -> Result<
             }
         }
     }
+}
+
+/// The receipt of a `message:send` reply (PACT §5.6): in the metadata of
+/// the reply message, or — for a task, such as a §5.5 step-up — of the
+/// message in its status.
+pub fn receipt_of(reply: &Value) -> Option<&Value> {
+    let message = match reply.get("message") {
+        Some(m) => m,
+        None => reply.get("task")?.get("status")?.get("message")?,
+    };
+    message.get("metadata")?.get("pact.receipt")
+}
+
+/// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
+/// scopes, then re-sends in the same context. pactd gives that device
+/// authorization the step-up authorization the task's link names (when it
+/// is still live, for exactly these scopes, for this PA and user), so the
+/// person approves the link in the store's message once and this agent
+/// collects that very approval. When the Provider hands out another code,
+/// the person is told to approve that one instead: only it can be redeemed.
+async fn follow_step_up(
+    agent: &Agent,
+    info: &CardInfo,
+    sub: &str,
+    missing: &[String],
+    link: Option<&str>,
+    opts: &SendOptions,
+    ui: &mut dyn Ui,
+) -> Result<()> {
+    let d = delegation_of(info)?;
+    ui.info(&format!(
+        "{} needs permissions you have not given yet:",
+        info.name
+    ));
+    for s in missing {
+        ui.info(&format!(
+            "  {s}: {}",
+            d.scopes.get(s).map(String::as_str).unwrap_or("")
+        ));
+    }
+    let device = request_device(agent, d, sub, missing, None).await?;
+    match link.and_then(user_code_in_link) {
+        Some(linked) if same_user_code(&linked, &device.user_code) => ui.info(&format!(
+            "Approve it at the link in {}'s message (code {}); this agent waits for the \
+             approval and then asks again by itself.",
+            info.name, device.user_code
+        )),
+        Some(linked) => ui.warn(&format!(
+            "the link in {}'s message (code {linked}) is not a request this agent can collect; \
+             approve code {} below instead. This agent waits for it and then asks again by \
+             itself.",
+            info.name, device.user_code
+        )),
+        None => ui.info(
+            "Approve it at the link below; this agent waits for the approval and then asks \
+             again by itself.",
+        ),
+    }
+    ui.show_link(&device);
+    match collect(agent, info, sub, &device, missing, opts.show_tokens, ui).await? {
+        Decided::Granted(_) => Ok(()),
+        Decided::Denied => bail!("the request was denied, so the message was not sent again"),
+        Decided::Expired => bail!(
+            "the code expired before anyone approved it; send the message again for a new one"
+        ),
+        Decided::Failed(why) => bail!("the token endpoint refused: {why}"),
+    }
+}
+
+/// The `user_code` of a verification link (RFC 8628 §3.3.1).
+pub fn user_code_in_link(link: &str) -> Option<String> {
+    url::Url::parse(link)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == "user_code")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Whether two user codes are the same once case, dashes and spaces are
+/// ignored (RFC 8628 §6.1: people type them in any of those forms).
+pub fn same_user_code(a: &str, b: &str) -> bool {
+    let norm = |c: &str| -> String {
+        c.chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_uppercase())
+            .collect()
+    };
+    let (a, b) = (norm(a), norm(b));
+    !a.is_empty() && a == b
 }
 
 enum Sent {
@@ -689,7 +802,8 @@ async fn keep_receipt(
 pub struct ReceiptCheck {
     pub stored: StoredReceipt,
     pub signature: Result<(), String>,
-    /// `None` when the receipt has no `prev` (the chain is a pactd extension).
+    /// `None` when the brand does not chain receipts (the chain is a pactd
+    /// extension), see [`chain_verdicts`].
     pub chain: Option<Result<(), String>>,
 }
 
@@ -697,9 +811,9 @@ pub struct ReceiptCheck {
 pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
     let all = agent.home.receipts()?;
     let mut keys: BTreeMap<String, Result<pact_jose::ProviderKeySet, String>> = BTreeMap::new();
-    let mut last_of_grant: BTreeMap<String, String> = BTreeMap::new();
+    let chains = chain_verdicts(&all);
     let mut out = Vec::with_capacity(all.len());
-    for stored in all {
+    for (stored, chain) in all.into_iter().zip(chains) {
         if !keys.contains_key(&stored.jwks_uri) {
             let fetched = oauth::provider_keys(&agent.http, &stored.jwks_uri)
                 .await
@@ -712,27 +826,6 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
             Some(Err(e)) => Err(format!("cannot fetch keys: {e}")),
             None => Err("no keys".to_owned()),
         };
-        let claims = stored.receipt.get("claims");
-        let grant = claims
-            .and_then(|c| c.get("grantId"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let jws = stored
-            .receipt
-            .get("jws")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let chain = claims
-            .and_then(|c| c.get("prev"))
-            .and_then(Value::as_str)
-            .map(|prev| match last_of_grant.get(&grant) {
-                Some(last) if pact_jose::receipt_hash(last) == prev => Ok(()),
-                Some(_) => Err("prev does not name the previous kept receipt of this grant (one is missing, or the chain is broken)".to_owned()),
-                None => Ok(()),
-            });
-        last_of_grant.insert(grant, jws);
         out.push(ReceiptCheck {
             stored,
             signature,
@@ -740,6 +833,106 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
         });
     }
     Ok(out)
+}
+
+/// One kept receipt's place in its grant's chain.
+struct Link<'a> {
+    index: usize,
+    jws: &'a str,
+    /// `Err` when `prev` is present but not a string.
+    prev: Result<Option<&'a str>, ()>,
+}
+
+/// The chain verdict of each kept receipt, in the same order (a pactd
+/// extension of PACT §5.6: each receipt's `prev` is the hash of the grant's
+/// previous receipt, the first has none). Since the PA keeps every receipt
+/// it is given — on replies and on step-up tasks alike — each grant's kept
+/// receipts must form exactly one unbroken line from the grant's first
+/// receipt: one start, every `prev` naming a kept receipt of the same grant,
+/// no receipt named twice. A chain that restarts, skips a receipt (one not
+/// kept, or deleted), forks, or starts mid-way is broken.
+///
+/// The order receipts were kept in is not checked: two sends racing on one
+/// grant may come back in either order, and `prev` alone fixes the sequence.
+///
+/// `None` ("no chain") for a brand none of whose kept receipts has a `prev`:
+/// that Provider does not chain (the chain is not part of PACT 1.0). Once a
+/// brand has chained any receipt, every grant at it is expected to chain, so
+/// two receipts of one grant without `prev` are a restart, not "no chain".
+pub fn chain_verdicts(all: &[StoredReceipt]) -> Vec<Option<Result<(), String>>> {
+    let chaining_brands: BTreeSet<&str> = all
+        .iter()
+        .filter(|r| {
+            r.receipt
+                .get("claims")
+                .and_then(|c| c.get("prev"))
+                .is_some()
+        })
+        .map(|r| r.brand.as_str())
+        .collect();
+    // Receipts are grouped by (brand, grant): a grant id is the Provider's,
+    // so two brands' ids never share a chain.
+    let mut grants: BTreeMap<(String, String), Vec<Link<'_>>> = BTreeMap::new();
+    for (index, r) in all.iter().enumerate() {
+        let claims = r.receipt.get("claims");
+        let grant = claims
+            .and_then(|c| c.get("grantId"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let prev = match claims.and_then(|c| c.get("prev")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(p)) => Ok(Some(p.as_str())),
+            Some(_) => Err(()),
+        };
+        let jws = r.receipt.get("jws").and_then(Value::as_str).unwrap_or("");
+        grants
+            .entry((r.brand.clone(), grant))
+            .or_default()
+            .push(Link { index, jws, prev });
+    }
+    let mut out: Vec<Option<Result<(), String>>> = vec![None; all.len()];
+    for ((brand, _), links) in &grants {
+        if !chaining_brands.contains(brand.as_str()) {
+            continue;
+        }
+        let by_hash: BTreeMap<String, usize> = links
+            .iter()
+            .map(|l| (pact_jose::receipt_hash(l.jws), l.index))
+            .collect();
+        let mut started = false;
+        let mut named: BTreeSet<&str> = BTreeSet::new();
+        for l in links {
+            let verdict = match l.prev {
+                Err(()) => Err("prev is not a string".to_owned()),
+                Ok(None) if started => Err(
+                    "the chain restarts: another kept receipt of this grant already has no prev"
+                        .to_owned(),
+                ),
+                Ok(None) => {
+                    started = true;
+                    Ok(())
+                }
+                Ok(Some(p)) => match by_hash.get(p) {
+                    None => Err(
+                        "prev names no kept receipt of this grant: the chain skips one (never \
+                         kept, or removed), starts after the grant's first receipt, or names \
+                         another grant's receipt"
+                            .to_owned(),
+                    ),
+                    Some(_) if !named.insert(p) => Err(
+                        "the chain forks: another kept receipt of this grant has the same prev"
+                            .to_owned(),
+                    ),
+                    Some(_) => Ok(()),
+                },
+            };
+            if let Some(slot) = out.get_mut(l.index) {
+                *slot = Some(verdict);
+            }
+        }
+    }
+    out
 }
 
 /// The claims of a delegation token, unverified, for display.
@@ -751,4 +944,196 @@ pub fn token_summary(token: &str) -> Option<String> {
         c.get("scope").and_then(Value::as_str).unwrap_or(""),
         c.get("exp").and_then(Value::as_i64).unwrap_or(0)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    const BRAND: &str = "https://p.example/a2a/demo";
+
+    /// A receipt of `grant` as a brand would chain it after `prev` (the
+    /// signature is not the point here: `check_receipts` verifies it apart).
+    fn receipt(grant: &str, n: u32, prev: Option<&Value>) -> Value {
+        let jws = format!("h.{grant}-{n}.s");
+        let mut claims = json!({"grantId": grant, "scopesUsed": [], "actions": []});
+        if let Some(p) = prev {
+            claims["prev"] = json!(pact_jose::receipt_hash(p["jws"].as_str().unwrap()));
+        }
+        json!({"jws": jws, "claims": claims})
+    }
+
+    fn kept(receipt: &Value) -> StoredReceipt {
+        kept_at(BRAND, receipt)
+    }
+
+    fn kept_at(brand: &str, receipt: &Value) -> StoredReceipt {
+        StoredReceipt {
+            brand: brand.into(),
+            sub: "s".into(),
+            jwks_uri: "j".into(),
+            received_at: 1,
+            receipt: receipt.clone(),
+            verified: true,
+        }
+    }
+
+    fn message_reply(r: &Value) -> Value {
+        json!({"message": {"messageId": "m", "contextId": "c", "role": "ROLE_AGENT",
+                           "parts": [{"text": "ok"}], "metadata": {"pact.receipt": r}}})
+    }
+
+    fn step_up_reply(r: &Value) -> Value {
+        json!({"task": {"id": "t", "contextId": "c",
+                        "status": {"state": "TASK_STATE_AUTH_REQUIRED",
+                                   "message": {"messageId": "m", "contextId": "c",
+                                               "role": "ROLE_AGENT", "parts": [{"text": "open …"}],
+                                               "metadata": {"pact.receipt": r}}},
+                        "metadata": {"pact.missingScopes": ["orders:cancel"]}}})
+    }
+
+    fn broken(v: &Option<Result<(), String>>) -> bool {
+        matches!(v, Some(Err(_)))
+    }
+
+    #[test]
+    fn the_user_code_of_a_link_is_compared_as_people_type_it() {
+        let link = "http://localhost:8080/device?user_code=KCZZ-VZDQ";
+        let code = user_code_in_link(link).unwrap();
+        assert!(same_user_code(&code, "KCZZ-VZDQ"));
+        assert!(same_user_code(&code, "kczzvzdq"));
+        assert!(!same_user_code(&code, "PGCQ-SXNV"));
+        assert!(!same_user_code("", ""));
+        assert_eq!(user_code_in_link("http://localhost:8080/device"), None);
+        assert_eq!(user_code_in_link("not a link"), None);
+    }
+
+    #[test]
+    fn receipts_are_found_on_messages_and_on_step_up_tasks() {
+        let r = receipt("g1", 1, None);
+        assert_eq!(receipt_of(&message_reply(&r)), Some(&r));
+        assert_eq!(receipt_of(&step_up_reply(&r)), Some(&r));
+        assert_eq!(receipt_of(&json!({"message": {"parts": []}})), None);
+        assert_eq!(receipt_of(&json!({"task": {"status": {}}})), None);
+    }
+
+    /// The journey of issue 9: a message, a step-up on the same grant, then
+    /// the old grant goes on (asked again without connecting) and the new
+    /// grant starts its own chain. Keeping what `receipt_of` finds in every
+    /// reply leaves every chain intact; keeping only message receipts (the
+    /// old behaviour) reports the next receipt of the grant as broken.
+    #[test]
+    fn a_step_up_receipt_is_a_link_of_its_grant_chain() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let r3 = receipt("g1", 3, Some(&r2));
+        let n1 = receipt("g2", 1, None);
+        let n2 = receipt("g2", 2, Some(&n1));
+        let replies = [
+            message_reply(&r1),
+            step_up_reply(&r2),
+            message_reply(&r3),
+            message_reply(&n1),
+            message_reply(&n2),
+        ];
+        let all: Vec<StoredReceipt> = replies.iter().filter_map(receipt_of).map(kept).collect();
+        assert_eq!(all.len(), 5);
+        let verdicts = chain_verdicts(&all);
+        assert!(verdicts.iter().all(|v| v == &Some(Ok(()))), "{verdicts:?}");
+
+        let messages_only: Vec<StoredReceipt> = replies
+            .iter()
+            .filter_map(|v| v.get("message")?.get("metadata")?.get("pact.receipt"))
+            .map(kept)
+            .collect();
+        let verdicts = chain_verdicts(&messages_only);
+        assert_eq!(verdicts.len(), 4);
+        assert!(
+            broken(&verdicts[1]),
+            "r3 follows the dropped r2: {verdicts:?}"
+        );
+        assert!(!broken(&verdicts[0]) && !broken(&verdicts[2]) && !broken(&verdicts[3]));
+    }
+
+    #[test]
+    fn a_chain_that_restarts_is_broken() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let again = receipt("g1", 3, None);
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&again)]);
+        assert_eq!(v[..2], [Some(Ok(())), Some(Ok(()))]);
+        assert!(broken(&v[2]), "{v:?}");
+        assert!(
+            v[2].as_ref()
+                .unwrap()
+                .as_ref()
+                .unwrap_err()
+                .contains("restarts")
+        );
+
+        // At a brand that chains, a grant whose receipts all lack prev has
+        // restarted too (it is not a Provider that does not chain).
+        let other = receipt("g2", 1, None);
+        let other_again = receipt("g2", 2, None);
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&other), kept(&other_again)]);
+        assert_eq!(v[2], Some(Ok(())));
+        assert!(broken(&v[3]), "{v:?}");
+    }
+
+    #[test]
+    fn a_chain_that_skips_forks_or_starts_mid_way_is_broken() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, Some(&r1));
+        let r3 = receipt("g1", 3, Some(&r2));
+        // r2 was never kept (or was removed from receipts.json).
+        let v = chain_verdicts(&[kept(&r1), kept(&r3)]);
+        assert_eq!(v[0], Some(Ok(())));
+        assert!(broken(&v[1]), "{v:?}");
+        // The first receipts of the grant were never kept.
+        let v = chain_verdicts(&[kept(&r2), kept(&r3)]);
+        assert!(broken(&v[0]), "{v:?}");
+        assert_eq!(v[1], Some(Ok(())));
+        // Two receipts claim the same predecessor.
+        let fork = receipt("g1", 9, Some(&r1));
+        let v = chain_verdicts(&[kept(&r1), kept(&r2), kept(&fork)]);
+        assert_eq!(v[..2], [Some(Ok(())), Some(Ok(()))]);
+        assert!(broken(&v[2]), "{v:?}");
+        // A prev naming another grant's receipt.
+        let g2 = receipt("g2", 1, Some(&r1));
+        let v = chain_verdicts(&[kept(&r1), kept(&g2)]);
+        assert!(broken(&v[1]), "{v:?}");
+        // A prev that is not a hash string.
+        let mut odd = receipt("g1", 2, None);
+        odd["claims"]["prev"] = json!(1);
+        let v = chain_verdicts(&[kept(&r1), kept(&odd)]);
+        assert!(broken(&v[1]), "{v:?}");
+    }
+
+    #[test]
+    fn chains_are_per_grant_and_brand_in_any_kept_order() {
+        let a1 = receipt("g1", 1, None);
+        let b1 = receipt("g2", 1, None);
+        let a2 = receipt("g1", 2, Some(&a1));
+        let b2 = receipt("g2", 2, Some(&b1));
+        let a3 = receipt("g1", 3, Some(&a2));
+        // Interleaved grants, and two racing sends kept out of order.
+        let v = chain_verdicts(&[kept(&a1), kept(&b1), kept(&a3), kept(&b2), kept(&a2)]);
+        assert!(v.iter().all(|x| x == &Some(Ok(()))), "{v:?}");
+        // The same grant id at another brand is another chain.
+        let v = chain_verdicts(&[
+            kept(&a1),
+            kept(&a2),
+            kept_at("https://q.example/a2a/x", &a3),
+        ]);
+        assert!(broken(&v[2]), "{v:?}");
+    }
+
+    #[test]
+    fn a_brand_that_does_not_chain_has_no_chain_verdict() {
+        let r1 = receipt("g1", 1, None);
+        let r2 = receipt("g1", 2, None);
+        assert_eq!(chain_verdicts(&[kept(&r1), kept(&r2)]), vec![None, None]);
+        assert!(chain_verdicts(&[]).is_empty());
+    }
 }

@@ -95,8 +95,12 @@ enum Command {
         sub: Option<String>,
         #[arg(long)]
         audience: Option<String>,
-        /// On a step-up, connect for the missing scopes without asking.
-        #[arg(long)]
+        /// On a step-up, print the store's message and stop instead of waiting
+        /// for the approval and asking again (waiting is the default).
+        #[arg(long, alias = "no-auto-connect")]
+        no_wait: bool,
+        /// Accepted for compatibility: following a step-up is now the default.
+        #[arg(long, hide = true, conflicts_with = "no_wait")]
         auto_connect: bool,
         /// Print the delegation tokens when they change.
         #[arg(long)]
@@ -298,7 +302,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             new,
             sub,
             audience,
-            auto_connect,
+            no_wait,
+            auto_connect: _,
             show_tokens,
             no_qr,
         } => {
@@ -312,7 +317,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     context,
                     new_conversation: new,
                     sub,
-                    auto_connect,
+                    no_wait,
                     show_tokens,
                 },
                 &mut ui,
@@ -324,12 +329,24 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     eprintln!("(context {context_id})");
                     Ok(ExitCode::SUCCESS)
                 }
-                Reply::StepUp { text, missing } => {
+                Reply::StepUp { text, missing, .. } => {
                     println!("{text}");
-                    eprintln!(
-                        "(needs permission: {}; run `pact-agent connect <card-url> --scope ..` or pass --auto-connect)",
-                        missing.join(", ")
-                    );
+                    let scopes: String = missing.iter().map(|s| format!(" --scope {s}")).collect();
+                    if no_wait {
+                        // pactd gives this device authorization the step-up
+                        // one the link names, so the approval is collected.
+                        eprintln!(
+                            "(needs permission: {}; after approving the link, run `pact-agent \
+                             connect <card-url>{scopes}` to collect it, then send again)",
+                            missing.join(", ")
+                        );
+                    } else {
+                        eprintln!(
+                            "(still needs permission after the approval: {}; the person did \
+                             not grant it)",
+                            missing.join(", ")
+                        );
+                    }
                     Ok(ExitCode::from(3))
                 }
             }
@@ -737,4 +754,30 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn no_wait_of(args: &[&str]) -> Result<bool, clap::Error> {
+        let mut argv = vec!["pact-agent", "send", "http://card", "hello"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Send { no_wait, .. } => Ok(no_wait),
+            _ => panic!("not send"),
+        }
+    }
+
+    /// Following a step-up is the default (issue 9); `--no-wait` and its
+    /// alias turn it off; the old `--auto-connect` still parses.
+    #[test]
+    fn send_waits_for_a_step_up_unless_told_not_to() {
+        assert!(!no_wait_of(&[]).unwrap());
+        assert!(!no_wait_of(&["--auto-connect"]).unwrap());
+        assert!(no_wait_of(&["--no-wait"]).unwrap());
+        assert!(no_wait_of(&["--no-auto-connect"]).unwrap());
+        assert!(no_wait_of(&["--no-wait", "--auto-connect"]).is_err());
+    }
 }

@@ -100,7 +100,7 @@ pub async fn take_over_step_up(
                      where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
                      and status in ('pending', 'approved') and expires_at > $6 \
                      and scopes @> $4 and scopes <@ $4 and authorization_details is null \
-                     order by created_at desc limit 1 for update skip locked) \
+                     order by status = 'approved' desc, created_at desc limit 1 for update skip locked) \
          returning user_code, expires_at, interval_secs",
     )
     .bind(brand_id)
@@ -111,6 +111,41 @@ pub async fn take_over_step_up(
     .bind(now)
     .fetch_optional(db)
     .await
+}
+
+/// A live step-up authorization (pending, or approved and not yet taken over)
+/// for exactly these scopes, the approved one first: a turn that needs the
+/// same scopes again points at it instead of minting another code (PACT §5.5).
+pub async fn live_step_up(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    pa_sub: &str,
+    scopes: &[String],
+    now: OffsetDateTime,
+) -> DbResult<Option<LiveStepUp>> {
+    sqlx::query_as(
+        "select user_code, status, expires_at, interval_secs from device_authorizations \
+         where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
+         and status in ('pending', 'approved') and expires_at > $5 \
+         and scopes @> $4 and scopes <@ $4 and authorization_details is null \
+         order by status = 'approved' desc, created_at desc limit 1",
+    )
+    .bind(brand_id)
+    .bind(pa_issuer)
+    .bind(pa_sub)
+    .bind(scopes)
+    .bind(now)
+    .fetch_optional(db)
+    .await
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct LiveStepUp {
+    pub user_code: String,
+    pub status: String,
+    pub expires_at: OffsetDateTime,
+    pub interval_secs: i32,
 }
 
 /// Locks the authorization a device code names, for one poll: concurrent polls

@@ -169,6 +169,26 @@ pub async fn revoke_connection(
     .await
 }
 
+/// Revokes every live grant of one person at a brand (their account was
+/// disabled or removed); returns their ids. The table trigger announces each
+/// on `pactd_revocations`, so every node refuses them at once.
+pub async fn revoke_all_for_user(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    user_sub: &str,
+    reason: &str,
+) -> DbResult<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "update grants set revoked_at = now(), revoked_reason = $3 \
+         where brand_id = $1 and user_sub = $2 and revoked_at is null returning id",
+    )
+    .bind(brand_id)
+    .bind(user_sub)
+    .bind(reason)
+    .fetch_all(db)
+    .await
+}
+
 /// Revokes every live grant of a PA (when the PA is disabled).
 pub async fn revoke_all_for_agent(
     db: impl PgExecutor<'_>,

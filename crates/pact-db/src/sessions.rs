@@ -73,6 +73,42 @@ pub async fn find_live(
     .await
 }
 
+/// One signed-in browser of a person, for the account page.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct SignedIn {
+    pub id_hash: Vec<u8>,
+    pub created_at: OffsetDateTime,
+    pub last_seen_at: OffsetDateTime,
+}
+
+/// The live signed-in sessions of a built-in account, most recent first.
+pub async fn signed_in_of(
+    db: impl PgExecutor<'_>,
+    user_id: Uuid,
+    now: OffsetDateTime,
+) -> DbResult<Vec<SignedIn>> {
+    sqlx::query_as(
+        "select id_hash, created_at, last_seen_at from sessions \
+         where user_id = $1 and expires_at > $2 order by last_seen_at desc limit 50",
+    )
+    .bind(user_id)
+    .bind(now)
+    .fetch_all(db)
+    .await
+}
+
+/// Signs a person out of every browser but `keep`; returns how many.
+pub async fn delete_others(db: impl PgExecutor<'_>, user_id: Uuid, keep: &[u8]) -> DbResult<u64> {
+    sqlx::query(
+        "delete from sessions where (user_id = $1 or pending_user_id = $1) and id_hash <> $2",
+    )
+    .bind(user_id)
+    .bind(keep)
+    .execute(db)
+    .await
+    .map(|r| r.rows_affected())
+}
+
 pub async fn delete(db: impl PgExecutor<'_>, id_hash: &[u8]) -> DbResult<()> {
     sqlx::query("delete from sessions where id_hash = $1")
         .bind(id_hash)

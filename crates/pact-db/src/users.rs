@@ -19,6 +19,8 @@ pub struct User {
     pub failed_logins: i32,
     pub locked_until: Option<OffsetDateTime>,
     pub created_at: OffsetDateTime,
+    /// Disabled by an operator: no sign-in at all.
+    pub disabled_at: Option<OffsetDateTime>,
 }
 
 impl User {
@@ -33,10 +35,14 @@ impl User {
     pub fn has_totp(&self) -> bool {
         self.totp_secret_sealed.is_some()
     }
+
+    pub fn is_disabled(&self) -> bool {
+        self.disabled_at.is_some()
+    }
 }
 
 const COLS: &str = "id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
-                    failed_logins, locked_until, created_at";
+                    failed_logins, locked_until, created_at, disabled_at";
 
 pub async fn insert(
     db: impl PgExecutor<'_>,
@@ -232,5 +238,37 @@ pub async fn claim_assertion_jti(
     .bind(expires_at)
     .execute(db)
     .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Disables (or enables again) an account; disabling also ends its sessions.
+/// Its grants are revoked by the caller in the same transaction.
+pub async fn set_disabled(
+    db: &mut sqlx::PgConnection,
+    id: Uuid,
+    disabled_at: Option<OffsetDateTime>,
+) -> DbResult<()> {
+    sqlx::query("update users set disabled_at = $2 where id = $1")
+        .bind(id)
+        .bind(disabled_at)
+        .execute(&mut *db)
+        .await?;
+    if disabled_at.is_some() {
+        sqlx::query("delete from sessions where user_id = $1 or pending_user_id = $1")
+            .bind(id)
+            .execute(&mut *db)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Removes an account and, by the foreign keys' cascades, its second
+/// factors, recovery codes, sessions and ceremonies. Grants and receipts name
+/// only the opaque brand user id and are kept (revoked) as evidence.
+pub async fn delete(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<bool> {
+    let done = sqlx::query("delete from users where id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -99,6 +99,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
         .route(
+            "/account/sessions/sign-out-others",
+            post(web::account::sign_out_others),
+        )
+        .route(
             "/passkeys/register/start",
             post(web::passkeys::register_start),
         )

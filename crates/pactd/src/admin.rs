@@ -552,10 +552,11 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 } else {
                     factors.join(",")
                 };
-                let lock = u.locked_until.filter(|t| *t > now).map_or_else(
-                    || "-".to_owned(),
-                    |t| format!("locked-until {}", rfc3339(t)),
-                );
+                let lock = match (u.disabled_at, u.locked_until.filter(|t| *t > now)) {
+                    (Some(t), _) => format!("disabled-since {}", rfc3339(t)),
+                    (None, Some(t)) => format!("locked-until {}", rfc3339(t)),
+                    (None, None) => "-".to_owned(),
+                };
                 println!(
                     "{}\t{}\t{}\t{}\t{factors}\t{lock}",
                     u.brand_id,
@@ -580,6 +581,77 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 "removed every second factor of {email} on {brand_id} (authenticator app, passkeys, recovery codes)"
             );
         }
+        UserCommand::Disable { brand_id, email } => {
+            let user = existing_user(pool, brand_id, email).await?;
+            let mut tx = pool.begin().await?;
+            pact_db::users::set_disabled(&mut tx, user.id, Some(OffsetDateTime::now_utc())).await?;
+            let revoked = pact_db::grants::revoke_all_for_user(
+                &mut *tx,
+                brand_id,
+                &user.subject(),
+                "revoked by an administrator: the account was disabled",
+            )
+            .await?;
+            tx.commit().await?;
+            println!(
+                "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
+                user.email,
+                revoked.len()
+            );
+        }
+        UserCommand::Enable { brand_id, email } => {
+            let user = existing_user(pool, brand_id, email).await?;
+            let mut tx = pool.begin().await?;
+            pact_db::users::set_disabled(&mut tx, user.id, None).await?;
+            tx.commit().await?;
+            println!(
+                "enabled {} on {brand_id} (revoked grants stay revoked)",
+                user.email
+            );
+        }
+        UserCommand::Remove { brand_id, email } => {
+            let user = existing_user(pool, brand_id, email).await?;
+            let mut tx = pool.begin().await?;
+            let revoked = pact_db::grants::revoke_all_for_user(
+                &mut *tx,
+                brand_id,
+                &user.subject(),
+                "revoked by an administrator: the account was removed",
+            )
+            .await?;
+            pact_db::users::delete(&mut *tx, user.id).await?;
+            tx.commit().await?;
+            println!(
+                "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",
+                user.email,
+                revoked.len()
+            );
+        }
+        UserCommand::SetPassword { brand_id, email } => {
+            let user = existing_user(pool, brand_id, email).await?;
+            let (password, generated) = password_for_new_user()?;
+            let hash = pact_server::accounts::password::hash(&password)
+                .map_err(|e| anyhow::anyhow!("cannot use that password: {e}"))?;
+            pact_db::users::set_password_hash(pool, user.id, &hash).await?;
+            if generated {
+                println!("new password for {} on {brand_id}: {password}", user.email);
+            } else {
+                println!("password of {} on {brand_id} changed", user.email);
+            }
+        }
     }
     Ok(())
+}
+
+/// The account with this email at this brand, or a clear error.
+async fn existing_user(
+    pool: &PgPool,
+    brand_id: &str,
+    email: &str,
+) -> anyhow::Result<pact_db::users::User> {
+    require_brand(pool, brand_id).await?;
+    let email = normalise_email(email)?;
+    pact_db::users::find_by_email(pool, brand_id, &email)
+        .await?
+        .with_context(|| format!("brand {brand_id:?} has no account with email {email:?}"))
 }

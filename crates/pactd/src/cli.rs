@@ -82,6 +82,18 @@ pub enum UserCommand {
     /// codes), e.g. after a lost phone; a brand that requires MFA then asks
     /// for a new one at the next sign-in.
     ResetMfa { brand_id: String, email: String },
+    /// Stop an account from signing in: ends its sessions and revokes every
+    /// grant it gave, on every node at once.
+    Disable { brand_id: String, email: String },
+    /// Let a disabled account sign in again (revoked grants stay revoked).
+    Enable { brand_id: String, email: String },
+    /// Remove an account: revokes its grants, then erases its email, second
+    /// factors and sessions. Receipts stay verifiable (they name only the
+    /// opaque user id).
+    Remove { brand_id: String, email: String },
+    /// Set a new password: read from standard input when it is not a
+    /// terminal, otherwise generated and printed once.
+    SetPassword { brand_id: String, email: String },
 }
 
 #[derive(Debug, Subcommand)]

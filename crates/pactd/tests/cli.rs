@@ -1013,33 +1013,34 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
     );
 }
 
+/// `pactd ARGS` with `input` on standard input (a pipe, not a terminal).
+async fn run_with_stdin(db: &str, args: &[&str], input: &str) -> Run {
+    use tokio::io::AsyncWriteExt;
+    let what = args.join(" ");
+    let mut cmd = pactd_on(db);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("`pactd {what}` did not finish"))
+        .unwrap();
+    Run {
+        what,
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn users_are_added_with_a_password_from_stdin_listed_and_their_mfa_reset_and_brand_settings_change()
  {
-    /// `pactd ARGS` with `input` on standard input (a pipe, not a terminal).
-    async fn run_with_stdin(db: &str, args: &[&str], input: &str) -> Run {
-        use tokio::io::AsyncWriteExt;
-        let what = args.join(" ");
-        let mut cmd = pactd_on(db);
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.as_bytes()).await.unwrap();
-        drop(stdin);
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
-            .await
-            .unwrap_or_else(|_| panic!("`pactd {what}` did not finish"))
-            .unwrap();
-        Run {
-            what,
-            status: output.status,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
     async fn settings(pool: &sqlx::PgPool, brand: &str) -> Value {
         pact_db::brands::find(pool, brand)
             .await
@@ -1560,4 +1561,182 @@ async fn serve_refuses_bad_limit_settings_with_a_clear_message() {
         let out = run(pactd_serving(&db, &master_key), &all).await;
         assert!(out.failed().contains(says), "{}", out.describe());
     }
+}
+
+/// Issue 9 (item 7) and issue 16 (item 5): an account's end ends its grants.
+/// Disabling signs it out and revokes every grant (a delegated turn and a
+/// refresh are refused at once) and it answers sign-in like an unknown email;
+/// enabling lets it sign in again; removing erases it while its receipts stay
+/// verifiable; a new password can be set from standard input.
+#[tokio::test(flavor = "multi_thread")]
+async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_in() {
+    use pact_tests::pages::{Browser, add_user};
+
+    let app = pact_tests::TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let db = app.db_url.clone();
+    let pa = app.registered_pa("https://pa.lifecycle.test").await;
+    let ann = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+    let tokens = app
+        .connect(&pa, "pa-ann", &ann.subject(), &["orders:read"])
+        .await;
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let pa_jwt = pa.token("pa-ann", app.audience());
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m1", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 200);
+
+    // Signed in, in a browser.
+    let b = Browser::new(&app);
+    let res = b
+        .sign_in(
+            "demo",
+            "ann@example.com",
+            "correct horse battery",
+            "/account",
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+
+    let disabled = run(
+        pactd_on(&db),
+        &["user", "disable", "demo", "ann@example.com"],
+    )
+    .await;
+    assert!(
+        disabled.succeeded().contains("1 grant(s) revoked"),
+        "{}",
+        disabled.describe()
+    );
+    // The next delegated turn and refresh are refused.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m2", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 401);
+    let (status, _) = app.refresh(&pa, "pa-ann", &refresh).await;
+    assert_eq!(status, 400);
+    // The browser is signed out; the right password answers like an unknown email.
+    let res = b.get("/account").await;
+    assert_ne!(res.status(), 200);
+    let right = Browser::new(&app)
+        .sign_in(
+            "demo",
+            "ann@example.com",
+            "correct horse battery",
+            "/account",
+        )
+        .await;
+    let unknown = Browser::new(&app)
+        .sign_in(
+            "demo",
+            "nobody@example.com",
+            "correct horse battery",
+            "/account",
+        )
+        .await;
+    assert_eq!(right.status(), 400);
+    assert_eq!(unknown.status(), 400);
+    let listed = run(pactd_on(&db), &["user", "list", "--brand", "demo"]).await;
+    assert!(
+        listed.succeeded().contains("disabled-since"),
+        "{}",
+        listed.describe()
+    );
+
+    // Enabled again: signs in; the revoked grant stays revoked.
+    run(
+        pactd_on(&db),
+        &["user", "enable", "demo", "ann@example.com"],
+    )
+    .await
+    .succeeded();
+    let res = Browser::new(&app)
+        .sign_in(
+            "demo",
+            "ann@example.com",
+            "correct horse battery",
+            "/account",
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m3", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 401);
+
+    // A new password, from standard input.
+    let set = run_with_stdin(
+        &db,
+        &["user", "set-password", "demo", "ann@example.com"],
+        "a brand new long password\n",
+    )
+    .await;
+    assert!(set.succeeded().contains("changed"), "{}", set.describe());
+    let old = Browser::new(&app)
+        .sign_in(
+            "demo",
+            "ann@example.com",
+            "correct horse battery",
+            "/account",
+        )
+        .await;
+    assert_eq!(old.status(), 400);
+    let new = Browser::new(&app)
+        .sign_in(
+            "demo",
+            "ann@example.com",
+            "a brand new long password",
+            "/account",
+        )
+        .await;
+    assert_eq!(new.status(), 303);
+
+    // Removed: a second grant is revoked, the account is gone, receipts still verify.
+    let tokens = app
+        .connect(&pa, "pa-ann", &ann.subject(), &["orders:read"])
+        .await;
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m4", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 200);
+    let removed = run(
+        pactd_on(&db),
+        &["user", "remove", "demo", "ann@example.com"],
+    )
+    .await;
+    assert!(
+        removed.succeeded().contains("1 grant(s) revoked"),
+        "{}",
+        removed.describe()
+    );
+    let res = app
+        .send_delegated("demo", &pa_jwt, &access, "m5", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 401);
+    assert!(
+        pact_db::users::find(&app.db, ann.id)
+            .await
+            .unwrap()
+            .is_none(),
+        "the account is erased"
+    );
+    let sessions: i64 = sqlx::query_scalar("select count(*) from sessions where user_id = $1")
+        .bind(ann.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 0);
+    let mut verify = pactd_on(&db);
+    verify.env("PACTD_MASTER_KEY", app.master_key.to_base64());
+    let verified = run(verify, &["receipts", "verify"]).await;
+    verified.succeeded();
+    let gone = run(
+        pactd_on(&db),
+        &["user", "disable", "demo", "ann@example.com"],
+    )
+    .await;
+    assert!(gone.failed().contains("no account"), "{}", gone.describe());
 }

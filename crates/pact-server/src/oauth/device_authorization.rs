@@ -70,6 +70,59 @@ pub enum Origin {
     StepUp,
 }
 
+/// The link a step-up task shows (PACT §5.5).
+#[derive(Clone, Debug)]
+pub struct StepUpLink {
+    pub user_code: String,
+    pub verification_uri_complete: String,
+    /// The person already approved these scopes; the PA only has to collect
+    /// them (its device authorization for the same scopes takes this one over).
+    pub already_approved: bool,
+}
+
+/// The step-up authorization for `missing`: the live one for exactly these
+/// scopes when there is one (approved first), so that a person who approved
+/// and asks again is never sent round to approve a second code; otherwise a
+/// new one.
+pub async fn step_up_link(
+    state: &AppState,
+    caller: &Caller,
+    missing: &BTreeSet<String>,
+) -> Result<StepUpLink, OAuthFailure> {
+    let scopes: Vec<String> = missing.iter().cloned().collect();
+    let now = OffsetDateTime::now_utc();
+    let link = |code: &str| {
+        let shown = user_code::display(code);
+        (
+            format!("{}?user_code={shown}", state.config.verification_uri()),
+            shown,
+        )
+    };
+    if let Some(live) = pact_db::device_authorizations::live_step_up(
+        &state.db,
+        &caller.brand.id,
+        &caller.pa.iss,
+        &caller.pa.sub,
+        &scopes,
+        now,
+    )
+    .await?
+    {
+        let (verification_uri_complete, user_code) = link(&live.user_code);
+        return Ok(StepUpLink {
+            user_code,
+            verification_uri_complete,
+            already_approved: live.status == "approved",
+        });
+    }
+    let created = create(state, caller, missing, None, Origin::StepUp).await?;
+    Ok(StepUpLink {
+        user_code: created.user_code,
+        verification_uri_complete: created.verification_uri_complete,
+        already_approved: false,
+    })
+}
+
 /// Creates a pending authorization for `caller`, or — for the PA's own
 /// request — takes over the step-up authorization its last task linked to.
 pub async fn create(

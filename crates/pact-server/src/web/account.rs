@@ -67,7 +67,7 @@ pub async fn signed_in_person(
     if let Some(user_id) = session.user_id {
         let user = pact_db::users::find(&app.db, user_id).await?;
         return Ok(user
-            .filter(|u| u.brand_id == brand)
+            .filter(|u| u.brand_id == brand && !u.is_disabled())
             .map(|u| (brand, Person::Account(u))));
     }
     Ok(session
@@ -121,12 +121,21 @@ pub struct PasskeyView {
     pub last_used: String,
 }
 
+/// A browser the person is signed in with.
+pub struct BrowserView {
+    pub since: String,
+    pub last_seen: String,
+    pub this_one: bool,
+}
+
 pub struct MfaView {
     pub has_totp: bool,
     pub recovery_codes_left: i64,
     pub passkeys: Vec<PasskeyView>,
     /// Adding or removing a passkey needs the second factor again first.
     pub step_up_needed: bool,
+    /// Where the account is signed in.
+    pub browsers: Vec<BrowserView>,
 }
 
 #[derive(Template)]
@@ -161,6 +170,7 @@ fn notice_for(done: Option<&str>) -> Option<String> {
         "revoked" => "Access removed. That agent can no longer act for you.",
         "passkey-added" => "Passkey added. You can now sign in with it.",
         "passkey-removed" => "Passkey removed.",
+        "signed-out-others" => "You are signed out everywhere else.",
         _ => return None,
     };
     Some(text.to_owned())
@@ -258,7 +268,17 @@ pub async fn page(
             let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
             let recovery_codes_left =
                 pact_db::users::unused_recovery_codes(&app.db, user.id).await?;
+            let browsers = pact_db::sessions::signed_in_of(&app.db, user.id, now)
+                .await?
+                .into_iter()
+                .map(|b| BrowserView {
+                    since: show_time(b.created_at),
+                    last_seen: show_time(b.last_seen_at),
+                    this_one: b.id_hash == session.id_hash,
+                })
+                .collect();
             let mfa = MfaView {
+                browsers,
                 has_totp: user.has_totp(),
                 recovery_codes_left,
                 step_up_needed: passkeys::needs_step_up(
@@ -457,6 +477,25 @@ pub fn action_in_words(tool: &str) -> String {
             format!("Used \u{201c}{}\u{201d}", words.trim())
         }
     }
+}
+
+/// `POST /account/sessions/sign-out-others`: ends every other browser's
+/// session of this account (a lost laptop, a shared computer).
+pub async fn sign_out_others(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
+    let Some((_, Person::Account(user))) = signed_in_person(&app, session).await? else {
+        return Err(PageError::Forbidden(
+            "Sign in with your account to manage where you are signed in.".into(),
+        ));
+    };
+    let ended = pact_db::sessions::delete_others(&app.db, user.id, &session.id_hash).await?;
+    tracing::info!(user = %user.id, ended, "signed out of the other browsers");
+    Ok(Redirect::to("/account?done=signed-out-others").into_response())
 }
 
 #[derive(Template)]

@@ -147,21 +147,34 @@ pub fn with_headers(
     res
 }
 
-/// "Too many attempts, try again in N minutes." for a lock of `secs` seconds.
+/// "Too many attempts. Please wait N minutes and try again." for a lock of
+/// `secs` seconds (locks are minutes long: said in minutes, rounded up).
 pub fn lock_message(secs: i64) -> String {
-    let minutes = ((secs + 59) / 60).max(1);
-    if minutes == 1 {
-        "Too many attempts, try again in 1 minute.".to_owned()
-    } else {
-        format!("Too many attempts, try again in {minutes} minutes.")
-    }
+    let minutes = u64::try_from((secs + 59) / 60).unwrap_or(1).max(1);
+    format!(
+        "Too many attempts. Please wait {} and try again.",
+        plural(minutes, "minute")
+    )
 }
 
-/// "… please wait N seconds …" for a rate limit.
+/// "… Please wait N seconds and try again." for a rate limit: the same
+/// sentence as a lock, so the two never read differently.
 pub fn wait_message(what: &str, secs: u64) -> String {
     let secs = secs.max(1);
-    let unit = if secs == 1 { "second" } else { "seconds" };
-    format!("{what} Please wait {secs} {unit} and try again.")
+    let wait = if secs < 120 {
+        plural(secs, "second")
+    } else {
+        plural(secs.div_ceil(60), "minute")
+    };
+    format!("{what} Please wait {wait} and try again.")
+}
+
+fn plural(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
 }
 
 /// Counts a failed sign-in step (password or second factor) and locks the
@@ -250,7 +263,7 @@ pub async fn who(state: &AppState, s: &Session) -> Result<Option<Who>, PageError
     let Some(user) = pact_db::users::find(&state.db, id).await? else {
         return Ok(None);
     };
-    if s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
+    if user.is_disabled() || s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
         return Ok(None);
     }
     Ok(Some(if pending {
@@ -387,7 +400,10 @@ pub async fn post_login(
         // Refused without looking at the password, even a right one.
         return Ok(locked(secs));
     }
-    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email).await?;
+    // A disabled account answers exactly as an unknown email.
+    let user = pact_db::users::find_by_email(&state.db, &brand.id, &email)
+        .await?
+        .filter(|u| !u.is_disabled());
 
     // The same argon2 work for an unknown email (a dummy hash), off the async threads.
     let stored = user.as_ref().and_then(|u| u.password_hash.clone());
@@ -708,7 +724,32 @@ pub async fn post_second_factor(
             c
         }
     };
+    if recovery_code.is_some() {
+        // Say so: a recovery code used by someone else is how a person
+        // learns their codes leaked, and they need to know how many are left.
+        let left = pact_db::users::unused_recovery_codes(&state.db, who.user().id).await?;
+        let page = RecoveryUsedPage {
+            brand_name: brand_name(&state, Some(who.user().brand_id.as_str())).await?,
+            signed_in: true,
+            left,
+            next: &next,
+        };
+        return Ok(with_headers(
+            render(&page, StatusCode::OK),
+            Some(cookie),
+            None,
+        ));
+    }
     Ok(see_other(&next, Some(cookie)))
+}
+
+#[derive(Template)]
+#[template(path = "recovery_used.html")]
+struct RecoveryUsedPage<'a> {
+    brand_name: String,
+    signed_in: bool,
+    left: i64,
+    next: &'a str,
 }
 
 // ---------------------------------------------------------------------------
@@ -738,19 +779,17 @@ mod tests {
 
     #[test]
     fn lock_messages_round_up_to_minutes() {
-        assert_eq!(lock_message(1), "Too many attempts, try again in 1 minute.");
+        let says = |m: &str| format!("Too many attempts. Please wait {m} and try again.");
+        assert_eq!(lock_message(1), says("1 minute"));
+        assert_eq!(lock_message(60), says("1 minute"));
+        assert_eq!(lock_message(61), says("2 minutes"));
+        assert_eq!(lock_message(15 * 60), says("15 minutes"));
+        // A rate limit says it the same way.
         assert_eq!(
-            lock_message(60),
-            "Too many attempts, try again in 1 minute."
+            wait_message("Too many attempts.", 5),
+            "Too many attempts. Please wait 5 seconds and try again."
         );
-        assert_eq!(
-            lock_message(61),
-            "Too many attempts, try again in 2 minutes."
-        );
-        assert_eq!(
-            lock_message(15 * 60),
-            "Too many attempts, try again in 15 minutes."
-        );
+        assert_eq!(wait_message("Too many attempts.", 600), says("10 minutes"));
     }
 
     #[test]

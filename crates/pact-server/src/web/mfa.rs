@@ -52,6 +52,9 @@ pub struct TotpSetupPage<'a> {
     pub qr_svg: &'a str,
     /// The secret in base32, in groups of four, for typing in by hand.
     pub secret_text: &'a str,
+    /// The same `otpauth://` URI as a link, for an authenticator app on the
+    /// device showing the page (a phone cannot scan its own screen).
+    pub otpauth_uri: &'a str,
     pub account: &'a str,
     pub error: Option<&'a str>,
     /// The account has an authenticator already: this replaces it.
@@ -191,6 +194,7 @@ impl Setup<'_> {
             sealed,
             qr_svg: &qr,
             secret_text: &text,
+            otpauth_uri: &uri,
             account: &self.user.email,
             error,
             replacing: self.user.has_totp(),

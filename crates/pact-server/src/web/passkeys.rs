@@ -495,7 +495,7 @@ pub async fn login_finish(
         .map_err(|_| refused())?;
     let user = pact_db::users::find(&app.db, user_id)
         .await?
-        .filter(|u| u.brand_id == ceremony.brand)
+        .filter(|u| u.brand_id == ceremony.brand && !u.is_disabled())
         .ok_or_else(refused)?;
     let stored = pact_db::sessions::credentials_of(&app.db, user.id)
         .await?
