@@ -233,6 +233,50 @@ async fn the_identity_profile_passes_against_pactd() {
     std::fs::remove_dir_all(home.dir()).ok();
 }
 
+/// The same suite, both profiles, against the demo brand answered by the
+/// example merchant (examples/merchant, its own process): its agent gets the
+/// turns by webhook and reaches its order API only through pactd's gateway.
+#[tokio::test]
+async fn the_delegated_profile_passes_against_a_brand_served_by_the_example_merchant() {
+    let (app, home, identity, _jwks) = pactd_with_agent().await;
+    let merchant = app.merchant_brand("demo").await;
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
+    let report =
+        conformance::run(pactd_config(&app, &identity, Profile::Delegated), &approver).await;
+    assert_passes(&report, &UNEXERCISABLE);
+    for name in [
+        "§5.5.step-up-task",
+        "§5.6.receipt-verifies",
+        "§5.6.receipt-chain",
+    ] {
+        assert_eq!(report.get(name).unwrap().outcome, Outcome::Pass, "{name}");
+    }
+    // The answers really came from the example merchant and its API.
+    let stats = merchant.stats().await;
+    assert!(stats["agent_calls"].as_i64().unwrap() > 0, "{stats}");
+    assert!(
+        stats["tool_calls"]["lookup_orders"].as_i64().unwrap() > 0,
+        "{stats}"
+    );
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
+#[tokio::test]
+async fn the_identity_profile_passes_against_a_brand_served_by_the_example_merchant() {
+    let (app, home, identity, _jwks) = pactd_with_agent().await;
+    let merchant = app.merchant_brand("demo").await;
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
+    let report =
+        conformance::run(pactd_config(&app, &identity, Profile::Identity), &approver).await;
+    let mut allowed: Vec<&str> = UNEXERCISABLE.to_vec();
+    allowed.push("§5");
+    assert_passes(&report, &allowed);
+    assert!(merchant.stats().await["agent_calls"].as_i64().unwrap() > 0);
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
 // ---------------------------------------------------------------------------
 // The pactd-login approver itself
 // ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ mod delegated_oauth;
 mod delegated_send;
 mod hardening;
 mod jwks;
+mod merchant;
 mod messages;
 mod ops;
 mod pa_jwt_attacks;

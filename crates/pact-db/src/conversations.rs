@@ -86,35 +86,6 @@ pub async fn find_message(
         .await
 }
 
-/// What one finished turn stores.
-#[derive(Clone, Debug)]
-pub struct NewTurn<'a> {
-    pub conversation_id: Uuid,
-    pub message_id: &'a str,
-    pub request_text: &'a str,
-    pub reply_message_id: &'a str,
-    /// The response body exactly as sent, replayed verbatim on a retry.
-    pub reply: &'a serde_json::Value,
-    pub grant_id: Option<Uuid>,
-}
-
-pub async fn insert_turn(db: impl PgExecutor<'_>, turn: NewTurn<'_>) -> DbResult<()> {
-    sqlx::query(
-        "with touched as (update conversations set updated_at = now() where id = $1) \
-         insert into messages (conversation_id, message_id, request_text, reply_message_id, reply, grant_id, replied_at) \
-         values ($1, $2, $3, $4, $5, $6, now())",
-    )
-    .bind(turn.conversation_id)
-    .bind(turn.message_id)
-    .bind(turn.request_text)
-    .bind(turn.reply_message_id)
-    .bind(turn.reply)
-    .bind(turn.grant_id)
-    .execute(db)
-    .await
-    .map(|_| ())
-}
-
 /// Binds the context to the brand user it first ran as under delegation (PACT §5.5).
 pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbResult<()> {
     sqlx::query("update conversations set user_sub = $2 where id = $1 and user_sub is null")
@@ -123,4 +94,105 @@ pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbR
         .execute(db)
         .await
         .map(|_| ())
+}
+
+/// Claims a turn: inserts the message without a reply (a running turn). False
+/// when this `messageId` is already known in the context — someone else runs
+/// or ran it. The row is what makes a retry during a running turn wait rather
+/// than call the agent a second time (PACT §4).
+pub async fn claim_turn(
+    db: impl PgExecutor<'_>,
+    conversation_id: Uuid,
+    message_id: &str,
+    request_text: &str,
+    grant_id: Option<Uuid>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "insert into messages (conversation_id, message_id, request_text, grant_id) \
+         values ($1, $2, $3, $4) on conflict (conversation_id, message_id) do nothing",
+    )
+    .bind(conversation_id)
+    .bind(message_id)
+    .bind(request_text)
+    .bind(grant_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Stores the reply of a claimed turn; false when the claim is gone.
+pub async fn finish_turn(
+    db: impl PgExecutor<'_>,
+    conversation_id: Uuid,
+    message_id: &str,
+    reply_message_id: &str,
+    reply: &serde_json::Value,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "with touched as (update conversations set updated_at = now() where id = $1) \
+         update messages set reply_message_id = $3, reply = $4, replied_at = now() \
+         where conversation_id = $1 and message_id = $2 and reply is null",
+    )
+    .bind(conversation_id)
+    .bind(message_id)
+    .bind(reply_message_id)
+    .bind(reply)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Drops a claimed turn that failed, so the PA may retry the `messageId`.
+pub async fn abandon_turn(
+    db: impl PgExecutor<'_>,
+    conversation_id: Uuid,
+    message_id: &str,
+) -> DbResult<()> {
+    sqlx::query(
+        "delete from messages where conversation_id = $1 and message_id = $2 and reply is null",
+    )
+    .bind(conversation_id)
+    .bind(message_id)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// Claims left behind by a node that stopped mid-turn: older than `before`
+/// and still without a reply. Deleting them lets the `messageId` be retried.
+pub async fn delete_stale_claims(
+    db: impl PgExecutor<'_>,
+    before: time::OffsetDateTime,
+) -> DbResult<u64> {
+    let done = sqlx::query("delete from messages where reply is null and created_at < $1")
+        .bind(before)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// One earlier finished turn of a context, oldest first.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PastTurn {
+    pub message_id: String,
+    pub request_text: String,
+    pub reply: serde_json::Value,
+}
+
+/// The last `limit` finished turns of a context, oldest first.
+pub async fn history(
+    db: impl PgExecutor<'_>,
+    conversation_id: Uuid,
+    limit: i64,
+) -> DbResult<Vec<PastTurn>> {
+    sqlx::query_as(
+        "select message_id, request_text, reply from ( \
+           select id, message_id, request_text, reply from messages \
+           where conversation_id = $1 and reply is not null order by id desc limit $2 \
+         ) t order by id",
+    )
+    .bind(conversation_id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
 }

@@ -11,6 +11,7 @@ pub mod demo_orders;
 pub mod device_authorizations;
 pub mod grants;
 pub mod local_cluster;
+pub mod merchant;
 pub mod receipts;
 pub mod scopes;
 pub mod sessions;

@@ -54,4 +54,4 @@ pub use receipt::{
     RECEIPT_TYP, ReceiptError, args_hash, receipt_hash, sign_receipt, verify_receipt,
 };
 pub use seal::{MasterKey, SealError};
-pub use uri_guard::{IpClass, check_jwks_uri, classify_ip, ip_allowed};
+pub use uri_guard::{GuardedResolver, IpClass, check_jwks_uri, classify_ip, ip_allowed};

@@ -219,12 +219,12 @@ fn check_ip(ip: IpAddr, allow_loopback: bool) -> Result<bool, JwksError> {
 /// that mixes public and private addresses is treated as hostile. IP-literal
 /// hosts never reach a resolver; [`check_jwks_uri`] judges those.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct GuardedResolver {
+pub struct GuardedResolver {
     allow_loopback: bool,
 }
 
 impl GuardedResolver {
-    pub(crate) fn new(allow_loopback: bool) -> Self {
+    pub fn new(allow_loopback: bool) -> Self {
         Self { allow_loopback }
     }
 }

@@ -126,6 +126,11 @@ pub struct AuthorizationServerMetadata {
     pub grant_types_supported: Vec<String>,
     pub token_endpoint_auth_methods_supported: Vec<String>,
     pub revocation_endpoint_auth_methods_supported: Vec<String>,
+    /// RFC 7662 introspection, for the brand's own resource servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection_endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub response_types_supported: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization_details_types_supported: Option<Vec<String>>,

@@ -25,6 +25,10 @@ pub enum ApiError {
     },
     /// The database cannot be reached now: 503 with `Retry-After`.
     Unavailable,
+    /// The brand's own agent could not answer (down, slow, misbehaving): 503
+    /// `UNAVAILABLE` with `Retry-After`, the retryable error. The cause was
+    /// logged where it happened.
+    AgentUnavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -131,6 +135,17 @@ impl IntoResponse for ApiError {
             Self::Unavailable => {
                 let body = A2aError::unavailable().to_json();
                 unavailable(a2a_json(StatusCode::SERVICE_UNAVAILABLE, &body))
+            }
+            Self::AgentUnavailable => {
+                // Not `unavailable()`: that marks the database as down.
+                let e = A2aError::new(
+                    pact_proto::ErrorReason::Unavailable,
+                    "The brand's agent is unavailable right now; retry later",
+                );
+                let mut res = a2a_json(StatusCode::SERVICE_UNAVAILABLE, &e.to_json());
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                res
             }
             Self::Internal(cause) => {
                 tracing::error!(error = %cause, "internal error");

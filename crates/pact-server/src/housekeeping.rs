@@ -37,6 +37,16 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
     {
         tracing::warn!(error = %e, "sign-in failure cleanup failed");
     }
+    // A turn claimed by a node that stopped before storing its reply: the
+    // longest turn is bounded by the agent timeout (at most 25 s), so after
+    // ten minutes nobody will finish it; dropping the claim lets the PA retry.
+    match pact_db::conversations::delete_stale_claims(&state.db, now - time::Duration::minutes(10))
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, "removed abandoned turn claims"),
+        Err(e) => tracing::warn!(error = %e, "turn claim cleanup failed"),
+    }
     if let Err(e) = state.keys.refresh(&state.db).await {
         tracing::warn!(error = %e, "periodic key reload failed");
     }

@@ -20,6 +20,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::a2a::{card, send, tasks};
+use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 use crate::web;
@@ -145,6 +146,16 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/a2a/{brand}/oauth/token", post(token::token))
         .route("/a2a/{brand}/oauth/revoke", post(revoke::revoke))
+        // RFC 7662, for the brand's own resource servers (oauth/introspect.rs)
+        .route(
+            "/a2a/{brand}/oauth/introspect",
+            post(crate::oauth::introspect::introspect),
+        )
+        // the merchant's agent acting during a turn (merchant/gateway.rs)
+        .route(
+            "/a2a/{brand}/turns/{turn}/tools/{tool}",
+            post(gateway::call_tool),
+        )
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -28,6 +28,10 @@ pub struct Inner {
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
+    /// Webhook turns running on this node, for the tool gateway.
+    pub live_turns: crate::merchant::live_turns::LiveTurns,
+    /// The SSRF-guarded client for calls to merchants' agents and tools.
+    pub outbound: reqwest::Client,
 }
 
 impl std::ops::Deref for AppState {
@@ -43,6 +47,8 @@ pub enum StateError {
     Jwks(#[from] pact_jose::JwksError),
     #[error("signing keys: {0}")]
     Keys(#[from] KeyError),
+    #[error("outbound HTTP client: {0}")]
+    Outbound(#[from] reqwest::Error),
 }
 
 impl AppState {
@@ -69,6 +75,7 @@ impl AppState {
                  (use http://localhost:PORT or a host name with --public-url)"
             );
         }
+        let outbound = crate::merchant::http::build_client(config.jwks.allow_loopback)?;
         Ok(Self(Arc::new(Inner {
             db,
             jwks,
@@ -81,6 +88,8 @@ impl AppState {
             db_health: crate::db_health::DbHealth::default(),
             webauthn,
             config,
+            live_turns: Default::default(),
+            outbound,
         })))
     }
 

@@ -24,7 +24,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     match command {
         Command::Migrate => println!("migrations applied"),
-        Command::Brand(c) => brand(pool, c).await?,
+        Command::Brand(c) => brand(pool, cli, data_dir, c).await?,
         Command::Agent(c) => agent(pool, c).await?,
         Command::Keys(c) => keys(pool, cli, data_dir, c).await?,
         Command::Grants(c) => grants(pool, c).await?,
@@ -59,7 +59,7 @@ fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
 }
 
-async fn brand(pool: &PgPool, c: &BrandCommand) -> anyhow::Result<()> {
+async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> anyhow::Result<()> {
     match c {
         BrandCommand::Add {
             brand_id,
@@ -118,7 +118,27 @@ async fn brand(pool: &PgPool, c: &BrandCommand) -> anyhow::Result<()> {
             }
         }
         BrandCommand::DetailsType(c) => details_type(pool, c).await?,
-        BrandCommand::Set(args) => brand_set(pool, args).await?,
+        BrandCommand::Set(args) => {
+            require_brand(pool, &args.brand_id).await?;
+            let agent_changed = crate::admin_merchant::set_agent(
+                pool,
+                || master_key::for_admin(cli, data_dir),
+                args,
+            )
+            .await?;
+            if !agent_changed || has_settings(args) {
+                brand_set(pool, args).await?;
+            }
+        }
+        BrandCommand::WebhookSecret(crate::cli::WebhookSecretCommand::Rotate {
+            brand_id,
+            grace,
+        }) => {
+            let master = master_key::for_admin(cli, data_dir)?;
+            crate::admin_merchant::rotate_secret(pool, &master, brand_id, grace).await?;
+        }
+        BrandCommand::Tool(c) => crate::admin_merchant::tool(pool, c).await?,
+        BrandCommand::Credential(c) => crate::admin_merchant::credential(pool, c).await?,
     }
     Ok(())
 }
@@ -352,6 +372,14 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
     bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
 }
 
+/// Whether `brand set` was given any of the settings `brand_set` stores.
+fn has_settings(a: &BrandSetArgs) -> bool {
+    a.mfa_required.is_some()
+        || a.login_url.is_some()
+        || a.no_external_login
+        || a.grant_ttl_days.is_some()
+}
+
 async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     use serde_json::{Value, json};
     require_brand(pool, &a.brand_id).await?;
@@ -376,7 +404,8 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     if changes.is_empty() {
         bail!(
             "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
-             --no-external-login or --grant-ttl-days"
+             --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
+             --tool-timeout-ms or --demo-agent"
         );
     }
     let mut tx = pool.begin().await?;

@@ -226,6 +226,76 @@ pub enum BrandCommand {
     DetailsType(DetailsTypeCommand),
     /// Change a brand's settings (only the options given).
     Set(BrandSetArgs),
+    /// The secret that signs pactd's calls to the brand's agent and tools (Standard Webhooks).
+    #[command(subcommand, name = "webhook-secret")]
+    WebhookSecret(WebhookSecretCommand),
+    /// Tools the brand's own agent may call through pactd's gateway.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+    /// API credentials for the brand's resource servers (RFC 7662 introspection).
+    #[command(subcommand)]
+    Credential(CredentialCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhookSecretCommand {
+    /// Print a new secret once; the old one keeps signing (a second signature) for the grace period.
+    Rotate {
+        brand_id: String,
+        /// How long the old secret still signs, e.g. 24h, 30m, 2d, 0s [default: 24h].
+        #[arg(long, default_value = "24h")]
+        grace: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// Add or replace a tool.
+    Add {
+        brand_id: String,
+        /// The name the agent calls it by (a-z, 0-9, '-', '_').
+        name: String,
+        /// The scope a call needs; without it the tool is public.
+        #[arg(long)]
+        scope: Option<String>,
+        /// Where pactd forwards allowed calls (https).
+        #[arg(long)]
+        url: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// FIELD=ARG: the call argument ARG must be one of the granted
+        /// authorization_details field FIELD's values (repeatable).
+        #[arg(long, value_name = "FIELD=ARG")]
+        enforce: Vec<String>,
+        /// A JSON Schema of the arguments, passed to the agent as documentation.
+        #[arg(long, value_name = "JSON")]
+        input_schema: Option<String>,
+    },
+    List {
+        brand_id: String,
+    },
+    Remove {
+        brand_id: String,
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CredentialCommand {
+    /// Make a credential; prints the client id and secret once.
+    Add {
+        brand_id: String,
+        #[arg(long)]
+        name: String,
+    },
+    List {
+        brand_id: String,
+    },
+    /// Refuse the credential from the next request on.
+    Revoke {
+        brand_id: String,
+        client_id: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +326,19 @@ pub struct BrandSetArgs {
     /// How long new grants last, 1–365 days.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
     pub grant_ttl_days: Option<i64>,
+    /// Answer the brand with the merchant's own agent at this URL (https);
+    /// the first time, prints the webhook signing secret once.
+    #[arg(long, value_name = "URL", conflicts_with = "demo_agent")]
+    pub agent_url: Option<String>,
+    /// How long pactd waits for the agent, 100–25000 ms [default: 20000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i32).range(100..=25000))]
+    pub agent_timeout_ms: Option<i32>,
+    /// How long pactd waits for a tool, 100–25000 ms [default: 10000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i32).range(100..=25000))]
+    pub tool_timeout_ms: Option<i32>,
+    /// Answer the brand with the built-in demo agent again.
+    #[arg(long)]
+    pub demo_agent: bool,
 }
 
 #[derive(Debug, Subcommand)]

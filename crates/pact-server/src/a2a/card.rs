@@ -20,7 +20,7 @@ pub async fn get_card(
         .agents
         .for_brand(&brand)
         .map(|a| a.skills(&brand))
-        .unwrap_or_default();
+        .unwrap_or_else(|| crate::merchant::skills(&brand));
     let interface_url = state.config.interface_url(&brand.id);
     // PACT §2: a brand with scopes advertises delegation (the device-code flow).
     let scopes = pact_db::scopes::list(&state.db, &brand.id).await?;

@@ -1,20 +1,30 @@
 //! `POST {iface}/message:send` (PACT §4, §5.5).
 //!
 //! Checks in protocol order — PA-JWT (the `Caller` extractor), then the
-//! delegation token, then the body — and runs the turn in one transaction:
-//! lock the grant (if delegated) and the conversation, answer a retried
-//! `messageId` from storage, otherwise run the brand agent behind the tool
-//! gate and store the reply with its receipt. The row locks serialise turns
-//! of one context (and receipts of one grant) across all nodes, so a retry
-//! racing the original waits and then gets the stored reply.
+//! delegation token, then the body — and runs the turn in three phases, so
+//! that no transaction or row lock is held while an agent works (the brand's
+//! own agent may take seconds, and calls back into the tool gateway):
+//!
+//! 1. one short transaction: the grant is active, the context is the
+//!    caller's, a retried `messageId` is answered from storage, and the turn
+//!    is *claimed* — its message row is inserted without a reply (unique per
+//!    context and `messageId`);
+//! 2. the brand agent runs, behind the tool gate, with nothing locked;
+//! 3. one short transaction: the receipt is chained under the grant's row
+//!    lock and the reply stored in the claimed row.
+//!
+//! A retry that finds the claim still running waits for the reply (bounded),
+//! so one `messageId` never makes two agent calls that both store; a failed
+//! turn drops its claim, nothing half-stored, and the PA may retry.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use pact_db::conversations::{self, NewTurn};
+use pact_db::conversations;
 use pact_proto::A2aError;
 use pact_proto::a2a::{
     AgentMessage, IncomingMessage, SendMessageResponse, TASK_STATE_AUTH_REQUIRED, Task, TaskStatus,
@@ -25,10 +35,13 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
-use crate::agent::{GateRecord, Outcome, ToolGate, Turn};
+use crate::agent::{Delegation, GateRecord, Outcome, ToolGate, Turn};
 use crate::auth::Caller;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
+
+/// How often a retry looks again for the reply of a running turn.
+const RETRY_POLL: Duration = Duration::from_millis(50);
 
 pub async fn send_message(
     State(state): State<AppState>,
@@ -38,7 +51,11 @@ pub async fn send_message(
 ) -> Result<Response, ApiError> {
     let presented = delegation::check(&state, &caller, &headers)?;
     let incoming = parse_send_message(&body)?;
-    let reply = run_turn(&state, &caller, presented.as_ref(), &incoming).await?;
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
+    let reply = run_turn(&state, &caller, presented.as_ref(), &incoming, &request_id).await?;
     Ok(a2a_json(StatusCode::OK, &reply))
 }
 
@@ -46,24 +63,94 @@ fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
     ApiError::Internal(Box::new(e))
 }
 
+/// What phase 1 found.
+enum Begin<'a> {
+    /// A retry of a finished turn: its stored reply, verbatim.
+    Stored(Value),
+    /// Another request runs this `messageId` right now.
+    Running,
+    /// This request runs the turn.
+    Claimed {
+        conversation_id: Uuid,
+        delegation: Option<&'a Delegation>,
+    },
+}
+
 async fn run_turn(
     state: &AppState,
     caller: &Caller,
     presented: Option<&Presented>,
     incoming: &IncomingMessage,
+    request_id: &str,
 ) -> Result<Value, ApiError> {
+    // A retry waits for a running turn at most as long as a turn may take.
+    let wait = state
+        .config
+        .request_timeout
+        .saturating_sub(Duration::from_secs(2));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match begin(state, caller, presented, incoming).await? {
+            Begin::Stored(reply) => return Ok(reply),
+            Begin::Running if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(RETRY_POLL).await;
+            }
+            // PACT §4: a retry without a stored reply is INVALID_PARAMS.
+            Begin::Running => {
+                return Err(A2aError::invalid_params(
+                    "A reply to this messageId is not available yet; retry later",
+                )
+                .into());
+            }
+            Begin::Claimed {
+                conversation_id,
+                delegation,
+            } => {
+                let result = run_claimed(
+                    state,
+                    caller,
+                    delegation,
+                    conversation_id,
+                    incoming,
+                    request_id,
+                )
+                .await;
+                if result.is_err() {
+                    // Nothing half-stored: drop the claim so the PA may retry.
+                    if let Err(e) = conversations::abandon_turn(
+                        &state.db,
+                        conversation_id,
+                        &incoming.message_id,
+                    )
+                    .await
+                    {
+                        tracing::error!(error = %e, "could not drop the claim of a failed turn");
+                    }
+                }
+                return result;
+            }
+        }
+    }
+}
+
+/// Phase 1, one short transaction.
+async fn begin<'p>(
+    state: &AppState,
+    caller: &Caller,
+    presented: Option<&'p Presented>,
+    incoming: &IncomingMessage,
+) -> Result<Begin<'p>, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let now = OffsetDateTime::now_utc();
     let mut tx = state.db.begin().await?;
 
-    // The database is the truth about the grant: re-check it under lock (this
-    // also orders the grant's receipt chain).
+    // The database is the truth about the grant (the token may outlive a revocation).
     let delegation = match presented {
         None => None,
         Some(p) => {
             let d = &p.delegation;
-            let grant = pact_db::grants::lock(&mut *tx, d.grant_id).await?;
+            let grant = pact_db::grants::find(&mut *tx, d.grant_id).await?;
             let valid = grant.as_ref().is_some_and(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
@@ -78,6 +165,7 @@ async fn run_turn(
         }
     };
 
+    // The conversation row lock orders claims of one context across nodes.
     let conversation = match &incoming.context_id {
         Some(raw) => {
             // An id we could never have minted is just as unknown as a foreign one.
@@ -104,14 +192,11 @@ async fn run_turn(
     if let Some(seen) =
         conversations::find_message(&mut *tx, conversation.id, &incoming.message_id).await?
     {
-        // PACT §4: a retry gets the stored reply (same receipt); without one, INVALID_PARAMS.
-        return match seen.reply {
-            Some(reply) => Ok(reply),
-            None => Err(A2aError::invalid_params(
-                "A reply to this messageId is not available yet; retry later",
-            )
-            .into()),
-        };
+        // PACT §4: a retry gets the stored reply (same receipt).
+        return Ok(match seen.reply {
+            Some(reply) => Begin::Stored(reply),
+            None => Begin::Running,
+        });
     }
 
     // The first delegated turn binds the context to its user.
@@ -120,15 +205,62 @@ async fn run_turn(
     {
         conversations::bind_user(&mut *tx, conversation.id, &d.user_sub).await?;
     }
+    let claimed = conversations::claim_turn(
+        &mut *tx,
+        conversation.id,
+        &incoming.message_id,
+        &incoming.text,
+        delegation.map(|d| d.grant_id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(if claimed {
+        Begin::Claimed {
+            conversation_id: conversation.id,
+            delegation,
+        }
+    } else {
+        Begin::Running
+    })
+}
 
-    let agent = state.agents.for_brand(brand).ok_or_else(|| {
-        ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
-    })?;
-    let scope_rows = pact_db::scopes::list(&mut *tx, &brand.id).await?;
+/// Phase 2 (the agent, nothing locked) and phase 3 (store).
+async fn run_claimed(
+    state: &AppState,
+    caller: &Caller,
+    delegation: Option<&Delegation>,
+    conversation_id: Uuid,
+    incoming: &IncomingMessage,
+    request_id: &str,
+) -> Result<Value, ApiError> {
+    let brand = &caller.brand;
+    let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
+    let scope_rows = pact_db::scopes::list(&state.db, &brand.id).await?;
     let offered: BTreeSet<String> = scope_rows.iter().map(|s| s.scope_id.clone()).collect();
-    let context_id = conversation.id.to_string();
-    let (outcome, record) = {
-        let mut gate = ToolGate::new(&mut tx, brand, &offered, delegation);
+    let context_id = conversation_id.to_string();
+
+    let (text, record) = if brand.agent_kind == "webhook" {
+        let turn = crate::merchant::turn::WebhookTurn {
+            caller,
+            delegation,
+            conversation_id,
+            message_id: &incoming.message_id,
+            text: &incoming.text,
+            offered: &offered,
+            request_id,
+        };
+        crate::merchant::turn::run(state, turn).await.map_err(|e| {
+            // For the operator: the brand and the cause; never a secret or token.
+            tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
+            ApiError::AgentUnavailable
+        })?
+    } else {
+        let agent = state.agents.for_brand(brand).ok_or_else(|| {
+            ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
+        })?;
+        // Built-in tools run on a plain pooled connection, outside any transaction.
+        let mut conn = state.db.acquire().await?;
+        let mut gate = ToolGate::new(&mut conn, brand, &offered, delegation);
         let turn = Turn {
             brand,
             pa_issuer: iss,
@@ -136,10 +268,9 @@ async fn run_turn(
             context_id: &context_id,
             text: &incoming.text,
         };
-        let outcome = agent.respond(turn, &mut gate).await.map_err(internal)?;
-        (outcome, gate.into_record())
+        let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(internal)?;
+        (text, gate.into_record())
     };
-    let Outcome::Reply(text) = outcome;
 
     let reply_id = Uuid::new_v4().to_string();
     let mut message = AgentMessage::new(reply_id.clone(), context_id.clone(), text);
@@ -148,7 +279,13 @@ async fn run_turn(
     } else {
         Some(step_up(state, caller, &record, &scope_rows).await?)
     };
+
+    // Phase 3: one short transaction.
+    let now = OffsetDateTime::now_utc();
+    let mut tx = state.db.begin().await?;
     if let Some(d) = delegation {
+        // The grant row lock orders the grant's receipt chain (no forks).
+        pact_db::grants::lock(&mut *tx, d.grant_id).await?;
         let receipt = super::receipts::issue(
             state,
             &mut tx,
@@ -156,7 +293,7 @@ async fn run_turn(
             super::receipts::TurnRef {
                 pa_issuer: iss,
                 brand_id: &brand.id,
-                conversation_id: conversation.id,
+                conversation_id,
                 message_id: &incoming.message_id,
             },
             &record,
@@ -190,18 +327,19 @@ async fn run_turn(
         }
     };
     let body = serde_json::to_value(&response).map_err(internal)?;
-    conversations::insert_turn(
+    let stored = conversations::finish_turn(
         &mut *tx,
-        NewTurn {
-            conversation_id: conversation.id,
-            message_id: &incoming.message_id,
-            request_text: &incoming.text,
-            reply_message_id: &reply_id,
-            reply: &body,
-            grant_id: delegation.map(|d| d.grant_id),
-        },
+        conversation_id,
+        &incoming.message_id,
+        &reply_id,
+        &body,
     )
     .await?;
+    if !stored {
+        return Err(ApiError::Internal(
+            "the turn's claim disappeared before its reply was stored".into(),
+        ));
+    }
     tx.commit().await?;
     Ok(body)
 }

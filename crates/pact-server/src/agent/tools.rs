@@ -69,9 +69,7 @@ pub struct ToolGate<'c> {
     offered: &'c BTreeSet<String>,
     delegation: Option<&'c Delegation>,
     types: DetailsTypes,
-    used_scopes: BTreeSet<String>,
-    actions: Vec<ReceiptAction>,
-    missing: BTreeSet<String>,
+    record: GateRecord,
 }
 
 impl<'c> ToolGate<'c> {
@@ -87,9 +85,7 @@ impl<'c> ToolGate<'c> {
             offered,
             delegation,
             types: authz_details::types_from_settings(&brand.settings),
-            used_scopes: BTreeSet::new(),
-            actions: Vec::new(),
-            missing: BTreeSet::new(),
+            record: GateRecord::default(),
         }
     }
 
@@ -100,42 +96,32 @@ impl<'c> ToolGate<'c> {
 
     pub async fn call(&mut self, tool: &dyn Tool, args: Value) -> Result<Value, ToolError> {
         let scope = tool.scope();
-        if !self.offered.contains(scope) {
-            return Err(ToolError::Unavailable);
-        }
-        let Some(delegation) = self.delegation.filter(|d| d.scopes.contains(scope)) else {
-            self.missing.insert(scope.to_owned());
-            return Err(ToolError::MissingScope(scope.to_owned()));
-        };
-        if !authz_details::permits(
-            delegation.authorization_details.as_ref(),
+        if let Err(e) = check_call(
+            self.offered,
+            self.delegation,
             &self.types,
             tool.name(),
+            Some(scope),
             &args,
         ) {
-            tracing::info!(tool = tool.name(), grant = %delegation.grant_id, "tool call refused by authorization_details");
-            return Err(ToolError::NotPermitted);
+            self.record.refused(&e);
+            return Err(e);
         }
+        let Some(delegation) = self.delegation else {
+            return Err(ToolError::MissingScope(scope.to_owned()));
+        };
         let ctx = ToolContext {
             brand: self.brand,
             user_sub: &delegation.user_sub,
         };
         let out = tool.run(self.conn, ctx, &args).await?;
-        self.used_scopes.insert(scope.to_owned());
-        self.actions.push(ReceiptAction {
-            tool: tool.name().to_owned(),
-            args_hash: Some(pact_jose::args_hash(&args)),
-        });
+        self.record.ran(tool.name(), Some(scope), &args);
         Ok(out)
     }
 
     /// Scopes the turn asked for and did not hold (the step-up set).
     pub fn into_record(self) -> GateRecord {
-        GateRecord {
-            used_scopes: self.used_scopes,
-            actions: self.actions,
-            missing: self.missing,
-        }
+        self.record
     }
 }
 
@@ -145,4 +131,57 @@ pub struct GateRecord {
     pub used_scopes: BTreeSet<String>,
     pub actions: Vec<ReceiptAction>,
     pub missing: BTreeSet<String>,
+}
+
+impl GateRecord {
+    /// Notes a refusal: a missing scope joins the step-up set (PACT §5.5).
+    pub fn refused(&mut self, e: &ToolError) {
+        if let ToolError::MissingScope(scope) = e {
+            self.missing.insert(scope.clone());
+        }
+    }
+
+    /// Notes a call that ran, for the receipt: `{tool, argsHash}` (PACT §5.6).
+    pub fn ran(&mut self, tool: &str, scope: Option<&str>, args: &Value) {
+        if let Some(scope) = scope {
+            self.used_scopes.insert(scope.to_owned());
+        }
+        self.actions.push(ReceiptAction {
+            tool: tool.to_owned(),
+            args_hash: Some(pact_jose::args_hash(args)),
+        });
+    }
+}
+
+/// The gate's rule, for built-in tools and for a merchant's tools behind the
+/// webhook gateway alike, checked against the real arguments before anything
+/// runs (PACT §5.5, §5.7):
+///
+/// * `scope` `None` is a public tool: anyone may call it;
+/// * a scope the brand does not offer: [`ToolError::Unavailable`];
+/// * a scope the turn's delegation does not hold (or no delegation):
+///   [`ToolError::MissingScope`], the step-up;
+/// * `authorization_details` that do not cover `args`: [`ToolError::NotPermitted`].
+pub fn check_call(
+    offered: &BTreeSet<String>,
+    delegation: Option<&Delegation>,
+    types: &DetailsTypes,
+    tool: &str,
+    scope: Option<&str>,
+    args: &Value,
+) -> Result<(), ToolError> {
+    let Some(scope) = scope else {
+        return Ok(());
+    };
+    if !offered.contains(scope) {
+        return Err(ToolError::Unavailable);
+    }
+    let Some(delegation) = delegation.filter(|d| d.scopes.contains(scope)) else {
+        return Err(ToolError::MissingScope(scope.to_owned()));
+    };
+    if !authz_details::permits(delegation.authorization_details.as_ref(), types, tool, args) {
+        tracing::info!(tool, grant = %delegation.grant_id, "tool call refused by authorization_details");
+        return Err(ToolError::NotPermitted);
+    }
+    Ok(())
 }

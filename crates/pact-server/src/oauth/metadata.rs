@@ -44,6 +44,9 @@ pub async fn metadata(
         device_authorization_endpoint: format!("{issuer}/device_authorization"),
         token_endpoint: format!("{issuer}/token"),
         revocation_endpoint: format!("{issuer}/revoke"),
+        introspection_endpoint: Some(format!("{issuer}/introspect")),
+        // RFC 7662 §2.1 with a brand API credential (`pactd brand credential add`).
+        introspection_endpoint_auth_methods_supported: Some(vec!["client_secret_basic".to_owned()]),
         jwks_uri: format!("{issuer}/jwks.json"),
         issuer,
         scopes_supported: scopes.into_iter().collect(),

@@ -7,6 +7,7 @@
 
 pub mod device_authorization;
 pub mod form;
+pub mod introspect;
 pub mod issue;
 pub mod metadata;
 pub mod revoke;

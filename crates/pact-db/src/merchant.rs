@@ -1,0 +1,270 @@
+//! A merchant's own agent and systems: the brand's agent URL, its webhook
+//! signing secrets, its tools, and its API credentials.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct BrandAgent {
+    pub brand_id: String,
+    pub url: String,
+    pub agent_timeout_ms: i32,
+    pub tool_timeout_ms: i32,
+}
+
+pub async fn find_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandAgent>> {
+    sqlx::query_as(
+        "select brand_id, url, agent_timeout_ms, tool_timeout_ms from brand_agents where brand_id = $1",
+    )
+    .bind(brand_id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Points the brand at its agent and switches it to the webhook kind.
+/// Timeouts left `None` keep their current (or default) value.
+pub async fn set_agent(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    url: &str,
+    agent_timeout_ms: Option<i32>,
+    tool_timeout_ms: Option<i32>,
+) -> DbResult<()> {
+    sqlx::query(
+        "with kind as (update brands set agent_kind = 'webhook' where id = $1) \
+         insert into brand_agents (brand_id, url, agent_timeout_ms, tool_timeout_ms) \
+         values ($1, $2, coalesce($3, 20000), coalesce($4, 10000)) \
+         on conflict (brand_id) do update set url = excluded.url, \
+           agent_timeout_ms = coalesce($3, brand_agents.agent_timeout_ms), \
+           tool_timeout_ms = coalesce($4, brand_agents.tool_timeout_ms), updated_at = now()",
+    )
+    .bind(brand_id)
+    .bind(url)
+    .bind(agent_timeout_ms)
+    .bind(tool_timeout_ms)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// Changes only the timeouts of a brand that already has an agent URL.
+pub async fn set_timeouts(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    agent_timeout_ms: Option<i32>,
+    tool_timeout_ms: Option<i32>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update brand_agents set agent_timeout_ms = coalesce($2, agent_timeout_ms), \
+         tool_timeout_ms = coalesce($3, tool_timeout_ms), updated_at = now() where brand_id = $1",
+    )
+    .bind(brand_id)
+    .bind(agent_timeout_ms)
+    .bind(tool_timeout_ms)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Back to the built-in demo agent (the URL and secrets are kept).
+pub async fn use_demo_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
+    let done = sqlx::query("update brands set agent_kind = 'demo' where id = $1")
+        .bind(brand_id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct WebhookSecret {
+    pub id: Uuid,
+    pub brand_id: String,
+    pub sealed: Vec<u8>,
+    pub created_at: OffsetDateTime,
+    pub retired_at: Option<OffsetDateTime>,
+}
+
+/// The secrets that sign now: the current one and those still in their grace.
+pub async fn signing_secrets(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    now: OffsetDateTime,
+) -> DbResult<Vec<WebhookSecret>> {
+    sqlx::query_as(
+        "select id, brand_id, sealed, created_at, retired_at from brand_webhook_secrets \
+         where brand_id = $1 and (retired_at is null or retired_at > $2) \
+         order by retired_at is not null, created_at desc",
+    )
+    .bind(brand_id)
+    .bind(now)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
+    sqlx::query_scalar(
+        "select exists (select 1 from brand_webhook_secrets where brand_id = $1 and retired_at is null)",
+    )
+    .bind(brand_id)
+    .fetch_one(db)
+    .await
+}
+
+/// Retires the current secret at `retire_at` (its grace end), and brings
+/// forward the end of any older secret still in a longer grace, so a rotation
+/// with no grace (after a leak) stops every old secret at once. Call in the
+/// transaction that inserts the new one.
+pub async fn retire_current_secret(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    retire_at: OffsetDateTime,
+) -> DbResult<u64> {
+    let done = sqlx::query(
+        "update brand_webhook_secrets set retired_at = $2 \
+         where brand_id = $1 and (retired_at is null or retired_at > $2)",
+    )
+    .bind(brand_id)
+    .bind(retire_at)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+pub async fn insert_secret(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    brand_id: &str,
+    sealed: &[u8],
+) -> DbResult<()> {
+    sqlx::query("insert into brand_webhook_secrets (id, brand_id, sealed) values ($1, $2, $3)")
+        .bind(id)
+        .bind(brand_id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct BrandTool {
+    pub brand_id: String,
+    pub name: String,
+    pub scope: Option<String>,
+    pub url: String,
+    pub description: String,
+    pub enforce: serde_json::Value,
+    pub input_schema: Option<serde_json::Value>,
+}
+
+const TOOL_COLS: &str = "brand_id, name, scope, url, description, enforce, input_schema";
+
+pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()> {
+    sqlx::query(
+        "insert into brand_tools (brand_id, name, scope, url, description, enforce, input_schema) \
+         values ($1, $2, $3, $4, $5, $6, $7) on conflict (brand_id, name) do update set \
+         scope = excluded.scope, url = excluded.url, description = excluded.description, \
+         enforce = excluded.enforce, input_schema = excluded.input_schema",
+    )
+    .bind(&t.brand_id)
+    .bind(&t.name)
+    .bind(&t.scope)
+    .bind(&t.url)
+    .bind(&t.description)
+    .bind(&t.enforce)
+    .bind(&t.input_schema)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandTool>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {TOOL_COLS} from brand_tools where brand_id = $1 order by name"
+    )))
+    .bind(brand_id)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn remove_tool(db: impl PgExecutor<'_>, brand_id: &str, name: &str) -> DbResult<bool> {
+    let done = sqlx::query("delete from brand_tools where brand_id = $1 and name = $2")
+        .bind(brand_id)
+        .bind(name)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ApiCredential {
+    pub client_id: String,
+    pub brand_id: String,
+    pub name: String,
+    pub secret_hash: Vec<u8>,
+    pub created_at: OffsetDateTime,
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+const CRED_COLS: &str = "client_id, brand_id, name, secret_hash, created_at, revoked_at";
+
+pub async fn insert_credential(
+    db: impl PgExecutor<'_>,
+    client_id: &str,
+    brand_id: &str,
+    name: &str,
+    secret_hash: &[u8],
+) -> DbResult<()> {
+    sqlx::query(
+        "insert into brand_api_credentials (client_id, brand_id, name, secret_hash) values ($1, $2, $3, $4)",
+    )
+    .bind(client_id)
+    .bind(brand_id)
+    .bind(name)
+    .bind(secret_hash)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+pub async fn find_credential(
+    db: impl PgExecutor<'_>,
+    client_id: &str,
+) -> DbResult<Option<ApiCredential>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {CRED_COLS} from brand_api_credentials where client_id = $1"
+    )))
+    .bind(client_id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list_credentials(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+) -> DbResult<Vec<ApiCredential>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {CRED_COLS} from brand_api_credentials where brand_id = $1 order by created_at"
+    )))
+    .bind(brand_id)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn revoke_credential(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    client_id: &str,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update brand_api_credentials set revoked_at = now() \
+         where brand_id = $1 and client_id = $2 and revoked_at is null",
+    )
+    .bind(brand_id)
+    .bind(client_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

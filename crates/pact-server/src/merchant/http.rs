@@ -1,0 +1,99 @@
+//! pactd's outbound calls to a merchant's agent and tools.
+//!
+//! The same SSRF rules as JWKS fetching (`pact_jose::check_jwks_uri` on the
+//! URL text, and the guarded resolver on every connection, so a name that
+//! re-resolves to a private address is refused: DNS rebinding); no redirects
+//! (a 3xx could point a public URL at a private one); no proxy; per-call
+//! timeouts; response bodies read chunk by chunk up to a cap.
+
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::{Client, StatusCode};
+
+use super::signing::SignedHeaders;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("URL refused by the SSRF guard: {0}")]
+    Refused(String),
+    #[error("timed out")]
+    Timeout,
+    #[error("unreachable: {0}")]
+    Connect(String),
+    #[error("HTTP {0}")]
+    Status(u16),
+    #[error("response larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+pub fn build_client(allow_loopback: bool) -> Result<Client, reqwest::Error> {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never())
+        .no_proxy()
+        .https_only(!allow_loopback)
+        .dns_resolver(pact_jose::GuardedResolver::new(allow_loopback))
+        .user_agent(concat!("pactd/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+fn transport(e: reqwest::Error) -> CallError {
+    if e.is_timeout() {
+        CallError::Timeout
+    } else if e.is_connect() {
+        // The resolver's refusal surfaces as a connect error too; say which without the URL.
+        let text = std::error::Error::source(&e)
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "connection failed".to_owned());
+        CallError::Connect(text)
+    } else {
+        CallError::Transport(e.without_url().to_string())
+    }
+}
+
+/// POSTs a signed JSON body; returns the status and the response body (at
+/// most `max` bytes). The whole exchange is bounded by `timeout`.
+pub async fn post_signed(
+    client: &Client,
+    url: &str,
+    allow_loopback: bool,
+    body: Vec<u8>,
+    signed: &SignedHeaders,
+    timeout: Duration,
+    max: usize,
+) -> Result<(StatusCode, Vec<u8>), CallError> {
+    let url = pact_jose::check_jwks_uri(url, allow_loopback)
+        .map_err(|e| CallError::Refused(e.to_string()))?;
+    let exchange = async {
+        let sig = HeaderValue::from_str(&signed.signature)
+            .map_err(|_| CallError::Transport("bad signature header".to_owned()))?;
+        let mut res = client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header("webhook-id", signed.id.as_str())
+            .header("webhook-timestamp", signed.timestamp.to_string())
+            .header("webhook-signature", sig)
+            .body(body)
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = res.status();
+        if res.content_length().is_some_and(|l| l > max as u64) {
+            return Err(CallError::TooLarge(max));
+        }
+        let mut out = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(transport)? {
+            if out.len() + chunk.len() > max {
+                return Err(CallError::TooLarge(max));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok((status, out))
+    };
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| CallError::Timeout)?
+}

@@ -1,0 +1,239 @@
+//! Turns that are running right now on this node, for the tool gateway.
+//!
+//! A webhook turn gets a turn token: 32 random bytes shown to the merchant's
+//! agent once, kept here only as its SHA-256. The gateway finds the turn by
+//! the id in its URL and accepts the token only if it hashes to that turn's,
+//! the brand in the URL is the turn's, and the turn has neither ended nor
+//! expired. Ending the turn (reply stored or failed) removes it, so a token is
+//! useless after its turn whatever its lifetime said.
+//!
+//! The record lives in this node's memory: a turn's tool calls must reach
+//! the node that runs the turn (the tools URL carries this node's public URL;
+//! with several nodes behind one name, route `/a2a/*/turns/` with session
+//! affinity on the turn id, or run webhook brands on one node). Keeping it in
+//! memory means no database write per tool call and no lock held while the
+//! agent works.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::merchant::BrandTool;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::agent::{Delegation, GateRecord};
+use crate::domain::authz_details::DetailsTypes;
+
+/// What the gateway needs to judge and forward a tool call of one turn.
+#[derive(Debug)]
+pub struct LiveTurn {
+    pub id: Uuid,
+    pub brand_id: String,
+    token_hash: [u8; 32],
+    pub expires_at: OffsetDateTime,
+    pub delegation: Option<Delegation>,
+    pub offered: BTreeSet<String>,
+    pub types: DetailsTypes,
+    pub tools: Vec<BrandTool>,
+    pub tool_timeout: std::time::Duration,
+    pub context_id: String,
+    pub message_id: String,
+    /// What ran, what was refused: shared with the turn, read when it ends.
+    pub record: Mutex<GateRecord>,
+}
+
+/// Everything that makes a [`LiveTurn`] except its token.
+#[derive(Debug)]
+pub struct TurnSetup {
+    pub brand_id: String,
+    pub expires_at: OffsetDateTime,
+    pub delegation: Option<Delegation>,
+    pub offered: BTreeSet<String>,
+    pub types: DetailsTypes,
+    pub tools: Vec<BrandTool>,
+    pub tool_timeout: std::time::Duration,
+    pub context_id: String,
+    pub message_id: String,
+}
+
+#[derive(Default)]
+pub struct LiveTurns {
+    turns: Mutex<HashMap<Uuid, Arc<LiveTurn>>>,
+}
+
+impl std::fmt::Debug for LiveTurns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveTurns(..)")
+    }
+}
+
+fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Why a token was refused; all of them are the same 401 to the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenRefusal {
+    UnknownTurn,
+    WrongToken,
+    WrongBrand,
+    Expired,
+}
+
+/// Removes the turn when dropped, so a failed or cancelled turn ends too.
+#[derive(Debug)]
+pub struct TurnGuard<'a> {
+    turns: &'a LiveTurns,
+    pub turn: Arc<LiveTurn>,
+    pub token: String,
+}
+
+impl Drop for TurnGuard<'_> {
+    fn drop(&mut self) {
+        self.turns.remove(self.turn.id);
+    }
+}
+
+impl LiveTurns {
+    /// Registers a turn; returns it with its token (the only copy).
+    pub fn start(&self, setup: TurnSetup) -> Option<TurnGuard<'_>> {
+        let mut bytes = [0u8; 32];
+        openssl::rand::rand_bytes(&mut bytes).ok()?;
+        let token = format!("ptt_{}", URL_SAFE_NO_PAD.encode(bytes));
+        let turn = Arc::new(LiveTurn {
+            id: Uuid::new_v4(),
+            brand_id: setup.brand_id,
+            token_hash: hash(&token),
+            expires_at: setup.expires_at,
+            delegation: setup.delegation,
+            offered: setup.offered,
+            types: setup.types,
+            tools: setup.tools,
+            tool_timeout: setup.tool_timeout,
+            context_id: setup.context_id,
+            message_id: setup.message_id,
+            record: Mutex::new(GateRecord::default()),
+        });
+        self.lock().insert(turn.id, turn.clone());
+        Some(TurnGuard {
+            turns: self,
+            turn,
+            token,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<LiveTurn>>> {
+        // A poisoned map still holds valid entries: a panic elsewhere must not stop turns.
+        self.turns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remove(&self, id: Uuid) {
+        self.lock().remove(&id);
+    }
+
+    /// The turn a gateway call may act in, or why not.
+    pub fn authorize(
+        &self,
+        turn_id: Uuid,
+        brand_id: &str,
+        token: &str,
+        now: OffsetDateTime,
+    ) -> Result<Arc<LiveTurn>, TokenRefusal> {
+        let turn = self
+            .lock()
+            .get(&turn_id)
+            .cloned()
+            .ok_or(TokenRefusal::UnknownTurn)?;
+        if !openssl::memcmp::eq(&hash(token), &turn.token_hash) {
+            return Err(TokenRefusal::WrongToken);
+        }
+        if turn.brand_id != brand_id {
+            return Err(TokenRefusal::WrongBrand);
+        }
+        if now >= turn.expires_at {
+            return Err(TokenRefusal::Expired);
+        }
+        Ok(turn)
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl LiveTurn {
+    /// Runs `f` on the turn's record.
+    pub fn with_record<T>(&self, f: impl FnOnce(&mut GateRecord) -> T) -> T {
+        let mut r = self
+            .record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut r)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn setup(brand: &str, ttl: i64) -> TurnSetup {
+        TurnSetup {
+            brand_id: brand.to_owned(),
+            expires_at: OffsetDateTime::now_utc() + time::Duration::seconds(ttl),
+            delegation: None,
+            offered: BTreeSet::new(),
+            types: DetailsTypes::new(),
+            tools: vec![],
+            tool_timeout: std::time::Duration::from_secs(1),
+            context_id: "c".into(),
+            message_id: "m".into(),
+        }
+    }
+
+    #[test]
+    fn a_token_works_only_for_its_turn_and_brand_while_the_turn_runs() {
+        let turns = LiveTurns::default();
+        let now = OffsetDateTime::now_utc();
+        let a = turns.start(setup("shop", 20)).unwrap();
+        let b = turns.start(setup("shop", 20)).unwrap();
+        assert!(turns.authorize(a.turn.id, "shop", &a.token, now).is_ok());
+        assert_eq!(
+            turns
+                .authorize(a.turn.id, "shop", &b.token, now)
+                .unwrap_err(),
+            TokenRefusal::WrongToken
+        );
+        assert_eq!(
+            turns
+                .authorize(a.turn.id, "other", &a.token, now)
+                .unwrap_err(),
+            TokenRefusal::WrongBrand
+        );
+        let later = now + time::Duration::seconds(30);
+        assert_eq!(
+            turns
+                .authorize(a.turn.id, "shop", &a.token, later)
+                .unwrap_err(),
+            TokenRefusal::Expired
+        );
+        let (id, token) = (a.turn.id, a.token.clone());
+        drop(a);
+        assert_eq!(
+            turns.authorize(id, "shop", &token, now).unwrap_err(),
+            TokenRefusal::UnknownTurn
+        );
+        assert_eq!(turns.len(), 1);
+        drop(b);
+        assert!(turns.is_empty());
+    }
+}

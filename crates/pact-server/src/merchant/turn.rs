@@ -1,0 +1,163 @@
+//! One turn answered by the merchant's agent (the `webhook` brand agent kind).
+//!
+//! Called with no transaction open and no row locked: the turn was checked
+//! and claimed before, and is stored after (see `a2a::send`). The agent gets
+//! the turn, who asks, the delegation when there is one (never the PA-JWT or
+//! the delegation token itself), and a tools URL with a turn token for the
+//! gateway. It answers `200 {"reply": "<text>"}`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::live_turns::TurnSetup;
+use super::{HISTORY_TURNS, MAX_AGENT_REPLY_BYTES, TurnFailure, http, signing};
+use crate::agent::{Delegation, GateRecord};
+use crate::auth::Caller;
+use crate::domain::authz_details;
+use crate::state::AppState;
+
+/// What the server knows about the turn when it calls the agent.
+#[derive(Debug)]
+pub struct WebhookTurn<'a> {
+    pub caller: &'a Caller,
+    pub delegation: Option<&'a Delegation>,
+    pub conversation_id: Uuid,
+    pub message_id: &'a str,
+    pub text: &'a str,
+    pub offered: &'a BTreeSet<String>,
+    pub request_id: &'a str,
+}
+
+/// The text of a stored A2A reply (a message, or a step-up task's message).
+fn reply_text(reply: &Value) -> &str {
+    let message = reply
+        .get("message")
+        .or_else(|| reply.pointer("/task/status/message"));
+    message
+        .and_then(|m| m.pointer("/parts/0/text"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Runs the turn at the merchant's agent: its reply text and what it did
+/// through the gateway.
+pub async fn run(
+    state: &AppState,
+    t: WebhookTurn<'_>,
+) -> Result<(String, GateRecord), TurnFailure> {
+    let brand = &t.caller.brand;
+    let now = OffsetDateTime::now_utc();
+    let agent = pact_db::merchant::find_agent(&state.db, &brand.id)
+        .await
+        .map_err(|e| TurnFailure::Setup(format!("loading the agent URL: {e}")))?
+        .ok_or_else(|| TurnFailure::Setup("the brand has no agent URL".to_owned()))?;
+    let tools = pact_db::merchant::list_tools(&state.db, &brand.id)
+        .await
+        .map_err(|e| TurnFailure::Setup(format!("loading tools: {e}")))?;
+    let history = pact_db::conversations::history(&state.db, t.conversation_id, HISTORY_TURNS)
+        .await
+        .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?;
+    let secrets = super::signing_secrets(state, &brand.id, now).await?;
+
+    let timeout = Duration::from_millis(u64::try_from(agent.agent_timeout_ms).unwrap_or(20_000));
+    let tool_timeout =
+        Duration::from_millis(u64::try_from(agent.tool_timeout_ms).unwrap_or(10_000));
+    let context_id = t.conversation_id.to_string();
+    let available: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({"name": tool.name, "description": tool.description, "scope": tool.scope,
+                   "inputSchema": tool.input_schema})
+        })
+        .collect();
+    let live = state
+        .live_turns
+        .start(TurnSetup {
+            brand_id: brand.id.clone(),
+            // The token dies with the turn: at the latest when we stop waiting.
+            expires_at: now + timeout,
+            delegation: t.delegation.cloned(),
+            offered: t.offered.clone(),
+            types: authz_details::types_from_settings(&brand.settings),
+            tools,
+            tool_timeout,
+            context_id: context_id.clone(),
+            message_id: t.message_id.to_owned(),
+        })
+        .ok_or(TurnFailure::Setup("random generator failed".to_owned()))?;
+    let tools_url = format!(
+        "{}/turns/{}/tools",
+        state.config.interface_url(&brand.id),
+        live.turn.id
+    );
+    let body = json!({
+        "type": "pact.turn",
+        "requestId": t.request_id,
+        "brand": brand.id,
+        "turn": {
+            "contextId": context_id,
+            "messageId": t.message_id,
+            "text": t.text,
+            "history": history.iter().map(|h| json!({
+                "messageId": h.message_id, "text": h.request_text, "reply": reply_text(&h.reply),
+            })).collect::<Vec<_>>(),
+        },
+        "caller": {
+            "paIssuer": t.caller.pa.iss,
+            "paName": t.caller.agent.name,
+            "paSub": t.caller.pa.sub,
+        },
+        "delegation": t.delegation.map(|d| json!({
+            "grantId": d.grant_id,
+            "userId": d.user_sub,
+            "scopes": d.scopes,
+            "authorizationDetails": d.authorization_details,
+        })),
+        "tools": {
+            "url": tools_url,
+            "token": live.token,
+            "expiresAt": (now + timeout).unix_timestamp(),
+            "available": available,
+        },
+    });
+    let bytes = serde_json::to_vec(&body).map_err(|_| TurnFailure::Malformed("encoding"))?;
+    let signed = signing::sign_all(
+        &secrets,
+        &format!("msg_{}", Uuid::new_v4().simple()),
+        now.unix_timestamp(),
+        &bytes,
+    )
+    .map_err(|e| TurnFailure::Setup(e.to_string()))?;
+    let (status, reply) = http::post_signed(
+        &state.outbound,
+        &agent.url,
+        state.config.jwks.allow_loopback,
+        bytes,
+        &signed,
+        timeout,
+        MAX_AGENT_REPLY_BYTES,
+    )
+    .await?;
+    if status != reqwest::StatusCode::OK {
+        return Err(http::CallError::Status(status.as_u16()).into());
+    }
+    let reply: Value =
+        serde_json::from_slice(&reply).map_err(|_| TurnFailure::Malformed("not JSON"))?;
+    let text = reply
+        .get("reply")
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or(TurnFailure::Malformed("no non-empty \"reply\" string"))?
+        .to_owned();
+    // End the turn first (its token stops working), then read what it did.
+    // A tool call still in flight at this moment — an agent that replied
+    // before its own call returned — is forwarded but misses the receipt.
+    let turn = live.turn.clone();
+    drop(live);
+    let record = turn.with_record(std::mem::take);
+    Ok((text, record))
+}

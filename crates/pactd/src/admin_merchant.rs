@@ -1,0 +1,365 @@
+//! Admin commands for a merchant's own agent: the agent URL and its webhook
+//! secret, the tools behind the gateway, and API credentials.
+
+use anyhow::{Context, bail};
+use pact_db::PgPool;
+use pact_db::merchant::BrandTool;
+use pact_jose::MasterKey;
+use pact_server::domain::authz_details::{self, EnforceRule};
+use pact_server::merchant::credentials;
+use pact_server::merchant::signing::WebhookSecret;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use uuid::Uuid;
+
+use crate::cli::{BrandSetArgs, CredentialCommand, ToolCommand};
+
+/// An agent or tool URL: https, no credentials or fragment, not a private
+/// address (the JWKS rules). Loopback is accepted here, as for JWKS URIs;
+/// the server calls it only when it runs with `--allow-loopback-jwks` or as
+/// `pactd dev`, and checks every URL again, per call, by its resolved address.
+pub fn check_merchant_url(what: &str, url: &str) -> anyhow::Result<()> {
+    pact_jose::check_jwks_uri(url, true).map_err(|e| anyhow::anyhow!("invalid {what}: {e}"))?;
+    if pact_jose::check_jwks_uri(url, false).is_err() {
+        eprintln!(
+            "note: {what} {url} is a loopback address; pactd calls it only when it runs with \
+             --allow-loopback-jwks (or as `pactd dev`)"
+        );
+    }
+    Ok(())
+}
+
+/// Makes, seals and stores a new current secret, retiring the old one at
+/// `retire_at`; returns the `whsec_…` to show once.
+async fn new_secret(
+    pool: &PgPool,
+    master: &MasterKey,
+    brand_id: &str,
+    retire_at: OffsetDateTime,
+) -> anyhow::Result<String> {
+    let secret = WebhookSecret::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let id = Uuid::new_v4();
+    let sealed = secret
+        .seal(master, brand_id, id)
+        .map_err(|e| anyhow::anyhow!("sealing the secret: {e}"))?;
+    let mut tx = pool.begin().await?;
+    pact_db::merchant::retire_current_secret(&mut *tx, brand_id, retire_at).await?;
+    pact_db::merchant::insert_secret(&mut *tx, id, brand_id, &sealed).await?;
+    tx.commit().await?;
+    Ok(secret.to_whsec())
+}
+
+/// The agent part of `brand set`; true when something was changed.
+pub async fn set_agent(
+    pool: &PgPool,
+    master: impl FnOnce() -> anyhow::Result<std::sync::Arc<MasterKey>>,
+    a: &BrandSetArgs,
+) -> anyhow::Result<bool> {
+    if a.demo_agent {
+        pact_db::merchant::use_demo_agent(pool, &a.brand_id).await?;
+        println!("{}: answered by the built-in demo agent", a.brand_id);
+        return Ok(true);
+    }
+    if let Some(url) = &a.agent_url {
+        check_merchant_url("--agent-url", url)?;
+        pact_db::merchant::set_agent(
+            pool,
+            &a.brand_id,
+            url,
+            a.agent_timeout_ms,
+            a.tool_timeout_ms,
+        )
+        .await?;
+        println!("{}: answered by the agent at {url}", a.brand_id);
+        if !pact_db::merchant::has_current_secret(pool, &a.brand_id).await? {
+            let master = master()?;
+            let shown = new_secret(pool, &master, &a.brand_id, OffsetDateTime::now_utc()).await?;
+            println!("webhook signing secret (shown once; verify pactd's calls with it):");
+            println!("{shown}");
+        }
+        return Ok(true);
+    }
+    if a.agent_timeout_ms.is_some() || a.tool_timeout_ms.is_some() {
+        if !pact_db::merchant::set_timeouts(
+            pool,
+            &a.brand_id,
+            a.agent_timeout_ms,
+            a.tool_timeout_ms,
+        )
+        .await?
+        {
+            bail!("brand {:?} has no agent URL; give --agent-url", a.brand_id);
+        }
+        println!("{}: timeouts updated", a.brand_id);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// `24h`, `30m`, `90s`, `2d` (or plain seconds).
+pub fn parse_duration(raw: &str) -> anyhow::Result<time::Duration> {
+    let raw = raw.trim();
+    let (num, unit) = raw.split_at(raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len()));
+    let n: i64 = num
+        .parse()
+        .with_context(|| format!("invalid duration {raw:?}"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => bail!("invalid duration {raw:?}: use a number with s, m, h or d"),
+    };
+    Ok(time::Duration::seconds(secs))
+}
+
+pub async fn rotate_secret(
+    pool: &PgPool,
+    master: &MasterKey,
+    brand_id: &str,
+    grace: &str,
+) -> anyhow::Result<()> {
+    let grace = parse_duration(grace)?;
+    if pact_db::merchant::find_agent(pool, brand_id)
+        .await?
+        .is_none()
+    {
+        bail!(
+            "brand {brand_id:?} has no agent URL; set one with `pactd brand set {brand_id} --agent-url URL`"
+        );
+    }
+    let retire_at = OffsetDateTime::now_utc() + grace;
+    let shown = new_secret(pool, master, brand_id, retire_at).await?;
+    println!(
+        "new webhook signing secret for {brand_id} (shown once); the previous one also signs until {}:",
+        retire_at.format(&Rfc3339).unwrap_or_default()
+    );
+    println!("{shown}");
+    Ok(())
+}
+
+/// `--enforce FIELD=ARG` becomes a rule in every details type of the brand
+/// that refines the tool's scope and has FIELD, where the gate reads it.
+fn add_enforce_rules(
+    types: &mut authz_details::DetailsTypes,
+    tool: &str,
+    scope: Option<&str>,
+    pairs: &[(String, String)],
+) -> anyhow::Result<()> {
+    for t in types.values_mut() {
+        t.enforce.retain(|r| r.tool != tool);
+    }
+    for (field, arg) in pairs {
+        let Some(scope) = scope else {
+            bail!("--enforce needs --scope: a public tool has no authorization_details");
+        };
+        let mut found = false;
+        for t in types.values_mut() {
+            if t.scope == scope && t.fields.contains_key(field) {
+                t.enforce.push(EnforceRule {
+                    tool: tool.to_owned(),
+                    arg: arg.clone(),
+                    field: field.clone(),
+                });
+                found = true;
+            }
+        }
+        if !found {
+            bail!(
+                "no authorization_details type of scope {scope:?} has a field {field:?}; \
+                 declare one first with `pactd brand details-type add`"
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
+    match c {
+        ToolCommand::Add {
+            brand_id,
+            name,
+            scope,
+            url,
+            description,
+            enforce,
+            input_schema,
+        } => {
+            let brand = pact_db::brands::find(pool, brand_id)
+                .await?
+                .with_context(|| format!("no brand {brand_id:?}"))?;
+            if !pact_db::brands::is_valid_brand_id(name) {
+                bail!("invalid tool name {name:?}: use 1–63 of a-z, 0-9, '-' and '_'");
+            }
+            check_merchant_url("--url", url)?;
+            if let Some(s) = scope {
+                let scopes = pact_db::scopes::list(pool, brand_id).await?;
+                if !scopes.iter().any(|x| &x.scope_id == s) {
+                    bail!("brand {brand_id:?} has no scope {s:?}; add it first");
+                }
+            }
+            let pairs: Vec<(String, String)> = enforce
+                .iter()
+                .map(|p| {
+                    p.split_once('=')
+                        .filter(|(f, a)| !f.is_empty() && !a.is_empty())
+                        .map(|(f, a)| (f.to_owned(), a.to_owned()))
+                        .with_context(|| format!("invalid --enforce {p:?}: use FIELD=ARG"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            let schema = input_schema
+                .as_deref()
+                .map(serde_json::from_str::<serde_json::Value>)
+                .transpose()
+                .context("invalid --input-schema JSON")?;
+            let mut types = authz_details::types_from_settings(&brand.settings);
+            add_enforce_rules(&mut types, name, scope.as_deref(), &pairs)?;
+            let mut tx = pool.begin().await?;
+            pact_db::merchant::upsert_tool(
+                &mut *tx,
+                &BrandTool {
+                    brand_id: brand_id.clone(),
+                    name: name.clone(),
+                    scope: scope.clone(),
+                    url: url.clone(),
+                    description: description.clone(),
+                    enforce: serde_json::json!(enforce),
+                    input_schema: schema,
+                },
+            )
+            .await?;
+            pact_db::brands::set_setting(
+                &mut *tx,
+                brand_id,
+                authz_details::SETTINGS_KEY,
+                &serde_json::to_value(&types)?,
+            )
+            .await?;
+            tx.commit().await?;
+            println!(
+                "tool {name} on {brand_id}: {} → {url}",
+                scope.as_deref().unwrap_or("public")
+            );
+        }
+        ToolCommand::List { brand_id } => {
+            for t in pact_db::merchant::list_tools(pool, brand_id).await? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    t.name,
+                    t.scope.as_deref().unwrap_or("public"),
+                    t.url,
+                    t.enforce,
+                    t.description
+                );
+            }
+        }
+        ToolCommand::Remove { brand_id, name } => {
+            let brand = pact_db::brands::find(pool, brand_id)
+                .await?
+                .with_context(|| format!("no brand {brand_id:?}"))?;
+            let mut types = authz_details::types_from_settings(&brand.settings);
+            add_enforce_rules(&mut types, name, None, &[])?;
+            let mut tx = pool.begin().await?;
+            if !pact_db::merchant::remove_tool(&mut *tx, brand_id, name).await? {
+                bail!("brand {brand_id:?} has no tool {name:?}");
+            }
+            pact_db::brands::set_setting(
+                &mut *tx,
+                brand_id,
+                authz_details::SETTINGS_KEY,
+                &serde_json::to_value(&types)?,
+            )
+            .await?;
+            tx.commit().await?;
+            println!("removed tool {name} from {brand_id}");
+        }
+    }
+    Ok(())
+}
+
+pub async fn credential(pool: &PgPool, c: &CredentialCommand) -> anyhow::Result<()> {
+    match c {
+        CredentialCommand::Add { brand_id, name } => {
+            pact_db::brands::find(pool, brand_id)
+                .await?
+                .with_context(|| format!("no brand {brand_id:?}"))?;
+            if name.trim().is_empty() || name.len() > 200 {
+                bail!("--name must be 1–200 characters");
+            }
+            let c = credentials::generate().context("random generator failed")?;
+            pact_db::merchant::insert_credential(
+                pool,
+                &c.client_id,
+                brand_id,
+                name,
+                &c.secret_hash,
+            )
+            .await?;
+            println!("client_id: {}", c.client_id);
+            println!("client_secret: {}", c.secret);
+            println!("(the secret is shown once; use HTTP Basic at the brand's /oauth/introspect)");
+        }
+        CredentialCommand::List { brand_id } => {
+            for c in pact_db::merchant::list_credentials(pool, brand_id).await? {
+                let state = match c.revoked_at {
+                    Some(t) => format!("revoked {}", t.format(&Rfc3339).unwrap_or_default()),
+                    None => "active".to_owned(),
+                };
+                println!(
+                    "{}\t{}\t{}\t{state}",
+                    c.client_id,
+                    c.name,
+                    c.created_at.format(&Rfc3339).unwrap_or_default()
+                );
+            }
+        }
+        CredentialCommand::Revoke {
+            brand_id,
+            client_id,
+        } => {
+            if !pact_db::merchant::revoke_credential(pool, brand_id, client_id).await? {
+                bail!("brand {brand_id:?} has no active credential {client_id:?}");
+            }
+            println!("revoked {client_id}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("24h").unwrap(), time::Duration::hours(24));
+        assert_eq!(parse_duration("30m").unwrap(), time::Duration::minutes(30));
+        assert_eq!(parse_duration("90").unwrap(), time::Duration::seconds(90));
+        assert_eq!(parse_duration("0s").unwrap(), time::Duration::ZERO);
+        assert!(parse_duration("1w").is_err());
+        assert!(parse_duration("h").is_err());
+    }
+
+    #[test]
+    fn enforce_pairs_become_rules_of_matching_types() {
+        let mut types = authz_details::demo_types();
+        let pairs = vec![("order_ids".to_owned(), "order_id".to_owned())];
+        add_enforce_rules(&mut types, "cancel", Some("orders:cancel"), &pairs).unwrap();
+        let t = &types["order_cancellation"];
+        assert!(
+            t.enforce
+                .iter()
+                .any(|r| r.tool == "cancel" && r.arg == "order_id")
+        );
+        assert!(add_enforce_rules(&mut types, "x", Some("orders:read"), &pairs).is_err());
+        assert!(add_enforce_rules(&mut types, "x", None, &pairs).is_err());
+        add_enforce_rules(&mut types, "cancel", None, &[]).unwrap();
+        assert!(
+            !types["order_cancellation"]
+                .enforce
+                .iter()
+                .any(|r| r.tool == "cancel")
+        );
+    }
+}

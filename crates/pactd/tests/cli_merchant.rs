@@ -1,0 +1,260 @@
+//! `pactd brand set --agent-url`, `brand webhook-secret rotate`, `brand tool`
+//! and `brand credential` as an operator runs them, against a live pactd and
+//! the example merchant (examples/merchant).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use pact_tests::TestApp;
+use pact_tests::merchant::Merchant;
+use serde_json::Value;
+use tokio::process::Command;
+
+const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+
+/// Runs `pactd <args>` on the app's database with its master key: (success, stdout, stderr).
+async fn pactd(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let mut cmd = Command::new(PACTD);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PACTD_") {
+            cmd.env_remove(&key);
+        }
+    }
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        cmd.args(args)
+            .env("DATABASE_URL", &app.db_url)
+            .env("PACTD_MASTER_KEY", app.master_key.to_base64())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn ok(app: &TestApp, args: &[&str]) -> String {
+    let (success, out, err) = pactd(app, args).await;
+    assert!(success, "pactd {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+async fn refused(app: &TestApp, args: &[&str]) -> String {
+    let (success, out, err) = pactd(app, args).await;
+    assert!(!success, "pactd {args:?} succeeded:\n{out}");
+    err
+}
+
+fn whsec(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("whsec_"))
+        .unwrap_or_else(|| panic!("no whsec_ in {stdout}"))
+        .to_owned()
+}
+
+async fn say(app: &TestApp, pa: &pact_tests::TestPa, message_id: &str, text: &str) -> Value {
+    let res = app
+        .send(
+            "demo",
+            &pa.token("u1", app.audience()),
+            message_id,
+            text,
+            None,
+        )
+        .await;
+    let status = res.status();
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_puts_the_example_merchant_behind_a_brand() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example/cli").await;
+
+    // URLs the SSRF guard refuses, and plain http to a public name.
+    for bad in [
+        "http://shop.example/pact",
+        "https://10.0.0.1/pact",
+        "https://169.254.169.254/latest",
+        "https://user:pw@shop.example/pact",
+    ] {
+        let err = refused(&app, &["brand", "set", "demo", "--agent-url", bad]).await;
+        assert!(err.contains("invalid --agent-url"), "{bad}: {err}");
+    }
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let out = ok(
+        &app,
+        &[
+            "brand",
+            "set",
+            "demo",
+            "--agent-url",
+            &format!("{base}/pact"),
+        ],
+    )
+    .await;
+    let first = whsec(&out);
+    // Setting the URL again keeps the secret (nothing printed).
+    let again = ok(
+        &app,
+        &[
+            "brand",
+            "set",
+            "demo",
+            "--agent-url",
+            &format!("{base}/pact"),
+            "--agent-timeout-ms",
+            "15000",
+        ],
+    )
+    .await;
+    assert!(!again.contains("whsec_"), "{again}");
+    let m = Merchant::start_on(port, &first).await;
+
+    ok(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "add",
+            "demo",
+            "lookup_orders",
+            "--scope",
+            "orders:read",
+            "--url",
+            &format!("{base}/tools/lookup-orders"),
+        ],
+    )
+    .await;
+    ok(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "add",
+            "demo",
+            "cancel_order",
+            "--scope",
+            "orders:cancel",
+            "--url",
+            &format!("{base}/tools/cancel-order"),
+            "--enforce",
+            "order_ids=order_id",
+        ],
+    )
+    .await;
+    let err = refused(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "add",
+            "demo",
+            "x",
+            "--scope",
+            "orders:read",
+            "--url",
+            &format!("{base}/x"),
+            "--enforce",
+            "nope=order_id",
+        ],
+    )
+    .await;
+    assert!(err.contains("no authorization_details type"), "{err}");
+    let list = ok(&app, &["brand", "tool", "list", "demo"]).await;
+    assert!(list.contains("cancel_order\torders:cancel"), "{list}");
+    assert!(list.contains("lookup_orders\torders:read"), "{list}");
+
+    // The brand answers from the example.
+    let v = say(&app, &pa, "m1", "When are you open?").await;
+    assert!(v.to_string().contains("Example Shop"), "{v}");
+
+    // Rotation with a grace: the example, still on the first secret, keeps working.
+    let out = ok(
+        &app,
+        &["brand", "webhook-secret", "rotate", "demo", "--grace", "1h"],
+    )
+    .await;
+    let second = whsec(&out);
+    assert_ne!(first, second);
+    say(&app, &pa, "m2", "When are you open?").await;
+    assert_eq!(m.stats().await["refused_signatures"], 0);
+    // A rotation without grace: the first secret stops signing at once.
+    ok(
+        &app,
+        &["brand", "webhook-secret", "rotate", "demo", "--grace", "0s"],
+    )
+    .await;
+    let res = app
+        .send("demo", &pa.token("u1", app.audience()), "m3", "hi", None)
+        .await;
+    assert_eq!(res.status(), 503);
+
+    // Credentials: shown once, listed, revoked.
+    let out = ok(
+        &app,
+        &["brand", "credential", "add", "demo", "--name", "orders API"],
+    )
+    .await;
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let (client_id, secret) = (field("client_id:"), field("client_secret:"));
+    let list = ok(&app, &["brand", "credential", "list", "demo"]).await;
+    assert!(
+        list.contains(&client_id) && list.contains("active"),
+        "{list}"
+    );
+    assert!(!list.contains(&secret), "the secret is never shown again");
+    let introspect = |id: String, s: String| {
+        let http = app.http.clone();
+        let url = app.oauth("demo", "introspect");
+        async move {
+            http.post(url)
+                .basic_auth(id, Some(s))
+                .form(&[("token", "x")])
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(introspect(client_id.clone(), secret.clone()).await, 200);
+    ok(&app, &["brand", "credential", "revoke", "demo", &client_id]).await;
+    assert_eq!(introspect(client_id.clone(), secret.clone()).await, 401);
+
+    // Removing a tool removes its enforcement rule too; back to the demo agent.
+    ok(&app, &["brand", "tool", "remove", "demo", "cancel_order"]).await;
+    let brand = pact_db::brands::find(&app.db, "demo")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!brand.settings.to_string().contains("cancel_order"));
+    ok(&app, &["brand", "set", "demo", "--demo-agent"]).await;
+    let v = say(&app, &pa, "m4", "When are you open?").await;
+    assert!(
+        v.to_string().contains("Saturday"),
+        "the demo agent again: {v}"
+    );
+}

@@ -1,0 +1,634 @@
+//! The merchant's own agent and systems behind pactd (docs/merchant-agent.md):
+//! the example merchant (examples/merchant, a real Python process) answers a
+//! brand; its tools are reached only through pactd's gateway, which enforces
+//! scopes and `authorization_details`; resource servers introspect
+//! delegation tokens (RFC 7662). Also every refusal: turn tokens outside
+//! their turn, missing scope, details mismatch, an agent that is down, slow
+//! or too talkative, bad signatures at the merchant, and a retried
+//! `messageId` while the agent runs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use pact_jose::ProviderKeySet;
+use pact_proto::oauth::{Receipt, ReceiptClaims};
+use pact_server::merchant::signing::WebhookSecret;
+use pact_tests::TestApp;
+use pact_tests::merchant::Merchant;
+use reqwest::Response;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+
+const ISS: &str = "https://pa.example/merchant";
+const SUB: &str = "pa-user-1";
+
+async fn shop_app() -> (TestApp, Merchant) {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    let m = app.merchant_brand("demo").await;
+    (app, m)
+}
+
+async fn ok_json(res: Response) -> Value {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn text(message: &Value) -> &str {
+    message["parts"][0]["text"].as_str().unwrap()
+}
+
+async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
+    let receipt: Receipt =
+        serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
+    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
+    pact_jose::verify_receipt(&receipt, &keys).unwrap()
+}
+
+async fn message_rows(app: &TestApp) -> i64 {
+    sqlx::query_scalar("select count(*) from messages")
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
+}
+
+/// Device authorization (with details) → approval of `scopes` as `user` → token.
+async fn grant(
+    app: &TestApp,
+    pa: &pact_tests::TestPa,
+    user: &str,
+    scopes: &[&str],
+    details: Option<&Value>,
+) -> String {
+    let auth = app
+        .device_authorize(pa, SUB, &scopes.join(" "), details)
+        .await;
+    app.approve(&auth.user_code, user, scopes).await;
+    let (status, body) = app.poll(pa, SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    body["access_token"].as_str().unwrap().to_owned()
+}
+
+async fn introspect(app: &TestApp, basic: Option<(&str, &str)>, token: &str) -> Response {
+    let mut req = app
+        .http
+        .post(app.oauth("demo", "introspect"))
+        .form(&[("token", token)]);
+    if let Some((id, secret)) = basic {
+        req = req.basic_auth(id, Some(secret));
+    }
+    req.send().await.unwrap()
+}
+
+async fn credential(app: &TestApp, brand: &str) -> (String, String) {
+    let c = pact_server::merchant::credentials::generate().unwrap();
+    pact_db::merchant::insert_credential(
+        &app.db,
+        &c.client_id,
+        brand,
+        "orders API",
+        &c.secret_hash,
+    )
+    .await
+    .unwrap();
+    (c.client_id, c.secret)
+}
+
+/// The whole journey of the issue: consent for orders:read only → lookup
+/// works with a receipt listing the tool → cancel gets 403 at the gateway and
+/// the PA a step-up task → after approval the cancel reaches the example's
+/// API exactly once → introspection: active, then inactive after revocation.
+#[tokio::test]
+async fn the_delegated_journey_runs_through_the_example_merchant() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let read = grant(&app, &pa, "ann", &["orders:read"], None).await;
+
+    let v = ok_json(
+        app.send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
+            .await,
+    )
+    .await;
+    let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
+    assert!(text(&v["message"]).contains("SHOP-1001"), "{v}");
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert_eq!(claims.actions.len(), 1);
+    assert_eq!(claims.actions[0].tool, "lookup_orders");
+    assert_eq!(
+        claims.actions[0].args_hash.as_deref(),
+        Some(pact_jose::args_hash(&json!({})).as_str())
+    );
+    assert_eq!(claims.scopes_used, ["orders:read"]);
+
+    // Cancelling needs orders:cancel: refused at the gateway, nothing forwarded, step-up.
+    let v = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &read,
+            "m2",
+            "Please cancel SHOP-1001",
+            Some(&ctx),
+        )
+        .await,
+    )
+    .await;
+    let task = &v["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{v}");
+    assert_eq!(task["contextId"], ctx.as_str());
+    assert_eq!(
+        task["metadata"]["pact.missingScopes"],
+        json!(["orders:cancel"])
+    );
+    let link = task["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap();
+    assert!(link.contains("/device?user_code="), "{link}");
+    let claims = verified_receipt(&app, &task["status"]["message"]).await;
+    assert!(claims.actions.is_empty(), "a refused call is no action");
+    let stats = m.stats().await;
+    assert_eq!(stats["tool_calls"].get("cancel_order"), None, "{stats}");
+    assert_eq!(stats["cancellations"], json!({}));
+
+    // The person approves cancelling (limited to that order); the PA asks again.
+    let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]);
+    let both = grant(
+        &app,
+        &pa,
+        "ann",
+        &["orders:read", "orders:cancel"],
+        Some(&details),
+    )
+    .await;
+    let v = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &both,
+            "m3",
+            "Please cancel SHOP-1001",
+            Some(&ctx),
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        text(&v["message"]).contains("SHOP-1001 is cancelled"),
+        "{v}"
+    );
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert_eq!(claims.actions[0].tool, "cancel_order");
+    assert_eq!(
+        claims.actions[0].args_hash.as_deref(),
+        Some(pact_jose::args_hash(&json!({"order_id": "SHOP-1001"})).as_str())
+    );
+    // A retry of m3 is the stored reply: the cancel is not forwarded again.
+    let again = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &both,
+            "m3",
+            "Please cancel SHOP-1001",
+            Some(&ctx),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(again, v);
+    let stats = m.stats().await;
+    assert_eq!(stats["cancellations"], json!({"SHOP-1001": 1}), "{stats}");
+    assert_eq!(stats["turns"]["m3"], 1);
+
+    // The merchant's API checks the token itself by introspection.
+    let (id, secret) = credential(&app, "demo").await;
+    let res = introspect(&app, Some((&id, &secret)), &both).await;
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["active"], true, "{body}");
+    assert_eq!(body["sub"], "ann");
+    assert_eq!(body["client_id"], ISS);
+    assert_eq!(body["scope"], "orders:cancel orders:read");
+    assert_eq!(body["authorization_details"], details);
+    assert_eq!(body["aud"], app.iface("demo"));
+    assert_eq!(body["iss"], app.oauth("demo", "").trim_end_matches('/'));
+    assert!(body["exp"].as_i64().unwrap() > body["iat"].as_i64().unwrap());
+    let grant_id: uuid::Uuid = body["grant_id"].as_str().unwrap().parse().unwrap();
+    pact_db::grants::revoke(&app.db, grant_id, "test")
+        .await
+        .unwrap();
+    let body: Value = introspect(&app, Some((&id, &secret)), &both)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body, json!({"active": false}));
+}
+
+/// RFC 7662: client authentication by a live credential of this brand;
+/// any token that is not good here is just `active: false`.
+#[tokio::test]
+async fn introspection_needs_a_brand_credential_and_says_little_about_bad_tokens() {
+    let (app, _m) = shop_app().await;
+    app.add_brand("acme", "Acme").await;
+    let pa = app.registered_pa(ISS).await;
+    let token = grant(&app, &pa, "ann", &["orders:read"], None).await;
+    let (id, secret) = credential(&app, "demo").await;
+    let (acme_id, acme_secret) = credential(&app, "acme").await;
+
+    let res = introspect(&app, None, &token).await;
+    assert_eq!(res.status(), 401);
+    assert_eq!(
+        res.headers()["www-authenticate"],
+        r#"Basic realm="introspection""#
+    );
+    assert_eq!(
+        introspect(&app, Some((&id, "pacts_wrong")), &token)
+            .await
+            .status(),
+        401
+    );
+    // Another brand's credential does not open this brand's endpoint.
+    assert_eq!(
+        introspect(&app, Some((&acme_id, &acme_secret)), &token)
+            .await
+            .status(),
+        401
+    );
+    for bad in ["", "not-a-jwt", "a.b.c", &format!("{token}x")] {
+        let res = introspect(&app, Some((&id, &secret)), bad).await;
+        if bad.is_empty() {
+            assert_eq!(res.status(), 400);
+            continue;
+        }
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body, json!({"active": false}), "{bad}");
+    }
+    // A demo token introspected at acme (foreign brand) is inactive there.
+    let res = app
+        .http
+        .post(app.oauth("acme", "introspect"))
+        .basic_auth(&acme_id, Some(&acme_secret))
+        .form(&[("token", token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.json::<Value>().await.unwrap(), json!({"active": false}));
+    // A revoked credential is refused.
+    assert!(
+        pact_db::merchant::revoke_credential(&app.db, "demo", &id)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        introspect(&app, Some((&id, &secret)), &token)
+            .await
+            .status(),
+        401
+    );
+    // Listed in the RFC 8414 metadata.
+    let meta: Value = app
+        .http
+        .get(app.oauth("demo", ".well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        meta["introspection_endpoint"],
+        app.oauth("demo", "introspect")
+    );
+}
+
+/// PACT §5.7 at the gateway: orders:cancel is held, but only for SHOP-1002;
+/// cancelling SHOP-1001 is 403 not_permitted and reaches nothing.
+#[tokio::test]
+async fn details_that_do_not_cover_the_arguments_forward_nothing() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1002"]}]);
+    let token = grant(&app, &pa, "ann", &["orders:cancel"], Some(&details)).await;
+    let v = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m1", "cancel SHOP-1001", None)
+            .await,
+    )
+    .await;
+    assert!(text(&v["message"]).contains("doesn't cover"), "{v}");
+    assert!(v.get("task").is_none());
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert!(claims.actions.is_empty());
+    let stats = m.stats().await;
+    assert_eq!(stats["tool_calls"], json!({}), "{stats}");
+    // The order it does cover goes through.
+    let v = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m2", "cancel SHOP-1002", None)
+            .await,
+    )
+    .await;
+    assert!(
+        text(&v["message"]).contains("SHOP-1002 is cancelled"),
+        "{v}"
+    );
+    assert_eq!(m.stats().await["cancellations"], json!({"SHOP-1002": 1}));
+}
+
+/// An agent that is down, too slow or too talkative: a retryable A2A error,
+/// nothing stored, and the same `messageId` works once the agent does.
+#[tokio::test]
+async fn a_failing_agent_is_a_retryable_error_and_nothing_is_stored() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let token = pa.token(SUB, app.audience());
+    let ctx =
+        ok_json(app.send("demo", &token, "m0", "hello", None).await).await["message"]["contextId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let rows = message_rows(&app).await;
+
+    // Down: nothing listens on the port.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}/pact", closed.local_addr().unwrap());
+    drop(closed);
+    app.set_agent("demo", &dead, None).await;
+    let res = app
+        .send("demo", &token, "m1", "When are you open?", Some(&ctx))
+        .await;
+    assert_eq!(res.headers()["retry-after"], "5");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], 503, "{body}");
+    assert_eq!(body["error"]["details"][0]["reason"], "UNAVAILABLE");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unavailable"),
+        "{body}"
+    );
+    assert_eq!(message_rows(&app).await, rows, "nothing half-stored");
+
+    // Slow: a 500 ms timeout against an agent that takes 3 s.
+    app.set_agent("demo", &m.agent_url(), Some(500)).await;
+    let started = Instant::now();
+    let res = app
+        .send("demo", &token, "m1", "#slow When are you open?", Some(&ctx))
+        .await;
+    assert_eq!(res.status(), 503);
+    assert!(started.elapsed() < Duration::from_millis(2500));
+    assert_eq!(message_rows(&app).await, rows);
+
+    // Too talkative: a 100 KiB reply.
+    app.set_agent("demo", &m.agent_url(), Some(20_000)).await;
+    let res = app
+        .send("demo", &token, "m1", "#big When are you open?", Some(&ctx))
+        .await;
+    assert_eq!(res.status(), 503);
+    assert_eq!(message_rows(&app).await, rows);
+
+    // The same messageId, once the agent answers: stored once.
+    let v = ok_json(
+        app.send("demo", &token, "m1", "When are you open?", Some(&ctx))
+            .await,
+    )
+    .await;
+    assert!(text(&v["message"]).contains("Monday to Friday"), "{v}");
+    assert_eq!(message_rows(&app).await, rows + 1);
+}
+
+/// PACT §4 with a slow agent: a retry of a running `messageId` waits for the
+/// reply instead of calling the agent a second time.
+#[tokio::test]
+async fn a_concurrent_retry_does_not_call_the_agent_twice() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let token = pa.token(SUB, app.audience());
+    let ctx =
+        ok_json(app.send("demo", &token, "m0", "hello", None).await).await["message"]["contextId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let first = app.send("demo", &token, "m1", "#wait when are you open", Some(&ctx));
+    let retry = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        app.send("demo", &token, "m1", "#wait when are you open", Some(&ctx))
+            .await
+    };
+    let (a, b) = tokio::join!(first, retry);
+    let (a, b) = (ok_json(a).await, ok_json(b).await);
+    assert_eq!(a, b);
+    assert_eq!(m.stats().await["turns"]["m1"], 1, "the agent ran once");
+}
+
+/// Standard Webhooks at the merchant: the example refuses a missing, wrong
+/// or stale signature before reading the request, and accepts pactd's.
+#[tokio::test]
+async fn the_example_refuses_bad_signatures() {
+    let whsec = format!(
+        "whsec_{}",
+        STANDARD.encode(b"0123456789abcdef0123456789abcdef")
+    );
+    let m = Merchant::start(&whsec).await;
+    let secret = WebhookSecret::from_bytes(b"0123456789abcdef0123456789abcdef".to_vec());
+    let body = serde_json::to_vec(&json!({"turn": {"messageId": "x", "text": "hello"},
+        "tools": {"url": "http://127.0.0.1:9/none", "token": "t"}}))
+    .unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let headers = |ts: i64, sig: String| {
+        vec![
+            ("webhook-id", "msg_1".to_owned()),
+            ("webhook-timestamp", ts.to_string()),
+            ("webhook-signature", sig),
+        ]
+    };
+    let good = secret.sign("msg_1", now, &body).unwrap();
+    // The spec signs id, timestamp and body (not the path): a good request is 200.
+    assert_eq!(
+        m.post_raw("/pact", &headers(now, good.clone()), &body)
+            .await,
+        200
+    );
+    // Several signatures (rotation): one good one is enough.
+    assert_eq!(
+        m.post_raw("/pact", &headers(now, format!("v1,AAAA {good}")), &body)
+            .await,
+        200
+    );
+    assert_eq!(m.post_raw("/pact", &[], &body).await, 401);
+    let other = WebhookSecret::generate().unwrap();
+    let wrong = other.sign("msg_1", now, &body).unwrap();
+    assert_eq!(m.post_raw("/pact", &headers(now, wrong), &body).await, 401);
+    let mut edited = body.clone();
+    edited.push(b' ');
+    assert_eq!(
+        m.post_raw("/pact", &headers(now, good.clone()), &edited)
+            .await,
+        401
+    );
+    let old = now - 600;
+    let stale = secret.sign("msg_1", old, &body).unwrap();
+    assert_eq!(m.post_raw("/pact", &headers(old, stale), &body).await, 401);
+    assert_eq!(m.stats().await["refused_signatures"], 4);
+}
+
+/// Rotation: during the grace both signatures are sent, so a merchant that
+/// still has only the old secret keeps working; after it, it does not.
+#[tokio::test]
+async fn a_rotated_secret_keeps_signing_during_its_grace() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let token = pa.token(SUB, app.audience());
+    // Rotate with a one-hour grace, as `pactd brand webhook-secret rotate` does.
+    let new = WebhookSecret::generate().unwrap();
+    let id = uuid::Uuid::new_v4();
+    let sealed = new.seal(&app.master_key, "demo", id).unwrap();
+    let grace_end = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    pact_db::merchant::retire_current_secret(&app.db, "demo", grace_end)
+        .await
+        .unwrap();
+    pact_db::merchant::insert_secret(&app.db, id, "demo", &sealed)
+        .await
+        .unwrap();
+    ok_json(
+        app.send("demo", &token, "m1", "When are you open?", None)
+            .await,
+    )
+    .await;
+    // Grace over: only the new secret signs, which the example does not know.
+    sqlx::query("update brand_webhook_secrets set retired_at = now() where retired_at is not null")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let res = app
+        .send("demo", &token, "m2", "When are you open?", None)
+        .await;
+    assert_eq!(res.status(), 503);
+    assert_eq!(m.stats().await["refused_signatures"], 1);
+}
+
+/// A stand-in agent that hands each turn to the test and answers when told.
+struct Capture {
+    turns: mpsc::UnboundedSender<(HeaderMap, Value)>,
+    release: Semaphore,
+}
+
+async fn capture_turn(State(c): State<Arc<Capture>>, headers: HeaderMap, body: Bytes) -> String {
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    c.turns.send((headers, v)).unwrap();
+    c.release.acquire().await.unwrap().forget();
+    json!({"reply": "done"}).to_string()
+}
+
+async fn start_capture() -> (
+    String,
+    Arc<Capture>,
+    mpsc::UnboundedReceiver<(HeaderMap, Value)>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let c = Arc::new(Capture {
+        turns: tx,
+        release: Semaphore::new(0),
+    });
+    let app = axum::Router::new()
+        .route("/pact", post(capture_turn))
+        .with_state(c.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/pact", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (url, c, rx)
+}
+
+async fn call_tool(app: &TestApp, url: &str, token: &str) -> u16 {
+    app.http
+        .post(url)
+        .bearer_auth(token)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// A turn token is good for its own turn only: not with another turn's URL,
+/// not at another brand, not guessed, not after its turn ended. The turn
+/// carries what the merchant needs and never the PA-JWT or delegation token.
+#[tokio::test]
+async fn a_turn_token_is_useless_outside_its_turn() {
+    let (app, _m) = shop_app().await;
+    app.add_brand("acme", "Acme").await;
+    let (agent_url, capture, mut turns) = start_capture().await;
+    app.set_agent("demo", &agent_url, None).await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let delegation = grant(&app, &pa, "ann", &["orders:read"], None).await;
+
+    let app = Arc::new(app);
+    let (a1, a2) = (app.clone(), app.clone());
+    let (j1, d1) = (pa_jwt.clone(), delegation.clone());
+    let first = tokio::spawn(async move {
+        a1.send_delegated("demo", &j1, &d1, "m1", "show my orders", None)
+            .await
+            .status()
+    });
+    let (h1, t1) = turns.recv().await.unwrap();
+    let j2 = pa_jwt.clone();
+    let second =
+        tokio::spawn(async move { a2.send("demo", &j2, "m2", "hello", None).await.status() });
+    let (_, t2) = turns.recv().await.unwrap();
+
+    // What the merchant gets: the turn, the caller, the delegation — no credentials.
+    let raw = t1.to_string();
+    assert!(!raw.contains(&pa_jwt) && !raw.contains(&delegation));
+    assert_eq!(t1["turn"]["messageId"], "m1");
+    assert_eq!(t1["turn"]["text"], "show my orders");
+    assert_eq!(t1["caller"]["paIssuer"], ISS);
+    assert_eq!(t1["caller"]["paSub"], SUB);
+    assert_eq!(t1["delegation"]["userId"], "ann");
+    assert_eq!(t1["delegation"]["scopes"], json!(["orders:read"]));
+    assert!(t2["delegation"].is_null());
+    assert!(h1["webhook-signature"].to_str().unwrap().starts_with("v1,"));
+    assert!(h1.contains_key("webhook-id") && h1.contains_key("webhook-timestamp"));
+
+    let url1 = format!("{}/lookup_orders", t1["tools"]["url"].as_str().unwrap());
+    let url2 = format!("{}/lookup_orders", t2["tools"]["url"].as_str().unwrap());
+    let tok1 = t1["tools"]["token"].as_str().unwrap().to_owned();
+    let tok2 = t2["tools"]["token"].as_str().unwrap().to_owned();
+    // Its own turn: accepted (and the lookup forwarded to the example).
+    assert_eq!(call_tool(&app, &url1, &tok1).await, 200);
+    // The second turn has no delegation: accepted token, missing scope.
+    assert_eq!(call_tool(&app, &url2, &tok2).await, 403);
+    // Another turn's token, a guessed one, another brand, an unknown tool.
+    assert_eq!(call_tool(&app, &url1, &tok2).await, 401);
+    assert_eq!(call_tool(&app, &url2, &tok1).await, 401);
+    assert_eq!(call_tool(&app, &url1, "ptt_guessed").await, 401);
+    assert_eq!(
+        call_tool(&app, &url1.replace("/a2a/demo/", "/a2a/acme/"), &tok1).await,
+        401
+    );
+    assert_eq!(
+        call_tool(&app, &url1.replace("lookup_orders", "nope"), &tok1).await,
+        404
+    );
+
+    capture.release.add_permits(2);
+    assert_eq!(first.await.unwrap(), 200);
+    assert_eq!(second.await.unwrap(), 200);
+    // The turns ended: their tokens are dead.
+    assert_eq!(call_tool(&app, &url1, &tok1).await, 401);
+    assert_eq!(call_tool(&app, &url2, &tok2).await, 401);
+    assert!(app.state.live_turns.is_empty());
+}

@@ -1,0 +1,148 @@
+//! The example merchant (`examples/merchant/merchant.py`) as a real separate
+//! process, and a brand pointed at it the way `pactd brand set --agent-url`
+//! and `pactd brand tool add` do.
+
+use std::process::Stdio;
+
+use pact_db::merchant::BrandTool;
+use pact_server::merchant::signing::WebhookSecret;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use uuid::Uuid;
+
+use crate::TestApp;
+
+pub struct Merchant {
+    /// `http://127.0.0.1:{port}`
+    pub base: String,
+    /// The `whsec_…` it verifies with.
+    pub secret: String,
+    _child: Child,
+    http: reqwest::Client,
+}
+
+impl Merchant {
+    /// Starts the example on a free loopback port with these secrets (comma-separated).
+    pub async fn start(secrets: &str) -> Self {
+        Self::start_on(0, secrets).await
+    }
+
+    /// Starts the example on `port` (0: any free port).
+    pub async fn start_on(port: u16, secrets: &str) -> Self {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/merchant/merchant.py"
+        );
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg("--port")
+            .arg(port.to_string())
+            .env("MERCHANT_WEBHOOK_SECRET", secrets)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 runs the example merchant");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("the example merchant starts")
+            .unwrap()
+            .expect("it prints its port");
+        let port: u16 = line
+            .strip_prefix("listening on port ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Self {
+            base: format!("http://127.0.0.1:{port}"),
+            secret: secrets.to_owned(),
+            _child: child,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn agent_url(&self) -> String {
+        format!("{}/pact", self.base)
+    }
+
+    /// What really reached the example: agent calls, tool calls, cancellations.
+    pub async fn stats(&self) -> Value {
+        self.http
+            .get(format!("{}/stats", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// POSTs raw bytes with the given Standard Webhooks headers (signature tests).
+    pub async fn post_raw(&self, path: &str, headers: &[(&str, String)], body: &[u8]) -> u16 {
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .body(body.to_vec());
+        for (k, v) in headers {
+            req = req.header(*k, v);
+        }
+        req.send().await.unwrap().status().as_u16()
+    }
+}
+
+impl TestApp {
+    /// A new webhook secret for `brand`, stored sealed as the CLI does; its `whsec_…`.
+    pub async fn new_webhook_secret(&self, brand: &str) -> String {
+        let secret = WebhookSecret::generate().unwrap();
+        let id = Uuid::new_v4();
+        let sealed = secret.seal(&self.master_key, brand, id).unwrap();
+        let mut tx = self.db.begin().await.unwrap();
+        pact_db::merchant::retire_current_secret(&mut *tx, brand, time::OffsetDateTime::now_utc())
+            .await
+            .unwrap();
+        pact_db::merchant::insert_secret(&mut *tx, id, brand, &sealed)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        secret.to_whsec()
+    }
+
+    /// Points `brand` at `agent_url` (webhook kind) with an agent timeout.
+    pub async fn set_agent(&self, brand: &str, agent_url: &str, agent_timeout_ms: Option<i32>) {
+        pact_db::merchant::set_agent(&self.db, brand, agent_url, agent_timeout_ms, None)
+            .await
+            .unwrap();
+    }
+
+    /// Starts the example merchant and serves `brand` with it: agent URL, a
+    /// fresh secret, and its two tools (`lookup_orders`: orders:read;
+    /// `cancel_order`: orders:cancel, limited by `order_ids`, the rule the
+    /// demo details type already declares for `cancel_order`).
+    pub async fn merchant_brand(&self, brand: &str) -> Merchant {
+        let whsec = self.new_webhook_secret(brand).await;
+        let m = Merchant::start(&whsec).await;
+        self.set_agent(brand, &m.agent_url(), None).await;
+        for (name, scope, path) in [
+            ("lookup_orders", "orders:read", "lookup-orders"),
+            ("cancel_order", "orders:cancel", "cancel-order"),
+        ] {
+            pact_db::merchant::upsert_tool(
+                &self.db,
+                &BrandTool {
+                    brand_id: brand.to_owned(),
+                    name: name.to_owned(),
+                    scope: Some(scope.to_owned()),
+                    url: format!("{}/tools/{path}", m.base),
+                    description: String::new(),
+                    enforce: json!([]),
+                    input_schema: None,
+                },
+            )
+            .await
+            .unwrap();
+        }
+        m
+    }
+}
