@@ -795,6 +795,99 @@ async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversatio
     assert!(text(&v["message"]).contains(&format!("{order} (")));
 }
 
+/// Issue 9, item 1: a person who does what the step-up message says —
+/// approves the link, then asks again — is not sent round to approve a second
+/// code. Asking again before the agent collected the approval names the same
+/// (approved) code; a pending step-up is reused rather than a new one minted;
+/// the PA's device authorization for those scopes takes over the approved one
+/// and its first poll gets the token; one agent, one entry.
+#[tokio::test]
+async fn approving_a_step_up_and_asking_again_does_not_go_in_circles() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let order = seed_orders("demo", "alice")[0].order_id.clone();
+    let cancel = format!("cancel {order}");
+    let step_up_code = |v: &Value| {
+        let link = v["task"]["metadata"]["pact.verificationUriComplete"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a step-up task: {v}"))
+            .to_owned();
+        link.rsplit("user_code=").next().unwrap().to_owned()
+    };
+
+    let first = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m1", &cancel, None)
+            .await,
+    )
+    .await;
+    let code = step_up_code(&first);
+    let ctx = first["task"]["contextId"].as_str().unwrap().to_owned();
+    // Asked again before approving: the same code, not a new one.
+    let again = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m2", &cancel, Some(&ctx))
+            .await,
+    )
+    .await;
+    assert_eq!(step_up_code(&again), code);
+
+    // The person approves; the agent asks again before collecting anything.
+    app.approve(&code, "alice", &["orders:cancel"]).await;
+    let after = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m3", &cancel, Some(&ctx))
+            .await,
+    )
+    .await;
+    assert_eq!(step_up_code(&after), code, "no new code after approval");
+    assert!(
+        text(&after["task"]["status"]["message"]).contains("already approved"),
+        "{after}"
+    );
+    let live: i64 = sqlx::query_scalar(
+        "select count(*) from device_authorizations where status in ('pending', 'approved')",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        live, 1,
+        "exactly one authorization was ever minted for the step-up"
+    );
+
+    // The PA's device authorization for the missing scope collects that approval.
+    let auth = app.device_authorize(&pa, SUB, "orders:cancel", None).await;
+    assert_eq!(auth.user_code.replace('-', ""), code.replace('-', ""));
+    let (status, tokens) = app.poll(&pa, SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let scopes: Vec<&str> = tokens["scope"].as_str().unwrap().split(' ').collect();
+    assert!(
+        scopes.contains(&"orders:cancel") && scopes.contains(&"orders:read"),
+        "{tokens}"
+    );
+    let done = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            tokens["access_token"].as_str().unwrap(),
+            "m4",
+            &cancel,
+            Some(&ctx),
+        )
+        .await,
+    )
+    .await;
+    assert!(done.get("message").is_some(), "{done}");
+    assert_eq!(order_status(&app, "alice", &order).await, "cancelled");
+    let active = pact_db::grants::list(&app.db, Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|g| g.revoked_at.is_none())
+        .count();
+    assert_eq!(active, 1, "one agent, one active grant");
+}
+
 /// PACT §3 and §5: a brand without scopes is identity-only; an account
 /// question gets what a chat widget would say — no task, no link, no data.
 #[tokio::test]

@@ -344,33 +344,41 @@ async fn run_claimed(
     Ok(body)
 }
 
-/// PACT §5.5 step-up: a fresh device authorization for the missing scopes,
-/// created for this PA and its user, and a message saying what is needed.
+/// PACT §5.5 step-up: the device authorization for the missing scopes —
+/// the live one for this PA and user when there is one, so that a person who
+/// approved and asks again is not sent to approve a second code — and a
+/// message saying what is needed.
 async fn step_up(
     state: &AppState,
     caller: &Caller,
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<(String, String), ApiError> {
-    let created = crate::oauth::device_authorization::create(
-        state,
-        caller,
-        &record.missing,
-        None,
-        crate::oauth::device_authorization::Origin::StepUp,
-    )
-    .await
-    .map_err(|e| ApiError::Internal(format!("step-up authorization failed: {e:?}").into()))?;
+    let link = crate::oauth::device_authorization::step_up_link(state, caller, &record.missing)
+        .await
+        .map_err(|e| match e {
+            crate::oauth::OAuthFailure::Api(api) => api,
+            other => ApiError::Internal(format!("step-up authorization failed: {other:?}").into()),
+        })?;
     let wanted: Vec<&str> = scope_rows
         .iter()
         .filter(|s| record.missing.contains(&s.scope_id))
         .map(|s| s.description.as_str())
         .collect();
-    let text = format!(
-        "I need your permission first: {}. Open {} to approve (code {}), then ask again.",
-        wanted.join("; "),
-        created.verification_uri_complete,
-        created.user_code
-    );
-    Ok((created.verification_uri_complete, text))
+    let text = if link.already_approved {
+        format!(
+            "You have already approved this ({}, code {}). Your agent only has to collect \
+             that permission (its device authorization for these scopes), then ask again.",
+            wanted.join("; "),
+            link.user_code
+        )
+    } else {
+        format!(
+            "I need your permission first: {}. Open {} to approve (code {}), then ask again.",
+            wanted.join("; "),
+            link.verification_uri_complete,
+            link.user_code
+        )
+    };
+    Ok((link.verification_uri_complete, text))
 }
