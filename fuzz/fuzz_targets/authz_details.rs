@@ -1,0 +1,136 @@
+//! RFC 9396 `authorization_details` (PACT §5.7):
+//! `pact_server::domain::authz_details::validate`, then `permits` and
+//! `describe` on what validates, with the demo brand's `demo_types()`.
+//!
+//! Input: the first byte picks the requested scopes (bits 0-1) and, with bit 7
+//! set, a brand-declared type set instead of the demo one (the rest is then
+//! `settings JSON 0xFF details`, the settings read by `types_from_settings` and
+//! kept only if `check_type` passes); otherwise the rest is the raw
+//! `authorization_details` parameter (lossy UTF-8).
+//!
+//! Invariants with the demo types: an accepted array holds 1 to 16
+//! `order_cancellation` entries of 1 to 64 non-empty strings of at most 256
+//! bytes, and the request has `orders:cancel`; `describe` gives one sentence per
+//! entry with every placeholder filled; `cancel_order` is permitted exactly for
+//! the listed ids (not for another id, a non-string or a missing argument),
+//! other tools are not restricted. `permits` and `describe` never panic on any
+//! JSON value.
+
+#![no_main]
+
+use std::collections::BTreeSet;
+
+use libfuzzer_sys::fuzz_target;
+use pact_server::domain::authz_details::{
+    DetailsTypes, MAX_ARRAY_VALUES, MAX_ENTRIES, MAX_STRING_LEN, check_type, demo_types, describe,
+    permits, types_from_settings, validate,
+};
+use pactd_fuzz::{split_ff, trace};
+use serde_json::{Value, json};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let scopes: BTreeSet<String> = match mode & 3 {
+        0 => ["orders:cancel"].as_slice(),
+        1 => ["orders:read", "orders:cancel"].as_slice(),
+        2 => ["orders:read"].as_slice(),
+        _ => [].as_slice(),
+    }
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+
+    if mode & 0x80 != 0 {
+        let (settings, raw) = split_ff(rest);
+        let Ok(settings) = serde_json::from_slice::<Value>(settings) else {
+            return;
+        };
+        let types = types_from_settings(&settings);
+        if types.values().any(|t| check_type(t).is_err()) {
+            return;
+        }
+        let raw = String::from_utf8_lossy(raw);
+        let _ = generic(&raw, &types, &scopes);
+        return;
+    }
+
+    let types = demo_types();
+    let raw = String::from_utf8_lossy(rest);
+    if let Ok(value) = generic(&raw, &types, &scopes) {
+        check_demo(&value, &types, &scopes);
+    }
+});
+
+/// Checks that hold for any type set; returns `validate`'s answer.
+fn generic(raw: &str, types: &DetailsTypes, scopes: &BTreeSet<String>) -> Result<Value, String> {
+    let result = validate(raw, types, scopes);
+    trace(|| format!("validate: {result:?}"));
+    match &result {
+        Ok(value) => {
+            let entries = value.as_array().expect("accepted details are an array");
+            assert!(!entries.is_empty() && entries.len() <= MAX_ENTRIES);
+            for entry in entries {
+                let type_name = entry["type"].as_str().expect("string type");
+                let t = types.get(type_name).expect("known type");
+                assert!(scopes.contains(&t.scope), "type accepted without its scope");
+                for (name, spec) in &t.fields {
+                    if spec.required {
+                        assert!(entry.get(name).is_some(), "required field missing");
+                    }
+                }
+            }
+            assert_eq!(describe(value, types).len(), entries.len());
+        }
+        Err(message) => assert!(!message.is_empty()),
+    }
+    // Whatever JSON the request held, the gateway and consent code must not panic on it.
+    if let Ok(any) = serde_json::from_str::<Value>(raw) {
+        let _ = describe(&any, types);
+        for tool in ["cancel_order", "list_orders"] {
+            let _ = permits(Some(&any), types, tool, &json!({"order_id": "DEMO-1"}));
+            let _ = permits(Some(&any), types, tool, &any);
+        }
+    }
+    result
+}
+
+fn check_demo(value: &Value, types: &DetailsTypes, scopes: &BTreeSet<String>) {
+    assert!(scopes.contains("orders:cancel"));
+    let entries = value.as_array().expect("array");
+    let mut ids: Vec<&str> = Vec::new();
+    for entry in entries {
+        let obj = entry.as_object().expect("object");
+        assert_eq!(obj.get("type"), Some(&Value::from("order_cancellation")));
+        assert!(obj.keys().all(|k| k == "type" || k == "order_ids"), "unknown field kept");
+        let list = obj["order_ids"].as_array().expect("order_ids array");
+        assert!(!list.is_empty() && list.len() <= MAX_ARRAY_VALUES);
+        for id in list {
+            let id = id.as_str().expect("string id");
+            assert!(!id.is_empty() && id.len() <= MAX_STRING_LEN);
+            ids.push(id);
+        }
+    }
+
+    for (entry, sentence) in entries.iter().zip(describe(value, types)) {
+        let listed: Vec<&str> = entry["order_ids"]
+            .as_array()
+            .expect("order_ids array")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(sentence, format!("Cancel only these orders: {}", listed.join(", ")));
+    }
+
+    for id in &ids {
+        assert!(permits(Some(value), types, "cancel_order", &json!({ "order_id": id })), "listed id refused");
+    }
+    // Longer than every listed id, so listed nowhere.
+    let other: String = ids.concat() + "#";
+    assert!(!permits(Some(value), types, "cancel_order", &json!({ "order_id": other })), "unlisted id permitted");
+    assert!(!permits(Some(value), types, "cancel_order", &json!({ "order_id": 1 })), "number permitted");
+    assert!(!permits(Some(value), types, "cancel_order", &json!({})), "missing argument permitted");
+    assert!(permits(Some(value), types, "list_orders", &json!({})), "unrestricted tool refused");
+    assert!(permits(None, types, "cancel_order", &json!({ "order_id": other })), "scope-only grant refused");
+}

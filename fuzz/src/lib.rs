@@ -1,0 +1,212 @@
+//! Shared pieces of the pactd fuzz targets: fixed test keys, token minting and
+//! the constants the targets check tokens against.
+//!
+//! The keys are derived at start-up from fixed seeds (P-256) or generated
+//! (RSA), so no private key is stored in the repository. They exist only for
+//! fuzzing and sign nothing outside this crate.
+
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use josekit::jwk::Jwk;
+use josekit::jwk::KeyPair as _;
+use josekit::jwk::alg::rsa::RsaKeyPair;
+use josekit::jws::{ES256, JwsSigner, RS256};
+use openssl::bn::{BigNum, BigNumContext};
+use openssl::ec::{EcGroup, EcKey, EcPoint};
+use openssl::nid::Nid;
+use openssl::pkey::PKey;
+use pact_jose::{PaJwtRules, ProviderKey, ProviderKeySet, VerifyingKey};
+use serde_json::Value;
+
+/// The fixed "now" every target checks time claims against (unix seconds).
+pub const NOW: i64 = 1_750_000_000;
+/// The Provider-wide PA-JWT audience.
+pub const PA_AUD: &str = "pactd-audience-7f3a";
+/// The PA's issuer (also the delegation token's `client_id`).
+pub const PA_ISS: &str = "https://pa.example.com";
+/// `kid` of the PA's ES256 key.
+pub const PA_ES_KID: &str = "pa-es-1";
+/// `kid` of the PA's RS256 key.
+pub const PA_RS_KID: &str = "pa-rs-1";
+/// The brand's OAuth issuer (a delegation token's `iss`).
+pub const BRAND_ISS: &str = "https://pactd.example/brands/acme";
+/// The brand's interface URL (a delegation token's `aud`).
+pub const BRAND_AUD: &str = "https://pactd.example/a2a/acme";
+
+/// A P-256 private key as PKCS#8 DER, derived from `seed`: the scalar is
+/// SHA-256(seed), which is below the group order for these seeds.
+pub fn p256_pkcs8_from_seed(seed: &str) -> Vec<u8> {
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).expect("P-256");
+    let mut ctx = BigNumContext::new().expect("bn ctx");
+    let d = BigNum::from_slice(&openssl::sha::sha256(seed.as_bytes())).expect("scalar");
+    let mut point = EcPoint::new(&group).expect("point");
+    point.mul_generator2(&group, &d, &mut ctx).expect("d*G");
+    let ec = EcKey::from_private_components(&group, &d, &point).expect("EC key");
+    ec.check_key().expect("consistent key");
+    PKey::from_ec_key(ec)
+        .expect("pkey")
+        .private_key_to_pkcs8()
+        .expect("pkcs8")
+}
+
+/// The PA's keys: ES256 (fixed) and RS256 (2048-bit, generated once per
+/// process; nothing can forge it, so only the harness-signed modes reach it).
+pub struct PaKeys {
+    pub es_signer: Box<dyn JwsSigner>,
+    pub es_key: VerifyingKey,
+    pub rs_signer: Box<dyn JwsSigner>,
+    pub rs_key: VerifyingKey,
+}
+
+pub fn pa_keys() -> &'static PaKeys {
+    static KEYS: OnceLock<PaKeys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let der = p256_pkcs8_from_seed("pactd-fuzz/pa-es256");
+        let es_signer = ES256.signer_from_der(&der).expect("ES256 signer");
+        // Public JWK from the same scalar, via ProviderKey (same P-256 key), with our kid.
+        let provider = ProviderKey::from_pkcs8_der(&der).expect("P-256 key");
+        let mut es_jwk = provider.public_jwk();
+        es_jwk["kid"] = Value::from(PA_ES_KID);
+        let es_jwk = Jwk::from_bytes(es_jwk.to_string()).expect("jwk");
+        let es_key = VerifyingKey::from_jwk(&es_jwk).expect("ES256 verifying key");
+
+        let pair = RsaKeyPair::generate(2048).expect("RSA key");
+        let mut private = pair.to_jwk_key_pair();
+        private.set_key_id(PA_RS_KID);
+        let mut public = pair.to_jwk_public_key();
+        public.set_key_id(PA_RS_KID);
+        let rs_signer = RS256.signer_from_jwk(&private).expect("RS256 signer");
+        let rs_key = VerifyingKey::from_jwk(&public).expect("RS256 verifying key");
+        PaKeys {
+            es_signer: Box::new(es_signer),
+            es_key,
+            rs_signer: Box::new(rs_signer),
+            rs_key,
+        }
+    })
+}
+
+pub fn pa_rules() -> &'static PaJwtRules {
+    static RULES: OnceLock<PaJwtRules> = OnceLock::new();
+    RULES.get_or_init(|| PaJwtRules::new(PA_AUD))
+}
+
+/// The Provider's keys: the current signing key and an older one still
+/// published (a rotation), and the set that verifies both.
+pub struct ProviderKeys {
+    pub current: ProviderKey,
+    pub old: ProviderKey,
+    pub set: ProviderKeySet,
+    /// A raw ES256 signer for `current`, to sign arbitrary headers.
+    pub current_raw: Box<dyn JwsSigner>,
+}
+
+pub fn provider_keys() -> &'static ProviderKeys {
+    static KEYS: OnceLock<ProviderKeys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let current_der = p256_pkcs8_from_seed("pactd-fuzz/provider-current");
+        let old_der = p256_pkcs8_from_seed("pactd-fuzz/provider-old");
+        let current = ProviderKey::from_pkcs8_der(&current_der).expect("current key");
+        let old = ProviderKey::from_pkcs8_der(&old_der).expect("old key");
+        let set = ProviderKeySet::from_public_jwks(&[current.public_jwk(), old.public_jwk()])
+            .expect("key set");
+        let current_raw = Box::new(ES256.signer_from_der(&current_der).expect("signer"));
+        ProviderKeys {
+            current,
+            old,
+            set,
+            current_raw,
+        }
+    })
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `b64(header).b64(payload).b64(sign(...))`, the bytes taken as they are.
+pub fn sign_raw(signer: &dyn JwsSigner, header: &[u8], payload: &[u8]) -> String {
+    let input = format!("{}.{}", b64(header), b64(payload));
+    let signature = signer.sign(input.as_bytes()).expect("sign");
+    format!("{input}.{}", b64(&signature))
+}
+
+/// Splits `data` at the first 0xFF byte (never part of valid UTF-8, so
+/// never inside a JSON text): `(before, after)`; without one, `(data, [])`.
+pub fn split_ff(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|b| *b == 0xFF) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[]),
+    }
+}
+
+/// Members of a JSON object that a target builds from fuzzer choices.
+pub mod mk {
+    use arbitrary::{Result, Unstructured};
+    use serde_json::{Map, Value};
+
+    /// A short string: mostly one of `likely`, sometimes arbitrary.
+    pub fn string(u: &mut Unstructured<'_>, likely: &[&str]) -> Result<String> {
+        if !likely.is_empty() && u.ratio(7, 8)? {
+            Ok((*u.choose(likely)?).to_owned())
+        } else {
+            let len = u.int_in_range(0..=24)?;
+            let mut s = String::new();
+            for _ in 0..len {
+                s.push(u.arbitrary::<char>()?);
+            }
+            Ok(s)
+        }
+    }
+
+    /// An integer time claim: around `now` (offsets that straddle the limits) or extreme.
+    pub fn time(u: &mut Unstructured<'_>, now: i64) -> Result<Value> {
+        Ok(match u.int_in_range(0..=9)? {
+            0..=5 => Value::from(now + i64::from(u.int_in_range(-4000i32..=4000)?)),
+            6 => Value::from(u.arbitrary::<i64>()?),
+            7 => Value::from(u.arbitrary::<u64>()?),
+            8 => serde_json::Number::from_f64(now as f64 + f64::from(u.arbitrary::<i16>()?) + 0.5)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
+            _ => Value::from(now.to_string()),
+        })
+    }
+
+    /// A JSON value of a wrong-ish type, for a member that expects `good`.
+    pub fn value_or(u: &mut Unstructured<'_>, good: Value) -> Result<Value> {
+        Ok(match u.int_in_range(0..=15)? {
+            0 => Value::Null,
+            1 => Value::Bool(u.arbitrary()?),
+            2 => Value::from(u.arbitrary::<i64>()?),
+            3 => Value::Array(vec![good]),
+            4 => Value::Array(vec![]),
+            5 => Value::Object(Map::new()),
+            6 => Value::from(""),
+            _ => good,
+        })
+    }
+
+    /// Sets `name` to `value` unless the fuzzer chooses to leave it out.
+    pub fn member(
+        u: &mut Unstructured<'_>,
+        map: &mut Map<String, Value>,
+        name: &str,
+        value: Value,
+    ) -> Result<()> {
+        if u.ratio(9, 10)? {
+            map.insert(name.to_owned(), value);
+        }
+        Ok(())
+    }
+}
+
+/// With `PACTD_FUZZ_TRACE` set, print a target's verdict on each input (to see
+/// which path a seed or crash input takes: `cargo fuzz run <t> <file>`).
+pub fn trace(message: impl FnOnce() -> String) {
+    static ON: OnceLock<bool> = OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("PACTD_FUZZ_TRACE").is_some()) {
+        eprintln!("[trace] {}", message());
+    }
+}
