@@ -1345,7 +1345,7 @@ async fn within_a_second(mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
-/// DESIGN.md "Scale", PACT §5.5: two nodes on one database behave as one
+/// Several nodes, PACT §5.5: two nodes on one database behave as one
 /// server — a token minted on node A works on node B, the grant's receipts
 /// chain across both, and a revocation through node A's `/oauth/revoke` is
 /// refused by node B on the very next call and reaches node B's in-memory

@@ -200,7 +200,7 @@ impl TestApp {
 }
 
 /// Helpers that talk to a node by its own socket address rather than by
-/// `public_url`, so several nodes can share one public URL (DESIGN.md "Scale"),
+/// `public_url`, so several nodes can share one public URL (docs/operations.md),
 /// and that work at any brand, not only `demo`.
 impl TestApp {
     /// `{base_url}/a2a/{brand}/{path}`: this node's real address for an interface path.

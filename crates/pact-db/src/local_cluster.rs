@@ -2,7 +2,7 @@
 //!
 //! pactd keeps everything in PostgreSQL, yet a newcomer should run `pactd dev` with one command and
 //! no configuration, and the integration tests need a real server that nobody had to set up
-//! (DESIGN.md, "Storage"). Both get a cluster of their own under a data directory: `pactd dev` and the
+//! (a real database in every test, no mocks). Both get a cluster of their own under a data directory: `pactd dev` and the
 //! admin commands keep one across runs (by default `./.pactd/pg`), the tests throw one away per test
 //! binary ([`LocalCluster::start_ephemeral_with_watchdog`]).
 //!

@@ -1,6 +1,6 @@
 //! The key-encryption key: seals secrets at rest.
 //!
-//! DESIGN.md: the Provider's private signing keys and users' TOTP secrets are
+//! By design, the Provider's private signing keys and users' TOTP secrets are
 //! stored encrypted with a key that comes from configuration, never from the
 //! database. A database dump alone therefore yields no usable secret.
 //!

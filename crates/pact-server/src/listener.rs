@@ -1,4 +1,4 @@
-//! Cross-node invalidation through Postgres LISTEN/NOTIFY (DESIGN.md "Scale").
+//! Cross-node invalidation through Postgres LISTEN/NOTIFY: every node sees a revocation at once.
 //!
 //! One connection per node listens on `pactd_revocations` and `pactd_keys`.
 //! When the connection drops, sqlx reports it (`try_recv` → `None`) and

@@ -1,7 +1,7 @@
 //! Per-node rate limits for authenticated A2A callers (PACT §6: `429` with
 //! `Retry-After` when a PA or a `(PA, sub)` is limited).
 //!
-//! Token buckets in memory: limits are per node by design (DESIGN.md "Scale"),
+//! Token buckets in memory: limits are per node by design (docs/operations.md, "Rate limits"),
 //! so N nodes admit at most N times the configured rate.
 
 use std::collections::HashMap;

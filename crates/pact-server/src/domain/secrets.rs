@@ -1,5 +1,5 @@
 //! Opaque bearer secrets (device codes, refresh tokens): 32 random bytes,
-//! base64url, stored only as their SHA-256 (DESIGN.md "Storage").
+//! base64url, stored only as their SHA-256, so a database leak yields no usable secret.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
