@@ -15,12 +15,13 @@ pub fn generate() -> String {
         .collect()
 }
 
-/// `BCDFGHJK` → `BCDF-GHJK`.
+/// `BCDFGHJK` → `BCDF-GHJK`. Anything else, including 8 bytes that are not
+/// 8 ASCII characters (slicing those at byte 4 could split a character and
+/// panic), is returned unchanged.
 pub fn display(code: &str) -> String {
-    if code.len() == LEN {
-        format!("{}-{}", &code[..4], &code[4..])
-    } else {
-        code.to_owned()
+    match (code.len() == LEN).then(|| (code.get(..4), code.get(4..))) {
+        Some((Some(head), Some(tail))) => format!("{head}-{tail}"),
+        _ => code.to_owned(),
     }
 }
 
@@ -71,5 +72,12 @@ mod tests {
         ] {
             assert_eq!(normalise(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn display_never_splits_a_character() {
+        // 8 bytes, byte 4 inside the second 'é': returned as it is.
+        assert_eq!(display("aéééb"), "aéééb");
+        assert_eq!(display("BCDFGHJK"), "BCDF-GHJK");
     }
 }
