@@ -611,6 +611,23 @@ async fn nul_bytes_get_a_4xx_on_every_route_family() {
 
 // ------------------------------------------------------------ 8: outages
 
+/// A refresh at the token endpoint answered `status` with `Retry-After` and
+/// RFC 6749's `temporarily_unavailable` (not the A2A envelope).
+async fn assert_oauth_refusal(app: &TestApp, token: &str, status: u16) {
+    let res = app
+        .http
+        .post(app.oauth("demo", "token"))
+        .bearer_auth(token)
+        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), status);
+    assert!(res.headers().contains_key("retry-after"));
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["error"], "temporarily_unavailable");
+}
+
 #[tokio::test]
 async fn a_database_outage_answers_503_fast_in_each_format_and_recovers() {
     let db_url = pact_tests::db::fresh_database().await;
@@ -644,18 +661,7 @@ async fn a_database_outage_answers_503_fast_in_each_format_and_recovers() {
     let res = app.send("demo", &token, "m2", "hello", None).await;
     assert_eq!(res.status(), 503);
     crate::assert_a2a_error(res, 503, "UNAVAILABLE", None).await;
-    let res = app
-        .http
-        .post(app.oauth("demo", "token"))
-        .bearer_auth(&token)
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 503);
-    assert!(res.headers().contains_key("retry-after"));
-    let v: serde_json::Value = res.json().await.unwrap();
-    assert_eq!(v["error"], "temporarily_unavailable");
+    assert_oauth_refusal(&app, &token, 503).await;
     let res = app
         .http
         .get(format!("{}/login?brand=demo", app.base_url))
@@ -710,18 +716,7 @@ async fn rate_limited_a2a_and_oauth_answers_carry_a_body() {
     let res = app.send("demo", &token, "m2", "hello", None).await;
     assert!(res.headers().contains_key("retry-after"));
     crate::assert_a2a_error(res, 429, "RESOURCE_EXHAUSTED", None).await;
-    let res = app
-        .http
-        .post(app.oauth("demo", "token"))
-        .bearer_auth(&token)
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 429);
-    assert!(res.headers().contains_key("retry-after"));
-    let v: serde_json::Value = res.json().await.unwrap();
-    assert_eq!(v["error"], "temporarily_unavailable");
+    assert_oauth_refusal(&app, &token, 429).await;
 }
 
 #[tokio::test]

@@ -118,6 +118,23 @@ pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<G
     .await
 }
 
+/// Why a grant was revoked, as stored in `revoked_reason`. The account page
+/// reads these back to say who ended the access, so writers use these and
+/// nothing else.
+pub mod reason {
+    pub const BY_USER: &str = "revoked by the user on the account page";
+    pub const BY_AGENT: &str = "revoked by the personal agent";
+    pub const TOKEN_REUSE: &str = "refresh token reuse";
+    pub const SUPERSEDED: &str = "superseded by a wider grant";
+    /// Staff revocations start with this; `: <why>` may follow.
+    pub const BY_ADMIN: &str = "revoked by an administrator";
+
+    /// `BY_ADMIN` with the reason the staff gave.
+    pub fn by_admin(why: &str) -> String {
+        format!("{BY_ADMIN}: {why}")
+    }
+}
+
 /// Revokes one grant; false when it was unknown or already revoked. The table
 /// trigger announces it on `pactd_revocations`.
 pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult<bool> {
@@ -134,7 +151,7 @@ pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult
 /// Revokes the live grants of the same (brand, PA, user) created before `newer`.
 pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult<u64> {
     let done = sqlx::query(
-        "update grants set revoked_at = now(), revoked_reason = 'superseded by a wider grant' \
+        "update grants set revoked_at = now(), revoked_reason = $6 \
          where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and id <> $4 \
          and created_at <= $5 and revoked_at is null",
     )
@@ -143,6 +160,7 @@ pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult
     .bind(&newer.user_sub)
     .bind(newer.id)
     .bind(newer.created_at)
+    .bind(reason::SUPERSEDED)
     .execute(db)
     .await?;
     Ok(done.rows_affected())

@@ -330,7 +330,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
         }
         GrantsCommand::Revoke { grant_id } => {
             let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
-            if pact_db::grants::revoke(pool, id, "revoked by an administrator").await? {
+            if pact_db::grants::revoke(pool, id, pact_db::grants::reason::BY_ADMIN).await? {
                 println!("revoked {id}");
             } else {
                 bail!("no active grant {id}");
@@ -589,7 +589,7 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 &mut *tx,
                 brand_id,
                 &user.subject(),
-                "revoked by an administrator: the account was disabled",
+                &pact_db::grants::reason::by_admin("the account was disabled"),
             )
             .await?;
             tx.commit().await?;
@@ -616,7 +616,7 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 &mut *tx,
                 brand_id,
                 &user.subject(),
-                "revoked by an administrator: the account was removed",
+                &pact_db::grants::reason::by_admin("the account was removed"),
             )
             .await?;
             pact_db::users::delete(&mut *tx, user.id).await?;

@@ -27,22 +27,22 @@ use uuid::Uuid;
 use crate::agent::{Delegation, GateRecord};
 use crate::domain::authz_details::DetailsTypes;
 
-/// What the gateway needs to judge and forward a tool call of one turn.
+/// What the gateway needs to judge and forward a tool call of one turn: its
+/// setup (reached through `Deref`), its id and token hash, and its record.
 #[derive(Debug)]
 pub struct LiveTurn {
     pub id: Uuid,
-    pub brand_id: String,
     token_hash: [u8; 32],
-    pub expires_at: OffsetDateTime,
-    pub delegation: Option<Delegation>,
-    pub offered: BTreeSet<String>,
-    pub types: DetailsTypes,
-    pub tools: Vec<BrandTool>,
-    pub tool_timeout: std::time::Duration,
-    pub context_id: String,
-    pub message_id: String,
+    setup: TurnSetup,
     /// What ran, what was refused: shared with the turn, read when it ends.
     pub record: Mutex<GateRecord>,
+}
+
+impl std::ops::Deref for LiveTurn {
+    type Target = TurnSetup;
+    fn deref(&self) -> &TurnSetup {
+        &self.setup
+    }
 }
 
 /// Everything that makes a [`LiveTurn`] except its token.
@@ -105,16 +105,8 @@ impl LiveTurns {
         let token = format!("ptt_{}", URL_SAFE_NO_PAD.encode(bytes));
         let turn = Arc::new(LiveTurn {
             id: Uuid::new_v4(),
-            brand_id: setup.brand_id,
             token_hash: hash(&token),
-            expires_at: setup.expires_at,
-            delegation: setup.delegation,
-            offered: setup.offered,
-            types: setup.types,
-            tools: setup.tools,
-            tool_timeout: setup.tool_timeout,
-            context_id: setup.context_id,
-            message_id: setup.message_id,
+            setup,
             record: Mutex::new(GateRecord::default()),
         });
         self.lock().insert(turn.id, turn.clone());

@@ -32,7 +32,7 @@ pub async fn revoke(
     let Some(grant_id) = grant_of(&state, &caller, token).await? else {
         return Ok(oauth_json(StatusCode::OK, &serde_json::json!({})));
     };
-    if pact_db::grants::revoke(&state.db, grant_id, "revoked by the personal agent").await? {
+    if pact_db::grants::revoke(&state.db, grant_id, pact_db::grants::reason::BY_AGENT).await? {
         state.revocations.insert(grant_id);
         tracing::info!(grant = %grant_id, "grant revoked by its PA");
     }

@@ -157,7 +157,8 @@ async fn refresh(
         .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
         .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
     if stored.used_at.is_some() {
-        if pact_db::grants::revoke(&mut *tx, grant.id, "refresh token reuse").await? {
+        if pact_db::grants::revoke(&mut *tx, grant.id, pact_db::grants::reason::TOKEN_REUSE).await?
+        {
             tracing::warn!(grant = %grant.id, "refresh token reused: grant revoked");
         }
         tx.commit().await?;

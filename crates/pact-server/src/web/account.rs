@@ -18,7 +18,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
-use pact_db::grants::{Grant, GrantFilter};
+use pact_db::grants::{Grant, GrantFilter, reason as why};
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
 use pact_db::users::User;
@@ -346,23 +346,23 @@ pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<Stri
     let when = show_time(at);
     let reason = g.revoked_reason.as_deref().unwrap_or("");
     Some(match reason {
-        "revoked by the user on the account page" => format!("You removed its access on {when}."),
-        "revoked by the personal agent" => format!("The agent gave up its access on {when}."),
-        "refresh token reuse" => format!(
+        why::BY_USER => format!("You removed its access on {when}."),
+        why::BY_AGENT => format!("The agent gave up its access on {when}."),
+        why::TOKEN_REUSE => format!(
             "Stopped automatically on {when}: a token of this agent was used twice, which can mean it was stolen."
         ),
-        "superseded by a wider grant" => {
+        why::SUPERSEDED => {
             format!("Replaced on {when} when you allowed this agent more.")
         }
-        staff if staff.starts_with("revoked by an administrator") => {
-            let why = staff
-                .trim_start_matches("revoked by an administrator")
+        staff if staff.starts_with(why::BY_ADMIN) => {
+            let given = staff
+                .trim_start_matches(why::BY_ADMIN)
                 .trim_start_matches(':')
                 .trim();
-            if why.is_empty() {
+            if given.is_empty() {
                 format!("{brand_name}'s staff removed its access on {when}.")
             } else {
-                format!("{brand_name}'s staff removed its access on {when}. Reason given: {why}")
+                format!("{brand_name}'s staff removed its access on {when}. Reason given: {given}")
             }
         }
         other if !other.is_empty() => format!("Access ended on {when} ({other})."),
@@ -594,7 +594,7 @@ pub async fn revoke(
         &brand.id,
         &grant.pa_issuer,
         &person.subject(),
-        "revoked by the user on the account page",
+        why::BY_USER,
     )
     .await?;
     for id in &revoked {
@@ -613,6 +613,36 @@ mod tests {
     fn times_are_shown_in_utc_minutes() {
         let t = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
         assert_eq!(show_time(t), "2023-11-14 22:13 UTC");
+    }
+
+    fn grant(revoked: Option<&str>, now: OffsetDateTime) -> Grant {
+        Grant {
+            id: Uuid::nil(),
+            brand_id: "demo".into(),
+            pa_issuer: "https://pa.example".into(),
+            user_sub: "u".into(),
+            scopes: vec![],
+            authorization_details: None,
+            created_at: now,
+            expires_at: now + time::Duration::days(1),
+            last_used_at: None,
+            revoked_at: revoked.map(|_| now),
+            revoked_reason: revoked.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn every_stored_reason_says_who_ended_the_access() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let said = |r: &str| ended_by(&grant(Some(r), now), "Shop", now).unwrap();
+        assert!(said(why::BY_USER).starts_with("You removed"));
+        assert!(said(why::BY_AGENT).starts_with("The agent gave up"));
+        assert!(said(why::TOKEN_REUSE).contains("used twice"));
+        assert!(said(why::SUPERSEDED).starts_with("Replaced"));
+        assert!(said(why::BY_ADMIN).starts_with("Shop's staff removed"));
+        assert!(said(&why::by_admin("fraud report")).ends_with("Reason given: fraud report"));
+        assert!(said("something else").contains("(something else)"));
+        assert_eq!(ended_by(&grant(None, now), "Shop", now), None);
     }
 
     #[test]
