@@ -1,4 +1,4 @@
-//! The Delegated profile end to end (PACT §5), as the issue describes it.
+//! The Delegated profile end to end (PACT §5): device flow, consent, token, delegated turns, step-up, revocation.
 
 use pact_jose::ProviderKeySet;
 use pact_proto::oauth::Receipt;

@@ -102,7 +102,7 @@ async fn credential(app: &TestApp, brand: &str) -> (String, String) {
     (c.client_id, c.secret)
 }
 
-/// The whole journey of the issue: consent for orders:read only → lookup
+/// The merchant-agent journey end to end: consent for orders:read only → lookup
 /// works with a receipt listing the tool → cancel gets 403 at the gateway and
 /// the PA a step-up task → after approval the cancel reaches the example's
 /// API exactly once → introspection: active, then inactive after revocation.
