@@ -16,6 +16,7 @@ mod pa_jwt_attacks;
 mod pages_account;
 mod pages_device;
 mod pages_login;
+mod password_reset;
 mod routes;
 
 use reqwest::Response;

@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod merchant;
 pub mod pa;
 pub mod pages;
+pub mod smtp_sink;
 pub mod tcp_proxy;
 
 pub use app::TestApp;

@@ -12,6 +12,7 @@ pub mod device_authorizations;
 pub mod grants;
 pub mod local_cluster;
 pub mod merchant;
+pub mod password_resets;
 pub mod receipts;
 pub mod scopes;
 pub mod sessions;

@@ -31,6 +31,8 @@ pub struct Config {
     /// Seals the private signing keys at rest (`PACTD_MASTER_KEY`).
     pub master_key: Arc<MasterKey>,
     pub delegation: DelegationSettings,
+    /// SMTP for password-reset links; `None` sends no mail.
+    pub mail: Option<crate::mail::MailSettings>,
 }
 
 /// What a connection may cost us: slow or idle clients must not hold the
@@ -131,6 +133,7 @@ impl Config {
             trusted_proxies: TrustedProxies::default(),
             master_key,
             delegation: DelegationSettings::default(),
+            mail: None,
         }
     }
 

@@ -37,6 +37,12 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
     {
         tracing::warn!(error = %e, "sign-in failure cleanup failed");
     }
+    // Reset links that died a day ago count for nothing, not even the
+    // per-account mail budget (an hour).
+    if let Err(e) = pact_db::password_resets::sweep(&state.db, now - time::Duration::days(1)).await
+    {
+        tracing::warn!(error = %e, "password-reset link cleanup failed");
+    }
     // A turn claimed by a node that stopped before storing its reply: the
     // longest turn is bounded by the agent timeout (at most 25 s), so after
     // ten minutes nobody will finish it; dropping the claim lets the PA retry.

@@ -18,6 +18,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod keys;
 pub mod listener;
+pub mod mail;
 pub mod merchant;
 pub mod oauth;
 pub mod rate_limit;

@@ -72,6 +72,15 @@ pub fn router(state: AppState) -> Router {
             get(web::login::get_second_factor).post(web::login::post_second_factor),
         )
         .route("/logout", post(web::login::post_logout))
+        // web: "Forgot your password?" by email (web/password_reset.rs)
+        .route(
+            "/login/forgot",
+            get(web::password_reset::get_forgot).post(web::password_reset::post_forgot),
+        )
+        .route(
+            "/login/reset",
+            get(web::password_reset::get_reset).post(web::password_reset::post_reset),
+        )
         .route(
             "/account/totp",
             get(web::mfa::get_totp).post(web::mfa::post_totp),

@@ -32,6 +32,8 @@ pub struct Inner {
     pub live_turns: crate::merchant::live_turns::LiveTurns,
     /// The SSRF-guarded client for calls to merchants' agents and tools.
     pub outbound: reqwest::Client,
+    /// Sends password-reset links; `None` when no SMTP server is configured.
+    pub mailer: Option<crate::mail::Mailer>,
 }
 
 impl std::ops::Deref for AppState {
@@ -49,6 +51,8 @@ pub enum StateError {
     Keys(#[from] KeyError),
     #[error("outbound HTTP client: {0}")]
     Outbound(#[from] reqwest::Error),
+    #[error("mail: {0}")]
+    Mail(#[from] crate::mail::MailError),
 }
 
 impl AppState {
@@ -76,6 +80,11 @@ impl AppState {
             );
         }
         let outbound = crate::merchant::http::build_client(config.jwks.allow_loopback)?;
+        let mailer = config
+            .mail
+            .as_ref()
+            .map(crate::mail::Mailer::new)
+            .transpose()?;
         Ok(Self(Arc::new(Inner {
             db,
             jwks,
@@ -90,6 +99,7 @@ impl AppState {
             config,
             live_turns: Default::default(),
             outbound,
+            mailer,
         })))
     }
 

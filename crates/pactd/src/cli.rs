@@ -157,6 +157,26 @@ pub struct ServeArgs {
     pub no_migrate: Option<bool>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub mail: MailArgs,
+}
+
+/// Outgoing mail: password-reset links (each also a config-file key of the same name).
+#[derive(Debug, Args, Default, Clone)]
+pub struct MailArgs {
+    /// SMTP server for password-reset links: smtp://host[:port],
+    /// smtp://user:pass@host:587?tls=required or smtps://host:465. Without it
+    /// no mail is sent and "Forgot your password?" is not offered [default: none].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "PACTD_SMTP_URL",
+        hide_env_values = true
+    )]
+    pub smtp_url: Option<String>,
+    /// The sender of pactd's mail, e.g. "Shop <no-reply@shop.example>" (required with --smtp-url).
+    #[arg(long, value_name = "ADDRESS", env = "PACTD_MAIL_FROM")]
+    pub mail_from: Option<String>,
 }
 
 /// Connection, database and rate limits (each also a config-file key of the same name).

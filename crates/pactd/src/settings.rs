@@ -36,6 +36,8 @@ pub struct FileSettings {
     pub rate_limit_sign_in: Option<String>,
     pub rate_limit_code_entry: Option<String>,
     pub rate_limit_code_misses: Option<String>,
+    pub smtp_url: Option<String>,
+    pub mail_from: Option<String>,
 }
 
 pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
@@ -100,7 +102,30 @@ pub fn server_config(
         config.provider_name.clone_from(name);
     }
     apply_limits(&mut config, &args.limits, file)?;
+    config.mail = mail_settings(&args.mail, file)?;
     Ok(config)
+}
+
+/// Mail is all or nothing: a server without a sender (or the reverse) is a
+/// mistake to report at start, not a feature that silently stays off.
+fn mail_settings(
+    args: &crate::cli::MailArgs,
+    file: &FileSettings,
+) -> anyhow::Result<Option<pact_server::mail::MailSettings>> {
+    let url = pick(args.smtp_url.as_ref(), file.smtp_url.as_ref());
+    let from = pick(args.mail_from.as_ref(), file.mail_from.as_ref());
+    match (url, from) {
+        (None, None) => Ok(None),
+        (Some(smtp_url), Some(from)) => {
+            Ok(Some(pact_server::mail::MailSettings { smtp_url, from }))
+        }
+        (Some(_), None) => {
+            anyhow::bail!("--smtp-url needs --mail-from (the sender of pactd's mail)")
+        }
+        (None, Some(_)) => {
+            anyhow::bail!("--mail-from needs --smtp-url (the server that sends pactd's mail)")
+        }
+    }
 }
 
 /// The flag's value, else the file's (flags and env win, PACT config order).

@@ -310,6 +310,8 @@ pub struct LoginPage<'a> {
     pub notice: Option<&'a str>,
     /// Passkeys can be offered (the public URL's host can be a WebAuthn RP id).
     pub passkeys: bool,
+    /// "Forgot your password?" can be offered (mail is configured).
+    pub forgot: bool,
 }
 
 pub async fn get_login(
@@ -336,6 +338,7 @@ pub async fn get_login(
         error: None,
         notice: q.out.is_some().then_some("You are signed out."),
         passkeys: state.webauthn.is_some(),
+        forgot: state.mailer.is_some(),
     };
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
@@ -361,6 +364,7 @@ pub async fn post_login(
             error: Some(error),
             notice: None,
             passkeys: state.webauthn.is_some(),
+            forgot: state.mailer.is_some(),
         };
         with_headers(render(&p, status), None, retry)
     };

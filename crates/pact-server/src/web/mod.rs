@@ -17,6 +17,7 @@ pub mod login;
 pub mod mfa;
 pub mod page;
 pub mod passkeys;
+pub mod password_reset;
 pub mod security;
 pub mod session;
 

@@ -1,0 +1,100 @@
+//! One-time password-reset links ("Forgot your password?"), stored by hash.
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+/// Stores a new link's hash for `user_id`, valid until `expires_at`.
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+    user_id: Uuid,
+    now: OffsetDateTime,
+    expires_at: OffsetDateTime,
+) -> DbResult<()> {
+    sqlx::query(
+        "insert into password_resets (token_hash, user_id, created_at, expires_at) \
+         values ($1, $2, $3, $4)",
+    )
+    .bind(token_hash)
+    .bind(user_id)
+    .bind(now)
+    .bind(expires_at)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+/// Links sent to this account since `since` (used or not): the mail budget.
+pub async fn sent_since(
+    db: impl PgExecutor<'_>,
+    user_id: Uuid,
+    since: OffsetDateTime,
+) -> DbResult<i64> {
+    sqlx::query_scalar(
+        "select count(*) from password_resets where user_id = $1 and created_at >= $2",
+    )
+    .bind(user_id)
+    .bind(since)
+    .fetch_one(db)
+    .await
+}
+
+/// The account a live link (unused, unexpired) belongs to.
+pub async fn live_user(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+    now: OffsetDateTime,
+) -> DbResult<Option<Uuid>> {
+    sqlx::query_scalar(
+        "select user_id from password_resets \
+         where token_hash = $1 and used_at is null and expires_at > $2",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .fetch_optional(db)
+    .await
+}
+
+/// Marks a live link used, atomically: of two concurrent uses exactly one
+/// gets the account back.
+pub async fn consume(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+    now: OffsetDateTime,
+) -> DbResult<Option<Uuid>> {
+    sqlx::query_scalar(
+        "update password_resets set used_at = $2 \
+         where token_hash = $1 and used_at is null and expires_at > $2 \
+         returning user_id",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .fetch_optional(db)
+    .await
+}
+
+/// Every other link of the account dies once a new password is set.
+pub async fn end_all_for(
+    db: impl PgExecutor<'_>,
+    user_id: Uuid,
+    now: OffsetDateTime,
+) -> DbResult<u64> {
+    sqlx::query("update password_resets set used_at = $2 where user_id = $1 and used_at is null")
+        .bind(user_id)
+        .bind(now)
+        .execute(db)
+        .await
+        .map(|r| r.rows_affected())
+}
+
+/// Housekeeping: links that expired a day ago are of no use, even as a count.
+pub async fn sweep(db: impl PgExecutor<'_>, before: OffsetDateTime) -> DbResult<u64> {
+    sqlx::query("delete from password_resets where expires_at < $1")
+        .bind(before)
+        .execute(db)
+        .await
+        .map(|r| r.rows_affected())
+}

@@ -1,0 +1,96 @@
+//! Outgoing email (SMTP through `lettre`): today only the password-reset link.
+//!
+//! Configured by one URL (`--smtp-url`, `smtp://host:25`, `smtp://user:pass@host:587?tls=required`,
+//! `smtps://…:465`) and a sender (`--mail-from`). Without them pactd sends no
+//! mail and does not offer "Forgot your password?". Messages are sent from a
+//! background task, never while a page waits, so an answer's timing does not
+//! tell whether an address has an account. Neither the URL (it may carry a
+//! password) nor a message body (it carries a link) is ever logged.
+
+use std::time::Duration;
+
+use lettre::message::Mailbox;
+use lettre::message::header::ContentType;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+/// How long one SMTP conversation may take.
+const SMTP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The mail settings as the operator gave them.
+#[derive(Clone)]
+pub struct MailSettings {
+    pub smtp_url: String,
+    pub from: String,
+}
+
+impl std::fmt::Debug for MailSettings {
+    // The URL may carry the SMTP password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailSettings")
+            .field("smtp_url", &"<redacted>")
+            .field("from", &self.from)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    #[error("invalid SMTP URL (expected smtp://host[:port], smtp://…?tls=required or smtps://…)")]
+    Url,
+    #[error(
+        "invalid sender address {0:?} (expected name@example.com or \"Name <name@example.com>\")"
+    )]
+    From(String),
+    #[error("invalid recipient address")]
+    To,
+    #[error("building the message failed")]
+    Build,
+    #[error("the SMTP server refused or could not be reached: {0}")]
+    Send(String),
+}
+
+/// A configured mail sender.
+#[derive(Clone)]
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+}
+
+impl std::fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailer").field("from", &self.from).finish()
+    }
+}
+
+impl Mailer {
+    /// Checks the settings now, so a typo stops `pactd serve` at start rather
+    /// than the first person who forgot a password.
+    pub fn new(settings: &MailSettings) -> Result<Self, MailError> {
+        let from: Mailbox = settings
+            .from
+            .parse()
+            .map_err(|_| MailError::From(settings.from.clone()))?;
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url)
+            .map_err(|_| MailError::Url)?
+            .timeout(Some(SMTP_TIMEOUT))
+            .build();
+        Ok(Self { transport, from })
+    }
+
+    /// Sends one plain-text message.
+    pub async fn send(&self, to: &str, subject: &str, body: String) -> Result<(), MailError> {
+        let to: Mailbox = to.parse().map_err(|_| MailError::To)?;
+        let message = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(subject)
+            .header(ContentType::TEXT_PLAIN)
+            .body(body)
+            .map_err(|_| MailError::Build)?;
+        self.transport
+            .send(message)
+            .await
+            .map(|_| ())
+            .map_err(|e| MailError::Send(e.to_string()))
+    }
+}

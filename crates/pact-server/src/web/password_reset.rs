@@ -1,0 +1,370 @@
+//! "Forgot your password?" for pactd's built-in accounts: a one-time link by
+//! email, then a new password.
+//!
+//! * `GET/POST /login/forgot?brand=B` — asks for the email; always answers
+//!   the same page, whether or not an account has that email, and sends the
+//!   mail from a background task so the answer's timing tells nothing either
+//!   (OWASP Forgot Password Cheat Sheet: "return a consistent message").
+//! * `GET/POST /login/reset?token=T` — the link's page: a new password, twice.
+//!
+//! A link is 256 random bits stored only as its SHA-256, valid for
+//! [`LINK_LIFETIME`], usable once; setting a password ends every other link
+//! of the account and every browser session (whoever knew the old password is
+//! signed out). It replaces the password only: the second factor is still
+//! asked at the next sign-in, so a stolen mailbox alone does not open an
+//! account that has one. Agents' grants are not touched (they were approved
+//! by the person, and revoking them is one click on the account page).
+//!
+//! Offered only when mail is configured (`--smtp-url`, `--mail-from`).
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use pact_db::brands::Brand;
+use pact_db::users::User;
+use serde::Deserialize;
+use time::{Duration, OffsetDateTime};
+
+use super::login::{brand_for, wait_message, with_headers};
+use super::page::{PageError, render};
+use super::session::{self, Browser};
+use super::{limits, security};
+use crate::accounts::lockout::FailureKeys;
+use crate::accounts::password;
+use crate::client_ip::ClientIp;
+use crate::domain::secrets;
+use crate::state::AppState;
+
+/// How long a link works after it was sent.
+pub const LINK_LIFETIME: Duration = Duration::minutes(30);
+/// Links one account may be sent per [`MAIL_WINDOW`]: enough for a lost mail
+/// or two, too few to flood someone's mailbox through us.
+pub const MAILS_PER_WINDOW: i64 = 3;
+pub const MAIL_WINDOW: Duration = Duration::hours(1);
+
+const NOT_OFFERED: &str = "Resetting a password by email is not set up here. Ask the store's \
+                           customer service to help you get back into your account.";
+const DEAD_LINK: &str = "This link has expired or was already used. Ask for a new one below.";
+
+#[derive(Debug, Deserialize)]
+pub struct ForgotQuery {
+    pub brand: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "forgot_password.html")]
+struct ForgotPage<'a> {
+    brand_name: String,
+    signed_in: bool,
+    brand_id: &'a str,
+    csrf: &'a str,
+    error: Option<&'a str>,
+    /// Set once the request was taken: "check your email".
+    sent: bool,
+}
+
+#[derive(Template)]
+#[template(path = "reset_password.html")]
+struct ResetPage<'a> {
+    brand_name: String,
+    signed_in: bool,
+    brand_id: &'a str,
+    csrf: &'a str,
+    token: &'a str,
+    error: Option<&'a str>,
+    min_len: usize,
+    /// Set once the new password is stored.
+    done: bool,
+}
+
+fn not_offered(state: &AppState) -> Result<(), PageError> {
+    match state.mailer {
+        Some(_) => Ok(()),
+        None => Err(PageError::NotFound(NOT_OFFERED.to_owned())),
+    }
+}
+
+pub async fn get_forgot(
+    State(state): State<AppState>,
+    Query(q): Query<ForgotQuery>,
+    browser: Browser,
+) -> Result<Response, PageError> {
+    not_offered(&state)?;
+    let brand = brand_for(&state, q.brand.as_deref(), browser.session.as_ref()).await?;
+    let (csrf, cookie) = session::form_csrf(&state, &browser);
+    let page = ForgotPage {
+        brand_name: brand.name.clone(),
+        signed_in: browser.signed_in(),
+        brand_id: &brand.id,
+        csrf: &csrf,
+        error: None,
+        sent: false,
+    };
+    Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
+}
+
+pub async fn post_forgot(
+    State(state): State<AppState>,
+    ip: ClientIp,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    not_offered(&state)?;
+    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    let brand = brand_for(&state, form.get("brand"), visitor.session()).await?;
+    let page = |error: Option<&str>, status: StatusCode, retry: Option<u64>| {
+        let p = ForgotPage {
+            brand_name: brand.name.clone(),
+            signed_in: browser.signed_in(),
+            brand_id: &brand.id,
+            csrf: visitor.csrf(),
+            error,
+            sent: error.is_none(),
+        };
+        with_headers(render(&p, status), None, retry)
+    };
+    let email = form
+        .get("email")
+        .map(|e| e.trim().to_lowercase())
+        .unwrap_or_default();
+    if !plausible_email(&email) {
+        return Ok(page(
+            Some("Enter the email address of your account."),
+            StatusCode::BAD_REQUEST,
+            None,
+        ));
+    }
+    // The sign-in budget per address: asking for links is as costly to us
+    // as guessing passwords, and an attacker could use us to flood a mailbox.
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &ip.limit_key()) {
+        let msg = wait_message("Too many requests from your network.", secs);
+        return Ok(page(Some(&msg), StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+    let app = state.clone();
+    let brand_for_task = brand.clone();
+    tokio::spawn(async move {
+        if let Err(e) = send_link(&app, &brand_for_task, &email).await {
+            // Never the address or the link: only that it failed.
+            tracing::warn!(brand = %brand_for_task.id, error = %e, "password-reset mail not sent");
+        }
+    });
+    Ok(page(None, StatusCode::OK, None))
+}
+
+/// The background half of a request: look the account up, respect the
+/// per-account budget, store the link's hash, send the mail.
+async fn send_link(state: &AppState, brand: &Brand, email: &str) -> Result<(), String> {
+    let Some(mailer) = state.mailer.as_ref() else {
+        return Ok(());
+    };
+    let now = OffsetDateTime::now_utc();
+    let user = pact_db::users::find_by_email(&state.db, &brand.id, email)
+        .await
+        .map_err(|e| e.to_string())?;
+    // Unknown, disabled and passwordless accounts (those that sign in at the
+    // brand's own login) get nothing, and the person saw the same page.
+    let Some(user) = user.filter(|u| !u.is_disabled() && u.password_hash.is_some()) else {
+        return Ok(());
+    };
+    let sent = pact_db::password_resets::sent_since(&state.db, user.id, now - MAIL_WINDOW)
+        .await
+        .map_err(|e| e.to_string())?;
+    if sent >= MAILS_PER_WINDOW {
+        tracing::info!(brand = %brand.id, user = %user.id, "password-reset mail budget spent");
+        return Ok(());
+    }
+    let (token, hash) = secrets::new_secret();
+    pact_db::password_resets::insert(&state.db, &hash, user.id, now, now + LINK_LIFETIME)
+        .await
+        .map_err(|e| e.to_string())?;
+    let link = format!("{}/login/reset?token={token}", state.config.public_url);
+    let body = mail_body(&brand.name, &link, LINK_LIFETIME.whole_minutes());
+    mailer
+        .send(
+            &user.email,
+            &format!("Reset your password at {}", brand.name),
+            body,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(brand = %brand.id, user = %user.id, "password-reset link sent");
+    Ok(())
+}
+
+/// The mail's text: who sends it, the link, when it dies, and what to do when
+/// the person did not ask.
+pub fn mail_body(brand_name: &str, link: &str, minutes: i64) -> String {
+    format!(
+        "Someone asked to reset the password of your {brand_name} account.\n\n\
+         To choose a new password, open this link within {minutes} minutes:\n\n{link}\n\n\
+         The link works once. Your second factor, if you have one, is still asked when you sign in.\n\n\
+         If you did not ask for this, ignore this message: your password stays as it is.\n"
+    )
+}
+
+/// Enough to refuse obvious typos; the mail server has the last word.
+fn plausible_email(email: &str) -> bool {
+    (3..=254).contains(&email.len())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.starts_with('.')
+        })
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ResetQuery {
+    pub token: Option<String>,
+}
+
+/// The account behind a live link, with its brand.
+async fn link_owner(
+    state: &AppState,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<Option<(User, Brand)>, PageError> {
+    if token.is_empty() || token.len() > 128 {
+        return Ok(None);
+    }
+    let hash = secrets::hash(token);
+    let Some(user_id) = pact_db::password_resets::live_user(&state.db, &hash, now).await? else {
+        return Ok(None);
+    };
+    let Some(user) = pact_db::users::find(&state.db, user_id)
+        .await?
+        .filter(|u| !u.is_disabled())
+    else {
+        return Ok(None);
+    };
+    let brand = brand_for(state, Some(&user.brand_id), None).await?;
+    Ok(Some((user, brand)))
+}
+
+fn dead_link() -> PageError {
+    PageError::BadRequest(DEAD_LINK.to_owned())
+}
+
+pub async fn get_reset(
+    State(state): State<AppState>,
+    Query(q): Query<ResetQuery>,
+    browser: Browser,
+) -> Result<Response, PageError> {
+    not_offered(&state)?;
+    let token = q.token.unwrap_or_default();
+    let Some((_, brand)) = link_owner(&state, &token, OffsetDateTime::now_utc()).await? else {
+        return Err(dead_link());
+    };
+    let (csrf, cookie) = session::form_csrf(&state, &browser);
+    let page = ResetPage {
+        brand_name: brand.name.clone(),
+        signed_in: browser.signed_in(),
+        brand_id: &brand.id,
+        csrf: &csrf,
+        token: &token,
+        error: None,
+        min_len: password::MIN_LEN,
+        done: false,
+    };
+    Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
+}
+
+pub async fn post_reset(
+    State(state): State<AppState>,
+    ip: ClientIp,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    not_offered(&state)?;
+    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    let token = form.get("token").unwrap_or("").to_owned();
+    let now = OffsetDateTime::now_utc();
+    let Some((user, brand)) = link_owner(&state, &token, now).await? else {
+        return Err(dead_link());
+    };
+    let page = |error: Option<&str>, status: StatusCode| {
+        let p = ResetPage {
+            brand_name: brand.name.clone(),
+            signed_in: error.is_some() && browser.signed_in(),
+            brand_id: &brand.id,
+            csrf: visitor.csrf(),
+            token: &token,
+            error,
+            min_len: password::MIN_LEN,
+            done: error.is_none(),
+        };
+        with_headers(render(&p, status), None, None)
+    };
+    let new = form.get("password").unwrap_or("");
+    if new != form.get("confirm").unwrap_or("") {
+        return Ok(page(
+            Some("The two passwords are not the same. Type the new password twice."),
+            StatusCode::BAD_REQUEST,
+        ));
+    }
+    let owned = new.to_owned();
+    let hashed = tokio::task::spawn_blocking(move || password::hash(&owned))
+        .await
+        .map_err(PageError::internal)?;
+    let Ok(hash) = hashed else {
+        let msg = format!(
+            "Choose a password of at least {} characters.",
+            password::MIN_LEN
+        );
+        return Ok(page(Some(&msg), StatusCode::BAD_REQUEST));
+    };
+
+    // One transaction: the link is used exactly once (a concurrent second use
+    // finds it gone), and the password, the other links and the sessions
+    // change together or not at all.
+    let mut tx = state.db.begin().await?;
+    let consumed = pact_db::password_resets::consume(&mut *tx, &secrets::hash(&token), now).await?;
+    if consumed != Some(user.id) {
+        return Err(dead_link());
+    }
+    pact_db::users::set_password_hash(&mut *tx, user.id, &hash).await?;
+    pact_db::password_resets::end_all_for(&mut *tx, user.id, now).await?;
+    let ended = pact_db::sessions::delete_others(&mut *tx, user.id, &[]).await?;
+    // The person proved they hold the mailbox: the lockout that guessing may
+    // have put on the email no longer stands between them and signing in.
+    let keys = FailureKeys::new(&brand.id, &user.email, &ip.limit_key());
+    pact_db::sign_in_failures::clear(&mut *tx, &[keys.account, keys.from_address]).await?;
+    tx.commit().await?;
+    tracing::info!(brand = %brand.id, user = %user.id, sessions_ended = ended, "password reset by email link");
+    Ok(page(None, StatusCode::OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mail_says_who_asks_how_long_the_link_works_and_what_to_do_otherwise() {
+        let body = mail_body("Demo Shop", "https://id.example/login/reset?token=x", 30);
+        assert!(body.contains("Demo Shop"));
+        assert!(body.contains("https://id.example/login/reset?token=x"));
+        assert!(body.contains("within 30 minutes"));
+        assert!(body.contains("If you did not ask for this"));
+    }
+
+    #[test]
+    fn only_plausible_addresses_are_taken() {
+        for ok in ["a@b", "ann@example.com", "x.y+z@sub.example.org"] {
+            assert!(plausible_email(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "ab",
+            "annexample.com",
+            "@example.com",
+            "ann@",
+            "ann@.com",
+            "a b@c.d",
+            "a@b\n",
+        ] {
+            assert!(!plausible_email(bad), "{bad:?}");
+        }
+    }
+}
