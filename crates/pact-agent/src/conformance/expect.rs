@@ -43,6 +43,23 @@ pub fn during(what: &str, p: Problem) -> Problem {
     }
 }
 
+/// A sent request whose answer must be the bare 401 of PACT §3.
+pub fn answered_bare_401(sent: Result<Response, Problem>) -> Verdict {
+    sent.and_then(|res| bare_401(&res)).map(|()| String::new())
+}
+
+/// A sent request whose answer must be the 401 `invalid_token` of PACT §5.5.
+pub fn answered_invalid_token(sent: Result<Response, Problem>) -> Verdict {
+    sent.and_then(|res| invalid_token_401(&res))
+        .map(|()| String::new())
+}
+
+/// A sent request whose answer must be this RFC 6749 §5.2 error.
+pub fn answered_oauth_error(sent: Result<Response, Problem>, code: &str, status: u16) -> Verdict {
+    sent.and_then(|res| oauth_error(&res, code, status))
+        .map(|_| String::new())
+}
+
 /// A parsed `WWW-Authenticate` challenge: scheme and parameters.
 pub fn parse_challenge(header: &str) -> Option<(String, BTreeMap<String, String>)> {
     let header = header.trim();
