@@ -45,6 +45,9 @@ pub struct CommandApprover {
     pub args: Vec<String>,
     /// How long one decision may take before the program is killed.
     pub timeout: Duration,
+    /// More environment for the program (its own settings), besides the
+    /// runner's own and the request's.
+    pub env: Vec<(String, String)>,
 }
 
 impl CommandApprover {
@@ -53,6 +56,7 @@ impl CommandApprover {
             program: program.into(),
             args,
             timeout: Duration::from_secs(120),
+            env: Vec::new(),
         }
     }
 
@@ -96,6 +100,7 @@ impl CommandApprover {
     async fn run(&self, r: &ApprovalRequest) -> ApprovalStatus {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(Self::environment(r))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

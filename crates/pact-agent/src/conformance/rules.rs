@@ -506,6 +506,18 @@ mod tests {
         }
     }
 
+    /// docs/conformance-checks.md is generated: regenerate it with
+    /// `cargo run -p pact-agent -- conformance --list-checks --markdown > docs/conformance-checks.md`.
+    #[test]
+    fn the_committed_docs_list_every_check_as_the_runner_does() {
+        let committed = include_str!("../../../../docs/conformance-checks.md");
+        assert!(
+            committed == markdown(),
+            "docs/conformance-checks.md is stale: run `cargo run -p pact-agent -- conformance \
+             --list-checks --markdown > docs/conformance-checks.md`"
+        );
+    }
+
     #[test]
     fn pactd_conventions_say_so_in_their_source() {
         for id in RuleId::ALL {
