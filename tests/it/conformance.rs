@@ -1,11 +1,14 @@
 //! `pact-agent conformance` in CI: the whole suite, both profiles, against
 //! pactd, with device authorizations decided on pactd's real pages by
 //! `--approve pactd-login` (two built-in accounts with passwords and
-//! authenticator apps): every check passes; the few SKIPs are rules that
-//! cannot be exercised, each with its reason. Also the approver's own
+//! authenticator apps) and, for the example merchant's delegated run, by the
+//! documented example script through `--approve command`: every check passes
+//! (pactd's own conventions too: no WARN, no INFO); the few SKIPs are rules
+//! that cannot be exercised, each with its reason. Also the approver's own
 //! failures and its wait for a fresh authenticator code, and a tiny fake
-//! provider that breaks one rule at a time (the matching check fails,
-//! clearly).
+//! provider (`conformance/fake.rs`) that passes in pactd's style and in
+//! another PACT allows, and breaks one rule at a time (the matching check
+//! fails, clearly).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -224,7 +227,10 @@ async fn the_delegated_profile_passes_against_pactd_through_its_pages() {
         "§5.3.expired-token",
         "§5.6.receipt-verifies",
         "§5.6.receipt-chain",
+        "§5.3.slow-down-honoured",
         "§5.3.slow-down-adds-5s",
+        "§5.3.pactd-refresh-rotates",
+        "§3.pactd-oversized-401",
     ] {
         assert_eq!(report.get(name).unwrap().outcome, Outcome::Pass, "{name}");
     }
