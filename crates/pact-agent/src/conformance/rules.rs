@@ -133,7 +133,7 @@ catalogue! {
         "… placed first.",
         "the HTTP+JSON 1.0 entry is the first of supportedInterfaces";
     PaJwtScheme => "§2.pa-jwt-scheme", Must, "PACT §2",
-        "{httpAuthSecurityScheme: {scheme: \"Bearer\", bearerFormat: \"JWT\"}} (paJwt is the example's name)",
+        "securitySchemes.paJwt is {httpAuthSecurityScheme: {scheme: \"Bearer\", bearerFormat: \"JWT\"}} [paJwt is only the example's name]",
         "a security scheme, under any name, is an HTTP Bearer (any case) JWT scheme";
     IdentityRequirement => "§2.identity-requirement", Must, "PACT §2",
         "securityRequirements has an entry that names it alone",
@@ -178,16 +178,16 @@ catalogue! {
         "Any failure, whatever its cause (… a bad signature …), is 401",
         "claims edited after signing: bare 401";
     JkuIgnored => "§3.jku-ignored", Must, "PACT §3",
-        "jwksUri … the keys behind it rotate (keys come only from the registered JWKS)",
+        "its jwksUri, an HTTPS URL that stays stable while the keys behind it rotate [keys come only from there]",
         "jku/x5u/jwk headers naming an attacker's key: bare 401";
     JkuNotFetched => "§3.jku-not-fetched", Should, "RFC 8725 §3.10",
         "blindly following a jku or x5u header … could result in SSRF attacks. Applications SHOULD protect against such attacks",
         "the URL a jku/x5u header names is never fetched";
     OversizedRefused => "§3.oversized-refused", Must, "PACT §3",
-        "Any failure … is refused (PACT sets no size limit: any 4xx refusal counts, 431 included)",
+        "Any failure, whatever its cause … is 401 [PACT sets no size limit: any 4xx refusal counts, an HTTP layer's 431 (RFC 6585 §5) included]",
         "a 16 KiB PA-JWT is refused with a 4xx, not served";
     PactdOversized401 => "§3.pactd-oversized-401", Pactd, "PACT §3 (pactd)",
-        "pactd: a token … longer than 8192 bytes is refused (with the bare 401 of every PA-JWT failure)",
+        "pactd: a token … longer than 8192 bytes is refused [with the bare 401 of every PA-JWT failure]",
         "a 16 KiB PA-JWT gets the bare 401 from the application, not an HTTP-layer refusal";
     IssUnknownRefused => "§3.iss-unknown-refused", Must, "PACT §3",
         "iss: a registered issuer whose PA is enabled (compared as an exact string)",
@@ -229,7 +229,7 @@ catalogue! {
         "jti: optional",
         "a PA-JWT without jti is accepted";
     TokenReuseAccepted => "§3.token-reuse-accepted", Pactd, "PACT §3 (pactd)",
-        "no replay tracking is required (a Provider may still track jti)",
+        "jti: optional; no replay tracking is required [so a Provider may still track it]",
         "the same PA-JWT works twice on one brand";
     TokenOnSeveralBrands => "§3.token-on-several-brands", Must, "PACT §3",
         "one token may be used on several brands",
@@ -343,10 +343,10 @@ catalogue! {
         "polled faster than interval → slow_down",
         "polling again at once: slow_down";
     SlowDownHonoured => "§5.3.slow-down-honoured", Must, "PACT §5.3; RFC 8628 §3.5",
-        "the interval MUST be increased by 5 seconds [by the client] for this and all subsequent requests",
+        "polled faster than interval → slow_down, and the interval grows by 5 s [a poll at the grown interval is not too fast]",
         "a client that adds 5 s after slow_down is not told slow_down again";
     SlowDownAdds5s => "§5.3.slow-down-adds-5s", Pactd, "RFC 8628 §3.5 (pactd)",
-        "the increase is the client's duty; pactd also enforces it, for good",
+        "the interval MUST be increased by 5 seconds for this and all subsequent requests [the client's duty; pactd also enforces it]",
         "after slow_down, polling at the old interval (+1 s) is still slow_down";
     AccessDenied => "§5.3.access-denied", Must, "PACT §5.3; RFC 8628 §3.5",
         "denied by the User → access_denied",
@@ -373,7 +373,7 @@ catalogue! {
         "Success, exactly once per device code",
         "a redeemed device_code: invalid_grant";
     Refresh => "§5.3.refresh", Must, "PACT §5.3; RFC 6749 §6",
-        "grant_type=refresh_token … with the PA-JWT; the scope MUST NOT include any scope not originally granted",
+        "Refresh: grant_type=refresh_token … with the PA-JWT; [RFC 6749 §6:] The requested scope MUST NOT include any scope not originally granted",
         "refresh returns a working access token, never a wider scope";
     PactdRefreshRotates => "§5.3.pactd-refresh-rotates", Pactd, "PACT §5.3 (pactd)",
         "pactd: single-use: each use returns a new access and refresh token pair",
@@ -458,7 +458,8 @@ pub fn markdown() -> String {
          - **SHOULD**: a recommendation. Broken: `WARN`; the exit status ignores it.\n\
          - **pactd**: a convention of pactd that PACT leaves open. Broken: `INFO`, shown with `--pactd` \
          or `--verbose`; the exit status ignores it.\n\n\
-         A check that cannot be exercised is `SKIP`, with the reason.\n",
+         A check that cannot be exercised is `SKIP`, with the reason. In the sources, words in \
+         [brackets] are the runner's reading, not the source's.\n",
     );
     let mut section = "";
     for id in RuleId::ALL {
