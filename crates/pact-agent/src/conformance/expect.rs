@@ -13,7 +13,8 @@ use crate::http::{Evidence, Response};
 pub enum Problem {
     Fail {
         reason: String,
-        evidence: Option<Evidence>,
+        /// Boxed: a `Problem` travels in every `Result` of the runner.
+        evidence: Option<Box<Evidence>>,
     },
     Skip(String),
 }
@@ -24,7 +25,7 @@ pub type Verdict = Result<String, Problem>;
 pub fn fail(reason: impl Into<String>, res: Option<&Response>) -> Problem {
     Problem::Fail {
         reason: reason.into(),
-        evidence: res.map(Response::evidence),
+        evidence: res.map(|r| Box::new(r.evidence())),
     }
 }
 

@@ -505,7 +505,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
                         .count(),
                     seen.len()
                 ),
-                evidence: Some(bad.evidence.clone()),
+                evidence: Some(Box::new(bad.evidence.clone())),
             }),
             None => Ok(format!("{} A2A responses", seen.len())),
         }
@@ -526,7 +526,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = envelope_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
@@ -549,7 +549,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = table_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
@@ -567,7 +567,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = oauth_error_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
@@ -589,7 +589,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             match bad {
                 Some((e, _)) => Err(expect::Problem::Fail {
                     reason: "a 429 without a usable Retry-After".to_owned(),
-                    evidence: Some(e.clone()),
+                    evidence: Some(Box::new(e.clone())),
                 }),
                 None => Ok(format!(
                     "{} rate-limited responses, each with Retry-After",

@@ -347,12 +347,15 @@ impl Report {
                     let _ = writeln!(out, "<p class=\"reason\">{}</p>", e(&c.reason));
                 }
                 if let Some(ev) = &c.evidence {
-                    let _ = writeln!(
+                    let _ = write!(
                         out,
-                        "<details open><summary>Request and response</summary>\n<pre>{} → HTTP {}",
-                        e(&ev.request),
-                        ev.status
+                        "<details open><summary>Request and response</summary>\n<pre>{}",
+                        e(&ev.request)
                     );
+                    for line in &ev.sent {
+                        let _ = write!(out, "\n{}", e(line));
+                    }
+                    let _ = write!(out, "\n\n→ HTTP {}", ev.status);
                     for (k, v) in &ev.headers {
                         let _ = write!(out, "\n{}: {}", e(k), e(v));
                     }
@@ -420,6 +423,7 @@ mod tests {
         let mut failed = check(RuleId::AlgNoneRefused, Outcome::Fail);
         failed.evidence = Some(Evidence {
             request: "POST http://p.example/a2a/d/message:send".into(),
+            sent: vec!["authorization: Bearer <312 bytes>".into()],
             status: 200,
             headers: vec![("content-type".into(), "text/html".into())],
             body: "<script>alert(1)</script>".into(),
@@ -493,5 +497,6 @@ mod tests {
             h.contains("<span class=\"badge fail\">FAIL</span> <code>§3.alg-none-refused</code>")
         );
         assert!(h.contains("PACT §3; RFC 8725 §3.1: “alg: ES256 or RS256"));
+        assert!(h.contains("message:send\nauthorization: Bearer &lt;312 bytes&gt;\n\n→ HTTP 200"));
     }
 }

@@ -157,7 +157,7 @@ impl<'a> Runner<'a> {
             Err(Problem::Skip(reason)) => (Outcome::Skip, reason, None),
         };
         let mut check = Check::new(id, outcome, reason);
-        check.evidence = evidence;
+        check.evidence = evidence.map(|e| *e);
         check.duration_ms = started.elapsed().as_millis();
         if let Some(progress) = &self.cfg.progress {
             progress(&check);
