@@ -16,11 +16,11 @@ pub struct CardInfo {
     /// The HTTP+JSON interface URL (PACT §1: `iface`).
     pub iface: String,
     pub name: String,
-    /// Present when the card offers the `userDelegation` scheme (PACT §5).
+    /// Present when the card offers a delegation scheme (PACT §5), whatever its name.
     pub delegation: Option<DelegationInfo>,
 }
 
-/// The `userDelegation` scheme's device-code flow (PACT §2, §5).
+/// The delegation scheme's device-code flow (PACT §2, §5).
 #[derive(Clone, Debug)]
 pub struct DelegationInfo {
     pub device_authorization_url: String,

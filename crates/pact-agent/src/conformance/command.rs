@@ -1,6 +1,6 @@
 //! `--approve command -- <program> [args]`: decide device authorizations
 //! with any program, so any provider's login and consent pages can be
-//! driven (a Playwright script, curl, a person at a terminal…).
+//! driven (a Playwright script, curl, anything).
 //!
 //! The program gets the request in its environment and the runner waits
 //! for it to exit:
@@ -19,7 +19,8 @@
 //! | `PACT_BRAND_NAME` | the brand's name from its card |
 //! | `PACT_PURPOSE` | the check that needs the decision |
 //!
-//! Exit 0: decided (the runner then polls the token endpoint). Exit 3:
+//! Its stdout is discarded; its stderr is kept for the report. Exit 0:
+//! decided (the runner then polls the token endpoint). Exit 3:
 //! this program cannot decide this request (e.g. no second account): the
 //! checks needing it SKIP, with the last line of its stderr as the reason.
 //! Anything else, or no exit within the timeout: the checks needing it
