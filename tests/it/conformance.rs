@@ -490,6 +490,66 @@ async fn the_pactd_login_approver_reports_steps_and_waits_out_a_used_code() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// The example script behind `--approve command`: a wrong password fails
+/// with the step and pactd's own words (never the password), a missing
+/// second account is "cannot decide" (the checks SKIP), and a right one
+/// approves exactly the scopes asked.
+#[tokio::test]
+async fn the_example_approver_script_says_what_failed_and_never_the_password() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app
+        .registered_pa("https://pa.example/script-approver")
+        .await;
+    let cookies = std::env::temp_dir().join(format!("approve-pactd-{}", uuid::Uuid::new_v4()));
+    let mut approver = example_script_approver(&app, &cookies).await;
+    let scopes = "orders:read orders:cancel";
+    let approve_read = || Decision::Approve {
+        scopes: vec!["orders:read".to_owned()],
+    };
+
+    let mut wrong = approver.clone();
+    for (k, v) in &mut wrong.env {
+        if k == "APPROVE_PASSWORD" {
+            *v = "Tr0ub4dor&3".to_owned();
+        }
+    }
+    let auth = app.device_authorize(&pa, "cy", scopes, None).await;
+    match wrong
+        .approve(&request(&auth, approve_read(), Account::Primary))
+        .await
+    {
+        ApprovalStatus::Failed(why) => {
+            assert!(why.contains("sign in: HTTP 400"), "{why}");
+            assert!(why.contains("That email and password don"), "{why}");
+            assert!(!why.contains("Tr0ub4dor"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    approver
+        .env
+        .retain(|(k, _)| !k.starts_with("APPROVE_SECOND_"));
+    match approver
+        .approve(&request(&auth, approve_read(), Account::Secondary))
+        .await
+    {
+        ApprovalStatus::Unavailable(why) => assert!(why.contains("APPROVE_SECOND_EMAIL"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+
+    assert_eq!(
+        approver
+            .approve(&request(&auth, approve_read(), Account::Primary))
+            .await,
+        ApprovalStatus::Done
+    );
+    let (status, body) = app.poll(&pa, "cy", &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["scope"], "orders:read", "only what was asked");
+    std::fs::remove_dir_all(&cookies).ok();
+}
+
 /// Without registration the baseline fails and says what to register.
 #[tokio::test]
 async fn an_unregistered_agent_is_told_what_to_register() {
