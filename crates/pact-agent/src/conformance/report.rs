@@ -93,6 +93,9 @@ impl Check {
             s.push_str(" — ");
             s.push_str(&self.reason);
         }
+        if matches!(self.outcome, Outcome::Fail | Outcome::Warn | Outcome::Info) {
+            let _ = write!(s, "\n    {}: “{}”", self.source, self.quote);
+        }
         if let Some(e) = &self.evidence {
             let _ = write!(s, "\n    {e}");
         }
