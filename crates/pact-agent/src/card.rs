@@ -16,11 +16,11 @@ pub struct CardInfo {
     /// The HTTP+JSON interface URL (PACT §1: `iface`).
     pub iface: String,
     pub name: String,
-    /// Present when the card offers the `userDelegation` scheme (PACT §5).
+    /// Present when the card offers a delegation scheme (PACT §5), whatever its name.
     pub delegation: Option<DelegationInfo>,
 }
 
-/// The `userDelegation` scheme's device-code flow (PACT §2, §5).
+/// The delegation scheme's device-code flow (PACT §2, §5).
 #[derive(Clone, Debug)]
 pub struct DelegationInfo {
     pub device_authorization_url: String,
@@ -49,11 +49,66 @@ pub fn interface_url(card: &Value) -> Option<String> {
         .map(|u| u.trim_end_matches('/').to_owned())
 }
 
+/// The `securitySchemes` entries, by name.
+fn schemes(card: &Value) -> Vec<(&String, &Value)> {
+    card.get("securitySchemes")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default()
+}
+
+/// An `httpAuthSecurityScheme` whose scheme is `Bearer`, in any case
+/// (auth-schemes are case-insensitive, RFC 9110 §11.1).
+fn is_http_bearer(scheme: &Value) -> bool {
+    scheme
+        .get("httpAuthSecurityScheme")
+        .and_then(|h| h.get("scheme"))
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+}
+
+/// An HTTP Bearer scheme with `bearerFormat: "JWT"` (PACT §2).
+fn is_bearer_jwt(scheme: &Value) -> bool {
+    is_http_bearer(scheme)
+        && str_at(scheme, &["httpAuthSecurityScheme", "bearerFormat"]) == Some("JWT")
+}
+
+/// The name of the PA-JWT scheme, found by its shape, not its name (PACT §2
+/// calls it `paJwt` only in its example): an HTTP Bearer JWT scheme,
+/// preferably the one a `securityRequirements` entry names alone.
+pub fn pa_jwt_scheme(card: &Value) -> Option<String> {
+    let candidates: Vec<&String> = schemes(card)
+        .into_iter()
+        .filter(|(_, s)| is_bearer_jwt(s))
+        .map(|(n, _)| n)
+        .collect();
+    candidates
+        .iter()
+        .find(|n| has_requirement(card, &[n.as_str()]))
+        .or(candidates.first())
+        .map(|n| (*n).clone())
+}
+
+/// The name of the delegation scheme, found by its shape (PACT §2): an
+/// `oauth2SecurityScheme` with a `deviceCode` flow.
+pub fn delegation_scheme(card: &Value) -> Option<String> {
+    schemes(card)
+        .into_iter()
+        .find(|(_, s)| {
+            s.get("oauth2SecurityScheme")
+                .and_then(|o| o.get("flows"))
+                .and_then(|f| f.get("deviceCode"))
+                .is_some()
+        })
+        .map(|(n, _)| n.clone())
+}
+
 /// Reads the delegation scheme, if the card has one and it is well formed.
 pub fn delegation_info(card: &Value) -> Option<DelegationInfo> {
+    let name = delegation_scheme(card)?;
     let scheme = card
         .get("securitySchemes")?
-        .get("userDelegation")?
+        .get(&name)?
         .get("oauth2SecurityScheme")?;
     let flow = scheme.get("flows")?.get("deviceCode")?;
     Some(DelegationInfo {
@@ -126,90 +181,118 @@ fn has_requirement(card: &Value, names: &[&str]) -> bool {
         })
 }
 
+/// Index of the `{protocolBinding: "HTTP+JSON", protocolVersion: "1.0"}`
+/// entry of `supportedInterfaces`.
+fn interface_position(card: &Value) -> Option<usize> {
+    card.get("supportedInterfaces")?
+        .as_array()?
+        .iter()
+        .position(|i| {
+            str_at(i, &["protocolBinding"]) == Some("HTTP+JSON")
+                && str_at(i, &["protocolVersion"]) == Some("1.0")
+        })
+}
+
 /// PACT §2: an entry `{url: iface, protocolBinding: "HTTP+JSON",
-/// protocolVersion: "1.0"}` in `supportedInterfaces`, first.
+/// protocolVersion: "1.0"}` in `supportedInterfaces`.
 pub fn check_interface(card: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
     let Some(list) = card.get("supportedInterfaces").and_then(Value::as_array) else {
         return vec!["supportedInterfaces is missing or not an array".to_owned()];
     };
-    let position = list.iter().position(|i| {
-        str_at(i, &["protocolBinding"]) == Some("HTTP+JSON")
-            && str_at(i, &["protocolVersion"]) == Some("1.0")
-    });
-    match position {
-        None => problems.push(
+    let Some(p) = interface_position(card) else {
+        return vec![
             "no entry with protocolBinding \"HTTP+JSON\" and protocolVersion \"1.0\"".to_owned(),
-        ),
-        Some(p) => {
-            if p != 0 {
-                problems.push(format!(
-                    "the HTTP+JSON 1.0 entry is at index {p}; PACT §2 puts it first"
-                ));
-            }
-            match list.get(p).and_then(|i| str_at(i, &["url"])) {
-                Some(u) if is_http_url(u) => {}
-                Some(u) => problems.push(format!("the interface url {u:?} is not an http(s) URL")),
-                None => problems.push("the HTTP+JSON entry has no url".to_owned()),
-            }
-        }
+        ];
+    };
+    match list.get(p).and_then(|i| str_at(i, &["url"])) {
+        Some(u) if is_http_url(u) => Vec::new(),
+        Some(u) => vec![format!("the interface url {u:?} is not an http(s) URL")],
+        None => vec!["the HTTP+JSON entry has no url".to_owned()],
     }
-    problems
 }
 
-/// PACT §2: `securitySchemes.paJwt = {httpAuthSecurityScheme: {scheme:
+/// PACT §2 recommends the HTTP+JSON 1.0 entry first.
+pub fn check_interface_first(card: &Value) -> Vec<String> {
+    match interface_position(card) {
+        Some(p) if p != 0 => vec![format!(
+            "the HTTP+JSON 1.0 entry is at index {p}; PACT §2 puts it first"
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// PACT §2: a scheme, under any name, `{httpAuthSecurityScheme: {scheme:
 /// "Bearer", bearerFormat: "JWT"}}`.
 pub fn check_pa_jwt_scheme(card: &Value) -> Vec<String> {
-    let Some(s) = card
+    if card
         .get("securitySchemes")
-        .and_then(|s| s.get("paJwt"))
         .and_then(Value::as_object)
-    else {
-        return vec!["securitySchemes.paJwt is missing".to_owned()];
+        .is_none()
+    {
+        return vec!["securitySchemes is missing or not an object".to_owned()];
+    }
+    let Some(name) = pa_jwt_scheme(card) else {
+        let near: Vec<String> = schemes(card)
+            .into_iter()
+            .filter(|(_, s)| is_http_bearer(s))
+            .map(|(n, s)| {
+                format!(
+                    "{n} is an HTTP Bearer scheme with bearerFormat {:?}, not \"JWT\"",
+                    s.get("httpAuthSecurityScheme")
+                        .and_then(|h| h.get("bearerFormat"))
+                )
+            })
+            .collect();
+        if near.is_empty() {
+            return vec![
+                "no security scheme is {httpAuthSecurityScheme: {scheme: \"Bearer\", bearerFormat: \"JWT\"}}"
+                    .to_owned(),
+            ];
+        }
+        return near;
     };
-    let mut problems = Vec::new();
-    if s.len() != 1 || !s.contains_key("httpAuthSecurityScheme") {
-        problems.push("paJwt must be exactly an httpAuthSecurityScheme".to_owned());
+    let scheme = card
+        .get("securitySchemes")
+        .and_then(|s| s.get(&name))
+        .and_then(Value::as_object);
+    if scheme.is_some_and(|s| s.len() != 1) {
+        return vec![format!(
+            "{name} must be exactly an httpAuthSecurityScheme (A2A schemes are one of a kind)"
+        )];
     }
-    let http = s.get("httpAuthSecurityScheme").cloned().unwrap_or_default();
-    if str_at(&http, &["scheme"]) != Some("Bearer") {
-        problems.push(format!(
-            "paJwt scheme is {:?}, not \"Bearer\"",
-            http.get("scheme")
-        ));
-    }
-    if str_at(&http, &["bearerFormat"]) != Some("JWT") {
-        problems.push(format!(
-            "paJwt bearerFormat is {:?}, not \"JWT\"",
-            http.get("bearerFormat")
-        ));
-    }
-    problems
+    Vec::new()
 }
 
-/// PACT §2: one `securityRequirements` entry names `paJwt` alone.
+/// PACT §2: one `securityRequirements` entry names the PA-JWT scheme alone.
 pub fn check_identity_requirement(card: &Value) -> Vec<String> {
-    if has_requirement(card, &["paJwt"]) {
+    let Some(name) = pa_jwt_scheme(card) else {
+        return vec![
+            "no PA-JWT scheme (§2.pa-jwt-scheme), so no requirement can name it".to_owned(),
+        ];
+    };
+    if has_requirement(card, &[name.as_str()]) {
         Vec::new()
     } else {
-        vec!["no securityRequirements entry {schemes: {paJwt: {list: []}}}".to_owned()]
+        vec![format!(
+            "no securityRequirements entry {{schemes: {{{name}: {{list: []}}}}}} names the PA-JWT scheme alone"
+        )]
     }
 }
 
-/// PACT §2 with delegation: the `userDelegation` OAuth 2.0 scheme with a
-/// device-code flow and metadata URL, and a second requirement naming both
-/// schemes; the identity-only entry stays.
+/// PACT §2 with delegation: an OAuth 2.0 scheme (any name) with a
+/// device-code flow and metadata URL, and a second requirement naming it
+/// with the PA-JWT scheme; the identity-only entry stays.
 pub fn check_delegation(card: &Value) -> Vec<String> {
-    let Some(scheme) = card
+    let Some(name) = delegation_scheme(card) else {
+        return vec!["no oauth2SecurityScheme with a deviceCode flow".to_owned()];
+    };
+    let oauth = card
         .get("securitySchemes")
-        .and_then(|s| s.get("userDelegation"))
-    else {
-        return vec!["securitySchemes.userDelegation is missing".to_owned()];
-    };
+        .and_then(|s| s.get(&name))
+        .and_then(|s| s.get("oauth2SecurityScheme"))
+        .cloned()
+        .unwrap_or_default();
     let mut problems = Vec::new();
-    let Some(oauth) = scheme.get("oauth2SecurityScheme") else {
-        return vec!["userDelegation is not an oauth2SecurityScheme".to_owned()];
-    };
     let flow = oauth
         .get("flows")
         .and_then(|f| f.get("deviceCode"))
@@ -218,28 +301,36 @@ pub fn check_delegation(card: &Value) -> Vec<String> {
     for field in ["deviceAuthorizationUrl", "tokenUrl"] {
         match str_at(&flow, &[field]) {
             Some(u) if is_http_url(u) => {}
-            _ => problems.push(format!("flows.deviceCode.{field} is missing or not a URL")),
+            _ => problems.push(format!(
+                "{name}: flows.deviceCode.{field} is missing or not a URL"
+            )),
         }
     }
     match flow.get("scopes").and_then(Value::as_object) {
         Some(s) if !s.is_empty() && s.values().all(Value::is_string) => {}
-        Some(s) if s.is_empty() => {
-            problems.push("flows.deviceCode.scopes is empty (a delegating brand has scopes)".into())
-        }
-        _ => problems.push("flows.deviceCode.scopes is not an object of descriptions".into()),
+        Some(s) if s.is_empty() => problems.push(format!(
+            "{name}: flows.deviceCode.scopes is empty (a delegating brand has scopes)"
+        )),
+        _ => problems.push(format!(
+            "{name}: flows.deviceCode.scopes is not an object of descriptions"
+        )),
     }
-    match str_at(oauth, &["oauth2MetadataUrl"]) {
+    match str_at(&oauth, &["oauth2MetadataUrl"]) {
         Some(u) if is_http_url(u) => {}
-        _ => problems.push("oauth2MetadataUrl is missing or not a URL".to_owned()),
+        _ => problems.push(format!("{name}: oauth2MetadataUrl is missing or not a URL")),
     }
-    if !has_requirement(card, &["paJwt", "userDelegation"]) {
-        problems.push(
-            "no securityRequirements entry {schemes: {paJwt: {list: []}, userDelegation: {list: []}}}"
-                .to_owned(),
-        );
-    }
-    if !has_requirement(card, &["paJwt"]) {
-        problems.push("the identity-only requirement must stay with delegation".to_owned());
+    match pa_jwt_scheme(card) {
+        None => problems.push("no PA-JWT scheme to pair the delegation scheme with".to_owned()),
+        Some(pa) => {
+            if !has_requirement(card, &[pa.as_str(), name.as_str()]) {
+                problems.push(format!(
+                    "no securityRequirements entry {{schemes: {{{pa}: {{list: []}}, {name}: {{list: []}}}}}}"
+                ));
+            }
+            if !has_requirement(card, &[pa.as_str()]) {
+                problems.push("the identity-only requirement must stay with delegation".to_owned());
+            }
+        }
     }
     problems
 }
@@ -298,13 +389,10 @@ pub fn check_fields(card: &Value) -> Vec<String> {
 /// Every §2 problem of a card (delegation only when the card offers it).
 pub fn validate(card: &Value) -> Vec<String> {
     let mut all = check_interface(card);
+    all.extend(check_interface_first(card));
     all.extend(check_pa_jwt_scheme(card));
     all.extend(check_identity_requirement(card));
-    if card
-        .get("securitySchemes")
-        .and_then(|s| s.get("userDelegation"))
-        .is_some()
-    {
+    if delegation_scheme(card).is_some() {
         all.extend(check_delegation(card));
     }
     all.extend(check_fields(card));
@@ -420,5 +508,58 @@ mod tests {
         assert!(check_fields(&c).iter().any(|p| p.contains("streaming")));
         c["securitySchemes"]["paJwt"]["httpAuthSecurityScheme"]["bearerFormat"] = "jwt".into();
         assert_eq!(check_pa_jwt_scheme(&c).len(), 1);
+        assert!(check_pa_jwt_scheme(&c)[0].contains("not \"JWT\""));
+    }
+
+    /// PACT §2 fixes the shape of the schemes, not their names: `paJwt`
+    /// and `userDelegation` are only the names of its example.
+    #[test]
+    fn schemes_are_found_by_shape_whatever_their_names() {
+        let mut c = card(true);
+        let rename = |c: &mut Value, from: &str, to: &str| {
+            let schemes = c["securitySchemes"].as_object_mut().unwrap();
+            let s = schemes.remove(from).unwrap();
+            schemes.insert(to.into(), s);
+            for r in c["securityRequirements"].as_array_mut().unwrap() {
+                let names = r["schemes"].as_object_mut().unwrap();
+                if let Some(v) = names.remove(from) {
+                    names.insert(to.into(), v);
+                }
+            }
+        };
+        rename(&mut c, "paJwt", "platformJwt");
+        rename(&mut c, "userDelegation", "consent");
+        c["securitySchemes"]["platformJwt"]["httpAuthSecurityScheme"]["scheme"] = "bearer".into();
+        assert!(validate(&c).is_empty(), "{:?}", validate(&c));
+        assert_eq!(pa_jwt_scheme(&c).as_deref(), Some("platformJwt"));
+        assert_eq!(delegation_scheme(&c).as_deref(), Some("consent"));
+        assert!(
+            parse(c.clone(), "https://p.example/c")
+                .unwrap()
+                .delegation
+                .is_some()
+        );
+
+        // Another Bearer JWT scheme that no requirement names alone is not it.
+        c["securitySchemes"]["other"] = serde_json::json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT"}});
+        assert_eq!(pa_jwt_scheme(&c).as_deref(), Some("platformJwt"));
+
+        // Without the requirement naming it alone, the requirement check fails.
+        c["securityRequirements"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| r["schemes"].as_object().unwrap().len() == 2);
+        assert!(!check_identity_requirement(&c).is_empty());
+        assert!(
+            check_pa_jwt_scheme(&c).is_empty(),
+            "the scheme itself is fine"
+        );
+
+        // The interface first is a recommendation of its own.
+        let mut c = card(false);
+        let first = c["supportedInterfaces"][0].clone();
+        c["supportedInterfaces"] = serde_json::json!([{"url": "https://p.example/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"}, first]);
+        assert!(check_interface(&c).is_empty());
+        assert_eq!(check_interface_first(&c).len(), 1);
     }
 }

@@ -137,7 +137,7 @@ pub struct ConnectOptions {
 fn delegation_of(info: &CardInfo) -> Result<&card::DelegationInfo> {
     info.delegation.as_ref().ok_or_else(|| {
         anyhow!(
-            "{} offers no delegation (its card has no userDelegation scheme)",
+            "{} offers no delegation (its card has no OAuth device-code scheme)",
             info.name
         )
     })

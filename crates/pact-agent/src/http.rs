@@ -29,6 +29,20 @@ const EVIDENCE_HEADERS: [&str; 7] = [
 ];
 /// JSON members whose values are secrets (RFC 6749, RFC 8628): never shown.
 const SECRET_MEMBERS: [&str; 4] = ["access_token", "refresh_token", "device_code", "id_token"];
+/// Form fields whose values are secrets (RFC 6749, RFC 7009, RFC 8628): never shown.
+const SECRET_FIELDS: [&str; 7] = [
+    "refresh_token",
+    "device_code",
+    "token",
+    "password",
+    "code",
+    "assertion",
+    "client_secret",
+];
+/// Request headers that carry credentials: shown only as their scheme and size.
+const CREDENTIAL_HEADERS: [&str; 2] = ["authorization", "x-a2a-user-delegation"];
+/// Longest request body excerpt.
+const MAX_SENT_BODY: usize = 300;
 
 /// What a request carries.
 #[derive(Clone)]
@@ -118,6 +132,9 @@ impl Request {
 pub struct Response {
     pub method: String,
     pub url: String,
+    /// What was sent, as evidence shows it: headers (credentials only as
+    /// their scheme and size) and a body excerpt with secrets redacted.
+    pub sent: Vec<String>,
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -136,6 +153,9 @@ impl fmt::Debug for Response {
 #[derive(Clone, Debug, Serialize)]
 pub struct Evidence {
     pub request: String,
+    /// The request's headers and body excerpt, secrets redacted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sent: Vec<String>,
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
@@ -169,6 +189,7 @@ impl Response {
     pub fn evidence(&self) -> Evidence {
         Evidence {
             request: format!("{} {}", self.method, strip_query_secrets(&self.url)),
+            sent: self.sent.clone(),
             status: self.status,
             headers: EVIDENCE_HEADERS
                 .iter()
@@ -176,6 +197,56 @@ impl Response {
                 .collect(),
             body: excerpt(&self.body, 600),
         }
+    }
+}
+
+impl Request {
+    /// What evidence shows of this request: headers (credentials as their
+    /// scheme and size only) and a body excerpt with secrets redacted.
+    pub fn sent(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(t) = &self.bearer {
+            lines.push(format!("authorization: Bearer <{} bytes>", t.len()));
+        }
+        for (k, v) in &self.headers {
+            if CREDENTIAL_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                let scheme = v.split(' ').next().unwrap_or("");
+                lines.push(format!("{k}: {scheme} <{} bytes>", v.len()));
+            } else {
+                lines.push(format!("{k}: {v}"));
+            }
+        }
+        match &self.body {
+            Body::None => {}
+            Body::Json(v) => {
+                lines.push("content-type: application/json".to_owned());
+                lines.push(excerpt(v.to_string().as_bytes(), MAX_SENT_BODY));
+            }
+            Body::Form(pairs) => {
+                lines.push("content-type: application/x-www-form-urlencoded".to_owned());
+                let shown: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| {
+                        if SECRET_FIELDS.contains(&k.as_str()) {
+                            format!("{k}=[redacted]")
+                        } else {
+                            format!("{k}={v}")
+                        }
+                    })
+                    .collect();
+                lines.push(excerpt(shown.join("&").as_bytes(), MAX_SENT_BODY));
+            }
+            Body::Raw {
+                content_type,
+                bytes,
+            } => {
+                if let Some(ct) = content_type {
+                    lines.push(format!("content-type: {ct}"));
+                }
+                lines.push(excerpt(bytes, MAX_SENT_BODY));
+            }
+        }
+        lines
     }
 }
 
@@ -321,6 +392,7 @@ impl Http {
         Ok(Response {
             method: req.method.to_string(),
             url,
+            sent: req.sent(),
             status,
             headers,
             body,
@@ -332,6 +404,36 @@ impl Http {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Evidence shows what was sent, never a credential or a secret field.
+    #[test]
+    fn what_was_sent_is_shown_without_secrets() {
+        let req = Request::post("http://p.example/oauth/token")
+            .bearer("eyJ.PA-JWT.sig")
+            .header("X-A2A-User-Delegation", "Bearer eyJ.DELEGATION.sig")
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", "RT-SECRET"),
+                ("client_id", "https://pa.example"),
+            ]);
+        let sent = req.sent().join("\n");
+        for secret in ["PA-JWT", "DELEGATION", "RT-SECRET"] {
+            assert!(!sent.contains(secret), "{sent}");
+        }
+        assert!(sent.contains("authorization: Bearer <14 bytes>"), "{sent}");
+        assert!(sent.contains("X-A2A-User-Delegation: Bearer <"), "{sent}");
+        assert!(
+            sent.contains("refresh_token=[redacted]&client_id=https://pa.example"),
+            "{sent}"
+        );
+        let json = Request::post("http://p.example/m")
+            .json(serde_json::json!({"access_token": "AT", "x": 1}));
+        let sent = json.sent().join("\n");
+        assert!(
+            !sent.contains("\"AT\"") && sent.contains("\"x\":1"),
+            "{sent}"
+        );
+    }
 
     #[test]
     fn secrets_are_redacted_from_excerpts() {

@@ -13,7 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pact_agent::card;
 use pact_agent::client::{self, Agent, ConnectOptions, Reply, SendOptions, TerminalUi};
 use pact_agent::conformance::{
-    self, Approver, Config, InteractiveApprover, JwksServing, Outcome, PactdLoginApprover, Profile,
+    self, Approver, CommandApprover, Config, InteractiveApprover, JwksServing, Outcome,
+    PactdLoginApprover, Profile,
 };
 use pact_agent::http::Http;
 use pact_agent::jwks_server::{JWKS_PATH, JwksServer};
@@ -149,6 +150,8 @@ enum ProfileArg {
 enum ApproveArg {
     Interactive,
     PactdLogin,
+    /// Run the program after `--` for each decision (the request is in its environment).
+    Command,
 }
 
 #[derive(clap::Args)]
@@ -166,9 +169,19 @@ struct ConformanceArgs {
     /// A second brand's card URL at the same Provider.
     #[arg(long)]
     other_brand: Option<String>,
-    /// Who approves device authorizations.
+    /// Who approves device authorizations: a person (interactive), pactd's
+    /// own pages (pactd-login), or `command -- <program> [args]`, run with
+    /// PACT_VERIFICATION_URI(_COMPLETE), PACT_USER_CODE, PACT_REQUESTED_SCOPES,
+    /// PACT_DECISION, PACT_APPROVE_SCOPES, PACT_DENY_SCOPES, PACT_ACCOUNT,
+    /// PACT_BRAND, PACT_BRAND_NAME and PACT_PURPOSE in its environment.
     #[arg(long, value_enum, default_value = "interactive")]
     approve: ApproveArg,
+    /// command: the program and its arguments, after `--`.
+    #[arg(last = true)]
+    approve_command: Vec<String>,
+    /// command: longest wait for one decision, in seconds.
+    #[arg(long, default_value_t = 120)]
+    approve_timeout: u64,
     /// pactd-login: the email of a built-in account at the brand.
     #[arg(long)]
     login_email: Option<String>,
@@ -190,12 +203,18 @@ struct ConformanceArgs {
     /// Write the report: *.xml as JUnit, anything else as JSON.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Serve the agent's JWKS here during the run; it must be the registered URI's address.
     #[arg(long)]
     jwks_listen: Option<SocketAddr>,
-    /// Also check the rules docs/protocol.md marks "pactd:".
-    #[arg(long)]
-    pactd_rules: bool,
+    /// Also show pactd's conventions (INFO when not followed; they never fail a run).
+    #[arg(long, alias = "pactd-rules")]
+    pactd: bool,
+    /// Show every check, pactd's conventions included.
+    #[arg(long, short)]
+    verbose: bool,
     /// A message that needs a scope.
     #[arg(long, default_value = "Show me my orders")]
     scoped_prompt: String,
@@ -211,9 +230,12 @@ struct ConformanceArgs {
     /// Print what the Provider must register, and exit.
     #[arg(long)]
     print_registration: bool,
-    /// List every check, and exit.
+    /// List every check with its level and source, and exit.
     #[arg(long)]
     list_checks: bool,
+    /// With --list-checks: as Markdown (docs/conformance-checks.md).
+    #[arg(long, requires = "list_checks")]
+    markdown: bool,
     #[arg(long)]
     no_qr: bool,
 }
@@ -575,31 +597,15 @@ async fn serve_jwks(
 
 async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitCode> {
     if args.list_checks {
-        let mut out = String::new();
-        let mut section = "";
-        for rule in conformance::RULES {
-            let s = rule
-                .name
-                .rsplit_once('.')
-                .map(|(s, _)| s)
-                .unwrap_or(rule.name);
-            if s != section {
-                section = s;
-                out.push_str(section);
-                out.push('\n');
-            }
-            out.push_str(&format!(
-                "  {:<40} {}{}\n",
-                rule.name,
-                rule.text,
-                if rule.pactd { "  [pactd]" } else { "" }
-            ));
-        }
+        let out = if args.markdown {
+            conformance::checks_markdown()
+        } else {
+            list_checks()
+        };
         // A closed pipe (`| head`) is not worth a panic.
         std::io::stdout().write_all(out.as_bytes()).ok();
         return Ok(ExitCode::SUCCESS);
     }
-
     // The identity: the one in --home, or a new one for --issuer.
     let mut id = if home.has_identity() {
         let id = home.identity()?;
@@ -705,16 +711,32 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
     config.jwks = jwks;
     config.scoped_prompt = args.scoped_prompt.clone();
     config.public_prompt = args.public_prompt.clone();
-    config.pactd_rules = args.pactd_rules;
     config.only = args.only.clone();
     config.max_wait = Duration::from_secs(args.max_wait);
-    config.progress = Some(Arc::new(|c: &conformance::Check| println!("{}", c.line())));
+    let show_pactd = args.pactd || args.verbose;
+    config.progress = Some(Arc::new(move |c: &conformance::Check| {
+        if show_pactd || c.shown_by_default() {
+            println!("{}", c.line());
+        }
+    }));
 
     let approver: Box<dyn Approver> = match args.approve {
         ApproveArg::Interactive => Box::new(InteractiveApprover { qr: !args.no_qr }),
         ApproveArg::PactdLogin => Box::new(pactd_login_approver(&args)?),
+        ApproveArg::Command => {
+            let Some((program, rest)) = args.approve_command.split_first() else {
+                bail!(
+                    "--approve command needs the program after `--`: --approve command -- ./approve.py"
+                );
+            };
+            let mut c = CommandApprover::new(program.clone(), rest.to_vec());
+            c.timeout = Duration::from_secs(args.approve_timeout);
+            Box::new(c)
+        }
     };
-
+    if !args.approve_command.is_empty() && !matches!(args.approve, ApproveArg::Command) {
+        bail!("a program after `--` is only for --approve command");
+    }
     let report = conformance::run(config, approver.as_ref()).await;
     println!();
     let failed: Vec<&conformance::Check> = report
@@ -725,7 +747,12 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
     if !failed.is_empty() {
         println!("Failed:");
         for c in &failed {
-            println!("  {} — {}", c.name, c.reason.lines().next().unwrap_or(""));
+            println!(
+                "  {} [{}] — {}",
+                c.name(),
+                c.source,
+                c.reason.lines().next().unwrap_or("")
+            );
         }
     }
     if let Some(c) = report.get("§3.valid-token-accepted")
@@ -734,6 +761,14 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
     {
         println!();
         println!("{}", c.reason);
+    }
+    let hidden = report
+        .checks
+        .iter()
+        .filter(|c| !c.shown_by_default() && c.outcome == Outcome::Info)
+        .count();
+    if hidden > 0 && !show_pactd {
+        println!("({hidden} pactd conventions not followed: INFO, shown with --pactd)");
     }
     println!(
         "{} in {:.1} s",
@@ -749,11 +784,40 @@ async fn conformance_command(home: &Home, args: ConformanceArgs) -> Result<ExitC
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("report written to {}", path.display());
     }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report.to_html())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("HTML report written to {}", path.display());
+    }
     Ok(if report.is_success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--list-checks`: every check by section, with its level and source.
+fn list_checks() -> String {
+    let mut out = String::new();
+    let mut section = "";
+    for id in conformance::RuleId::ALL {
+        let rule = id.rule();
+        if rule.section() != section {
+            section = rule.section();
+            out.push_str(section);
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "  {:<40} {:<6} {}\n  {:<40}        from {}: \"{}\"\n",
+            rule.name,
+            rule.level.as_str(),
+            rule.text,
+            "",
+            rule.source,
+            rule.quote
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -779,5 +843,28 @@ mod tests {
         assert!(no_wait_of(&["--no-wait"]).unwrap());
         assert!(no_wait_of(&["--no-auto-connect"]).unwrap());
         assert!(no_wait_of(&["--no-wait", "--auto-connect"]).is_err());
+    }
+
+    #[test]
+    fn approve_command_takes_the_program_after_the_double_dash() {
+        let cli = Cli::try_parse_from([
+            "pact-agent",
+            "conformance",
+            "http://card",
+            "--approve",
+            "command",
+            "--pactd-rules",
+            "--",
+            "python3",
+            "approve.py",
+            "--flag",
+        ])
+        .unwrap();
+        let Command::Conformance(args) = cli.command else {
+            panic!("not conformance");
+        };
+        assert!(matches!(args.approve, ApproveArg::Command));
+        assert_eq!(args.approve_command, ["python3", "approve.py", "--flag"]);
+        assert!(args.pactd, "--pactd-rules is still accepted");
     }
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::expect::{self, Problem, Verdict, during, fail, skip};
 use super::forge;
 use super::identity::split_iface;
+use super::rules::RuleId as R;
 use super::runner::{Kind, Runner, check, message_body, scope_set};
 use super::{Account, ApprovalRequest, ApprovalStatus, Decision, Profile};
 use crate::card::DelegationInfo;
@@ -26,35 +27,37 @@ use crate::oauth::{self, AuthServer, PollOutcome};
 /// pactd's user-code alphabet (PACT §5.1).
 const USER_CODE_ALPHABET: &str = "BCDFGHJKLMNPQRSTVWXZ";
 
-const PHASE_DEVICE: &[&str] = &[
-    "§5.1.device-authorization",
-    "§5.1.pactd-codes",
-    "§1.pactd-urls",
-    "§5.3.authorization-pending",
-    "§5.3.slow-down",
-    "§5.3.slow-down-adds-5s",
-    "§5.3.expired-token",
+const PHASE_DEVICE: &[R] = &[
+    R::DeviceAuthorization,
+    R::PactdCodes,
+    R::PactdUrls,
+    R::AuthorizationPending,
+    R::SlowDown,
+    R::SlowDownHonoured,
+    R::SlowDownAdds5s,
+    R::ExpiredToken,
 ];
-const PHASE_GRANT: &[&str] = &[
-    "§5.3.foreign-code",
-    "§5.3.token-response",
-    "§5.3.scope-may-be-less",
-    "§5.3.redeem-twice",
-    "§5.4.delegation-token",
-    "§5.4.pactd-header",
-    "§5.5.pa-jwt-checked-first",
-    "§5.5.step-up-resend",
-    "§5.6.receipt-present",
-    "§5.6.receipt-verifies",
-    "§5.6.receipt-on-retry",
-    "§5.6.receipt-chain",
-    "§5.5.tampered-token-refused",
-    "§5.5.token-other-brand-refused",
-    "§5.3.refresh",
-    "§5.5.revoked-grant-refused",
+const PHASE_GRANT: &[R] = &[
+    R::ForeignCode,
+    R::TokenResponse,
+    R::ScopeMayBeLess,
+    R::RedeemTwice,
+    R::DelegationToken,
+    R::PactdHeader,
+    R::PaJwtCheckedFirst,
+    R::StepUpResend,
+    R::ReceiptPresent,
+    R::ReceiptVerifies,
+    R::ReceiptOnRetry,
+    R::ReceiptChain,
+    R::TamperedTokenRefused,
+    R::TokenOtherBrandRefused,
+    R::Refresh,
+    R::PactdRefreshRotates,
+    R::RevokedGrantRefused,
 ];
-const PHASE_SECOND: &[&str] = &["§5.5.context-other-user", "§5.3.refresh-reuse-revokes"];
-const PHASE_STEP_UP: &[&str] = &["§5.5.step-up-task", "§5.5.step-up-context-open"];
+const PHASE_SECOND: &[R] = &[R::ContextOtherUser, R::RefreshReuseRevokes];
+const PHASE_STEP_UP: &[R] = &[R::StepUpTask, R::StepUpContextOpen];
 
 /// What the §5 checks share.
 struct Flow {
@@ -76,10 +79,6 @@ struct Flow {
     expiring: Option<(DeviceAuthorizationResponse, Instant)>,
 }
 
-fn wants_some(r: &Runner<'_>, names: &[&str]) -> bool {
-    names.iter().any(|n| r.wants(n))
-}
-
 fn reason_of(p: &Problem) -> String {
     match p {
         Problem::Fail { reason, .. } | Problem::Skip(reason) => reason.clone(),
@@ -92,7 +91,7 @@ pub async fn run(r: &mut Runner<'_>) {
         return;
     }
     if r.cfg.profile == Profile::Identity {
-        check!(r, "§1.pactd-urls", pactd_urls(r, None, None, None));
+        check!(r, R::PactdUrls, pactd_urls(r, None, None, None));
         r.skip_prefixed(
             &["§5"],
             "the identity profile leaves out §5 (pass --profile delegated)",
@@ -124,114 +123,65 @@ pub async fn run(r: &mut Runner<'_>) {
 
     let t = Instant::now();
     let v = metadata(r, &mut f).await;
-    r.record("§5.metadata", t, v);
+    r.record(R::Metadata, t, v);
     let t = Instant::now();
     let v = jwks(r, &mut f).await;
-    r.record("§5.4.jwks", t, v);
+    r.record(R::Jwks, t, v);
 
-    check!(r, "§5.1.requires-pa-jwt", {
-        let scope = f.scopes.join(" ");
-        let issuer = r.signer.issuer.clone();
-        match oauth_post(
-            r,
-            &f.d.device_authorization_url.clone(),
-            None,
-            &[("client_id", &issuer), ("scope", &scope)],
-        )
-        .await
-        {
-            Ok(res) => expect::bare_401(&res).map(|()| String::new()),
-            Err(p) => Err(p),
-        }
+    let device_url = f.d.device_authorization_url.clone();
+    let token_url = f.d.token_url.clone();
+    let issuer = r.signer.issuer.clone();
+    let scope = f.scopes.join(" ");
+    let sub = f.sub.clone();
+    check!(r, R::RequiresPaJwt, {
+        let form = [("client_id", issuer.as_str()), ("scope", &scope)];
+        expect::answered_bare_401(oauth_post(r, &device_url, None, &form).await)
     });
-    check!(r, "§5.1.unknown-scope", {
-        let scope = r.unique("no-such-scope");
-        let issuer = r.signer.issuer.clone();
-        let sub = f.sub.clone();
-        match oauth_post(
-            r,
-            &f.d.device_authorization_url.clone(),
-            Some(&sub),
-            &[("client_id", &issuer), ("scope", &scope)],
-        )
-        .await
-        {
-            Ok(res) => expect::oauth_error(&res, "invalid_scope", 400).map(|_| String::new()),
-            Err(p) => Err(p),
-        }
+    check!(r, R::UnknownScope, {
+        let unknown = r.unique("no-such-scope");
+        let form = [("client_id", issuer.as_str()), ("scope", &unknown)];
+        let sent = oauth_post(r, &device_url, Some(&sub), &form).await;
+        expect::answered_oauth_error(sent, "invalid_scope", 400)
     });
-    check!(r, "§5.1.client-id-mismatch", {
-        let scope = f.scopes.join(" ");
-        let sub = f.sub.clone();
-        match oauth_post(
-            r,
-            &f.d.device_authorization_url.clone(),
-            Some(&sub),
-            &[
-                ("client_id", "https://not-this-agent.invalid"),
-                ("scope", &scope),
-            ],
-        )
-        .await
-        {
-            Ok(res) => expect::oauth_error(&res, "invalid_client", 401).map(|_| String::new()),
-            Err(p) => Err(p),
-        }
+    check!(r, R::ClientIdMismatch, {
+        let form = [
+            ("client_id", "https://not-this-agent.invalid"),
+            ("scope", &scope),
+        ];
+        let sent = oauth_post(r, &device_url, Some(&sub), &form).await;
+        expect::answered_oauth_error(sent, "invalid_client", 401)
     });
-    check!(r, "§5.3.unknown-code", {
+    check!(r, R::UnknownCode, {
         let code = b64(uuid::Uuid::new_v4().as_bytes()) + &b64(uuid::Uuid::new_v4().as_bytes());
-        match poll(r, &f, &f.d.token_url.clone(), &code).await {
-            Ok(res) => expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new()),
-            Err(p) => Err(p),
-        }
+        expect::answered_oauth_error(poll(r, &f, &token_url, &code).await, "invalid_grant", 400)
     });
-    check!(r, "§5.3.unsupported-grant-type", {
-        let issuer = r.signer.issuer.clone();
-        let sub = f.sub.clone();
-        match oauth_post(
-            r,
-            &f.d.token_url.clone(),
-            Some(&sub),
-            &[
-                ("grant_type", "password"),
-                ("username", "u"),
-                ("password", "p"),
-                ("client_id", &issuer),
-            ],
-        )
-        .await
-        {
-            Ok(res) => {
-                expect::oauth_error(&res, "unsupported_grant_type", 400).map(|_| String::new())
-            }
-            Err(p) => Err(p),
-        }
+    check!(r, R::UnsupportedGrantType, {
+        let form = [
+            ("grant_type", "password"),
+            ("username", "u"),
+            ("password", "p"),
+            ("client_id", &issuer),
+        ];
+        let sent = oauth_post(r, &token_url, Some(&sub), &form).await;
+        expect::answered_oauth_error(sent, "unsupported_grant_type", 400)
     });
-    check!(
-        r,
-        "§5.7.unknown-type-refused",
-        details_refused(r, &f, true).await
-    );
-    check!(
-        r,
-        "§5.7.malformed-refused",
-        details_refused(r, &f, false).await
-    );
+    check!(r, R::DetailsUnknownType, details_refused(r, &f, true).await);
+    check!(r, R::DetailsMalformed, details_refused(r, &f, false).await);
 
-    if wants_some(r, PHASE_DEVICE) {
+    if r.wants_some(PHASE_DEVICE) {
         device_phase(r, &mut f).await;
     }
-    if wants_some(r, PHASE_STEP_UP) || wants_some(r, PHASE_GRANT) || wants_some(r, PHASE_SECOND) {
+    if r.wants_some(PHASE_STEP_UP) || r.wants_some(PHASE_GRANT) || r.wants_some(PHASE_SECOND) {
         step_up_phase(r, &mut f).await;
     }
-    check!(r, "§5.3.access-denied", denied(r, &f).await);
-    if wants_some(r, PHASE_GRANT) || wants_some(r, PHASE_SECOND) {
+    check!(r, R::AccessDenied, denied(r, &f).await);
+    if r.wants_some(PHASE_GRANT) || r.wants_some(PHASE_SECOND) {
         grant_phase(r, &mut f).await;
     }
     if let Some((dev, at)) = f.expiring.take() {
         let t = Instant::now();
         let v = expired(r, &f, &dev, at).await;
-        r.record("§5.3.expired-token", t, v);
+        r.record(R::ExpiredToken, t, v);
     }
 }
 
@@ -464,17 +414,17 @@ async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
         Err(p) => Err(p.clone()),
         Ok((res, dev)) => device_response_problems(res, dev),
     };
-    r.record("§5.1.device-authorization", t, verdict);
+    r.record(R::DeviceAuthorization, t, verdict);
     let dev = started.as_ref().ok().map(|(_, d)| d.clone());
     check!(
         r,
-        "§5.1.pactd-codes",
+        R::PactdCodes,
         match &dev {
             None => Err(skip("no device authorization")),
             Some(dev) => pactd_codes(dev),
         }
     );
-    check!(r, "§1.pactd-urls", {
+    check!(r, R::PactdUrls, {
         let server = f.server.clone();
         pactd_urls(r, server.as_ref(), dev.as_ref(), Some(&f.d))
     });
@@ -485,61 +435,79 @@ async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
         );
         return;
     };
-    let interval = dev.interval.max(1);
     let token_url = f.d.token_url.clone();
+    // The interval this client keeps to: RFC 8628 §3.5 has the client add
+    // 5 s after every slow_down, for good.
+    let mut interval = dev.interval.max(1);
+    let margin = Duration::from_millis(150);
 
-    // RFC 8628 §3.5 as a careful client: wait the interval before polling.
-    tokio::time::sleep(Duration::from_secs(interval) + Duration::from_millis(150)).await;
+    // As a careful client: wait the interval before polling.
+    tokio::time::sleep(Duration::from_secs(interval) + margin).await;
     let t = Instant::now();
-    let v = match poll(r, f, &token_url, &dev.device_code).await {
-        Ok(res) => expect::oauth_error(&res, "authorization_pending", 400).map(|_| String::new()),
-        Err(p) => Err(p),
-    };
-    r.record("§5.3.authorization-pending", t, v);
+    let v = expect::answered_oauth_error(
+        poll(r, f, &token_url, &dev.device_code).await,
+        "authorization_pending",
+        400,
+    );
+    r.record(R::AuthorizationPending, t, v);
 
-    // At once again: too fast.
+    // At once again: too fast (PACT §5.3).
     let t = Instant::now();
-    let v = match poll(r, f, &token_url, &dev.device_code).await {
-        Ok(res) => expect::oauth_error(&res, "slow_down", 400)
-            .map(|_| format!("polled again at once (interval {interval} s)"))
-            .map_err(|p| during("polling again at once", p)),
-        Err(p) => Err(p),
-    };
+    let v = poll(r, f, &token_url, &dev.device_code)
+        .await
+        .and_then(|res| expect::oauth_error(&res, "slow_down", 400))
+        .map(|_| format!("polled again at once (interval {interval} s)"))
+        .map_err(|p| during("polling again at once", p));
     let slowed = v.is_ok();
-    r.record("§5.3.slow-down", t, v);
+    r.record(R::SlowDown, t, v);
+    if !slowed {
+        r.skip_all(
+            &[R::SlowDownHonoured, R::SlowDownAdds5s],
+            "no slow_down to start from (§5.3.slow-down)",
+        );
+    } else {
+        interval += oauth::SLOW_DOWN_STEP_SECS;
+        // Honour it: wait the grown interval; the Provider must not ask
+        // to slow down again.
+        tokio::time::sleep(Duration::from_secs(interval) + margin).await;
+        let t = Instant::now();
+        let v = poll(r, f, &token_url, &dev.device_code)
+            .await
+            .and_then(|res| expect::oauth_error(&res, "authorization_pending", 400))
+            .map(|_| format!("waited {interval} s after slow_down: authorization_pending"))
+            .map_err(|p| during(&format!("polling {interval} s after slow_down"), p));
+        let honoured = v.is_ok();
+        r.record(R::SlowDownHonoured, t, v);
 
-    // After slow_down the interval is interval + 5: polling interval + 1 s
-    // later is still too fast.
-    let t = Instant::now();
-    let v = if slowed {
-        tokio::time::sleep(Duration::from_secs(interval + 1)).await;
-        match poll(r, f, &token_url, &dev.device_code).await {
-            Ok(res) => expect::oauth_error(&res, "slow_down", 400)
-                .map(|_| {
-                    format!(
-                        "{} s after slow_down is still too fast: the interval grew beyond {interval} s",
-                        interval + 1
-                    )
-                })
+        // pactd also enforces the increase for good: a poll at the old
+        // interval (+1 s) is still too fast. PACT leaves enforcing it
+        // open (the increase is the client's duty), hence INFO.
+        let t = Instant::now();
+        let v = if !honoured {
+            Err(skip(
+                "the honoured poll was not pending (§5.3.slow-down-honoured)",
+            ))
+        } else {
+            let old = dev.interval.max(1) + 1;
+            tokio::time::sleep(Duration::from_secs(old)).await;
+            poll(r, f, &token_url, &dev.device_code)
+                .await
+                .and_then(|res| expect::oauth_error(&res, "slow_down", 400))
+                .map(|_| format!("{old} s after the last poll is still too fast: the increase holds"))
                 .map_err(|p| {
                     during(
                         &format!(
-                            "polling {} s after slow_down (the interval should now be {} s)",
-                            interval + 1,
-                            interval + oauth::SLOW_DOWN_STEP_SECS
+                            "polling {old} s after the last poll (the interval should now be {interval} s)"
                         ),
                         p,
                     )
-                }),
-            Err(p) => Err(p),
-        }
-    } else {
-        Err(skip("no slow_down to start from (§5.3.slow-down)"))
-    };
-    r.record("§5.3.slow-down-adds-5s", t, v);
+                })
+        };
+        r.record(R::SlowDownAdds5s, t, v);
+    }
 
     // The code expires while the other flows run; checked at the end.
-    if r.wants("§5.3.expired-token") {
+    if r.wants(R::ExpiredToken) {
         let wait = Duration::from_secs(dev.expires_in);
         if wait > r.cfg.max_wait {
             let why = format!(
@@ -547,7 +515,7 @@ async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
                 dev.expires_in,
                 r.cfg.max_wait.as_secs()
             );
-            r.record("§5.3.expired-token", Instant::now(), Err(skip(why)));
+            r.record(R::ExpiredToken, Instant::now(), Err(skip(why)));
         } else {
             f.expiring = Some((dev, issued_at + wait));
         }
@@ -706,28 +674,24 @@ fn pactd_urls(
 async fn step_up_phase(r: &mut Runner<'_>, f: &mut Flow) {
     let t = Instant::now();
     let v = step_up_task(r, f).await;
-    r.record("§5.5.step-up-task", t, v);
-    check!(r, "§5.5.step-up-context-open", {
-        match f.step_ctx.clone() {
-            None => Err(skip("no step-up task (§5.5.step-up-task)")),
-            Some(ctx) => {
-                let prompt = r.cfg.public_prompt.clone();
-                let sub = f.sub.clone();
-                match r.say(&sub, &prompt, Some(&ctx), None).await {
-                    Err(p) => Err(p),
-                    Ok(res) => match expect::reply_message(&res) {
-                        Err(p) => Err(during("a public question in the step-up's context", p)),
-                        Ok(m)
-                            if m.get("contextId").and_then(Value::as_str) != Some(ctx.as_str()) =>
-                        {
-                            Err(fail("the reply names another context", Some(&res)))
-                        }
-                        Ok(_) => Ok(String::new()),
-                    },
-                }
-            }
-        }
-    });
+    r.record(R::StepUpTask, t, v);
+    check!(r, R::StepUpContextOpen, step_up_context_open(r, f).await);
+}
+
+/// PACT §5.5: after a step-up the conversation stays open.
+async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow) -> Verdict {
+    let Some(ctx) = f.step_ctx.clone() else {
+        return Err(skip("no step-up task (§5.5.step-up-task)"));
+    };
+    let prompt = r.cfg.public_prompt.clone();
+    let sub = f.sub.clone();
+    let res = r.say(&sub, &prompt, Some(&ctx), None).await?;
+    let m = expect::reply_message(&res)
+        .map_err(|p| during("a public question in the step-up's context", p))?;
+    if m.get("contextId").and_then(Value::as_str) != Some(ctx.as_str()) {
+        return Err(fail("the reply names another context", Some(&res)));
+    }
+    Ok(String::new())
 }
 
 async fn step_up_task(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
@@ -817,7 +781,7 @@ async fn denied(r: &mut Runner<'_>, f: &Flow) -> Verdict {
     let dev = ask(
         r,
         f,
-        "§5.3.access-denied",
+        R::AccessDenied.name(),
         &f.scopes.clone(),
         Decision::Deny,
         Account::Primary,
@@ -866,62 +830,45 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
         Ok(dev) => dev,
         Err(p) => {
             let why = reason_of(&p);
-            r.record("§5.3.token-response", t, Err(p));
+            r.record(R::TokenResponse, t, Err(p));
             r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
             r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
             return;
         }
     };
     // Another brand's token endpoint must not know this code (before it is redeemed).
-    check!(r, "§5.3.foreign-code", {
-        match r.other_brand() {
-            Err(p) => Err(p),
-            Ok(other) => match other.delegation {
-                None => Err(skip(
-                    "the other brand offers no delegation, so it has no token endpoint",
-                )),
-                Some(od) => match poll(r, f, &od.token_url, &dev.device_code).await {
-                    Ok(res) => {
-                        expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new())
-                    }
-                    Err(p) => Err(p),
-                },
-            },
-        }
-    });
+    check!(
+        r,
+        R::ForeignCode,
+        foreign_code(r, f, &dev.device_code).await
+    );
     let t = Instant::now();
     let (tokens, res) = match decided(r, f, &dev).await.and_then(granted) {
         Ok(x) => x,
         Err(p) => {
             let why = reason_of(&p);
-            r.record("§5.3.token-response", t, Err(p));
+            r.record(R::TokenResponse, t, Err(p));
             r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
             r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
             return;
         }
     };
-    r.record(
-        "§5.3.token-response",
-        t,
-        token_response_problems(&res, &tokens),
-    );
+    r.record(R::TokenResponse, t, token_response_problems(&res, &tokens));
     check!(
         r,
-        "§5.3.scope-may-be-less",
+        R::ScopeMayBeLess,
         scope_less(&tokens, &requested, &approve)
     );
-    check!(r, "§5.3.redeem-twice", {
+    check!(r, R::RedeemTwice, {
         let token_url = f.d.token_url.clone();
-        match poll(r, f, &token_url, &dev.device_code).await {
-            Ok(res) => expect::oauth_error(&res, "invalid_grant", 400).map(|_| String::new()),
-            Err(p) => Err(p),
-        }
+        let sent = poll(r, f, &token_url, &dev.device_code).await;
+        expect::answered_oauth_error(sent, "invalid_grant", 400)
     });
     let token_claims = decode_unverified(&tokens.access_token)
         .map(|(_, c)| c)
         .unwrap_or_default();
-    check!(r, "§5.4.delegation-token", delegation_token(r, f, &tokens));
-    check!(r, "§5.4.pactd-header", {
+    check!(r, R::DelegationToken, delegation_token(r, f, &tokens));
+    check!(r, R::PactdHeader, {
         match decode_unverified(&tokens.access_token) {
             None => Err(fail("the access token is not a JWT", None)),
             Some((h, _)) => {
@@ -938,18 +885,14 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
             }
         }
     });
-    check!(r, "§5.5.pa-jwt-checked-first", {
+    check!(r, R::PaJwtCheckedFirst, {
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
         let req = r
             .a2a_request(Method::POST, "message:send", None)
             .header(DELEGATION_HEADER, format!("Bearer {}", tokens.access_token))
             .json(body);
-        match r.send(req, Kind::A2a).await {
-            Ok(res) => expect::bare_401(&res)
-                .map(|()| String::new())
-                .map_err(|p| during("a delegation token without a PA-JWT", p)),
-            Err(p) => Err(p),
-        }
+        expect::answered_bare_401(r.send(req, Kind::A2a).await)
+            .map_err(|p| during("a delegation token without a PA-JWT", p))
     });
 
     // Re-send in the step-up's context with the token (PACT §5.5).
@@ -968,17 +911,17 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
             }
         }
     };
-    r.record("§5.5.step-up-resend", t, verdict);
+    r.record(R::StepUpResend, t, verdict);
     let (first_res, first_msg, first_body) = match first {
         Ok((res, m, body)) => (Some(res), m, body),
         Err(p) => {
             let why = format!("no delegated reply: {}", reason_of(&p));
             r.skip_all(
                 &[
-                    "§5.6.receipt-present",
-                    "§5.6.receipt-verifies",
-                    "§5.6.receipt-on-retry",
-                    "§5.6.receipt-chain",
+                    R::ReceiptPresent,
+                    R::ReceiptVerifies,
+                    R::ReceiptOnRetry,
+                    R::ReceiptChain,
                 ],
                 &why,
             );
@@ -998,124 +941,150 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
         .cloned();
     check!(
         r,
-        "§5.6.receipt-present",
+        R::ReceiptPresent,
         receipt_present(first_res.as_ref(), receipt1.as_ref())
     );
     check!(
         r,
-        "§5.6.receipt-verifies",
+        R::ReceiptVerifies,
         receipt_verifies(r, f, receipt1.as_ref(), &token_claims, &tokens)
     );
-    check!(r, "§5.6.receipt-on-retry", {
-        match (&ctx, &receipt1) {
-            (Some(_), Some(rc)) => {
-                let sub = f.sub.clone();
-                match r
-                    .post_message(&sub, first_body.clone(), Some(&tokens.access_token))
-                    .await
-                {
-                    Err(p) => Err(p),
-                    Ok(res) => match expect::reply_message(&res) {
-                        Err(p) => Err(during("the retry", p)),
-                        Ok(m) => {
-                            let again = m.get("metadata").and_then(|x| x.get("pact.receipt"));
-                            if m.get("messageId") != first_msg.get("messageId") {
-                                Err(fail(
-                                    "the retry got a different reply messageId",
-                                    Some(&res),
-                                ))
-                            } else if again.and_then(|x| x.get("jws")) != rc.get("jws") {
-                                Err(fail("the retry got a different receipt", Some(&res)))
-                            } else {
-                                Ok(String::new())
-                            }
-                        }
-                    },
-                }
-            }
-            _ => Err(skip("no receipt to retry (§5.6.receipt-present)")),
-        }
-    });
-    check!(r, "§5.6.receipt-chain", {
-        match (&ctx, &receipt1) {
-            (Some(c), Some(rc)) => {
-                match delegated_turn(r, f, &tokens.access_token, Some(c.clone()), None).await {
-                    Err(p) => Err(during("a second delegated turn", p)),
-                    Ok((res, m, _)) => {
-                        let prev = m
-                            .get("metadata")
-                            .and_then(|x| x.get("pact.receipt"))
-                            .and_then(|x| x.get("claims"))
-                            .and_then(|x| x.get("prev"));
-                        let jws1 = rc.get("jws").and_then(Value::as_str).unwrap_or("");
-                        match prev {
-                            None => Err(skip(
-                                "receipts carry no prev: the chain is a pactd extension",
-                            )),
-                            Some(p)
-                                if p.as_str() == Some(pact_jose::receipt_hash(jws1).as_str()) =>
-                            {
-                                Ok("prev = base64url(SHA-256(previous JWS))".to_owned())
-                            }
-                            Some(p) => Err(fail(
-                                format!(
-                                    "prev is {p}, not the hash of the grant's previous receipt"
-                                ),
-                                Some(&res),
-                            )),
-                        }
-                    }
-                }
-            }
-            _ => Err(skip("no first receipt (§5.6.receipt-present)")),
-        }
-    });
+    let turn = FirstTurn {
+        ctx: ctx.clone(),
+        body: first_body.clone(),
+        message: first_msg.clone(),
+        receipt: receipt1.clone(),
+    };
     check!(
         r,
-        "§5.5.tampered-token-refused",
+        R::ReceiptOnRetry,
+        receipt_on_retry(r, f, &tokens.access_token, &turn).await
+    );
+    check!(
+        r,
+        R::ReceiptChain,
+        receipt_chain(r, f, &tokens.access_token, &turn).await
+    );
+    check!(
+        r,
+        R::TamperedTokenRefused,
         tampered_token(r, f, &tokens.access_token).await
     );
-    check!(r, "§5.5.token-other-brand-refused", {
-        match r.other_brand() {
-            Err(p) => Err(p),
-            Ok(other) => {
-                let sub = f.sub.clone();
-                match r.jwt(&sub) {
-                    Err(p) => Err(p),
-                    Ok(jwt) => {
-                        let req = Request::post(format!("{}/message:send", other.iface))
-                            .bearer(jwt)
-                            .header(DELEGATION_HEADER, format!("Bearer {}", tokens.access_token))
-                            .json(message_body(&r.cfg.public_prompt.clone(), None, None));
-                        match r.send(req, Kind::A2a).await {
-                            Ok(res) => expect::invalid_token_401(&res).map(|()| String::new()),
-                            Err(p) => Err(p),
-                        }
-                    }
-                }
-            }
-        }
-    });
+    check!(
+        r,
+        R::TokenOtherBrandRefused,
+        token_other_brand(r, f, &tokens.access_token).await
+    );
     let t = Instant::now();
     let refreshed = refresh_check(r, f, &tokens, ctx.as_deref()).await;
     r.record(
-        "§5.3.refresh",
+        R::Refresh,
         t,
         refreshed
             .as_ref()
             .map(|_| String::new())
             .map_err(Clone::clone),
     );
+    check!(r, R::PactdRefreshRotates, {
+        match &refreshed {
+            Err(_) => Err(skip("no refresh (§5.3.refresh)")),
+            Ok(new) if new.refresh_token == tokens.refresh_token => Err(fail(
+                "the refresh kept the same refresh token (RFC 6749 §6 allows it; pactd rotates)",
+                None,
+            )),
+            Ok(_) => Ok("a new refresh token".to_owned()),
+        }
+    });
     let current = refreshed.unwrap_or(tokens);
 
-    if wants_some(r, PHASE_SECOND) {
+    if r.wants_some(PHASE_SECOND) {
         second_account(r, f, &approve).await;
     }
-    check!(
-        r,
-        "§5.5.revoked-grant-refused",
-        revoked(r, f, &current).await
-    );
+    check!(r, R::RevokedGrantRefused, revoked(r, f, &current).await);
+}
+
+/// The first delegated turn of the main grant.
+struct FirstTurn {
+    ctx: Option<String>,
+    body: Value,
+    message: Value,
+    receipt: Option<Value>,
+}
+
+/// PACT §5.3: another brand's token endpoint does not know this code.
+async fn foreign_code(r: &mut Runner<'_>, f: &Flow, device_code: &str) -> Verdict {
+    let other = r.other_brand()?;
+    let Some(od) = other.delegation else {
+        return Err(skip(
+            "the other brand offers no delegation, so it has no token endpoint",
+        ));
+    };
+    expect::answered_oauth_error(
+        poll(r, f, &od.token_url, device_code).await,
+        "invalid_grant",
+        400,
+    )
+}
+
+/// PACT §4: a retried messageId returns the same reply and receipt.
+async fn receipt_on_retry(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &FirstTurn) -> Verdict {
+    let (Some(_), Some(rc)) = (&turn.ctx, &turn.receipt) else {
+        return Err(skip("no receipt to retry (§5.6.receipt-present)"));
+    };
+    let sub = f.sub.clone();
+    let res = r.post_message(&sub, turn.body.clone(), Some(token)).await?;
+    let m = expect::reply_message(&res).map_err(|p| during("the retry", p))?;
+    let again = m.get("metadata").and_then(|x| x.get("pact.receipt"));
+    if m.get("messageId") != turn.message.get("messageId") {
+        return Err(fail(
+            "the retry got a different reply messageId",
+            Some(&res),
+        ));
+    }
+    if again.and_then(|x| x.get("jws")) != rc.get("jws") {
+        return Err(fail("the retry got a different receipt", Some(&res)));
+    }
+    Ok(String::new())
+}
+
+/// pactd: each receipt's `prev` is the hash of the grant's previous one.
+async fn receipt_chain(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &FirstTurn) -> Verdict {
+    let (Some(c), Some(rc)) = (&turn.ctx, &turn.receipt) else {
+        return Err(skip("no first receipt (§5.6.receipt-present)"));
+    };
+    let (res, m, _) = delegated_turn(r, f, token, Some(c.clone()), None)
+        .await
+        .map_err(|p| during("a second delegated turn", p))?;
+    let prev = m
+        .get("metadata")
+        .and_then(|x| x.get("pact.receipt"))
+        .and_then(|x| x.get("claims"))
+        .and_then(|x| x.get("prev"));
+    let jws1 = rc.get("jws").and_then(Value::as_str).unwrap_or("");
+    match prev {
+        None => Err(fail(
+            "receipts carry no prev (the chain is a pactd extension)",
+            Some(&res),
+        )),
+        Some(p) if p.as_str() == Some(pact_jose::receipt_hash(jws1).as_str()) => {
+            Ok("prev = base64url(SHA-256(previous JWS))".to_owned())
+        }
+        Some(p) => Err(fail(
+            format!("prev is {p}, not the hash of the grant's previous receipt"),
+            Some(&res),
+        )),
+    }
+}
+
+/// PACT §5.4/§5.5: a token is good for one brand only.
+async fn token_other_brand(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
+    let other = r.other_brand()?;
+    let jwt = r.jwt(&f.sub)?;
+    let req = Request::post(format!("{}/message:send", other.iface))
+        .bearer(jwt)
+        .header(DELEGATION_HEADER, format!("Bearer {token}"))
+        .json(message_body(&r.cfg.public_prompt.clone(), None, None));
+    expect::answered_invalid_token(r.send(req, Kind::A2a).await)
 }
 
 fn token_response_problems(res: &Response, t: &TokenResponse) -> Verdict {
@@ -1408,9 +1377,9 @@ async fn refresh_check(
     ctx: Option<&str>,
 ) -> Result<TokenResponse, Problem> {
     let res = oauth_refresh(r, f, &t.refresh_token).await?;
-    let new = oauth::parse_token_response(&res).map_err(|e| fail(e.to_string(), Some(&res)))?;
-    if new.access_token == t.access_token || new.refresh_token == t.refresh_token {
-        return Err(fail("refresh returned the same token(s)", Some(&res)));
+    let new = refresh_response(&res, &t.refresh_token)?;
+    if new.access_token == t.access_token {
+        return Err(fail("refresh returned the same access token", Some(&res)));
     }
     if !scope_set(&new.scope).is_subset(&scope_set(&t.scope)) {
         return Err(fail(
@@ -1426,6 +1395,28 @@ async fn refresh_check(
     let res = r.say(&sub, &prompt, ctx, Some(&new.access_token)).await?;
     expect::reply_message(&res).map_err(|p| during("sending with the refreshed token", p))?;
     Ok(new)
+}
+
+/// A refresh response: RFC 6749 §6 lets the server keep the refresh token,
+/// so a response without one keeps `old`.
+fn refresh_response(res: &Response, old: &str) -> Result<TokenResponse, Problem> {
+    let mut v = expect::ok_json(res)?;
+    if v.get("refresh_token").is_none() {
+        v["refresh_token"] = json!(old);
+    }
+    let t: TokenResponse = serde_json::from_value(v).map_err(|e| {
+        fail(
+            format!("the refresh response is not RFC 6749 §5.1: {e}"),
+            Some(res),
+        )
+    })?;
+    if !t.token_type.eq_ignore_ascii_case("bearer") {
+        return Err(fail(
+            format!("token_type is {:?}, not Bearer", t.token_type),
+            Some(res),
+        ));
+    }
+    Ok(t)
 }
 
 async fn oauth_refresh(
@@ -1453,7 +1444,7 @@ async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
     let dev = match ask(
         r,
         f,
-        "§5.5.context-other-user",
+        R::ContextOtherUser.name(),
         approve,
         Decision::Approve {
             scopes: approve.to_vec(),
@@ -1465,7 +1456,7 @@ async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
         Ok(dev) => dev,
         Err(p) => {
             let why = reason_of(&p);
-            r.record("§5.5.context-other-user", t, Err(p));
+            r.record(R::ContextOtherUser, t, Err(p));
             r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
             return;
         }
@@ -1474,19 +1465,15 @@ async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
         Ok((tokens, _)) => tokens,
         Err(p) => {
             let why = reason_of(&p);
-            r.record("§5.5.context-other-user", t, Err(p));
+            r.record(R::ContextOtherUser, t, Err(p));
             r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
             return;
         }
     };
+    check!(r, R::ContextOtherUser, other_user(r, f, &tokens).await);
     check!(
         r,
-        "§5.5.context-other-user",
-        other_user(r, f, &tokens).await
-    );
-    check!(
-        r,
-        "§5.3.refresh-reuse-revokes",
+        R::RefreshReuseRevokes,
         refresh_reuse(r, f, &tokens).await
     );
 }

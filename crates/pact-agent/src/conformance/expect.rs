@@ -13,7 +13,8 @@ use crate::http::{Evidence, Response};
 pub enum Problem {
     Fail {
         reason: String,
-        evidence: Option<Evidence>,
+        /// Boxed: a `Problem` travels in every `Result` of the runner.
+        evidence: Option<Box<Evidence>>,
     },
     Skip(String),
 }
@@ -24,7 +25,7 @@ pub type Verdict = Result<String, Problem>;
 pub fn fail(reason: impl Into<String>, res: Option<&Response>) -> Problem {
     Problem::Fail {
         reason: reason.into(),
-        evidence: res.map(Response::evidence),
+        evidence: res.map(|r| Box::new(r.evidence())),
     }
 }
 
@@ -41,6 +42,23 @@ pub fn during(what: &str, p: Problem) -> Problem {
         },
         skip @ Problem::Skip(_) => skip,
     }
+}
+
+/// A sent request whose answer must be the bare 401 of PACT §3.
+pub fn answered_bare_401(sent: Result<Response, Problem>) -> Verdict {
+    sent.and_then(|res| bare_401(&res)).map(|()| String::new())
+}
+
+/// A sent request whose answer must be the 401 `invalid_token` of PACT §5.5.
+pub fn answered_invalid_token(sent: Result<Response, Problem>) -> Verdict {
+    sent.and_then(|res| invalid_token_401(&res))
+        .map(|()| String::new())
+}
+
+/// A sent request whose answer must be this RFC 6749 §5.2 error.
+pub fn answered_oauth_error(sent: Result<Response, Problem>, code: &str, status: u16) -> Verdict {
+    sent.and_then(|res| oauth_error(&res, code, status))
+        .map(|_| String::new())
 }
 
 /// A parsed `WWW-Authenticate` challenge: scheme and parameters.

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::Profile;
 use super::expect::{self, Problem, Verdict, during, fail, skip};
 use super::forge;
+use super::rules::RuleId as R;
 use super::runner::{Kind, Runner, check, message_body};
 use crate::card;
 use crate::http::Request;
@@ -34,34 +35,38 @@ pub async fn card_checks(r: &mut Runner<'_>) {
         return;
     };
     let c = info.card.clone();
-    check!(r, "§2.unknown-brand-404", unknown_brand(r).await);
-    check!(r, "§2.interface", problems(card::check_interface(&c)));
+    check!(r, R::UnknownBrand404, unknown_brand(r).await);
+    check!(r, R::Interface, problems(card::check_interface(&c)));
     check!(
         r,
-        "§2.pa-jwt-scheme",
-        problems(card::check_pa_jwt_scheme(&c))
+        R::InterfaceFirst,
+        problems(card::check_interface_first(&c))
     );
+    check!(r, R::PaJwtScheme, {
+        problems(card::check_pa_jwt_scheme(&c)).map(|_| {
+            card::pa_jwt_scheme(&c)
+                .map(|n| format!("the PA-JWT scheme is named {n:?}"))
+                .unwrap_or_default()
+        })
+    });
     check!(
         r,
-        "§2.identity-requirement",
+        R::IdentityRequirement,
         problems(card::check_identity_requirement(&c))
     );
-    check!(r, "§2.delegation-scheme", {
-        let has = c
-            .get("securitySchemes")
-            .and_then(|s| s.get("userDelegation"))
-            .is_some();
-        match (r.cfg.profile, has) {
-            (Profile::Identity, false) => Ok("identity-only card".to_owned()),
-            (Profile::Delegated, false) => Err(fail(
-                "the Delegated profile needs the userDelegation scheme; the card has none",
+    check!(r, R::DelegationScheme, {
+        match (r.cfg.profile, card::delegation_scheme(&c)) {
+            (Profile::Identity, None) => Ok("identity-only card".to_owned()),
+            (Profile::Delegated, None) => Err(fail(
+                "the Delegated profile needs an oauth2SecurityScheme with a deviceCode flow; the card has none",
                 None,
             )),
-            _ => problems(card::check_delegation(&c)),
+            (_, Some(name)) => problems(card::check_delegation(&c))
+                .map(|_| format!("the delegation scheme is named {name:?}")),
         }
     });
-    check!(r, "§2.fields", problems(card::check_fields(&c)));
-    check!(r, "§2.pactd-cache-cors", {
+    check!(r, R::Fields, problems(card::check_fields(&c)));
+    check!(r, R::PactdCacheCors, {
         match &r.card_res {
             None => Err(skip("no card response")),
             Some(res) => {
@@ -152,35 +157,32 @@ pub async fn token_checks(r: &mut Runner<'_>) {
     if !r.wants_any(&["§3."]) {
         return;
     }
-    check!(r, "§3.missing-token-refused", missing_token(r).await);
-    check!(r, "§3.malformed-refused", {
+    check!(r, R::MissingTokenRefused, missing_token(r).await);
+    check!(r, R::MalformedRefused, {
         let cases = ["", "a.b", "a.b.c.d", "not-a-jwt", "....", "e30.e30.e30"]
             .iter()
             .map(|t| (format!("token {t:?}"), (*t).to_owned()))
             .collect();
         all_refused(r, cases).await
     });
-    check!(r, "§3.alg-none-refused", alg_none(r).await);
-    check!(r, "§3.hs256-key-confusion-refused", hs256(r).await);
-    check!(r, "§3.rs256-against-ec-key-refused", rs256(r).await);
-    check!(r, "§3.unknown-kid-refused", foreign_key(r, false).await);
-    check!(r, "§3.foreign-key-refused", foreign_key(r, true).await);
-    check!(
-        r,
-        "§3.tampered-signature-refused",
-        tampered_signature(r).await
-    );
-    check!(r, "§3.tampered-payload-refused", tampered_payload(r).await);
-    check!(r, "§3.jku-ignored", jku(r).await);
-    check!(r, "§3.oversized-refused", {
-        match edited(r, "a 16 KiB PA-JWT", |_, c| {
-            c["pad"] = json!("x".repeat(16 * 1024))
-        }) {
-            Ok(case) => all_refused(r, vec![case]).await,
-            Err(p) => Err(p),
+    check!(r, R::AlgNoneRefused, alg_none(r).await);
+    check!(r, R::Hs256KeyConfusionRefused, hs256(r).await);
+    check!(r, R::Rs256AgainstEcKeyRefused, rs256(r).await);
+    check!(r, R::UnknownKidRefused, foreign_key(r, false).await);
+    check!(r, R::ForeignKeyRefused, foreign_key(r, true).await);
+    check!(r, R::TamperedSignatureRefused, tampered_signature(r).await);
+    check!(r, R::TamperedPayloadRefused, tampered_payload(r).await);
+    if r.wants_some(&[R::JkuIgnored, R::JkuNotFetched]) {
+        jku(r).await;
+    }
+    check!(r, R::OversizedRefused, { oversized(r).await });
+    check!(r, R::PactdOversized401, {
+        match r.oversized_shape.take() {
+            Some(shape) => shape,
+            None => Err(skip("no refusal of a 16 KiB PA-JWT (§3.oversized-refused)")),
         }
     });
-    check!(r, "§3.iss-unknown-refused", {
+    check!(r, R::IssUnknownRefused, {
         let issuer = r.signer.issuer.clone();
         let near = match issuer.strip_suffix('/') {
             Some(s) => s.to_owned(),
@@ -197,7 +199,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         ];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.sub-missing-refused", {
+    check!(r, R::SubMissingRefused, {
         let cases = [
             edited(r, "no sub", |_, c| remove(c, "sub")),
             edited(r, "an empty sub", |_, c| c["sub"] = json!("")),
@@ -205,20 +207,20 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         ];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.aud-missing-refused", {
+    check!(r, R::AudMissingRefused, {
         let cases = [
             edited(r, "no aud", |_, c| remove(c, "aud")),
             edited(r, "aud null", |_, c| c["aud"] = Value::Null),
         ];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.aud-wrong-refused", {
+    check!(r, R::AudWrongRefused, {
         let cases = [edited(r, "another audience", |_, c| {
             c["aud"] = json!("https://another-provider.invalid/a2a")
         })];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.aud-array-refused", {
+    check!(r, R::AudArrayRefused, {
         let aud = r.cfg.audience.clone();
         let cases = [
             edited(r, "aud [audience]", |_, c| c["aud"] = json!([aud.clone()])),
@@ -228,7 +230,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         ];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.aud-interface-url-refused", {
+    check!(r, R::AudInterfaceUrlRefused, {
         let iface = r.iface();
         if iface == r.cfg.audience {
             Err(skip("the assigned audience equals the interface URL"))
@@ -239,11 +241,11 @@ pub async fn token_checks(r: &mut Runner<'_>) {
             collect_and_refuse(r, cases).await
         }
     });
-    check!(r, "§3.iat-missing-refused", {
+    check!(r, R::IatMissingRefused, {
         let cases = [edited(r, "no iat", |_, c| remove(c, "iat"))];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.iat-future-refused", {
+    check!(r, R::IatFutureRefused, {
         // Claims are whole seconds: start just after a second boundary, so
         // the token is still 31 s ahead when the Provider reads its clock.
         align_to_second().await;
@@ -254,7 +256,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         })];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.iat-skew-tolerated", {
+    check!(r, R::IatSkewTolerated, {
         let t = unix_now();
         accepted(r, "iat 25 s ahead", |_, c| {
             c["iat"] = json!(t + 25);
@@ -262,11 +264,11 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         })
         .await
     });
-    check!(r, "§3.exp-missing-refused", {
+    check!(r, R::ExpMissingRefused, {
         let cases = [edited(r, "no exp", |_, c| remove(c, "exp"))];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.exp-past-refused", {
+    check!(r, R::ExpPastRefused, {
         let t = unix_now();
         let cases = [edited(r, "exp 31 s ago", |_, c| {
             c["iat"] = json!(t - 200);
@@ -274,7 +276,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
         })];
         collect_and_refuse(r, cases).await
     });
-    check!(r, "§3.lifetime-over-300-refused", {
+    check!(r, R::LifetimeOver300Refused, {
         let t = unix_now();
         let cases = [edited(r, "exp − iat = 301", |_, c| {
             c["iat"] = json!(t);
@@ -284,34 +286,14 @@ pub async fn token_checks(r: &mut Runner<'_>) {
     });
     check!(
         r,
-        "§3.jti-optional",
+        R::JtiOptional,
         accepted(r, "no jti", |_, c| remove(c, "jti")).await
     );
-    check!(r, "§3.token-reuse-accepted", reuse(r).await);
-    check!(r, "§3.token-on-several-brands", several_brands(r).await);
-    check!(r, "§3.auth-before-brand", auth_before_brand(r).await);
-    check!(r, "§3.auth-before-body", {
-        match r.auth_gate() {
-            Err(p) => Err(p),
-            Ok(()) => {
-                let token = forge::unsigned(&json!({"alg": "none"}), &r.signer.claims("x"));
-                let req = r
-                    .a2a_request(Method::POST, "message:send", Some(&token))
-                    .raw(Some("application/json"), b"{not json".to_vec());
-                match r.send(req, Kind::A2a).await {
-                    Ok(res) => expect::bare_401(&res)
-                        .map(|()| String::new())
-                        .map_err(|p| during("a forged PA-JWT with a body that is not JSON", p)),
-                    Err(p) => Err(p),
-                }
-            }
-        }
-    });
-    check!(
-        r,
-        "§3.every-operation-authenticated",
-        every_operation(r).await
-    );
+    check!(r, R::TokenReuseAccepted, reuse(r).await);
+    check!(r, R::TokenOnSeveralBrands, several_brands(r).await);
+    check!(r, R::AuthBeforeBrand, auth_before_brand(r).await);
+    check!(r, R::AuthBeforeBody, auth_before_body(r).await);
+    check!(r, R::EveryOperationAuthenticated, every_operation(r).await);
 }
 
 /// Sleeps until just after the next whole second of the clock.
@@ -477,8 +459,34 @@ async fn tampered_payload(r: &mut Runner<'_>) -> Verdict {
     all_refused(r, vec![("sub edited after signing".to_owned(), swapped)]).await
 }
 
-/// RFC 8725 §3.10: keys named by the token are never fetched nor trusted.
-async fn jku(r: &mut Runner<'_>) -> Verdict {
+/// PACT §3 and RFC 8725 §3.10: keys named by the token are never trusted
+/// (a MUST: only the registered JWKS counts) nor fetched (a SHOULD).
+async fn jku(r: &mut Runner<'_>) {
+    let t = std::time::Instant::now();
+    let (refused, fetched) = match jku_refused(r).await {
+        Ok((0, _)) => (
+            Ok(String::new()),
+            Ok("the attacker's JWKS was never fetched".to_owned()),
+        ),
+        Ok((n, uri)) => (
+            Ok(String::new()),
+            Err(fail(
+                format!("the Provider fetched {uri}, named by jku/x5u, {n} time(s)"),
+                None,
+            )),
+        ),
+        Err(p @ Problem::Skip(_)) => (Err(p.clone()), Err(p)),
+        Err(p) => (
+            Err(p),
+            Err(skip("the forged tokens were not refused (§3.jku-ignored)")),
+        ),
+    };
+    r.record(R::JkuIgnored, t, refused);
+    r.record(R::JkuNotFetched, t, fetched);
+}
+
+/// Sends tokens naming an attacker's key; how often its JWKS was fetched.
+async fn jku_refused(r: &mut Runner<'_>) -> Result<(usize, String), Problem> {
     r.auth_gate()?;
     let attacker = AgentKey::generate().map_err(build_err)?;
     let server = JwksServer::start(([127, 0, 0, 1], 0).into(), attacker.jwks())
@@ -496,13 +504,49 @@ async fn jku(r: &mut Runner<'_>) -> Verdict {
     let token =
         crate::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker).map_err(build_err)?;
     refused(r, "jku/jwk under the PA's kid", &token).await?;
-    match server.hits() {
-        0 => Ok("the attacker's JWKS was never fetched".to_owned()),
-        n => Err(fail(
-            format!("the Provider fetched the URL named by jku/x5u {n} time(s)"),
-            None,
-        )),
+    Ok((server.hits(), server.uri()))
+}
+
+/// PACT §3 sets no size limit, so any 4xx refusal of a 16 KiB PA-JWT is
+/// right (an HTTP layer's 431 included; RFC 6585 §5); the bare 401 is
+/// pactd's answer, checked at its own level.
+async fn oversized(r: &mut Runner<'_>) -> Verdict {
+    r.auth_gate()?;
+    let sub = r.sub("oversized");
+    let token = r.jwt_with(&sub, |_, c| c["pad"] = json!("x".repeat(16 * 1024)))?;
+    let body = message_body(&r.cfg.public_prompt.clone(), None, None);
+    let req = r
+        .a2a_request(Method::POST, "message:send", Some(&token))
+        .json(body);
+    // Not an A2A response when an HTTP layer refuses it: kept out of the
+    // checks over every A2A response.
+    let res = r.send(req, Kind::Plain).await?;
+    if !(400..500).contains(&res.status) {
+        return Err(fail(
+            format!(
+                "a 16 KiB PA-JWT must be refused (any 4xx), got HTTP {}",
+                res.status
+            ),
+            Some(&res),
+        ));
     }
+    let shape = expect::bare_401(&res).map(|()| "the bare 401".to_owned());
+    let note = format!("refused with HTTP {}", res.status);
+    r.oversized_shape = Some(shape);
+    Ok(note)
+}
+
+/// PACT §3: authenticate before reading the body.
+async fn auth_before_body(r: &mut Runner<'_>) -> Verdict {
+    r.auth_gate()?;
+    let token = forge::unsigned(&json!({"alg": "none"}), &r.signer.claims("x"));
+    let req = r
+        .a2a_request(Method::POST, "message:send", Some(&token))
+        .raw(Some("application/json"), b"{not json".to_vec());
+    let res = r.send(req, Kind::A2a).await?;
+    expect::bare_401(&res)
+        .map(|()| String::new())
+        .map_err(|p| during("a forged PA-JWT with a body that is not JSON", p))
 }
 
 async fn reuse(r: &mut Runner<'_>) -> Verdict {

@@ -6,6 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::expect::{self, Verdict, during, fail, skip};
+use super::rules::RuleId as R;
 use super::runner::{Kind, Runner, check, message_body};
 use crate::A2A_CONTENT_TYPE;
 
@@ -14,14 +15,14 @@ pub async fn message_checks(r: &mut Runner<'_>) {
     if !r.wants_any(&["§4."]) {
         return;
     }
-    check!(r, "§4.reply-shape", reply_shape(r).await);
-    check!(r, "§4.any-request-content-type", any_content_type(r).await);
-    check!(r, "§4.a2a-version-optional", a2a_version(r).await);
-    check!(r, "§4.context-continues", context_continues(r).await);
-    check!(r, "§4.unknown-context", unknown_context(r).await);
-    check!(r, "§4.foreign-context", foreign_context(r).await);
-    check!(r, "§4.replayed-message-id", replay(r).await);
-    check!(r, "§4.role-user-required", {
+    check!(r, R::ReplyShape, reply_shape(r).await);
+    check!(r, R::AnyRequestContentType, any_content_type(r).await);
+    check!(r, R::A2aVersionOptional, a2a_version(r).await);
+    check!(r, R::ContextContinues, context_continues(r).await);
+    check!(r, R::UnknownContext, unknown_context(r).await);
+    check!(r, R::ForeignContext, foreign_context(r).await);
+    check!(r, R::ReplayedMessageId, replay(r).await);
+    check!(r, R::RoleUserRequired, {
         let cases = vec![
             (
                 "role ROLE_AGENT",
@@ -31,7 +32,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         ];
         refused_bodies(r, cases, ErrorReason::InvalidParams, None).await
     });
-    check!(r, "§4.blank-text-refused", {
+    check!(r, R::BlankTextRefused, {
         let cases = vec![
             (
                 "a blank text part",
@@ -41,7 +42,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         ];
         refused_bodies(r, cases, ErrorReason::InvalidParams, None).await
     });
-    check!(r, "§4.non-text-part-refused", {
+    check!(r, R::NonTextPartRefused, {
         let cases = vec![
             (
                 "a raw part",
@@ -63,15 +64,15 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         ];
         refused_bodies(r, cases, ErrorReason::ContentTypeNotSupported, None).await
     });
-    check!(r, "§4.task-id-refused", {
+    check!(r, R::TaskIdRefused, {
         let task = r.unique("task");
         let cases = vec![("a taskId", edit_message(|m| m["taskId"] = json!(task)))];
         refused_bodies(r, cases, ErrorReason::TaskNotFound, Some("Task not found")).await
     });
-    check!(r, "§4.bad-json-refused", bad_json(r).await);
-    check!(r, "§4.tasks-list", tasks_list(r).await);
-    check!(r, "§4.tasks-page-size", page_sizes(r).await);
-    check!(r, "§4.tasks-page-size-invalid", {
+    check!(r, R::BadJsonRefused, bad_json(r).await);
+    check!(r, R::TasksList, tasks_list(r).await);
+    check!(r, R::TasksPageSize, page_sizes(r).await);
+    check!(r, R::TasksPageSizeInvalid, {
         let mut verdict = Ok("0, 101, -1, abc refused".to_owned());
         for bad in ["0", "101", "-1", "abc"] {
             if let Err(p) = simple_op(
@@ -89,7 +90,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         }
         verdict
     });
-    check!(r, "§4.task-get-not-found", {
+    check!(r, R::TaskGetNotFound, {
         let id = r.unique("task");
         let message = format!("Task not found: {id}");
         simple_op(
@@ -101,7 +102,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, "§4.task-cancel-not-found", {
+    check!(r, R::TaskCancelNotFound, {
         let id = r.unique("task");
         let message = format!("Task not found: {id}");
         simple_op(
@@ -113,7 +114,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, "§4.stream-unsupported", {
+    check!(r, R::StreamUnsupported, {
         simple_op(
             r,
             Method::POST,
@@ -123,7 +124,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, "§4.subscribe-unsupported", {
+    check!(r, R::SubscribeUnsupported, {
         let id = r.unique("task");
         simple_op(
             r,
@@ -134,7 +135,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, "§4.extended-card-unsupported", {
+    check!(r, R::ExtendedCardUnsupported, {
         simple_op(
             r,
             Method::GET,
@@ -144,8 +145,8 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, "§4.push-configs-unsupported", push_configs(r).await);
-    check!(r, "§4.unmatched-route-404", {
+    check!(r, R::PushConfigsUnsupported, push_configs(r).await);
+    check!(r, R::UnmatchedRoute404, {
         let id = r.unique("x");
         let cases = vec![
             (Method::GET, id.clone()),
@@ -155,7 +156,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         ];
         route_misses(r, cases, &[404, 405]).await
     });
-    check!(r, "§4.wrong-method-405", {
+    check!(r, R::WrongMethod405, {
         let cases = vec![
             (Method::GET, "message:send".to_owned()),
             (Method::PUT, "message:send".to_owned()),
@@ -166,7 +167,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
     });
     check!(
         r,
-        "§4.closed-context",
+        R::ClosedContext,
         Err(skip(
             "no PACT operation closes a conversation, so a closed one cannot be produced from outside"
         ))
@@ -486,7 +487,7 @@ async fn route_misses(
 /// The checks over every response of the run: content type (§4), error
 /// envelopes (§6), OAuth errors (§5.3), 429s (§6).
 pub fn aggregate_checks(r: &mut Runner<'_>) {
-    check!(r, "§4.content-type-exact", {
+    check!(r, R::ContentTypeExact, {
         let seen: Vec<_> = r.a2a_seen.clone();
         match seen
             .iter()
@@ -504,12 +505,12 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
                         .count(),
                     seen.len()
                 ),
-                evidence: Some(bad.evidence.clone()),
+                evidence: Some(Box::new(bad.evidence.clone())),
             }),
             None => Ok(format!("{} A2A responses", seen.len())),
         }
     });
-    check!(r, "§6.error-envelope", {
+    check!(r, R::ErrorEnvelope, {
         let errors: Vec<_> = r
             .a2a_seen
             .iter()
@@ -525,14 +526,14 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = envelope_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
         }
         verdict
     });
-    check!(r, "§6.reason-status-table", {
+    check!(r, R::ReasonStatusTable, {
         let errors: Vec<_> = r
             .a2a_seen
             .iter()
@@ -548,14 +549,14 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = table_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
         }
         verdict
     });
-    check!(r, "§5.3.error-shape", {
+    check!(r, R::ErrorShape, {
         let errors = r.oauth_seen.clone();
         let mut verdict = if errors.is_empty() {
             Err(skip("no OAuth error was seen"))
@@ -566,14 +567,14 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             if let Err(why) = oauth_error_problem(s.status, s.body.as_ref()) {
                 verdict = Err(expect::Problem::Fail {
                     reason: why,
-                    evidence: Some(s.evidence.clone()),
+                    evidence: Some(Box::new(s.evidence.clone())),
                 });
                 break;
             }
         }
         verdict
     });
-    check!(r, "§6.rate-limit-429", {
+    check!(r, R::RateLimit429, {
         if r.limited_seen.is_empty() {
             Err(skip(
                 "the Provider did not rate-limit this run (not provoked on purpose: it would take a flood)",
@@ -588,7 +589,7 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             match bad {
                 Some((e, _)) => Err(expect::Problem::Fail {
                     reason: "a 429 without a usable Retry-After".to_owned(),
-                    evidence: Some(e.clone()),
+                    evidence: Some(Box::new(e.clone())),
                 }),
                 None => Ok(format!(
                     "{} rate-limited responses, each with Retry-After",

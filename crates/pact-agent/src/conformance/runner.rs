@@ -10,27 +10,28 @@ use serde_json::{Value, json};
 
 use super::expect::{self, Problem, Verdict, fail, skip};
 use super::report::{Check, Outcome, Report};
-use super::{Approver, Config, JwksServing, RULES, rule_named};
+use super::rules::RuleId;
+use super::{Approver, Config, JwksServing};
 use crate::card::{self, CardInfo};
 use crate::http::{Evidence, Http, Request, Response};
 use crate::jwks_server::JwksServer;
 use crate::jwt::Signer;
 
-/// Runs `$body` (a [`Verdict`]) and records it as check `$name`, unless the
-/// run does not want that check.
+/// Runs `$body` (a [`Verdict`]) and records it as check `$id` (a
+/// [`RuleId`]), unless the run does not want that check.
 macro_rules! check {
-    ($runner:expr, $name:expr, $body:expr) => {
-        if $runner.wants($name) {
+    ($runner:expr, $id:expr, $body:expr) => {
+        if $runner.wants($id) {
             let started = ::std::time::Instant::now();
             let verdict: $crate::conformance::expect::Verdict = $body;
-            $runner.record($name, started, verdict);
+            $runner.record($id, started, verdict);
         }
     };
 }
 pub(crate) use check;
 
 /// Checks every run performs, and reports when they fail.
-const SETUP_CHECKS: [&str; 2] = ["§2.card-served", "§3.valid-token-accepted"];
+const SETUP_CHECKS: [RuleId; 2] = [RuleId::CardServed, RuleId::ValidTokenAccepted];
 
 /// A response the checks over every response look at again.
 #[derive(Clone, Debug)]
@@ -84,6 +85,9 @@ pub struct Runner<'a> {
     pub a2a_seen: Vec<Seen>,
     pub oauth_seen: Vec<Seen>,
     pub limited_seen: Vec<(Evidence, Vec<Option<String>>)>,
+    /// Whether the refusal of an oversized PA-JWT was the bare 401
+    /// (`§3.pactd-oversized-401`).
+    pub oversized_shape: Option<Verdict>,
 }
 
 impl<'a> Runner<'a> {
@@ -111,73 +115,72 @@ impl<'a> Runner<'a> {
             a2a_seen: Vec::new(),
             oauth_seen: Vec::new(),
             limited_seen: Vec::new(),
+            oversized_shape: None,
         })
     }
 
-    /// `true` when the run wants this check: it matches `only`, and a
-    /// **pactd:** rule only with `pactd_rules`.
-    pub fn wants(&self, name: &str) -> bool {
-        let selected =
-            self.cfg.only.is_empty() || self.cfg.only.iter().any(|p| name.starts_with(p.as_str()));
-        let pactd = rule_named(name).is_some_and(|r| r.pactd);
-        selected && (self.cfg.pactd_rules || !pactd)
+    /// `true` when the run wants this check: all of them, or those whose
+    /// names start with one of `only`.
+    pub fn wants(&self, id: RuleId) -> bool {
+        selected(&self.cfg, id)
     }
 
     /// `true` when any check with one of these prefixes is wanted.
     pub fn wants_any(&self, prefixes: &[&str]) -> bool {
-        RULES
+        RuleId::ALL
             .iter()
-            .any(|r| prefixes.iter().any(|p| r.name.starts_with(p)) && self.wants(r.name))
+            .any(|r| prefixes.iter().any(|p| r.name().starts_with(p)) && self.wants(*r))
     }
 
-    fn recorded(&self, name: &str) -> bool {
-        self.results.iter().any(|c| c.name == name)
+    /// `true` when any of these checks is wanted.
+    pub fn wants_some(&self, ids: &[RuleId]) -> bool {
+        ids.iter().any(|id| self.wants(*id))
     }
 
-    /// Records a check (once; unwanted checks are dropped).
-    pub fn record(&mut self, name: &'static str, started: Instant, verdict: Verdict) {
-        debug_assert!(rule_named(name).is_some(), "{name} is not in RULES");
+    fn recorded(&self, id: RuleId) -> bool {
+        self.results.iter().any(|c| c.id == id)
+    }
+
+    /// Records a check (once; unwanted checks are dropped). A broken rule
+    /// ends as its level says: FAIL, WARN or INFO.
+    pub fn record(&mut self, id: RuleId, started: Instant, verdict: Verdict) {
         // A failed setup check is always reported, whatever `only` says:
         // otherwise a run that could not start would look green.
         let setup_failed =
-            SETUP_CHECKS.contains(&name) && matches!(verdict, Err(Problem::Fail { .. }));
-        if (!self.wants(name) && !setup_failed) || self.recorded(name) {
+            SETUP_CHECKS.contains(&id) && matches!(verdict, Err(Problem::Fail { .. }));
+        if (!self.wants(id) && !setup_failed) || self.recorded(id) {
             return;
         }
         let (outcome, reason, evidence) = match verdict {
             Ok(note) => (Outcome::Pass, note, None),
-            Err(Problem::Fail { reason, evidence }) => (Outcome::Fail, reason, evidence),
+            Err(Problem::Fail { reason, evidence }) => (id.level().broken(), reason, evidence),
             Err(Problem::Skip(reason)) => (Outcome::Skip, reason, None),
         };
-        let check = Check {
-            name: name.to_owned(),
-            outcome,
-            reason,
-            evidence,
-            duration_ms: started.elapsed().as_millis(),
-        };
+        let mut check = Check::new(id, outcome, reason);
+        check.evidence = evidence.map(|e| *e);
+        check.duration_ms = started.elapsed().as_millis();
         if let Some(progress) = &self.cfg.progress {
             progress(&check);
         }
         self.results.push(check);
     }
 
-    /// Records SKIP for every wanted, unrecorded check among `names`.
-    pub fn skip_all(&mut self, names: &[&'static str], reason: &str) {
-        for name in names {
-            self.record(name, Instant::now(), Err(skip(reason)));
+    /// Records SKIP for every wanted, unrecorded check among `ids`.
+    pub fn skip_all(&mut self, ids: &[RuleId], reason: &str) {
+        for id in ids {
+            self.record(*id, Instant::now(), Err(skip(reason)));
         }
     }
 
     /// Records SKIP for every wanted, unrecorded check whose name starts
     /// with one of `prefixes`.
     pub fn skip_prefixed(&mut self, prefixes: &[&str], reason: &str) {
-        let names: Vec<&'static str> = RULES
+        let ids: Vec<RuleId> = RuleId::ALL
             .iter()
-            .filter(|r| prefixes.iter().any(|p| r.name.starts_with(p)))
-            .map(|r| r.name)
+            .copied()
+            .filter(|r| prefixes.iter().any(|p| r.name().starts_with(p)))
             .collect();
-        self.skip_all(&names, reason);
+        self.skip_all(&ids, reason);
     }
 
     /// The report, in catalogue order; every wanted check appears.
@@ -186,36 +189,14 @@ impl<'a> Runner<'a> {
             .stop
             .clone()
             .unwrap_or_else(|| "not reached".to_owned());
-        for rule in RULES {
-            let selected = self.cfg.only.is_empty()
-                || self
-                    .cfg
-                    .only
-                    .iter()
-                    .any(|p| rule.name.starts_with(p.as_str()));
-            if !selected || self.recorded(rule.name) {
+        for id in RuleId::ALL {
+            if !self.wants(*id) || self.recorded(*id) {
                 continue;
             }
-            let reason = if rule.pactd && !self.cfg.pactd_rules {
-                "a pactd choice, not a PACT rule: pass --pactd-rules to check it".to_owned()
-            } else {
-                fallback.clone()
-            };
-            self.results.push(Check {
-                name: rule.name.to_owned(),
-                outcome: Outcome::Skip,
-                reason,
-                evidence: None,
-                duration_ms: 0,
-            });
+            self.results
+                .push(Check::new(*id, Outcome::Skip, fallback.clone()));
         }
-        let order = |name: &str| {
-            RULES
-                .iter()
-                .position(|r| r.name == name)
-                .unwrap_or(usize::MAX)
-        };
-        self.results.sort_by_key(|c| order(&c.name));
+        self.results.sort_by_key(|c| c.id);
         Report {
             card_url: self.cfg.card_url.clone(),
             profile: self.cfg.profile.as_str().to_owned(),
@@ -386,7 +367,7 @@ impl<'a> Runner<'a> {
                     Err(e) => {
                         let why = format!("cannot serve the agent's JWKS on {addr}: {e:#}");
                         self.record(
-                            "§3.valid-token-accepted",
+                            RuleId::ValidTokenAccepted,
                             Instant::now(),
                             Err(fail(&why, None)),
                         );
@@ -401,30 +382,24 @@ impl<'a> Runner<'a> {
         // The card (PACT §2): no credentials.
         let started = Instant::now();
         let url = self.cfg.card_url.clone();
-        let verdict = match self
+        let fetched = self
             .send(Request::get(&url).follow_redirects(), Kind::Plain)
             .await
-        {
-            Err(p) => Err(p),
-            Ok(res) => {
-                let parsed = expect::ok_json(&res).and_then(|v| {
-                    card::parse(v, &res.url).map_err(|e| fail(e.to_string(), Some(&res)))
-                });
-                match parsed {
-                    Ok(info) => {
-                        let note = format!("{} at {}", info.name, info.iface);
-                        self.card = Some(info);
-                        self.card_res = Some(res);
-                        Ok(note)
-                    }
-                    Err(p) => Err(p),
-                }
-            }
-        };
+            .and_then(|res| {
+                let v = expect::ok_json(&res)?;
+                let info = card::parse(v, &res.url).map_err(|e| fail(e.to_string(), Some(&res)))?;
+                Ok((res, info))
+            });
+        let verdict = fetched.map(|(res, info)| {
+            let note = format!("{} at {}", info.name, info.iface);
+            self.card = Some(info);
+            self.card_res = Some(res);
+            note
+        });
         if self.card.is_none() {
             self.stop = Some("the Agent Card could not be read (§2.card-served)".to_owned());
         }
-        self.record("§2.card-served", started, verdict);
+        self.record(RuleId::CardServed, started, verdict);
         if self.stop.is_some() {
             return;
         }
@@ -442,20 +417,21 @@ impl<'a> Runner<'a> {
         let started = Instant::now();
         let sub = self.sub("baseline");
         let prompt = self.cfg.public_prompt.clone();
-        let verdict = match self.say(&sub, &prompt, None, None).await {
-            Err(p) => Err(p),
-            Ok(res) if res.status == 401 => Err(fail(self.registration_advice(), Some(&res))),
-            Ok(res) => expect::reply_message(&res).map(|m| {
+        let verdict = self.say(&sub, &prompt, None, None).await.and_then(|res| {
+            if res.status == 401 {
+                return Err(fail(self.registration_advice(), Some(&res)));
+            }
+            expect::reply_message(&res).map(|m| {
                 format!(
                     "replied in context {}",
                     m.get("contextId").and_then(Value::as_str).unwrap_or("?")
                 )
-            }),
-        };
+            })
+        });
         if let Err(Problem::Fail { reason, .. }) = &verdict {
             self.auth_problem = Some(reason.lines().next().unwrap_or("").to_owned());
         }
-        self.record("§3.valid-token-accepted", started, verdict);
+        self.record(RuleId::ValidTokenAccepted, started, verdict);
     }
 
     /// `true` when `http://{addr}/.well-known/jwks.json` already publishes
@@ -518,25 +494,25 @@ pub fn scope_set(s: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// `true` when `cfg` wants check `id`: all, or those matching `only`.
+fn selected(cfg: &Config, id: RuleId) -> bool {
+    cfg.only.is_empty() || cfg.only.iter().any(|p| id.name().starts_with(p.as_str()))
+}
+
 /// A failure for a setup report (the suite could not start).
 pub fn setup_failure(cfg: &Config, why: &str, duration: Duration) -> Report {
-    let checks = RULES
+    let reason = format!("the suite could not start: {why}");
+    let checks = RuleId::ALL
         .iter()
-        .filter(|r| {
-            r.name == "§2.card-served"
-                || cfg.only.is_empty()
-                || cfg.only.iter().any(|p| r.name.starts_with(p.as_str()))
-        })
-        .map(|r| Check {
-            name: r.name.to_owned(),
-            outcome: if r.name == "§2.card-served" {
+        .copied()
+        .filter(|id| *id == RuleId::CardServed || selected(cfg, *id))
+        .map(|id| {
+            let outcome = if id == RuleId::CardServed {
                 Outcome::Fail
             } else {
                 Outcome::Skip
-            },
-            reason: format!("the suite could not start: {why}"),
-            evidence: None,
-            duration_ms: 0,
+            };
+            Check::new(id, outcome, reason.clone())
         })
         .collect();
     Report {
