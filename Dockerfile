@@ -3,8 +3,10 @@
 # pactd in a container: `docker compose up` (see docker-compose.yml) or
 #   docker build -t pactd . && docker run -e DATABASE_URL=postgres://... -p 8080:8080 pactd
 #
-# The image runs `pactd serve` against an external PostgreSQL (DATABASE_URL). It carries no
-# PostgreSQL server, so `pactd dev` and its private cluster are for running from source.
+# The image runs `pactd serve` against an external PostgreSQL (DATABASE_URL or DATABASE_URL_FILE)
+# with the master key in a file (PACTD_MASTER_KEY_FILE; `pactd keys init-master-key` makes it once).
+# It carries no PostgreSQL server, so `pactd dev` and its private cluster are for running from
+# source. Every setting is listed in docs/configuration.md.
 
 # ---- build ------------------------------------------------------------------------------------
 FROM rust:1-bookworm AS builder
@@ -42,13 +44,23 @@ RUN groupadd --system --gid 10001 pactd \
 
 WORKDIR /app
 COPY --from=builder /usr/local/bin/pactd /usr/local/bin/pactd
-# Owned by root and read-only to pactd: the server reads these, it never writes them.
-COPY templates/ /app/templates/
-COPY static/ /app/static/
+# Templates and static files are compiled into the binary; nothing else is needed at run time.
+
+# The master key's directory, owned by pactd alone. A named volume mounted here starts as a copy of
+# it (owner and mode included), so the key file made by `pactd keys init-master-key` is readable by
+# uid 10001 only.
+RUN mkdir -p /var/lib/pactd/keys \
+    && chown -R 10001:10001 /var/lib/pactd \
+    && chmod 0700 /var/lib/pactd /var/lib/pactd/keys
 
 # Inside a container the server must listen beyond loopback for the published port to reach it.
 ENV PACTD_LISTEN=0.0.0.0:8080
 EXPOSE 8080
+
+# `pactd healthcheck` asks the server's /readyz on loopback (the port comes from PACTD_LISTEN) and
+# exits 0 on 200: healthy means serving and reaching the database. No curl is needed in the image.
+HEALTHCHECK --interval=10s --timeout=6s --start-period=30s --retries=3 \
+    CMD ["pactd", "healthcheck", "--timeout", "5"]
 
 USER 10001:10001
 ENTRYPOINT ["pactd"]

@@ -15,6 +15,7 @@ pub mod merchant;
 pub mod password_resets;
 pub mod receipts;
 pub mod scopes;
+pub mod sealed;
 pub mod sessions;
 pub mod sign_in_failures;
 pub mod signing_keys;
@@ -111,8 +112,16 @@ pub fn classify(err: &sqlx::Error) -> Failure {
 }
 
 /// Applies pending migrations.
+///
+/// Migrations are forward-only and additive first (docs/backup.md, "Upgrades"):
+/// during a rolling upgrade the new release migrates while nodes of the
+/// previous one still run, and any of those may restart. So versions applied
+/// by a newer pactd are tolerated here instead of refused; each migration this
+/// binary knows is still checked against its checksum.
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
-    MIGRATOR.run(pool).await
+    let mut migrator = sqlx::migrate!("../../migrations");
+    migrator.set_ignore_missing(true);
+    migrator.run(pool).await
 }
 
 /// True when the error is a unique-constraint violation (SQLSTATE 23505).

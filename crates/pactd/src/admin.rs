@@ -30,7 +30,7 @@ pub async fn run(
         Command::Grants(c) => grants(pool, c).await?,
         Command::Receipts(c) => receipts(pool, c).await?,
         Command::User(c) => user(pool, c).await?,
-        Command::Serve(_) | Command::Dev(_) => {}
+        Command::Serve(_) | Command::Dev(_) | Command::Healthcheck(_) => {}
     }
     Ok(())
 }
@@ -293,7 +293,13 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
                 );
             }
         }
-        KeysCommand::GenerateMasterKey => {}
+        KeysCommand::Rewrap {
+            new_master_key_file,
+        } => {
+            let old = master_key::for_admin(cli, data_dir)?;
+            crate::rewrap::run(pool, &old, new_master_key_file).await?;
+        }
+        KeysCommand::GenerateMasterKey | KeysCommand::InitMasterKey => {}
     }
     Ok(())
 }

@@ -29,6 +29,14 @@ pub struct Cli {
     /// A file holding the key-encryption key (preferred over the variable).
     #[arg(long, global = true, env = "PACTD_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
+    // Deployment settings (docs/configuration.md): secrets from files, log format.
+    /// A file holding the PostgreSQL URL, so a password stays out of the
+    /// environment and the process list (instead of DATABASE_URL).
+    #[arg(long, global = true, env = "DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
+    /// Log lines as human-readable `text` or one JSON object per line.
+    #[arg(long, global = true, env = "PACTD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,6 +67,31 @@ pub enum Command {
     /// Brand customers' built-in accounts (PACT §5.2 sign-in).
     #[command(subcommand)]
     User(UserCommand),
+    // Deployment commands.
+    /// Exit 0 when the local server answers /readyz with 200, else 1 (for
+    /// container HEALTHCHECKs; needs no curl).
+    Healthcheck(HealthcheckArgs),
+}
+
+/// The format of log lines on standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct HealthcheckArgs {
+    /// The server's listen address; an unspecified address (0.0.0.0, ::)
+    /// is checked on loopback [default: the config file's, else 127.0.0.1:8080].
+    #[arg(long, env = "PACTD_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Check only that the process answers (/healthz), not that it can reach the database.
+    #[arg(long)]
+    pub live: bool,
+    /// Seconds to wait for the answer.
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -111,6 +144,17 @@ pub enum KeysCommand {
     List,
     /// Print a new random master key (base64) for PACTD_MASTER_KEY.
     GenerateMasterKey,
+    /// Create the master key file (PACTD_MASTER_KEY_FILE) with a new random
+    /// key, mode 0600, unless it exists; an existing file is checked, never replaced.
+    InitMasterKey,
+    /// Re-seal every stored secret (signing keys, TOTP secrets, webhook
+    /// secrets) under a new master key, in one transaction. Stop every node
+    /// first; start them again with the new key.
+    Rewrap {
+        /// The file holding the new key (the current one comes from PACTD_MASTER_KEY_FILE).
+        #[arg(long, value_name = "PATH")]
+        new_master_key_file: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,13 +10,22 @@ use crate::{admin, master_key, settings};
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let file = settings::load_file(cli.config.as_deref())?;
-    let url = settings::database_url(&cli, &file);
+    let cli = settings::with_file_secrets(cli, &file);
+    // Deployment commands that need no database.
+    match &cli.command {
+        Command::Healthcheck(args) => return crate::healthcheck::run(args, &file).await,
+        Command::Keys(crate::cli::KeysCommand::InitMasterKey) => {
+            return master_key::init_file(&cli);
+        }
+        _ => {}
+    }
+    let url = settings::database_url(&cli, &file)?;
     let data_dir = settings::data_dir(&cli, &file);
     match &cli.command {
         Command::Serve(args) => {
             let Some(url) = url else {
                 bail!(
-                    "DATABASE_URL is not set. Set it (or `database_url` in --config) to your PostgreSQL, \
+                    "DATABASE_URL is not set. Set it (or DATABASE_URL_FILE, or `database_url` in --config) to your PostgreSQL, \
                      or run `pactd dev` for a local server with its own database"
                 );
             };

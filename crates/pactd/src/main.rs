@@ -5,14 +5,16 @@ mod admin_merchant;
 mod cli;
 mod commands;
 mod database;
+mod healthcheck;
 mod master_key;
+mod rewrap;
 mod settings;
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    init_tracing();
+    init_tracing(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -32,9 +34,10 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Human-readable logs by default, JSON with `PACTD_LOG_FORMAT=json`; level
-/// from `RUST_LOG`. Logs never carry tokens: handlers log reasons and ids only.
-fn init_tracing() {
+/// Human-readable logs by default, JSON with `--log-format json`
+/// (`PACTD_LOG_FORMAT=json`); level from `RUST_LOG`. Logs never carry tokens:
+/// handlers log reasons and ids only.
+fn init_tracing(format: cli::LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
@@ -43,7 +46,7 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    if std::env::var("PACTD_LOG_FORMAT").is_ok_and(|v| v == "json") {
+    if format == cli::LogFormat::Json {
         builder.json().init();
     } else {
         builder.init();

@@ -32,7 +32,7 @@ pub fn required(cli: &Cli) -> anyhow::Result<Arc<MasterKey>> {
     })
 }
 
-fn read_file(path: &Path) -> anyhow::Result<Arc<MasterKey>> {
+pub fn read_file(path: &Path) -> anyhow::Result<Arc<MasterKey>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read master key file {}", path.display()))?;
     let key = MasterKey::from_base64(&text)
@@ -68,6 +68,36 @@ pub fn dev_key(cli: &Cli, data_dir: &Path) -> anyhow::Result<Arc<MasterKey>> {
     write_private(&path, &key.to_base64())?;
     tracing::info!(path = %path.display(), "generated a development master key");
     Ok(Arc::new(key))
+}
+
+/// `pactd keys init-master-key`: the first start of a deployment (a container
+/// init service, a package's install script) makes the key file once. An
+/// existing file is never replaced, since that would make every sealed secret
+/// unreadable; it is only checked. Creating with `create_new` makes two racing
+/// first starts safe: one creates, the other finds the file.
+pub fn init_file(cli: &Cli) -> anyhow::Result<()> {
+    let Some(path) = &cli.master_key_file else {
+        anyhow::bail!(
+            "set PACTD_MASTER_KEY_FILE (or --master-key-file, or `master_key_file` in --config) \
+             to where the master key file belongs"
+        );
+    };
+    if path.exists() {
+        read_file(path)?;
+        println!("master key file {} exists; left unchanged", path.display());
+        return Ok(());
+    }
+    let key =
+        MasterKey::generate().map_err(|e| anyhow::anyhow!("cannot generate a master key: {e}"))?;
+    match write_private(path, &format!("{}\n", key.to_base64())) {
+        Ok(()) => {
+            println!("created master key file {} (mode 0600)", path.display());
+            Ok(())
+        }
+        // Another first start created it in the meantime: use theirs.
+        Err(_) if path.exists() => read_file(path).map(|_| ()),
+        Err(e) => Err(e),
+    }
 }
 
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {

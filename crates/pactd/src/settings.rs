@@ -38,6 +38,9 @@ pub struct FileSettings {
     pub rate_limit_code_misses: Option<String>,
     pub smtp_url: Option<String>,
     pub mail_from: Option<String>,
+    // Deployment: secrets from files (see `with_file_secrets`).
+    pub database_url_file: Option<PathBuf>,
+    pub master_key_file: Option<PathBuf>,
 }
 
 pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
@@ -49,10 +52,57 @@ pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
     toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
 }
 
-pub fn database_url(cli: &Cli, file: &FileSettings) -> Option<String> {
-    cli.database_url
-        .clone()
-        .or_else(|| file.database_url.clone())
+/// The PostgreSQL URL: flag or environment (`--database-url` or
+/// `--database-url-file`), else the config file's (`database_url` or
+/// `database_url_file`). Giving both forms at one level is refused rather
+/// than silently picking one.
+pub fn database_url(cli: &Cli, file: &FileSettings) -> anyhow::Result<Option<String>> {
+    if let Some(url) = one_of(
+        cli.database_url.as_ref(),
+        cli.database_url_file.as_deref(),
+        "DATABASE_URL (--database-url) and DATABASE_URL_FILE (--database-url-file)",
+    )? {
+        return Ok(Some(url));
+    }
+    one_of(
+        file.database_url.as_ref(),
+        file.database_url_file.as_deref(),
+        "`database_url` and `database_url_file` in the config file",
+    )
+}
+
+fn one_of(
+    value: Option<&String>,
+    path: Option<&Path>,
+    both: &str,
+) -> anyhow::Result<Option<String>> {
+    match (value, path) {
+        (Some(_), Some(_)) => anyhow::bail!("{both} are both set: keep one"),
+        (Some(v), None) => Ok(Some(v.clone())),
+        (None, Some(p)) => read_secret_file(p).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// A secret kept in a file (`*_FILE`, Docker and systemd credentials): the
+/// whole file less surrounding whitespace, so a trailing newline is harmless.
+/// The error names the file, never its contents.
+pub fn read_secret_file(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read secret file {}", path.display()))?;
+    let value = text.trim();
+    anyhow::ensure!(!value.is_empty(), "secret file {} is empty", path.display());
+    Ok(value.to_owned())
+}
+
+/// Carries the config file's `master_key_file` into `cli` when neither the
+/// flags nor the environment name a key, so every command that needs the key
+/// finds it in one place.
+pub fn with_file_secrets(mut cli: Cli, file: &FileSettings) -> Cli {
+    if cli.master_key.is_none() && cli.master_key_file.is_none() {
+        cli.master_key_file.clone_from(&file.master_key_file);
+    }
+    cli
 }
 
 pub fn data_dir(cli: &Cli, file: &FileSettings) -> PathBuf {

@@ -1,0 +1,70 @@
+//! Every value stored sealed with the master key, read and rewritten row by
+//! row for `pactd keys rewrap`. A new sealed column belongs in
+//! [`SEALED_COLUMNS`] and here; a test compares that list with the schema, so a
+//! column cannot be forgotten by the rewrap.
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+/// (table, column) of every sealed value. By convention the column name
+/// contains `sealed`, which is what the schema test looks for.
+pub const SEALED_COLUMNS: &[(&str, &str)] = &[
+    ("signing_keys", "private_sealed"),
+    ("users", "totp_secret_sealed"),
+    ("brand_webhook_secrets", "sealed"),
+];
+
+/// Every signing key's sealed private part, locked until the transaction ends.
+pub async fn lock_signing_keys(db: &mut PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
+    sqlx::query_as("select kid, private_sealed from signing_keys order by kid for update")
+        .fetch_all(db)
+        .await
+}
+
+pub async fn set_signing_key(db: &mut PgConnection, kid: &str, sealed: &[u8]) -> DbResult<()> {
+    sqlx::query("update signing_keys set private_sealed = $2 where kid = $1")
+        .bind(kid)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Every user's sealed TOTP secret, locked until the transaction ends.
+pub async fn lock_totp_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, Vec<u8>)>> {
+    sqlx::query_as(
+        "select id, totp_secret_sealed from users where totp_secret_sealed is not null \
+         order by id for update",
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Replaces the sealed form only; unlike `users::set_totp` it keeps the last
+/// accepted step, so a re-sealed secret still refuses a replayed code.
+pub async fn set_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
+    sqlx::query("update users set totp_secret_sealed = $2 where id = $1")
+        .bind(id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Every webhook secret (current, in grace and retired), locked until the transaction ends.
+pub async fn lock_webhook_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, String, Vec<u8>)>> {
+    sqlx::query_as("select id, brand_id, sealed from brand_webhook_secrets order by id for update")
+        .fetch_all(db)
+        .await
+}
+
+pub async fn set_webhook_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
+    sqlx::query("update brand_webhook_secrets set sealed = $2 where id = $1")
+        .bind(id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
