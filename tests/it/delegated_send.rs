@@ -1323,6 +1323,58 @@ async fn during_the_overlap_a_new_key_is_published_but_the_old_key_still_signs()
     verified_receipt(&app, &v["message"]).await;
 }
 
+/// PACT §5.4: a retired key stops being published, and its tokens stop being
+/// accepted, at its stated unpublish instant — on a node whose last reload
+/// was before that instant (no NOTIFY, no housekeeping tick in between).
+#[tokio::test]
+async fn a_retired_key_is_unpublished_and_refused_at_its_instant_without_a_reload() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let old = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let old_kid = jws_json(&old, 0)["kid"].as_str().unwrap().to_owned();
+
+    let rotated_at = OffsetDateTime::now_utc();
+    let retain = Duration::seconds(1);
+    let new_kid =
+        pact_server::keys::rotate(&app.db, &app.master_key, rotated_at, Duration::ZERO, retain)
+            .await
+            .unwrap();
+    // The node's one reload, before the instant.
+    app.state.keys.refresh(&app.db).await.unwrap();
+    let unpublish_at: OffsetDateTime =
+        sqlx::query_scalar("select unpublish_at from signing_keys where kid = $1")
+            .bind(&old_kid)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert!((unpublish_at - (rotated_at + retain)).abs() < Duration::milliseconds(1));
+    let snapshot = app.state.keys.current();
+    let kids_at = |t: OffsetDateTime| -> Vec<String> {
+        snapshot.published(t).jwks_document()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(kids_at(unpublish_at - Duration::nanoseconds(1)).contains(&old_kid));
+    assert_eq!(kids_at(unpublish_at), vec![new_kid.clone()]);
+
+    // Past the instant (the wait is the retention, one second).
+    let wait = unpublish_at - OffsetDateTime::now_utc() + Duration::milliseconds(50);
+    if wait.is_positive() {
+        tokio::time::sleep(wait.unsigned_abs()).await;
+    }
+    let jwks = app.provider_jwks().await;
+    let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
+    assert_eq!(kids, vec![new_kid.as_str()]);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &old, "m1", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 401);
+}
+
 // ---------------------------------------------------------------------------
 // Two nodes, one database
 // ---------------------------------------------------------------------------

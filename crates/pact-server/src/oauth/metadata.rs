@@ -73,5 +73,11 @@ pub async fn jwks(
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
     offered_scopes(&state, &brand_id).await?;
-    Ok(public_json(&state.keys.current().published.jwks_document()))
+    Ok(public_json(
+        &state
+            .keys
+            .current()
+            .published(time::OffsetDateTime::now_utc())
+            .jwks_document(),
+    ))
 }
