@@ -642,6 +642,32 @@ async fn code_entry_is_rate_limited_per_ip() {
     assert!(header(&res, "retry-after").parse::<u64>().unwrap() >= 1);
 }
 
+/// A value with a right-to-left override stored before such values were
+/// refused is shown on consent with the character made visible, never
+/// rendered (which would show the rest of the value reversed).
+#[tokio::test]
+async fn a_bidi_value_on_the_consent_page_is_shown_visibly() {
+    let s = setup().await;
+    let details = json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}]);
+    let auth = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read orders:cancel", Some(&details))
+        .await;
+    sqlx::query("update device_authorizations set authorization_details = $1 where user_code = $2")
+        .bind(json!([{"type": "order_cancellation", "order_ids": ["DEMO-1\u{202E}9"]}]))
+        .bind(auth.user_code.replace('-', ""))
+        .execute(&s.app.db)
+        .await
+        .unwrap();
+    let user = s.user("ann@example.com").await;
+    let (b, _) = signed_in(&s.app, &user).await;
+    assert_eq!(enter_code(&b, &auth.user_code).await.status(), 303);
+    let (status, html) = b.get_html("/device/consent").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("DEMO-1[U+202E]9"), "{html}");
+    assert!(!html.contains('\u{202E}'));
+}
+
 // ------------------------------------------------------------------ brand login
 
 /// Gives `brand` its own login, with `signer`'s JWKS.

@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use pact_db::PgPool;
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
+use pact_server::domain::hidden_chars;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -98,6 +99,9 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             }
             if description.trim().is_empty() || description.len() > 500 {
                 bail!("the description must be 1–500 characters: it is shown to people verbatim");
+            }
+            if let Some(c) = hidden_chars::first_hidden(description) {
+                bail!("{}", hidden_chars::refusal("the description", c));
             }
             pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
             println!("scope {scope_id} on {brand_id}: {description}");
@@ -221,6 +225,10 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             pact_jose::check_jwks_uri(jwks_uri, true)
                 .map_err(|e| anyhow::anyhow!("invalid --jwks-uri: {e}"))?;
             let name = name.clone().unwrap_or_else(|| issuer.clone());
+            // The name is shown on consent: it must look like what it is.
+            if let Some(c) = hidden_chars::first_hidden(&name) {
+                bail!("{}", hidden_chars::refusal("the agent name", c));
+            }
             let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
             println!(
                 "registered {} (jwks {}), {}",

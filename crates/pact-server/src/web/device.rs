@@ -44,7 +44,7 @@ use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use crate::client_ip::ClientIp;
 use crate::consent::{self, Approval, ConsentError};
-use crate::domain::{authz_details, user_code};
+use crate::domain::{authz_details, hidden_chars, user_code};
 use crate::state::AppState;
 
 /// The brand name shown before any code is known.
@@ -460,13 +460,19 @@ async fn consent_page(
 ) -> Result<Response, PageError> {
     let now = OffsetDateTime::now_utc();
     let agent = pact_db::agents::find(&app.db, &d.auth.pa_issuer).await?;
-    let agent_name = agent.map_or_else(|| "An unregistered agent".to_owned(), |a| a.name);
+    // Names and descriptions are registered by operators, but shown visibly
+    // all the same: the person must see what the text really holds.
+    let agent_name = agent.map_or_else(
+        || "An unregistered agent".to_owned(),
+        |a| hidden_chars::visible(&a.name),
+    );
     let offered = brand_scopes(app, &d.brand.id).await?;
     let describe = |id: &str| {
-        offered
+        let text = offered
             .iter()
             .find(|s| s.scope_id == id)
-            .map_or_else(|| id.to_owned(), |s| s.description.clone())
+            .map_or_else(|| id.to_owned(), |s| s.description.clone());
+        hidden_chars::visible(&text)
     };
     let scopes = d
         .auth
