@@ -97,6 +97,10 @@ pub fn router(state: AppState) -> Router {
             "/account/grants/{id}/revoke",
             get(web::account::confirm_revoke).post(web::account::revoke),
         )
+        .route(
+            "/account/delete",
+            get(web::account_delete::confirm).post(web::account_delete::delete),
+        )
         .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
         .route(
             "/account/sessions/sign-out-others",
