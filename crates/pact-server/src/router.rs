@@ -145,6 +145,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/a2a/{brand}/oauth/jwks.json", get(metadata::jwks))
         .route(
+            "/a2a/{brand}/oauth/receipt-keys.json",
+            get(metadata::receipt_keys),
+        )
+        .route(
             "/a2a/{brand}/oauth/device_authorization",
             post(device_authorization::device_authorization),
         )
