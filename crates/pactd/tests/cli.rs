@@ -425,6 +425,56 @@ async fn brand_add_lists_the_brand_refuses_a_duplicate_and_refuses_an_invalid_id
     assert!(!list.contains("Bad"), "{list}");
 }
 
+/// Names and descriptions shown on consent may not hold characters that
+/// make them display differently from what they are (U+202E reverses the
+/// rest of the line; U+200B is invisible).
+#[tokio::test(flavor = "multi_thread")]
+async fn bidi_and_invisible_characters_are_refused_in_shown_text() {
+    let db = pact_tests::db::fresh_database().await;
+    let name = "Shop\u{202E}tnegA";
+    let refused = run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "add",
+            "--issuer",
+            "https://pa.example",
+            "--jwks-uri",
+            "https://pa.example/jwks.json",
+            "--name",
+            name,
+        ],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("U+202E"),
+        "{}",
+        refused.describe()
+    );
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert!(!list.succeeded().contains("pa.example"));
+    run(pactd_on(&db), &["brand", "add", "acme", "--name", "Acme"])
+        .await
+        .succeeded();
+    let refused = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "scope",
+            "add",
+            "acme",
+            "orders:peek",
+            "See\u{200B} your orders",
+        ],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("U+200B"),
+        "{}",
+        refused.describe()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
     let db = pact_tests::db::fresh_database().await;
