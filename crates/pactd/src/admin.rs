@@ -349,18 +349,21 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
 }
 
 async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
-    let ReceiptsCommand::Verify { grant } = c;
+    let ReceiptsCommand::Verify { grant, held } = c;
     let grant_id = grant
         .as_deref()
         .map(str::parse::<Uuid>)
         .transpose()
         .context("a grant id is a UUID")?;
+    let keys = pact_server::keys::all_public_keys(pool).await?;
+    if let Some(path) = held {
+        held_receipts_are_stored(pool, &keys, path).await?;
+    }
     let list = pact_db::receipts::list(pool, grant_id).await?;
     if list.is_empty() {
         println!("no receipts");
         return Ok(());
     }
-    let keys = pact_server::keys::all_public_keys(pool).await?;
     let breaks = pact_server::domain::receipt_chain::verify(&list, &keys);
     let grants: std::collections::BTreeSet<Uuid> = list.iter().map(|r| r.grant_id).collect();
     if breaks.is_empty() {
@@ -378,6 +381,59 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
         );
     }
     bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
+}
+
+/// The receipts in `path` that pactd signed must all be in the store. The
+/// store's own chains cannot show that their newest receipts, or a whole
+/// grant's chain, were cut; a receipt held elsewhere (by the PA it was given
+/// to, PACT §5.6) and signed by us can. Items are `{jws, claims}` or a
+/// `pact-agent` record holding one under `receipt`.
+async fn held_receipts_are_stored(
+    pool: &PgPool,
+    keys: &pact_jose::ProviderKeySet,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let items = doc
+        .as_array()
+        .with_context(|| format!("{} is not a JSON array of receipts", path.display()))?;
+    let stored: std::collections::BTreeSet<String> = pact_db::receipts::list(pool, None)
+        .await?
+        .into_iter()
+        .map(|r| r.jws)
+        .collect();
+    let (mut ours, mut missing, mut foreign) = (0usize, 0usize, 0usize);
+    for item in items {
+        let value = item.get("receipt").unwrap_or(item);
+        let Ok(receipt) = serde_json::from_value::<pact_proto::oauth::Receipt>(value.clone())
+        else {
+            foreign += 1;
+            continue;
+        };
+        let Ok(claims) = pact_jose::verify_receipt(&receipt, keys) else {
+            // Not provably ours: proves nothing either way.
+            foreign += 1;
+            continue;
+        };
+        ours += 1;
+        if !stored.contains(&receipt.jws) {
+            missing += 1;
+            println!(
+                "MISSING: a receipt pactd signed is not in the store (grant {}, {}): the store was cut or a chain deleted",
+                claims.grant_id, claims.ts
+            );
+        }
+    }
+    println!(
+        "held: {ours} receipt(s) signed by pactd, {missing} missing from the store; {foreign} not verifiable with pactd's keys (ignored)"
+    );
+    if missing > 0 {
+        bail!("{missing} receipt(s) signed by pactd are missing from the store");
+    }
+    Ok(())
 }
 
 /// Whether `brand set` was given any of the settings `brand_set` stores.
