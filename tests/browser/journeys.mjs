@@ -186,6 +186,25 @@ try {
     await page.keyboard.press('Tab');
     result.first_focus = await page.evaluate(() => document.activeElement && document.activeElement.textContent);
     result.report = report;
+  } else if (journey === 'login-csrf') {
+    // The victim enters their own code and reaches the brand-login hand-off.
+    await openLinkAndConfirm();
+    await expectHeading('Sign in to');
+    await snap('brand-login-link');
+    const session = async () =>
+      ((await context.cookies(input.base)).find((c) => c.name === 'pactd_session') || {}).value;
+    const before = await session();
+    // Another site auto-submits the attacker's genuine assertion (an opaque
+    // origin: cross-site to pactd).
+    await page.goto('about:blank');
+    await page.setContent(`<form id="f" method="post" action="${input.base}/device/assertion">
+      <input type="hidden" name="assertion" value="${input.planted}"></form>
+      <script>document.getElementById('f').submit()</script>`);
+    await page.waitForURL(`${input.base}/device/assertion`);
+    await expectHeading('Sign-in not accepted');
+    await snap('refused');
+    result.text = await page.locator('main').innerText();
+    result.same_session = before !== undefined && before === (await session());
   } else {
     throw new Error(`unknown journey ${journey}`);
   }

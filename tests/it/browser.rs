@@ -271,3 +271,87 @@ async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 }
+
+/// Login CSRF through the brand's own login, in Chromium: the victim is on
+/// their way to the brand's login for their own code when another site
+/// auto-submits the attacker's genuine assertion (made for the attacker's
+/// own trip). pactd refuses it and the victim's session stays as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_site_auto_submitted_assertion_is_refused_in_a_real_browser() {
+    use pact_tests::pa::{compact, now};
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let login_iss = "https://login.demo.example";
+    let signer = pact_tests::TestPa::start(login_iss).await;
+    for (k, v) in [
+        ("login_url", "https://login.demo.example/signin"),
+        ("login_jwks_uri", signer.jwks_uri.as_str()),
+    ] {
+        pact_db::brands::set_setting(&app.db, "demo", k, &json!(v))
+            .await
+            .unwrap();
+    }
+
+    // The attacker's own trip to the brand's login, with their own browser.
+    let attacker_auth = app
+        .device_authorize(&pa, "pa-mallory", "orders:read", None)
+        .await;
+    let attacker = pact_tests::pages::Browser::new(&app);
+    let html = attacker
+        .submit(
+            "/device",
+            "/device",
+            &[("user_code", &attacker_auth.user_code)],
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    let at = html
+        .find("state=")
+        .expect("a brand-login link with a state");
+    let state: String = html[at + 6..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    let t = now();
+    let planted = compact(
+        &signer.header(),
+        &json!({
+            "iss": login_iss,
+            "aud": format!("{}/device/assertion", app.state.config.public_url),
+            "sub": "attacker-7",
+            "user_code": attacker_auth.user_code,
+            "state": state,
+            "jti": uuid::Uuid::new_v4().to_string(),
+            "iat": t,
+            "exp": t + 120,
+        }),
+        &signer.current_key(),
+    );
+
+    let victim_auth = app
+        .device_authorize(&pa, "pa-victim", "orders:read", None)
+        .await;
+    let mut inp = json!({
+        "base": app.state.config.public_url,
+        "link": victim_auth.body["verification_uri_complete"].clone(),
+        "user_code": victim_auth.user_code,
+    });
+    inp["planted"] = json!(planted);
+    let out = journey("login-csrf", inp).await;
+    assert_eq!(out["same_session"], true, "{out}");
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("not started in this browser"),
+        "{out}"
+    );
+    let signed_in_as_attacker: i64 =
+        sqlx::query_scalar("select count(*) from sessions where external_sub is not null")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(signed_in_as_attacker, 0);
+}

@@ -700,6 +700,68 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
     std::fs::remove_dir_all(home.dir()).ok();
 }
 
+/// A receipt kept before its signing key was rotated out and unpublished
+/// still verifies in `pact-agent receipts`: the key left `jwks_uri`, but the
+/// brand's receipt key archive (`receipt_keys_uri` in its metadata) keeps it.
+#[tokio::test]
+async fn an_old_receipt_still_verifies_after_its_key_was_unpublished() {
+    let (app, home, _identity, _jwks) = pactd_with_agent().await;
+    let agent = client::Agent::load(home.clone(), None).unwrap();
+    let (carol, _) = demo_accounts(&app).await;
+    let mut person = ApprovingPerson {
+        browser: Arc::new(PactdBrowser::new(carol).unwrap()),
+        links: 0,
+    };
+    let send = client::SendOptions {
+        card_url: app.state.config.card_url("demo"),
+        text: "Show me my orders".to_owned(),
+        ..Default::default()
+    };
+    let reply = client::send(&agent, &send, &mut person).await.unwrap();
+    assert!(matches!(reply, Reply::Message { .. }), "{reply:?}");
+    let checks = client::check_receipts(&agent).await.unwrap();
+    assert_eq!(checks.len(), 1);
+    assert!(checks[0].signature.is_ok(), "{checks:?}");
+    let old_kid = checks[0].stored.receipt["jws"]
+        .as_str()
+        .unwrap()
+        .split('.')
+        .next()
+        .map(|h| {
+            let h: serde_json::Value = serde_json::from_slice(
+                &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, h)
+                    .unwrap(),
+            )
+            .unwrap();
+            h["kid"].as_str().unwrap().to_owned()
+        })
+        .unwrap();
+
+    // Rotated, and the old key's retention already over: it is gone from
+    // the JWKS.
+    let now = time::OffsetDateTime::now_utc();
+    pact_server::keys::rotate(
+        &app.db,
+        &app.master_key,
+        now - time::Duration::hours(2),
+        time::Duration::ZERO,
+        time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    app.state.keys.refresh(&app.db).await.unwrap();
+    let jwks = app.provider_jwks().await;
+    assert!(
+        jwks.iter().all(|k| k["kid"] != old_kid.as_str()),
+        "{jwks:?}"
+    );
+
+    let checks = client::check_receipts(&agent).await.unwrap();
+    assert_eq!(checks.len(), 1);
+    assert!(checks[0].signature.is_ok(), "{checks:?}");
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
 /// A person who reads the store's message and approves the link in it (the
 /// approval itself goes through the harness, as the consent page would do
 /// it), never the one the agent shows. Records the codes in the store's messages and the codes the agent

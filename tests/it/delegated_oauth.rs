@@ -362,6 +362,38 @@ async fn malformed_authorization_details_are_refused_and_store_nothing() {
     assert_eq!(device_authorizations(&app).await, 0);
 }
 
+/// PACT §5.7: a value that would display differently from what is enforced
+/// (a right-to-left override, a zero-width space, an isolate) is refused at
+/// request time with `invalid_authorization_details`, naming the character.
+#[tokio::test]
+async fn authorization_details_with_invisible_or_bidi_characters_are_refused() {
+    let app = delegation_app().await;
+    let pa = app.registered_pa(ISS).await;
+    for hidden in ['\u{202E}', '\u{200B}', '\u{2066}', '\u{200F}'] {
+        let details =
+            json!([{"type": "order_cancellation", "order_ids": [format!("DEMO-1{hidden}9")]}])
+                .to_string();
+        let got = authorize(
+            &app,
+            &pa,
+            "u1",
+            &[
+                ("client_id", ISS),
+                ("scope", "orders:cancel"),
+                ("authorization_details", &details),
+            ],
+        )
+        .await;
+        assert_error(&got, 400, "invalid_authorization_details");
+        let why = got.1["error_description"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("U+{:04X}", u32::from(hidden))),
+            "{why}"
+        );
+    }
+    assert_eq!(device_authorizations(&app).await, 0);
+}
+
 /// PACT §5.7, §5.3, §5.4: approved details are stored with the grant, appear in
 /// the token response and the delegation JWT, and survive refresh.
 #[tokio::test]

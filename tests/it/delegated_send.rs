@@ -1323,6 +1323,58 @@ async fn during_the_overlap_a_new_key_is_published_but_the_old_key_still_signs()
     verified_receipt(&app, &v["message"]).await;
 }
 
+/// PACT §5.4: a retired key stops being published, and its tokens stop being
+/// accepted, at its stated unpublish instant — on a node whose last reload
+/// was before that instant (no NOTIFY, no housekeeping tick in between).
+#[tokio::test]
+async fn a_retired_key_is_unpublished_and_refused_at_its_instant_without_a_reload() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let old = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let old_kid = jws_json(&old, 0)["kid"].as_str().unwrap().to_owned();
+
+    let rotated_at = OffsetDateTime::now_utc();
+    let retain = Duration::seconds(1);
+    let new_kid =
+        pact_server::keys::rotate(&app.db, &app.master_key, rotated_at, Duration::ZERO, retain)
+            .await
+            .unwrap();
+    // The node's one reload, before the instant.
+    app.state.keys.refresh(&app.db).await.unwrap();
+    let unpublish_at: OffsetDateTime =
+        sqlx::query_scalar("select unpublish_at from signing_keys where kid = $1")
+            .bind(&old_kid)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert!((unpublish_at - (rotated_at + retain)).abs() < Duration::milliseconds(1));
+    let snapshot = app.state.keys.current();
+    let kids_at = |t: OffsetDateTime| -> Vec<String> {
+        snapshot.published(t).jwks_document()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(kids_at(unpublish_at - Duration::nanoseconds(1)).contains(&old_kid));
+    assert_eq!(kids_at(unpublish_at), vec![new_kid.clone()]);
+
+    // Past the instant (the wait is the retention, one second).
+    let wait = unpublish_at - OffsetDateTime::now_utc() + Duration::milliseconds(50);
+    if wait.is_positive() {
+        tokio::time::sleep(wait.unsigned_abs()).await;
+    }
+    let jwks = app.provider_jwks().await;
+    let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
+    assert_eq!(kids, vec![new_kid.as_str()]);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &old, "m1", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 401);
+}
+
 // ---------------------------------------------------------------------------
 // Two nodes, one database
 // ---------------------------------------------------------------------------
@@ -1522,4 +1574,163 @@ async fn revoking_all_of_an_agents_grants_refuses_its_tokens_before_its_pa_jwt()
         .send_delegated("demo", &pa_jwt, &token, "m3", "show my orders", None)
         .await;
     assert_invalid_token(res).await;
+}
+
+/// A person deletes their own account on node A's `/account`: after the
+/// password is asked again, every grant is revoked and the very next call
+/// with their token on node B is refused, as is their refresh token; their
+/// email, factors and sessions are erased, while the revoked grant and its
+/// receipts (which name only the opaque user id) stay as evidence.
+#[tokio::test]
+async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_node() {
+    use pact_tests::pages::{Browser, add_user};
+    let a = TestApp::spawn_with(behind_one_public_url).await;
+    a.enable_demo_delegation().await;
+    let pa = a.registered_pa(ISS).await;
+    let b = a.spawn_peer(behind_one_public_url).await;
+    let password = "correct horse battery staple";
+    let user = add_user(&a, "demo", "ann@example.com", password).await;
+    let subject = user.subject();
+    let tokens = a
+        .node_connect("demo", &pa, SUB, &subject, &["orders:read"], None)
+        .await;
+    let token = access(&tokens);
+    let grant = grant_of(&token);
+    let pa_jwt = pa.token(SUB, "http://pactd.test/a2a");
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    let first = receipt(&ok_json(res).await["message"]);
+
+    // Ann's browser on node A, signed in (the session made straight in the
+    // database; the sign-in pages are tested elsewhere).
+    let (raw, hash) = pact_server::domain::secrets::new_secret();
+    let (csrf, _) = pact_server::domain::secrets::new_secret();
+    pact_db::sessions::insert(
+        &a.db,
+        &hash,
+        &csrf,
+        &pact_db::sessions::SessionState {
+            brand_id: Some("demo".into()),
+            user_id: Some(user.id),
+            ..Default::default()
+        },
+        OffsetDateTime::now_utc() + Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    let browser = Browser::new(&a);
+    browser.jar.add_cookie_str(
+        &format!("pactd_session={raw}"),
+        &reqwest::Url::parse(&a.base_url).unwrap(),
+    );
+    let (status, html) = browser.get_html("/account/delete").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("1 connected now"), "{html}");
+
+    // The browser alone is not enough: a wrong password deletes nothing.
+    let res = browser
+        .submit(
+            "/account/delete",
+            "/account/delete",
+            &[("confirm", "yes"), ("password", "wrong password entirely")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        pact_db::users::find(&a.db, user.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m2",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+
+    let res = browser
+        .submit(
+            "/account/delete",
+            "/account/delete",
+            &[("confirm", "yes"), ("password", password)],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("Your account was deleted")
+    );
+
+    // At once on node B: the token and the refresh token are dead.
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&bearer(&token)),
+            "m3",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_invalid_token(res).await;
+    let res = b
+        .http
+        .post(b.node_a2a_url("demo", "oauth/token"))
+        .bearer_auth(pa.token(SUB, b.audience()))
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+            ("client_id", ISS),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_grant", "{body}");
+
+    // Personal data erased; evidence kept.
+    assert!(
+        pact_db::users::find(&a.db, user.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let left: i64 = sqlx::query_scalar(
+        "select (select count(*) from sessions where user_id = $1) \
+         + (select count(*) from users where email = 'ann@example.com')",
+    )
+    .bind(user.id)
+    .fetch_one(&a.db)
+    .await
+    .unwrap();
+    assert_eq!(left, 0);
+    let g = pact_db::grants::find(&a.db, grant).await.unwrap().unwrap();
+    assert_eq!(g.user_sub, subject);
+    assert_eq!(
+        g.revoked_reason.as_deref(),
+        Some(pact_db::grants::reason::ACCOUNT_DELETED)
+    );
+    let kept = pact_db::receipts::list(&a.db, None).await.unwrap();
+    assert!(kept.iter().any(|r| r.jws == first.jws));
+    assert!(
+        within_a_second(|| b.state.revocations.is_revoked(grant)).await,
+        "node B did not hear of the revocation within a second"
+    );
 }

@@ -642,6 +642,32 @@ async fn code_entry_is_rate_limited_per_ip() {
     assert!(header(&res, "retry-after").parse::<u64>().unwrap() >= 1);
 }
 
+/// A value with a right-to-left override stored before such values were
+/// refused is shown on consent with the character made visible, never
+/// rendered (which would show the rest of the value reversed).
+#[tokio::test]
+async fn a_bidi_value_on_the_consent_page_is_shown_visibly() {
+    let s = setup().await;
+    let details = json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}]);
+    let auth = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read orders:cancel", Some(&details))
+        .await;
+    sqlx::query("update device_authorizations set authorization_details = $1 where user_code = $2")
+        .bind(json!([{"type": "order_cancellation", "order_ids": ["DEMO-1\u{202E}9"]}]))
+        .bind(auth.user_code.replace('-', ""))
+        .execute(&s.app.db)
+        .await
+        .unwrap();
+    let user = s.user("ann@example.com").await;
+    let (b, _) = signed_in(&s.app, &user).await;
+    assert_eq!(enter_code(&b, &auth.user_code).await.status(), 303);
+    let (status, html) = b.get_html("/device/consent").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("DEMO-1[U+202E]9"), "{html}");
+    assert!(!html.contains('\u{202E}'));
+}
+
 // ------------------------------------------------------------------ brand login
 
 /// Gives `brand` its own login, with `signer`'s JWKS.
@@ -656,13 +682,14 @@ async fn brand_login(app: &TestApp, brand: &str, url: &str, signer: &TestPa) {
     }
 }
 
-fn assertion_claims(app: &TestApp, user_code: &str) -> Value {
+fn assertion_claims(app: &TestApp, user_code: &str, state: &str) -> Value {
     let t = now();
     json!({
         "iss": LOGIN_ISS,
         "aud": format!("{}/device/assertion", app.state.config.public_url),
         "sub": "brand-user-42",
         "user_code": user_code,
+        "state": state,
         "jti": Uuid::new_v4().to_string(),
         "iat": t,
         "exp": t + 120,
@@ -671,6 +698,25 @@ fn assertion_claims(app: &TestApp, user_code: &str) -> Value {
 
 fn sign(signer: &TestPa, claims: &Value) -> String {
     compact(&signer.header(), claims, &signer.current_key())
+}
+
+/// The `state` of the brand-login link on a page (what the brand must echo).
+fn link_state(html: &str) -> String {
+    let at = html
+        .find("state=")
+        .unwrap_or_else(|| panic!("no brand-login link with a state:\n{html}"));
+    html[at + 6..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
+}
+
+/// Enters `code` and leaves for the brand's login as the person would;
+/// returns the link's `state`.
+async fn leave_for_brand_login(b: &Browser, code: &str) -> String {
+    let (status, html) = page(enter_code(b, code).await).await;
+    assert_eq!(status, 200, "{html}");
+    link_state(&html)
 }
 
 /// POSTs an assertion as the brand's login page would: cross-site.
@@ -694,16 +740,17 @@ async fn a_brand_login_assertion_signs_the_person_in_for_consent() {
     let b = Browser::new(&s.app);
     let (status, html) = page(enter_code(&b, &auth.user_code).await).await;
     assert_eq!(status, 200);
+    let state = link_state(&html);
     let return_to = pact_tests::pages::enc(&format!("{}/device/assertion", s.app.base_url));
     let link = format!(
-        "{LOGIN_URL}?user_code={}&amp;return_to={return_to}",
+        "{LOGIN_URL}?user_code={}&amp;state={state}&amp;return_to={return_to}",
         auth.user_code
     );
     let link_alt = link.replace("&amp;", "&#38;");
     assert!(html.contains(&link) || html.contains(&link_alt), "{html}");
     let before = b.session_cookie().unwrap();
 
-    let token = sign(&signer, &assertion_claims(&s.app, &auth.user_code));
+    let token = sign(&signer, &assertion_claims(&s.app, &auth.user_code, &state));
     let res = post_assertion(&b, &token).await;
     assert_eq!(res.status(), 303);
     assert_eq!(location(&res), "/device/consent");
@@ -713,9 +760,10 @@ async fn a_brand_login_assertion_signs_the_person_in_for_consent() {
     assert_eq!(status, 200);
     assert!(html.contains("brand-user-42"));
 
-    // Replay: refused, and the session stays as it was.
+    // Replay: refused (the hand-off cookie was spent with it), and the
+    // session stays as it was.
     let res = post_assertion(&b, &token).await;
-    assert_eq!(res.status(), 401);
+    assert_eq!(res.status(), 403);
     assert!(set_cookie(&res).is_none());
     assert_eq!(b.session_cookie().unwrap(), after);
 
@@ -746,14 +794,17 @@ async fn an_assertion_with_amr_mfa_satisfies_step_up() {
 
     let auth = s.authorize().await;
     let b = Browser::new(&s.app);
-    let token = sign(&signer, &assertion_claims(&s.app, &auth.user_code));
+    let state = leave_for_brand_login(&b, &auth.user_code).await;
+    let token = sign(&signer, &assertion_claims(&s.app, &auth.user_code, &state));
     assert_eq!(post_assertion(&b, &token).await.status(), 303);
     let (status, html) = page(decide(&b, &both).await).await;
     assert_eq!(status, 403, "the brand did not vouch for a second factor");
     assert!(html.contains("needs a second factor"));
     assert_eq!(s.status(&auth).await, "pending");
+    // The way back to the brand's login binds this browser again.
+    let state = link_state(&html);
 
-    let mut claims = assertion_claims(&s.app, &auth.user_code);
+    let mut claims = assertion_claims(&s.app, &auth.user_code, &state);
     claims["amr"] = json!(["pwd", "mfa"]);
     assert_eq!(
         post_assertion(&b, &sign(&signer, &claims)).await.status(),
@@ -800,7 +851,11 @@ async fn bad_brand_login_assertions_are_refused_and_change_nothing() {
         .unwrap()
         .to_owned();
 
-    let good = assertion_claims(&s.app, &auth.user_code);
+    // A browser that entered the code (which gives it a session) and left for
+    // the brand's login page.
+    let b = Browser::new(&s.app);
+    let state = leave_for_brand_login(&b, &auth.user_code).await;
+    let good = assertion_claims(&s.app, &auth.user_code, &state);
     let edited = |edit: &dyn Fn(&mut Value)| {
         let mut c = good.clone();
         c["jti"] = json!(Uuid::new_v4().to_string());
@@ -891,16 +946,29 @@ async fn bad_brand_login_assertions_are_refused_and_change_nothing() {
     theirs["iss"] = json!("https://login.other.example");
     theirs["user_code"] = json!(auth.user_code);
     cases.push(("other brand's signer", sign(&other_signer, &theirs)));
+    cases.push((
+        "no state",
+        edited(&|c| {
+            c.as_object_mut().unwrap().remove("state");
+        }),
+    ));
+    cases.push(("empty state", edited(&|c| c["state"] = json!(""))));
+    let other_browser = Browser::new(&s.app);
+    let other_state = leave_for_brand_login(&other_browser, &auth.user_code).await;
+    assert_ne!(other_state, state);
+    cases.push((
+        "another browser's state",
+        edited(&|c| c["state"] = json!(other_state)),
+    ));
 
-    // A browser that entered the code (which gives it a session) and left for
-    // the brand's login page.
-    let b = Browser::new(&s.app);
-    enter_code(&b, &auth.user_code).await;
     let cookie = b.session_cookie().unwrap();
     for (what, token) in &cases {
         let res = post_assertion(&b, token).await;
         let status = res.status().as_u16();
-        assert!(status == 400 || status == 401, "{what}: {status}");
+        assert!(
+            status == 400 || status == 401 || status == 403,
+            "{what}: {status}"
+        );
         assert!(set_cookie(&res).is_none(), "{what}");
         let html = res.text().await.unwrap();
         assert!(html.contains("Sign-in not accepted"), "{what}");
@@ -925,6 +993,85 @@ async fn bad_brand_login_assertions_are_refused_and_change_nothing() {
         post_assertion(&b, &sign(&signer, &good)).await.status(),
         303
     );
+}
+
+/// Login CSRF through the brand's own login: an attacker who completed the
+/// brand's login for their own account makes a victim's browser post that
+/// genuine assertion (an auto-submitting form on any site). The victim's
+/// browser never left for the brand's login with that state, so it is
+/// refused and the victim stays who they were.
+#[tokio::test]
+async fn an_assertion_posted_from_another_browser_is_refused_and_the_victim_is_unchanged() {
+    let s = setup().await;
+    let signer = TestPa::start(LOGIN_ISS).await;
+    brand_login(&s.app, "demo", LOGIN_URL, &signer).await;
+
+    // The attacker's own trip: their code, their browser, their account.
+    let attacker_auth = s.authorize().await;
+    let attacker = Browser::new(&s.app);
+    let attacker_state = leave_for_brand_login(&attacker, &attacker_auth.user_code).await;
+    let mut claims = assertion_claims(&s.app, &attacker_auth.user_code, &attacker_state);
+    claims["sub"] = json!("attacker-7");
+    let planted = sign(&signer, &claims);
+
+    // The victim, on their way to the brand's login for their own agent: their
+    // browser holds a session and its own hand-off cookie, and this client
+    // sends every cookie, cross-site or not (the worst case for us).
+    let victim_auth = s.authorize().await;
+    let victim = Browser::new(&s.app);
+    let victim_state = leave_for_brand_login(&victim, &victim_auth.user_code).await;
+    let victim_cookie = victim.session_cookie().unwrap();
+
+    let res = post_assertion(&victim, &planted).await;
+    assert!(set_cookie(&res).is_none());
+    let (status, html) = page(res).await;
+    assert_eq!(status, 403, "{html}");
+    assert!(html.contains("not started in this browser"), "{html}");
+    assert_eq!(victim.session_cookie().unwrap(), victim_cookie);
+    let (sub, on): (Option<String>, Option<Uuid>) = sqlx::query_as(
+        "select external_sub, device_authorization_id from sessions where id_hash = $1",
+    )
+    .bind(pact_server::domain::secrets::hash(&victim_cookie))
+    .fetch_one(&s.app.db)
+    .await
+    .unwrap();
+    assert_eq!(sub, None, "the victim was not signed in as anyone");
+    let victim_auth_id: Uuid =
+        sqlx::query_scalar("select id from device_authorizations where user_code = $1")
+            .bind(victim_auth.user_code.replace('-', ""))
+            .fetch_one(&s.app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        on,
+        Some(victim_auth_id),
+        "still on the victim's own request"
+    );
+
+    // A browser that never went anywhere (no cookies at all) is refused too.
+    let fresh = Browser::new(&s.app);
+    let (status, _) = page(post_assertion(&fresh, &planted).await).await;
+    assert_eq!(status, 403);
+    assert!(fresh.session_cookie().is_none());
+    let attacker_sessions: i64 =
+        sqlx::query_scalar("select count(*) from sessions where external_sub = 'attacker-7'")
+            .fetch_one(&s.app.db)
+            .await
+            .unwrap();
+    assert_eq!(attacker_sessions, 0);
+
+    // The refusals spent nothing: the attacker's own browser still can use it,
+    // and the victim's next genuine sign-in works.
+    assert_eq!(post_assertion(&attacker, &planted).await.status(), 303);
+    let own = assertion_claims(&s.app, &victim_auth.user_code, &victim_state);
+    assert_eq!(
+        post_assertion(&victim, &sign(&signer, &own)).await.status(),
+        303
+    );
+    let (status, html) = victim.get_html("/device/consent").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("brand-user-42"), "{html}");
+    assert!(!html.contains("attacker-7"));
 }
 
 #[tokio::test]

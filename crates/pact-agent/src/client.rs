@@ -790,6 +790,7 @@ async fn keep_receipt(
         brand: info.iface.clone(),
         sub: sub.to_owned(),
         jwks_uri,
+        receipt_keys_uri: server.and_then(|s| s.receipt_keys_uri.clone()),
         received_at: unix_now(),
         receipt: receipt.clone(),
         verified,
@@ -814,18 +815,17 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
     let chains = chain_verdicts(&all);
     let mut out = Vec::with_capacity(all.len());
     for (stored, chain) in all.into_iter().zip(chains) {
-        if !keys.contains_key(&stored.jwks_uri) {
-            let fetched = oauth::provider_keys(&agent.http, &stored.jwks_uri)
-                .await
-                .map(|(_, k)| k)
-                .map_err(|e| e.to_string());
-            keys.insert(stored.jwks_uri.clone(), fetched);
+        let mut signature = verify_with(agent, &mut keys, &stored.jwks_uri, &stored.receipt).await;
+        // A key leaves `jwks_uri` once no token it signed can be alive; the
+        // brand's receipt key archive keeps it for as long as receipts are.
+        if signature.is_err()
+            && let Some(archive) = &stored.receipt_keys_uri
+        {
+            let archived = verify_with(agent, &mut keys, archive, &stored.receipt).await;
+            if archived.is_ok() {
+                signature = archived;
+            }
         }
-        let signature = match keys.get(&stored.jwks_uri) {
-            Some(Ok(k)) => oauth::verify_receipt(k, &stored.receipt).map(|_| ()),
-            Some(Err(e)) => Err(format!("cannot fetch keys: {e}")),
-            None => Err("no keys".to_owned()),
-        };
         out.push(ReceiptCheck {
             stored,
             signature,
@@ -833,6 +833,27 @@ pub async fn check_receipts(agent: &Agent) -> Result<Vec<ReceiptCheck>> {
         });
     }
     Ok(out)
+}
+
+/// Verifies a receipt against the JWKS at `uri` (fetched once per run).
+async fn verify_with(
+    agent: &Agent,
+    keys: &mut BTreeMap<String, Result<pact_jose::ProviderKeySet, String>>,
+    uri: &str,
+    receipt: &Value,
+) -> Result<(), String> {
+    if !keys.contains_key(uri) {
+        let fetched = oauth::provider_keys(&agent.http, uri)
+            .await
+            .map(|(_, k)| k)
+            .map_err(|e| e.to_string());
+        keys.insert(uri.to_owned(), fetched);
+    }
+    match keys.get(uri) {
+        Some(Ok(k)) => oauth::verify_receipt(k, receipt).map(|_| ()),
+        Some(Err(e)) => Err(format!("cannot fetch keys: {e}")),
+        None => Err("no keys".to_owned()),
+    }
 }
 
 /// One kept receipt's place in its grant's chain.
@@ -973,6 +994,7 @@ mod tests {
             brand: brand.into(),
             sub: "s".into(),
             jwks_uri: "j".into(),
+            receipt_keys_uri: None,
             received_at: 1,
             receipt: receipt.clone(),
             verified: true,

@@ -31,6 +31,9 @@ pub struct AuthServer {
     pub token_endpoint: String,
     pub revocation_endpoint: Option<String>,
     pub jwks_uri: String,
+    /// pactd's receipt key archive (every key that ever signed a receipt),
+    /// when the brand offers one.
+    pub receipt_keys_uri: Option<String>,
     /// RFC 9396 types the brand declares (PACT §5.7); empty when none.
     pub details_types: Vec<String>,
 }
@@ -50,6 +53,7 @@ pub fn parse_metadata(v: &Value) -> Result<AuthServer> {
         token_endpoint: s("token_endpoint")?,
         revocation_endpoint: s("revocation_endpoint").ok(),
         jwks_uri: s("jwks_uri")?,
+        receipt_keys_uri: s("receipt_keys_uri").ok(),
         details_types: strings(v.get("authorization_details_types_supported")),
     })
 }

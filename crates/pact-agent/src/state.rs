@@ -172,6 +172,10 @@ pub struct StoredReceipt {
     pub sub: String,
     /// Where the brand's keys are (`jwks_uri` of its RFC 8414 metadata).
     pub jwks_uri: String,
+    /// The brand's receipt key archive (`receipt_keys_uri`, a pactd
+    /// extension), where the key stays after it leaves `jwks_uri`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_keys_uri: Option<String>,
     /// Unix seconds when we received it.
     pub received_at: i64,
     /// `{jws, claims}` exactly as received.
@@ -435,6 +439,7 @@ mod tests {
             brand: "b".into(),
             sub: "s".into(),
             jwks_uri: "j".into(),
+            receipt_keys_uri: None,
             received_at: 1,
             receipt: serde_json::json!({"jws": "x.y.z", "claims": {}}),
             verified: true,

@@ -126,6 +126,7 @@ pub mod reason {
     pub const BY_AGENT: &str = "revoked by the personal agent";
     pub const TOKEN_REUSE: &str = "refresh token reuse";
     pub const SUPERSEDED: &str = "superseded by a wider grant";
+    pub const ACCOUNT_DELETED: &str = "the person deleted their account";
     /// Staff revocations start with this; `: <why>` may follow.
     pub const BY_ADMIN: &str = "revoked by an administrator";
 

@@ -134,6 +134,11 @@ pub struct AuthorizationServerMetadata {
     pub response_types_supported: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization_details_types_supported: Option<Vec<String>>,
+    /// pactd extension: every public key that ever signed a receipt, kept
+    /// for as long as receipts are, so a receipt stays verifiable after its
+    /// key left `jwks_uri`. Never for verifying tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_keys_uri: Option<String>,
 }
 
 /// Claims of a delegation token (PACT §5.4).

@@ -5,6 +5,9 @@
 //! rotated key starts signing at its activation time on every node without a
 //! reload, and the JWKS publishes it from its creation (the overlap lets PA
 //! caches fetch it before anything it signed arrives) until `unpublish_at`.
+//! The published set is likewise chosen by `now` at each use, so a retired
+//! key stops being published and accepted at its exact `unpublish_at`, not
+//! at the next reload.
 
 use std::sync::{Arc, RwLock};
 
@@ -32,15 +35,41 @@ struct LoadedKey {
     activates_at: OffsetDateTime,
 }
 
+/// The keys published during one stretch of time.
+struct PublishedPhase {
+    /// The first instant this set no longer holds.
+    until: OffsetDateTime,
+    keys: ProviderKeySet,
+}
+
+/// What is published from a snapshot's build time on.
+struct Published {
+    /// Earliest first: one set per stretch between the `unpublish_at`s still
+    /// ahead when the snapshot was built.
+    phases: Vec<PublishedPhase>,
+    /// After the last of them (until the next reload).
+    after: ProviderKeySet,
+}
+
 /// One consistent view of the keys.
 pub struct KeySnapshot {
     /// Newest activation first.
     signing: Vec<LoadedKey>,
-    /// Published keys: what tokens and receipts are verified against.
-    pub published: ProviderKeySet,
+    published: Published,
 }
 
 impl KeySnapshot {
+    /// The published keys at `now`: what tokens and receipts are verified
+    /// against, and what the JWKS serves. A key whose `unpublish_at` is
+    /// `now` or earlier is not among them.
+    pub fn published(&self, now: OffsetDateTime) -> &ProviderKeySet {
+        self.published
+            .phases
+            .iter()
+            .find(|p| now < p.until)
+            .map_or(&self.published.after, |p| &p.keys)
+    }
+
     /// The key that signs at `now`: the most recently activated one.
     pub fn signing_key(&self, now: OffsetDateTime) -> Result<Arc<ProviderKey>, KeyError> {
         self.signing
@@ -92,12 +121,9 @@ async fn build_snapshot(
     now: OffsetDateTime,
 ) -> Result<KeySnapshot, KeyError> {
     let rows = pact_db::signing_keys::all(db).await?;
+    let published = published_phases(&rows, now)?;
     let mut signing = Vec::new();
-    let mut published = Vec::new();
     for row in rows {
-        if row.unpublish_at.is_none_or(|t| t > now) {
-            published.push(row.public_jwk.clone());
-        }
         // A retired key never signs again; only live keys are unsealed.
         if row.retired_at.is_none_or(|t| t > now) {
             signing.push(LoadedKey {
@@ -107,9 +133,40 @@ async fn build_snapshot(
         }
     }
     signing.sort_by_key(|k| std::cmp::Reverse(k.activates_at));
-    Ok(KeySnapshot {
-        signing,
-        published: ProviderKeySet::from_public_jwks(&published)?,
+    Ok(KeySnapshot { signing, published })
+}
+
+/// The published sets from `now` on: the keys not yet unpublished at `now`,
+/// then one set after each later `unpublish_at`, so that the answer at any
+/// instant needs no reload.
+fn published_phases(rows: &[SigningKeyRow], now: OffsetDateTime) -> Result<Published, KeyError> {
+    let mut cuts: Vec<OffsetDateTime> = rows
+        .iter()
+        .filter_map(|r| r.unpublish_at)
+        .filter(|t| *t > now)
+        .collect();
+    cuts.sort();
+    cuts.dedup();
+    let at = |from: OffsetDateTime| {
+        let jwks: Vec<_> = rows
+            .iter()
+            .filter(|r| r.unpublish_at.is_none_or(|t| t > from))
+            .map(|r| r.public_jwk.clone())
+            .collect();
+        ProviderKeySet::from_public_jwks(&jwks)
+    };
+    let mut phases = Vec::with_capacity(cuts.len());
+    let mut from = now;
+    for until in cuts {
+        phases.push(PublishedPhase {
+            until,
+            keys: at(from)?,
+        });
+        from = until;
+    }
+    Ok(Published {
+        phases,
+        after: at(from)?,
     })
 }
 
@@ -175,4 +232,68 @@ pub async fn rotate(
         .await?;
     tx.commit().await?;
     Ok(key.kid().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(unpublish_at: Option<OffsetDateTime>) -> (String, SigningKeyRow) {
+        let key = ProviderKey::generate().unwrap();
+        let t = OffsetDateTime::UNIX_EPOCH;
+        let row = SigningKeyRow {
+            kid: key.kid().to_owned(),
+            public_jwk: key.public_jwk(),
+            private_sealed: Vec::new(),
+            created_at: t,
+            activates_at: t,
+            retired_at: unpublish_at,
+            unpublish_at,
+        };
+        (key.kid().to_owned(), row)
+    }
+
+    fn kids(set: &ProviderKeySet) -> Vec<String> {
+        let doc = set.jwks_document();
+        let mut kids: Vec<String> = doc["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect();
+        kids.sort();
+        kids
+    }
+
+    /// A retired key leaves the published set at its exact `unpublish_at`,
+    /// with no reload: one nanosecond before, it is there; at it, gone.
+    #[test]
+    fn a_key_is_unpublished_at_the_instant_without_a_reload() {
+        let built = OffsetDateTime::UNIX_EPOCH + Duration::days(1);
+        let first = built + Duration::seconds(1);
+        let second = built + Duration::seconds(2);
+        let (live, live_row) = row(None);
+        let (a, a_row) = row(Some(first));
+        let (b, b_row) = row(Some(second));
+        let (_, gone_row) = row(Some(built));
+        let published = published_phases(&[live_row, a_row, b_row, gone_row], built).unwrap();
+        let snapshot = KeySnapshot {
+            signing: Vec::new(),
+            published,
+        };
+        let tick = Duration::nanoseconds(1);
+        let mut all = vec![live.clone(), a.clone(), b.clone()];
+        all.sort();
+        assert_eq!(kids(snapshot.published(built)), all);
+        assert_eq!(kids(snapshot.published(first - tick)), all);
+        let mut two = vec![live.clone(), b];
+        two.sort();
+        assert_eq!(kids(snapshot.published(first)), two);
+        assert_eq!(kids(snapshot.published(second - tick)), two);
+        assert_eq!(kids(snapshot.published(second)), vec![live.clone()]);
+        assert_eq!(
+            kids(snapshot.published(second + Duration::days(400))),
+            vec![live]
+        );
+    }
 }

@@ -106,6 +106,10 @@ pub fn router(state: AppState) -> Router {
             "/account/grants/{id}/revoke",
             get(web::account::confirm_revoke).post(web::account::revoke),
         )
+        .route(
+            "/account/delete",
+            get(web::account_delete::confirm).post(web::account_delete::delete),
+        )
         .route("/account/passkeys/{id}/delete", post(web::passkeys::delete))
         .route(
             "/account/sessions/sign-out-others",
@@ -149,6 +153,10 @@ pub fn router(state: AppState) -> Router {
             get(metadata::metadata),
         )
         .route("/a2a/{brand}/oauth/jwks.json", get(metadata::jwks))
+        .route(
+            "/a2a/{brand}/oauth/receipt-keys.json",
+            get(metadata::receipt_keys),
+        )
         .route(
             "/a2a/{brand}/oauth/device_authorization",
             post(device_authorization::device_authorization),

@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use pact_db::PgPool;
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
+use pact_server::domain::hidden_chars;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -98,6 +99,9 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             }
             if description.trim().is_empty() || description.len() > 500 {
                 bail!("the description must be 1–500 characters: it is shown to people verbatim");
+            }
+            if let Some(c) = hidden_chars::first_hidden(description) {
+                bail!("{}", hidden_chars::refusal("the description", c));
             }
             pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
             println!("scope {scope_id} on {brand_id}: {description}");
@@ -221,6 +225,10 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             pact_jose::check_jwks_uri(jwks_uri, true)
                 .map_err(|e| anyhow::anyhow!("invalid --jwks-uri: {e}"))?;
             let name = name.clone().unwrap_or_else(|| issuer.clone());
+            // The name is shown on consent: it must look like what it is.
+            if let Some(c) = hidden_chars::first_hidden(&name) {
+                bail!("{}", hidden_chars::refusal("the agent name", c));
+            }
             let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
             println!(
                 "registered {} (jwks {}), {}",
@@ -347,18 +355,21 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
 }
 
 async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
-    let ReceiptsCommand::Verify { grant } = c;
+    let ReceiptsCommand::Verify { grant, held } = c;
     let grant_id = grant
         .as_deref()
         .map(str::parse::<Uuid>)
         .transpose()
         .context("a grant id is a UUID")?;
+    let keys = pact_server::keys::all_public_keys(pool).await?;
+    if let Some(path) = held {
+        held_receipts_are_stored(pool, &keys, path).await?;
+    }
     let list = pact_db::receipts::list(pool, grant_id).await?;
     if list.is_empty() {
         println!("no receipts");
         return Ok(());
     }
-    let keys = pact_server::keys::all_public_keys(pool).await?;
     let breaks = pact_server::domain::receipt_chain::verify(&list, &keys);
     let grants: std::collections::BTreeSet<Uuid> = list.iter().map(|r| r.grant_id).collect();
     if breaks.is_empty() {
@@ -376,6 +387,59 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
         );
     }
     bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
+}
+
+/// The receipts in `path` that pactd signed must all be in the store. The
+/// store's own chains cannot show that their newest receipts, or a whole
+/// grant's chain, were cut; a receipt held elsewhere (by the PA it was given
+/// to, PACT §5.6) and signed by us can. Items are `{jws, claims}` or a
+/// `pact-agent` record holding one under `receipt`.
+async fn held_receipts_are_stored(
+    pool: &PgPool,
+    keys: &pact_jose::ProviderKeySet,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let items = doc
+        .as_array()
+        .with_context(|| format!("{} is not a JSON array of receipts", path.display()))?;
+    let stored: std::collections::BTreeSet<String> = pact_db::receipts::list(pool, None)
+        .await?
+        .into_iter()
+        .map(|r| r.jws)
+        .collect();
+    let (mut ours, mut missing, mut foreign) = (0usize, 0usize, 0usize);
+    for item in items {
+        let value = item.get("receipt").unwrap_or(item);
+        let Ok(receipt) = serde_json::from_value::<pact_proto::oauth::Receipt>(value.clone())
+        else {
+            foreign += 1;
+            continue;
+        };
+        let Ok(claims) = pact_jose::verify_receipt(&receipt, keys) else {
+            // Not provably ours: proves nothing either way.
+            foreign += 1;
+            continue;
+        };
+        ours += 1;
+        if !stored.contains(&receipt.jws) {
+            missing += 1;
+            println!(
+                "MISSING: a receipt pactd signed is not in the store (grant {}, {}): the store was cut or a chain deleted",
+                claims.grant_id, claims.ts
+            );
+        }
+    }
+    println!(
+        "held: {ours} receipt(s) signed by pactd, {missing} missing from the store; {foreign} not verifiable with pactd's keys (ignored)"
+    );
+    if missing > 0 {
+        bail!("{missing} receipt(s) signed by pactd are missing from the store");
+    }
+    Ok(())
 }
 
 /// Whether `brand set` was given any of the settings `brand_set` stores.

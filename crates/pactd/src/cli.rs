@@ -179,6 +179,11 @@ pub enum ReceiptsCommand {
     Verify {
         #[arg(long)]
         grant: Option<String>,
+        /// Receipts someone holds (a PA's `receipts.json`, or a JSON array of
+        /// `{jws, claims}`): each one pactd signed must still be in the
+        /// store, which catches a cut tail or a whole grant's chain deleted.
+        #[arg(long, value_name = "FILE")]
+        held: Option<std::path::PathBuf>,
     },
 }
 

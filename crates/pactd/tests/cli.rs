@@ -425,6 +425,56 @@ async fn brand_add_lists_the_brand_refuses_a_duplicate_and_refuses_an_invalid_id
     assert!(!list.contains("Bad"), "{list}");
 }
 
+/// Names and descriptions shown on consent may not hold characters that
+/// make them display differently from what they are (U+202E reverses the
+/// rest of the line; U+200B is invisible).
+#[tokio::test(flavor = "multi_thread")]
+async fn bidi_and_invisible_characters_are_refused_in_shown_text() {
+    let db = pact_tests::db::fresh_database().await;
+    let name = "Shop\u{202E}tnegA";
+    let refused = run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "add",
+            "--issuer",
+            "https://pa.example",
+            "--jwks-uri",
+            "https://pa.example/jwks.json",
+            "--name",
+            name,
+        ],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("U+202E"),
+        "{}",
+        refused.describe()
+    );
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert!(!list.succeeded().contains("pa.example"));
+    run(pactd_on(&db), &["brand", "add", "acme", "--name", "Acme"])
+        .await
+        .succeeded();
+    let refused = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "scope",
+            "add",
+            "acme",
+            "orders:peek",
+            "See\u{200B} your orders",
+        ],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("U+200B"),
+        "{}",
+        refused.describe()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
     let db = pact_tests::db::fresh_database().await;
@@ -1427,8 +1477,31 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
         ok.describe()
     );
 
-    // Tamper with a stored receipt behind the append-only trigger's back.
+    // The PA's copies of the three receipts, as `pact-agent` keeps them.
     let pool = sqlx::PgPool::connect(&db).await.unwrap();
+    let copies: Vec<(String, serde_json::Value)> =
+        sqlx::query_as("select jws, claims::json from receipts order by seq")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let held: Vec<serde_json::Value> = copies
+        .into_iter()
+        .map(|(jws, claims)| serde_json::json!({"receipt": {"jws": jws, "claims": claims}}))
+        .chain([serde_json::json!({"jws": "not.a.receipt", "claims": {}})])
+        .collect();
+    let held_path = std::env::temp_dir().join(format!("pactd-held-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&held_path, serde_json::to_string(&held).unwrap()).unwrap();
+    let held_arg = held_path.to_str().unwrap().to_owned();
+    let all_there = run(pactd_on(&db), &["receipts", "verify", "--held", &held_arg]).await;
+    assert!(
+        all_there
+            .succeeded()
+            .contains("held: 3 receipt(s) signed by pactd, 0 missing"),
+        "{}",
+        all_there.describe()
+    );
+
+    // Tamper with a stored receipt behind the append-only trigger's back.
     sqlx::query("alter table receipts disable trigger receipts_append_only")
         .execute(&pool)
         .await
@@ -1446,6 +1519,22 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
         "{}",
         broken.describe()
     );
+
+    // Cut the newest receipt: the store's own chains cannot tell, the PA's
+    // signed copy can.
+    sqlx::query("delete from receipts where seq = 3")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let cut = run(pactd_on(&db), &["receipts", "verify", "--held", &held_arg]).await;
+    assert!(
+        cut.failed()
+            .contains("1 receipt(s) signed by pactd are missing"),
+        "{}",
+        cut.describe()
+    );
+    assert!(cut.stdout.contains("MISSING"), "{}", cut.describe());
+    std::fs::remove_file(&held_path).ok();
 
     // Grants: listed, then revoked; the delegated call is refused at once.
     let grants = run(pactd_on(&db), &["grants", "list", "--user", "alice"]).await;

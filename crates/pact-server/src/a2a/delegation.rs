@@ -24,7 +24,10 @@ pub fn verify_token(
 ) -> Result<pact_proto::oauth::DelegationClaims, pact_jose::DelegationError> {
     pact_jose::verify_delegation_token(
         token,
-        &state.keys.current().published,
+        state
+            .keys
+            .current()
+            .published(time::OffsetDateTime::now_utc()),
         &state.config.oauth_issuer(&caller.brand.id),
         &state.config.interface_url(&caller.brand.id),
         &caller.pa.iss,

@@ -127,6 +127,19 @@ pub fn validate(
 }
 
 fn check_field(name: &str, kind: FieldKind, v: &Value) -> Result<(), String> {
+    // Values are shown on consent and then enforced: one that displays
+    // differently from what it is must not get that far.
+    let strings: Vec<&str> = match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    if let Some(c) = strings
+        .iter()
+        .find_map(|s| super::hidden_chars::first_hidden(s))
+    {
+        return Err(super::hidden_chars::refusal(&format!("field {name:?}"), c));
+    }
     let ok_str = |s: &Value| {
         s.as_str()
             .is_some_and(|s| !s.is_empty() && s.len() <= MAX_STRING_LEN)
@@ -205,7 +218,8 @@ pub fn describe(details: &Value, types: &DetailsTypes) -> Vec<String> {
                 };
                 text = text.replace(&format!("{{{name}}}"), &shown);
             }
-            text
+            // Refused at request time; stored text still never hides anything.
+            super::hidden_chars::visible(&text)
         })
         .collect()
 }

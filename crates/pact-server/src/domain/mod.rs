@@ -3,6 +3,7 @@
 
 pub mod authz_details;
 pub mod device_flow;
+pub mod hidden_chars;
 pub mod receipt_chain;
 pub mod scopes;
 pub mod secrets;

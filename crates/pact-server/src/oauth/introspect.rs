@@ -101,7 +101,10 @@ pub async fn introspect(
     let iface = state.config.interface_url(&brand_id);
     let Ok(claims) = pact_jose::verify_delegation_token(
         token,
-        &state.keys.current().published,
+        state
+            .keys
+            .current()
+            .published(time::OffsetDateTime::now_utc()),
         &issuer,
         &iface,
         &pa,

@@ -48,6 +48,7 @@ pub async fn metadata(
         // RFC 7662 §2.1 with a brand API credential (`pactd brand credential add`).
         introspection_endpoint_auth_methods_supported: Some(vec!["client_secret_basic".to_owned()]),
         jwks_uri: format!("{issuer}/jwks.json"),
+        receipt_keys_uri: Some(format!("{issuer}/receipt-keys.json")),
         issuer,
         scopes_supported: scopes.into_iter().collect(),
         grant_types_supported: vec![
@@ -73,5 +74,31 @@ pub async fn jwks(
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
     offered_scopes(&state, &brand_id).await?;
-    Ok(public_json(&state.keys.current().published.jwks_document()))
+    Ok(public_json(
+        &state
+            .keys
+            .current()
+            .published(time::OffsetDateTime::now_utc())
+            .jwks_document(),
+    ))
+}
+
+/// `GET …/oauth/receipt-keys.json`: the receipt key archive. Receipts are
+/// evidence kept for years (PACT §5.6), longer than a retired key stays at
+/// `jwks_uri` (which is only for tokens in flight). This JWKS holds every
+/// public key pactd ever signed with, published or not, so any receipt
+/// stays checkable. Only public keys; a verifier must use `jwks_uri`, never
+/// this, for delegation tokens.
+pub async fn receipt_keys(
+    State(state): State<AppState>,
+    Path(brand_id): Path<String>,
+) -> Result<Response, OAuthFailure> {
+    pact_db::brands::find(&state.db, &brand_id)
+        .await?
+        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    offered_scopes(&state, &brand_id).await?;
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(|e| OAuthFailure::Api(ApiError::Internal(Box::new(e))))?;
+    Ok(public_json(&keys.jwks_document()))
 }

@@ -347,6 +347,7 @@ pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<Stri
     let reason = g.revoked_reason.as_deref().unwrap_or("");
     Some(match reason {
         why::BY_USER => format!("You removed its access on {when}."),
+        why::ACCOUNT_DELETED => format!("Your account was deleted on {when}."),
         why::BY_AGENT => format!("The agent gave up its access on {when}."),
         why::TOKEN_REUSE => format!(
             "Stopped automatically on {when}: a token of this agent was used twice, which can mean it was stolen."
@@ -639,6 +640,7 @@ mod tests {
         assert!(said(why::BY_AGENT).starts_with("The agent gave up"));
         assert!(said(why::TOKEN_REUSE).contains("used twice"));
         assert!(said(why::SUPERSEDED).starts_with("Replaced"));
+        assert!(said(why::ACCOUNT_DELETED).starts_with("Your account was deleted"));
         assert!(said(why::BY_ADMIN).starts_with("Shop's staff removed"));
         assert!(said(&why::by_admin("fraud report")).ends_with("Reason given: fraud report"));
         assert!(said("something else").contains("(something else)"));

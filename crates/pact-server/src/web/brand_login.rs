@@ -1,8 +1,15 @@
 //! A brand's own login (PACT §5.2). A brand that keeps its customers' accounts
 //! elsewhere sets `login_url` and `login_jwks_uri` in its settings. After the
 //! person confirms a code at `/device`, pactd links them to
-//! `login_url?user_code=XXXX-XXXX&return_to=<public_url>/device/assertion`
+//! `login_url?user_code=XXXX-XXXX&state=S&return_to=<public_url>/device/assertion`
 //! (a plain link: the CSP's `form-action 'self'` forbids a cross-site form).
+//! `S` binds the trip to this browser: it is derived from a secret in a
+//! cookie set with the link (see `session::handoff`) and the authorization's
+//! id, and the brand must echo it in the assertion. Without that binding, an
+//! attacker holding a genuine assertion for their own account could make a
+//! victim's browser post it (login CSRF, RFC 6749 §10.12, RFC 9700 §4.7.1):
+//! the victim would be signed in as the attacker and could approve their own
+//! agent onto the attacker's account.
 //! The brand signs them in and sends them back by POSTing a form field
 //! `assertion`: a compact JWS it signed, which must hold
 //!
@@ -12,6 +19,8 @@
 //! * `sub` = the person's id at the brand (becomes the delegation token's `sub`);
 //! * `user_code` = the code of a live, undecided authorization of that brand
 //!   (either form, `BCDF-GHJK` or `BCDFGHJK`);
+//! * `state` = the `state` query parameter of the link, unchanged (it must
+//!   match the browser that posts the assertion);
 //! * `jti` = a string never seen before for this brand (single use);
 //! * `iat`, `exp` with `exp - iat <= 300` s, 30 s clock skew; `nbf` if present;
 //! * optionally `amr` (RFC 8176): when it holds `"mfa"` the brand vouches for a
@@ -97,14 +106,29 @@ impl BrandLogin {
         })
     }
 
-    /// The link to the brand's login for this code.
-    pub fn link(&self, public_url: &str, code: &str) -> String {
+    /// The link to the brand's login for this code and browser `state`.
+    pub fn link(&self, public_url: &str, code: &str, state: &str) -> String {
         let mut url = self.login_url.clone();
         url.query_pairs_mut()
             .append_pair("user_code", &user_code::display(code))
+            .append_pair("state", state)
             .append_pair("return_to", &assertion_url(public_url));
         url.to_string()
     }
+}
+
+/// The `state` a browser holding hand-off secret `handoff` must get back for
+/// authorization `authorization_id`: a one-way function of both, so the value
+/// the brand sees reveals nothing of the cookie, and a state made for one
+/// authorization is no use for another.
+pub fn handoff_state(handoff: &str, authorization_id: Uuid) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"pactd brand login state\0");
+    h.update(handoff.as_bytes());
+    h.update(b"\0");
+    h.update(authorization_id.as_bytes());
+    URL_SAFE_NO_PAD.encode(h.finalize())
 }
 
 /// The assertion's audience and the `return_to` the brand posts to.
@@ -123,27 +147,37 @@ struct ExternalLoginPage<'a> {
     notice: Option<&'a str>,
 }
 
-/// The page that sends the person to the brand's own login for `auth`.
+/// The page that sends the person to the brand's own login for `auth`, and
+/// the hand-off cookie that binds the trip to this browser.
 pub async fn login_page(
     app: &AppState,
+    browser: &Browser,
     brand: &Brand,
     login: &BrandLogin,
     auth: &DeviceAuthorization,
-    signed_in: bool,
     notice: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| "An agent".to_owned(), |a| a.name);
+    let (handoff, cookie) = session::handoff(app, browser);
     let page = ExternalLoginPage {
         brand_name: &brand.name,
-        signed_in,
+        signed_in: browser.signed_in(),
         agent_name: &agent_name,
         user_code: user_code::display(&auth.user_code),
-        link: login.link(&app.config.public_url, &auth.user_code),
+        link: login.link(
+            &app.config.public_url,
+            &auth.user_code,
+            &handoff_state(&handoff, auth.id),
+        ),
         notice,
     };
-    Ok(render(&page, status))
+    let mut res = render(&page, status);
+    if let Some(c) = cookie {
+        res.headers_mut().append(header::SET_COOKIE, c);
+    }
+    Ok(res)
 }
 
 /// Why an assertion was refused. The reason is logged, never the token.
@@ -153,6 +187,9 @@ enum Refusal {
     Malformed(&'static str),
     /// 401: well formed, but not acceptable.
     Invalid(&'static str),
+    /// 403: a genuine assertion, but not for this browser (no `state`, or
+    /// one made for another browser's trip to the brand's login).
+    NotThisBrowser(&'static str),
     Db(sqlx::Error),
 }
 
@@ -182,7 +219,7 @@ pub async fn assertion(
         None => return Ok(refused(Refusal::Malformed("no assertion field"))),
     };
     let now = OffsetDateTime::now_utc();
-    let accepted = match verify(&app, &token, now).await {
+    let accepted = match verify(&app, &token, browser.handoff.as_deref(), now).await {
         Ok(a) => a,
         Err(Refusal::Db(e)) => return Err(PageError::from(e)),
         Err(r) => return Ok(refused(r)),
@@ -201,6 +238,8 @@ pub async fn assertion(
     .await?;
     let mut res = Redirect::to("/device/consent").into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
+    res.headers_mut()
+        .append(header::SET_COOKIE, session::clear_handoff(&app));
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(res)
@@ -231,6 +270,12 @@ fn refused(r: Refusal) -> Response {
             StatusCode::UNAUTHORIZED,
             why,
             "We could not confirm this sign-in, so nothing was changed. Start again from the code your agent showed you.",
+        ),
+        Refusal::NotThisBrowser(why) => (
+            StatusCode::FORBIDDEN,
+            why,
+            "This sign-in was not started in this browser, so nothing was changed and you were not signed in. \
+             If you were entering a code from your own agent, enter it again here and sign in from the page that follows.",
         ),
         Refusal::Db(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -293,7 +338,12 @@ fn bounded_string<'a>(
     }
 }
 
-async fn verify(app: &AppState, token: &str, now: OffsetDateTime) -> Result<Accepted, Refusal> {
+async fn verify(
+    app: &AppState,
+    token: &str,
+    handoff: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<Accepted, Refusal> {
     let audience = assertion_url(&app.config.public_url);
     let rules = PaJwtRules {
         audience,
@@ -337,6 +387,20 @@ async fn verify(app: &AppState, token: &str, now: OffsetDateTime) -> Result<Acce
         return Err(Refusal::Invalid("sub too long"));
     }
     let jti = bounded_string(&payload, "jti", "jti missing")?;
+    // The browser binding, checked before the jti is spent so that a posted
+    // stranger's assertion changes nothing at all.
+    let state = match payload.get("state") {
+        Some(Value::String(s)) if !s.is_empty() => s.as_str(),
+        _ => return Err(Refusal::NotThisBrowser("state missing")),
+    };
+    let Some(handoff) = handoff else {
+        return Err(Refusal::NotThisBrowser("no hand-off cookie"));
+    };
+    let expected = handoff_state(handoff, auth.id);
+    if expected.len() != state.len() || !openssl::memcmp::eq(expected.as_bytes(), state.as_bytes())
+    {
+        return Err(Refusal::NotThisBrowser("state is not this browser's"));
+    }
     let mfa = match payload.get("amr") {
         None => false,
         Some(Value::Array(methods)) if methods.iter().all(Value::is_string) => {
@@ -368,10 +432,10 @@ mod tests {
                        "login_jwks_uri": "https://id.shop.example/jwks.json"});
         let login = BrandLogin::from_settings(&s).unwrap();
         assert_eq!(login.issuer, "https://id.shop.example");
-        let link = login.link("https://pactd.example/", "BCDFGHJK");
+        let link = login.link("https://pactd.example/", "BCDFGHJK", "s-1");
         assert_eq!(
             link,
-            "https://id.shop.example/signin?x=1&user_code=BCDF-GHJK&return_to=https%3A%2F%2Fpactd.example%2Fdevice%2Fassertion"
+            "https://id.shop.example/signin?x=1&user_code=BCDF-GHJK&state=s-1&return_to=https%3A%2F%2Fpactd.example%2Fdevice%2Fassertion"
         );
         let mut with_issuer = s.clone();
         with_issuer["login_issuer"] = json!("https://issuer.shop.example");
@@ -390,6 +454,17 @@ mod tests {
         }
         let dev = json!({"login_url": "http://127.0.0.1:9/login", "login_jwks_uri": "x"});
         assert!(BrandLogin::from_settings(&dev).is_some());
+    }
+
+    #[test]
+    fn the_state_depends_on_both_the_browser_and_the_authorization() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let s = handoff_state("secret-1", a);
+        assert_eq!(s, handoff_state("secret-1", a));
+        assert_ne!(s, handoff_state("secret-2", a));
+        assert_ne!(s, handoff_state("secret-1", b));
+        assert!(!s.contains("secret"));
+        assert_eq!(s.len(), 43);
     }
 
     #[test]

@@ -44,7 +44,7 @@ use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use crate::client_ip::ClientIp;
 use crate::consent::{self, Approval, ConsentError};
-use crate::domain::{authz_details, user_code};
+use crate::domain::{authz_details, hidden_chars, user_code};
 use crate::state::AppState;
 
 /// The brand name shown before any code is known.
@@ -201,13 +201,13 @@ fn login_redirect(brand_id: &str) -> Response {
 /// Where to go to sign in for this authorization's brand.
 async fn sign_in_first(
     app: &AppState,
+    browser: &Browser,
     brand: &Brand,
     auth: &DeviceAuthorization,
-    signed_in: bool,
 ) -> Result<Response, PageError> {
     match BrandLogin::from_settings(&brand.settings) {
         Some(login) => {
-            brand_login::login_page(app, brand, &login, auth, signed_in, None, StatusCode::OK).await
+            brand_login::login_page(app, browser, brand, &login, auth, None, StatusCode::OK).await
         }
         None => Ok(login_redirect(&brand.id)),
     }
@@ -390,7 +390,7 @@ pub async fn confirm(
     let res = if signed_in_as(&app, &session, &brand.id).await?.is_some() {
         see_other("/device/consent")
     } else {
-        sign_in_first(&app, &brand, &auth, signed_in).await?
+        sign_in_first(&app, &browser, &brand, &auth).await?
     };
     Ok(with_cookie(res, cookie))
 }
@@ -435,7 +435,7 @@ async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     }
     let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
         return Ok(Loaded::Respond(
-            sign_in_first(app, &brand, &auth, signed_in).await?,
+            sign_in_first(app, browser, &brand, &auth).await?,
         ));
     };
     Ok(Loaded::Ready(Box::new(Deciding {
@@ -460,13 +460,19 @@ async fn consent_page(
 ) -> Result<Response, PageError> {
     let now = OffsetDateTime::now_utc();
     let agent = pact_db::agents::find(&app.db, &d.auth.pa_issuer).await?;
-    let agent_name = agent.map_or_else(|| "An unregistered agent".to_owned(), |a| a.name);
+    // Names and descriptions are registered by operators, but shown visibly
+    // all the same: the person must see what the text really holds.
+    let agent_name = agent.map_or_else(
+        || "An unregistered agent".to_owned(),
+        |a| hidden_chars::visible(&a.name),
+    );
     let offered = brand_scopes(app, &d.brand.id).await?;
     let describe = |id: &str| {
-        offered
+        let text = offered
             .iter()
             .find(|s| s.scope_id == id)
-            .map_or_else(|| id.to_owned(), |s| s.description.clone())
+            .map_or_else(|| id.to_owned(), |s| s.description.clone());
+        hidden_chars::visible(&text)
     };
     let scopes = d
         .auth
@@ -567,13 +573,14 @@ pub async fn decide(
             tracing::info!(authorization = %d.auth.id, brand = %d.brand.id, "device authorization denied");
             Ok(see_other("/device/done"))
         }
-        Some("approve") => approve(&app, &d, &form, now).await,
+        Some("approve") => approve(&app, &browser, &d, &form, now).await,
         _ => Err(PageError::BadRequest("Choose Approve or Deny.".to_owned())),
     }
 }
 
 async fn approve(
     app: &AppState,
+    browser: &Browser,
     d: &Deciding,
     form: &Fields,
     now: OffsetDateTime,
@@ -605,10 +612,10 @@ async fn approve(
         if let Some(login) = BrandLogin::from_settings(&d.brand.settings) {
             return brand_login::login_page(
                 app,
+                browser,
                 &d.brand,
                 &login,
                 &d.auth,
-                true,
                 Some("One of these permissions needs a second factor. Sign in again, with your second factor, to approve it — or untick it."),
                 StatusCode::FORBIDDEN,
             )

@@ -8,6 +8,7 @@
 //! headers, `no-store` on anything personal, same-origin redirects only.
 
 pub mod account;
+pub mod account_delete;
 pub mod assets;
 pub mod brand_login;
 pub mod device;

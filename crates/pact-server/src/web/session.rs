@@ -15,6 +15,9 @@ use crate::state::AppState;
 
 /// Absolute session lifetime.
 pub const LIFETIME: Duration = Duration::hours(12);
+/// How long a browser may spend at a brand's own login (longer than a
+/// device code lives).
+pub const HANDOFF_LIFETIME: Duration = Duration::minutes(15);
 /// A half-finished sign-in (password accepted, second factor to come) lives briefly.
 pub const PENDING_LIFETIME: Duration = Duration::minutes(15);
 /// How recent a second factor must be for a step-up (consent to a
@@ -37,6 +40,9 @@ pub struct Browser {
     pub session: Option<Session>,
     /// The anonymous form token (see [`form_token`]), when the browser has one.
     pub form_token: Option<String>,
+    /// The brand-login hand-off secret (see [`handoff_cookie_name`]), when the
+    /// browser has one.
+    pub handoff: Option<String>,
 }
 
 /// `__Host-` binds the cookie to this exact origin, but requires `Secure`.
@@ -71,6 +77,20 @@ fn well_formed(raw: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// The cookie that binds a trip to a brand's own login to this browser
+/// (login CSRF defence, RFC 6749 §10.12 and RFC 9700 §4.7.1 applied to the
+/// PACT §5.2 hand-off). The brand's login POSTs the person back from its own
+/// site, so on HTTPS the cookie is `SameSite=None` (the session cookie, being
+/// `Lax`, does not travel on a cross-site POST); on plain HTTP, which only
+/// development uses, browsers refuse `None` without `Secure`, so it is `Lax`.
+pub fn handoff_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        "__Host-pactd_handoff"
+    } else {
+        "pactd_handoff"
+    }
+}
+
 fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
@@ -90,6 +110,9 @@ impl FromRequestParts<AppState> for Browser {
         let form_token = cookie_value(&parts.headers, form_cookie_name(secure))
             .filter(|raw| well_formed(raw))
             .map(str::to_owned);
+        let handoff = cookie_value(&parts.headers, handoff_cookie_name(secure))
+            .filter(|raw| well_formed(raw))
+            .map(str::to_owned);
         let session = match cookie_value(&parts.headers, cookie_name(secure)) {
             Some(raw) if well_formed(raw) => {
                 pact_db::sessions::find_live(
@@ -104,6 +127,7 @@ impl FromRequestParts<AppState> for Browser {
         Ok(Self {
             session,
             form_token,
+            handoff,
         })
     }
 }
@@ -128,6 +152,44 @@ fn cookie(
         "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
         name(secure),
         if secure { "; Secure" } else { "" }
+    );
+    HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The browser's hand-off secret, with the `Set-Cookie` that creates it when
+/// it has none yet. An existing one is kept, so two tabs on their way to the
+/// brand's login do not undo each other.
+pub fn handoff(app: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+    if let Some(raw) = &browser.handoff {
+        return (raw.clone(), None);
+    }
+    let (raw, _) = secrets::new_secret();
+    let secure = is_secure(app);
+    let line = format!(
+        "{}={raw}; Path=/; HttpOnly; Max-Age={}{}",
+        handoff_cookie_name(secure),
+        HANDOFF_LIFETIME.whole_seconds(),
+        if secure {
+            "; SameSite=None; Secure"
+        } else {
+            "; SameSite=Lax"
+        }
+    );
+    let set = HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""));
+    (raw, Some(set))
+}
+
+/// The `Set-Cookie` that removes the hand-off secret once it has been used.
+pub fn clear_handoff(app: &AppState) -> HeaderValue {
+    let secure = is_secure(app);
+    let line = format!(
+        "{}=; Path=/; HttpOnly; Max-Age=0{}",
+        handoff_cookie_name(secure),
+        if secure {
+            "; SameSite=None; Secure"
+        } else {
+            "; SameSite=Lax"
+        }
     );
     HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
 }

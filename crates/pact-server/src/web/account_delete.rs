@@ -1,0 +1,170 @@
+//! A person deletes their own built-in account (`/account/delete`).
+//!
+//! The confirmation page asks for the password again (or, for an account
+//! without one, a second factor verified in the last ten minutes): a browser
+//! left signed in must not be enough to erase someone (the re-authentication
+//! NIST SP 800-63B §7.1 asks for before sensitive changes). Deleting revokes
+//! every grant of the person at the brand in the same transaction — the
+//! grants table's trigger announces each on `pactd_revocations`, so every
+//! node refuses their tokens at once — and removes the account row, whose
+//! foreign keys cascade to second factors, recovery codes, sessions and
+//! ceremonies. Grants and receipts name only the opaque brand user id and
+//! are kept, revoked, as evidence.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use pact_db::grants::reason as why;
+use pact_db::sessions::Session;
+use pact_db::users::User;
+use time::OffsetDateTime;
+
+use super::account::{Person, signed_in_person};
+use super::page::{ErrorPage, PageError, render};
+use super::security;
+use super::session::{self, Browser};
+use crate::accounts::password::{self, Verified};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "account_delete.html")]
+struct DeletePage<'a> {
+    brand_name: &'a str,
+    signed_in: bool,
+    csrf: &'a str,
+    active_grants: usize,
+    needs_password: bool,
+    error: Option<&'a str>,
+}
+
+/// The signed-in built-in account of this session, with its brand's name.
+async fn own_account(app: &AppState, session: &Session) -> Result<(String, User), PageError> {
+    match signed_in_person(app, session).await? {
+        Some((brand_id, Person::Account(user))) => {
+            let name = pact_db::brands::find(&app.db, &brand_id)
+                .await?
+                .map_or(brand_id, |b| b.name);
+            Ok((name, user))
+        }
+        Some((_, Person::External(_))) => Err(PageError::BadRequest(
+            "Your account is kept by the brand's own sign-in, not here: delete it there. \
+             You can remove each agent's access on the Connected agents page."
+                .into(),
+        )),
+        None => Err(PageError::Forbidden(
+            "Sign in to manage your account.".into(),
+        )),
+    }
+}
+
+async fn page(
+    app: &AppState,
+    session: &Session,
+    brand_name: &str,
+    user: &User,
+    error: Option<&str>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let now = OffsetDateTime::now_utc();
+    let active = pact_db::grants::list(
+        &app.db,
+        pact_db::grants::GrantFilter {
+            brand_id: Some(&user.brand_id),
+            user_sub: Some(&user.subject()),
+            pa_issuer: None,
+        },
+    )
+    .await?
+    .into_iter()
+    .filter(|g| g.is_active(now))
+    .count();
+    let page = DeletePage {
+        brand_name,
+        signed_in: true,
+        csrf: &session.csrf_token,
+        active_grants: active,
+        needs_password: user.password_hash.is_some(),
+        error,
+    };
+    Ok(render(&page, status))
+}
+
+/// `GET /account/delete`: what deleting means, and the confirmation form.
+pub async fn confirm(State(app): State<AppState>, browser: Browser) -> Result<Response, PageError> {
+    let Some(session) = &browser.session else {
+        return Ok(Redirect::to("/account").into_response());
+    };
+    let (brand_name, user) = own_account(&app, session).await?;
+    page(&app, session, &brand_name, &user, None, StatusCode::OK).await
+}
+
+/// Whether this request proves it is the person, not only their browser.
+fn reauthenticated(user: &User, session: &Session, given: &str, now: OffsetDateTime) -> bool {
+    match &user.password_hash {
+        Some(_) => matches!(
+            password::verify(given, user.password_hash.as_deref()),
+            Verified::Yes | Verified::YesRehash
+        ),
+        None => session::mfa_is_recent(session, now),
+    }
+}
+
+/// `POST /account/delete` (from the confirmation page).
+pub async fn delete(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (session, form) = security::guard_post(&app, &headers, &browser, &body)?;
+    let (brand_name, user) = own_account(&app, session).await?;
+    if form.get("confirm") != Some("yes") {
+        return Ok(Redirect::to("/account/delete").into_response());
+    }
+    let now = OffsetDateTime::now_utc();
+    if !reauthenticated(&user, session, form.get("password").unwrap_or(""), now) {
+        let why = if user.password_hash.is_some() {
+            "That password is not right. Nothing was deleted."
+        } else {
+            "Verify your second factor again first (sign out and in), then delete. Nothing was deleted."
+        };
+        return page(
+            &app,
+            session,
+            &brand_name,
+            &user,
+            Some(why),
+            StatusCode::FORBIDDEN,
+        )
+        .await;
+    }
+    let mut tx = app.db.begin().await?;
+    // Locked so that a grant approved in another tab cannot slip between the
+    // revocation and the removal.
+    pact_db::users::lock(&mut *tx, user.id).await?;
+    let revoked = pact_db::grants::revoke_all_for_user(
+        &mut *tx,
+        &user.brand_id,
+        &user.subject(),
+        why::ACCOUNT_DELETED,
+    )
+    .await?;
+    pact_db::users::delete(&mut *tx, user.id).await?;
+    tx.commit().await?;
+    for id in &revoked {
+        app.revocations.insert(*id);
+    }
+    tracing::info!(brand = %user.brand_id, revoked = revoked.len(), "account deleted by its owner");
+    let done = ErrorPage {
+        brand_name: &brand_name,
+        title: "Your account was deleted",
+        message: "Every agent's access has ended, and your email, sign-in methods and sessions are erased.",
+        signed_in: false,
+    };
+    let mut res = render(&done, StatusCode::OK);
+    res.headers_mut()
+        .append(header::SET_COOKIE, session::clear_cookie(&app));
+    Ok(res)
+}
