@@ -156,6 +156,8 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
+        // the staff's admin API and console (admin/)
+        .merge(crate::admin::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

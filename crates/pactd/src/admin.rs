@@ -30,6 +30,7 @@ pub async fn run(
         Command::Grants(c) => grants(pool, c).await?,
         Command::Receipts(c) => receipts(pool, c).await?,
         Command::User(c) => user(pool, c).await?,
+        Command::Admin(c) => crate::admin_accounts::run(pool, c).await?,
         Command::Serve(_) | Command::Dev(_) => {}
     }
     Ok(())
@@ -439,7 +440,7 @@ fn check_login_url(raw: &str) -> anyhow::Result<()> {
 }
 
 /// Emails are stored trimmed and lower-cased, as the sign-in page compares them.
-fn normalise_email(raw: &str) -> anyhow::Result<String> {
+pub(crate) fn normalise_email(raw: &str) -> anyhow::Result<String> {
     let email = raw.trim().to_lowercase();
     let valid = (3..=254).contains(&email.len())
         && email.split_once('@').is_some_and(|(local, domain)| {
@@ -454,7 +455,7 @@ fn normalise_email(raw: &str) -> anyhow::Result<String> {
 
 /// The new account's password: standard input when it is not a terminal
 /// (one line; the line ending is dropped), otherwise a generated one.
-fn password_for_new_user() -> anyhow::Result<(String, bool)> {
+pub(crate) fn password_for_new_user() -> anyhow::Result<(String, bool)> {
     use std::io::{IsTerminal, Read};
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
