@@ -1,6 +1,7 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin_api;
 mod browser;
 mod card;
 mod conformance;
