@@ -3,6 +3,7 @@
 //! brand customers; every action lands in the audit log.
 
 pub mod api;
+pub mod console;
 pub mod credential;
 pub mod role;
 
@@ -12,5 +13,5 @@ use crate::state::AppState;
 
 /// Every admin route, merged into the one route table (router.rs).
 pub fn routes() -> Router<AppState> {
-    api::routes()
+    api::routes().merge(console::routes())
 }
