@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin_api;
+mod admin_browser;
 mod admin_console;
 mod browser;
 mod card;
