@@ -194,6 +194,10 @@ async fn refuse_control_bytes_in_path(req: Request, next: Next) -> Response {
         .into_iter()
         .any(|b| b < 0x20 || b == 0x7f)
     {
+        // The admin API answers in its own JSON error shape, even here.
+        if path.starts_with(crate::admin::api::PREFIX) {
+            return crate::admin::api::error::AdminApiError::NotFound.into_response();
+        }
         return StatusCode::NOT_FOUND.into_response();
     }
     next.run(req).await

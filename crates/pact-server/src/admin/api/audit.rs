@@ -70,11 +70,17 @@ pub async fn list(
 }
 
 /// `GET /me`
-pub async fn me(caller: ApiCaller) -> Json<Value> {
-    Json(json!({
+pub async fn me(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+) -> Result<Json<Value>, AdminApiError> {
+    caller
+        .record(&state.db, "credential.read", None, None, json!({}))
+        .await?;
+    Ok(Json(json!({
         "kind": caller.actor.kind,
         "name": caller.actor.name,
         "role": caller.actor.role.as_str(),
         "brands": caller.actor.brands,
-    }))
+    })))
 }

@@ -190,7 +190,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Disable a platform and revoke every grant it holds.",
         role: Role::Operator,
         query: &[],
-        body: Some("AgentToggle"),
+        body: Some("AgentDisable"),
         response: "AgentToggled",
         route: || post(agents::disable),
     },

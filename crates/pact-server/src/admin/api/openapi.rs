@@ -21,6 +21,11 @@ pub async fn serve(State(state): State<AppState>) -> Json<Value> {
     Json(doc)
 }
 
+/// What the API accepts in free text: no control characters.
+const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
+const UUID_PATTERN: &str =
+    "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
 fn s(kind: &str) -> Value {
     json!({ "type": kind })
 }
@@ -162,7 +167,7 @@ fn schemas() -> Value {
         "GrantDetail": object(&detail, GRANT_REQUIRED),
         "Reason": json!({
             "type": "object",
-            "properties": { "reason": { "type": "string", "maxLength": 200 } },
+            "properties": { "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL } },
             "additionalProperties": false
         }),
         "Revoked": object(&[
@@ -194,9 +199,21 @@ fn schemas() -> Value {
             "type": "object",
             "properties": {
                 "issuer": { "type": "string" },
-                "reason": { "type": "string", "maxLength": 200 }
+                "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL }
             },
             "required": ["issuer"],
+            "additionalProperties": false
+        }),
+        "AgentDisable": json!({
+            "type": "object",
+            "properties": {
+                "issuer": { "type": "string" },
+                "reason": {
+                    "type": "string", "minLength": 1, "maxLength": 200,
+                    "pattern": "^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"
+                }
+            },
+            "required": ["issuer", "reason"],
             "additionalProperties": false
         }),
         "AgentToggled": object(&[
@@ -231,16 +248,18 @@ fn operation(op: &Operation) -> Value {
         .query
         .iter()
         .map(|(name, description)| {
+            // `q` of findCustomers is the one required query parameter.
             json!({
-                "name": name, "in": "query", "required": false,
-                "description": description, "schema": { "type": "string" }
+                "name": name, "in": "query", "required": *name == "q",
+                "description": description,
+                "schema": { "type": "string", "maxLength": 512, "pattern": NO_CONTROL }
             })
         })
         .collect();
     if op.path.contains("{id}") {
         parameters.push(json!({
             "name": "id", "in": "path", "required": true,
-            "schema": { "type": "string", "format": "uuid" }
+            "schema": { "type": "string", "format": "uuid", "pattern": UUID_PATTERN }
         }));
     }
     let mut responses = json!({
