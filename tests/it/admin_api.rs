@@ -226,6 +226,7 @@ async fn only_a_live_credential_is_let_in_and_every_refusal_has_one_shape() {
 async fn every_documented_route_exists_and_answers() {
     let app = app().await;
     let owner = credential(&app, "root", "owner", None).await;
+    credential(&app, "spare", "viewer", None).await;
     let pa = app.registered_pa(ISS).await;
     let grant = grant_of(
         &app.node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
@@ -311,6 +312,14 @@ async fn every_documented_route_exists_and_answers() {
             format!("/customers/{}/revoke-grants", user.id),
             None,
             "revokeCustomerGrants",
+        ),
+        ("get", "/admins".into(), None, "listAdmins"),
+        ("get", "/credentials".into(), None, "listCredentials"),
+        (
+            "post",
+            "/credentials/spare/revoke".into(),
+            None,
+            "revokeCredential",
         ),
         ("get", "/audit".into(), None, "listAudit"),
     ];
@@ -424,6 +433,20 @@ async fn each_role_may_do_what_it_should_and_no_more() {
             .any(|a| a == "grant.revoke.denied")
     );
 
+    for path in ["/admins", "/credentials"] {
+        error(
+            call(&app, &operator, "get", path, None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+    }
+    error(
+        call(&app, &operator, "post", "/credentials/desk/revoke", None).await,
+        403,
+        "forbidden",
+    )
+    .await;
     error(
         call(
             &app,

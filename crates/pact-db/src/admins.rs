@@ -281,3 +281,16 @@ pub async fn delete_sessions_of(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbRe
             .await?;
     Ok(done.rows_affected())
 }
+
+/// Removes console sessions that have ended (done whenever one starts, so
+/// the table holds only live ones and a few stragglers).
+pub async fn delete_expired_sessions(
+    db: impl PgExecutor<'_>,
+    now: OffsetDateTime,
+) -> DbResult<u64> {
+    let done = sqlx::query("delete from admin_sessions where expires_at <= $1")
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}

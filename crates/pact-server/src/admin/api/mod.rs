@@ -10,6 +10,7 @@ pub mod error;
 pub mod grants;
 pub mod openapi;
 pub mod params;
+pub mod staff;
 
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
@@ -204,6 +205,39 @@ pub const OPERATIONS: &[Operation] = &[
         body: Some("AgentToggle"),
         response: "AgentToggled",
         route: || post(agents::enable),
+    },
+    Operation {
+        method: "get",
+        path: "/admins",
+        operation_id: "listAdmins",
+        summary: "Console accounts: email, role, brands, second factor.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "AdminList",
+        route: || get(staff::list_admins),
+    },
+    Operation {
+        method: "get",
+        path: "/credentials",
+        operation_id: "listCredentials",
+        summary: "API credentials: name, role, brands, last use (never a secret).",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "CredentialList",
+        route: || get(staff::list_credentials),
+    },
+    Operation {
+        method: "post",
+        path: "/credentials/{name}/revoke",
+        operation_id: "revokeCredential",
+        summary: "Revoke an API credential: refused from the next request on.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "CredentialRevoked",
+        route: || post(staff::revoke_credential),
     },
     Operation {
         method: "get",

@@ -233,6 +233,28 @@ fn schemas() -> Value {
             ("client_address", nullable("string")),
         ], &["id", "at", "actor_kind", "actor", "action"]),
         "AuditPage": page_of("AuditEntry"),
+        "Admin": object(&[
+            ("email", s("string")),
+            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
+            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
+            ("has_totp", s("boolean")),
+            ("disabled_at", nullable_time()),
+            ("created_at", time()),
+        ], &["email", "role", "brands", "has_totp"]),
+        "AdminList": list_of("Admin"),
+        "Credential": object(&[
+            ("name", s("string")),
+            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
+            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
+            ("created_at", time()),
+            ("last_used_at", nullable_time()),
+            ("revoked_at", nullable_time()),
+        ], &["name", "role", "brands"]),
+        "CredentialList": list_of("Credential"),
+        "CredentialRevoked": object(&[
+            ("name", s("string")),
+            ("revoked", s("boolean")),
+        ], &["name", "revoked"]),
     })
 }
 
@@ -256,6 +278,12 @@ fn operation(op: &Operation) -> Value {
             })
         })
         .collect();
+    if op.path.contains("{name}") {
+        parameters.push(json!({
+            "name": "name", "in": "path", "required": true,
+            "schema": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9._-]+$" }
+        }));
+    }
     if op.path.contains("{id}") {
         parameters.push(json!({
             "name": "id", "in": "path", "required": true,
@@ -272,12 +300,12 @@ fn operation(op: &Operation) -> Value {
         "403": error_response("The credential's role or brand limit does not allow this."),
         "503": error_response("The database cannot be reached now."),
     });
-    if op.path.contains("{id}") || op.path.starts_with("/agents/") {
+    if op.path.contains('{') || op.path.starts_with("/agents/") {
         responses["404"] = error_response(
             "No such object within the credential's brands (the same answer either way).",
         );
     }
-    if op.path.ends_with("/revoke") {
+    if op.path == "/grants/{id}/revoke" {
         responses["409"] = error_response("Already revoked.");
     }
     let mut o = json!({

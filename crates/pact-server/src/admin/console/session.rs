@@ -143,6 +143,7 @@ pub async fn start(
     if let Some(old) = old {
         pact_db::admins::delete_session(&mut *tx, &old.id_hash).await?;
     }
+    pact_db::admins::delete_expired_sessions(&mut *tx, now).await?;
     pact_db::admins::insert_session(
         &mut *tx,
         &hash,
