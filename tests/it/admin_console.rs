@@ -380,3 +380,75 @@ async fn disabling_an_agent_names_how_many_people_it_affects() {
     assert!(html.contains("agent.disable"));
     assert!(html.contains("&#34;revoked_grants&#34;:2"), "{html}");
 }
+
+#[tokio::test]
+async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_their_grants() {
+    let app = app().await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    let user = pact_tests::pages::add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    pact_db::users::record_failure(
+        &app.db,
+        user.id,
+        9,
+        Some(time::OffsetDateTime::now_utc() + time::Duration::minutes(5)),
+    )
+    .await
+    .unwrap();
+    let g = grant(&app, "demo", &user.subject()).await;
+
+    let viewer = Browser::new(&app);
+    sign_in(&app, &viewer, "desk@example.com").await;
+    let (_, html) = viewer
+        .get_html("/admin/customers?q=ann%40example.com")
+        .await;
+    assert!(html.contains("ann@example.com") && !html.contains("not locked"));
+    assert!(!html.contains("Unlock"), "a viewer has no buttons");
+    let csrf = csrf_from(&html).unwrap();
+    let res = viewer
+        .post(
+            &format!("/admin/customers/{}/unlock", user.id),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (_, html) = ops.get_html("/admin/customers?q=ann%40example.com").await;
+    let csrf = csrf_from(&html).unwrap();
+    for action in ["unlock", "sign-out", "revoke-grants"] {
+        let res = ops
+            .post(
+                &format!("/admin/customers/{}/{action}", user.id),
+                &[("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(res.status(), 303, "{action}");
+    }
+    let u = pact_tests::pages::reload(&app, &user).await;
+    assert!(u.locked_until.is_none());
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_some()
+    );
+    let actions: Vec<String> = sqlx::query_scalar(
+        "select action from audit_log where actor = 'ops@example.com' and target = $1 order by id",
+    )
+    .bind(user.id.to_string())
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        actions,
+        vec![
+            "customer.unlock",
+            "customer.sign_out",
+            "customer.revoke_grants"
+        ]
+    );
+}

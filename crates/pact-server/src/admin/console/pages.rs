@@ -585,9 +585,10 @@ pub async fn customer_action(
     guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     let action = match action.as_str() {
-        "unlock" => CustomerAction::Unlock,
-        "reset-second-factors" => CustomerAction::ResetSecondFactors,
-        "sign-out" => CustomerAction::SignOut,
+        "unlock" => Some(CustomerAction::Unlock),
+        "reset-second-factors" => Some(CustomerAction::ResetSecondFactors),
+        "sign-out" => Some(CustomerAction::SignOut),
+        "revoke-grants" => None,
         _ => return Err(not_found()),
     };
     if !who.actor.may(Role::Operator) {
@@ -598,14 +599,31 @@ pub async fn customer_action(
         .await?
         .ok_or_else(not_found)?;
     let mut tx = state.db.begin().await?;
-    let detail = apply(&mut tx, &user, action)
-        .await
-        .map_err(|e| PageError::Internal(format!("{e:?}").into()))?;
+    let (name, detail) = match action {
+        Some(action) => (
+            action.audit_name(),
+            apply(&mut tx, &user, action)
+                .await
+                .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
+        ),
+        // Every live grant of the customer; the table trigger announces each
+        // on `pactd_revocations` (PACT §5.7).
+        None => {
+            let revoked = pact_db::grants::revoke_all_for_user(
+                &mut *tx,
+                &user.brand_id,
+                &user.subject(),
+                &pact_db::grants::reason::by_admin(&format!("by {}", who.actor.name)),
+            )
+            .await?;
+            ("customer.revoke_grants", json!({"revoked": revoked.len()}))
+        }
+    };
     record(
         &mut *tx,
         &who,
         &staff.ip,
-        action.audit_name(),
+        name,
         Some(&user.id.to_string()),
         Some(&user.brand_id),
         detail,
