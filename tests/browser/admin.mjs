@@ -86,6 +86,12 @@ try {
   await snap('overview');
   await page.getByRole('link', { name: 'Agent platforms' }).click();
   await expectHeading('Agent platforms');
+  await page.getByLabel('Issuer (as its PA-JWTs carry it)').fill(input.new_issuer);
+  await page.getByLabel('JWKS URI').fill(`${input.new_issuer}/jwks.json`);
+  await page.getByLabel('Name').fill('New Agent');
+  await page.getByRole('button', { name: 'Register' }).click();
+  await expectHeading('Agent platforms');
+  await page.getByRole('cell', { name: input.new_issuer, exact: true }).waitFor();
   await snap('agents');
   await signOut();
 

@@ -158,6 +158,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "customer": "ada",
         "grant_id": grant.to_string(),
         "other_grant_id": other.to_string(),
+        "new_issuer": "https://new-agent.example",
     });
     let out = run_journey(&mut input).await;
 
@@ -178,6 +179,14 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     assert!(audit.contains("grant.revoke"), "{audit}");
     assert!(audit.contains("ops@example.com (admin)"), "{audit}");
     assert!(audit.contains(&grant.to_string()), "{audit}");
+    // The owner registered a platform in the console, and the log shows it.
+    let new = pact_db::agents::find(&a.db, "https://new-agent.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(new.name, "New Agent");
+    assert!(audit.contains("agent.register"), "{audit}");
+    assert!(audit.contains("owner@example.com (admin)"), "{audit}");
     // The viewer had no button, and its POST was refused and changed nothing.
     assert_eq!(out["viewer_buttons"], 0);
     assert_eq!(out["viewer_post_status"], 403);

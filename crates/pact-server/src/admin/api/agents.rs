@@ -60,6 +60,35 @@ pub struct Registration {
     pub name: Option<String>,
 }
 
+/// Checks a registration (shared with the console); returns the display
+/// name (the issuer when none is given).
+pub fn check_registration(
+    issuer: &str,
+    jwks_uri: &str,
+    name: Option<&str>,
+) -> Result<String, String> {
+    if issuer.trim().is_empty()
+        || issuer.trim() != issuer
+        || issuer.len() > 512
+        || issuer.chars().any(char::is_control)
+    {
+        return Err(
+            "issuer: a non-empty string without surrounding spaces (it is compared exactly, PACT §3)"
+                .into(),
+        );
+    }
+    // Loopback URIs are accepted at registration (as `pactd agent add` does);
+    // the server fetches them only with --allow-loopback-jwks.
+    pact_jose::check_jwks_uri(jwks_uri, true).map_err(|e| format!("jwks_uri: {e}"))?;
+    match name.map(str::trim) {
+        Some(n) if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) => {
+            Err("name: 1–200 characters, no control characters".into())
+        }
+        Some(n) => Ok(n.to_owned()),
+        None => Ok(issuer.to_owned()),
+    }
+}
+
 /// `POST /agents` `{"issuer", "jwks_uri", "name"}`: register, or move a
 /// known issuer to a new JWKS URI.
 pub async fn register(
@@ -72,28 +101,8 @@ pub async fn register(
         .await?;
     caller.require_unlimited(&state, "agent.register").await?;
     let r: Registration = params::body(&body)?;
-    if r.issuer.trim().is_empty()
-        || r.issuer.trim() != r.issuer
-        || r.issuer.len() > 512
-        || r.issuer.chars().any(char::is_control)
-    {
-        return Err(AdminApiError::invalid(
-            "issuer: a non-empty string without surrounding spaces (it is compared exactly, PACT §3)",
-        ));
-    }
-    // Loopback URIs are accepted at registration (as `pactd agent add` does);
-    // the server fetches them only with --allow-loopback-jwks.
-    pact_jose::check_jwks_uri(&r.jwks_uri, true)
-        .map_err(|e| AdminApiError::invalid(format!("jwks_uri: {e}")))?;
-    let name = match r.name.as_deref().map(str::trim) {
-        Some(n) if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) => {
-            return Err(AdminApiError::invalid(
-                "name: 1–200 characters, no control characters",
-            ));
-        }
-        Some(n) => n.to_owned(),
-        None => r.issuer.clone(),
-    };
+    let name = check_registration(&r.issuer, &r.jwks_uri, r.name.as_deref())
+        .map_err(AdminApiError::invalid)?;
     let mut tx = state.db.begin().await?;
     let a = pact_db::agents::upsert(&mut *tx, &r.issuer, &r.jwks_uri, &name).await?;
     caller

@@ -34,7 +34,10 @@ pub fn routes() -> Router<AppState> {
             get(signin::get_totp_setup).post(signin::post_totp_setup),
         )
         .route("/admin/sign-out", post(signin::post_sign_out))
-        .route("/admin/agents", get(pages::agents))
+        .route(
+            "/admin/agents",
+            get(pages::agents).post(pages::register_agent),
+        )
         .route(
             "/admin/agents/disable",
             get(pages::confirm_disable).post(pages::disable_agent),

@@ -130,6 +130,8 @@ struct AgentsPage {
     nav: Nav,
     agents: Vec<AgentRow>,
     unlimited: bool,
+    /// May register platforms: an owner limited to no brand.
+    can_register: bool,
 }
 
 pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
@@ -150,6 +152,7 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
     }
     let page = AgentsPage {
         unlimited: who.actor.is_unlimited(),
+        can_register: who.actor.is_unlimited() && who.actor.may(Role::Owner),
         nav: nav(&who),
         agents: rows,
     };
@@ -247,6 +250,40 @@ async fn toggle_agent(
         Some(&issuer),
         None,
         json!({"reason": reason, "revoked_grants": revoked}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(see_other("/admin/agents", None))
+}
+
+/// `POST /admin/agents`: register a platform (owner, every brand).
+pub async fn register_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
+        return Err(PageError::Forbidden(
+            "Registering an agent platform needs the owner role, for every brand.".into(),
+        ));
+    }
+    let issuer = form.get("issuer").unwrap_or("");
+    let jwks_uri = form.get("jwks_uri").unwrap_or("");
+    let name = crate::admin::api::agents::check_registration(issuer, jwks_uri, form.get("name"))
+        .map_err(PageError::BadRequest)?;
+    let mut tx = state.db.begin().await?;
+    let a = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
+    record(
+        &mut *tx,
+        &who,
+        &staff.ip,
+        "agent.register",
+        Some(&a.issuer),
+        None,
+        json!({"jwks_uri": a.jwks_uri, "name": a.name}),
     )
     .await?;
     tx.commit().await?;
