@@ -244,6 +244,29 @@ async fn repeated_wrong_passwords_lock_the_account() {
         .await;
     assert_eq!(res.status(), 429, "locked even with the right password");
     assert!(admin_cookie(&b).is_none());
+    // An unknown email meets the same counters and the same lock: the
+    // answers do not tell whether a staff account exists.
+    for _ in 0..5 {
+        let res = b
+            .submit(
+                "/admin/sign-in",
+                "/admin/sign-in",
+                &[
+                    ("email", "nobody@example.com"),
+                    ("password", "wrong password"),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 401);
+    }
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "nobody@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(res.status(), 429);
 }
 
 #[tokio::test]

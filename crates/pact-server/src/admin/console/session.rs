@@ -63,6 +63,8 @@ fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 pub struct Staff {
     pub session: Option<AdminSession>,
     pub ip: String,
+    /// The address as per-address limits key it (an IPv6 /64).
+    pub limit_key: String,
 }
 
 impl FromRequestParts<AppState> for Staff {
@@ -76,13 +78,14 @@ impl FromRequestParts<AppState> for Staff {
             }
             _ => None,
         };
-        let ClientIp(ip) = match ClientIp::from_request_parts(parts, state).await {
+        let client = match ClientIp::from_request_parts(parts, state).await {
             Ok(ip) => ip,
             Err(never) => match never {},
         };
         Ok(Self {
             session,
-            ip: ip.to_string(),
+            ip: client.0.to_string(),
+            limit_key: client.limit_key(),
         })
     }
 }

@@ -25,7 +25,8 @@ use time::OffsetDateTime;
 
 use super::session::{self, Staff};
 use super::{audit_event, guard};
-use crate::accounts::{lockout, password, totp};
+use crate::accounts::lockout::{self, FailureKeys};
+use crate::accounts::{password, totp};
 use crate::state::AppState;
 use crate::web::form::Fields;
 use crate::web::login::{see_other, wait_message, with_headers};
@@ -33,6 +34,10 @@ use crate::web::session::{Browser, check_form_token, form_csrf};
 use crate::web::{PageError, limits, render, security};
 
 const BAD_CREDENTIALS: &str = "That email and password don't match a staff account.";
+
+/// The lockout counters' namespace for staff: not a valid brand id, so staff
+/// and customer counters never share a key.
+const STAFF: &str = "(staff)";
 
 #[derive(Template)]
 #[template(path = "admin/sign_in.html")]
@@ -98,45 +103,64 @@ pub async fn post_sign_in(
         };
         with_headers(render(&page, status), None, retry)
     };
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &staff.ip) {
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &staff.limit_key) {
         let msg = wait_message("Too many sign-in attempts.", secs);
         return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
+    // Everything below treats a known and an unknown email alike: the same
+    // counters (accounts/lockout.rs, kept in the database so they hold
+    // across nodes), the same argon2 work, the same answers.
     let now = OffsetDateTime::now_utc();
+    let keys = FailureKeys::new(STAFF, &email, &staff.limit_key);
+    let rows = pact_db::sign_in_failures::find(
+        &state.db,
+        &[keys.from_address.clone(), keys.account.clone()],
+    )
+    .await?;
+    let lock_of = |key: &[u8]| {
+        rows.iter()
+            .find(|r| r.key_hash == key)
+            .and_then(|r| lockout::locked_for(r.locked_until, now))
+            .map(i64::unsigned_abs)
+    };
+    let (from_address_lock, account_lock) = (lock_of(&keys.from_address), lock_of(&keys.account));
+    let locked = |secs: u64| {
+        let msg = wait_message("Too many failed sign-ins.", secs);
+        again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs))
+    };
+    if let Some(secs) = from_address_lock {
+        // Refused without looking at the password, even a right one.
+        return Ok(locked(secs));
+    }
+    // A disabled account answers exactly as an unknown email.
     let admin = if email.is_empty() || email.len() > 254 {
         None
     } else {
-        pact_db::admins::find_by_email(&state.db, &email).await?
+        pact_db::admins::find_by_email(&state.db, &email)
+            .await?
+            .filter(|a| a.disabled_at.is_none())
     };
-    if let Some(a) = &admin
-        && let Some(secs) = lockout::locked_for(a.locked_until, now)
-    {
-        let msg = wait_message(
-            "This account is locked after failed sign-ins.",
-            secs.unsigned_abs(),
-        );
-        return Ok(again(
-            &msg,
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(secs.unsigned_abs()),
-        ));
-    }
-    // An unknown email verifies against a dummy hash: the same work and time.
-    let verified = password::verify(
-        form.get("password").unwrap_or(""),
-        admin.as_ref().map(|a| a.password_hash.as_str()),
-    );
-    let admin = match (admin, verified) {
-        (Some(a), password::Verified::Yes | password::Verified::YesRehash)
-            if a.disabled_at.is_none() =>
-        {
-            a
-        }
-        (found, _) => {
-            if let Some(a) = &found {
-                let (failed, until) = lockout::after_failure(a.failed_logins, now);
-                pact_db::admins::record_failure(&state.db, a.id, failed, until).await?;
+    // The same argon2 work for an unknown email (a dummy hash), off the async threads.
+    let stored = admin.as_ref().map(|a| a.password_hash.clone());
+    let attempt = form.get("password").unwrap_or("").to_owned();
+    let verified =
+        tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
+            .await
+            .map_err(PageError::internal)?;
+    let admin = match (verified, admin) {
+        (password::Verified::Yes | password::Verified::YesRehash, Some(a)) => a,
+        _ => {
+            let mut tx = state.db.begin().await?;
+            let here =
+                pact_db::sign_in_failures::increment(&mut *tx, &keys.from_address, now).await?;
+            if let Some(until) = lockout::lock_for(here, lockout::FREE_ATTEMPTS, now) {
+                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.from_address, until).await?;
             }
+            let all = pact_db::sign_in_failures::increment(&mut *tx, &keys.account, now).await?;
+            if let Some(until) = lockout::lock_for(all, lockout::ACCOUNT_FREE_ATTEMPTS, now) {
+                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.account, until).await?;
+            }
+            tx.commit().await?;
             audit_event(
                 &state,
                 "admin",
@@ -146,9 +170,24 @@ pub async fn post_sign_in(
                 json!({"step": "password"}),
             )
             .await?;
-            return Ok(again(BAD_CREDENTIALS, StatusCode::UNAUTHORIZED, None));
+            return Ok(match account_lock {
+                Some(secs) => locked(secs),
+                None => again(BAD_CREDENTIALS, StatusCode::UNAUTHORIZED, None),
+            });
         }
     };
+    // While the email is locked (guessed at from many addresses), the right
+    // password leads on only to an existing second factor.
+    if let Some(secs) = account_lock
+        && !admin.has_totp()
+    {
+        return Ok(locked(secs));
+    }
+    pact_db::sign_in_failures::clear(&state.db, std::slice::from_ref(&keys.from_address)).await?;
+    if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
+        // Second-factor failures lock the account itself.
+        return Ok(locked(secs.unsigned_abs()));
+    }
     let cookie = session::start(&state, staff.session.as_ref(), admin.id, true, now).await?;
     let next = if admin.has_totp() {
         "/admin/second-factor"
