@@ -323,7 +323,6 @@ async fn complete(
 }
 
 async fn render_setup(
-    state: &AppState,
     s: &AdminSession,
     admin: &Admin,
     secret: &[u8],
@@ -340,7 +339,6 @@ async fn render_setup(
         .map(|c| String::from_utf8_lossy(c).into_owned())
         .collect::<Vec<_>>()
         .join(" ");
-    let _ = state;
     let page = TotpSetupPage {
         csrf: &s.csrf_token,
         sealed,
@@ -369,7 +367,6 @@ pub async fn get_totp_setup(
         .seal(&secret, &transit_aad(&admin, &s))
         .map_err(PageError::internal)?;
     render_setup(
-        &state,
         &s,
         &admin,
         &secret,
@@ -410,7 +407,6 @@ pub async fn post_totp_setup(
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return render_setup(
-            &state,
             &s,
             &admin,
             &secret,
@@ -427,7 +423,6 @@ pub async fn post_totp_setup(
         now.unix_timestamp(),
     ) else {
         return render_setup(
-            &state,
             &s,
             &admin,
             &secret,
