@@ -108,6 +108,7 @@ try {
   await snap('grants');
   await page.getByRole('link', { name: input.grant_id }).click();
   await expectHeading('Grant');
+  result.chain_text = await page.textContent('#chain');
   await snap('grant');
   await page.getByLabel('Reason (optional)').fill('customer asked by phone');
   await page.getByRole('button', { name: 'Revoke this grant' }).click();

@@ -726,6 +726,14 @@ async fn a_revocation_through_the_api_is_refused_on_another_node() {
         )
         .await;
     assert_eq!(res.status(), 200);
+    // The grant's receipt is there, and its signature and chain verify.
+    let detail = ok(call(&a, &operator, "get", &format!("/grants/{grant}"), None).await).await;
+    assert_eq!(detail["receipts"].as_array().unwrap().len(), 1);
+    assert_eq!(detail["receipts"][0]["message_id"], "m1");
+    assert_eq!(
+        detail["receipt_chain"],
+        json!({"verified": true, "problems": []})
+    );
 
     ok(call(
         &a,

@@ -174,6 +174,14 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         )
         .await;
     assert_eq!(after.status(), 401);
+    // The grant page checked its receipt's signature and chain.
+    assert!(
+        out["chain_text"]
+            .as_str()
+            .unwrap()
+            .contains("Every receipt's signature and the chain verify"),
+        "{out}"
+    );
     // The audit log page showed the operator's revocation.
     let audit = out["audit_text"].as_str().unwrap();
     assert!(audit.contains("grant.revoke"), "{audit}");

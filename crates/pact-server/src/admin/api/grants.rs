@@ -134,7 +134,20 @@ pub async fn get(
     let now = OffsetDateTime::now_utc();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    // PACT §5.6: each receipt's signature by a published key and the chain
+    // of `prev` hashes, checked here so staff need no other tool.
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+    let breaks = crate::domain::receipt_chain::verify(&receipts, &keys);
     let mut out = grant_json(&g, now);
+    out["receipt_chain"] = json!({
+        "verified": breaks.is_empty(),
+        "problems": breaks
+            .iter()
+            .map(|b| json!({"seq": b.seq, "problem": b.problem}))
+            .collect::<Vec<_>>(),
+    });
     out["authorization_details"] = g.authorization_details.clone().unwrap_or(Value::Null);
     out["approval"] = match approval {
         Some(a) => json!({

@@ -115,6 +115,22 @@ fn schemas() -> Value {
         ], &[])] }),
     ));
     detail.push((
+        "receipt_chain",
+        object(
+            &[
+                ("verified", s("boolean")),
+                (
+                    "problems",
+                    json!({ "type": "array", "items": object(&[
+                    ("seq", s("integer")),
+                    ("problem", s("string")),
+                ], &["seq", "problem"]) }),
+                ),
+            ],
+            &["verified", "problems"],
+        ),
+    ));
+    detail.push((
         "receipts",
         json!({ "type": "array", "items": object(&[
             ("seq", s("integer")),

@@ -449,6 +449,7 @@ struct GrantPage {
     request_ip: String,
     revoked: String,
     receipts: Vec<ReceiptRow>,
+    chain_problems: Vec<String>,
 }
 
 async fn visible_grant(
@@ -473,7 +474,16 @@ pub async fn grant(
     let now = OffsetDateTime::now_utc();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    // PACT §5.6: signatures and the chain, checked on the page.
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(PageError::internal)?;
+    let chain_problems: Vec<String> = crate::domain::receipt_chain::verify(&receipts, &keys)
+        .iter()
+        .map(|b| format!("receipt #{}: {}", b.seq, b.problem))
+        .collect();
     let page = GrantPage {
+        chain_problems,
         nav: nav(&who),
         active: g.is_active(now),
         details: g
