@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::admin_accounts::audit_cli as audit;
 use crate::cli::{
     AgentCommand, BrandCommand, BrandSetArgs, Cli, Command, DetailsTypeCommand, GrantsCommand,
     KeysCommand, ReceiptsCommand, ScopeCommand, UserCommand,
@@ -223,6 +224,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("invalid --jwks-uri: {e}"))?;
             let name = name.clone().unwrap_or_else(|| issuer.clone());
             let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
+            audit(
+                pool,
+                "agent.register",
+                issuer,
+                None,
+                serde_json::json!({"jwks_uri": jwks_uri, "name": name}),
+            )
+            .await?;
             println!(
                 "registered {} (jwks {}), {}",
                 agent.issuer,
@@ -240,6 +249,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             let revoked =
                 pact_db::grants::revoke_all_for_agent(&mut *tx, issuer, "personal agent disabled")
                     .await?;
+            audit(
+                &mut *tx,
+                "agent.disable",
+                issuer,
+                None,
+                serde_json::json!({"revoked_grants": revoked}),
+            )
+            .await?;
             tx.commit().await?;
             println!("disabled {issuer}; revoked {revoked} grant(s)");
         }
@@ -247,6 +264,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             if !pact_db::agents::set_enabled(pool, issuer, true).await? {
                 bail!("no registered agent with issuer {issuer:?}");
             }
+            audit(pool, "agent.enable", issuer, None, serde_json::json!({})).await?;
             println!("enabled {issuer} (revoked grants stay revoked)");
         }
         AgentCommand::List => {
@@ -331,7 +349,20 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
         }
         GrantsCommand::Revoke { grant_id } => {
             let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
-            if pact_db::grants::revoke(pool, id, pact_db::grants::reason::BY_ADMIN).await? {
+            let mut tx = pool.begin().await?;
+            if pact_db::grants::revoke(&mut *tx, id, pact_db::grants::reason::BY_ADMIN).await? {
+                let brand = pact_db::grants::find(&mut *tx, id)
+                    .await?
+                    .map(|g| g.brand_id);
+                audit(
+                    &mut *tx,
+                    "grant.revoke",
+                    &id.to_string(),
+                    brand.as_deref(),
+                    serde_json::json!({}),
+                )
+                .await?;
+                tx.commit().await?;
                 println!("revoked {id}");
             } else {
                 bail!("no active grant {id}");
@@ -577,6 +608,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 })?;
             let mut tx = pool.begin().await?;
             pact_db::users::reset_mfa(&mut tx, user.id).await?;
+            audit(
+                &mut *tx,
+                "customer.reset_second_factors",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "removed every second factor of {email} on {brand_id} (authenticator app, passkeys, recovery codes)"
@@ -593,6 +632,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 &pact_db::grants::reason::by_admin("the account was disabled"),
             )
             .await?;
+            audit(
+                &mut *tx,
+                "customer.disable",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"revoked_grants": revoked.len()}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
@@ -604,6 +651,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let user = existing_user(pool, brand_id, email).await?;
             let mut tx = pool.begin().await?;
             pact_db::users::set_disabled(&mut tx, user.id, None).await?;
+            audit(
+                &mut *tx,
+                "customer.enable",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "enabled {} on {brand_id} (revoked grants stay revoked)",
@@ -621,6 +676,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             )
             .await?;
             pact_db::users::delete(&mut *tx, user.id).await?;
+            audit(
+                &mut *tx,
+                "customer.remove",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"revoked_grants": revoked.len()}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",

@@ -30,6 +30,18 @@ async fn audit(
     target: &str,
     detail: serde_json::Value,
 ) -> anyhow::Result<()> {
+    audit_cli(db, action, target, None, detail).await
+}
+
+/// An audit entry for a staff action taken on the command line (the other
+/// `pactd` commands use it too, so the log holds every staff action).
+pub(crate) async fn audit_cli(
+    db: impl sqlx::PgExecutor<'_>,
+    action: &str,
+    target: &str,
+    brand_id: Option<&str>,
+    detail: serde_json::Value,
+) -> anyhow::Result<()> {
     pact_db::audit::record(
         db,
         &pact_db::audit::NewEntry {
@@ -37,7 +49,7 @@ async fn audit(
             actor: &cli_actor(),
             action,
             target: Some(target),
-            brand_id: None,
+            brand_id,
             detail,
             client_addr: None,
         },

@@ -270,3 +270,47 @@ async fn a_credential_is_printed_once_works_and_stops_working_when_revoked() {
     let list = ok(&app, &["admin", "credential", "list"], None).await;
     assert!(list.contains("\trevoked 20"), "{list}");
 }
+
+/// The other staff commands leave their trace in the audit log too.
+#[tokio::test]
+async fn revoking_a_grant_and_disabling_an_agent_from_the_command_line_are_audited() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example").await;
+    app.node_connect("demo", &pa, "pa-sub", "alice", &["orders:read"], None)
+        .await;
+    let grant = pact_db::grants::list(&app.db, Default::default())
+        .await
+        .unwrap()[0]
+        .id;
+    ok(&app, &["grants", "revoke", &grant.to_string()], None).await;
+    refused(&app, &["grants", "revoke", &grant.to_string()], None).await;
+    ok(
+        &app,
+        &["agent", "disable", "--issuer", "https://pa.example"],
+        None,
+    )
+    .await;
+    let rows: Vec<(String, String, String, Option<String>)> =
+        sqlx::query_as("select actor_kind, action, target, brand_id from audit_log order by id")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "cli".into(),
+                "grant.revoke".into(),
+                grant.to_string(),
+                Some("demo".into())
+            ),
+            (
+                "cli".into(),
+                "agent.disable".into(),
+                "https://pa.example".into(),
+                None
+            ),
+        ]
+    );
+}
