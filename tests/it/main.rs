@@ -1,6 +1,10 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin_api;
+mod admin_browser;
+mod admin_console;
+mod admin_schemathesis;
 mod browser;
 mod card;
 mod conformance;

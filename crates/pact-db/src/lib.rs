@@ -4,7 +4,10 @@
 //! connection or a transaction), so callers decide the transaction boundaries.
 //! Migrations are embedded in the binary.
 
+pub mod admin_search;
+pub mod admins;
 pub mod agents;
+pub mod audit;
 pub mod brands;
 pub mod conversations;
 pub mod demo_orders;

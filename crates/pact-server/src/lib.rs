@@ -6,6 +6,7 @@
 
 pub mod a2a;
 pub mod accounts;
+pub mod admin;
 pub mod agent;
 pub mod auth;
 pub mod client_ip;

@@ -173,6 +173,8 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
+        // the staff's admin API and console (admin/)
+        .merge(crate::admin::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -209,6 +211,10 @@ async fn refuse_control_bytes_in_path(req: Request, next: Next) -> Response {
         .into_iter()
         .any(|b| b < 0x20 || b == 0x7f)
     {
+        // The admin API answers in its own JSON error shape, even here.
+        if path.starts_with(crate::admin::api::PREFIX) {
+            return crate::admin::api::error::AdminApiError::NotFound.into_response();
+        }
         return StatusCode::NOT_FOUND.into_response();
     }
     next.run(req).await

@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::admin_accounts::audit_cli as audit;
 use crate::cli::{
     AgentCommand, BrandCommand, BrandSetArgs, Cli, Command, DetailsTypeCommand, GrantsCommand,
     KeysCommand, ReceiptsCommand, ScopeCommand, UserCommand,
@@ -31,6 +32,7 @@ pub async fn run(
         Command::Grants(c) => grants(pool, c).await?,
         Command::Receipts(c) => receipts(pool, c).await?,
         Command::User(c) => user(pool, c).await?,
+        Command::Admin(c) => crate::admin_accounts::run(pool, c).await?,
         Command::Serve(_) | Command::Dev(_) | Command::Healthcheck(_) => {}
     }
     Ok(())
@@ -230,6 +232,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 bail!("{}", hidden_chars::refusal("the agent name", c));
             }
             let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
+            audit(
+                pool,
+                "agent.register",
+                issuer,
+                None,
+                serde_json::json!({"jwks_uri": jwks_uri, "name": name}),
+            )
+            .await?;
             println!(
                 "registered {} (jwks {}), {}",
                 agent.issuer,
@@ -247,6 +257,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             let revoked =
                 pact_db::grants::revoke_all_for_agent(&mut *tx, issuer, "personal agent disabled")
                     .await?;
+            audit(
+                &mut *tx,
+                "agent.disable",
+                issuer,
+                None,
+                serde_json::json!({"revoked_grants": revoked}),
+            )
+            .await?;
             tx.commit().await?;
             println!("disabled {issuer}; revoked {revoked} grant(s)");
         }
@@ -254,6 +272,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             if !pact_db::agents::set_enabled(pool, issuer, true).await? {
                 bail!("no registered agent with issuer {issuer:?}");
             }
+            audit(pool, "agent.enable", issuer, None, serde_json::json!({})).await?;
             println!("enabled {issuer} (revoked grants stay revoked)");
         }
         AgentCommand::List => {
@@ -344,7 +363,20 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
         }
         GrantsCommand::Revoke { grant_id } => {
             let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
-            if pact_db::grants::revoke(pool, id, pact_db::grants::reason::BY_ADMIN).await? {
+            let mut tx = pool.begin().await?;
+            if pact_db::grants::revoke(&mut *tx, id, pact_db::grants::reason::BY_ADMIN).await? {
+                let brand = pact_db::grants::find(&mut *tx, id)
+                    .await?
+                    .map(|g| g.brand_id);
+                audit(
+                    &mut *tx,
+                    "grant.revoke",
+                    &id.to_string(),
+                    brand.as_deref(),
+                    serde_json::json!({}),
+                )
+                .await?;
+                tx.commit().await?;
                 println!("revoked {id}");
             } else {
                 bail!("no active grant {id}");
@@ -509,7 +541,7 @@ fn check_login_url(raw: &str) -> anyhow::Result<()> {
 }
 
 /// Emails are stored trimmed and lower-cased, as the sign-in page compares them.
-fn normalise_email(raw: &str) -> anyhow::Result<String> {
+pub(crate) fn normalise_email(raw: &str) -> anyhow::Result<String> {
     let email = raw.trim().to_lowercase();
     let valid = (3..=254).contains(&email.len())
         && email.split_once('@').is_some_and(|(local, domain)| {
@@ -524,7 +556,7 @@ fn normalise_email(raw: &str) -> anyhow::Result<String> {
 
 /// The new account's password: standard input when it is not a terminal
 /// (one line; the line ending is dropped), otherwise a generated one.
-fn password_for_new_user() -> anyhow::Result<(String, bool)> {
+pub(crate) fn password_for_new_user() -> anyhow::Result<(String, bool)> {
     use std::io::{IsTerminal, Read};
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -646,6 +678,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 })?;
             let mut tx = pool.begin().await?;
             pact_db::users::reset_mfa(&mut tx, user.id).await?;
+            audit(
+                &mut *tx,
+                "customer.reset_second_factors",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "removed every second factor of {email} on {brand_id} (authenticator app, passkeys, recovery codes)"
@@ -662,6 +702,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 &pact_db::grants::reason::by_admin("the account was disabled"),
             )
             .await?;
+            audit(
+                &mut *tx,
+                "customer.disable",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"revoked_grants": revoked.len()}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
@@ -673,6 +721,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let user = existing_user(pool, brand_id, email).await?;
             let mut tx = pool.begin().await?;
             pact_db::users::set_disabled(&mut tx, user.id, None).await?;
+            audit(
+                &mut *tx,
+                "customer.enable",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "enabled {} on {brand_id} (revoked grants stay revoked)",
@@ -690,6 +746,14 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             )
             .await?;
             pact_db::users::delete(&mut *tx, user.id).await?;
+            audit(
+                &mut *tx,
+                "customer.remove",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"revoked_grants": revoked.len()}),
+            )
+            .await?;
             tx.commit().await?;
             println!(
                 "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",

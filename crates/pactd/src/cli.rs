@@ -71,6 +71,9 @@ pub enum Command {
     /// Exit 0 when the local server answers /readyz with 200, else 1 (for
     /// container HEALTHCHECKs; needs no curl).
     Healthcheck(HealthcheckArgs),
+    /// The staff's console accounts and admin API credentials (docs/admin.md).
+    #[command(subcommand)]
+    Admin(AdminCommand),
 }
 
 /// The format of log lines on standard error.
@@ -92,6 +95,49 @@ pub struct HealthcheckArgs {
     /// Seconds to wait for the answer.
     #[arg(long, value_name = "SECS", default_value_t = 5)]
     pub timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Add a console account. The password is read from standard input when
+    /// it is not a terminal; otherwise one is generated and printed once. An
+    /// authenticator app is set up at the first sign-in.
+    Add {
+        email: String,
+        /// owner, operator or viewer.
+        #[arg(long, value_parser = ["owner", "operator", "viewer"])]
+        role: String,
+        /// Limit the account to this brand (repeatable); without it, every brand.
+        #[arg(long)]
+        brand: Vec<String>,
+    },
+    /// List console accounts: email, role, brands, second factor, state.
+    List,
+    /// Remove a console account (its sessions end at once).
+    Remove { email: String },
+    /// Admin API credentials.
+    #[command(subcommand)]
+    Credential(AdminCredentialCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCredentialCommand {
+    /// Make a credential; prints its secret once.
+    Add {
+        /// The name the audit log shows for its requests.
+        #[arg(long)]
+        name: String,
+        /// owner, operator or viewer.
+        #[arg(long, value_parser = ["owner", "operator", "viewer"])]
+        role: String,
+        /// Limit the credential to this brand (repeatable); without it, every brand.
+        #[arg(long)]
+        brand: Vec<String>,
+    },
+    /// List credentials: name, role, brands, state, last use.
+    List,
+    /// Refuse the credential from the next request on.
+    Revoke { name: String },
 }
 
 #[derive(Debug, Subcommand)]

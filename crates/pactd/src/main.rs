@@ -1,6 +1,7 @@
 //! `pactd`: the PACT Provider server and its admin commands.
 
 mod admin;
+mod admin_accounts;
 mod admin_merchant;
 mod cli;
 mod commands;

@@ -1,0 +1,296 @@
+//! The merchant's staff: console accounts, admin API credentials and console
+//! sessions (migration 0012). Staff are not brand customers (`users`).
+
+use sqlx::PgExecutor;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::DbResult;
+
+/// One staff account of the console.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Admin {
+    pub id: Uuid,
+    pub email: String,
+    pub password_hash: String,
+    pub totp_secret_sealed: Option<Vec<u8>>,
+    pub totp_last_step: Option<i64>,
+    /// `owner`, `operator` or `viewer`.
+    pub role: String,
+    /// `None`: every brand.
+    pub brands: Option<Vec<String>>,
+    pub failed_logins: i32,
+    pub locked_until: Option<OffsetDateTime>,
+    pub disabled_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
+}
+
+impl Admin {
+    pub fn has_totp(&self) -> bool {
+        self.totp_secret_sealed.is_some()
+    }
+}
+
+const ADMIN_COLS: &str = "id, email, password_hash, totp_secret_sealed, totp_last_step, role, brands, \
+                          failed_logins, locked_until, disabled_at, created_at";
+
+pub async fn insert(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    email: &str,
+    password_hash: &str,
+    role: &str,
+    brands: Option<&[String]>,
+) -> DbResult<Admin> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "insert into admins (id, email, password_hash, role, brands) values ($1, $2, $3, $4, $5) \
+         returning {ADMIN_COLS}"
+    )))
+    .bind(id)
+    .bind(email)
+    .bind(password_hash)
+    .bind(role)
+    .bind(brands)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Admin>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {ADMIN_COLS} from admins where id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn find_by_email(db: impl PgExecutor<'_>, email: &str) -> DbResult<Option<Admin>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {ADMIN_COLS} from admins where email = $1"
+    )))
+    .bind(email)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Admin>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {ADMIN_COLS} from admins order by email"
+    )))
+    .fetch_all(db)
+    .await
+}
+
+/// Removes an account; its sessions go with it (foreign-key cascade).
+pub async fn delete(db: impl PgExecutor<'_>, email: &str) -> DbResult<bool> {
+    let done = sqlx::query("delete from admins where email = $1")
+        .bind(email)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A failed sign-in: the new count and, when the rule says so, a lock.
+pub async fn record_failure(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    failed_logins: i32,
+    locked_until: Option<OffsetDateTime>,
+) -> DbResult<()> {
+    sqlx::query("update admins set failed_logins = $2, locked_until = $3 where id = $1")
+        .bind(id)
+        .bind(failed_logins)
+        .bind(locked_until)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+pub async fn clear_failures(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
+    sqlx::query("update admins set failed_logins = 0, locked_until = null where id = $1")
+        .bind(id)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+pub async fn set_totp(db: impl PgExecutor<'_>, id: Uuid, sealed: Option<&[u8]>) -> DbResult<()> {
+    sqlx::query("update admins set totp_secret_sealed = $2, totp_last_step = null where id = $1")
+        .bind(id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Records the accepted time step only if it is newer than the last one:
+/// false means the code was already used (RFC 6238 §5.2).
+pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update admins set totp_last_step = $2 where id = $1 and (totp_last_step is null or totp_last_step < $2)",
+    )
+    .bind(id)
+    .bind(step)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+// ---------------------------------------------------------------------------
+// API credentials
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Credential {
+    pub id: Uuid,
+    pub name: String,
+    pub role: String,
+    pub brands: Option<Vec<String>>,
+    pub created_at: OffsetDateTime,
+    pub last_used_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+const CRED_COLS: &str = "id, name, role, brands, created_at, last_used_at, revoked_at";
+
+pub async fn insert_credential(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    name: &str,
+    role: &str,
+    brands: Option<&[String]>,
+    secret_hash: &[u8],
+) -> DbResult<Credential> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "insert into admin_credentials (id, name, role, brands, secret_hash) values ($1, $2, $3, $4, $5) \
+         returning {CRED_COLS}"
+    )))
+    .bind(id)
+    .bind(name)
+    .bind(role)
+    .bind(brands)
+    .bind(secret_hash)
+    .fetch_one(db)
+    .await
+}
+
+/// The live credential whose secret hashes to `secret_hash`, marking it used.
+pub async fn use_credential(
+    db: impl PgExecutor<'_>,
+    secret_hash: &[u8],
+    now: OffsetDateTime,
+) -> DbResult<Option<Credential>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "update admin_credentials set last_used_at = $2 where secret_hash = $1 and revoked_at is null \
+         returning {CRED_COLS}"
+    )))
+    .bind(secret_hash)
+    .bind(now)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list_credentials(db: impl PgExecutor<'_>) -> DbResult<Vec<Credential>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {CRED_COLS} from admin_credentials order by name"
+    )))
+    .fetch_all(db)
+    .await
+}
+
+/// Refuses the credential from the next request on; false when unknown or
+/// already revoked.
+pub async fn revoke_credential(db: impl PgExecutor<'_>, name: &str) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update admin_credentials set revoked_at = now() where name = $1 and revoked_at is null",
+    )
+    .bind(name)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+// ---------------------------------------------------------------------------
+// Console sessions
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct AdminSession {
+    pub id_hash: Vec<u8>,
+    pub csrf_token: String,
+    pub admin_id: Option<Uuid>,
+    pub pending_admin_id: Option<Uuid>,
+    pub mfa_at: Option<OffsetDateTime>,
+    pub expires_at: OffsetDateTime,
+}
+
+const SESSION_COLS: &str = "id_hash, csrf_token, admin_id, pending_admin_id, mfa_at, expires_at";
+
+#[allow(clippy::too_many_arguments)]
+pub async fn insert_session(
+    db: impl PgExecutor<'_>,
+    id_hash: &[u8],
+    csrf_token: &str,
+    admin_id: Option<Uuid>,
+    pending_admin_id: Option<Uuid>,
+    mfa_at: Option<OffsetDateTime>,
+    expires_at: OffsetDateTime,
+) -> DbResult<AdminSession> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "insert into admin_sessions (id_hash, csrf_token, admin_id, pending_admin_id, mfa_at, expires_at) \
+         values ($1, $2, $3, $4, $5, $6) returning {SESSION_COLS}"
+    )))
+    .bind(id_hash)
+    .bind(csrf_token)
+    .bind(admin_id)
+    .bind(pending_admin_id)
+    .bind(mfa_at)
+    .bind(expires_at)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find_session(
+    db: impl PgExecutor<'_>,
+    id_hash: &[u8],
+    now: OffsetDateTime,
+) -> DbResult<Option<AdminSession>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {SESSION_COLS} from admin_sessions where id_hash = $1 and expires_at > $2"
+    )))
+    .bind(id_hash)
+    .bind(now)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn delete_session(db: impl PgExecutor<'_>, id_hash: &[u8]) -> DbResult<()> {
+    sqlx::query("delete from admin_sessions where id_hash = $1")
+        .bind(id_hash)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Ends every console session of an account (disabled, removed, new factor).
+pub async fn delete_sessions_of(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbResult<u64> {
+    let done =
+        sqlx::query("delete from admin_sessions where admin_id = $1 or pending_admin_id = $1")
+            .bind(admin_id)
+            .execute(db)
+            .await?;
+    Ok(done.rows_affected())
+}
+
+/// Removes console sessions that have ended (done whenever one starts, so
+/// the table holds only live ones and a few stragglers).
+pub async fn delete_expired_sessions(
+    db: impl PgExecutor<'_>,
+    now: OffsetDateTime,
+) -> DbResult<u64> {
+    let done = sqlx::query("delete from admin_sessions where expires_at <= $1")
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}

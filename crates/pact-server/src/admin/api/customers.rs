@@ -1,0 +1,208 @@
+//! `/admin/api/v1/customers`: find brand customers (built-in accounts), see
+//! their second factors and lock state, unlock, reset second factors, sign
+//! out everywhere.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use pact_db::admin_search;
+use pact_db::users::User;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::caller::ApiCaller;
+use super::error::AdminApiError;
+use super::params::{self, rfc3339};
+use crate::accounts::lockout;
+use crate::admin::role::Role;
+use crate::state::AppState;
+
+/// The customer with this id, only if it is within the caller's brands.
+pub async fn visible_customer(
+    state: &AppState,
+    caller: &ApiCaller,
+    raw_id: &str,
+) -> Result<User, AdminApiError> {
+    let id = params::path_id(raw_id)?;
+    admin_search::customer(&state.db, caller.actor.within(), id)
+        .await?
+        .ok_or(AdminApiError::NotFound)
+}
+
+pub fn customer_json(u: &User, now: OffsetDateTime) -> Value {
+    json!({
+        "id": u.id,
+        "brand": u.brand_id,
+        "email": u.email,
+        "external_id": u.external_id,
+        "subject": u.subject(),
+        "has_totp": u.has_totp(),
+        "locked_until": u.locked_until.filter(|t| *t > now).map(rfc3339),
+        "disabled_at": u.disabled_at.map(rfc3339),
+        "created_at": rfc3339(u.created_at),
+    })
+}
+
+/// `GET /customers?q=&brand=`: by email, account id or external id (exact).
+pub async fn find(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    uri: Uri,
+) -> Result<Json<Value>, AdminApiError> {
+    let q = params::query(&uri, &["q", "brand"])?;
+    let Some(needle) = q.get("q").map(|s| s.trim()).filter(|s| !s.is_empty()) else {
+        return Err(AdminApiError::invalid(
+            "q (an email, account id or external id) is required",
+        ));
+    };
+    let brand = q.get("brand").map(String::as_str);
+    let now = OffsetDateTime::now_utc();
+    let found =
+        admin_search::find_customers(&state.db, caller.actor.within(), brand, needle).await?;
+    caller
+        .record(
+            &state.db,
+            "customer.find",
+            None,
+            brand,
+            json!({"found": found.len()}),
+        )
+        .await?;
+    Ok(Json(json!({
+        "items": found.iter().map(|u| customer_json(u, now)).collect::<Vec<_>>(),
+    })))
+}
+
+/// `GET /customers/{id}`: the account with its second factors and grants.
+pub async fn get(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    let u = visible_customer(&state, &caller, &id).await?;
+    let now = OffsetDateTime::now_utc();
+    let passkeys = pact_db::sessions::credentials_of(&state.db, u.id)
+        .await?
+        .len();
+    let recovery = pact_db::users::unused_recovery_codes(&state.db, u.id).await?;
+    let active =
+        admin_search::active_grant_count(&state.db, &u.brand_id, &u.subject(), now).await?;
+    let mut out = customer_json(&u, now);
+    out["passkeys"] = json!(passkeys);
+    out["recovery_codes_left"] = json!(recovery);
+    out["active_grants"] = json!(active);
+    caller
+        .record(
+            &state.db,
+            "customer.read",
+            Some(&u.id.to_string()),
+            Some(&u.brand_id),
+            json!({}),
+        )
+        .await?;
+    Ok(Json(out))
+}
+
+/// Which customer operation a POST is.
+#[derive(Clone, Copy, Debug)]
+pub enum CustomerAction {
+    Unlock,
+    ResetSecondFactors,
+    SignOut,
+}
+
+impl CustomerAction {
+    pub fn audit_name(self) -> &'static str {
+        match self {
+            Self::Unlock => "customer.unlock",
+            Self::ResetSecondFactors => "customer.reset_second_factors",
+            Self::SignOut => "customer.sign_out",
+        }
+    }
+}
+
+/// Does one customer operation inside the caller's transaction (which also
+/// holds its audit entry); returns what it did. Shared with the console.
+pub async fn apply(
+    tx: &mut sqlx::PgConnection,
+    user: &User,
+    action: CustomerAction,
+) -> Result<Value, AdminApiError> {
+    Ok(match action {
+        CustomerAction::Unlock => {
+            pact_db::users::clear_failures(&mut *tx, user.id).await?;
+            // The per-email counter of password sign-ins (accounts/lockout.rs);
+            // per-address counters expire on their own.
+            pact_db::sign_in_failures::clear(
+                &mut *tx,
+                &[lockout::account_key(&user.brand_id, &user.email)],
+            )
+            .await?;
+            json!({"unlocked": true})
+        }
+        CustomerAction::ResetSecondFactors => {
+            pact_db::users::reset_mfa(tx, user.id).await?;
+            json!({"second_factors_removed": true, "signed_out": true})
+        }
+        CustomerAction::SignOut => {
+            let n = admin_search::sign_out_customer(&mut *tx, user.id).await?;
+            json!({"sessions_ended": n})
+        }
+    })
+}
+
+async fn post(
+    state: AppState,
+    caller: ApiCaller,
+    id: String,
+    action: CustomerAction,
+) -> Result<Json<Value>, AdminApiError> {
+    caller
+        .require(&state, Role::Operator, action.audit_name())
+        .await?;
+    let user = visible_customer(&state, &caller, &id).await?;
+    let mut tx = state.db.begin().await?;
+    let detail = apply(&mut tx, &user, action).await?;
+    caller
+        .record(
+            &mut *tx,
+            action.audit_name(),
+            Some(&user.id.to_string()),
+            Some(&user.brand_id),
+            detail.clone(),
+        )
+        .await?;
+    tx.commit().await?;
+    let mut out = json!({"id": user.id});
+    if let (Some(o), Value::Object(d)) = (out.as_object_mut(), detail) {
+        o.extend(d);
+    }
+    Ok(Json(out))
+}
+
+/// `POST /customers/{id}/unlock`
+pub async fn unlock(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, CustomerAction::Unlock).await
+}
+
+/// `POST /customers/{id}/reset-second-factors`
+pub async fn reset_second_factors(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, CustomerAction::ResetSecondFactors).await
+}
+
+/// `POST /customers/{id}/sign-out`
+pub async fn sign_out(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, CustomerAction::SignOut).await
+}

@@ -1,0 +1,263 @@
+//! `/admin/api/v1/grants`: search, one grant with its receipts, revoke one;
+//! `/admin/api/v1/customers/{id}/revoke-grants`: revoke all of a customer's.
+//!
+//! Revocation goes through `pact_db::grants`, whose table trigger announces
+//! it on `pactd_revocations`, so every node refuses the grant's tokens at once
+//! (PACT §5.7), exactly as a customer's own revocation does.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use pact_db::admin_search::{self, GrantSearch, GrantState};
+use pact_db::grants::Grant;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::caller::ApiCaller;
+use super::error::AdminApiError;
+use super::params::{self, rfc3339};
+use crate::admin::role::Role;
+use crate::state::AppState;
+
+pub fn grant_json(g: &Grant, now: OffsetDateTime) -> Value {
+    json!({
+        "id": g.id,
+        "brand": g.brand_id,
+        "customer": g.user_sub,
+        "agent": g.pa_issuer,
+        "scopes": g.scopes,
+        "state": GrantState::of(g, now).as_str(),
+        "created_at": rfc3339(g.created_at),
+        "expires_at": rfc3339(g.expires_at),
+        "last_used_at": g.last_used_at.map(rfc3339),
+        "revoked_at": g.revoked_at.map(rfc3339),
+        "revoked_reason": g.revoked_reason,
+    })
+}
+
+/// The grant with this id, only if it is within the caller's brands.
+pub async fn visible_grant(
+    state: &AppState,
+    caller: &ApiCaller,
+    raw_id: &str,
+) -> Result<Grant, AdminApiError> {
+    let id = params::path_id(raw_id)?;
+    match pact_db::grants::find(&state.db, id).await? {
+        Some(g) if caller.actor.sees_brand(&g.brand_id) => Ok(g),
+        _ => Err(AdminApiError::NotFound),
+    }
+}
+
+/// `GET /grants?brand=&customer=&agent=&state=&cursor=&limit=`, newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    uri: Uri,
+) -> Result<Json<Value>, AdminApiError> {
+    let q = params::query(
+        &uri,
+        &["brand", "customer", "agent", "state", "cursor", "limit"],
+    )?;
+    let now = OffsetDateTime::now_utc();
+    let limit = params::limit(&q)?;
+    let grant_state =
+        match q.get("state") {
+            None => None,
+            Some(s) => Some(GrantState::parse(s).ok_or_else(|| {
+                AdminApiError::invalid("state must be active, revoked or expired")
+            })?),
+        };
+    let after = q
+        .get("cursor")
+        .map(|c| params::parse_grant_cursor(c))
+        .transpose()?;
+    let brand = q.get("brand").map(String::as_str);
+    // A customer is named by email, account id or subject: every subject it
+    // resolves to within the caller's brands, plus the value itself (people
+    // who signed in through a brand's own login have no account here).
+    let subjects = match q.get("customer") {
+        None => None,
+        Some(c) => {
+            let mut subs: Vec<String> =
+                admin_search::find_customers(&state.db, caller.actor.within(), brand, c)
+                    .await?
+                    .iter()
+                    .map(pact_db::users::User::subject)
+                    .collect();
+            if !c.contains('@') {
+                subs.push(c.clone());
+            }
+            Some(subs)
+        }
+    };
+    let search = GrantSearch {
+        within: caller.actor.within(),
+        brand_id: brand,
+        user_subs: subjects.as_deref(),
+        pa_issuer: q.get("agent").map(String::as_str),
+        state: grant_state,
+        after,
+        limit: limit + 1,
+    };
+    let mut rows = admin_search::grants(&state.db, &search, now).await?;
+    let more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    let next = if more {
+        rows.last()
+            .map(|g| params::grant_cursor(g.created_at, g.id))
+    } else {
+        None
+    };
+    let filter: serde_json::Map<String, Value> = q
+        .iter()
+        .filter(|(k, _)| k.as_str() != "cursor")
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    caller
+        .record(&state.db, "grant.list", None, brand, Value::Object(filter))
+        .await?;
+    Ok(Json(json!({
+        "items": rows.iter().map(|g| grant_json(g, now)).collect::<Vec<_>>(),
+        "next_cursor": next,
+    })))
+}
+
+/// `GET /grants/{id}`: scopes, details, approval, receipts.
+pub async fn get(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    let g = visible_grant(&state, &caller, &id).await?;
+    let now = OffsetDateTime::now_utc();
+    let approval = admin_search::approval_of(&state.db, g.id).await?;
+    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    // PACT §5.6: each receipt's signature by a published key and the chain
+    // of `prev` hashes, checked here so staff need no other tool.
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+    let breaks = crate::domain::receipt_chain::verify(&receipts, &keys);
+    let mut out = grant_json(&g, now);
+    out["receipt_chain"] = json!({
+        "verified": breaks.is_empty(),
+        "problems": breaks
+            .iter()
+            .map(|b| json!({"seq": b.seq, "problem": b.problem}))
+            .collect::<Vec<_>>(),
+    });
+    out["authorization_details"] = g.authorization_details.clone().unwrap_or(Value::Null);
+    out["approval"] = match approval {
+        Some(a) => json!({
+            "approved_at": a.decided_at.map(rfc3339),
+            "agent_request_address": a.request_ip,
+        }),
+        None => Value::Null,
+    };
+    out["receipts"] = receipts
+        .iter()
+        .map(|r| {
+            json!({
+                "seq": r.seq,
+                "message_id": r.message_id,
+                "created_at": rfc3339(r.created_at),
+                "claims": r.claims,
+                "jws": r.jws,
+            })
+        })
+        .collect();
+    caller
+        .record(
+            &state.db,
+            "grant.read",
+            Some(&g.id.to_string()),
+            Some(&g.brand_id),
+            json!({}),
+        )
+        .await?;
+    Ok(Json(out))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeBody {
+    pub reason: Option<String>,
+}
+
+/// What the grant row records as the reason: always `BY_ADMIN`, so the
+/// customer's account page says staff ended it.
+fn stored_reason(caller: &ApiCaller, why: Option<&str>) -> String {
+    pact_db::grants::reason::by_admin(why.unwrap_or(&format!("by {}", caller.actor.name)))
+}
+
+/// `POST /grants/{id}/revoke` `{"reason": "..."}`.
+pub async fn revoke(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    caller
+        .require(&state, Role::Operator, "grant.revoke")
+        .await?;
+    let b: RevokeBody = params::body(&body)?;
+    let why = params::reason(b.reason.as_deref())?;
+    let g = visible_grant(&state, &caller, &id).await?;
+    let mut tx = state.db.begin().await?;
+    if !pact_db::grants::revoke(&mut *tx, g.id, &stored_reason(&caller, why.as_deref())).await? {
+        return Err(AdminApiError::Conflict(
+            "already_revoked",
+            "This grant was already revoked.".into(),
+        ));
+    }
+    caller
+        .record(
+            &mut *tx,
+            "grant.revoke",
+            Some(&g.id.to_string()),
+            Some(&g.brand_id),
+            json!({"customer": g.user_sub, "agent": g.pa_issuer, "reason": why}),
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(Json(json!({"id": g.id, "revoked": true})))
+}
+
+/// `POST /customers/{id}/revoke-grants` `{"reason": "..."}`: every live grant
+/// the customer gave, to any agent.
+pub async fn revoke_for_customer(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    caller
+        .require(&state, Role::Operator, "customer.revoke_grants")
+        .await?;
+    let b: RevokeBody = params::body(&body)?;
+    let why = params::reason(b.reason.as_deref())?;
+    let user = super::customers::visible_customer(&state, &caller, &id).await?;
+    let mut tx = state.db.begin().await?;
+    let revoked = pact_db::grants::revoke_all_for_user(
+        &mut *tx,
+        &user.brand_id,
+        &user.subject(),
+        &stored_reason(&caller, why.as_deref()),
+    )
+    .await?;
+    caller
+        .record(
+            &mut *tx,
+            "customer.revoke_grants",
+            Some(&user.id.to_string()),
+            Some(&user.brand_id),
+            json!({"revoked": revoked.len(), "reason": why}),
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(Json(
+        json!({"id": user.id, "revoked_grants": revoked.len()}),
+    ))
+}

@@ -1,0 +1,276 @@
+//! The admin API, `/admin/api/v1/...` (JSON, `Authorization: Bearer` with an
+//! admin API credential). One table, [`OPERATIONS`], both builds the routes
+//! and generates the OpenAPI 3.1 document, so the two cannot drift.
+
+pub mod agents;
+pub mod audit;
+pub mod caller;
+pub mod customers;
+pub mod error;
+pub mod grants;
+pub mod openapi;
+pub mod params;
+pub mod staff;
+
+use axum::Router;
+use axum::routing::{MethodRouter, get, post};
+
+use crate::admin::role::Role;
+use crate::state::AppState;
+
+pub const PREFIX: &str = "/admin/api/v1";
+
+/// One operation of the API: how it is routed and how it is documented.
+pub struct Operation {
+    pub method: &'static str,
+    /// Relative to [`PREFIX`], with `{name}` path parameters.
+    pub path: &'static str,
+    pub operation_id: &'static str,
+    pub summary: &'static str,
+    /// The least role that may call it.
+    pub role: Role,
+    /// Optional string query parameters: (name, description).
+    pub query: &'static [(&'static str, &'static str)],
+    /// The request body's schema (in `components/schemas`), if any.
+    pub body: Option<&'static str>,
+    /// The 200 response's schema.
+    pub response: &'static str,
+    pub route: fn() -> MethodRouter<AppState>,
+}
+
+const PAGE: (&str, &str) = ("cursor", "The `next_cursor` of the previous page.");
+const LIMIT: (&str, &str) = ("limit", "Page size, 1–200 (default 50).");
+
+pub const OPERATIONS: &[Operation] = &[
+    Operation {
+        method: "get",
+        path: "/me",
+        operation_id: "getMe",
+        summary: "The calling credential: name, role, brand limit.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "Me",
+        route: || get(audit::me),
+    },
+    Operation {
+        method: "get",
+        path: "/grants",
+        operation_id: "listGrants",
+        summary: "Search grants, newest first.",
+        role: Role::Viewer,
+        query: &[
+            ("brand", "Only this brand."),
+            ("customer", "A customer's email, account id or subject."),
+            ("agent", "The agent platform's issuer."),
+            ("state", "active, revoked or expired."),
+            PAGE,
+            LIMIT,
+        ],
+        body: None,
+        response: "GrantPage",
+        route: || get(grants::list),
+    },
+    Operation {
+        method: "get",
+        path: "/grants/{id}",
+        operation_id: "getGrant",
+        summary: "One grant: scopes, authorization details, approval, receipts.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "GrantDetail",
+        route: || get(grants::get),
+    },
+    Operation {
+        method: "post",
+        path: "/grants/{id}/revoke",
+        operation_id: "revokeGrant",
+        summary: "Revoke one grant, on every node at once (PACT §5.7).",
+        role: Role::Operator,
+        query: &[],
+        body: Some("Reason"),
+        response: "Revoked",
+        route: || post(grants::revoke),
+    },
+    Operation {
+        method: "get",
+        path: "/customers",
+        operation_id: "findCustomers",
+        summary: "Find brand customers by email, account id or external id.",
+        role: Role::Viewer,
+        query: &[
+            ("q", "Email, account id or external id (exact). Required."),
+            ("brand", "Only this brand."),
+        ],
+        body: None,
+        response: "CustomerList",
+        route: || get(customers::find),
+    },
+    Operation {
+        method: "get",
+        path: "/customers/{id}",
+        operation_id: "getCustomer",
+        summary: "One customer: second factors, lock state, live grants.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "Customer",
+        route: || get(customers::get),
+    },
+    Operation {
+        method: "post",
+        path: "/customers/{id}/revoke-grants",
+        operation_id: "revokeCustomerGrants",
+        summary: "Revoke every live grant of one customer.",
+        role: Role::Operator,
+        query: &[],
+        body: Some("Reason"),
+        response: "CustomerRevoked",
+        route: || post(grants::revoke_for_customer),
+    },
+    Operation {
+        method: "post",
+        path: "/customers/{id}/unlock",
+        operation_id: "unlockCustomer",
+        summary: "Clear the customer's sign-in lock.",
+        role: Role::Operator,
+        query: &[],
+        body: None,
+        response: "CustomerChanged",
+        route: || post(customers::unlock),
+    },
+    Operation {
+        method: "post",
+        path: "/customers/{id}/reset-second-factors",
+        operation_id: "resetCustomerSecondFactors",
+        summary: "Remove the customer's authenticator app, passkeys and recovery codes; signs them out.",
+        role: Role::Operator,
+        query: &[],
+        body: None,
+        response: "CustomerChanged",
+        route: || post(customers::reset_second_factors),
+    },
+    Operation {
+        method: "post",
+        path: "/customers/{id}/sign-out",
+        operation_id: "signOutCustomer",
+        summary: "End every browser session of the customer.",
+        role: Role::Operator,
+        query: &[],
+        body: None,
+        response: "CustomerChanged",
+        route: || post(customers::sign_out),
+    },
+    Operation {
+        method: "get",
+        path: "/agents",
+        operation_id: "listAgents",
+        summary: "Registered agent platforms with their live grants and people.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "AgentList",
+        route: || get(agents::list),
+    },
+    Operation {
+        method: "post",
+        path: "/agents",
+        operation_id: "registerAgent",
+        summary: "Register an agent platform (or move it to a new JWKS URI).",
+        role: Role::Owner,
+        query: &[],
+        body: Some("AgentRegistration"),
+        response: "Agent",
+        route: || post(agents::register),
+    },
+    Operation {
+        method: "post",
+        path: "/agents/disable",
+        operation_id: "disableAgent",
+        summary: "Disable a platform and revoke every grant it holds.",
+        role: Role::Operator,
+        query: &[],
+        body: Some("AgentDisable"),
+        response: "AgentToggled",
+        route: || post(agents::disable),
+    },
+    Operation {
+        method: "post",
+        path: "/agents/enable",
+        operation_id: "enableAgent",
+        summary: "Admit a disabled platform again (revoked grants stay revoked).",
+        role: Role::Operator,
+        query: &[],
+        body: Some("AgentToggle"),
+        response: "AgentToggled",
+        route: || post(agents::enable),
+    },
+    Operation {
+        method: "get",
+        path: "/admins",
+        operation_id: "listAdmins",
+        summary: "Console accounts: email, role, brands, second factor.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "AdminList",
+        route: || get(staff::list_admins),
+    },
+    Operation {
+        method: "get",
+        path: "/credentials",
+        operation_id: "listCredentials",
+        summary: "API credentials: name, role, brands, last use (never a secret).",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "CredentialList",
+        route: || get(staff::list_credentials),
+    },
+    Operation {
+        method: "post",
+        path: "/credentials/{name}/revoke",
+        operation_id: "revokeCredential",
+        summary: "Revoke an API credential: refused from the next request on.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "CredentialRevoked",
+        route: || post(staff::revoke_credential),
+    },
+    Operation {
+        method: "get",
+        path: "/audit",
+        operation_id: "listAudit",
+        summary: "The audit log, newest first.",
+        role: Role::Viewer,
+        query: &[
+            ("actor", "An admin's email or a credential's name."),
+            (
+                "action",
+                "An exact action, or a prefix ending in '.' (grant.).",
+            ),
+            ("target", "The object acted on."),
+            ("brand", "Only this brand."),
+            PAGE,
+            LIMIT,
+        ],
+        body: None,
+        response: "AuditPage",
+        route: || get(audit::list),
+    },
+];
+
+/// The API's routes under [`PREFIX`]; an unknown path under it is a JSON 404.
+pub fn routes() -> Router<AppState> {
+    let mut api = Router::new().route("/openapi.json", get(openapi::serve));
+    for op in OPERATIONS {
+        api = api.route(op.path, (op.route)());
+    }
+    Router::new().nest(PREFIX, api.fallback(not_found))
+}
+
+async fn not_found() -> error::AdminApiError {
+    error::AdminApiError::NotFound
+}

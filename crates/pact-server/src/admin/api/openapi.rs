@@ -1,0 +1,395 @@
+//! The OpenAPI 3.1 document of the admin API, generated from [`OPERATIONS`]
+//! (the same table that routes the requests) and served at
+//! `/admin/api/v1/openapi.json`.
+
+use std::sync::OnceLock;
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Map, Value, json};
+
+use super::{OPERATIONS, Operation, PREFIX};
+use crate::state::AppState;
+
+/// `GET /admin/api/v1/openapi.json` (public: it holds no data).
+pub async fn serve(State(state): State<AppState>) -> Json<Value> {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    let mut doc = DOC.get_or_init(document).clone();
+    doc["servers"] = json!([{
+        "url": format!("{}{PREFIX}", state.config.public_url.trim_end_matches('/'))
+    }]);
+    Json(doc)
+}
+
+/// What the API accepts in free text: no control characters.
+const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
+const UUID_PATTERN: &str =
+    "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+fn s(kind: &str) -> Value {
+    json!({ "type": kind })
+}
+
+fn nullable(kind: &str) -> Value {
+    json!({ "type": [kind, "null"] })
+}
+
+fn time() -> Value {
+    json!({ "type": "string", "format": "date-time" })
+}
+
+fn nullable_time() -> Value {
+    json!({ "type": ["string", "null"], "format": "date-time" })
+}
+
+fn reference(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
+    let p: Map<String, Value> = props
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    json!({ "type": "object", "properties": p, "required": required })
+}
+
+fn page_of(item: &str) -> Value {
+    object(
+        &[
+            (
+                "items",
+                json!({ "type": "array", "items": reference(item) }),
+            ),
+            ("next_cursor", nullable("string")),
+        ],
+        &["items", "next_cursor"],
+    )
+}
+
+fn list_of(item: &str) -> Value {
+    object(
+        &[(
+            "items",
+            json!({ "type": "array", "items": reference(item) }),
+        )],
+        &["items"],
+    )
+}
+
+fn grant_props() -> Vec<(&'static str, Value)> {
+    vec![
+        ("id", json!({ "type": "string", "format": "uuid" })),
+        ("brand", s("string")),
+        ("customer", s("string")),
+        ("agent", s("string")),
+        ("scopes", json!({ "type": "array", "items": s("string") })),
+        ("state", json!({ "enum": ["active", "revoked", "expired"] })),
+        ("created_at", time()),
+        ("expires_at", time()),
+        ("last_used_at", nullable_time()),
+        ("revoked_at", nullable_time()),
+        ("revoked_reason", nullable("string")),
+    ]
+}
+
+const GRANT_REQUIRED: &[&str] = &[
+    "id",
+    "brand",
+    "customer",
+    "agent",
+    "scopes",
+    "state",
+    "created_at",
+    "expires_at",
+];
+
+fn schemas() -> Value {
+    let mut detail = grant_props();
+    detail.push(("authorization_details", json!({})));
+    detail.push((
+        "approval",
+        json!({ "oneOf": [{ "type": "null" }, object(&[
+            ("approved_at", nullable_time()),
+            ("agent_request_address", nullable("string")),
+        ], &[])] }),
+    ));
+    detail.push((
+        "receipt_chain",
+        object(
+            &[
+                ("verified", s("boolean")),
+                (
+                    "problems",
+                    json!({ "type": "array", "items": object(&[
+                    ("seq", s("integer")),
+                    ("problem", s("string")),
+                ], &["seq", "problem"]) }),
+                ),
+            ],
+            &["verified", "problems"],
+        ),
+    ));
+    detail.push((
+        "receipts",
+        json!({ "type": "array", "items": object(&[
+            ("seq", s("integer")),
+            ("message_id", s("string")),
+            ("created_at", time()),
+            ("claims", s("object")),
+            ("jws", s("string")),
+        ], &["seq", "jws"]) }),
+    ));
+    let customer = [
+        ("id", json!({ "type": "string", "format": "uuid" })),
+        ("brand", s("string")),
+        ("email", s("string")),
+        ("external_id", nullable("string")),
+        ("subject", s("string")),
+        ("has_totp", s("boolean")),
+        ("locked_until", nullable_time()),
+        ("disabled_at", nullable_time()),
+        ("created_at", time()),
+        ("passkeys", s("integer")),
+        ("recovery_codes_left", s("integer")),
+        ("active_grants", s("integer")),
+    ];
+    let agent = [
+        ("issuer", s("string")),
+        ("jwks_uri", s("string")),
+        ("name", s("string")),
+        ("enabled", s("boolean")),
+        ("created_at", time()),
+        ("updated_at", time()),
+        ("active_grants", s("integer")),
+        ("people", s("integer")),
+    ];
+    json!({
+        "Error": object(&[("error", object(&[
+            ("code", json!({ "enum": [
+                "unauthenticated", "forbidden", "not_found", "invalid_request",
+                "invalid_cursor", "already_revoked", "unavailable", "internal"
+            ] })),
+            ("message", s("string")),
+        ], &["code", "message"]))], &["error"]),
+        "Me": object(&[
+            ("kind", s("string")),
+            ("name", s("string")),
+            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
+            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
+        ], &["kind", "name", "role", "brands"]),
+        "Grant": object(&grant_props(), GRANT_REQUIRED),
+        "GrantPage": page_of("Grant"),
+        "GrantDetail": object(&detail, GRANT_REQUIRED),
+        "Reason": json!({
+            "type": "object",
+            "properties": { "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL } },
+            "additionalProperties": false
+        }),
+        "Revoked": object(&[
+            ("id", json!({ "type": "string", "format": "uuid" })),
+            ("revoked", s("boolean")),
+        ], &["id", "revoked"]),
+        "Customer": object(&customer, &["id", "brand", "email", "subject"]),
+        "CustomerList": list_of("Customer"),
+        "CustomerRevoked": object(&[
+            ("id", json!({ "type": "string", "format": "uuid" })),
+            ("revoked_grants", s("integer")),
+        ], &["id", "revoked_grants"]),
+        "CustomerChanged": object(&[
+            ("id", json!({ "type": "string", "format": "uuid" })),
+        ], &["id"]),
+        "Agent": object(&agent, &["issuer", "jwks_uri", "name", "enabled"]),
+        "AgentList": list_of("Agent"),
+        "AgentRegistration": json!({
+            "type": "object",
+            "properties": {
+                "issuer": { "type": "string", "minLength": 1, "maxLength": 512 },
+                "jwks_uri": { "type": "string", "format": "uri" },
+                "name": { "type": "string", "minLength": 1, "maxLength": 200 }
+            },
+            "required": ["issuer", "jwks_uri"],
+            "additionalProperties": false
+        }),
+        "AgentToggle": json!({
+            "type": "object",
+            "properties": {
+                "issuer": { "type": "string" },
+                "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL }
+            },
+            "required": ["issuer"],
+            "additionalProperties": false
+        }),
+        "AgentDisable": json!({
+            "type": "object",
+            "properties": {
+                "issuer": { "type": "string" },
+                "reason": {
+                    "type": "string", "minLength": 1, "maxLength": 200,
+                    "pattern": "^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"
+                }
+            },
+            "required": ["issuer", "reason"],
+            "additionalProperties": false
+        }),
+        "AgentToggled": object(&[
+            ("issuer", s("string")),
+            ("enabled", s("boolean")),
+            ("revoked_grants", s("integer")),
+        ], &["issuer", "enabled", "revoked_grants"]),
+        "AuditEntry": object(&[
+            ("id", s("integer")),
+            ("at", time()),
+            ("actor_kind", s("string")),
+            ("actor", s("string")),
+            ("action", s("string")),
+            ("target", nullable("string")),
+            ("brand", nullable("string")),
+            ("detail", s("object")),
+            ("client_address", nullable("string")),
+        ], &["id", "at", "actor_kind", "actor", "action"]),
+        "AuditPage": page_of("AuditEntry"),
+        "Admin": object(&[
+            ("email", s("string")),
+            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
+            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
+            ("has_totp", s("boolean")),
+            ("disabled_at", nullable_time()),
+            ("created_at", time()),
+        ], &["email", "role", "brands", "has_totp"]),
+        "AdminList": list_of("Admin"),
+        "Credential": object(&[
+            ("name", s("string")),
+            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
+            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
+            ("created_at", time()),
+            ("last_used_at", nullable_time()),
+            ("revoked_at", nullable_time()),
+        ], &["name", "role", "brands"]),
+        "CredentialList": list_of("Credential"),
+        "CredentialRevoked": object(&[
+            ("name", s("string")),
+            ("revoked", s("boolean")),
+        ], &["name", "revoked"]),
+    })
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": reference("Error") } }
+    })
+}
+
+fn operation(op: &Operation) -> Value {
+    let mut parameters: Vec<Value> = op
+        .query
+        .iter()
+        .map(|(name, description)| {
+            // `q` of findCustomers is the one required query parameter.
+            json!({
+                "name": name, "in": "query", "required": *name == "q",
+                "description": description,
+                "schema": { "type": "string", "maxLength": 512, "pattern": NO_CONTROL }
+            })
+        })
+        .collect();
+    if op.path.contains("{name}") {
+        parameters.push(json!({
+            "name": "name", "in": "path", "required": true,
+            "schema": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9._-]+$" }
+        }));
+    }
+    if op.path.contains("{id}") {
+        parameters.push(json!({
+            "name": "id", "in": "path", "required": true,
+            "schema": { "type": "string", "format": "uuid", "pattern": UUID_PATTERN }
+        }));
+    }
+    let mut responses = json!({
+        "200": {
+            "description": "OK",
+            "content": { "application/json": { "schema": reference(op.response) } }
+        },
+        "400": error_response("Invalid input (code invalid_request or invalid_cursor)."),
+        "401": error_response("No valid admin API credential."),
+        "403": error_response("The credential's role or brand limit does not allow this."),
+        "503": error_response("The database cannot be reached now."),
+    });
+    if op.path.contains('{') || op.path.starts_with("/agents/") {
+        responses["404"] = error_response(
+            "No such object within the credential's brands (the same answer either way).",
+        );
+    }
+    if op.path == "/grants/{id}/revoke" {
+        responses["409"] = error_response("Already revoked.");
+    }
+    let mut o = json!({
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "description": format!("Needs the {} role or above.", op.role.as_str()),
+        "parameters": parameters,
+        "responses": responses,
+    });
+    if let Some(body) = op.body {
+        o["requestBody"] = json!({
+            "required": false,
+            "content": { "application/json": { "schema": reference(body) } }
+        });
+    }
+    o
+}
+
+/// The whole document (without `servers`, which depends on the node).
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in OPERATIONS {
+        let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
+        entry[op.method] = operation(op);
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "pactd admin API",
+            "version": "1",
+            "description": "Staff operations on grants, customers, agent platforms and the audit log. \
+                            Every request is recorded in the audit log under the credential's name."
+        },
+        "security": [{ "bearer": [] }],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http", "scheme": "bearer",
+                    "description": "An admin API credential from `pactd admin credential add`."
+                }
+            },
+            "schemas": schemas(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reference_resolves_and_every_operation_is_documented() {
+        let doc = document();
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for part in text.split("#/components/schemas/").skip(1) {
+            let name: String = part.chars().take_while(|c| c.is_alphanumeric()).collect();
+            assert!(schemas.contains_key(&name), "dangling $ref {name}");
+        }
+        for op in OPERATIONS {
+            assert!(
+                doc["paths"][op.path][op.method]["operationId"] == op.operation_id,
+                "{} {} missing",
+                op.method,
+                op.path
+            );
+        }
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+}

@@ -1,0 +1,772 @@
+//! The console's pages once signed in: overview, agent platforms, grants,
+//! customers, audit log. Viewers see no action buttons, and the actions'
+//! POSTs refuse them; objects outside an admin's brands are "not found".
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use pact_db::admin_search::{self, GrantSearch, GrantState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::guard;
+use super::session::{SignedIn, Staff};
+use crate::admin::api::customers::{CustomerAction, apply};
+use crate::admin::api::params::{grant_cursor, parse_grant_cursor, rfc3339};
+use crate::admin::role::Role;
+use crate::state::AppState;
+use crate::web::login::see_other;
+use crate::web::{PageError, render};
+
+/// What every console page's header needs.
+pub struct Nav {
+    pub email: String,
+    pub role: &'static str,
+    pub csrf: String,
+    pub can_act: bool,
+}
+
+fn nav(who: &SignedIn) -> Nav {
+    Nav {
+        email: who.admin.email.clone(),
+        role: who.actor.role.as_str(),
+        csrf: who.session.csrf_token.clone(),
+        can_act: who.actor.may(Role::Operator),
+    }
+}
+
+/// The signed-in admin, or a redirect to the sign-in page.
+async fn signed_in(
+    state: &AppState,
+    staff: &Staff,
+) -> Result<Result<SignedIn, Response>, PageError> {
+    match staff.signed_in(state).await? {
+        Some(who) => Ok(Ok(who)),
+        None => Ok(Err(see_other("/admin/sign-in", None))),
+    }
+}
+
+macro_rules! signed_in_or_redirect {
+    ($state:expr, $staff:expr) => {
+        match signed_in($state, $staff).await? {
+            Ok(who) => who,
+            Err(redirect) => return Ok(redirect),
+        }
+    };
+}
+
+fn not_found() -> PageError {
+    PageError::NotFound("There is nothing here, or it is outside your brands.".into())
+}
+
+fn needs_operator() -> PageError {
+    PageError::Forbidden("Your role (viewer) cannot change anything.".into())
+}
+
+async fn record(
+    db: impl sqlx::PgExecutor<'_>,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+    target: Option<&str>,
+    brand: Option<&str>,
+    detail: Value,
+) -> Result<(), PageError> {
+    pact_db::audit::record(
+        db,
+        &pact_db::audit::NewEntry {
+            actor_kind: "admin",
+            actor: &who.actor.name,
+            action,
+            target,
+            brand_id: brand,
+            detail,
+            client_addr: Some(ip),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+// --- overview ---------------------------------------------------------------
+
+#[derive(Template)]
+#[template(path = "admin/overview.html")]
+struct OverviewPage {
+    nav: Nav,
+    o: admin_search::Overview,
+    listening: bool,
+}
+
+pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
+    let page = OverviewPage {
+        nav: nav(&who),
+        o,
+        listening: !state.db_health.is_down(),
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+// --- agent platforms -------------------------------------------------------
+
+pub struct AgentRow {
+    pub issuer: String,
+    pub name: String,
+    pub jwks_uri: String,
+    pub enabled: bool,
+    pub grants: i64,
+    pub people: i64,
+}
+
+#[derive(Template)]
+#[template(path = "admin/agents.html")]
+struct AgentsPage {
+    nav: Nav,
+    agents: Vec<AgentRow>,
+    unlimited: bool,
+    /// May register platforms: an owner limited to no brand.
+    can_register: bool,
+}
+
+pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let mut rows = Vec::new();
+    for a in pact_db::agents::list(&state.db).await? {
+        let (grants, people) =
+            admin_search::active_for_agent(&state.db, who.actor.within(), &a.issuer, now).await?;
+        rows.push(AgentRow {
+            issuer: a.issuer,
+            name: a.name,
+            jwks_uri: a.jwks_uri,
+            enabled: a.enabled,
+            grants,
+            people,
+        });
+    }
+    let page = AgentsPage {
+        unlimited: who.actor.is_unlimited(),
+        can_register: who.actor.is_unlimited() && who.actor.may(Role::Owner),
+        nav: nav(&who),
+        agents: rows,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+#[derive(Deserialize)]
+pub struct IssuerQuery {
+    issuer: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/agent_disable.html")]
+struct ConfirmDisablePage {
+    nav: Nav,
+    agent: AgentRow,
+}
+
+/// Platform changes need an operator limited to no brand (a platform serves
+/// every brand).
+fn may_change_platforms(who: &SignedIn) -> Result<(), PageError> {
+    if !who.actor.may(Role::Operator) {
+        return Err(needs_operator());
+    }
+    if !who.actor.is_unlimited() {
+        return Err(PageError::Forbidden(
+            "Agent platforms serve every brand; an account limited to some brands cannot change them."
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn confirm_disable(
+    State(state): State<AppState>,
+    staff: Staff,
+    Query(q): Query<IssuerQuery>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    may_change_platforms(&who)?;
+    let issuer = q.issuer.unwrap_or_default();
+    let a = pact_db::agents::find(&state.db, &issuer)
+        .await?
+        .ok_or_else(not_found)?;
+    let (grants, people) =
+        admin_search::active_for_agent(&state.db, None, &a.issuer, OffsetDateTime::now_utc())
+            .await?;
+    let page = ConfirmDisablePage {
+        nav: nav(&who),
+        agent: AgentRow {
+            issuer: a.issuer,
+            name: a.name,
+            jwks_uri: a.jwks_uri,
+            enabled: a.enabled,
+            grants,
+            people,
+        },
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+async fn toggle_agent(
+    state: AppState,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+    enabled: bool,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    may_change_platforms(&who)?;
+    let issuer = form.get("issuer").unwrap_or("").to_owned();
+    let reason = form.get("reason").map(str::trim).unwrap_or("").to_owned();
+    if !enabled && (reason.is_empty() || reason.chars().count() > 200) {
+        return Err(PageError::BadRequest(
+            "Give a reason (up to 200 characters): it is stored with every grant this revokes."
+                .into(),
+        ));
+    }
+    let mut tx = state.db.begin().await?;
+    let revoked = crate::admin::api::agents::set_enabled(&mut tx, &issuer, enabled, &reason)
+        .await
+        .map_err(|e| PageError::Internal(format!("{e:?}").into()))?
+        .ok_or_else(not_found)?;
+    let action = if enabled {
+        "agent.enable"
+    } else {
+        "agent.disable"
+    };
+    record(
+        &mut *tx,
+        &who,
+        &staff.ip,
+        action,
+        Some(&issuer),
+        None,
+        json!({"reason": reason, "revoked_grants": revoked}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(see_other("/admin/agents", None))
+}
+
+/// `POST /admin/agents`: register a platform (owner, every brand).
+pub async fn register_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
+        return Err(PageError::Forbidden(
+            "Registering an agent platform needs the owner role, for every brand.".into(),
+        ));
+    }
+    let issuer = form.get("issuer").unwrap_or("");
+    let jwks_uri = form.get("jwks_uri").unwrap_or("");
+    let name = crate::admin::api::agents::check_registration(issuer, jwks_uri, form.get("name"))
+        .map_err(PageError::BadRequest)?;
+    let mut tx = state.db.begin().await?;
+    let a = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
+    record(
+        &mut *tx,
+        &who,
+        &staff.ip,
+        "agent.register",
+        Some(&a.issuer),
+        None,
+        json!({"jwks_uri": a.jwks_uri, "name": a.name}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(see_other("/admin/agents", None))
+}
+
+pub async fn disable_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    toggle_agent(state, headers, staff, body, false).await
+}
+
+pub async fn enable_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    toggle_agent(state, headers, staff, body, true).await
+}
+
+// --- grants ----------------------------------------------------------------
+
+pub struct GrantRow {
+    pub id: String,
+    pub brand: String,
+    pub customer: String,
+    pub agent: String,
+    pub scopes: String,
+    pub state: &'static str,
+    pub created: String,
+    pub expires: String,
+}
+
+fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime) -> GrantRow {
+    GrantRow {
+        id: g.id.to_string(),
+        brand: g.brand_id.clone(),
+        customer: g.user_sub.clone(),
+        agent: g.pa_issuer.clone(),
+        scopes: g.scopes.join(" "),
+        state: GrantState::of(g, now).as_str(),
+        created: rfc3339(g.created_at),
+        expires: rfc3339(g.expires_at),
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub struct GrantQuery {
+    brand: Option<String>,
+    customer: Option<String>,
+    agent: Option<String>,
+    state: Option<String>,
+    cursor: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/grants.html")]
+struct GrantsPage {
+    nav: Nav,
+    brand: String,
+    customer: String,
+    agent: String,
+    state: String,
+    grants: Vec<GrantRow>,
+    next: Option<String>,
+}
+
+fn blank_to_none(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+pub async fn grants(
+    State(state): State<AppState>,
+    staff: Staff,
+    Query(q): Query<GrantQuery>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let brand = blank_to_none(&q.brand);
+    let grant_state = blank_to_none(&q.state).and_then(GrantState::parse);
+    let after = blank_to_none(&q.cursor).and_then(|c| parse_grant_cursor(c).ok());
+    let subjects = match blank_to_none(&q.customer) {
+        None => None,
+        Some(c) => {
+            let mut subs: Vec<String> =
+                admin_search::find_customers(&state.db, who.actor.within(), brand, c)
+                    .await?
+                    .iter()
+                    .map(pact_db::users::User::subject)
+                    .collect();
+            if !c.contains('@') {
+                subs.push(c.to_owned());
+            }
+            Some(subs)
+        }
+    };
+    const PAGE: i64 = 50;
+    let mut rows = admin_search::grants(
+        &state.db,
+        &GrantSearch {
+            within: who.actor.within(),
+            brand_id: brand,
+            user_subs: subjects.as_deref(),
+            pa_issuer: blank_to_none(&q.agent),
+            state: grant_state,
+            after,
+            limit: PAGE + 1,
+        },
+        now,
+    )
+    .await?;
+    let more = rows.len() as i64 > PAGE;
+    rows.truncate(PAGE as usize);
+    let next = if more {
+        rows.last().map(|g| {
+            let mut link = url::form_urlencoded::Serializer::new(String::new());
+            for (k, v) in [
+                ("brand", &q.brand),
+                ("customer", &q.customer),
+                ("agent", &q.agent),
+                ("state", &q.state),
+            ] {
+                if let Some(v) = blank_to_none(v) {
+                    link.append_pair(k, v);
+                }
+            }
+            link.append_pair("cursor", &grant_cursor(g.created_at, g.id));
+            format!("/admin/grants?{}", link.finish())
+        })
+    } else {
+        None
+    };
+    let page = GrantsPage {
+        nav: nav(&who),
+        brand: brand.unwrap_or("").to_owned(),
+        customer: blank_to_none(&q.customer).unwrap_or("").to_owned(),
+        agent: blank_to_none(&q.agent).unwrap_or("").to_owned(),
+        state: grant_state.map_or("", GrantState::as_str).to_owned(),
+        grants: rows.iter().map(|g| grant_row(g, now)).collect(),
+        next,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+pub struct ReceiptRow {
+    pub seq: i32,
+    pub message_id: String,
+    pub at: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/grant.html")]
+struct GrantPage {
+    nav: Nav,
+    g: GrantRow,
+    active: bool,
+    details: String,
+    approved_at: String,
+    request_ip: String,
+    revoked: String,
+    receipts: Vec<ReceiptRow>,
+    chain_problems: Vec<String>,
+}
+
+async fn visible_grant(
+    state: &AppState,
+    who: &SignedIn,
+    raw: &str,
+) -> Result<pact_db::grants::Grant, PageError> {
+    let id: uuid::Uuid = raw.parse().map_err(|_| not_found())?;
+    match pact_db::grants::find(&state.db, id).await? {
+        Some(g) if who.actor.sees_brand(&g.brand_id) => Ok(g),
+        _ => Err(not_found()),
+    }
+}
+
+pub async fn grant(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let g = visible_grant(&state, &who, &id).await?;
+    let now = OffsetDateTime::now_utc();
+    let approval = admin_search::approval_of(&state.db, g.id).await?;
+    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    // PACT §5.6: signatures and the chain, checked on the page.
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(PageError::internal)?;
+    let chain_problems: Vec<String> = crate::domain::receipt_chain::verify(&receipts, &keys)
+        .iter()
+        .map(|b| format!("receipt #{}: {}", b.seq, b.problem))
+        .collect();
+    let page = GrantPage {
+        chain_problems,
+        nav: nav(&who),
+        active: g.is_active(now),
+        details: g
+            .authorization_details
+            .as_ref()
+            .map(|d| serde_json::to_string_pretty(d).unwrap_or_default())
+            .unwrap_or_default(),
+        approved_at: approval
+            .as_ref()
+            .and_then(|a| a.decided_at)
+            .map(rfc3339)
+            .unwrap_or_else(|| "-".into()),
+        request_ip: approval
+            .and_then(|a| a.request_ip)
+            .unwrap_or_else(|| "-".into()),
+        revoked: match (&g.revoked_at, &g.revoked_reason) {
+            (Some(at), why) => format!("{} ({})", rfc3339(*at), why.as_deref().unwrap_or("")),
+            _ => String::new(),
+        },
+        receipts: receipts
+            .iter()
+            .map(|r| ReceiptRow {
+                seq: r.seq,
+                message_id: r.message_id.clone(),
+                at: rfc3339(r.created_at),
+            })
+            .collect(),
+        g: grant_row(&g, now),
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+pub async fn revoke_grant(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Operator) {
+        record(
+            &state.db,
+            &who,
+            &staff.ip,
+            "grant.revoke.denied",
+            Some(&id),
+            None,
+            json!({}),
+        )
+        .await?;
+        return Err(needs_operator());
+    }
+    let g = visible_grant(&state, &who, &id).await?;
+    let why = form
+        .get("reason")
+        .map(str::trim)
+        .filter(|r| r.chars().count() <= 200)
+        .map_or_else(|| format!("by {}", who.actor.name), str::to_owned);
+    let mut tx = state.db.begin().await?;
+    // The table trigger announces it on `pactd_revocations`: every node
+    // refuses the grant's tokens at once (PACT §5.7).
+    if pact_db::grants::revoke(&mut *tx, g.id, &pact_db::grants::reason::by_admin(&why)).await? {
+        record(
+            &mut *tx,
+            &who,
+            &staff.ip,
+            "grant.revoke",
+            Some(&g.id.to_string()),
+            Some(&g.brand_id),
+            json!({"customer": g.user_sub, "agent": g.pa_issuer, "reason": why}),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(see_other(&format!("/admin/grants/{}", g.id), None))
+}
+
+// --- customers -------------------------------------------------------------
+
+pub struct CustomerRow {
+    pub id: String,
+    pub brand: String,
+    pub email: String,
+    pub subject: String,
+    pub totp: bool,
+    pub locked: bool,
+    pub disabled: bool,
+}
+
+#[derive(Deserialize, Default)]
+pub struct CustomerQuery {
+    q: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/customers.html")]
+struct CustomersPage {
+    nav: Nav,
+    q: String,
+    customers: Vec<CustomerRow>,
+    searched: bool,
+}
+
+pub async fn customers(
+    State(state): State<AppState>,
+    staff: Staff,
+    Query(q): Query<CustomerQuery>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let needle = blank_to_none(&q.q).unwrap_or("").to_owned();
+    let found = if needle.is_empty() {
+        Vec::new()
+    } else {
+        admin_search::find_customers(&state.db, who.actor.within(), None, &needle).await?
+    };
+    let page = CustomersPage {
+        nav: nav(&who),
+        searched: !needle.is_empty(),
+        q: needle,
+        customers: found
+            .iter()
+            .map(|u| CustomerRow {
+                id: u.id.to_string(),
+                brand: u.brand_id.clone(),
+                email: u.email.clone(),
+                subject: u.subject(),
+                totp: u.has_totp(),
+                locked: u.locked_until.is_some_and(|t| t > now),
+                disabled: u.disabled_at.is_some(),
+            })
+            .collect(),
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+pub async fn customer_action(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path((id, action)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let action = match action.as_str() {
+        "unlock" => Some(CustomerAction::Unlock),
+        "reset-second-factors" => Some(CustomerAction::ResetSecondFactors),
+        "sign-out" => Some(CustomerAction::SignOut),
+        "revoke-grants" => None,
+        _ => return Err(not_found()),
+    };
+    if !who.actor.may(Role::Operator) {
+        return Err(needs_operator());
+    }
+    let uid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
+    let user = admin_search::customer(&state.db, who.actor.within(), uid)
+        .await?
+        .ok_or_else(not_found)?;
+    let mut tx = state.db.begin().await?;
+    let (name, detail) = match action {
+        Some(action) => (
+            action.audit_name(),
+            apply(&mut tx, &user, action)
+                .await
+                .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
+        ),
+        // Every live grant of the customer; the table trigger announces each
+        // on `pactd_revocations` (PACT §5.7).
+        None => {
+            let revoked = pact_db::grants::revoke_all_for_user(
+                &mut *tx,
+                &user.brand_id,
+                &user.subject(),
+                &pact_db::grants::reason::by_admin(&format!("by {}", who.actor.name)),
+            )
+            .await?;
+            ("customer.revoke_grants", json!({"revoked": revoked.len()}))
+        }
+    };
+    record(
+        &mut *tx,
+        &who,
+        &staff.ip,
+        name,
+        Some(&user.id.to_string()),
+        Some(&user.brand_id),
+        detail,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(see_other(
+        &format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
+        None,
+    ))
+}
+
+// --- audit log ---------------------------------------------------------------
+
+pub struct AuditRow {
+    pub at: String,
+    pub actor_kind: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub brand: String,
+    pub detail: String,
+    pub from: String,
+}
+
+#[derive(Deserialize, Default)]
+pub struct AuditQuery {
+    actor: Option<String>,
+    action: Option<String>,
+    before: Option<i64>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/audit.html")]
+struct AuditPage {
+    nav: Nav,
+    actor: String,
+    action: String,
+    entries: Vec<AuditRow>,
+    next: Option<String>,
+}
+
+pub async fn audit(
+    State(state): State<AppState>,
+    staff: Staff,
+    Query(q): Query<AuditQuery>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    const PAGE: i64 = 100;
+    let mut rows = pact_db::audit::list(
+        &state.db,
+        &pact_db::audit::Filter {
+            brands: who.actor.within(),
+            actor: blank_to_none(&q.actor),
+            action: blank_to_none(&q.action),
+            before_id: q.before,
+            limit: PAGE + 1,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let more = rows.len() as i64 > PAGE;
+    rows.truncate(PAGE as usize);
+    let next = if more {
+        rows.last().map(|e| {
+            let mut link = url::form_urlencoded::Serializer::new(String::new());
+            if let Some(a) = blank_to_none(&q.actor) {
+                link.append_pair("actor", a);
+            }
+            if let Some(a) = blank_to_none(&q.action) {
+                link.append_pair("action", a);
+            }
+            link.append_pair("before", &e.id.to_string());
+            format!("/admin/audit?{}", link.finish())
+        })
+    } else {
+        None
+    };
+    let page = AuditPage {
+        nav: nav(&who),
+        actor: blank_to_none(&q.actor).unwrap_or("").to_owned(),
+        action: blank_to_none(&q.action).unwrap_or("").to_owned(),
+        entries: rows
+            .into_iter()
+            .map(|e| AuditRow {
+                at: rfc3339(e.at),
+                actor_kind: e.actor_kind,
+                actor: e.actor,
+                action: e.action,
+                target: e.target.unwrap_or_default(),
+                brand: e.brand_id.unwrap_or_default(),
+                detail: e.detail.to_string(),
+                from: e.client_addr.unwrap_or_default(),
+            })
+            .collect(),
+        next,
+    };
+    Ok(render(&page, StatusCode::OK))
+}

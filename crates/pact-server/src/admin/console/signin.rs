@@ -1,0 +1,470 @@
+//! Console sign-in: email and password, then the authenticator app (set up
+//! at the first sign-in if the account has none). No console page opens
+//! without both.
+//!
+//! * `GET/POST /admin/sign-in`
+//! * `GET/POST /admin/second-factor` — a TOTP code (RFC 6238)
+//! * `GET/POST /admin/totp-setup` — first sign-in: scan, confirm a code
+//! * `POST /admin/sign-out`
+//!
+//! Safety as on the customers' pages: Origin and CSRF checks on every POST,
+//! the session id rotated at each step, per-address rate limit, lockout per
+//! account (accounts/lockout.rs), the same answer for an unknown email and a
+//! wrong password, every outcome in the audit log, no secret logged.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::admins::{Admin, AdminSession};
+use serde_json::json;
+use time::OffsetDateTime;
+
+use super::session::{self, Staff};
+use super::{audit_event, guard};
+use crate::accounts::lockout::{self, FailureKeys};
+use crate::accounts::{password, totp};
+use crate::state::AppState;
+use crate::web::form::Fields;
+use crate::web::login::{see_other, wait_message, with_headers};
+use crate::web::session::{Browser, check_form_token, form_csrf};
+use crate::web::{PageError, limits, render, security};
+
+const BAD_CREDENTIALS: &str = "That email and password don't match a staff account.";
+
+/// The lockout counters' namespace for staff: not a valid brand id, so staff
+/// and customer counters never share a key.
+const STAFF: &str = "(staff)";
+
+#[derive(Template)]
+#[template(path = "admin/sign_in.html")]
+struct SignInPage<'a> {
+    csrf: &'a str,
+    email: &'a str,
+    error: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/second_factor.html")]
+struct SecondFactorPage<'a> {
+    csrf: &'a str,
+    error: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "admin/totp_setup.html")]
+struct TotpSetupPage<'a> {
+    csrf: &'a str,
+    sealed: &'a str,
+    qr_svg: &'a str,
+    secret_text: &'a str,
+    error: Option<&'a str>,
+}
+
+/// The sealing context of a console TOTP secret at rest.
+pub fn stored_aad(admin: &Admin) -> Vec<u8> {
+    format!("pactd admin totp\n{}", admin.id).into_bytes()
+}
+
+/// …and in transit between the setup page and its POST (bound to the session).
+fn transit_aad(admin: &Admin, s: &AdminSession) -> Vec<u8> {
+    format!("pactd admin totp enrolment\n{}\n{}", admin.id, s.csrf_token).into_bytes()
+}
+
+pub async fn get_sign_in(State(state): State<AppState>, browser: Browser) -> Response {
+    let (csrf, set) = form_csrf(&state, &browser);
+    let page = SignInPage {
+        csrf: &csrf,
+        email: "",
+        error: None,
+    };
+    with_headers(render(&page, StatusCode::OK), set, None)
+}
+
+pub async fn post_sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    browser: Browser,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    security::check_origin(&headers, &state.config.public_url)?;
+    let form = Fields::parse(&body);
+    let token = check_form_token(&browser, form.get("csrf"))?;
+    let email = form.get("email").unwrap_or("").trim().to_lowercase();
+    let again = |error: &str, status: StatusCode, retry: Option<u64>| {
+        let page = SignInPage {
+            csrf: token.as_str(),
+            email: &email,
+            error: Some(error),
+        };
+        with_headers(render(&page, status), None, retry)
+    };
+    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &staff.limit_key) {
+        let msg = wait_message("Too many sign-in attempts.", secs);
+        return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+    // Everything below treats a known and an unknown email alike: the same
+    // counters (accounts/lockout.rs, kept in the database so they hold
+    // across nodes), the same argon2 work, the same answers.
+    let now = OffsetDateTime::now_utc();
+    let keys = FailureKeys::new(STAFF, &email, &staff.limit_key);
+    let rows = pact_db::sign_in_failures::find(
+        &state.db,
+        &[keys.from_address.clone(), keys.account.clone()],
+    )
+    .await?;
+    let lock_of = |key: &[u8]| {
+        rows.iter()
+            .find(|r| r.key_hash == key)
+            .and_then(|r| lockout::locked_for(r.locked_until, now))
+            .map(i64::unsigned_abs)
+    };
+    let (from_address_lock, account_lock) = (lock_of(&keys.from_address), lock_of(&keys.account));
+    let locked = |secs: u64| {
+        let msg = wait_message("Too many failed sign-ins.", secs);
+        again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs))
+    };
+    if let Some(secs) = from_address_lock {
+        // Refused without looking at the password, even a right one.
+        return Ok(locked(secs));
+    }
+    // A disabled account answers exactly as an unknown email.
+    let admin = if email.is_empty() || email.len() > 254 {
+        None
+    } else {
+        pact_db::admins::find_by_email(&state.db, &email)
+            .await?
+            .filter(|a| a.disabled_at.is_none())
+    };
+    // The same argon2 work for an unknown email (a dummy hash), off the async threads.
+    let stored = admin.as_ref().map(|a| a.password_hash.clone());
+    let attempt = form.get("password").unwrap_or("").to_owned();
+    let verified =
+        tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
+            .await
+            .map_err(PageError::internal)?;
+    let admin = match (verified, admin) {
+        (password::Verified::Yes | password::Verified::YesRehash, Some(a)) => a,
+        _ => {
+            let mut tx = state.db.begin().await?;
+            let here =
+                pact_db::sign_in_failures::increment(&mut *tx, &keys.from_address, now).await?;
+            if let Some(until) = lockout::lock_for(here, lockout::FREE_ATTEMPTS, now) {
+                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.from_address, until).await?;
+            }
+            let all = pact_db::sign_in_failures::increment(&mut *tx, &keys.account, now).await?;
+            if let Some(until) = lockout::lock_for(all, lockout::ACCOUNT_FREE_ATTEMPTS, now) {
+                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.account, until).await?;
+            }
+            tx.commit().await?;
+            audit_event(
+                &state,
+                "admin",
+                &email,
+                "admin.sign_in_failed",
+                &staff.ip,
+                json!({"step": "password"}),
+            )
+            .await?;
+            return Ok(match account_lock {
+                Some(secs) => locked(secs),
+                None => again(BAD_CREDENTIALS, StatusCode::UNAUTHORIZED, None),
+            });
+        }
+    };
+    // While the email is locked (guessed at from many addresses), the right
+    // password leads on only to an existing second factor.
+    if let Some(secs) = account_lock
+        && !admin.has_totp()
+    {
+        return Ok(locked(secs));
+    }
+    pact_db::sign_in_failures::clear(&state.db, std::slice::from_ref(&keys.from_address)).await?;
+    if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
+        // Second-factor failures lock the account itself.
+        return Ok(locked(secs.unsigned_abs()));
+    }
+    let cookie = session::start(&state, staff.session.as_ref(), admin.id, true, now).await?;
+    let next = if admin.has_totp() {
+        "/admin/second-factor"
+    } else {
+        "/admin/totp-setup"
+    };
+    Ok(see_other(next, Some(cookie)))
+}
+
+/// The half-signed-in admin of this session, or where to go instead.
+async fn pending(
+    state: &AppState,
+    staff: &Staff,
+) -> Result<Result<(AdminSession, Admin), Response>, PageError> {
+    let Some(s) = &staff.session else {
+        return Ok(Err(see_other("/admin/sign-in", None)));
+    };
+    let Some(id) = s.pending_admin_id else {
+        return Ok(Err(see_other("/admin", None)));
+    };
+    match pact_db::admins::find(&state.db, id).await? {
+        Some(a) if a.disabled_at.is_none() => Ok(Ok((s.clone(), a))),
+        _ => Ok(Err(see_other("/admin/sign-in", None))),
+    }
+}
+
+pub async fn get_second_factor(
+    State(state): State<AppState>,
+    staff: Staff,
+) -> Result<Response, PageError> {
+    let (s, admin) = match pending(&state, &staff).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
+    };
+    if !admin.has_totp() {
+        return Ok(see_other("/admin/totp-setup", None));
+    }
+    let page = SecondFactorPage {
+        csrf: &s.csrf_token,
+        error: None,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+pub async fn post_second_factor(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let (s, admin) = match pending(&state, &staff).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
+    };
+    let again = |error: &str, status: StatusCode, retry: Option<u64>| {
+        let page = SecondFactorPage {
+            csrf: &s.csrf_token,
+            error: Some(error),
+        };
+        with_headers(render(&page, status), None, retry)
+    };
+    let now = OffsetDateTime::now_utc();
+    if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
+        let msg = wait_message(
+            "This account is locked after failed sign-ins.",
+            secs.unsigned_abs(),
+        );
+        return Ok(again(
+            &msg,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(secs.unsigned_abs()),
+        ));
+    }
+    let Some(sealed) = &admin.totp_secret_sealed else {
+        return Ok(see_other("/admin/totp-setup", None));
+    };
+    let secret = state
+        .config
+        .master_key
+        .open(sealed, &stored_aad(&admin))
+        .map_err(PageError::internal)?;
+    let step = totp::verify(
+        &secret,
+        form.get("code").unwrap_or(""),
+        now.unix_timestamp(),
+    );
+    let fresh = match step {
+        Some(step) => pact_db::admins::advance_totp_step(&state.db, admin.id, step).await?,
+        None => false,
+    };
+    if !fresh {
+        let (failed, until) = lockout::after_failure(admin.failed_logins, now);
+        pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
+        audit_event(
+            &state,
+            "admin",
+            &admin.email,
+            "admin.sign_in_failed",
+            &staff.ip,
+            json!({"step": "second factor"}),
+        )
+        .await?;
+        return Ok(again(
+            "That code didn't work. Check your phone's clock and try the next code.",
+            StatusCode::UNAUTHORIZED,
+            None,
+        ));
+    }
+    complete(&state, &staff, &s, &admin, now).await
+}
+
+/// Both factors proven: a new session id, signed in; failures forgotten.
+async fn complete(
+    state: &AppState,
+    staff: &Staff,
+    s: &AdminSession,
+    admin: &Admin,
+    now: OffsetDateTime,
+) -> Result<Response, PageError> {
+    pact_db::admins::clear_failures(&state.db, admin.id).await?;
+    let cookie = session::start(state, Some(s), admin.id, false, now).await?;
+    audit_event(
+        state,
+        "admin",
+        &admin.email,
+        "admin.sign_in",
+        &staff.ip,
+        json!({}),
+    )
+    .await?;
+    Ok(see_other("/admin", Some(cookie)))
+}
+
+async fn render_setup(
+    s: &AdminSession,
+    admin: &Admin,
+    secret: &[u8],
+    sealed: &str,
+    error: Option<&str>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let uri = totp::otpauth_uri("pactd admin", &admin.email, secret);
+    let qr = crate::web::mfa::qr_svg(&uri)?;
+    let b32 = totp::base32(secret);
+    let text = b32
+        .as_bytes()
+        .chunks(4)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let page = TotpSetupPage {
+        csrf: &s.csrf_token,
+        sealed,
+        qr_svg: &qr,
+        secret_text: &text,
+        error,
+    };
+    Ok(render(&page, status))
+}
+
+pub async fn get_totp_setup(
+    State(state): State<AppState>,
+    staff: Staff,
+) -> Result<Response, PageError> {
+    let (s, admin) = match pending(&state, &staff).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
+    };
+    if admin.has_totp() {
+        return Ok(see_other("/admin/second-factor", None));
+    }
+    let secret = totp::new_secret().map_err(PageError::internal)?;
+    let sealed = state
+        .config
+        .master_key
+        .seal(&secret, &transit_aad(&admin, &s))
+        .map_err(PageError::internal)?;
+    render_setup(
+        &s,
+        &admin,
+        &secret,
+        &URL_SAFE_NO_PAD.encode(sealed),
+        None,
+        StatusCode::OK,
+    )
+    .await
+}
+
+pub async fn post_totp_setup(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let (s, admin) = match pending(&state, &staff).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
+    };
+    if admin.has_totp() {
+        return Ok(see_other("/admin/second-factor", None));
+    }
+    let expired = || PageError::BadRequest("This setup page has expired. Open it again.".into());
+    let sealed_text = form.get("sealed").ok_or_else(expired)?;
+    let sealed = URL_SAFE_NO_PAD
+        .decode(sealed_text.trim())
+        .map_err(|_| expired())?;
+    let secret = state
+        .config
+        .master_key
+        .open(&sealed, &transit_aad(&admin, &s))
+        .map_err(|_| expired())?;
+    if let Err(secs) = limits::check(
+        &state.page_limits.second_factor_per_user,
+        &admin.id.to_string(),
+    ) {
+        let msg = wait_message("Too many code attempts.", secs);
+        return render_setup(
+            &s,
+            &admin,
+            &secret,
+            sealed_text,
+            Some(&msg),
+            StatusCode::TOO_MANY_REQUESTS,
+        )
+        .await;
+    }
+    let now = OffsetDateTime::now_utc();
+    let Some(step) = totp::verify(
+        &secret,
+        form.get("code").unwrap_or(""),
+        now.unix_timestamp(),
+    ) else {
+        return render_setup(
+            &s,
+            &admin,
+            &secret,
+            sealed_text,
+            Some("That code didn't work. Check your phone's clock and try the next code."),
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
+    };
+    let stored = state
+        .config
+        .master_key
+        .seal(&secret, &stored_aad(&admin))
+        .map_err(PageError::internal)?;
+    let mut tx = state.db.begin().await?;
+    pact_db::admins::set_totp(&mut *tx, admin.id, Some(&stored)).await?;
+    pact_db::admins::advance_totp_step(&mut *tx, admin.id, step).await?;
+    tx.commit().await?;
+    audit_event(
+        &state,
+        "admin",
+        &admin.email,
+        "admin.totp_enrolled",
+        &staff.ip,
+        json!({}),
+    )
+    .await?;
+    complete(&state, &staff, &s, &admin, now).await
+}
+
+pub async fn post_sign_out(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    guard(&state, &headers, &staff, &body)?;
+    if let Some(s) = &staff.session {
+        pact_db::admins::delete_session(&state.db, &s.id_hash).await?;
+    }
+    Ok(see_other(
+        "/admin/sign-in",
+        Some(session::clear_cookie(&state)),
+    ))
+}

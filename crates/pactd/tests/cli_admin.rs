@@ -1,0 +1,316 @@
+//! `pactd admin ...` as an operator runs it: console accounts (password from
+//! standard input), API credentials printed once, listed and revoked, each
+//! change in the audit log; the printed secret works against a live pactd's
+//! admin API until it is revoked.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use pact_tests::TestApp;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+
+/// Runs `pactd <args>` on the app's database with `input` on standard input
+/// (none when `None`): (success, stdout, stderr).
+async fn pactd(app: &TestApp, args: &[&str], input: Option<&str>) -> (bool, String, String) {
+    let mut cmd = Command::new(PACTD);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PACTD_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.args(args)
+        .env("DATABASE_URL", &app.db_url)
+        .env("USER", "ops-person")
+        .env_remove("RUST_LOG")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(text.as_bytes()).await.unwrap();
+        drop(stdin);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn ok(app: &TestApp, args: &[&str], input: Option<&str>) -> String {
+    let (success, out, err) = pactd(app, args, input).await;
+    assert!(success, "pactd {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+async fn refused(app: &TestApp, args: &[&str], input: Option<&str>) -> String {
+    let (success, out, err) = pactd(app, args, input).await;
+    assert!(!success, "pactd {args:?} succeeded:\n{out}");
+    err
+}
+
+#[tokio::test]
+async fn admins_are_added_from_stdin_listed_and_removed() {
+    let app = TestApp::spawn().await;
+    app.add_brand("shop", "Shop").await;
+
+    let out = ok(
+        &app,
+        &["admin", "add", "Root@Example.com", "--role", "owner"],
+        Some("correct horse battery\n"),
+    )
+    .await;
+    assert!(
+        out.contains("added admin root@example.com (owner, all-brands)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("correct horse"),
+        "a piped password is never printed"
+    );
+    let admin = pact_db::admins::find_by_email(&app.db, "root@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(admin.password_hash.starts_with("$argon2id$"));
+    assert_eq!(
+        pact_server::accounts::password::verify(
+            "correct horse battery",
+            Some(&admin.password_hash)
+        ),
+        pact_server::accounts::password::Verified::Yes
+    );
+    assert!(!admin.has_totp());
+
+    ok(
+        &app,
+        &[
+            "admin",
+            "add",
+            "desk@example.com",
+            "--role",
+            "viewer",
+            "--brand",
+            "shop",
+        ],
+        Some("another good password"),
+    )
+    .await;
+    let err = refused(
+        &app,
+        &["admin", "add", "root@example.com", "--role", "viewer"],
+        Some("correct horse battery"),
+    )
+    .await;
+    assert!(err.contains("already an admin"), "{err}");
+    let err = refused(
+        &app,
+        &[
+            "admin",
+            "add",
+            "x@example.com",
+            "--role",
+            "viewer",
+            "--brand",
+            "nope",
+        ],
+        Some("correct horse battery"),
+    )
+    .await;
+    assert!(err.contains("no brand \"nope\""), "{err}");
+    let err = refused(
+        &app,
+        &["admin", "add", "x@example.com", "--role", "boss"],
+        None,
+    )
+    .await;
+    assert!(err.contains("boss"), "{err}");
+    let err = refused(
+        &app,
+        &["admin", "add", "x@example.com", "--role", "viewer"],
+        Some("short"),
+    )
+    .await;
+    assert!(err.contains("cannot use that password"), "{err}");
+
+    let list = ok(&app, &["admin", "list"], None).await;
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        vec![
+            "desk@example.com\tviewer\tshop\tno-totp-yet\t-",
+            "root@example.com\towner\tall-brands\tno-totp-yet\t-",
+        ]
+    );
+    ok(&app, &["admin", "remove", "desk@example.com"], None).await;
+    let err = refused(&app, &["admin", "remove", "desk@example.com"], None).await;
+    assert!(err.contains("no admin"), "{err}");
+
+    let actions: Vec<(String, String, String)> =
+        sqlx::query_as("select actor_kind, actor, action from audit_log order by id")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        actions,
+        vec![
+            ("cli".into(), "ops-person".into(), "admin.add".into()),
+            ("cli".into(), "ops-person".into(), "admin.add".into()),
+            ("cli".into(), "ops-person".into(), "admin.remove".into()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_credential_is_printed_once_works_and_stops_working_when_revoked() {
+    let app = TestApp::spawn().await;
+    app.add_brand("shop", "Shop").await;
+    let out = ok(
+        &app,
+        &[
+            "admin",
+            "credential",
+            "add",
+            "--role",
+            "operator",
+            "--name",
+            "ci",
+            "--brand",
+            "shop",
+        ],
+        None,
+    )
+    .await;
+    let secret = out
+        .lines()
+        .find(|l| l.starts_with("pactd_admin_"))
+        .unwrap()
+        .to_owned();
+    let stored: Vec<u8> =
+        sqlx::query_scalar("select secret_hash from admin_credentials where name = 'ci'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_ne!(stored, secret.as_bytes(), "only a hash is stored");
+
+    let me = |secret: String| {
+        let app = &app;
+        async move {
+            app.http
+                .get(format!("{}/admin/api/v1/me", app.base_url))
+                .bearer_auth(secret)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let res = me(secret.clone()).await;
+    assert_eq!(res.status(), 200);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["name"], "ci");
+    assert_eq!(v["role"], "operator");
+    assert_eq!(v["brands"], serde_json::json!(["shop"]));
+
+    let err = refused(
+        &app,
+        &[
+            "admin",
+            "credential",
+            "add",
+            "--role",
+            "viewer",
+            "--name",
+            "ci",
+        ],
+        None,
+    )
+    .await;
+    assert!(err.contains("already a credential"), "{err}");
+    let err = refused(
+        &app,
+        &[
+            "admin",
+            "credential",
+            "add",
+            "--role",
+            "viewer",
+            "--name",
+            "Bad Name",
+        ],
+        None,
+    )
+    .await;
+    assert!(err.contains("invalid --name"), "{err}");
+
+    let list = ok(&app, &["admin", "credential", "list"], None).await;
+    let line = list.lines().next().unwrap();
+    assert!(
+        line.starts_with("ci\toperator\tshop\tactive\tlast-used 20"),
+        "{line}"
+    );
+    assert!(!list.contains(&secret));
+
+    ok(&app, &["admin", "credential", "revoke", "ci"], None).await;
+    assert_eq!(me(secret).await.status(), 401);
+    let err = refused(&app, &["admin", "credential", "revoke", "ci"], None).await;
+    assert!(err.contains("no active credential"), "{err}");
+    let list = ok(&app, &["admin", "credential", "list"], None).await;
+    assert!(list.contains("\trevoked 20"), "{list}");
+}
+
+/// The other staff commands leave their trace in the audit log too.
+#[tokio::test]
+async fn revoking_a_grant_and_disabling_an_agent_from_the_command_line_are_audited() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example").await;
+    app.node_connect("demo", &pa, "pa-sub", "alice", &["orders:read"], None)
+        .await;
+    let grant = pact_db::grants::list(&app.db, Default::default())
+        .await
+        .unwrap()[0]
+        .id;
+    ok(&app, &["grants", "revoke", &grant.to_string()], None).await;
+    refused(&app, &["grants", "revoke", &grant.to_string()], None).await;
+    ok(
+        &app,
+        &["agent", "disable", "--issuer", "https://pa.example"],
+        None,
+    )
+    .await;
+    let rows: Vec<(String, String, String, Option<String>)> =
+        sqlx::query_as("select actor_kind, action, target, brand_id from audit_log order by id")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "cli".into(),
+                "grant.revoke".into(),
+                grant.to_string(),
+                Some("demo".into())
+            ),
+            (
+                "cli".into(),
+                "agent.disable".into(),
+                "https://pa.example".into(),
+                None
+            ),
+        ]
+    );
+}

@@ -1,0 +1,942 @@
+//! The admin API (`/admin/api/v1`): credentials, the one error shape, every
+//! documented route, each role, brand-limited credentials (objects outside
+//! them answer exactly as missing ones), revocation reaching another node,
+//! pagination, and the audit trail of every request.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_server::Config;
+use pact_tests::TestApp;
+use pact_tests::pages::add_user;
+use reqwest::Response;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const ISS: &str = "https://pa.example";
+const SUB: &str = "pa-user-1";
+const API: &str = "/admin/api/v1";
+
+/// A credential made as `pactd admin credential add` makes it: its secret.
+async fn credential(app: &TestApp, name: &str, role: &str, brands: Option<&[&str]>) -> String {
+    let (secret, hash) = pact_server::admin::credential::new_secret();
+    let brands: Option<Vec<String>> = brands.map(|b| b.iter().map(|s| (*s).to_owned()).collect());
+    pact_db::admins::insert_credential(
+        &app.db,
+        Uuid::new_v4(),
+        name,
+        role,
+        brands.as_deref(),
+        &hash,
+    )
+    .await
+    .unwrap();
+    secret
+}
+
+async fn call(
+    app: &TestApp,
+    secret: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Response {
+    let url = format!("{}{API}{path}", app.base_url);
+    let mut req = match method {
+        "get" => app.http.get(url),
+        _ => app.http.post(url),
+    };
+    req = req.bearer_auth(secret);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.unwrap()
+}
+
+async fn ok(res: Response) -> Value {
+    let status = res.status();
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+/// Asserts the API's error shape with this status and code; returns the body.
+async fn error(res: Response, status: u16, code: &str) -> Value {
+    assert_eq!(res.status(), status);
+    assert_eq!(
+        res.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    v
+}
+
+fn grant_of(tokens: &Value) -> Uuid {
+    let token = tokens["access_token"].as_str().unwrap();
+    let claims = URL_SAFE_NO_PAD
+        .decode(token.split('.').nth(1).unwrap())
+        .unwrap();
+    let v: Value = serde_json::from_slice(&claims).unwrap();
+    v["grant_id"].as_str().unwrap().parse().unwrap()
+}
+
+async fn audit_actions(app: &TestApp, actor: &str) -> Vec<String> {
+    sqlx::query_scalar("select action from audit_log where actor = $1 order by id")
+        .bind(actor)
+        .fetch_all(&app.db)
+        .await
+        .unwrap()
+}
+
+fn same_public_url(c: &mut Config) {
+    c.public_url = "http://pactd.test".into();
+    c.audience = "http://pactd.test/a2a".into();
+    c.delegation.poll_interval_secs = 1;
+}
+
+/// An app whose demo brand offers delegation, with a second brand `shop`.
+async fn app() -> TestApp {
+    let app = TestApp::spawn_with(same_public_url).await;
+    app.enable_demo_delegation().await;
+    app.add_brand("shop", "Shop").await;
+    for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
+        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+            .await
+            .unwrap();
+    }
+    app
+}
+
+#[tokio::test]
+async fn only_a_live_credential_is_let_in_and_every_refusal_has_one_shape() {
+    let app = app().await;
+    let secret = credential(&app, "ci", "viewer", None).await;
+
+    let res = app
+        .http
+        .get(format!("{}{API}/me", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some(r#"Bearer realm="pactd-admin""#)
+    );
+    error(res, 401, "unauthenticated").await;
+    for wrong in [
+        "nope",
+        "pactd_admin_",
+        &format!("{secret}x"),
+        &secret[..secret.len() - 1],
+    ] {
+        error(
+            call(&app, wrong, "get", "/me", None).await,
+            401,
+            "unauthenticated",
+        )
+        .await;
+    }
+    let me = ok(call(&app, &secret, "get", "/me", None).await).await;
+    assert_eq!(
+        me,
+        json!({"kind": "credential", "name": "ci", "role": "viewer", "brands": null})
+    );
+    let last_used: Option<time::OffsetDateTime> =
+        sqlx::query_scalar("select last_used_at from admin_credentials where name = 'ci'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert!(last_used.is_some());
+
+    // Unknown paths under the API, bad ids, bad queries and bodies.
+    error(
+        call(&app, &secret, "get", "/nothing-here", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/grants/not-a-uuid", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/grants?evil=1", None).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/grants?state=gone", None).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/grants?limit=0", None).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/grants?cursor=zzz", None).await,
+        400,
+        "invalid_cursor",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/audit?cursor=-1", None).await,
+        400,
+        "invalid_cursor",
+    )
+    .await;
+    error(
+        call(&app, &secret, "get", "/customers", None).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+
+    // Revoked: refused from the next request on.
+    pact_db::admins::revoke_credential(&app.db, "ci")
+        .await
+        .unwrap();
+    error(
+        call(&app, &secret, "get", "/me", None).await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+}
+
+/// Every operation in the OpenAPI document answers as documented (200 with
+/// the documented fields) for an owner, and the document lists exactly the
+/// operations this test calls.
+#[tokio::test]
+async fn every_documented_route_exists_and_answers() {
+    let app = app().await;
+    let owner = credential(&app, "root", "owner", None).await;
+    credential(&app, "spare", "viewer", None).await;
+    let pa = app.registered_pa(ISS).await;
+    let grant = grant_of(
+        &app.node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+            .await,
+    );
+    let user = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+
+    let doc: Value = app
+        .http
+        .get(format!("{}{API}/openapi.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["servers"][0]["url"], "http://pactd.test/admin/api/v1");
+
+    let calls: Vec<(&str, String, Option<Value>, &str)> = vec![
+        ("get", "/me".into(), None, "getMe"),
+        ("get", "/grants".into(), None, "listGrants"),
+        ("get", format!("/grants/{grant}"), None, "getGrant"),
+        (
+            "get",
+            format!("/customers?q={}", user.email),
+            None,
+            "findCustomers",
+        ),
+        (
+            "get",
+            format!("/customers/{}", user.id),
+            None,
+            "getCustomer",
+        ),
+        (
+            "post",
+            format!("/customers/{}/unlock", user.id),
+            None,
+            "unlockCustomer",
+        ),
+        (
+            "post",
+            format!("/customers/{}/sign-out", user.id),
+            None,
+            "signOutCustomer",
+        ),
+        (
+            "post",
+            format!("/customers/{}/reset-second-factors", user.id),
+            None,
+            "resetCustomerSecondFactors",
+        ),
+        ("get", "/agents".into(), None, "listAgents"),
+        (
+            "post",
+            "/agents".into(),
+            Some(
+                json!({"issuer": "https://new.example", "jwks_uri": "https://new.example/jwks.json"}),
+            ),
+            "registerAgent",
+        ),
+        (
+            "post",
+            "/agents/disable".into(),
+            Some(json!({"issuer": "https://new.example", "reason": "test"})),
+            "disableAgent",
+        ),
+        (
+            "post",
+            "/agents/enable".into(),
+            Some(json!({"issuer": "https://new.example"})),
+            "enableAgent",
+        ),
+        (
+            "post",
+            format!("/grants/{grant}/revoke"),
+            Some(json!({"reason": "test"})),
+            "revokeGrant",
+        ),
+        (
+            "post",
+            format!("/customers/{}/revoke-grants", user.id),
+            None,
+            "revokeCustomerGrants",
+        ),
+        ("get", "/admins".into(), None, "listAdmins"),
+        ("get", "/credentials".into(), None, "listCredentials"),
+        (
+            "post",
+            "/credentials/spare/revoke".into(),
+            None,
+            "revokeCredential",
+        ),
+        ("get", "/audit".into(), None, "listAudit"),
+    ];
+    let mut documented: Vec<String> = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            documented.push(op["operationId"].as_str().unwrap().to_owned());
+            assert!(
+                calls.iter().any(|(m, p, _, id)| m == method
+                    && *id == op["operationId"]
+                    && p.split('?').next().unwrap().split('/').count() == path.split('/').count()),
+                "{method} {path} is documented but not exercised here"
+            );
+        }
+    }
+    assert_eq!(documented.len(), calls.len(), "{documented:?}");
+    let schemas = &doc["components"]["schemas"];
+    for (method, path, body, id) in calls {
+        let v = ok(call(&app, &owner, method, &path, body).await).await;
+        // The documented required fields are present.
+        let (_, item) = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, item)| {
+                item.as_object()
+                    .unwrap()
+                    .values()
+                    .any(|o| o["operationId"] == id)
+            })
+            .unwrap();
+        let op = item
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|o| o["operationId"] == id)
+            .unwrap();
+        let reference = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap();
+        let schema = &schemas[reference.rsplit('/').next().unwrap()];
+        for field in schema["required"].as_array().unwrap() {
+            assert!(
+                v.get(field.as_str().unwrap()).is_some(),
+                "{id}: no {field} in {v}"
+            );
+        }
+    }
+    // Every request above is in the audit log under the credential's name.
+    let actions = audit_actions(&app, "root").await;
+    for a in [
+        "grant.list",
+        "grant.read",
+        "grant.revoke",
+        "customer.unlock",
+        "agent.register",
+        "agent.disable",
+        "audit.list",
+    ] {
+        assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
+    }
+}
+
+/// Viewer reads; operator also revokes and disables; owner also registers.
+/// A refusal is 403 before any object is looked at, and is itself audited.
+#[tokio::test]
+async fn each_role_may_do_what_it_should_and_no_more() {
+    let app = app().await;
+    let viewer = credential(&app, "desk", "viewer", None).await;
+    let operator = credential(&app, "sec", "operator", None).await;
+    let pa = app.registered_pa(ISS).await;
+    let grant = grant_of(
+        &app.node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+            .await,
+    );
+    let user = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+
+    ok(call(&app, &viewer, "get", &format!("/grants/{grant}"), None).await).await;
+    for (path, body) in [
+        (format!("/grants/{grant}/revoke"), None),
+        (format!("/grants/{}/revoke", Uuid::new_v4()), None),
+        (format!("/customers/{}/unlock", user.id), None),
+        (format!("/customers/{}/reset-second-factors", user.id), None),
+        (format!("/customers/{}/sign-out", user.id), None),
+        (format!("/customers/{}/revoke-grants", user.id), None),
+        (
+            "/agents/disable".to_owned(),
+            Some(json!({"issuer": ISS, "reason": "x"})),
+        ),
+        (
+            "/agents".to_owned(),
+            Some(json!({"issuer": "https://x.example", "jwks_uri": "https://x.example/j"})),
+        ),
+    ] {
+        error(
+            call(&app, &viewer, "post", &path, body).await,
+            403,
+            "forbidden",
+        )
+        .await;
+    }
+    let g = pact_db::grants::find(&app.db, grant)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(g.revoked_at.is_none(), "a viewer changed nothing");
+    assert!(
+        audit_actions(&app, "desk")
+            .await
+            .iter()
+            .any(|a| a == "grant.revoke.denied")
+    );
+
+    for path in ["/admins", "/credentials"] {
+        error(
+            call(&app, &operator, "get", path, None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+    }
+    error(
+        call(&app, &operator, "post", "/credentials/desk/revoke", None).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &operator,
+            "post",
+            "/agents",
+            Some(json!({"issuer": "https://x.example", "jwks_uri": "https://x.example/j"})),
+        )
+        .await,
+        403,
+        "forbidden",
+    )
+    .await;
+    let v = ok(call(
+        &app,
+        &operator,
+        "post",
+        &format!("/grants/{grant}/revoke"),
+        Some(json!({"reason": "customer called"})),
+    )
+    .await)
+    .await;
+    assert_eq!(v, json!({"id": grant, "revoked": true}));
+    error(
+        call(
+            &app,
+            &operator,
+            "post",
+            &format!("/grants/{grant}/revoke"),
+            None,
+        )
+        .await,
+        409,
+        "already_revoked",
+    )
+    .await;
+    let g = pact_db::grants::find(&app.db, grant)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        g.revoked_reason.as_deref(),
+        Some("revoked by an administrator: customer called")
+    );
+    let entry: (String, String, Option<String>, Value) = sqlx::query_as(
+        "select actor_kind, action, client_addr, detail from audit_log where actor = 'sec' and action = 'grant.revoke'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(entry.0, "credential");
+    assert_eq!(entry.2.as_deref(), Some("127.0.0.1"));
+    assert_eq!(entry.3["reason"], "customer called");
+
+    // Disabling needs a reason, names how many grants it revoked.
+    let second = grant_of(
+        &app.node_connect("demo", &pa, "pa-user-2", "bob", &["orders:read"], None)
+            .await,
+    );
+    error(
+        call(
+            &app,
+            &operator,
+            "post",
+            "/agents/disable",
+            Some(json!({"issuer": ISS})),
+        )
+        .await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &operator,
+            "post",
+            "/agents/disable",
+            Some(json!({"issuer": "https://unknown.example", "reason": "x"})),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let v = ok(call(
+        &app,
+        &operator,
+        "post",
+        "/agents/disable",
+        Some(json!({"issuer": ISS, "reason": "compromised"})),
+    )
+    .await)
+    .await;
+    assert_eq!(
+        v,
+        json!({"issuer": ISS, "enabled": false, "revoked_grants": 1})
+    );
+    assert!(
+        pact_db::grants::find(&app.db, second)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_some()
+    );
+    assert!(
+        !pact_db::agents::find(&app.db, ISS)
+            .await
+            .unwrap()
+            .unwrap()
+            .enabled
+    );
+}
+
+/// A credential limited to `shop` sees only shop's grants, customers and
+/// audit entries; anything at `demo` answers exactly like a missing object;
+/// platform-wide changes are refused.
+#[tokio::test]
+async fn a_brand_limited_credential_cannot_see_or_touch_other_brands() {
+    let app = app().await;
+    let limited = credential(&app, "shop-desk", "operator", Some(&["shop"])).await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let pa = app.registered_pa(ISS).await;
+    let at_demo = grant_of(
+        &app.node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+            .await,
+    );
+    let at_shop = grant_of(
+        &app.node_connect("shop", &pa, SUB, "alice", &["orders:read"], None)
+            .await,
+    );
+    let demo_user = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+    let shop_user = add_user(&app, "shop", "ann@example.com", "correct horse battery").await;
+
+    let page = ok(call(&app, &limited, "get", "/grants", None).await).await;
+    let ids: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![at_shop.to_string()]);
+    let page = ok(call(&app, &limited, "get", "/grants?brand=demo", None).await).await;
+    assert_eq!(page["items"], json!([]));
+
+    let missing = error(
+        call(
+            &app,
+            &limited,
+            "get",
+            &format!("/grants/{}", Uuid::new_v4()),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let hidden = error(
+        call(&app, &limited, "get", &format!("/grants/{at_demo}"), None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(missing, hidden, "no existence leak");
+    error(
+        call(
+            &app,
+            &limited,
+            "post",
+            &format!("/grants/{at_demo}/revoke"),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &limited,
+            "get",
+            &format!("/customers/{}", demo_user.id),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &limited,
+            "post",
+            &format!("/customers/{}/revoke-grants", demo_user.id),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let found = ok(call(&app, &limited, "get", "/customers?q=ann@example.com", None).await).await;
+    assert_eq!(found["items"].as_array().unwrap().len(), 1);
+    assert_eq!(found["items"][0]["id"], json!(shop_user.id));
+    error(
+        call(
+            &app,
+            &limited,
+            "post",
+            "/agents/disable",
+            Some(json!({"issuer": ISS, "reason": "x"})),
+        )
+        .await,
+        403,
+        "forbidden",
+    )
+    .await;
+    assert!(
+        pact_db::grants::find(&app.db, at_demo)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+
+    ok(call(
+        &app,
+        &limited,
+        "post",
+        &format!("/grants/{at_shop}/revoke"),
+        None,
+    )
+    .await)
+    .await;
+    ok(call(&app, &owner, "get", &format!("/grants/{at_demo}"), None).await).await;
+    let audit = ok(call(&app, &limited, "get", "/audit", None).await).await;
+    for e in audit["items"].as_array().unwrap() {
+        assert_eq!(e["brand"], "shop", "{e}");
+    }
+    assert!(
+        audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "grant.revoke")
+    );
+}
+
+/// Revocation through the API reaches a second node through the same
+/// `pactd_revocations` notification as every other revocation: the agent's
+/// next delegated call is refused there.
+#[tokio::test]
+async fn a_revocation_through_the_api_is_refused_on_another_node() {
+    let a = app().await;
+    let b = a.spawn_peer(same_public_url).await;
+    let operator = credential(&a, "sec", "operator", None).await;
+    let pa = a.registered_pa(ISS).await;
+    let tokens = a
+        .node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+        .await;
+    let token = tokens["access_token"].as_str().unwrap().to_owned();
+    let grant = grant_of(&tokens);
+    let pa_jwt = pa.token(SUB, "http://pactd.test/a2a");
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&format!("Bearer {token}")),
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    // The grant's receipt is there, and its signature and chain verify.
+    let detail = ok(call(&a, &operator, "get", &format!("/grants/{grant}"), None).await).await;
+    assert_eq!(detail["receipts"].as_array().unwrap().len(), 1);
+    assert_eq!(detail["receipts"][0]["message_id"], "m1");
+    assert_eq!(
+        detail["receipt_chain"],
+        json!({"verified": true, "problems": []})
+    );
+
+    ok(call(
+        &a,
+        &operator,
+        "post",
+        &format!("/grants/{grant}/revoke"),
+        None,
+    )
+    .await)
+    .await;
+    let res = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&format!("Bearer {token}")),
+            "m2",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 401);
+    let mut heard = false;
+    for _ in 0..20 {
+        if b.state.revocations.is_revoked(grant) {
+            heard = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(heard, "node B did not hear of the revocation");
+    b.stop().await;
+}
+
+/// Cursor pagination walks every grant once, newest first; filters combine.
+#[tokio::test]
+async fn grant_pages_follow_cursors_and_filters_combine() {
+    let app = app().await;
+    let viewer = credential(&app, "desk", "viewer", None).await;
+    let pa = app.registered_pa(ISS).await;
+    let mut made = Vec::new();
+    for n in 0..3 {
+        made.push(grant_of(
+            &app.node_connect(
+                "demo",
+                &pa,
+                &format!("pa-user-{n}"),
+                &format!("user{n}"),
+                &["orders:read"],
+                None,
+            )
+            .await,
+        ));
+    }
+    let mut seen = Vec::new();
+    let mut path = "/grants?limit=2".to_owned();
+    loop {
+        let page = ok(call(&app, &viewer, "get", &path, None).await).await;
+        for g in page["items"].as_array().unwrap() {
+            seen.push(g["id"].as_str().unwrap().parse::<Uuid>().unwrap());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/grants?limit=2&cursor={c}"),
+            None => break,
+        }
+    }
+    made.reverse();
+    assert_eq!(seen, made);
+
+    let by_customer = ok(call(
+        &app,
+        &viewer,
+        "get",
+        "/grants?customer=user1&state=active",
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(by_customer["items"].as_array().unwrap().len(), 1);
+    assert_eq!(by_customer["items"][0]["customer"], "user1");
+    let revoked = ok(call(
+        &app,
+        &viewer,
+        "get",
+        &format!("/grants?agent={}&state=revoked", pa_enc(ISS)),
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(revoked["items"], json!([]));
+}
+
+fn pa_enc(s: &str) -> String {
+    pact_tests::pages::enc(s)
+}
+
+/// Customers' own revocations (account page) and agents' (RFC 7009) appear
+/// in the audit log, whichever path made them; the customer operations work
+/// and are recorded.
+#[tokio::test]
+async fn self_revocations_and_customer_operations_are_in_the_audit_log() {
+    let app = app().await;
+    let operator = credential(&app, "sec", "operator", None).await;
+    let pa = app.registered_pa(ISS).await;
+    let g1 = grant_of(
+        &app.node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+            .await,
+    );
+    let g2 = grant_of(
+        &app.node_connect("demo", &pa, "pa-user-2", "bob", &["orders:read"], None)
+            .await,
+    );
+    pact_db::grants::revoke(&app.db, g1, pact_db::grants::reason::BY_USER)
+        .await
+        .unwrap();
+    pact_db::grants::revoke(&app.db, g2, pact_db::grants::reason::BY_AGENT)
+        .await
+        .unwrap();
+    let page = ok(call(&app, &operator, "get", "/audit?action=grant.", None).await).await;
+    let items = page["items"].as_array().unwrap();
+    let by_customer = items
+        .iter()
+        .find(|e| e["target"] == json!(g1.to_string()))
+        .unwrap();
+    assert_eq!(by_customer["actor_kind"], "customer");
+    assert_eq!(by_customer["actor"], "alice");
+    assert_eq!(by_customer["brand"], "demo");
+    let by_agent = items
+        .iter()
+        .find(|e| e["target"] == json!(g2.to_string()))
+        .unwrap();
+    assert_eq!(by_agent["actor_kind"], "agent");
+    assert_eq!(by_agent["actor"], ISS);
+
+    let user = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+    pact_db::users::record_failure(
+        &app.db,
+        user.id,
+        9,
+        Some(time::OffsetDateTime::now_utc() + time::Duration::minutes(5)),
+    )
+    .await
+    .unwrap();
+    let v = ok(call(
+        &app,
+        &operator,
+        "get",
+        &format!("/customers/{}", user.id),
+        None,
+    )
+    .await)
+    .await;
+    assert!(v["locked_until"].is_string());
+    ok(call(
+        &app,
+        &operator,
+        "post",
+        &format!("/customers/{}/unlock", user.id),
+        None,
+    )
+    .await)
+    .await;
+    let v = ok(call(
+        &app,
+        &operator,
+        "get",
+        &format!("/customers/{}", user.id),
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(v["locked_until"], Value::Null);
+    let v = ok(call(
+        &app,
+        &operator,
+        "post",
+        &format!("/customers/{}/sign-out", user.id),
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(v["sessions_ended"], 0);
+    let page = ok(call(
+        &app,
+        &operator,
+        "get",
+        "/audit?actor=sec&action=customer.unlock",
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(page["items"][0]["target"], json!(user.id.to_string()));
+    // Audit pages follow their cursor.
+    let first = ok(call(&app, &operator, "get", "/audit?limit=1", None).await).await;
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let second = ok(call(
+        &app,
+        &operator,
+        "get",
+        &format!("/audit?limit=1&cursor={cursor}"),
+        None,
+    )
+    .await)
+    .await;
+    assert!(second["items"][0]["id"].as_i64() < first["items"][0]["id"].as_i64());
+}

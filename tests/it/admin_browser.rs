@@ -1,0 +1,218 @@
+//! The staff console in a real browser (headless Debian Chromium driven by
+//! playwright-core from `tests/browser/admin.mjs`): an owner signs in and
+//! enrols TOTP; an operator finds a person's grant and revokes it, and the
+//! agent's next delegated call is refused on a second node; the audit log
+//! shows it; a viewer has no button and its POST is refused.
+//!
+//! Screenshots of every page land in `target/browser-screenshots/admin-console/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use pact_tests::TestApp;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use uuid::Uuid;
+
+const ISS: &str = "https://pa.example";
+const PASSWORD: &str = "correct horse battery staple";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+async fn run_journey(input: &mut Value) -> Value {
+    let dir = workspace().join("tests/browser");
+    if !dir.join("node_modules/playwright-core").exists() {
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm is needed for the browser tests (apt-get install -y nodejs npm)");
+        assert!(status.success(), "npm ci failed in tests/browser");
+    }
+    let shots = workspace().join("target/browser-screenshots/admin-console");
+    std::fs::remove_dir_all(&shots).ok();
+    std::fs::create_dir_all(&shots).unwrap();
+    input["shots"] = json!(shots);
+    let mut child = tokio::process::Command::new("node")
+        .arg("admin.mjs")
+        .arg("console")
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node is needed for the browser tests");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .await
+        .unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
+        .await
+        .expect("the console journey did not finish in 90 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "console journey failed:\n{stderr}\n{stdout}\nscreenshots: {}",
+        shots.display()
+    );
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
+}
+
+/// A console account; with `totp`, an authenticator already enrolled
+/// (sealed as the console seals it); returns its secret in hex.
+async fn add_admin(app: &TestApp, email: &str, role: &str, totp: bool) -> String {
+    let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
+    let admin = pact_db::admins::insert(&app.db, Uuid::new_v4(), email, &hash, role, None)
+        .await
+        .unwrap();
+    if !totp {
+        return String::new();
+    }
+    let secret = pact_server::accounts::totp::new_secret().unwrap();
+    let sealed = app
+        .master_key
+        .seal(
+            &secret,
+            &pact_server::admin::console::signin::stored_aad(&admin),
+        )
+        .unwrap();
+    pact_db::admins::set_totp(&app.db, admin.id, Some(&sealed))
+        .await
+        .unwrap();
+    secret.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn grant_of(tokens: &Value) -> Uuid {
+    use base64::Engine;
+    let token = tokens["access_token"].as_str().unwrap();
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.split('.').nth(1).unwrap())
+        .unwrap();
+    let v: Value = serde_json::from_slice(&claims).unwrap();
+    v["grant_id"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut_off() {
+    let a = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+        c.audience = format!("http://localhost:{}/a2a", c.listen.port());
+    })
+    .await;
+    a.enable_demo_delegation().await;
+    let (public_url, audience) = (
+        a.state.config.public_url.clone(),
+        a.state.config.audience.clone(),
+    );
+    let b = a
+        .spawn_peer(|c| {
+            c.public_url = public_url.clone();
+            c.audience = audience.clone();
+        })
+        .await;
+    add_admin(&a, "owner@example.com", "owner", false).await;
+    let operator_totp = add_admin(&a, "ops@example.com", "operator", true).await;
+    let viewer_totp = add_admin(&a, "desk@example.com", "viewer", true).await;
+    let pa = a.registered_pa(ISS).await;
+    let tokens = a
+        .node_connect("demo", &pa, "pa-ada", "ada", &["orders:read"], None)
+        .await;
+    let grant = grant_of(&tokens);
+    let other = grant_of(
+        &a.node_connect("demo", &pa, "pa-bob", "bob", &["orders:read"], None)
+            .await,
+    );
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let pa_jwt = pa.token("pa-ada", a.audience());
+    let before = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&format!("Bearer {access}")),
+            "m1",
+            "Show me my orders",
+            None,
+        )
+        .await;
+    assert_eq!(before.status(), 200);
+
+    let mut input = json!({
+        "base": a.state.config.public_url,
+        "password": PASSWORD,
+        "owner": "owner@example.com",
+        "operator": "ops@example.com",
+        "operator_totp_hex": operator_totp,
+        "viewer": "desk@example.com",
+        "viewer_totp_hex": viewer_totp,
+        "customer": "ada",
+        "grant_id": grant.to_string(),
+        "other_grant_id": other.to_string(),
+        "new_issuer": "https://new-agent.example",
+    });
+    let out = run_journey(&mut input).await;
+
+    // The agent's next delegated call, on the other node, is refused.
+    let after = b
+        .node_send(
+            "demo",
+            &pa_jwt,
+            Some(&format!("Bearer {access}")),
+            "m2",
+            "Show me my orders",
+            None,
+        )
+        .await;
+    assert_eq!(after.status(), 401);
+    // The grant page checked its receipt's signature and chain.
+    assert!(
+        out["chain_text"]
+            .as_str()
+            .unwrap()
+            .contains("Every receipt's signature and the chain verify"),
+        "{out}"
+    );
+    // The audit log page showed the operator's revocation.
+    let audit = out["audit_text"].as_str().unwrap();
+    assert!(audit.contains("grant.revoke"), "{audit}");
+    assert!(audit.contains("ops@example.com (admin)"), "{audit}");
+    assert!(audit.contains(&grant.to_string()), "{audit}");
+    // The owner registered a platform in the console, and the log shows it.
+    let new = pact_db::agents::find(&a.db, "https://new-agent.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(new.name, "New Agent");
+    assert!(audit.contains("agent.register"), "{audit}");
+    assert!(audit.contains("owner@example.com (admin)"), "{audit}");
+    // The viewer had no button, and its POST was refused and changed nothing.
+    assert_eq!(out["viewer_buttons"], 0);
+    assert_eq!(out["viewer_post_status"], 403);
+    assert!(
+        pact_db::grants::find(&a.db, other)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    let owner = pact_db::admins::find_by_email(&a.db, "owner@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        owner.has_totp(),
+        "the owner enrolled an authenticator in the browser"
+    );
+    b.stop().await;
+}

@@ -1,0 +1,477 @@
+//! The staff console `/admin` over HTTP, as a browser drives it: sign-in with
+//! password and TOTP (enrolled at the first sign-in), session rotation,
+//! lockout, CSRF and Origin checks, an operator revoking a grant, a viewer
+//! with no button and a refused POST, brand limits, the audit log.
+
+use pact_tests::TestApp;
+use pact_tests::pages::{Browser, base32_decode, csrf_from, hidden_field, location, totp_at};
+use uuid::Uuid;
+
+const ISS: &str = "https://pa.example";
+const PASSWORD: &str = "correct horse battery";
+
+async fn add_admin(app: &TestApp, email: &str, role: &str, brands: Option<&[&str]>) {
+    let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
+    let brands: Option<Vec<String>> = brands.map(|b| b.iter().map(|s| (*s).to_owned()).collect());
+    pact_db::admins::insert(
+        &app.db,
+        Uuid::new_v4(),
+        email,
+        &hash,
+        role,
+        brands.as_deref(),
+    )
+    .await
+    .unwrap();
+}
+
+fn admin_cookie(b: &Browser) -> Option<String> {
+    use reqwest::cookie::CookieStore;
+    let url = reqwest::Url::parse(&b.base_url).unwrap();
+    let header = b.jar.cookies(&url)?;
+    header
+        .to_str()
+        .unwrap()
+        .split(';')
+        .filter_map(|p| p.trim().split_once('='))
+        .find(|(k, _)| *k == "pactd_admin")
+        .map(|(_, v)| v.to_owned())
+}
+
+/// Signs in (enrolling TOTP the first time); returns the TOTP secret.
+async fn sign_in(app: &TestApp, b: &Browser, email: &str) -> Vec<u8> {
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", email), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/admin/totp-setup");
+    let pending = admin_cookie(b).unwrap();
+    let (status, html) = b.get_html("/admin/totp-setup").await;
+    assert_eq!(status, 200, "{html}");
+    let start = html.find("id=\"totp-secret\">").unwrap() + "id=\"totp-secret\">".len();
+    let end = start + html[start..].find("</code>").unwrap();
+    let secret = base32_decode(&html[start..end].replace(' ', ""));
+    let sealed = hidden_field(&html, "sealed").unwrap();
+    let csrf = csrf_from(&html).unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let res = b
+        .post(
+            "/admin/totp-setup",
+            &[
+                ("csrf", &csrf),
+                ("sealed", &sealed),
+                ("code", &totp_at(&secret, now)),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/admin");
+    assert_ne!(admin_cookie(b).unwrap(), pending, "the session id rotates");
+    let admin = pact_db::admins::find_by_email(&app.db, email)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(admin.has_totp());
+    secret
+}
+
+async fn grant(app: &TestApp, brand: &str, user: &str) -> Uuid {
+    let pa = match pact_db::agents::find(&app.db, ISS).await.unwrap() {
+        Some(_) => pact_tests::TestPa::start(ISS).await,
+        None => app.registered_pa(ISS).await,
+    };
+    app.register(&pa).await;
+    let tokens = app
+        .node_connect(brand, &pa, "pa-sub", user, &["orders:read"], None)
+        .await;
+    let token = tokens["access_token"].as_str().unwrap();
+    use base64::Engine;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.split('.').nth(1).unwrap())
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&claims).unwrap();
+    v["grant_id"].as_str().unwrap().parse().unwrap()
+}
+
+async fn app() -> TestApp {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    app
+}
+
+#[tokio::test]
+async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
+    let app = app().await;
+    add_admin(&app, "root@example.com", "owner", None).await;
+    let b = Browser::new(&app);
+
+    // Nothing opens without a session.
+    let res = b.get("/admin").await;
+    assert_eq!(location(&res), "/admin/sign-in");
+    let (status, html) = b.get_html("/admin/sign-in").await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("<script"), "no inline script");
+    let res = b.get("/admin/sign-in").await;
+    let csp = res.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe-inline"));
+
+    // A wrong password and an unknown email get the same answer.
+    let wrong = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[
+                ("email", "root@example.com"),
+                ("password", "wrong password"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status(), 401);
+    let unknown = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[
+                ("email", "nobody@example.com"),
+                ("password", "wrong password"),
+            ],
+        )
+        .await;
+    assert_eq!(unknown.status(), 401);
+    let (wrong, unknown) = (wrong.text().await.unwrap(), unknown.text().await.unwrap());
+    assert!(wrong.contains("match a staff account"));
+    assert_eq!(
+        wrong.replace("root@example.com", "EMAIL"),
+        unknown.replace("nobody@example.com", "EMAIL"),
+        "an unknown email and a wrong password look the same"
+    );
+
+    // Password accepted: still nothing but the second factor.
+    let secret = sign_in(&app, &b, "root@example.com").await;
+    let (status, html) = b.get_html("/admin").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("root@example.com (owner)"));
+
+    // Sign out, sign in again: the code is asked for, a replayed one refused.
+    let csrf = csrf_from(&html).unwrap();
+    let res = b.post("/admin/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(location(&res), "/admin/sign-in");
+    assert_eq!(location(&b.get("/admin").await), "/admin/sign-in");
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "root@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin/second-factor");
+    assert_eq!(
+        location(&b.get("/admin").await),
+        "/admin/sign-in",
+        "half signed in opens nothing"
+    );
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let replay = b
+        .submit(
+            "/admin/second-factor",
+            "/admin/second-factor",
+            &[("code", &totp_at(&secret, now))],
+        )
+        .await;
+    assert_eq!(
+        replay.status(),
+        401,
+        "a code is usable once (RFC 6238 §5.2)"
+    );
+    let res = b
+        .submit(
+            "/admin/second-factor",
+            "/admin/second-factor",
+            &[("code", &totp_at(&secret, now + 30))],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin");
+
+    let actions: Vec<String> =
+        sqlx::query_scalar("select action from audit_log where actor in ('root@example.com', 'nobody@example.com') order by id")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        actions,
+        vec![
+            "admin.sign_in_failed",
+            "admin.sign_in_failed",
+            "admin.totp_enrolled",
+            "admin.sign_in",
+            "admin.sign_in_failed",
+            "admin.sign_in",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn repeated_wrong_passwords_lock_the_account() {
+    let app = app().await;
+    add_admin(&app, "root@example.com", "owner", None).await;
+    let b = Browser::new(&app);
+    for _ in 0..5 {
+        let res = b
+            .submit(
+                "/admin/sign-in",
+                "/admin/sign-in",
+                &[
+                    ("email", "root@example.com"),
+                    ("password", "wrong password"),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 401);
+    }
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "root@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(res.status(), 429, "locked even with the right password");
+    assert!(admin_cookie(&b).is_none());
+    // An unknown email meets the same counters and the same lock: the
+    // answers do not tell whether a staff account exists.
+    for _ in 0..5 {
+        let res = b
+            .submit(
+                "/admin/sign-in",
+                "/admin/sign-in",
+                &[
+                    ("email", "nobody@example.com"),
+                    ("password", "wrong password"),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 401);
+    }
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "nobody@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(res.status(), 429);
+}
+
+#[tokio::test]
+async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
+    let app = app().await;
+    app.add_brand("shop", "Shop").await;
+    for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
+        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+            .await
+            .unwrap();
+    }
+    add_admin(&app, "ops@example.com", "operator", None).await;
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    add_admin(&app, "shopops@example.com", "operator", Some(&["shop"])).await;
+    let g = grant(&app, "demo", "alice").await;
+
+    // The viewer sees the grant but no button, and its POST is refused.
+    let viewer = Browser::new(&app);
+    sign_in(&app, &viewer, "desk@example.com").await;
+    let (status, html) = viewer.get_html(&format!("/admin/grants/{g}")).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("alice"));
+    assert!(!html.contains("Revoke this grant"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = viewer
+        .post(&format!("/admin/grants/{g}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+
+    // A brand-limited operator: the demo grant does not exist for it.
+    let limited = Browser::new(&app);
+    sign_in(&app, &limited, "shopops@example.com").await;
+    let (status, _) = limited.get_html(&format!("/admin/grants/{g}")).await;
+    assert_eq!(status, 404);
+    let (_, html) = limited.get_html("/admin/grants").await;
+    assert!(!html.contains(&g.to_string()));
+
+    // The operator: CSRF and Origin are checked, then the grant is revoked.
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (_, html) = ops.get_html(&format!("/admin/grants/{g}")).await;
+    assert!(html.contains("Revoke this grant"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = ops
+        .post(&format!("/admin/grants/{g}/revoke"), &[("csrf", "wrong")])
+        .await;
+    assert_eq!(res.status(), 403);
+    let res = ops
+        .client
+        .post(ops.url(&format!("/admin/grants/{g}/revoke")))
+        .header("origin", "https://evil.example")
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    let res = ops
+        .post(
+            &format!("/admin/grants/{g}/revoke"),
+            &[("csrf", &csrf), ("reason", "customer called")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let row = pact_db::grants::find(&app.db, g).await.unwrap().unwrap();
+    assert_eq!(
+        row.revoked_reason.as_deref(),
+        Some("revoked by an administrator: customer called")
+    );
+    let (_, html) = ops.get_html(&format!("/admin/grants/{g}")).await;
+    assert!(html.contains("revoked"));
+
+    let (_, html) = viewer.get_html("/admin/audit?action=grant.").await;
+    assert!(html.contains("ops@example.com (admin)"));
+    assert!(html.contains("grant.revoke.denied"));
+    let (_, html) = ops.get_html("/admin/audit?action=grant.revoke").await;
+    assert!(html.contains(&g.to_string()));
+}
+
+#[tokio::test]
+async fn disabling_an_agent_names_how_many_people_it_affects() {
+    let app = app().await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+    grant(&app, "demo", "alice").await;
+    grant(&app, "demo", "bob").await;
+    let b = Browser::new(&app);
+    sign_in(&app, &b, "ops@example.com").await;
+    let (status, html) = b
+        .get_html(&format!(
+            "/admin/agents/disable?issuer={}",
+            pact_tests::pages::enc(ISS)
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("revokes 2 active grant(s) given by 2 people"),
+        "{html}"
+    );
+    let csrf = csrf_from(&html).unwrap();
+    let res = b
+        .post("/admin/agents/disable", &[("csrf", &csrf), ("issuer", ISS)])
+        .await;
+    assert_eq!(res.status(), 400, "a reason is required");
+    let res = b
+        .post(
+            "/admin/agents/disable",
+            &[("csrf", &csrf), ("issuer", ISS), ("reason", "compromised")],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin/agents");
+    assert!(
+        !pact_db::agents::find(&app.db, ISS)
+            .await
+            .unwrap()
+            .unwrap()
+            .enabled
+    );
+    let (_, html) = b.get_html("/admin/audit").await;
+    assert!(html.contains("agent.disable"));
+    assert!(html.contains("&#34;revoked_grants&#34;:2"), "{html}");
+}
+
+#[tokio::test]
+async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_their_grants() {
+    let app = app().await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    let user = pact_tests::pages::add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    pact_db::users::record_failure(
+        &app.db,
+        user.id,
+        9,
+        Some(time::OffsetDateTime::now_utc() + time::Duration::minutes(5)),
+    )
+    .await
+    .unwrap();
+    let g = grant(&app, "demo", &user.subject()).await;
+
+    let viewer = Browser::new(&app);
+    sign_in(&app, &viewer, "desk@example.com").await;
+    let (_, html) = viewer
+        .get_html("/admin/customers?q=ann%40example.com")
+        .await;
+    assert!(html.contains("ann@example.com") && !html.contains("not locked"));
+    assert!(!html.contains("Unlock"), "a viewer has no buttons");
+    let csrf = csrf_from(&html).unwrap();
+    let res = viewer
+        .post(
+            &format!("/admin/customers/{}/unlock", user.id),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (_, html) = ops.get_html("/admin/customers?q=ann%40example.com").await;
+    let csrf = csrf_from(&html).unwrap();
+    for action in ["unlock", "sign-out", "revoke-grants"] {
+        let res = ops
+            .post(
+                &format!("/admin/customers/{}/{action}", user.id),
+                &[("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(res.status(), 303, "{action}");
+    }
+    let u = pact_tests::pages::reload(&app, &user).await;
+    assert!(u.locked_until.is_none());
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_some()
+    );
+    let actions: Vec<String> = sqlx::query_scalar(
+        "select action from audit_log where actor = 'ops@example.com' and target = $1 order by id",
+    )
+    .bind(user.id.to_string())
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        actions,
+        vec![
+            "customer.unlock",
+            "customer.sign_out",
+            "customer.revoke_grants"
+        ]
+    );
+}
