@@ -654,6 +654,7 @@ async fn brand_login(app: &TestApp, brand: &str, url: &str, signer: &TestPa) {
             .await
             .unwrap();
     }
+    app.settle().await;
 }
 
 fn assertion_claims(app: &TestApp, user_code: &str) -> Value {

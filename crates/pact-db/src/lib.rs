@@ -49,10 +49,21 @@ pub struct PoolSettings {
     pub acquire_timeout: Duration,
 }
 
+/// Four connections per CPU, at least 8: PostgreSQL runs one process per
+/// busy connection, so more than a few per core only queue for the CPU
+/// (docs/performance.md), while a turn's database waits (commits, network)
+/// leave room for a few more than one per core.
+pub fn default_pool_size() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    u32::try_from(cpus.saturating_mul(4))
+        .unwrap_or(u32::MAX)
+        .clamp(8, 64)
+}
+
 impl Default for PoolSettings {
     fn default() -> Self {
         Self {
-            max_connections: 32,
+            max_connections: default_pool_size(),
             acquire_timeout: Duration::from_secs(3),
         }
     }

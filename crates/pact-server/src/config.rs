@@ -31,6 +31,8 @@ pub struct Config {
     /// Seals the private signing keys at rest (`PACTD_MASTER_KEY`).
     pub master_key: Arc<MasterKey>,
     pub delegation: DelegationSettings,
+    /// Where `GET /metrics` is served (its own listener); `None`: nowhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// What a connection may cost us: slow or idle clients must not hold the
@@ -131,6 +133,7 @@ impl Config {
             trusted_proxies: TrustedProxies::default(),
             master_key,
             delegation: DelegationSettings::default(),
+            metrics_listen: None,
         }
     }
 

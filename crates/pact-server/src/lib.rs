@@ -10,6 +10,7 @@ pub mod agent;
 pub mod auth;
 pub mod client_ip;
 pub mod config;
+pub mod config_cache;
 pub mod consent;
 pub mod db_health;
 pub mod domain;
@@ -25,6 +26,7 @@ pub mod revocation;
 pub mod router;
 pub mod serve;
 pub mod state;
+pub mod telemetry;
 pub mod web;
 
 pub use config::Config;
