@@ -67,7 +67,10 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
         200
     );
     let (status, body) = device_authorization(&b, &pa, "orders:export").await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_scope")));
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_scope"))
+    );
 
     // The copy is what answers: a change nobody announces is not seen.
     sqlx::query("alter table agents disable trigger agents_changed")
@@ -104,7 +107,11 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
     )
     .await;
 
-    assert!(pact_db::agents::set_enabled(&a.db, ISS, true).await.unwrap());
+    assert!(
+        pact_db::agents::set_enabled(&a.db, ISS, true)
+            .await
+            .unwrap()
+    );
     wait_heard(&b, "agents").await;
     pact_db::scopes::upsert(&a.db, "demo", "orders:export", "Export your orders", false)
         .await

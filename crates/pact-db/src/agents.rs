@@ -21,8 +21,7 @@ pub struct Agent {
     pub user_burst: Option<f64>,
 }
 
-const COLS: &str =
-    "issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst";
+const COLS: &str = "issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst";
 
 /// A rate and its burst, as stored on the agent (`None` = the node's default).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -38,10 +38,7 @@ pub async fn create(
 /// conversation, already bound to `user_sub` under delegation (PACT §5.5), and
 /// claims the turn, in one statement (a new context has no earlier message to
 /// look up, and nobody else can know its id yet).
-pub async fn create_with_turn(
-    db: impl PgExecutor<'_>,
-    c: NewTurnContext<'_>,
-) -> DbResult<()> {
+pub async fn create_with_turn(db: impl PgExecutor<'_>, c: NewTurnContext<'_>) -> DbResult<()> {
     sqlx::query(
         "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
                     values ($1, $2, $3, $4, $5) returning id) \

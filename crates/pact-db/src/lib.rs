@@ -69,12 +69,28 @@ impl Default for PoolSettings {
     }
 }
 
+/// A pooled connection idle for this long is pinged before it is used again.
+const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
+
 pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool> {
     let options: PgConnectOptions = url.parse()?;
     let options = options.application_name("pactd");
     PgPoolOptions::new()
         .max_connections(settings.max_connections.max(1))
         .acquire_timeout(settings.acquire_timeout)
+        // sqlx pings every connection it hands out by default: one more round
+        // trip per statement on a pool. A connection that was in use a moment
+        // ago is alive; only one that sat idle (e.g. across a database
+        // restart) is checked before use.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= IDLE_CHECK_AFTER {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await
 }

@@ -183,7 +183,9 @@ impl ConfigCache {
         }
         let ticket = self.ticket();
         let loaded = Arc::new(pact_db::scopes::list(db, brand_id).await?);
-        self.keep(ticket, |e| insert_bounded(&mut e.scopes, brand_id, loaded.clone()));
+        self.keep(ticket, |e| {
+            insert_bounded(&mut e.scopes, brand_id, loaded.clone())
+        });
         Ok(loaded)
     }
 
@@ -197,7 +199,9 @@ impl ConfigCache {
             agent: pact_db::merchant::find_agent(db, brand_id).await?,
             tools: pact_db::merchant::list_tools(db, brand_id).await?,
         });
-        self.keep(ticket, |e| insert_bounded(&mut e.merchant, brand_id, loaded.clone()));
+        self.keep(ticket, |e| {
+            insert_bounded(&mut e.merchant, brand_id, loaded.clone())
+        });
         Ok(loaded)
     }
 }

@@ -50,7 +50,10 @@ async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
         match listener.try_recv().await? {
             Some(n) if n.channel() == CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
             Some(n) if n.channel() == REVOCATIONS_CHANNEL => match n.payload().parse() {
-                Ok(grant) => state.revocations.insert(grant),
+                Ok(grant) => {
+                    metrics::counter!("pactd_revocations_total").increment(1);
+                    state.revocations.insert(grant);
+                }
                 Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
             },
             Some(_) => {

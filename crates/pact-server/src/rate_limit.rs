@@ -119,7 +119,9 @@ impl RateLimiter {
         now: Instant,
     ) -> Result<(), Duration> {
         // The separator cannot occur in an issuer URL's first line, so keys never collide.
-        let (rate, burst) = own.user.unwrap_or((self.per_user.rate, self.per_user.burst));
+        let (rate, burst) = own
+            .user
+            .unwrap_or((self.per_user.rate, self.per_user.burst));
         if let Err(wait) = self
             .per_user
             .check_at(&format!("{pa}\n{sub}"), now, rate, burst)

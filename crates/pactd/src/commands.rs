@@ -119,8 +119,8 @@ async fn serve(
     // The recorder goes in before the router is built, so requests are tracked.
     let metrics = match config.metrics_listen {
         Some(addr) => {
-            let handle = pact_server::telemetry::install()
-                .context("cannot install the metrics recorder")?;
+            let handle =
+                pact_server::telemetry::install().context("cannot install the metrics recorder")?;
             let metrics_listener = TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} for metrics"))?;

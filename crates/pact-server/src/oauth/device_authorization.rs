@@ -6,8 +6,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use sqlx::PgConnection;
 use pact_proto::oauth::{DeviceAuthorizationResponse, OAuthErrorCode};
+use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -52,7 +52,14 @@ pub async fn device_authorization(
             )
         }
     };
-    let created = create(&state, &caller, &requested, details.as_ref(), &ip.0.to_string()).await?;
+    let created = create(
+        &state,
+        &caller,
+        &requested,
+        details.as_ref(),
+        &ip.0.to_string(),
+    )
+    .await?;
     Ok(oauth_json(StatusCode::OK, &created))
 }
 
@@ -178,7 +185,16 @@ pub async fn create(
         let created = match details {
             None => pact_db::device_authorizations::take_over_or_insert(&state.db, new, now)
                 .await
-                .map(|c| (c.user_code, c.expires_at, c.interval_secs)),
+                // A new one lives the full TTL (the stored time is rounded to
+                // microseconds); a taken-over one what it has left.
+                .map(|c| {
+                    let expires_at = if c.taken_over {
+                        c.expires_at
+                    } else {
+                        now + ttl
+                    };
+                    (c.user_code, expires_at, c.interval_secs)
+                }),
             Some(_) => pact_db::device_authorizations::insert(&state.db, new)
                 .await
                 .map(|()| (code.clone(), now + ttl, settings.poll_interval_secs)),
