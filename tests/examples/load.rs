@@ -13,7 +13,10 @@
 //! * the token endpoint while authorizations are pending (`authorization_pending`
 //!   / `slow_down`), after creating them through `device_authorization`;
 //! * delegated `message:send` ("Show me my orders") with a delegation token,
-//!   whose replies carry a signed, chained receipt.
+//!   whose replies carry a signed, chained receipt;
+//! * delegated `message:send` that needs a scope the grant lacks: the reply is
+//!   an `auth-required` step-up task with its device authorization;
+//! * the token endpoint's `refresh_token` grant, with rotation.
 //!
 //! Rate limits (per node, in memory): 200 req/s (burst 400) per PA platform and
 //! 10 req/s (burst 30) per `(PA, sub)`. To measure the server rather than the
@@ -565,6 +568,8 @@ struct Ctx {
     pending: Vec<(Slot, String)>,
     /// Per worker, its delegation token.
     delegations: Vec<String>,
+    /// Per worker, the latest refresh token of its grant (rotated on each use).
+    refresh: Vec<Mutex<String>>,
     poll_cursor: AtomicUsize,
 }
 
@@ -673,6 +678,75 @@ async fn oauth_post(
         serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
     ))
+}
+
+/// A delegated turn that needs a scope the grant lacks: the reply must be an
+/// `auth-required` task with its verification link.
+async fn step_up_turn(ctx: &Ctx, w: usize, seq: u64) -> Outcome {
+    let jwt = ctx.worker_jwt(w, seq);
+    let body = json!({"message": {
+        "messageId": Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": "Please cancel DEMO-1234567"}],
+    }});
+    let res = ctx
+        .http
+        .post(&ctx.send_url)
+        .bearer_auth(&jwt)
+        .header(
+            "X-A2A-User-Delegation",
+            format!("Bearer {}", ctx.delegations[w]),
+        )
+        .json(&body)
+        .send()
+        .await;
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => return error("transport", e.to_string()),
+    };
+    let status = res.status().as_u16();
+    let v: Value = match res.json().await {
+        Ok(v) => v,
+        Err(e) => return error("transport (body)", e.to_string()),
+    };
+    match status {
+        200 if v["task"]["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
+            && v["task"]["metadata"]["pact.verificationUriComplete"].is_string() =>
+        {
+            Outcome::Ok
+        }
+        429 => Outcome::Limited,
+        s => error(format!("HTTP {s} (no step-up task)"), v.to_string()),
+    }
+}
+
+/// One refresh of worker `w`'s grant; the new refresh token replaces the old.
+async fn refresh_grant(ctx: &Ctx, w: usize, seq: u64) -> Outcome {
+    let jwt = ctx.worker_jwt(w, seq);
+    let slot = &ctx.pools[w][0];
+    let issuer = ctx.pas[slot.pa].issuer.as_str();
+    // Each worker is the only user of its token, so the lock is never contended.
+    let current = ctx.refresh[w].lock().unwrap().clone();
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", current.as_str()),
+        ("client_id", issuer),
+    ];
+    match oauth_post(ctx, &ctx.token_url, &jwt, &form).await {
+        Err(e) => error("transport", e),
+        Ok((429, _)) => Outcome::Limited,
+        Ok((200, v)) => match v["refresh_token"].as_str() {
+            Some(next) if v["access_token"].is_string() => {
+                *ctx.refresh[w].lock().unwrap() = next.to_owned();
+                Outcome::Ok
+            }
+            _ => error("no tokens", v.to_string()),
+        },
+        Ok((s, v)) => error(
+            format!("HTTP {s} {}", v["error"].as_str().unwrap_or("")),
+            v.to_string(),
+        ),
+    }
 }
 
 /// One round-robin poll of a pending device code.
@@ -924,6 +998,7 @@ async fn main() -> anyhow::Result<()> {
         pools: Vec::new(),
         pending: Vec::new(),
         delegations: Vec::new(),
+        refresh: Vec::new(),
         poll_cursor: AtomicUsize::new(0),
     };
     let pools = (0..c)
@@ -1099,6 +1174,12 @@ async fn main() -> anyhow::Result<()> {
                 .context("no access_token")?
                 .to_owned(),
         );
+        ctx.refresh.push(Mutex::new(
+            v["refresh_token"]
+                .as_str()
+                .context("no refresh_token")?
+                .to_owned(),
+        ));
     }
     let ctx = Arc::new(ctx);
     let delegated = |ctx: Arc<Ctx>| {
@@ -1138,6 +1219,46 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+
+    // 4. Step-up: the grant lacks orders:cancel, so the reply is an
+    // `auth-required` task carrying a device authorization (PACT §5.5),
+    // created in the turn's own transaction (after the first, the live one
+    // is pointed at again).
+    {
+        let ctx = ctx.clone();
+        results.push(
+            run_phase(
+                "delegated message:send, step-up task",
+                c,
+                Plan::For(seconds),
+                &probe,
+                move |w, seq| {
+                    let ctx = ctx.clone();
+                    async move { step_up_turn(&ctx, w, seq).await }
+                },
+            )
+            .await,
+        );
+    }
+
+    // 5. Refresh grants with rotation (RFC 9700 §4.14.2): each worker keeps
+    // the newest refresh token of its own grant.
+    {
+        let ctx = ctx.clone();
+        results.push(
+            run_phase(
+                "token, refresh_token grant (rotation)",
+                c,
+                Plan::For(seconds),
+                &probe,
+                move |w, seq| {
+                    let ctx = ctx.clone();
+                    async move { refresh_grant(&ctx, w, seq).await }
+                },
+            )
+            .await,
+        );
+    }
 
     let receipts: i64 = sqlx::query_scalar("select count(*) from receipts")
         .fetch_one(&pool)

@@ -1558,6 +1558,7 @@ async fn revoking_all_of_an_agents_grants_refuses_its_tokens_before_its_pa_jwt()
             .await
             .unwrap()
     );
+    app.settle().await;
     assert_bare_401(app.send("demo", &pa_jwt, "m2", "hello", None).await).await;
     assert_bare_401(
         app.send_delegated("demo", &pa_jwt, &token, "m2", "hello", None)
@@ -1570,6 +1571,7 @@ async fn revoking_all_of_an_agents_grants_refuses_its_tokens_before_its_pa_jwt()
             .await
             .unwrap()
     );
+    app.settle().await;
     let res = app
         .send_delegated("demo", &pa_jwt, &token, "m3", "show my orders", None)
         .await;

@@ -15,6 +15,7 @@ mod hardening;
 mod jwks;
 mod merchant;
 mod messages;
+mod node_cache;
 mod ops;
 mod pa_jwt_attacks;
 mod pages_account;

@@ -241,6 +241,7 @@ async fn unknown_and_disabled_issuers_are_refused() {
     pact_db::agents::set_enabled(&app.db, ISS, false)
         .await
         .unwrap();
+    app.settle().await;
     let res = app
         .send("demo", &pa.token("u1", app.audience()), "m2", "hi", None)
         .await;

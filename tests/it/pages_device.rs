@@ -680,6 +680,7 @@ async fn brand_login(app: &TestApp, brand: &str, url: &str, signer: &TestPa) {
             .await
             .unwrap();
     }
+    app.settle().await;
 }
 
 fn assertion_claims(app: &TestApp, user_code: &str, state: &str) -> Value {

@@ -90,6 +90,33 @@ impl TestApp {
         }
     }
 
+    /// Waits until this node has heard every configuration change committed
+    /// so far (agents, brands, scopes, merchant settings), so that its cached
+    /// copy cannot serve an older row: a test that changes such a row behind
+    /// the node's back calls this before its next request. Notifications
+    /// arrive in commit order, so hearing our own probe means hearing all.
+    pub async fn settle(&self) {
+        let cache = &self.state.config_cache;
+        if !cache.is_live() {
+            // Not listening (yet): the node reads the database, and it starts
+            // from an empty copy once it listens.
+            return;
+        }
+        let probe = format!("settle-{}", uuid::Uuid::new_v4());
+        sqlx::query("select pg_notify('pactd_config', $1)")
+            .bind(&probe)
+            .execute(&self.db)
+            .await
+            .unwrap();
+        for _ in 0..1000 {
+            if cache.last_heard() == probe || !cache.is_live() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("the node did not hear its change notification within 5 s");
+    }
+
     pub fn audience(&self) -> &str {
         &self.state.config.audience
     }
@@ -115,6 +142,7 @@ impl TestApp {
         )
         .await
         .unwrap();
+        self.settle().await;
     }
 
     pub async fn add_brand(&self, id: &str, name: &str) {
@@ -127,6 +155,7 @@ impl TestApp {
         pact_db::agents::upsert(&self.db, &pa.issuer, &pa.jwks_uri, "Test PA")
             .await
             .unwrap();
+        self.settle().await;
     }
 
     /// A registered PA with a fresh key.

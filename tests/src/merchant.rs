@@ -114,6 +114,7 @@ impl TestApp {
         pact_db::merchant::set_agent(&self.db, brand, agent_url, agent_timeout_ms, None)
             .await
             .unwrap();
+        self.settle().await;
     }
 
     /// Starts the example merchant and serves `brand` with it: agent URL, a
@@ -143,6 +144,7 @@ impl TestApp {
             .await
             .unwrap();
         }
+        self.settle().await;
         m
     }
 }

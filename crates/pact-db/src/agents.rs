@@ -13,6 +13,60 @@ pub struct Agent {
     pub enabled: bool,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    /// This agent's own rate limits (requests per second and burst), when the
+    /// node's defaults do not fit it; `None` keeps the defaults.
+    pub pa_rate: Option<f64>,
+    pub pa_burst: Option<f64>,
+    pub user_rate: Option<f64>,
+    pub user_burst: Option<f64>,
+}
+
+const COLS: &str = "issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst";
+
+/// A rate and its burst, as stored on the agent (`None` = the node's default).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct AgentLimit {
+    pub rate: f64,
+    pub burst: f64,
+}
+
+impl Agent {
+    /// The agent's own platform-wide limit, when it has one.
+    pub fn pa_limit(&self) -> Option<AgentLimit> {
+        Some(AgentLimit {
+            rate: self.pa_rate?,
+            burst: self.pa_burst?,
+        })
+    }
+
+    /// The agent's own per-user limit, when it has one.
+    pub fn user_limit(&self) -> Option<AgentLimit> {
+        Some(AgentLimit {
+            rate: self.user_rate?,
+            burst: self.user_burst?,
+        })
+    }
+}
+
+/// Sets (or, with `None`, clears) an agent's own limits; false when the issuer is unknown.
+pub async fn set_limits(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    pa: Option<AgentLimit>,
+    user: Option<AgentLimit>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update agents set pa_rate = $2, pa_burst = $3, user_rate = $4, user_burst = $5, \
+         updated_at = now() where issuer = $1",
+    )
+    .bind(issuer)
+    .bind(pa.map(|l| l.rate))
+    .bind(pa.map(|l| l.burst))
+    .bind(user.map(|l| l.rate))
+    .bind(user.map(|l| l.burst))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Registers a PA, or updates its JWKS URI and name when the issuer is known
@@ -23,11 +77,11 @@ pub async fn upsert(
     jwks_uri: &str,
     name: &str,
 ) -> DbResult<Agent> {
-    sqlx::query_as(
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "insert into agents (issuer, jwks_uri, name) values ($1, $2, $3) \
          on conflict (issuer) do update set jwks_uri = excluded.jwks_uri, name = excluded.name, \
-         updated_at = now() returning issuer, jwks_uri, name, enabled, created_at, updated_at",
-    )
+         updated_at = now() returning {COLS}"
+    )))
     .bind(issuer)
     .bind(jwks_uri)
     .bind(name)
@@ -36,18 +90,18 @@ pub async fn upsert(
 }
 
 pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agent>> {
-    sqlx::query_as(
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at from agents where issuer = $1",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from agents where issuer = $1"
+    )))
     .bind(issuer)
     .fetch_optional(db)
     .await
 }
 
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Agent>> {
-    sqlx::query_as(
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at from agents order by issuer",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from agents order by issuer"
+    )))
     .fetch_all(db)
     .await
 }
@@ -80,6 +134,10 @@ struct AgentAndBrandRow {
     enabled: Option<bool>,
     agent_created_at: Option<OffsetDateTime>,
     agent_updated_at: Option<OffsetDateTime>,
+    pa_rate: Option<f64>,
+    pa_burst: Option<f64>,
+    user_rate: Option<f64>,
+    user_burst: Option<f64>,
     brand_id: Option<String>,
     brand_name: Option<String>,
     description: Option<String>,
@@ -96,6 +154,7 @@ pub async fn find_with_brand(
     let row: AgentAndBrandRow = sqlx::query_as(
         "select a.issuer, a.jwks_uri, a.name as agent_name, a.enabled, \
                 a.created_at as agent_created_at, a.updated_at as agent_updated_at, \
+                a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, \
                 b.id as brand_id, b.name as brand_name, b.description, b.agent_kind, b.settings, \
                 b.created_at as brand_created_at \
          from (select 1) as one \
@@ -128,6 +187,10 @@ pub async fn find_with_brand(
             enabled,
             created_at,
             updated_at,
+            pa_rate: row.pa_rate,
+            pa_burst: row.pa_burst,
+            user_rate: row.user_rate,
+            user_burst: row.user_burst,
         }),
         _ => None,
     };

@@ -34,6 +34,42 @@ pub async fn create(
     .await
 }
 
+/// The first turn of a new context (PACT §4, no `contextId`): creates the
+/// conversation, already bound to `user_sub` under delegation (PACT §5.5), and
+/// claims the turn, in one statement (a new context has no earlier message to
+/// look up, and nobody else can know its id yet).
+pub async fn create_with_turn(db: impl PgExecutor<'_>, c: NewTurnContext<'_>) -> DbResult<()> {
+    sqlx::query(
+        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+                    values ($1, $2, $3, $4, $5) returning id) \
+         insert into messages (conversation_id, message_id, request_text, grant_id) \
+         select id, $6, $7, $8 from c",
+    )
+    .bind(c.id)
+    .bind(c.brand_id)
+    .bind(c.pa_issuer)
+    .bind(c.pa_sub)
+    .bind(c.user_sub)
+    .bind(c.message_id)
+    .bind(c.request_text)
+    .bind(c.grant_id)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
+#[derive(Clone, Debug)]
+pub struct NewTurnContext<'a> {
+    pub id: Uuid,
+    pub brand_id: &'a str,
+    pub pa_issuer: &'a str,
+    pub pa_sub: &'a str,
+    pub user_sub: Option<&'a str>,
+    pub message_id: &'a str,
+    pub request_text: &'a str,
+    pub grant_id: Option<Uuid>,
+}
+
 /// Locks the conversation for this turn, but only when it belongs to this
 /// exact (brand, PA issuer, PA sub): anyone else's context reads as absent, so
 /// the caller answers `Unknown contextId` for both (PACT §4). The row lock
@@ -135,6 +171,43 @@ pub async fn finish_turn(
     )
     .bind(conversation_id)
     .bind(message_id)
+    .bind(reply_message_id)
+    .bind(reply)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Stores the reply of a claimed delegated turn together with its receipt,
+/// in one statement: the grant row is locked first (by stamping its last use),
+/// so turns of one grant append in turn; then the receipt is appended at
+/// `receipt.seq`, and the reply stored only if it was. `Ok(false)` when the
+/// claim is gone. A unique violation means another turn of the grant took
+/// that `seq` since the caller read the chain's head: read it again and retry
+/// (the chain never forks, PACT §5.6).
+pub async fn finish_turn_with_receipt(
+    db: impl PgExecutor<'_>,
+    reply_message_id: &str,
+    reply: &serde_json::Value,
+    receipt: &crate::receipts::NewReceipt<'_>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "with g as (update grants set last_used_at = now() where id = $1 returning id), \
+         r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
+               select g.id, $2, $3, $4, $5, $6 from g \
+               where exists (select 1 from messages where conversation_id = $3 \
+                             and message_id = $4 and reply is null) returning id), \
+         c as (update conversations set updated_at = now() where id = $3) \
+         update messages set reply_message_id = $7, reply = $8, replied_at = now() \
+         where conversation_id = $3 and message_id = $4 and reply is null \
+         and exists (select 1 from r)",
+    )
+    .bind(receipt.grant_id)
+    .bind(receipt.seq)
+    .bind(receipt.conversation_id)
+    .bind(receipt.message_id)
+    .bind(receipt.jws)
+    .bind(receipt.claims)
     .bind(reply_message_id)
     .bind(reply)
     .execute(db)

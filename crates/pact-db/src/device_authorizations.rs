@@ -72,14 +72,6 @@ pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> D
     .map(|_| ())
 }
 
-/// A step-up authorization taken over by the PA's own device authorization.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct TakenOver {
-    pub user_code: String,
-    pub expires_at: OffsetDateTime,
-    pub interval_secs: i32,
-}
-
 /// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
 /// scopes. When the task's link still names a live authorization for exactly
 /// those scopes, for this PA and its user, that authorization gets the PA's
@@ -87,32 +79,56 @@ pub struct TakenOver {
 /// PA shows are the same request, approved once. An approved one is taken
 /// first (the person already said yes), and a row being approved right now is
 /// waited for rather than skipped, so the approval is never left behind.
-pub async fn take_over_step_up(
+///
+/// In one statement: the take-over when there is a live step-up
+/// authorization for exactly these scopes, otherwise the insert of `d`. Returns what the PA is told; `taken_over` says
+/// which happened. A unique violation means `d.user_code` is live already:
+/// draw another and call again.
+pub async fn take_over_or_insert(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
-    scopes: &[String],
-    device_code_hash: &[u8],
+    d: NewDeviceAuthorization<'_>,
     now: OffsetDateTime,
-) -> DbResult<Option<TakenOver>> {
+) -> DbResult<Created> {
     sqlx::query_as(
-        "update device_authorizations set device_code_hash = $5, origin = 'client' \
-         where id = (select id from device_authorizations \
-                     where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
-                     and status in ('pending', 'approved') and expires_at > $6 \
-                     and scopes @> $4 and scopes <@ $4 and authorization_details is null \
-                     order by status = 'approved' desc, created_at desc limit 1 for update) \
-         returning user_code, expires_at, interval_secs",
+        "with taken as ( \
+           update device_authorizations set device_code_hash = $5, origin = 'client' \
+           where id = (select id from device_authorizations \
+                       where brand_id = $2 and pa_issuer = $3 and pa_sub = $4 and origin = 'step_up' \
+                       and status in ('pending', 'approved') and expires_at > $12 \
+                       and scopes @> $7 and scopes <@ $7 and authorization_details is null \
+                       order by status = 'approved' desc, created_at desc limit 1 for update) \
+           returning user_code, expires_at, interval_secs, true as taken_over), \
+         inserted as ( \
+           insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, \
+             user_code, scopes, authorization_details, interval_secs, expires_at, request_ip, origin) \
+           select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'client' \
+           where not exists (select 1 from taken) \
+           returning user_code, expires_at, interval_secs, false as taken_over) \
+         select * from taken union all select * from inserted",
     )
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(pa_sub)
-    .bind(scopes)
-    .bind(device_code_hash)
+    .bind(d.id)
+    .bind(d.brand_id)
+    .bind(d.pa_issuer)
+    .bind(d.pa_sub)
+    .bind(d.device_code_hash)
+    .bind(d.user_code)
+    .bind(d.scopes)
+    .bind(d.authorization_details)
+    .bind(d.interval_secs)
+    .bind(d.expires_at)
+    .bind(d.request_ip)
     .bind(now)
-    .fetch_optional(db)
+    .fetch_one(db)
     .await
+}
+
+/// What [`take_over_or_insert`] did.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Created {
+    pub user_code: String,
+    pub expires_at: OffsetDateTime,
+    pub interval_secs: i32,
+    pub taken_over: bool,
 }
 
 /// A live step-up authorization (pending, or approved and not yet taken over)
@@ -162,6 +178,46 @@ pub async fn lock_by_device_code(
     .bind(hash)
     .fetch_optional(db)
     .await
+}
+
+/// The authorization a device code names, without a lock: a poll reads it,
+/// decides, and records the poll with [`record_poll_if_unchanged`].
+pub async fn find_by_device_code(
+    db: impl PgExecutor<'_>,
+    hash: &[u8],
+) -> DbResult<Option<DeviceAuthorization>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {COLS} from device_authorizations where device_code_hash = $1"
+    )))
+    .bind(hash)
+    .fetch_optional(db)
+    .await
+}
+
+/// Records a pending poll, only if the row is still as it was read (still
+/// pending, last polled at `seen.0` with interval `seen.1`): false when another poll or a
+/// decision came in between, and the caller then polls again under
+/// [`lock_by_device_code`]. `interval_secs` grows on `slow_down` (RFC 8628 §3.5).
+pub async fn record_poll_if_unchanged(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    seen: (Option<OffsetDateTime>, i32),
+    at: OffsetDateTime,
+    interval_secs: i32,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update device_authorizations set last_polled_at = $3, interval_secs = $4 \
+         where id = $1 and status = 'pending' and last_polled_at is not distinct from $2 \
+         and interval_secs = $5",
+    )
+    .bind(id)
+    .bind(seen.0)
+    .bind(at)
+    .bind(interval_secs)
+    .bind(seen.1)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The live (pending or approved) authorization with this normalised user code.

@@ -54,14 +54,28 @@ pub struct PoolSettings {
     pub acquire_timeout: Duration,
 }
 
+/// Four connections per CPU, at least 8: PostgreSQL runs one process per
+/// busy connection, so more than a few per core only queue for the CPU
+/// (docs/performance.md), while a turn's database waits (commits, network)
+/// leave room for a few more than one per core.
+pub fn default_pool_size() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    u32::try_from(cpus.saturating_mul(4))
+        .unwrap_or(u32::MAX)
+        .clamp(8, 64)
+}
+
 impl Default for PoolSettings {
     fn default() -> Self {
         Self {
-            max_connections: 32,
+            max_connections: default_pool_size(),
             acquire_timeout: Duration::from_secs(3),
         }
     }
 }
+
+/// A pooled connection idle for this long is pinged before it is used again.
+const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
 
 pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool> {
     let options: PgConnectOptions = url.parse()?;
@@ -69,6 +83,19 @@ pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool
     PgPoolOptions::new()
         .max_connections(settings.max_connections.max(1))
         .acquire_timeout(settings.acquire_timeout)
+        // sqlx pings every connection it hands out by default: one more round
+        // trip per statement on a pool. A connection that was in use a moment
+        // ago is alive; only one that sat idle (e.g. across a database
+        // restart) is checked before use.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= IDLE_CHECK_AFTER {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await
 }

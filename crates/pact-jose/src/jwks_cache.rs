@@ -113,6 +113,7 @@ pub struct JwksCache {
     client: Client,
     entries: RwLock<HashMap<String, Arc<Entry>>>,
     fetches: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
 }
 
 impl fmt::Debug for JwksCache {
@@ -149,6 +150,7 @@ impl JwksCache {
             client,
             entries: RwLock::new(HashMap::new()),
             fetches: Arc::new(AtomicU64::new(0)),
+            failures: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -209,6 +211,7 @@ impl JwksCache {
             self.client.clone(),
             self.policy.clone(),
             Arc::clone(&self.fetches),
+            Arc::clone(&self.failures),
             guard,
         ));
         let outcome = task.await.unwrap_or(Err(JwksError::Unavailable));
@@ -239,6 +242,11 @@ impl JwksCache {
     /// Number of network fetches attempted so far (for metrics/tests).
     pub fn fetch_count(&self) -> u64 {
         self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Number of those fetches that failed (for metrics).
+    pub fn failure_count(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
     /// Create (or find, if another task just did) the entry for a URI that
@@ -328,6 +336,7 @@ async fn refresh(
     client: Client,
     policy: JwksPolicy,
     fetches: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
     _guard: tokio::sync::OwnedMutexGuard<()>,
 ) -> Result<Arc<KeySet>, JwksError> {
     fetches.fetch_add(1, Ordering::Relaxed);
@@ -350,6 +359,7 @@ async fn refresh(
             Ok(keys)
         }
         Err(err) => {
+            failures.fetch_add(1, Ordering::Relaxed);
             entry.update(|state| {
                 state.last_attempt = Some(now);
                 state.last_failed = true;

@@ -72,7 +72,10 @@ pub async fn authenticate(
         tracing::info!(reason = %e, "PA-JWT rejected");
         ApiError::Unauthorized
     })?;
-    let found = pact_db::agents::find_with_brand(&state.db, jwt.issuer(), brand_id).await?;
+    let found = state
+        .config_cache
+        .agent_and_brand(&state.db, jwt.issuer(), brand_id)
+        .await?;
     let agent = match found.agent {
         Some(agent) if agent.enabled => agent,
         Some(_) => {
@@ -98,7 +101,12 @@ pub async fn authenticate(
     })?;
     state
         .limiter
-        .check(&pa.iss, &pa.sub, std::time::Instant::now())
+        .check_with(
+            &pa.iss,
+            &pa.sub,
+            crate::rate_limit::AgentLimits::of(&agent),
+            std::time::Instant::now(),
+        )
         .map_err(|wait| ApiError::RateLimited {
             retry_after_secs: wait.as_secs().saturating_add(1),
         })?;

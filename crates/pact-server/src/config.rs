@@ -33,6 +33,8 @@ pub struct Config {
     pub delegation: DelegationSettings,
     /// SMTP for password-reset links; `None` sends no mail.
     pub mail: Option<crate::mail::MailSettings>,
+    /// Where `GET /metrics` is served (its own listener); `None`: nowhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// What a connection may cost us: slow or idle clients must not hold the
@@ -134,6 +136,7 @@ impl Config {
             master_key,
             delegation: DelegationSettings::default(),
             mail: None,
+            metrics_listen: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod auth;
 pub mod client_ip;
 pub mod config;
+pub mod config_cache;
 pub mod consent;
 pub mod db_health;
 pub mod domain;
@@ -27,6 +28,7 @@ pub mod revocation;
 pub mod router;
 pub mod serve;
 pub mod state;
+pub mod telemetry;
 pub mod web;
 
 pub use config::Config;

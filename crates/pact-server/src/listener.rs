@@ -1,6 +1,8 @@
 //! Cross-node invalidation through Postgres LISTEN/NOTIFY: every node sees a revocation at once.
 //!
-//! One connection per node listens on `pactd_revocations` and `pactd_keys`.
+//! One connection per node listens on `pactd_revocations`, `pactd_keys` and
+//! `pactd_config` (agents, brands, scopes, merchant settings: the node's
+//! cached copy is dropped, see `config_cache.rs`).
 //! When the connection drops, sqlx reports it (`try_recv` → `None`) and
 //! reconnects; everything that might have been missed is then reloaded.
 
@@ -13,14 +15,20 @@ use crate::state::AppState;
 
 pub const REVOCATIONS_CHANNEL: &str = "pactd_revocations";
 pub const KEYS_CHANNEL: &str = "pactd_keys";
+pub const CONFIG_CHANNEL: &str = "pactd_config";
 
 /// Runs until the process ends; errors are logged and retried with backoff.
 pub async fn run(state: AppState) {
     let mut backoff = Duration::from_millis(250);
     loop {
-        match listen(&state).await {
+        let outcome = listen(&state).await;
+        // Whatever ended the connection, changes can no longer reach us.
+        state.config_cache.set_live(false);
+        metrics::gauge!("pactd_listener_connected").set(0.0);
+        match outcome {
             Ok(()) => backoff = Duration::from_millis(250),
             Err(e) => {
+                metrics::counter!("pactd_listener_failures_total").increment(1);
                 tracing::warn!(error = %e, "change listener failed; retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(10));
@@ -32,13 +40,20 @@ pub async fn run(state: AppState) {
 async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(&state.db).await?;
     listener
-        .listen_all([REVOCATIONS_CHANNEL, KEYS_CHANNEL])
+        .listen_all([REVOCATIONS_CHANNEL, KEYS_CHANNEL, CONFIG_CHANNEL])
         .await?;
     resync(state).await?;
+    // Subscribed: from here on every change reaches us, so the copy may be used.
+    state.config_cache.set_live(true);
+    metrics::gauge!("pactd_listener_connected").set(1.0);
     loop {
         match listener.try_recv().await? {
+            Some(n) if n.channel() == CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
             Some(n) if n.channel() == REVOCATIONS_CHANNEL => match n.payload().parse() {
-                Ok(grant) => state.revocations.insert(grant),
+                Ok(grant) => {
+                    metrics::counter!("pactd_revocations_total").increment(1);
+                    state.revocations.insert(grant);
+                }
                 Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
             },
             Some(_) => {

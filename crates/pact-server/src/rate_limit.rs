@@ -74,6 +74,23 @@ impl Bucket {
 /// Above this many tracked keys, full buckets are dropped (they carry no state).
 const PRUNE_ABOVE: usize = 50_000;
 
+/// A registered agent's own limits, which replace the node's defaults for it
+/// (a large agent platform needs more than a small one): `(rate, burst)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AgentLimits {
+    pub pa: Option<(f64, f64)>,
+    pub user: Option<(f64, f64)>,
+}
+
+impl AgentLimits {
+    pub fn of(agent: &pact_db::agents::Agent) -> Self {
+        Self {
+            pa: agent.pa_limit().map(|l| (l.rate, l.burst)),
+            user: agent.user_limit().map(|l| (l.rate, l.burst)),
+        }
+    }
+}
+
 /// The A2A limits: one bucket per PA, one per (PA, sub).
 pub struct RateLimiter {
     per_pa: KeyedLimiter,
@@ -90,9 +107,32 @@ impl RateLimiter {
 
     /// Checks the user's bucket, then the PA's; `Err(retry_after)` when either is empty.
     pub fn check(&self, pa: &str, sub: &str, now: Instant) -> Result<(), Duration> {
+        self.check_with(pa, sub, AgentLimits::default(), now)
+    }
+
+    /// As [`Self::check`], with the agent's own limits where it has them.
+    pub fn check_with(
+        &self,
+        pa: &str,
+        sub: &str,
+        own: AgentLimits,
+        now: Instant,
+    ) -> Result<(), Duration> {
         // The separator cannot occur in an issuer URL's first line, so keys never collide.
-        self.per_user.check(&format!("{pa}\n{sub}"), now)?;
-        self.per_pa.check(pa, now)
+        let (rate, burst) = own
+            .user
+            .unwrap_or((self.per_user.rate, self.per_user.burst));
+        if let Err(wait) = self
+            .per_user
+            .check_at(&format!("{pa}\n{sub}"), now, rate, burst)
+        {
+            metrics::counter!("pactd_rate_limited_total", "limit" => "user").increment(1);
+            return Err(wait);
+        }
+        let (rate, burst) = own.pa.unwrap_or((self.per_pa.rate, self.per_pa.burst));
+        self.per_pa.check_at(pa, now, rate, burst).inspect_err(|_| {
+            metrics::counter!("pactd_rate_limited_total", "limit" => "pa").increment(1);
+        })
     }
 }
 
@@ -100,7 +140,8 @@ impl RateLimiter {
 pub struct KeyedLimiter {
     rate: f64,
     burst: f64,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    /// Each bucket with the rate and burst it is kept at.
+    buckets: Mutex<HashMap<String, (Bucket, f64, f64)>>,
 }
 
 impl KeyedLimiter {
@@ -112,7 +153,7 @@ impl KeyedLimiter {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bucket>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Bucket, f64, f64)>> {
         match self.buckets.lock() {
             Ok(b) => b,
             Err(poisoned) => poisoned.into_inner(),
@@ -123,19 +164,29 @@ impl KeyedLimiter {
     pub fn has_token(&self, key: &str, now: Instant) -> bool {
         self.lock()
             .get(key)
-            .is_none_or(|b| b.has_token(now, self.rate, self.burst))
+            .is_none_or(|(b, rate, burst)| b.has_token(now, *rate, *burst))
     }
 
     pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        self.check_at(key, now, self.rate, self.burst)
+    }
+
+    /// Takes a token from `key`'s bucket, kept at this rate and burst.
+    pub fn check_at(&self, key: &str, now: Instant, rate: f64, burst: f64) -> Result<(), Duration> {
         let mut buckets = self.lock();
         if buckets.len() > PRUNE_ABOVE {
-            let (rate, burst) = (self.rate, self.burst);
-            buckets.retain(|_, b| !b.is_full(now, rate, burst));
+            buckets.retain(|_, (b, rate, burst)| !b.is_full(now, *rate, *burst));
         }
-        buckets
-            .entry(key.to_owned())
-            .or_insert_with(|| Bucket::full(self.burst, now))
-            .take(now, self.rate, self.burst)
+        // Looked up before inserting, so a hit costs no key allocation.
+        if let Some(entry) = buckets.get_mut(key) {
+            entry.1 = rate;
+            entry.2 = burst;
+            return entry.0.take(now, rate, burst);
+        }
+        let mut bucket = Bucket::full(burst, now);
+        let taken = bucket.take(now, rate, burst);
+        buckets.insert(key.to_owned(), (bucket, rate, burst));
+        taken
     }
 }
 
@@ -168,6 +219,30 @@ mod tests {
         assert!(limiter.check("pa", "alice", now).is_ok());
         assert!(limiter.check("pa", "alice", now).is_err());
         assert!(limiter.check("pa", "bob", now).is_ok());
+    }
+
+    #[test]
+    fn an_agents_own_limits_replace_the_defaults_for_it_alone() {
+        let limiter = RateLimiter::new(RateLimits {
+            per_pa_rate: 1.0,
+            per_pa_burst: 1.0,
+            per_user_rate: 1.0,
+            per_user_burst: 1.0,
+        });
+        let now = Instant::now();
+        let big = AgentLimits {
+            pa: Some((100.0, 3.0)),
+            user: Some((100.0, 2.0)),
+        };
+        assert!(limiter.check_with("big", "a", big, now).is_ok());
+        assert!(limiter.check_with("big", "a", big, now).is_ok());
+        // The user's own burst of 2 is spent; another user still has the PA's.
+        assert!(limiter.check_with("big", "a", big, now).is_err());
+        assert!(limiter.check_with("big", "b", big, now).is_ok());
+        assert!(limiter.check_with("big", "c", big, now).is_err());
+        // A PA without its own limits keeps the defaults.
+        assert!(limiter.check("small", "a", now).is_ok());
+        assert!(limiter.check("small", "b", now).is_err());
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(RequestBodyLimitLayer::new(config.body_limit));
 
-    Router::new()
+    let app = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/static/style.css", get(web::assets::style))
@@ -181,9 +181,14 @@ pub fn router(state: AppState) -> Router {
             db_health::guard,
         ))
         .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
-        .layer(axum::middleware::from_fn(web::security::headers))
-        .layer(layers)
-        .with_state(state)
+        .layer(axum::middleware::from_fn(web::security::headers));
+    // Only with a metrics recorder: otherwise there is nothing to record into.
+    let app = if crate::telemetry::enabled() {
+        app.layer(axum::middleware::from_fn(crate::telemetry::track))
+    } else {
+        app
+    };
+    app.layer(layers).with_state(state)
 }
 
 /// PACT §4: an unmatched A2A or OAuth path is a bare 404 with no body; any

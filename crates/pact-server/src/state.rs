@@ -23,6 +23,9 @@ pub struct Inner {
     pub limiter: RateLimiter,
     pub keys: KeyStore,
     pub revocations: RevocationView,
+    /// Agents, brands, scopes and merchant settings, kept while the change
+    /// listener is connected (see `config_cache.rs`).
+    pub config_cache: crate::config_cache::ConfigCache,
     pub page_limits: crate::web::limits::PageLimits,
     pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
@@ -93,6 +96,7 @@ impl AppState {
             limiter,
             keys,
             revocations: RevocationView::default(),
+            config_cache: crate::config_cache::ConfigCache::default(),
             page_limits: crate::web::limits::PageLimits::new(&config.page_limits),
             db_health: crate::db_health::DbHealth::default(),
             webauthn,

@@ -210,13 +210,34 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
     Ok(())
 }
 
+/// A `RATE,BURST` flag of `pactd agent` (the same form as `serve`'s limits).
+fn agent_limit(
+    value: Option<&str>,
+    flag: &str,
+) -> anyhow::Result<Option<pact_db::agents::AgentLimit>> {
+    value
+        .map(|v| {
+            let r = pact_server::web::limits::Rate::parse(v)
+                .map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+            Ok(pact_db::agents::AgentLimit {
+                rate: r.per_second,
+                burst: r.burst,
+            })
+        })
+        .transpose()
+}
+
 async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
     match c {
         AgentCommand::Add {
             issuer,
             jwks_uri,
             name,
+            rate_limit_pa,
+            rate_limit_user,
         } => {
+            let pa = agent_limit(rate_limit_pa.as_deref(), "--rate-limit-pa")?;
+            let user = agent_limit(rate_limit_user.as_deref(), "--rate-limit-user")?;
             if issuer.trim().is_empty() || issuer.trim() != issuer {
                 bail!(
                     "the issuer must be a non-empty string without surrounding spaces (it is compared exactly)"
@@ -231,13 +252,25 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             if let Some(c) = hidden_chars::first_hidden(&name) {
                 bail!("{}", hidden_chars::refusal("the agent name", c));
             }
-            let agent = pact_db::agents::upsert(pool, issuer, jwks_uri, &name).await?;
+            let mut tx = pool.begin().await?;
+            let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
+            // Re-registering without the flags keeps the limits the PA has.
+            if pa.is_some() || user.is_some() {
+                pact_db::agents::set_limits(
+                    &mut *tx,
+                    issuer,
+                    pa.or(agent.pa_limit()),
+                    user.or(agent.user_limit()),
+                )
+                .await?;
+            }
+            tx.commit().await?;
             audit(
                 pool,
                 "agent.register",
                 issuer,
                 None,
-                serde_json::json!({"jwks_uri": jwks_uri, "name": name}),
+                serde_json::json!({"jwks_uri": jwks_uri, "name": name, "pa_limit": pa, "user_limit": user}),
             )
             .await?;
             println!(
@@ -245,6 +278,28 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 agent.issuer,
                 agent.jwks_uri,
                 if agent.enabled { "enabled" } else { "disabled" }
+            );
+        }
+        AgentCommand::Limits {
+            issuer,
+            rate_limit_pa,
+            rate_limit_user,
+        } => {
+            let pa = agent_limit(rate_limit_pa.as_deref(), "--rate-limit-pa")?;
+            let user = agent_limit(rate_limit_user.as_deref(), "--rate-limit-user")?;
+            if !pact_db::agents::set_limits(pool, issuer, pa, user).await? {
+                bail!("no registered agent with issuer {issuer:?}");
+            }
+            let show = |l: Option<pact_db::agents::AgentLimit>| {
+                l.map_or_else(
+                    || "the node's default".to_owned(),
+                    |l| format!("{}/s, burst {}", l.rate, l.burst),
+                )
+            };
+            println!(
+                "{issuer}: platform limit {}; per-user limit {}",
+                show(pa),
+                show(user)
             );
         }
         AgentCommand::Disable { issuer } => {

@@ -250,6 +250,10 @@ pub struct ServeArgs {
     /// Do not apply migrations on start.
     #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
     pub no_migrate: Option<bool>,
+    /// Serve Prometheus metrics at GET /metrics on this address (e.g.
+    /// 127.0.0.1:9090), never on the public listener [default: off].
+    #[arg(long, value_name = "ADDR", env = "PACTD_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -284,6 +288,9 @@ pub struct LimitArgs {
     /// Seconds a request may take once its headers are in [default: 30].
     #[arg(long, value_name = "SECS", env = "PACTD_REQUEST_TIMEOUT")]
     pub request_timeout: Option<u64>,
+    /// Largest request body accepted, in bytes; larger ones get 413 [default: 65536].
+    #[arg(long, value_name = "BYTES", env = "PACTD_BODY_LIMIT")]
+    pub body_limit: Option<usize>,
     /// Seconds in-flight requests get to finish after SIGTERM before the
     /// remaining connections are closed [default: 10].
     #[arg(long, value_name = "SECS", env = "PACTD_SHUTDOWN_GRACE")]
@@ -298,7 +305,7 @@ pub struct LimitArgs {
     /// networks, comma-separated (e.g. 10.0.0.0/8,192.0.2.7) [default: none].
     #[arg(long, value_name = "LIST", env = "PACTD_TRUSTED_PROXIES")]
     pub trusted_proxies: Option<String>,
-    /// PostgreSQL connections in this node's pool [default: 32].
+    /// PostgreSQL connections in this node's pool [default: 4 per CPU, at least 8].
     #[arg(long, value_name = "N", env = "PACTD_DB_POOL_SIZE")]
     pub db_pool_size: Option<u32>,
     /// Seconds a request waits for a pooled connection before 503 [default: 3].
@@ -506,6 +513,24 @@ pub enum AgentCommand {
         jwks_uri: String,
         #[arg(long)]
         name: Option<String>,
+        /// This PA's own limit for all its users together: RATE,BURST per
+        /// second [default: the node's --rate-limit-pa].
+        #[arg(long, value_name = "RATE,BURST")]
+        rate_limit_pa: Option<String>,
+        /// This PA's own limit per user: RATE,BURST [default: the node's --rate-limit-user].
+        #[arg(long, value_name = "RATE,BURST")]
+        rate_limit_user: Option<String>,
+    },
+    /// Set (or, without flags, clear) a registered PA's own rate limits.
+    Limits {
+        #[arg(long)]
+        issuer: String,
+        /// All its users together: RATE,BURST per second [default: the node's].
+        #[arg(long, value_name = "RATE,BURST")]
+        rate_limit_pa: Option<String>,
+        /// Per user: RATE,BURST [default: the node's].
+        #[arg(long, value_name = "RATE,BURST")]
+        rate_limit_user: Option<String>,
     },
     /// Refuse this PA from the next request on.
     Disable {

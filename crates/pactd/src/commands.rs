@@ -125,15 +125,38 @@ async fn serve(
         print_dev_banner(&config, db.is_local());
     }
     tracing::info!(listen = %local, public_url = %config.public_url, audience = %config.audience, "pactd serving");
+    // The recorder goes in before the router is built, so requests are tracked.
+    let metrics = match config.metrics_listen {
+        Some(addr) => {
+            let handle =
+                pact_server::telemetry::install().context("cannot install the metrics recorder")?;
+            let metrics_listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} for metrics"))?;
+            tracing::info!(listen = %metrics_listener.local_addr()?, "metrics at GET /metrics");
+            Some((handle, metrics_listener))
+        }
+        None => None,
+    };
     let state = AppState::new(config, db.pool.clone())
         .await
         .context("cannot build the server")?;
+    let metrics_server = metrics.map(|(handle, l)| {
+        tokio::spawn(pact_server::telemetry::serve(
+            state.clone(),
+            handle,
+            l,
+            std::future::pending(),
+        ))
+    });
     let shutdown = async move {
         signal.await.ok();
     };
-    pact_server::serve(state, listener, shutdown)
-        .await
-        .context("server error")?;
+    let served = pact_server::serve(state, listener, shutdown).await;
+    if let Some(task) = metrics_server {
+        task.abort();
+    }
+    served.context("server error")?;
     tracing::info!("pactd stopped");
     Ok(())
 }

@@ -25,6 +25,8 @@ pub struct FileSettings {
     pub provider_name: Option<String>,
     pub header_timeout: Option<u64>,
     pub request_timeout: Option<u64>,
+    pub body_limit: Option<usize>,
+    pub metrics_listen: Option<std::net::SocketAddr>,
     pub shutdown_grace: Option<u64>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
@@ -148,6 +150,7 @@ pub fn server_config(
         .allow_loopback_jwks
         .or(file.allow_loopback_jwks)
         .unwrap_or(dev);
+    config.metrics_listen = args.metrics_listen.or(file.metrics_listen);
     if let Some(name) = &file.provider_name {
         config.provider_name.clone_from(name);
     }
@@ -234,6 +237,13 @@ fn apply_limits(
         "request_timeout",
     )? {
         config.request_timeout = d;
+    }
+    if let Some(n) = pick(a.body_limit.as_ref(), f.body_limit.as_ref()) {
+        anyhow::ensure!(
+            n >= 1024,
+            "body_limit must be at least 1024 bytes (a PACT message with its metadata needs that)"
+        );
+        config.body_limit = n;
     }
     if let Some(list) = pick(a.trusted_proxies.as_ref(), f.trusted_proxies.as_ref()) {
         config.trusted_proxies = pact_server::client_ip::TrustedProxies::parse(&list)

@@ -1829,3 +1829,69 @@ async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_
     .await;
     assert!(gone.failed().contains("no account"), "{}", gone.describe());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_own_rate_limits_are_set_kept_and_cleared() {
+    let db = pact_tests::db::fresh_database().await;
+    let issuer = "https://big.pa.example";
+    let add = |extra: &'static [&'static str]| {
+        let db = db.clone();
+        async move {
+            let mut args = vec![
+                "agent",
+                "add",
+                "--issuer",
+                issuer,
+                "--jwks-uri",
+                "https://big.pa.example/jwks.json",
+            ];
+            args.extend_from_slice(extra);
+            run(pactd_on(&db), &args).await
+        }
+    };
+    add(&["--rate-limit-pa", "2000,4000", "--rate-limit-user", "20,60"])
+        .await
+        .succeeded();
+    let pool = pact_db::connect(&db, 1).await.unwrap();
+    let limits = |a: pact_db::agents::Agent| (a.pa_limit(), a.user_limit());
+    let big = |rate, burst| Some(pact_db::agents::AgentLimit { rate, burst });
+    let stored = pact_db::agents::find(&pool, issuer).await.unwrap().unwrap();
+    assert_eq!(limits(stored), (big(2000.0, 4000.0), big(20.0, 60.0)));
+
+    // Re-registering without the flags keeps them; `agent limits` replaces both.
+    add(&[]).await.succeeded();
+    let stored = pact_db::agents::find(&pool, issuer).await.unwrap().unwrap();
+    assert_eq!(limits(stored), (big(2000.0, 4000.0), big(20.0, 60.0)));
+    run(
+        pactd_on(&db),
+        &[
+            "agent",
+            "limits",
+            "--issuer",
+            issuer,
+            "--rate-limit-pa",
+            "500,900",
+        ],
+    )
+    .await
+    .succeeded();
+    let stored = pact_db::agents::find(&pool, issuer).await.unwrap().unwrap();
+    assert_eq!(limits(stored), (big(500.0, 900.0), None));
+
+    let bad = add(&["--rate-limit-pa", "lots"]).await;
+    assert!(
+        bad.failed().contains("--rate-limit-pa"),
+        "{}",
+        bad.describe()
+    );
+    let unknown = run(
+        pactd_on(&db),
+        &["agent", "limits", "--issuer", "https://unknown.example"],
+    )
+    .await;
+    assert!(
+        unknown.failed().contains("unknown.example"),
+        "{}",
+        unknown.describe()
+    );
+}

@@ -23,23 +23,48 @@ pub struct TurnRef<'a> {
     pub message_id: &'a str,
 }
 
-/// Signs the receipt and appends it to the grant's chain. Call with the grant
-/// row locked, so the chain has no forks.
-pub async fn issue(
+/// A signed receipt and the row that appends it to its grant's chain.
+pub struct ChainedReceipt {
+    grant_id: Uuid,
+    seq: i32,
+    conversation_id: Uuid,
+    message_id: String,
+    jws: String,
+    claims: serde_json::Value,
+}
+
+impl ChainedReceipt {
+    pub fn as_new(&self) -> pact_db::receipts::NewReceipt<'_> {
+        pact_db::receipts::NewReceipt {
+            grant_id: self.grant_id,
+            seq: self.seq,
+            conversation_id: self.conversation_id,
+            message_id: &self.message_id,
+            jws: &self.jws,
+            claims: &self.claims,
+        }
+    }
+}
+
+/// Signs the receipt that follows the grant's chain head as read now (PACT
+/// §5.6: `prev` is the hash of the previous receipt). It is appended with
+/// the turn's reply; that append is refused by the chain's unique position
+/// when another receipt took it meanwhile, so the chain never forks.
+pub async fn build(
     state: &AppState,
-    tx: &mut PgConnection,
+    conn: &mut PgConnection,
     delegation: &Delegation,
     turn: TurnRef<'_>,
     record: &GateRecord,
     now: OffsetDateTime,
-) -> Result<Receipt, ApiError> {
+) -> Result<(Receipt, ChainedReceipt), ApiError> {
     let TurnRef {
         pa_issuer,
         brand_id,
         conversation_id,
         message_id,
     } = turn;
-    let head = pact_db::receipts::head(&mut *tx, delegation.grant_id).await?;
+    let head = pact_db::receipts::head(&mut *conn, delegation.grant_id).await?;
     let claims = ReceiptClaims {
         grant_id: delegation.grant_id.to_string(),
         user: delegation.user_sub.clone(),
@@ -53,17 +78,13 @@ pub async fn issue(
     let key = state.keys.current().signing_key(now).map_err(internal)?;
     let receipt = pact_jose::sign_receipt(&key, claims).map_err(internal)?;
     let claims_json = serde_json::to_value(&receipt.claims).map_err(internal)?;
-    pact_db::receipts::insert(
-        &mut *tx,
-        pact_db::receipts::NewReceipt {
-            grant_id: delegation.grant_id,
-            seq: head.map_or(1, |h| h.seq + 1),
-            conversation_id,
-            message_id,
-            jws: &receipt.jws,
-            claims: &claims_json,
-        },
-    )
-    .await?;
-    Ok(receipt)
+    let row = ChainedReceipt {
+        grant_id: delegation.grant_id,
+        seq: head.map_or(1, |h| h.seq + 1),
+        conversation_id,
+        message_id: message_id.to_owned(),
+        jws: receipt.jws.clone(),
+        claims: claims_json,
+    };
+    Ok((receipt, row))
 }

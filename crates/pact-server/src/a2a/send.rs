@@ -133,7 +133,9 @@ async fn run_turn(
     }
 }
 
-/// Phase 1, one short transaction.
+/// Phase 1. A new context is created with its turn claimed in one
+/// statement; a turn in an existing context runs in one short transaction
+/// under the conversation's row lock.
 async fn begin<'p>(
     state: &AppState,
     caller: &Caller,
@@ -143,14 +145,13 @@ async fn begin<'p>(
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let now = OffsetDateTime::now_utc();
-    let mut tx = state.db.begin().await?;
 
     // The database is the truth about the grant (the token may outlive a revocation).
     let delegation = match presented {
         None => None,
         Some(p) => {
             let d = &p.delegation;
-            let grant = pact_db::grants::find(&mut *tx, d.grant_id).await?;
+            let grant = pact_db::grants::find(&state.db, d.grant_id).await?;
             let valid = grant.as_ref().is_some_and(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
@@ -165,17 +166,38 @@ async fn begin<'p>(
         }
     };
 
-    // The conversation row lock orders claims of one context across nodes.
-    let conversation = match &incoming.context_id {
-        Some(raw) => {
-            // An id we could never have minted is just as unknown as a foreign one.
-            let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
-            conversations::lock_owned(&mut *tx, id, &brand.id, iss, sub)
-                .await?
-                .ok_or_else(A2aError::unknown_context)?
-        }
-        None => conversations::create(&mut *tx, Uuid::new_v4(), &brand.id, iss, sub).await?,
+    // PACT §4: no contextId starts a new context. Its id is new, so no earlier
+    // message can exist in it and nobody else can address it yet; the first
+    // delegated turn binds it to its user (PACT §5.5).
+    let Some(raw) = &incoming.context_id else {
+        let id = Uuid::new_v4();
+        conversations::create_with_turn(
+            &state.db,
+            conversations::NewTurnContext {
+                id,
+                brand_id: &brand.id,
+                pa_issuer: iss,
+                pa_sub: sub,
+                user_sub: delegation.map(|d| d.user_sub.as_str()),
+                message_id: &incoming.message_id,
+                request_text: &incoming.text,
+                grant_id: delegation.map(|d| d.grant_id),
+            },
+        )
+        .await?;
+        return Ok(Begin::Claimed {
+            conversation_id: id,
+            delegation,
+        });
     };
+    // An id we could never have minted is just as unknown as a foreign one.
+    let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
+    let mut tx = state.db.begin().await?;
+
+    // The conversation row lock orders claims of one context across nodes.
+    let conversation = conversations::lock_owned(&mut *tx, id, &brand.id, iss, sub)
+        .await?
+        .ok_or_else(A2aError::unknown_context)?;
     if conversation.closed {
         return Err(A2aError::unsupported("This conversation is closed").into());
     }
@@ -235,7 +257,7 @@ async fn run_claimed(
 ) -> Result<Value, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
-    let scope_rows = pact_db::scopes::list(&state.db, &brand.id).await?;
+    let scope_rows = state.config_cache.scopes(&state.db, &brand.id).await?;
     let offered: BTreeSet<String> = scope_rows.iter().map(|s| s.scope_id.clone()).collect();
     let context_id = conversation_id.to_string();
 
@@ -272,48 +294,128 @@ async fn run_claimed(
         (text, gate.into_record())
     };
 
-    let reply_id = Uuid::new_v4().to_string();
-    let mut message = AgentMessage::new(reply_id.clone(), context_id.clone(), text);
-    let step_up = if record.missing.is_empty() {
-        None
-    } else {
-        Some(step_up(state, caller, &record, &scope_rows).await?)
+    // Phase 3. A delegated turn's receipt is chained at the head read just
+    // before; when another turn of the grant appended first, the store is
+    // refused (unique chain position) and done again from a fresh head.
+    let reply = Reply {
+        caller,
+        delegation,
+        conversation_id,
+        message_id: &incoming.message_id,
+        reply_id: Uuid::new_v4().to_string(),
+        text: &text,
+        record: &record,
     };
-
-    // Phase 3: one short transaction.
-    let now = OffsetDateTime::now_utc();
-    let mut tx = state.db.begin().await?;
-    if let Some(d) = delegation {
-        // The grant row lock orders the grant's receipt chain (no forks).
-        pact_db::grants::lock(&mut *tx, d.grant_id).await?;
-        let receipt = super::receipts::issue(
-            state,
-            &mut tx,
-            d,
-            super::receipts::TurnRef {
-                pa_issuer: iss,
-                brand_id: &brand.id,
-                conversation_id,
-                message_id: &incoming.message_id,
-            },
-            &record,
-            now,
-        )
-        .await?;
-        let mut metadata = Map::new();
-        metadata.insert(
-            "pact.receipt".to_owned(),
-            serde_json::to_value(receipt).map_err(internal)?,
-        );
-        message.metadata = Some(metadata);
-        pact_db::grants::touch(&mut *tx, d.grant_id).await?;
+    for _ in 0..STORE_ATTEMPTS {
+        let stored = if record.missing.is_empty() {
+            let mut conn = state.db.acquire().await?;
+            store(state, &mut conn, &reply, None).await
+        } else {
+            // PACT §5.5 step-up: the task's device authorization is created in
+            // the transaction that stores the task, on the same connection.
+            let mut tx = state.db.begin().await?;
+            match step_up(state, &mut tx, caller, &record, &scope_rows).await {
+                Ok(link) => match store(state, &mut tx, &reply, Some(link)).await {
+                    Ok(body) => tx.commit().await.map(|()| body).map_err(Stored::from),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            }
+        };
+        match stored {
+            Ok(body) => return Ok(body),
+            Err(Stored::Retry) => continue,
+            Err(Stored::Failed(e)) => return Err(e),
+        }
     }
+    Err(ApiError::Internal(
+        "the turn's reply could not be stored: its grant's receipt chain kept moving".into(),
+    ))
+}
+
+/// How often phase 3 is tried before giving up (each retry means another turn
+/// of the same grant stored first, so every retry is someone's progress).
+const STORE_ATTEMPTS: usize = 8;
+
+/// What phase 3 stores.
+struct Reply<'a> {
+    caller: &'a Caller,
+    delegation: Option<&'a Delegation>,
+    conversation_id: Uuid,
+    message_id: &'a str,
+    reply_id: String,
+    text: &'a str,
+    record: &'a GateRecord,
+}
+
+/// Why a store did not happen.
+enum Stored {
+    /// A unique violation: the receipt's chain position (or a drawn user
+    /// code) was taken meanwhile; nothing was stored, do it again.
+    Retry,
+    Failed(ApiError),
+}
+
+impl From<sqlx::Error> for Stored {
+    fn from(e: sqlx::Error) -> Self {
+        if pact_db::is_unique_violation(&e) {
+            Self::Retry
+        } else {
+            Self::Failed(e.into())
+        }
+    }
+}
+
+impl From<ApiError> for Stored {
+    fn from(e: ApiError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+/// Builds and stores the reply (with its receipt under delegation, PACT §5.6;
+/// as an `auth-required` task when `step_up` is given, PACT §5.5).
+async fn store(
+    state: &AppState,
+    conn: &mut sqlx::PgConnection,
+    r: &Reply<'_>,
+    step_up: Option<(String, String)>,
+) -> Result<Value, Stored> {
+    let brand = &r.caller.brand;
+    let context_id = r.conversation_id.to_string();
+    let mut message = AgentMessage::new(r.reply_id.clone(), context_id.clone(), r.text.to_owned());
+    let now = OffsetDateTime::now_utc();
+    let receipt = match r.delegation {
+        None => None,
+        Some(d) => {
+            let (receipt, row) = super::receipts::build(
+                state,
+                &mut *conn,
+                d,
+                super::receipts::TurnRef {
+                    pa_issuer: &r.caller.pa.iss,
+                    brand_id: &brand.id,
+                    conversation_id: r.conversation_id,
+                    message_id: r.message_id,
+                },
+                r.record,
+                now,
+            )
+            .await?;
+            let mut metadata = Map::new();
+            metadata.insert(
+                "pact.receipt".to_owned(),
+                serde_json::to_value(receipt).map_err(internal)?,
+            );
+            message.metadata = Some(metadata);
+            Some(row)
+        }
+    };
     let response = match step_up {
         None => SendMessageResponse::Message(message),
         Some((link, text)) => {
             message.parts[0].text = text;
             let mut metadata = Map::new();
-            metadata.insert("pact.missingScopes".to_owned(), json!(record.missing));
+            metadata.insert("pact.missingScopes".to_owned(), json!(r.record.missing));
             metadata.insert("pact.verificationUriComplete".to_owned(), json!(link));
             SendMessageResponse::Task(Task {
                 id: Uuid::new_v4().to_string(),
@@ -327,20 +429,27 @@ async fn run_claimed(
         }
     };
     let body = serde_json::to_value(&response).map_err(internal)?;
-    let stored = conversations::finish_turn(
-        &mut *tx,
-        conversation_id,
-        &incoming.message_id,
-        &reply_id,
-        &body,
-    )
-    .await?;
+    let stored = match &receipt {
+        None => {
+            conversations::finish_turn(
+                &mut *conn,
+                r.conversation_id,
+                r.message_id,
+                &r.reply_id,
+                &body,
+            )
+            .await?
+        }
+        Some(row) => {
+            conversations::finish_turn_with_receipt(&mut *conn, &r.reply_id, &body, &row.as_new())
+                .await?
+        }
+    };
     if !stored {
-        return Err(ApiError::Internal(
+        return Err(Stored::Failed(ApiError::Internal(
             "the turn's claim disappeared before its reply was stored".into(),
-        ));
+        )));
     }
-    tx.commit().await?;
     Ok(body)
 }
 
@@ -350,16 +459,16 @@ async fn run_claimed(
 /// message saying what is needed.
 async fn step_up(
     state: &AppState,
+    conn: &mut sqlx::PgConnection,
     caller: &Caller,
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
-) -> Result<(String, String), ApiError> {
-    let link = crate::oauth::device_authorization::step_up_link(state, caller, &record.missing)
-        .await
-        .map_err(|e| match e {
-            crate::oauth::OAuthFailure::Api(api) => api,
-            other => ApiError::Internal(format!("step-up authorization failed: {other:?}").into()),
-        })?;
+) -> Result<(String, String), Stored> {
+    let now = OffsetDateTime::now_utc();
+    let link =
+        crate::oauth::device_authorization::step_up_link(state, conn, caller, &record.missing, now)
+            .await?;
+    metrics::counter!("pactd_step_ups_total").increment(1);
     let wanted: Vec<&str> = scope_rows
         .iter()
         .filter(|s| record.missing.contains(&s.scope_id))

@@ -51,13 +51,16 @@ pub async fn run(
 ) -> Result<(String, GateRecord), TurnFailure> {
     let brand = &t.caller.brand;
     let now = OffsetDateTime::now_utc();
-    let agent = pact_db::merchant::find_agent(&state.db, &brand.id)
+    let setup = state
+        .config_cache
+        .merchant(&state.db, &brand.id)
         .await
-        .map_err(|e| TurnFailure::Setup(format!("loading the agent URL: {e}")))?
+        .map_err(|e| TurnFailure::Setup(format!("loading the agent URL and tools: {e}")))?;
+    let agent = setup
+        .agent
+        .clone()
         .ok_or_else(|| TurnFailure::Setup("the brand has no agent URL".to_owned()))?;
-    let tools = pact_db::merchant::list_tools(&state.db, &brand.id)
-        .await
-        .map_err(|e| TurnFailure::Setup(format!("loading tools: {e}")))?;
+    let tools = setup.tools.clone();
     let history = pact_db::conversations::history(&state.db, t.conversation_id, HISTORY_TURNS)
         .await
         .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?;

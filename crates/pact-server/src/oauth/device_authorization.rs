@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use pact_proto::oauth::{DeviceAuthorizationResponse, OAuthErrorCode};
+use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -56,18 +57,10 @@ pub async fn device_authorization(
         &caller,
         &requested,
         details.as_ref(),
-        Origin::Client(ip.0.to_string()),
+        &ip.0.to_string(),
     )
     .await?;
     Ok(oauth_json(StatusCode::OK, &created))
-}
-
-/// Who asks for an authorization.
-pub enum Origin {
-    /// The PA's own request (RFC 8628 §3.1), from this address.
-    Client(String),
-    /// pactd itself, for a step-up task's link (PACT §5.5).
-    StepUp,
 }
 
 /// The link a step-up task shows (PACT §5.5).
@@ -83,14 +76,19 @@ pub struct StepUpLink {
 /// The step-up authorization for `missing`: the live one for exactly these
 /// scopes when there is one (approved first), so that a person who approved
 /// and asks again is never sent round to approve a second code; otherwise a
-/// new one.
+/// new one. Runs on the turn's own connection, inside the transaction that
+/// stores the turn's reply: the task and its authorization are stored
+/// together or not at all, and a turn never waits for a second pooled
+/// connection while holding the first. A unique violation (a drawn user
+/// code already live) has aborted that transaction: the caller retries it.
 pub async fn step_up_link(
     state: &AppState,
+    conn: &mut PgConnection,
     caller: &Caller,
     missing: &BTreeSet<String>,
-) -> Result<StepUpLink, OAuthFailure> {
+    now: OffsetDateTime,
+) -> Result<StepUpLink, sqlx::Error> {
     let scopes: Vec<String> = missing.iter().cloned().collect();
-    let now = OffsetDateTime::now_utc();
     let link = |code: &str| {
         let shown = user_code::display(code);
         (
@@ -99,7 +97,7 @@ pub async fn step_up_link(
         )
     };
     if let Some(live) = pact_db::device_authorizations::live_step_up(
-        &state.db,
+        &mut *conn,
         &caller.brand.id,
         &caller.pa.iss,
         &caller.pa.sub,
@@ -115,22 +113,48 @@ pub async fn step_up_link(
             already_approved: live.status == "approved",
         });
     }
-    let created = create(state, caller, missing, None, Origin::StepUp).await?;
+    let settings = &state.config.delegation;
+    let ttl =
+        time::Duration::try_from(settings.device_code_ttl).unwrap_or(time::Duration::minutes(10));
+    // Nobody holds this device code: the PA's own request for the same
+    // scopes takes the authorization over with a code of its own.
+    let (_, device_code_hash) = secrets::new_secret();
+    let code = user_code::generate();
+    pact_db::device_authorizations::insert(
+        &mut *conn,
+        pact_db::device_authorizations::NewDeviceAuthorization {
+            id: Uuid::new_v4(),
+            brand_id: &caller.brand.id,
+            pa_issuer: &caller.pa.iss,
+            pa_sub: &caller.pa.sub,
+            device_code_hash: &device_code_hash,
+            user_code: &code,
+            scopes: &scopes,
+            authorization_details: None,
+            interval_secs: settings.poll_interval_secs,
+            expires_at: now + ttl,
+            request_ip: None,
+            step_up: true,
+        },
+    )
+    .await?;
+    let (verification_uri_complete, user_code) = link(&code);
     Ok(StepUpLink {
-        user_code: created.user_code,
-        verification_uri_complete: created.verification_uri_complete,
+        user_code,
+        verification_uri_complete,
         already_approved: false,
     })
 }
 
-/// Creates a pending authorization for `caller`, or — for the PA's own
-/// request — takes over the step-up authorization its last task linked to.
+/// Creates a pending authorization for the PA's own request (RFC 8628 §3.1),
+/// from `request_ip`, or — without `authorization_details` — takes over the
+/// step-up authorization its last task linked to (one statement either way).
 pub async fn create(
     state: &AppState,
     caller: &Caller,
     requested: &BTreeSet<String>,
     details: Option<&serde_json::Value>,
-    origin: Origin,
+    request_ip: &str,
 ) -> Result<DeviceAuthorizationResponse, OAuthFailure> {
     let settings = &state.config.delegation;
     let now = OffsetDateTime::now_utc();
@@ -139,65 +163,53 @@ pub async fn create(
     let scopes: Vec<String> = requested.iter().cloned().collect();
     let (device_code, device_code_hash) = secrets::new_secret();
     let verification_uri = state.config.verification_uri();
-    let request_ip = match &origin {
-        Origin::Client(ip) if details.is_none() => {
-            let taken = pact_db::device_authorizations::take_over_step_up(
-                &state.db,
-                &caller.brand.id,
-                &caller.pa.iss,
-                &caller.pa.sub,
-                &scopes,
-                &device_code_hash,
-                now,
-            )
-            .await?;
-            if let Some(t) = taken {
-                let shown = user_code::display(&t.user_code);
-                return Ok(DeviceAuthorizationResponse {
-                    device_code,
-                    verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
-                    user_code: shown,
-                    verification_uri,
-                    expires_in: u64::try_from((t.expires_at - now).whole_seconds()).unwrap_or(0),
-                    interval: u64::try_from(t.interval_secs).unwrap_or(5),
-                });
-            }
-            Some(ip.clone())
-        }
-        Origin::Client(ip) => Some(ip.clone()),
-        Origin::StepUp => None,
-    };
     // A live user code must be unique; on the rare collision, draw again.
     for _ in 0..8 {
         let code = user_code::generate();
-        let inserted = pact_db::device_authorizations::insert(
-            &state.db,
-            pact_db::device_authorizations::NewDeviceAuthorization {
-                id: Uuid::new_v4(),
-                brand_id: &caller.brand.id,
-                pa_issuer: &caller.pa.iss,
-                pa_sub: &caller.pa.sub,
-                device_code_hash: &device_code_hash,
-                user_code: &code,
-                scopes: &scopes,
-                authorization_details: details,
-                interval_secs: settings.poll_interval_secs,
-                expires_at: now + ttl,
-                request_ip: request_ip.as_deref(),
-                step_up: matches!(origin, Origin::StepUp),
-            },
-        )
-        .await;
-        match inserted {
-            Ok(()) => {
+        let new = pact_db::device_authorizations::NewDeviceAuthorization {
+            id: Uuid::new_v4(),
+            brand_id: &caller.brand.id,
+            pa_issuer: &caller.pa.iss,
+            pa_sub: &caller.pa.sub,
+            device_code_hash: &device_code_hash,
+            user_code: &code,
+            scopes: &scopes,
+            authorization_details: details,
+            interval_secs: settings.poll_interval_secs,
+            expires_at: now + ttl,
+            request_ip: Some(request_ip),
+            step_up: false,
+        };
+        // A step-up link never carries authorization_details, so a request
+        // with them never takes one over.
+        let created = match details {
+            None => pact_db::device_authorizations::take_over_or_insert(&state.db, new, now)
+                .await
+                // A new one lives the full TTL (the stored time is rounded to
+                // microseconds); a taken-over one what it has left.
+                .map(|c| {
+                    let expires_at = if c.taken_over {
+                        c.expires_at
+                    } else {
+                        now + ttl
+                    };
+                    (c.user_code, expires_at, c.interval_secs)
+                }),
+            Some(_) => pact_db::device_authorizations::insert(&state.db, new)
+                .await
+                .map(|()| (code.clone(), now + ttl, settings.poll_interval_secs)),
+        };
+        match created {
+            Ok((code, expires_at, interval_secs)) => {
+                metrics::counter!("pactd_device_authorizations_total").increment(1);
                 let shown = user_code::display(&code);
                 return Ok(DeviceAuthorizationResponse {
                     device_code,
                     verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
                     user_code: shown,
-                    verification_uri: verification_uri.clone(),
-                    expires_in: settings.device_code_ttl.as_secs(),
-                    interval: u64::try_from(settings.poll_interval_secs).unwrap_or(5),
+                    verification_uri,
+                    expires_in: u64::try_from((expires_at - now).whole_seconds()).unwrap_or(0),
+                    interval: u64::try_from(interval_secs).unwrap_or(5),
                 });
             }
             Err(e) if pact_db::is_unique_violation(&e) => continue,

@@ -136,10 +136,12 @@ pub async fn offered_scopes(
     state: &AppState,
     brand_id: &str,
 ) -> Result<BTreeSet<String>, OAuthFailure> {
-    let scopes: BTreeSet<String> = pact_db::scopes::list(&state.db, brand_id)
+    let scopes: BTreeSet<String> = state
+        .config_cache
+        .scopes(&state.db, brand_id)
         .await?
-        .into_iter()
-        .map(|s| s.scope_id)
+        .iter()
+        .map(|s| s.scope_id.clone())
         .collect();
     if scopes.is_empty() {
         return Err(OAuthFailure::Api(ApiError::NotFound));

@@ -62,24 +62,63 @@ pub async fn token(
     }
 }
 
-/// One poll. The row lock makes concurrent polls of one code take turns, so
-/// exactly one of two racing pollers redeems it and the other sees `redeemed`.
+/// One poll. Most polls find the authorization still pending: those are read
+/// and recorded in two statements, the record conditional on the row being
+/// unchanged since it was read. Anything else — a redemption, or a poll that
+/// raced another — goes through the row lock, which makes concurrent polls of
+/// one code take turns, so exactly one of two racing pollers redeems it and
+/// the other sees `redeemed`.
 async fn redeem_device_code(
     state: &AppState,
     caller: &Caller,
     device_code: &str,
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
-    let mut tx = state.db.begin().await?;
-    let auth =
-        pact_db::device_authorizations::lock_by_device_code(&mut *tx, &secrets::hash(device_code))
-            .await?
-            // A code issued to another PA, or at another brand, is as unknown as a made-up one.
-            .filter(|a| a.pa_issuer == caller.pa.iss && a.brand_id == caller.brand.id)
-            .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown device_code"))?;
+    let hash = secrets::hash(device_code);
+    let auth = pact_db::device_authorizations::find_by_device_code(&state.db, &hash).await?;
+    let auth = owned_by(auth, caller)?;
+    let decision = poll_decision(&auth, now)?;
+    match decision {
+        PollDecision::Pending | PollDecision::SlowDown { .. } => {
+            let interval = match decision {
+                PollDecision::SlowDown { new_interval_secs } => new_interval_secs,
+                _ => auth.interval_secs,
+            };
+            let recorded = pact_db::device_authorizations::record_poll_if_unchanged(
+                &state.db,
+                auth.id,
+                (auth.last_polled_at, auth.interval_secs),
+                now,
+                interval,
+            )
+            .await?;
+            if recorded {
+                return Err(unredeemed(decision));
+            }
+        }
+        PollDecision::Redeem => {}
+        // Final states: nothing to record.
+        other => return Err(unredeemed(other)),
+    }
+    redeem_locked(state, caller, &hash, now).await
+}
+
+/// A code issued to another PA, or at another brand, is as unknown as a made-up one.
+fn owned_by(
+    auth: Option<pact_db::device_authorizations::DeviceAuthorization>,
+    caller: &Caller,
+) -> Result<pact_db::device_authorizations::DeviceAuthorization, OAuthFailure> {
+    auth.filter(|a| a.pa_issuer == caller.pa.iss && a.brand_id == caller.brand.id)
+        .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown device_code"))
+}
+
+fn poll_decision(
+    auth: &pact_db::device_authorizations::DeviceAuthorization,
+    now: OffsetDateTime,
+) -> Result<PollDecision, OAuthFailure> {
     let status = Status::parse(&auth.status)
         .ok_or_else(|| err(OAuthErrorCode::ServerError, "corrupt authorization state"))?;
-    let decision = device_flow::decide(
+    Ok(device_flow::decide(
         PollState {
             status,
             interval_secs: auth.interval_secs,
@@ -87,38 +126,50 @@ async fn redeem_device_code(
             expires_at: auth.expires_at,
         },
         now,
-    );
+    ))
+}
+
+/// The RFC 8628 §3.5 error for every decision but `Redeem`.
+fn unredeemed(decision: PollDecision) -> OAuthFailure {
     match decision {
-        PollDecision::Pending => {
-            pact_db::device_authorizations::record_poll(&mut *tx, auth.id, now, auth.interval_secs)
-                .await?;
-            tx.commit().await?;
-            Err(err(
-                OAuthErrorCode::AuthorizationPending,
-                "the user has not decided yet",
-            ))
-        }
-        PollDecision::SlowDown { new_interval_secs } => {
-            pact_db::device_authorizations::record_poll(&mut *tx, auth.id, now, new_interval_secs)
-                .await?;
-            tx.commit().await?;
-            Err(err(
-                OAuthErrorCode::SlowDown,
-                &format!("polling too fast; wait {new_interval_secs} s between requests"),
-            ))
-        }
-        PollDecision::Denied => Err(err(
-            OAuthErrorCode::AccessDenied,
-            "the user denied the request",
-        )),
-        PollDecision::Expired => Err(err(
-            OAuthErrorCode::ExpiredToken,
-            "the device_code has expired",
-        )),
-        PollDecision::AlreadyRedeemed => Err(err(
+        PollDecision::Pending => err(
+            OAuthErrorCode::AuthorizationPending,
+            "the user has not decided yet",
+        ),
+        PollDecision::SlowDown { new_interval_secs } => err(
+            OAuthErrorCode::SlowDown,
+            &format!("polling too fast; wait {new_interval_secs} s between requests"),
+        ),
+        PollDecision::Denied => err(OAuthErrorCode::AccessDenied, "the user denied the request"),
+        PollDecision::Expired => err(OAuthErrorCode::ExpiredToken, "the device_code has expired"),
+        PollDecision::AlreadyRedeemed | PollDecision::Redeem => err(
             OAuthErrorCode::InvalidGrant,
             "the device_code was already used",
-        )),
+        ),
+    }
+}
+
+/// The poll under the row lock.
+async fn redeem_locked(
+    state: &AppState,
+    caller: &Caller,
+    hash: &[u8],
+    now: OffsetDateTime,
+) -> Result<Response, OAuthFailure> {
+    let mut tx = state.db.begin().await?;
+    let auth = pact_db::device_authorizations::lock_by_device_code(&mut *tx, hash).await?;
+    let auth = owned_by(auth, caller)?;
+    let decision = poll_decision(&auth, now)?;
+    match decision {
+        PollDecision::Pending | PollDecision::SlowDown { .. } => {
+            let interval = match decision {
+                PollDecision::SlowDown { new_interval_secs } => new_interval_secs,
+                _ => auth.interval_secs,
+            };
+            pact_db::device_authorizations::record_poll(&mut *tx, auth.id, now, interval).await?;
+            tx.commit().await?;
+            Err(unredeemed(decision))
+        }
         PollDecision::Redeem => {
             let grant_id = auth
                 .grant_id
@@ -133,8 +184,11 @@ async fn redeem_device_code(
             // this PA are superseded, so one grant per agent remains to revoke.
             pact_db::grants::supersede_older(&mut *tx, &grant).await?;
             tx.commit().await?;
+            metrics::counter!("pactd_tokens_issued_total", "grant_type" => "device_code")
+                .increment(1);
             Ok(oauth_json(StatusCode::OK, &pair))
         }
+        other => Err(unredeemed(other)),
     }
 }
 
@@ -160,6 +214,7 @@ async fn refresh(
         if pact_db::grants::revoke(&mut *tx, grant.id, pact_db::grants::reason::TOKEN_REUSE).await?
         {
             tracing::warn!(grant = %grant.id, "refresh token reused: grant revoked");
+            metrics::counter!("pactd_refresh_token_reuse_total").increment(1);
         }
         tx.commit().await?;
         return Err(err(
@@ -194,5 +249,6 @@ async fn refresh(
     pact_db::grants::mark_refresh_token_used(&mut *tx, &hash).await?;
     let pair = issue::token_pair(state, &mut tx, &grant, narrowed.as_ref(), now).await?;
     tx.commit().await?;
+    metrics::counter!("pactd_tokens_issued_total", "grant_type" => "refresh_token").increment(1);
     Ok(oauth_json(StatusCode::OK, &pair))
 }

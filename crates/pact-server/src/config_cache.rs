@@ -1,0 +1,207 @@
+//! A node's in-memory copy of the rows that change rarely and that nearly
+//! every request reads: registered agents, brands (with their settings, where
+//! the `authorization_details` types live), each brand's scopes, and a
+//! merchant brand's agent URL and tools.
+//!
+//! Every change to those tables is announced on `pactd_config` by a table
+//! trigger (migration 0010), and the change listener drops this whole copy
+//! when one arrives, on every node. The copy is only used while the listener
+//! is connected: a node that cannot hear changes reads the database, and a
+//! reconnect starts from an empty copy, because notifications sent meanwhile
+//! are lost. A load that started before a change can never put an old row
+//! back: each fill carries the generation it began in and is discarded when
+//! the copy was dropped since.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use pact_db::agents::{Agent, AgentAndBrand};
+use pact_db::brands::Brand;
+use pact_db::merchant::{BrandAgent, BrandTool};
+use pact_db::scopes::BrandScope;
+use pact_db::{DbResult, PgPool};
+
+/// Past this many entries in one map, the map starts over (the rows are
+/// registered by operators, so this only bounds a misconfiguration).
+const MAX_ENTRIES: usize = 100_000;
+
+#[derive(Default)]
+pub struct ConfigCache {
+    live: AtomicBool,
+    generation: AtomicU64,
+    entries: RwLock<Entries>,
+    /// The payload of the last change notification heard. Notifications
+    /// arrive in commit order, so once a probe's own payload is here every
+    /// change committed before it has been applied (see the tests' `settle`).
+    last_heard: std::sync::Mutex<String>,
+}
+
+#[derive(Default)]
+struct Entries {
+    agents: HashMap<String, Agent>,
+    brands: HashMap<String, Brand>,
+    scopes: HashMap<String, Arc<Vec<BrandScope>>>,
+    merchant: HashMap<String, Arc<MerchantSetup>>,
+}
+
+/// A merchant brand's agent URL and tools (PACT §5.5 webhook turns).
+#[derive(Clone, Debug)]
+pub struct MerchantSetup {
+    pub agent: Option<BrandAgent>,
+    pub tools: Vec<BrandTool>,
+}
+
+/// Where a load started, so that its result is kept only if nothing changed.
+#[derive(Clone, Copy)]
+struct Ticket(Option<u64>);
+
+fn insert_bounded<V>(map: &mut HashMap<String, V>, key: &str, value: V) {
+    if map.len() >= MAX_ENTRIES {
+        map.clear();
+    }
+    map.insert(key.to_owned(), value);
+}
+
+impl ConfigCache {
+    fn read(&self) -> RwLockReadGuard<'_, Entries> {
+        match self.entries.read() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Entries> {
+        match self.entries.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Whether this node hears changes now (the copy is in use).
+    pub fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// Drops the whole copy: a change was announced.
+    pub fn invalidate(&self) {
+        let mut entries = self.write();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *entries = Entries::default();
+    }
+
+    /// A change notification arrived: drop the copy, and note its payload.
+    pub fn heard(&self, payload: &str) {
+        self.invalidate();
+        let mut last = match self.last_heard.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        payload.clone_into(&mut last);
+    }
+
+    /// The payload of the last change notification heard.
+    pub fn last_heard(&self) -> String {
+        match self.last_heard.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// How many times the copy was dropped.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The listener is connected (`true`, after it has subscribed) or lost
+    /// (`false`); either way, what we held may be stale.
+    pub fn set_live(&self, live: bool) {
+        self.invalidate();
+        self.live.store(live, Ordering::Release);
+    }
+
+    fn ticket(&self) -> Ticket {
+        Ticket(
+            self.is_live()
+                .then(|| self.generation.load(Ordering::Acquire)),
+        )
+    }
+
+    fn lookup<T>(&self, find: impl FnOnce(&Entries) -> Option<T>) -> Option<T> {
+        if !self.is_live() {
+            return None;
+        }
+        let found = find(&self.read());
+        metrics::counter!("pactd_config_cache_total", "result" => if found.is_some() { "hit" } else { "miss" })
+            .increment(1);
+        found
+    }
+
+    fn keep(&self, ticket: Ticket, put: impl FnOnce(&mut Entries)) {
+        let Ticket(Some(generation)) = ticket else {
+            return;
+        };
+        let mut entries = self.write();
+        // Checked under the lock that `invalidate` takes: no drop can slip in between.
+        if self.is_live() && self.generation.load(Ordering::Acquire) == generation {
+            put(&mut entries);
+        }
+    }
+
+    /// The registered agent and the addressed brand (see `auth.rs`).
+    pub async fn agent_and_brand(
+        &self,
+        db: &PgPool,
+        issuer: &str,
+        brand_id: &str,
+    ) -> DbResult<AgentAndBrand> {
+        if let Some(found) = self.lookup(|e| {
+            Some(AgentAndBrand {
+                agent: Some(e.agents.get(issuer)?.clone()),
+                brand: Some(e.brands.get(brand_id)?.clone()),
+            })
+        }) {
+            return Ok(found);
+        }
+        let ticket = self.ticket();
+        let found = pact_db::agents::find_with_brand(db, issuer, brand_id).await?;
+        self.keep(ticket, |e| {
+            if let Some(agent) = &found.agent {
+                insert_bounded(&mut e.agents, issuer, agent.clone());
+            }
+            if let Some(brand) = &found.brand {
+                insert_bounded(&mut e.brands, brand_id, brand.clone());
+            }
+        });
+        Ok(found)
+    }
+
+    /// A brand's scopes, in scope-id order.
+    pub async fn scopes(&self, db: &PgPool, brand_id: &str) -> DbResult<Arc<Vec<BrandScope>>> {
+        if let Some(hit) = self.lookup(|e| e.scopes.get(brand_id).cloned()) {
+            return Ok(hit);
+        }
+        let ticket = self.ticket();
+        let loaded = Arc::new(pact_db::scopes::list(db, brand_id).await?);
+        self.keep(ticket, |e| {
+            insert_bounded(&mut e.scopes, brand_id, loaded.clone())
+        });
+        Ok(loaded)
+    }
+
+    /// A merchant brand's agent URL and tools.
+    pub async fn merchant(&self, db: &PgPool, brand_id: &str) -> DbResult<Arc<MerchantSetup>> {
+        if let Some(hit) = self.lookup(|e| e.merchant.get(brand_id).cloned()) {
+            return Ok(hit);
+        }
+        let ticket = self.ticket();
+        let loaded = Arc::new(MerchantSetup {
+            agent: pact_db::merchant::find_agent(db, brand_id).await?,
+            tools: pact_db::merchant::list_tools(db, brand_id).await?,
+        });
+        self.keep(ticket, |e| {
+            insert_bounded(&mut e.merchant, brand_id, loaded.clone())
+        });
+        Ok(loaded)
+    }
+}

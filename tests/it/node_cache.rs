@@ -1,0 +1,266 @@
+//! What every node keeps in memory (agents, brands, scopes, merchant
+//! settings), how a change made anywhere reaches it, per-agent rate limits,
+//! and the metrics page.
+
+use std::time::Duration;
+
+use pact_tests::{TestApp, TestPa};
+use serde_json::Value;
+
+use crate::assert_bare_401;
+
+const ISS: &str = "https://pa.cache.example";
+
+/// Waits (bounded) until the node listens for changes, so it uses its copy.
+async fn wait_live(app: &TestApp) {
+    for _ in 0..1000 {
+        if app.state.config_cache.is_live() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the node's change listener did not connect within 5 s");
+}
+
+/// Waits (bounded) until the node has heard a change of `table`.
+async fn wait_heard(app: &TestApp, table: &str) {
+    for _ in 0..1000 {
+        if app.state.config_cache.last_heard() == table {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "no change of {table} was heard within 5 s (last: {:?})",
+        app.state.config_cache.last_heard()
+    );
+}
+
+async fn device_authorization(app: &TestApp, pa: &TestPa, scope: &str) -> (u16, Value) {
+    let res = app
+        .oauth_post(
+            "demo",
+            "device_authorization",
+            &pa.token("u1", app.audience()),
+            &[("client_id", pa.issuer.as_str()), ("scope", scope)],
+        )
+        .await;
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+/// A second node serves agents and scopes from its copy, and the table
+/// triggers make a change made through another connection (as `pactd agent`
+/// and `pactd brand` make them) reach it without any request in between.
+#[tokio::test]
+async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
+    let a = TestApp::spawn().await;
+    a.enable_demo_delegation().await;
+    let pa = a.registered_pa(ISS).await;
+    let b = a.spawn_peer(|_| {}).await;
+    wait_live(&b).await;
+
+    assert_eq!(
+        b.send("demo", &pa.token("u1", b.audience()), "m1", "hi", None)
+            .await
+            .status(),
+        200
+    );
+    let (status, body) = device_authorization(&b, &pa, "orders:export").await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_scope"))
+    );
+
+    // The copy is what answers: a change nobody announces is not seen.
+    sqlx::query("alter table agents disable trigger agents_changed")
+        .execute(&a.db)
+        .await
+        .unwrap();
+    assert!(
+        pact_db::agents::set_enabled(&a.db, ISS, false)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        b.send("demo", &pa.token("u1", b.audience()), "m2", "hi", None)
+            .await
+            .status(),
+        200,
+        "node B answered from the database, not from its copy"
+    );
+
+    // Announced, it is seen at once: the copy is dropped on the notification.
+    sqlx::query("alter table agents enable trigger agents_changed")
+        .execute(&a.db)
+        .await
+        .unwrap();
+    sqlx::query("update agents set updated_at = now() where issuer = $1")
+        .bind(ISS)
+        .execute(&a.db)
+        .await
+        .unwrap();
+    wait_heard(&b, "agents").await;
+    assert_bare_401(
+        b.send("demo", &pa.token("u1", b.audience()), "m3", "hi", None)
+            .await,
+    )
+    .await;
+
+    assert!(
+        pact_db::agents::set_enabled(&a.db, ISS, true)
+            .await
+            .unwrap()
+    );
+    wait_heard(&b, "agents").await;
+    pact_db::scopes::upsert(&a.db, "demo", "orders:export", "Export your orders", false)
+        .await
+        .unwrap();
+    wait_heard(&b, "brand_scopes").await;
+    let (status, body) = device_authorization(&b, &pa, "orders:export").await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A node that lost its change listener cannot hear changes, so it stops
+/// using its copy until it listens again (and then starts from empty).
+#[tokio::test]
+async fn without_its_listener_a_node_reads_the_database() {
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa(ISS).await;
+    wait_live(&app).await;
+    assert_eq!(
+        app.send("demo", &pa.token("u1", app.audience()), "m1", "hi", None)
+            .await
+            .status(),
+        200
+    );
+    // What the listener does when its connection is lost.
+    app.state.config_cache.set_live(false);
+    sqlx::query("alter table agents disable trigger agents_changed")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    pact_db::agents::set_enabled(&app.db, ISS, false)
+        .await
+        .unwrap();
+    assert_bare_401(
+        app.send("demo", &pa.token("u1", app.audience()), "m2", "hi", None)
+            .await,
+    )
+    .await;
+}
+
+/// An agent's own limits (`pactd agent limits`) replace the node's defaults
+/// for that agent only.
+#[tokio::test]
+async fn an_agents_own_rate_limit_applies_to_it_alone() {
+    let app = TestApp::spawn().await;
+    let small = app.registered_pa(ISS).await;
+    let other = app.registered_pa("https://pa.other.example").await;
+    assert!(
+        pact_db::agents::set_limits(
+            &app.db,
+            ISS,
+            Some(pact_db::agents::AgentLimit {
+                rate: 0.001,
+                burst: 2.0,
+            }),
+            None,
+        )
+        .await
+        .unwrap()
+    );
+    app.settle().await;
+    for (i, expected) in [200, 200, 429].into_iter().enumerate() {
+        let res = app
+            .send(
+                "demo",
+                &small.token(&format!("u{i}"), app.audience()),
+                &format!("m{i}"),
+                "hi",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), expected, "request {i}");
+    }
+    for i in 0..3 {
+        let res = app
+            .send(
+                "demo",
+                &other.token(&format!("u{i}"), app.audience()),
+                &format!("m{i}"),
+                "hi",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), 200, "the other agent keeps the defaults");
+    }
+}
+
+/// The value of the series of `name` with all these labels (0 when absent).
+fn series(page: &str, name: &str, labels: &[&str]) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter(|l| labels.iter().all(|label| l.contains(label)))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `GET /metrics` answers on the metrics listener only, and its counts move.
+#[tokio::test]
+async fn metrics_are_served_on_their_own_listener_and_count_requests() {
+    let handle = pact_server::telemetry::install().expect("recorder");
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa(ISS).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics_url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    tokio::spawn(pact_server::telemetry::serve(
+        app.state.clone(),
+        handle,
+        listener,
+        std::future::pending(),
+    ));
+    let scrape = || async {
+        let res = app.http.get(&metrics_url).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        res.text().await.unwrap()
+    };
+    let requests = "pactd_http_requests_total";
+    let route = r#"route="/a2a/{brand}/message:send""#;
+    let sent = [route, r#"method="POST""#, r#"status="200""#];
+    let refused = [route, r#"status="401""#];
+    let before = scrape().await;
+    for i in 0..2 {
+        let res = app
+            .send(
+                "demo",
+                &pa.token("u1", app.audience()),
+                &format!("m{i}"),
+                "hi",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+    }
+    assert_bare_401(app.send("demo", "not-a-jwt", "m9", "hi", None).await).await;
+    let after = scrape().await;
+    assert!(
+        series(&after, requests, &sent) >= series(&before, requests, &sent) + 2.0,
+        "{after}"
+    );
+    assert!(series(&after, requests, &refused) >= series(&before, requests, &refused) + 1.0);
+    assert!(after.contains("pactd_http_request_duration_seconds_bucket{"));
+    assert!(after.contains(r#"pactd_db_pool_connections{state="in_use"}"#));
+    assert!(after.contains("pactd_jwks_fetches_total"));
+    // The raw path (with ids and codes) never becomes a label.
+    assert!(!after.contains("/a2a/demo/"));
+
+    // Not on the public listener.
+    let res = app
+        .http
+        .get(format!("{}/metrics", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+}
