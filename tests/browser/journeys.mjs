@@ -185,6 +185,14 @@ try {
     // The skip link is the first thing the keyboard reaches.
     await page.keyboard.press('Tab');
     result.first_focus = await page.evaluate(() => document.activeElement && document.activeElement.textContent);
+    // "Forgot your password?" and its answer.
+    await page.goto(`${input.base}/login/forgot?brand=${input.brand}`);
+    await expectHeading('Forgot your password');
+    await audit('forgot');
+    await page.getByLabel('Email').fill(input.email);
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.getByRole('status').waitFor();
+    await audit('forgot-sent');
     result.report = report;
   } else if (journey === 'login-csrf') {
     // The victim enters their own code and reaches the brand-login hand-off.
