@@ -14,7 +14,15 @@ pub const SEALED_COLUMNS: &[(&str, &str)] = &[
     ("signing_keys", "private_sealed"),
     ("users", "totp_secret_sealed"),
     ("brand_webhook_secrets", "sealed"),
+    ("admins", "totp_secret_sealed"),
 ];
+
+/// The sealing context (AEAD associated data) of a console account's TOTP
+/// secret at rest: defined once, for the console that seals it and the rewrap
+/// that re-seals it.
+pub fn admin_totp_aad(admin_id: Uuid) -> Vec<u8> {
+    format!("pactd admin totp\n{admin_id}").into_bytes()
+}
 
 /// Every signing key's sealed private part, locked until the transaction ends.
 pub async fn lock_signing_keys(db: &mut PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
@@ -62,6 +70,26 @@ pub async fn lock_webhook_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, 
 
 pub async fn set_webhook_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
     sqlx::query("update brand_webhook_secrets set sealed = $2 where id = $1")
+        .bind(id)
+        .bind(sealed)
+        .execute(db)
+        .await
+        .map(|_| ())
+}
+
+/// Every console account's sealed TOTP secret, locked until the transaction ends.
+pub async fn lock_admin_totp_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, Vec<u8>)>> {
+    sqlx::query_as(
+        "select id, totp_secret_sealed from admins where totp_secret_sealed is not null \
+         order by id for update",
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Replaces the sealed form only, keeping the last accepted step (replays stay refused).
+pub async fn set_admin_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
+    sqlx::query("update admins set totp_secret_sealed = $2 where id = $1")
         .bind(id)
         .bind(sealed)
         .execute(db)

@@ -273,6 +273,9 @@ pub struct MailArgs {
         hide_env_values = true
     )]
     pub smtp_url: Option<String>,
+    /// A file holding the SMTP URL (it may carry a password), instead of --smtp-url.
+    #[arg(long, value_name = "PATH", env = "PACTD_SMTP_URL_FILE")]
+    pub smtp_url_file: Option<PathBuf>,
     /// The sender of pactd's mail, e.g. "Shop <no-reply@shop.example>" (required with --smtp-url).
     #[arg(long, value_name = "ADDRESS", env = "PACTD_MAIL_FROM")]
     pub mail_from: Option<String>,

@@ -87,6 +87,15 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
         }
         counts.add(&outcome);
     }
+    for (id, sealed) in pact_db::sealed::lock_admin_totp_secrets(&mut tx).await? {
+        let aad = pact_db::sealed::admin_totp_aad(id);
+        let outcome = reseal(old, &new, &sealed, &aad)?
+            .ok_or_else(|| unreadable(format!("the TOTP secret of console account {id}")))?;
+        if let Resealed::Now(value) = &outcome {
+            pact_db::sealed::set_admin_totp_secret(&mut tx, id, value).await?;
+        }
+        counts.add(&outcome);
+    }
     for (id, brand_id, sealed) in pact_db::sealed::lock_webhook_secrets(&mut tx).await? {
         let outcome = match WebhookSecret::open(old, &sealed, &brand_id, id) {
             Ok(secret) => Resealed::Now(secret.seal(&new, &brand_id, id)?),

@@ -39,6 +39,7 @@ pub struct FileSettings {
     pub rate_limit_code_entry: Option<String>,
     pub rate_limit_code_misses: Option<String>,
     pub smtp_url: Option<String>,
+    pub smtp_url_file: Option<PathBuf>,
     pub mail_from: Option<String>,
     // Deployment: secrets from files (see `with_file_secrets`).
     pub database_url_file: Option<PathBuf>,
@@ -165,7 +166,20 @@ fn mail_settings(
     args: &crate::cli::MailArgs,
     file: &FileSettings,
 ) -> anyhow::Result<Option<pact_server::mail::MailSettings>> {
-    let url = pick(args.smtp_url.as_ref(), file.smtp_url.as_ref());
+    // The URL may carry the SMTP password: like the database URL, it may come
+    // from a file, and both forms at one level are refused.
+    let url = match one_of(
+        args.smtp_url.as_ref(),
+        args.smtp_url_file.as_deref(),
+        "PACTD_SMTP_URL (--smtp-url) and PACTD_SMTP_URL_FILE (--smtp-url-file)",
+    )? {
+        Some(url) => Some(url),
+        None => one_of(
+            file.smtp_url.as_ref(),
+            file.smtp_url_file.as_deref(),
+            "`smtp_url` and `smtp_url_file` in the config file",
+        )?,
+    };
     let from = pick(args.mail_from.as_ref(), file.mail_from.as_ref());
     match (url, from) {
         (None, None) => Ok(None),

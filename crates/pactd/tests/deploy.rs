@@ -662,12 +662,16 @@ async fn secrets_come_from_files_the_key_file_is_made_once_and_healthcheck_follo
 // keys rewrap
 // ---------------------------------------------------------------------------
 
-/// Which of the stored sealed values open with `key`: (signing keys, TOTP, webhook) counts.
-async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 3] {
+/// Which of the stored sealed values open with `key`: (signing keys, TOTP,
+/// webhook, console TOTP) counts.
+async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 4] {
     let mut tx = pool.begin().await.unwrap();
     let keys = pact_db::sealed::lock_signing_keys(&mut tx).await.unwrap();
     let totp = pact_db::sealed::lock_totp_secrets(&mut tx).await.unwrap();
     let hooks = pact_db::sealed::lock_webhook_secrets(&mut tx)
+        .await
+        .unwrap();
+    let admins = pact_db::sealed::lock_admin_totp_secrets(&mut tx)
         .await
         .unwrap();
     tx.rollback().await.unwrap();
@@ -681,6 +685,10 @@ async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 3] {
         hooks
             .iter()
             .filter(|(id, brand, s)| WebhookSecret::open(key, s, brand, *id).is_ok())
+            .count(),
+        admins
+            .iter()
+            .filter(|(id, s)| key.open(s, &pact_db::sealed::admin_totp_aad(*id)).is_ok())
             .count(),
     ]
 }
@@ -711,7 +719,7 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     );
 
     // One of each: a signing key (made at start) that has signed a receipt,
-    // a TOTP secret and a webhook secret.
+    // a TOTP secret, a webhook secret and a console account's TOTP secret.
     app.enable_demo_delegation().await;
     let pa = app.registered_pa("https://pa.example").await;
     let tokens = app.connect(&pa, "pa-u", "alice", &["orders:read"]).await;
@@ -744,10 +752,20 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     )
     .await
     .unwrap();
+    let admin =
+        pact_db::admins::insert(&pool, Uuid::new_v4(), "ops@example.com", "x", "owner", None)
+            .await
+            .unwrap();
+    let admin_totp = old
+        .seal(b"console totp", &pact_db::sealed::admin_totp_aad(admin.id))
+        .unwrap();
+    pact_db::admins::set_totp(&pool, admin.id, Some(&admin_totp))
+        .await
+        .unwrap();
     let public_url = app.state.config.public_url.clone();
     let audience = app.audience().to_owned();
     app.stop().await;
-    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1]);
+    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1]);
 
     let dir = Scratch::new("rewrap");
     let new_key = MasterKey::generate().unwrap();
@@ -803,8 +821,8 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         "{}",
         err.describe()
     );
-    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1]);
-    assert_eq!(opening_with(&pool, &new_key).await, [0, 0, 0]);
+    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1]);
+    assert_eq!(opening_with(&pool, &new_key).await, [0, 0, 0, 0]);
     sqlx::query("delete from brand_webhook_secrets where id = $1")
         .bind(bad_id)
         .execute(&pool)
@@ -818,12 +836,12 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     )
     .await;
     assert!(
-        done.succeeded().contains("re-sealed 3 secret(s)"),
+        done.succeeded().contains("re-sealed 4 secret(s)"),
         "{}",
         done.describe()
     );
-    assert_eq!(opening_with(&pool, &old).await, [0, 0, 0]);
-    assert_eq!(opening_with(&pool, &new_key).await, [1, 1, 1]);
+    assert_eq!(opening_with(&pool, &old).await, [0, 0, 0, 0]);
+    assert_eq!(opening_with(&pool, &new_key).await, [1, 1, 1, 1]);
     let again = run(
         with_old(),
         &["keys", "rewrap", "--new-master-key-file", new_path],
@@ -832,7 +850,7 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     assert!(
         again
             .succeeded()
-            .contains("re-sealed 0 secret(s) under the new master key (3 already were)"),
+            .contains("re-sealed 0 secret(s) under the new master key (4 already were)"),
         "{}",
         again.describe()
     );

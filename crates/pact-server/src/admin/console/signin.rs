@@ -66,7 +66,7 @@ struct TotpSetupPage<'a> {
 
 /// The sealing context of a console TOTP secret at rest.
 pub fn stored_aad(admin: &Admin) -> Vec<u8> {
-    format!("pactd admin totp\n{}", admin.id).into_bytes()
+    pact_db::sealed::admin_totp_aad(admin.id)
 }
 
 /// …and in transit between the setup page and its POST (bound to the session).
