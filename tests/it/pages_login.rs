@@ -252,7 +252,7 @@ async fn an_unknown_email_and_a_wrong_password_get_the_same_answer_in_similar_ti
 
     let (mut unknown, mut wrong) = (Vec::new(), Vec::new());
     let mut bodies = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..7 {
         let (t, s, text) = attempt("nobody@example.com").await;
         unknown.push(t);
         bodies.push((s, text));
@@ -269,11 +269,16 @@ async fn an_unknown_email_and_a_wrong_password_get_the_same_answer_in_similar_ti
     }
     unknown.sort();
     wrong.sort();
-    let (mu, mw) = (unknown[2], wrong[2]);
+    let (mu, mw) = (unknown[3], wrong[3]);
     eprintln!("median sign-in POST: unknown email {mu:?}, wrong password {mw:?}");
+    // Not a performance assertion: the password hash costs tens of
+    // milliseconds and the rest of the request about one, so a path that
+    // skipped the dummy hash would be 20x or more faster. A 4x bound catches
+    // that while tolerating a loaded machine (tests run side by side on two
+    // cores).
     assert!(
-        mu < mw * 2 && mw < mu * 2,
-        "medians differ by more than 2x: {mu:?} vs {mw:?}"
+        mu < mw * 4 && mw < mu * 4,
+        "medians differ by more than 4x: {mu:?} vs {mw:?}"
     );
 }
 

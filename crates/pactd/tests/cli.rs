@@ -1616,6 +1616,27 @@ async fn serve_exits_0_after_the_grace_period_on_sigterm_while_a_slow_client_sta
     let mut slow = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .unwrap();
+    // One whole request first, answered: the server has surely accepted this
+    // connection and is serving it (a connection still in the accept queue
+    // when SIGTERM arrives is simply never accepted, which would not test the
+    // drain). Then the next request's headers, never finished.
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+        let mut buf = [0u8; 1024];
+        let n = tokio::io::AsyncReadExt::read(&mut slow, &mut buf)
+            .await
+            .unwrap();
+        assert!(n > 0, "the server closed the connection before answering");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
         .await
         .unwrap();
