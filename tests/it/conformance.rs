@@ -762,12 +762,14 @@ async fn an_old_receipt_still_verifies_after_its_key_was_unpublished() {
     std::fs::remove_dir_all(home.dir()).ok();
 }
 
-/// A person who reads the store's message and approves the link in it (the
-/// approval itself goes through the harness, as the consent page would do
-/// it), never the one the agent shows. Records the codes in the store's messages and the codes the agent
-/// shows, to prove the agent collected the very authorization approved.
+/// A person who reads the store's message and opens the link in it, never
+/// the one the agent shows. Records the codes in the store's messages and the
+/// codes the agent shows, to prove the agent collected the very authorization
+/// approved.
 struct LinkReader {
+    /// The link of the store's message, sent once the agent waits.
     approve: tokio::sync::mpsc::UnboundedSender<String>,
+    links_in_messages: Vec<String>,
     codes_in_messages: Vec<String>,
     codes_shown: Vec<String>,
 }
@@ -775,12 +777,20 @@ struct LinkReader {
 impl client::Ui for LinkReader {
     fn info(&mut self, msg: &str) {
         println!("{msg}");
-        if let Some((_, rest)) = msg.split_once("user_code=") {
-            let code: String = rest
+        if let Some(start) = msg.find("http") {
+            let link: String = msg[start..]
                 .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .take_while(|c| !c.is_whitespace())
                 .collect();
-            self.codes_in_messages.push(code);
+            let link = link.trim_end_matches(['.', ',', ')']).to_owned();
+            if let Some((_, rest)) = link.split_once("user_code=") {
+                let code: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                self.codes_in_messages.push(code);
+                self.links_in_messages.push(link);
+            }
         }
     }
     fn warn(&mut self, msg: &str) {
@@ -790,16 +800,18 @@ impl client::Ui for LinkReader {
     /// person takes seconds, the agent's device authorization milliseconds).
     fn show_link(&mut self, device: &pact_proto::oauth::DeviceAuthorizationResponse) {
         self.codes_shown.push(device.user_code.clone());
-        if let Some(code) = self.codes_in_messages.last() {
-            self.approve.send(code.clone()).unwrap();
+        if let Some(link) = self.links_in_messages.last() {
+            self.approve.send(link.clone()).unwrap();
         }
     }
 }
 
-/// `client::send` while the person approves, as alice, everything each link
-/// in the store's messages asks for (as the consent page would record it).
+/// `client::send` while the person opens each link in the store's messages
+/// in their browser and approves what the consent page proposes, on pactd's
+/// real pages: code confirmation, sign-in with password and authenticator
+/// code when needed, consent.
 async fn send_approving(
-    app: &TestApp,
+    person_browser: &PactdBrowser,
     agent: &client::Agent,
     opts: &client::SendOptions,
     person: &mut LinkReader,
@@ -807,37 +819,56 @@ async fn send_approving(
 ) -> anyhow::Result<Reply> {
     let sending = client::send(agent, opts, person);
     tokio::pin!(sending);
-    let deadline = tokio::time::sleep(Duration::from_secs(60));
+    let deadline = tokio::time::sleep(Duration::from_secs(90));
     tokio::pin!(deadline);
     loop {
         tokio::select! {
             r = &mut sending => return r,
-            Some(code) = links.recv() => {
-                let auth = pact_server::consent::find_by_user_code(&app.state, &code)
+            Some(link) = links.recv() => {
+                let code = link.split_once("user_code=").map(|(_, c)| c.to_owned()).unwrap();
+                let verification_uri = link.split_once('?').map(|(u, _)| u.to_owned()).unwrap();
+                person_browser
+                    .decide(
+                        DeviceLink {
+                            verification_uri_complete: Some(&link),
+                            verification_uri: &verification_uri,
+                            user_code: &code,
+                        },
+                        &PageDecision::Approve(Vec::new()),
+                    )
                     .await
-                    .unwrap()
-                    .expect("the link in the store's message names a live authorization");
-                let scopes: Vec<&str> = auth.scopes.iter().map(String::as_str).collect();
-                app.approve(&code, "alice", &scopes).await;
+                    .unwrap();
             }
-            () = &mut deadline => panic!("send did not finish within a minute"),
+            () = &mut deadline => panic!("send did not finish within 90 s"),
         }
     }
 }
 
-/// Issue 9 (items 1 and 3), the journey as a person makes it: `send` gets a
-/// step-up task, the person approves the link in the store's message once,
-/// and the agent collects that approval and asks again by itself. A step-up
+/// The step-up journey exactly as a person makes it: `send` gets a step-up
+/// task, the person opens the link in the store's message in their browser
+/// and approves it once on pactd's pages (sign-in, authenticator code,
+/// consent), and the agent collects that approval and asks again by itself. A step-up
 /// left waiting (`no_wait`) still hands the agent a receipt, which it keeps,
 /// so the grant's chain stays intact when the conversation goes on; at the
 /// end `check_receipts` finds every receipt signed and every chain whole.
 #[tokio::test]
 async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_chain() {
     let (app, home, _identity, _jwks) = pactd_with_agent().await;
+    // Ann has a built-in account with an authenticator app (cancelling needs
+    // the second factor).
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let secret = add_totp(&app, &ann).await;
+    let ann_browser = PactdBrowser::new(LoginAccount::new(
+        "ann@example.com",
+        PASSWORD,
+        Some(TotpSecret::from_bytes(secret)),
+    ))
+    .unwrap();
     let agent = client::Agent::load(home.clone(), None).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let mut person = LinkReader {
         approve: tx,
+        links_in_messages: Vec::new(),
         codes_in_messages: Vec::new(),
         codes_shown: Vec::new(),
     };
@@ -847,13 +878,13 @@ async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_c
         no_wait,
         ..Default::default()
     };
-    let order = pact_server::agent::demo_tools::seed_orders("demo", "alice")[0]
+    let order = pact_server::agent::demo_tools::seed_orders("demo", &ann.subject())[0]
         .order_id
         .clone();
 
     // 1. Not connected yet: the step-up is followed without being asked.
     let reply = send_approving(
-        &app,
+        &ann_browser,
         &agent,
         &send("Show me my orders", false),
         &mut person,
@@ -897,7 +928,7 @@ async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_c
     // 4. The step-up again, followed: one approval of the store's link and
     // the order is cancelled without asking twice.
     let reply = send_approving(
-        &app,
+        &ann_browser,
         &agent,
         &send(&format!("cancel {order}"), false),
         &mut person,
