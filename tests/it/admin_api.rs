@@ -252,6 +252,12 @@ async fn every_documented_route_exists_and_answers() {
         ("get", format!("/grants/{grant}"), None, "getGrant"),
         (
             "get",
+            format!("/grants/{grant}/receipts"),
+            None,
+            "exportGrantReceipts",
+        ),
+        (
+            "get",
             format!("/customers?q={}", user.email),
             None,
             "findCustomers",
@@ -361,11 +367,18 @@ async fn every_documented_route_exists_and_answers() {
             .as_str()
             .unwrap();
         let schema = &schemas[reference.rsplit('/').next().unwrap()];
-        for field in schema["required"].as_array().unwrap() {
-            assert!(
-                v.get(field.as_str().unwrap()).is_some(),
-                "{id}: no {field} in {v}"
-            );
+        // An array answer (the receipts export): each item has the fields.
+        let (schema, answers) = match v.as_array() {
+            Some(items) => (&schema["items"], items.clone()),
+            None => (schema, vec![v.clone()]),
+        };
+        for v in &answers {
+            for field in schema["required"].as_array().unwrap() {
+                assert!(
+                    v.get(field.as_str().unwrap()).is_some(),
+                    "{id}: no {field} in {v}"
+                );
+            }
         }
     }
     // Every request above is in the audit log under the credential's name.
@@ -939,4 +952,116 @@ async fn self_revocations_and_customer_operations_are_in_the_audit_log() {
     .await)
     .await;
     assert!(second["items"][0]["id"].as_i64() < first["items"][0]["id"].as_i64());
+}
+
+/// PACT §5.6 for staff: a grant's receipts download as a file in the shape a
+/// personal agent keeps them, which checks out offline with the published
+/// keys (signatures and the `prev` chain) and which `pactd receipts verify
+/// --held` reads; a brand-limited credential cannot export another brand's.
+#[tokio::test]
+async fn a_grants_receipts_download_as_a_file_that_verifies_without_the_server() {
+    let app = app().await;
+    let viewer = credential(&app, "auditor", "viewer", None).await;
+    let shop_only = credential(&app, "shop-desk", "viewer", Some(&["shop"])).await;
+    let pa = app.registered_pa(ISS).await;
+    let tokens = app
+        .node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+        .await;
+    let grant = grant_of(&tokens);
+    let access = tokens["access_token"].as_str().unwrap();
+    let mut context: Option<String> = None;
+    for i in 0..3 {
+        let res = app
+            .node_send(
+                "demo",
+                &pa.token(SUB, app.audience()),
+                Some(&format!("Bearer {access}")),
+                &format!("m{i}"),
+                "my orders",
+                context.as_deref(),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        context = body["message"]["contextId"]
+            .as_str()
+            .or_else(|| body["task"]["contextId"].as_str())
+            .map(str::to_owned);
+    }
+
+    let res = call(
+        &app,
+        &viewer,
+        "get",
+        &format!("/grants/{grant}/receipts"),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-disposition"],
+        format!("attachment; filename=\"receipts-{grant}.json\"").as_str()
+    );
+    let file: Value = res.json().await.unwrap();
+    let items = file.as_array().unwrap();
+    assert_eq!(items.len(), 3, "{file}");
+
+    // Offline: the keys come from the published JWKS, not from the export.
+    let jwks_uri = items[0]["jwks_uri"].as_str().unwrap();
+    assert_eq!(jwks_uri, "http://pactd.test/a2a/demo/oauth/jwks.json");
+    let jwks: Value = app
+        .http
+        .get(format!("{}/a2a/demo/oauth/jwks.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let keys =
+        pact_jose::ProviderKeySet::from_public_jwks(jwks["keys"].as_array().unwrap()).unwrap();
+    let kept: Vec<pact_agent::state::StoredReceipt> =
+        serde_json::from_value(file.clone()).expect("the shape pact-agent keeps");
+    for (item, stored) in items.iter().zip(&kept) {
+        let receipt: pact_proto::oauth::Receipt =
+            serde_json::from_value(item["receipt"].clone()).unwrap();
+        let claims = pact_jose::verify_receipt(&receipt, &keys).unwrap();
+        assert_eq!(claims.grant_id, grant.to_string());
+        assert_eq!(item["verified"], true);
+        assert_eq!(stored.brand, "http://pactd.test/a2a/demo");
+    }
+    let chains = pact_agent::client::chain_verdicts(&kept);
+    assert!(
+        chains.iter().all(|c| c == &Some(Ok(()))),
+        "the chain verifies: {chains:?}"
+    );
+    // A receipt cut from the middle of the file shows.
+    let mut cut = kept.clone();
+    cut.remove(1);
+    assert!(
+        pact_agent::client::chain_verdicts(&cut)
+            .iter()
+            .any(|c| matches!(c, Some(Err(_)))),
+        "a gap in the chain is seen"
+    );
+
+    // Outside a limited credential's brands: as if it did not exist.
+    error(
+        call(
+            &app,
+            &shop_only,
+            "get",
+            &format!("/grants/{grant}/receipts"),
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let actions = audit_actions(&app, "auditor").await;
+    assert!(
+        actions.iter().any(|a| a == "grant.receipts.export"),
+        "{actions:?}"
+    );
 }

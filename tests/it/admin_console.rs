@@ -291,6 +291,23 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     assert!(html.contains("alice"));
     assert!(!html.contains("Revoke this grant"));
     let csrf = csrf_from(&html).unwrap();
+    // Reading includes the receipts download (a file, never cached); without
+    // a console session there is none.
+    let res = viewer
+        .get(&format!("/admin/grants/{g}/receipts.json"))
+        .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-disposition"],
+        format!("attachment; filename=\"receipts-{g}.json\"").as_str()
+    );
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let file: serde_json::Value = res.json().await.unwrap();
+    assert!(file.is_array(), "{file}");
+    let res = Browser::new(&app)
+        .get(&format!("/admin/grants/{g}/receipts.json"))
+        .await;
+    assert_ne!(res.status(), 200);
     let res = viewer
         .post(&format!("/admin/grants/{g}/revoke"), &[("csrf", &csrf)])
         .await;
@@ -309,6 +326,10 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     sign_in(&app, &limited, "shopops@example.com").await;
     let (status, _) = limited.get_html(&format!("/admin/grants/{g}")).await;
     assert_eq!(status, 404);
+    let (status, _) = limited
+        .get_html(&format!("/admin/grants/{g}/receipts.json"))
+        .await;
+    assert_eq!(status, 404, "nor its receipts");
     let (_, html) = limited.get_html("/admin/grants").await;
     assert!(!html.contains(&g.to_string()));
 

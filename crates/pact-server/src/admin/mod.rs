@@ -5,6 +5,7 @@
 pub mod api;
 pub mod console;
 pub mod credential;
+pub mod receipts_export;
 pub mod role;
 
 use axum::Router;

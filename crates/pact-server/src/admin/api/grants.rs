@@ -9,6 +9,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use pact_db::grants::Grant;
 use serde::Deserialize;
@@ -178,6 +179,43 @@ pub async fn get(
         )
         .await?;
     Ok(Json(out))
+}
+
+/// `GET /grants/{id}/receipts`: the grant's receipts as a file that is
+/// checked offline (admin/receipts_export.rs).
+pub async fn receipts(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Response, AdminApiError> {
+    let g = visible_grant(&state, &caller, &id).await?;
+    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+    let broken: Vec<i32> = crate::domain::receipt_chain::verify(&receipts, &keys)
+        .iter()
+        .map(|b| b.seq)
+        .collect();
+    let body = crate::admin::receipts_export::export(&state.config, &g, &receipts, &broken);
+    caller
+        .record(
+            &state.db,
+            "grant.receipts.export",
+            Some(&g.id.to_string()),
+            Some(&g.brand_id),
+            json!({"receipts": receipts.len()}),
+        )
+        .await?;
+    let disposition = format!(
+        "attachment; filename=\"{}\"",
+        crate::admin::receipts_export::file_name(&g)
+    );
+    Ok((
+        [(axum::http::header::CONTENT_DISPOSITION, disposition)],
+        Json(body),
+    )
+        .into_response())
 }
 
 #[derive(Debug, Default, Deserialize)]

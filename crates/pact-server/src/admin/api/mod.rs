@@ -83,6 +83,17 @@ pub const OPERATIONS: &[Operation] = &[
         route: || get(grants::get),
     },
     Operation {
+        method: "get",
+        path: "/grants/{id}/receipts",
+        operation_id: "exportGrantReceipts",
+        summary: "The grant's receipts as a file checked offline: each `{jws, claims}` with where the brand's keys are published (PACT §5.6).",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "ReceiptExport",
+        route: || get(grants::receipts),
+    },
+    Operation {
         method: "post",
         path: "/grants/{id}/revoke",
         operation_id: "revokeGrant",

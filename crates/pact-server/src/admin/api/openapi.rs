@@ -181,6 +181,18 @@ fn schemas() -> Value {
         "Grant": object(&grant_props(), GRANT_REQUIRED),
         "GrantPage": page_of("Grant"),
         "GrantDetail": object(&detail, GRANT_REQUIRED),
+        "ReceiptExport": json!({ "type": "array", "items": object(&[
+            ("brand", s("string")),
+            ("sub", s("string")),
+            ("jwks_uri", s("string")),
+            ("receipt_keys_uri", s("string")),
+            ("received_at", s("integer")),
+            ("receipt", object(&[
+                ("jws", s("string")),
+                ("claims", s("object")),
+            ], &["jws", "claims"])),
+            ("verified", s("boolean")),
+        ], &["brand", "sub", "jwks_uri", "received_at", "receipt", "verified"]) }),
         "Reason": json!({
             "type": "object",
             "properties": { "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL } },

@@ -45,6 +45,10 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/agents/enable", post(pages::enable_agent))
         .route("/admin/grants", get(pages::grants))
         .route("/admin/grants/{id}", get(pages::grant))
+        .route(
+            "/admin/grants/{id}/receipts.json",
+            get(pages::grant_receipts),
+        )
         .route("/admin/grants/{id}/revoke", post(pages::revoke_grant))
         .route("/admin/customers", get(pages::customers))
         .route(

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -514,6 +514,53 @@ pub async fn grant(
         g: grant_row(&g, now),
     };
     Ok(render(&page, StatusCode::OK))
+}
+
+/// `GET /admin/grants/{id}/receipts.json`: the grant's receipts as a
+/// download anyone can check offline (admin/receipts_export.rs).
+pub async fn grant_receipts(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let g = visible_grant(&state, &who, &id).await?;
+    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    let keys = crate::keys::all_public_keys(&state.db)
+        .await
+        .map_err(PageError::internal)?;
+    let broken: Vec<i32> = crate::domain::receipt_chain::verify(&receipts, &keys)
+        .iter()
+        .map(|b| b.seq)
+        .collect();
+    let body = crate::admin::receipts_export::export(&state.config, &g, &receipts, &broken);
+    record(
+        &state.db,
+        &who,
+        &staff.ip,
+        "grant.receipts.export",
+        Some(&g.id.to_string()),
+        Some(&g.brand_id),
+        json!({"receipts": receipts.len()}),
+    )
+    .await?;
+    let bytes = serde_json::to_vec_pretty(&body).map_err(PageError::internal)?;
+    let disposition = format!(
+        "attachment; filename=\"{}\"",
+        crate::admin::receipts_export::file_name(&g)
+    );
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/json".to_owned(),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+            (axum::http::header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 pub async fn revoke_grant(
