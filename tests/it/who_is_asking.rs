@@ -496,3 +496,46 @@ async fn the_brand_logo_and_accent_appear_on_its_pages() {
     assert_eq!(status, 200);
     assert!(html.contains("/theme/7a1f5c.css") && html.contains(&format!("/logos/{name}")));
 }
+
+#[tokio::test]
+async fn logos_nothing_shows_are_swept_after_a_day() {
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa(PA_ISS).await;
+    let platform = LogoServer::start().await;
+    register_links(&app, &pa.issuer, &links(Some(platform.url("/logo.png"))))
+        .await
+        .unwrap();
+    let brand_logo = who::sha256_hex(BRAND_LOGO);
+    pact_db::logos::put(&app.db, &brand_logo, "image/png", BRAND_LOGO)
+        .await
+        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        "demo",
+        who::LOGO_KEY,
+        &serde_json::json!(brand_logo),
+    )
+    .await
+    .unwrap();
+    // A platform's earlier logo, replaced since.
+    let gif = b"GIF89a\x01\x00\x01\x00";
+    pact_db::logos::put(&app.db, &who::sha256_hex(gif), "image/gif", gif)
+        .await
+        .unwrap();
+
+    let now = OffsetDateTime::now_utc();
+    pact_server::housekeeping::sweep(&app.state, now).await;
+    assert_eq!(logo_count(&app).await, 3, "a day of grace");
+    pact_server::housekeeping::sweep(&app.state, now + Duration::days(2)).await;
+    assert_eq!(
+        logo_count(&app).await,
+        2,
+        "the platform's and the brand's stay"
+    );
+    assert!(
+        pact_db::logos::get(&app.db, &who::sha256_hex(gif))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
