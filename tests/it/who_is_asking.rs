@@ -350,7 +350,7 @@ async fn consent_shows_the_platform_from_our_origin_and_not_you_returns_to_the_r
         ),
     ] {
         let link = format!(
-            r#"<a href="{href}" rel="noopener noreferrer" target="_blank">{label}</a> <span class="muted">({host})</span>"#
+            r#"<a href="{href}" rel="noopener noreferrer" target="_blank">{label}<span class="visually-hidden"> (opens in a new tab)</span></a> <span class="muted">({host})</span>"#
         );
         assert!(html.contains(&link), "{link}\n{html}");
     }
