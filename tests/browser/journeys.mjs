@@ -194,6 +194,40 @@ try {
     await page.getByRole('status').waitFor();
     await audit('forgot-sent');
     result.report = report;
+  } else if (journey === 'who-is-asking') {
+    // Who is asking (issue 9, item 8): every request the page makes stays on
+    // pactd's origin (the platform's logo is served by pactd, never
+    // hot-linked), the logo is really shown, the brand accent colours the
+    // buttons, and "Not you?" signs out and returns to the same request.
+    const elsewhere = [];
+    page.on('request', (r) => { if (!r.url().startsWith(input.base)) elsewhere.push(r.url()); });
+    await openLinkAndConfirm();
+    await signInWithPasswordAndTotp();
+    await expectHeading('Allow');
+    const logo = page.locator('img.agent-logo');
+    await logo.waitFor();
+    result.logo_width = await logo.evaluate((img) => img.complete ? img.naturalWidth : 0);
+    result.logo_src = await logo.getAttribute('src');
+    result.brand_logo_width = await page.locator('img.brand-logo').evaluate((img) => img.complete ? img.naturalWidth : 0);
+    result.approve_background = await page.getByRole('button', { name: 'Approve' })
+      .evaluate((b) => getComputedStyle(b).backgroundColor);
+    result.links = await page.locator('.agent-links a').evaluateAll((as) => as.map((a) => ({
+      text: a.textContent, href: a.getAttribute('href'), rel: a.getAttribute('rel') })));
+    await snap('consent');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await snap('consent-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.getByRole('button', { name: 'Not you? Sign out' }).click();
+    await expectHeading('Sign in to');
+    await snap('not-you-sign-in');
+    await page.getByLabel('Email').fill(input.other_email);
+    await page.getByLabel('Password').fill(input.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expectHeading('Allow');
+    result.consent_after = await page.textContent('main');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expectHeading('Done');
+    result.elsewhere = elsewhere;
   } else if (journey === 'login-csrf') {
     // The victim enters their own code and reaches the brand-login hand-off.
     await openLinkAndConfirm();

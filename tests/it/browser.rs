@@ -366,3 +366,77 @@ async fn a_cross_site_auto_submitted_assertion_is_refused_in_a_real_browser() {
             .unwrap();
     assert_eq!(signed_in_as_attacker, 0);
 }
+
+/// Issue 9, item 8 ("Who is asking"), in Chromium: the platform's logo is
+/// shown from pactd's own origin (the browser requests nothing elsewhere),
+/// its links are there, the brand's accent colours the buttons, and "Not
+/// you?" signs out and brings the person back to the same request. Screenshots
+/// of the consent page at a phone's and a laptop's width
+/// (`target/browser-screenshots/who-<width>/`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_is_asking_shows_the_platform_and_not_you_returns_to_the_request() {
+    use pact_server::who;
+    use pact_tests::logo_server::{BRAND_LOGO, LogoServer};
+    let platform = LogoServer::start().await;
+    for width in [390, 1280] {
+        let app = app().await;
+        let pa = app.registered_pa(ISS).await;
+        let flags = who::LinkFlags {
+            homepage: Some("https://pa.example/".into()),
+            logo: Some(platform.url("/logo.png")),
+            policy: Some("https://pa.example/privacy".into()),
+            tos: Some("https://pa.example/terms".into()),
+        };
+        flags.check().unwrap();
+        let logo = who::fetch_for_registration(&platform.url("/logo.png"))
+            .await
+            .unwrap();
+        let mut tx = app.db.begin().await.unwrap();
+        who::store_links(
+            &mut tx,
+            ISS,
+            &flags,
+            Some(&logo),
+            time::OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let name = who::sha256_hex(BRAND_LOGO);
+        pact_db::logos::put(&app.db, &name, "image/png", BRAND_LOGO)
+            .await
+            .unwrap();
+        pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &json!(name))
+            .await
+            .unwrap();
+        pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &json!("#7a1f5c"))
+            .await
+            .unwrap();
+        app.settle().await;
+        let hits = platform.hits();
+
+        let p = person(&app, &format!("ann{width}@example.com")).await;
+        add_user(&app, "demo", &format!("bob{width}@example.com"), PASSWORD).await;
+        let auth = app
+            .device_authorize(&pa, "pa-who", "orders:read", None)
+            .await;
+        let mut inp = input(&app, &p, Some(&auth));
+        inp["width"] = json!(width);
+        inp["shots_name"] = json!(format!("who-{width}"));
+        inp["other_email"] = json!(format!("bob{width}@example.com"));
+        let out = journey("who-is-asking", inp).await;
+        assert_eq!(out["elsewhere"], json!([]), "{out}");
+        assert_eq!(out["logo_width"], 64, "{out}");
+        assert_eq!(out["brand_logo_width"], 64, "{out}");
+        assert!(out["logo_src"].as_str().unwrap().starts_with("/logos/"));
+        assert_eq!(out["approve_background"], "rgb(122, 31, 92)", "{out}");
+        assert_eq!(out["links"].as_array().unwrap().len(), 3, "{out}");
+        assert_eq!(out["links"][1]["rel"], "noopener noreferrer");
+        let after = out["consent_after"].as_str().unwrap();
+        assert!(after.contains(&format!("bob{width}@example.com")), "{out}");
+        assert!(after.contains(&auth.user_code), "the same request: {out}");
+        assert_eq!(platform.hits(), hits, "pactd served the logo itself");
+        let (status, tokens) = app.poll(&pa, "pa-who", &auth.device_code).await;
+        assert_eq!(status, 200, "{tokens}");
+    }
+}

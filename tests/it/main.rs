@@ -23,6 +23,7 @@ mod pages_device;
 mod pages_login;
 mod password_reset;
 mod routes;
+mod who_is_asking;
 
 use reqwest::Response;
 

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod db;
 pub mod delegation;
+pub mod logo_server;
 pub mod merchant;
 pub mod pa;
 pub mod pages;

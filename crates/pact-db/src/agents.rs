@@ -221,3 +221,90 @@ pub async fn find_with_brand(
     };
     Ok(AgentAndBrand { agent, brand })
 }
+
+/// What the consent page shows about a platform besides its name (RFC 7591
+/// §2 client metadata: `client_uri`, `logo_uri`, `policy_uri`, `tos_uri`).
+#[derive(Clone, Debug, Default, sqlx::FromRow)]
+pub struct AgentMetadata {
+    pub homepage_uri: Option<String>,
+    pub logo_uri: Option<String>,
+    pub policy_uri: Option<String>,
+    pub tos_uri: Option<String>,
+    /// The stored copy of the logo (`logos.sha256`), when one was accepted.
+    pub logo_sha256: Option<String>,
+    pub logo_fetched_at: Option<OffsetDateTime>,
+}
+
+pub async fn metadata(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<AgentMetadata>> {
+    sqlx::query_as(
+        "select homepage_uri, logo_uri, policy_uri, tos_uri, logo_sha256, logo_fetched_at \
+         from agents where issuer = $1",
+    )
+    .bind(issuer)
+    .fetch_optional(db)
+    .await
+}
+
+/// Sets the platform's links. A changed `logo_uri` forgets the stored logo
+/// (it belonged to the old URI); `logo` is the copy just fetched from the new
+/// one, if any. False when the issuer is unknown.
+pub async fn set_metadata(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    m: &AgentMetadata,
+    fetched_at: Option<OffsetDateTime>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update agents set homepage_uri = $2, logo_uri = $3, policy_uri = $4, tos_uri = $5, \
+         logo_sha256 = $6, logo_fetched_at = $7, updated_at = now() where issuer = $1",
+    )
+    .bind(issuer)
+    .bind(&m.homepage_uri)
+    .bind(&m.logo_uri)
+    .bind(&m.policy_uri)
+    .bind(&m.tos_uri)
+    .bind(&m.logo_sha256)
+    .bind(fetched_at)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Claims the refresh of a platform's logo when its last attempt is older
+/// than `stale_before` (or there was none): returns the `logo_uri` to fetch.
+/// The conditional update makes one node, one request, do each refresh.
+pub async fn claim_logo_refresh(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    now: OffsetDateTime,
+    stale_before: OffsetDateTime,
+) -> DbResult<Option<String>> {
+    sqlx::query_scalar(
+        "update agents set logo_fetched_at = $2 where issuer = $1 and logo_uri is not null \
+         and (logo_fetched_at is null or logo_fetched_at < $3) returning logo_uri",
+    )
+    .bind(issuer)
+    .bind(now)
+    .bind(stale_before)
+    .fetch_optional(db)
+    .await
+}
+
+/// Stores a refreshed logo, unless `logo_uri` changed meanwhile.
+pub async fn set_logo(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    logo_uri: &str,
+    sha256: &str,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update agents set logo_sha256 = $3 where issuer = $1 and logo_uri = $2 \
+         and logo_sha256 is distinct from $3",
+    )
+    .bind(issuer)
+    .bind(logo_uri)
+    .bind(sha256)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -14,6 +14,7 @@ pub mod demo_orders;
 pub mod device_authorizations;
 pub mod grants;
 pub mod local_cluster;
+pub mod logos;
 pub mod merchant;
 pub mod password_resets;
 pub mod receipts;

@@ -20,6 +20,7 @@ mod error;
 mod jwks_cache;
 mod jwks_fetch;
 mod keys;
+mod logo_fetch;
 mod pa_jwt;
 mod provider_keys;
 mod receipt;
@@ -48,6 +49,9 @@ pub use delegation::{
 pub use error::{JwksError, PaJwtError};
 pub use jwks_cache::{JwksCache, JwksPolicy};
 pub use keys::{KeySet, VerifyingKey};
+pub use logo_fetch::{
+    LOGO_FETCH_TIMEOUT, Logo, LogoError, MAX_LOGO_BYTES, fetch_logo, sniff_image,
+};
 pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
 pub use provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};
 pub use receipt::{

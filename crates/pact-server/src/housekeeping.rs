@@ -53,6 +53,13 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(deleted = n, "removed abandoned turn claims"),
         Err(e) => tracing::warn!(error = %e, "turn claim cleanup failed"),
     }
+    // Logos nobody shows any more; a day of grace covers a registration
+    // that stored one and has not referenced it yet.
+    match pact_db::logos::delete_unused(&state.db, now - time::Duration::days(1)).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, "removed unused logos"),
+        Err(e) => tracing::warn!(error = %e, "logo cleanup failed"),
+    }
     if let Err(e) = state.keys.refresh(&state.db).await {
         tracing::warn!(error = %e, "periodic key reload failed");
     }

@@ -30,6 +30,7 @@ pub mod serve;
 pub mod state;
 pub mod telemetry;
 pub mod web;
+pub mod who;
 
 pub use config::Config;
 pub use router::router;

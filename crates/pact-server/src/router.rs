@@ -62,6 +62,9 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/static/style.css", get(web::assets::style))
         .route("/static/webauthn.js", get(web::assets::webauthn_js))
+        // web: logos and brand accents from our own origin (web/logos.rs)
+        .route("/logos/{name}", get(web::logos::logo))
+        .route("/theme/{file}", get(web::logos::theme))
         // web: sign-in, second factors, TOTP enrolment, recovery codes (web/login.rs, web/mfa.rs)
         .route(
             "/login",
@@ -99,6 +102,7 @@ pub fn router(state: AppState) -> Router {
             get(web::device::show).post(web::device::decide),
         )
         .route("/device/done", get(web::device::done))
+        .route("/device/not-you", post(web::device::not_you))
         .route("/device/assertion", post(web::brand_login::assertion))
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
         .route("/account", get(web::account::page))

@@ -7,6 +7,7 @@ use pact_db::PgPool;
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
 use pact_server::domain::hidden_chars;
+use pact_server::who;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -235,9 +236,20 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             name,
             rate_limit_pa,
             rate_limit_user,
+            logo_uri,
+            homepage,
+            policy_uri,
+            tos_uri,
         } => {
             let pa = agent_limit(rate_limit_pa.as_deref(), "--rate-limit-pa")?;
             let user = agent_limit(rate_limit_user.as_deref(), "--rate-limit-user")?;
+            let links = who::LinkFlags {
+                homepage: homepage.clone(),
+                logo: logo_uri.clone(),
+                policy: policy_uri.clone(),
+                tos: tos_uri.clone(),
+            };
+            links.check().map_err(anyhow::Error::msg)?;
             if issuer.trim().is_empty() || issuer.trim() != issuer {
                 bail!(
                     "the issuer must be a non-empty string without surrounding spaces (it is compared exactly)"
@@ -252,6 +264,17 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             if let Some(c) = hidden_chars::first_hidden(&name) {
                 bail!("{}", hidden_chars::refusal("the agent name", c));
             }
+            // Fetched before anything is written: a logo that is refused
+            // (SVG, HTML, too large, a redirect, a private address) leaves
+            // the registration as it was.
+            let logo = match links.logo_to_fetch() {
+                Some(uri) => Some(
+                    who::fetch_for_registration(uri)
+                        .await
+                        .map_err(anyhow::Error::msg)?,
+                ),
+                None => None,
+            };
             let mut tx = pool.begin().await?;
             let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
             // Re-registering without the flags keeps the limits the PA has.
@@ -264,15 +287,38 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 )
                 .await?;
             }
+            let meta = if links.any() {
+                Some(
+                    who::store_links(
+                        &mut tx,
+                        issuer,
+                        &links,
+                        logo.as_ref(),
+                        OffsetDateTime::now_utc(),
+                    )
+                    .await?,
+                )
+            } else {
+                None
+            };
             tx.commit().await?;
             audit(
                 pool,
                 "agent.register",
                 issuer,
                 None,
-                serde_json::json!({"jwks_uri": jwks_uri, "name": name, "pa_limit": pa, "user_limit": user}),
+                serde_json::json!({"jwks_uri": jwks_uri, "name": name, "pa_limit": pa, "user_limit": user,
+                    "logo_uri": logo_uri, "homepage": homepage, "policy_uri": policy_uri, "tos_uri": tos_uri}),
             )
             .await?;
+            if let (Some(logo), Some(m)) = (&logo, &meta) {
+                println!(
+                    "logo: {} bytes of {} stored as /logos/{}",
+                    logo.bytes.len(),
+                    logo.content_type,
+                    m.logo_sha256.as_deref().unwrap_or("-")
+                );
+            }
             println!(
                 "registered {} (jwks {}), {}",
                 agent.issuer,
@@ -535,6 +581,9 @@ fn has_settings(a: &BrandSetArgs) -> bool {
         || a.login_url.is_some()
         || a.no_external_login
         || a.grant_ttl_days.is_some()
+        || a.logo.is_some()
+        || a.no_logo
+        || a.accent.is_some()
 }
 
 async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
@@ -558,14 +607,36 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     if let Some(days) = a.grant_ttl_days {
         changes.push(("grant_ttl_days", json!(days)));
     }
+    if let Some(accent) = &a.accent {
+        if accent == "none" {
+            changes.push((who::ACCENT_KEY, Value::Null));
+        } else {
+            let accent = who::check_accent(accent).map_err(anyhow::Error::msg)?;
+            changes.push((who::ACCENT_KEY, json!(accent)));
+        }
+    }
+    if a.no_logo {
+        changes.push((who::LOGO_KEY, Value::Null));
+    }
+    let mut logo_file = None;
+    if let Some(path) = &a.logo {
+        let bytes = read_logo_file(path)?;
+        let content_type = who::check_brand_logo(&bytes).map_err(anyhow::Error::msg)?;
+        let name = who::sha256_hex(&bytes);
+        changes.push((who::LOGO_KEY, json!(name)));
+        logo_file = Some((name, content_type, bytes));
+    }
     if changes.is_empty() {
         bail!(
             "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
              --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
-             --tool-timeout-ms or --demo-agent"
+             --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"
         );
     }
     let mut tx = pool.begin().await?;
+    if let Some((name, content_type, bytes)) = &logo_file {
+        pact_db::logos::put(&mut *tx, name, content_type, bytes).await?;
+    }
     for (key, value) in &changes {
         pact_db::brands::set_setting(&mut *tx, &a.brand_id, key, value).await?;
     }
@@ -579,6 +650,19 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
         println!("{}: {key} = {shown}", a.brand_id);
     }
     Ok(())
+}
+
+/// Reads a brand logo file, refusing anything larger than the cap before
+/// reading it whole.
+fn read_logo_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("--logo: cannot read {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(who::MAX_BRAND_LOGO_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("--logo: cannot read {}", path.display()))?;
+    Ok(bytes)
 }
 
 /// A brand's own login page: https, or http on a loopback host (development);

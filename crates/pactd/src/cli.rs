@@ -464,6 +464,16 @@ pub struct BrandSetArgs {
     /// Answer the brand with the built-in demo agent again.
     #[arg(long)]
     pub demo_agent: bool,
+    /// The brand's logo on its pages: a PNG, JPEG or WebP file, at most 256 KiB.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_logo")]
+    pub logo: Option<PathBuf>,
+    /// Remove the brand's logo.
+    #[arg(long)]
+    pub no_logo: bool,
+    /// The brand's colour for buttons and links, #rrggbb, with at least 4.5:1
+    /// contrast to white ("none" removes it).
+    #[arg(long, value_name = "#RRGGBB")]
+    pub accent: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -523,6 +533,19 @@ pub enum AgentCommand {
         /// This PA's own limit per user: RATE,BURST [default: the node's --rate-limit-user].
         #[arg(long, value_name = "RATE,BURST")]
         rate_limit_user: Option<String>,
+        /// The platform's logo (RFC 7591 §2 logo_uri), fetched now by pactd
+        /// and served from pactd's own origin on consent ("" removes it).
+        #[arg(long, value_name = "URL")]
+        logo_uri: Option<String>,
+        /// The platform's homepage (RFC 7591 §2 client_uri), linked on consent ("" removes it).
+        #[arg(long, value_name = "URL")]
+        homepage: Option<String>,
+        /// The platform's privacy policy (RFC 7591 §2 policy_uri) ("" removes it).
+        #[arg(long, value_name = "URL")]
+        policy_uri: Option<String>,
+        /// The platform's terms of service (RFC 7591 §2 tos_uri) ("" removes it).
+        #[arg(long, value_name = "URL")]
+        tos_uri: Option<String>,
     },
     /// Set (or, without flags, clear) a registered PA's own rate limits.
     Limits {

@@ -475,6 +475,127 @@ async fn bidi_and_invisible_characters_are_refused_in_shown_text() {
     );
 }
 
+/// Issue 9, item 8 ("Who is asking"), through the binary: the platform's
+/// links (RFC 7591 §2 client_uri, logo_uri, policy_uri, tos_uri) and the
+/// brand's logo and accent. A logo that is not a raster image, or a colour
+/// white text cannot be read on, is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn who_is_asking_flags_store_links_logos_and_accents_and_refuse_bad_ones() {
+    use pact_tests::logo_server::{BRAND_LOGO, EVIL_SVG, LogoServer, PA_LOGO};
+    let db = pact_tests::db::fresh_database().await;
+    let platform = LogoServer::start().await;
+    let add = |extra: &[&str]| {
+        let mut args = vec![
+            "agent",
+            "add",
+            "--issuer",
+            "https://pa.example",
+            "--jwks-uri",
+            "https://pa.example/jwks.json",
+        ];
+        args.extend_from_slice(extra);
+        args.iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<String>>()
+    };
+    let svg = platform.url("/logo.svg");
+    for (extra, says) in [
+        (vec!["--homepage", "http://pa.example/"], "--homepage"),
+        (
+            vec!["--tos-uri", "https://10.0.0.1/terms"],
+            "forbidden address",
+        ),
+        (
+            vec!["--policy-uri", "https://pa.example/\u{202e}"],
+            "U+202E",
+        ),
+        (vec!["--logo-uri", svg.as_str()], "not a PNG"),
+    ] {
+        let args = add(&extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let refused = run(pactd_on(&db), &args).await;
+        assert!(refused.failed().contains(says), "{}", refused.describe());
+    }
+    let list = run(pactd_on(&db), &["agent", "list"]).await;
+    assert!(
+        !list.succeeded().contains("pa.example"),
+        "nothing registered"
+    );
+
+    let png = platform.url("/logo.png");
+    let args = add(&[
+        "--logo-uri",
+        &png,
+        "--homepage",
+        "https://pa.example/",
+        "--policy-uri",
+        "https://pa.example/privacy",
+        "--tos-uri",
+        "https://pa.example/terms",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let added = run(pactd_on(&db), &args).await;
+    let name = pact_server::who::sha256_hex(PA_LOGO);
+    assert!(
+        added.succeeded().contains(&format!("/logos/{name}")),
+        "{}",
+        added.describe()
+    );
+
+    run(pactd_on(&db), &["brand", "add", "acme", "--name", "Acme"])
+        .await
+        .succeeded();
+    let dir = std::env::temp_dir().join(format!("pactd-who-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, bad) = (dir.join("logo.png"), dir.join("logo.svg"));
+    std::fs::write(&good, BRAND_LOGO).unwrap();
+    std::fs::write(&bad, EVIL_SVG).unwrap();
+    let refused = run(
+        pactd_on(&db),
+        &["brand", "set", "acme", "--accent", "#ffcc00"],
+    )
+    .await;
+    assert!(refused.failed().contains("4.5:1"), "{}", refused.describe());
+    let refused = run(
+        pactd_on(&db),
+        &["brand", "set", "acme", "--logo", bad.to_str().unwrap()],
+    )
+    .await;
+    assert!(refused.failed().contains("SVG"), "{}", refused.describe());
+    let set = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "set",
+            "acme",
+            "--accent",
+            "#7A1F5C",
+            "--logo",
+            good.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let out = set.succeeded();
+    assert!(
+        out.contains(r##"accent = "#7a1f5c""##),
+        "{}",
+        set.describe()
+    );
+    assert!(
+        out.contains(&pact_server::who::sha256_hex(BRAND_LOGO)),
+        "{}",
+        set.describe()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+
+    let mut conn = sqlx::PgConnection::connect(&db).await.unwrap();
+    let logos: i64 = sqlx::query_scalar("select count(*) from logos")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(logos, 2, "the platform's and the brand's");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
     let db = pact_tests::db::fresh_database().await;

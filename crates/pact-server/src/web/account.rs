@@ -142,6 +142,8 @@ pub struct MfaView {
 #[template(path = "account.html")]
 pub struct AccountPage {
     pub brand_name: String,
+    /// The brand's logo and accent.
+    pub look: crate::who::Look,
     pub signed_in: bool,
     pub csrf: String,
     /// "as alice@example.com" for a built-in account.
@@ -304,6 +306,7 @@ pub async fn page(
 
     let page = AccountPage {
         brand_name: brand.name.clone(),
+        look: crate::who::Look::of(&brand.settings),
         signed_in: true,
         csrf: session.csrf_token.clone(),
         email,

@@ -46,6 +46,7 @@ use crate::client_ip::ClientIp;
 use crate::consent::{self, Approval, ConsentError};
 use crate::domain::{authz_details, hidden_chars, user_code};
 use crate::state::AppState;
+use crate::who;
 
 /// The brand name shown before any code is known.
 const NO_BRAND: &str = "pactd";
@@ -60,6 +61,14 @@ struct DevicePage<'a> {
     csrf: &'a str,
     code: &'a str,
     error: Option<&'a str>,
+}
+
+/// One of the platform's registered links (RFC 7591 §2 `client_uri`,
+/// `policy_uri`, `tos_uri`), shown with its host so the person sees where it goes.
+struct LinkRow {
+    label: &'static str,
+    href: String,
+    host: String,
 }
 
 struct ScopeRow {
@@ -80,6 +89,12 @@ struct ConsentPage<'a> {
     authorization: String,
     agent_name: &'a str,
     agent_origin: &'a str,
+    /// `/logos/{sha256}`: the platform's logo as pactd stored it.
+    agent_logo: Option<String>,
+    /// Shown instead of a logo: the name's first letter.
+    agent_initial: String,
+    links: Vec<LinkRow>,
+    look: crate::who::Look,
     user_label: &'a str,
     user_code: String,
     requested_at: String,
@@ -101,6 +116,7 @@ struct DonePage<'a> {
     approved: bool,
     agent_name: &'a str,
     granted: Vec<String>,
+    look: crate::who::Look,
 }
 
 // ---------------------------------------------------------------- helpers
@@ -466,6 +482,28 @@ async fn consent_page(
         || "An unregistered agent".to_owned(),
         |a| hidden_chars::visible(&a.name),
     );
+    let meta = pact_db::agents::metadata(&app.db, &d.auth.pa_issuer)
+        .await?
+        .unwrap_or_default();
+    who::refresh_in_background(app, &d.auth.pa_issuer, &meta, now);
+    let links = [
+        ("Website", &meta.homepage_uri),
+        ("Privacy policy", &meta.policy_uri),
+        ("Terms of service", &meta.tos_uri),
+    ]
+    .into_iter()
+    .filter_map(|(label, uri)| {
+        uri.as_ref().map(|u| LinkRow {
+            label,
+            href: u.clone(),
+            host: who::link_host(u),
+        })
+    })
+    .collect();
+    let agent_initial = agent_name
+        .chars()
+        .find(|c| c.is_alphanumeric())
+        .map_or_else(|| "?".to_owned(), |c| c.to_uppercase().collect());
     let offered = brand_scopes(app, &d.brand.id).await?;
     let describe = |id: &str| {
         let text = offered
@@ -510,6 +548,14 @@ async fn consent_page(
         authorization: d.auth.id.to_string(),
         agent_name: &agent_name,
         agent_origin: &origin_of(&d.auth.pa_issuer),
+        agent_logo: meta
+            .logo_sha256
+            .as_deref()
+            .filter(|s| who::is_logo_name(s))
+            .map(|s| format!("/logos/{s}")),
+        agent_initial,
+        links,
+        look: who::Look::of(&d.brand.settings),
         user_label: &d.user_label,
         user_code: user_code::display(&d.auth.user_code),
         requested_at: absolute(d.auth.created_at),
@@ -642,6 +688,45 @@ async fn approve(
     Ok(see_other("/device/done"))
 }
 
+// ---------------------------------------------------------------- not you
+
+/// `POST /device/not-you`: the person on the consent page is signed in as
+/// someone else (a shared computer). Sign out, keep only the request being
+/// decided, and go back to it: the consent page then asks to sign in again
+/// (PACT §5.2: the grant is for the person who approves). A plain form, so
+/// it works without JavaScript.
+pub async fn not_you(
+    State(app): State<AppState>,
+    browser: Browser,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (old, form) = security::guard_post(&app, &headers, &browser, &body)?;
+    let Some(id) = old.device_authorization_id else {
+        return Ok(see_other("/device"));
+    };
+    // Like Approve: the form must be for the request the session holds.
+    if form.get("authorization") != Some(id.to_string().as_str()) {
+        return Err(PageError::Forbidden(
+            "This page was for another request: a different code was entered since, perhaps in another tab. \
+             Review the request now shown."
+                .to_owned(),
+        ));
+    }
+    // A new session id (rotation), signed out, carrying only the request.
+    let (_, cookie) = session::start(
+        &app,
+        Some(old),
+        SessionState {
+            device_authorization_id: Some(id),
+            ..SessionState::default()
+        },
+    )
+    .await?;
+    tracing::info!(authorization = %id, "signed out from the consent page (\"not you\")");
+    Ok(with_cookie(see_other("/device/consent"), Some(cookie)))
+}
+
 // ---------------------------------------------------------------- done
 
 /// `GET /device/done`.
@@ -660,6 +745,9 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
     };
     let brand = pact_db::brands::find(&app.db, &auth.brand_id).await?;
     let brand_name = brand.as_ref().map_or(NO_BRAND, |b| b.name.as_str());
+    let look = brand
+        .as_ref()
+        .map_or_else(who::Look::none, |b| who::Look::of(&b.settings));
     let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| "your agent".to_owned(), |a| a.name);
     let approved = auth.status == "approved" || auth.status == "redeemed";
@@ -691,6 +779,7 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
         approved,
         agent_name: &agent_name,
         granted,
+        look,
     };
     Ok(render(&page, StatusCode::OK))
 }

@@ -312,6 +312,8 @@ pub struct LoginPage<'a> {
     pub passkeys: bool,
     /// "Forgot your password?" can be offered (mail is configured).
     pub forgot: bool,
+    /// The brand's logo and accent.
+    pub look: crate::who::Look,
 }
 
 pub async fn get_login(
@@ -339,6 +341,7 @@ pub async fn get_login(
         notice: q.out.is_some().then_some("You are signed out."),
         passkeys: state.webauthn.is_some(),
         forgot: state.mailer.is_some(),
+        look: crate::who::Look::of(&brand.settings),
     };
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
@@ -365,6 +368,7 @@ pub async fn post_login(
             notice: None,
             passkeys: state.webauthn.is_some(),
             forgot: state.mailer.is_some(),
+            look: crate::who::Look::of(&brand.settings),
         };
         with_headers(render(&p, status), None, retry)
     };

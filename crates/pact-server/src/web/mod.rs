@@ -15,6 +15,7 @@ pub mod device;
 pub mod form;
 pub mod limits;
 pub mod login;
+pub mod logos;
 pub mod mfa;
 pub mod page;
 pub mod passkeys;
