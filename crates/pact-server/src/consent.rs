@@ -44,15 +44,71 @@ pub struct Approval<'a> {
 
 /// Grant lifetime for a brand: its `grant_ttl_days` setting, else the default.
 pub fn grant_ttl(state: &AppState, brand_settings: &Value) -> time::Duration {
+    let default = time::Duration::try_from(state.config.delegation.grant_ttl)
+        .unwrap_or(time::Duration::days(30));
+    brand_grant_ttl(brand_settings, default)
+}
+
+/// `grant_ttl_days` when it is a whole number of days from 1 to 365; anything
+/// else (missing, zero, negative, a string, years) falls back to `default`.
+fn brand_grant_ttl(brand_settings: &Value, default: time::Duration) -> time::Duration {
     brand_settings
         .get("grant_ttl_days")
         .and_then(Value::as_i64)
         .filter(|d| (1..=365).contains(d))
-        .map(time::Duration::days)
-        .unwrap_or_else(|| {
-            time::Duration::try_from(state.config.delegation.grant_ttl)
-                .unwrap_or(time::Duration::days(30))
-        })
+        .map_or(default, time::Duration::days)
+}
+
+/// The `authorization_details` a grant gets from the person's choice
+/// (RFC 9396 §7: the AS may grant less than requested, never more): `None`
+/// keeps every requested entry, so a restriction is never dropped silently;
+/// a choice must be a non-empty subset of what was requested.
+fn chosen_details(
+    chosen: Option<Value>,
+    requested: &Option<Value>,
+) -> Result<Option<Value>, ConsentError> {
+    match (chosen, requested) {
+        (None, requested) => Ok(requested.clone()),
+        (Some(chosen), Some(Value::Array(requested))) => {
+            let ok = chosen
+                .as_array()
+                .is_some_and(|c| !c.is_empty() && c.iter().all(|e| requested.contains(e)));
+            if ok {
+                Ok(Some(chosen))
+            } else {
+                Err(ConsentError::DetailsNotRequested)
+            }
+        }
+        (Some(_), _) => Err(ConsentError::DetailsNotRequested),
+    }
+}
+
+/// A step-up adds to what the person already allowed this PA (PACT §5.5):
+/// the new grant carries the union of scopes and of details entries (each
+/// entry once, in the order first seen).
+fn union_with_previous(
+    approved: &BTreeSet<String>,
+    details: Option<Value>,
+    previous: &[Grant],
+) -> (Vec<String>, Option<Value>) {
+    let mut all_scopes = approved.clone();
+    let mut all_details: Vec<Value> = details
+        .as_ref()
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for g in previous {
+        all_scopes.extend(g.scopes.iter().cloned());
+        if let Some(Value::Array(entries)) = &g.authorization_details {
+            for e in entries {
+                if !all_details.contains(e) {
+                    all_details.push(e.clone());
+                }
+            }
+        }
+    }
+    let details = (!all_details.is_empty()).then_some(Value::Array(all_details));
+    (all_scopes.into_iter().collect(), details)
 }
 
 pub async fn approve(
@@ -69,19 +125,7 @@ pub async fn approve(
     if !scopes::approvable(&requested, &approval.scopes) {
         return Err(ConsentError::ScopesNotRequested);
     }
-    let details = match (approval.authorization_details, &auth.authorization_details) {
-        (None, requested) => requested.clone(),
-        (Some(chosen), Some(Value::Array(requested))) => {
-            let ok = chosen
-                .as_array()
-                .is_some_and(|c| !c.is_empty() && c.iter().all(|e| requested.contains(e)));
-            if !ok {
-                return Err(ConsentError::DetailsNotRequested);
-            }
-            Some(chosen)
-        }
-        (Some(_), _) => return Err(ConsentError::DetailsNotRequested),
-    };
+    let details = chosen_details(approval.authorization_details, &auth.authorization_details)?;
 
     // A step-up adds to what the user already allowed this PA: the new grant
     // carries the union. The older grants are superseded only when the new
@@ -98,24 +142,7 @@ pub async fn approve(
         now,
     )
     .await?;
-    let mut all_scopes = approval.scopes.clone();
-    let mut all_details: Vec<Value> = details
-        .as_ref()
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for g in &previous {
-        all_scopes.extend(g.scopes.iter().cloned());
-        if let Some(Value::Array(entries)) = &g.authorization_details {
-            for e in entries {
-                if !all_details.contains(e) {
-                    all_details.push(e.clone());
-                }
-            }
-        }
-    }
-    let scopes_vec: Vec<String> = all_scopes.into_iter().collect();
-    let details_value = (!all_details.is_empty()).then_some(Value::Array(all_details));
+    let (scopes_vec, details_value) = union_with_previous(&approval.scopes, details, &previous);
     let grant = pact_db::grants::insert(
         &mut *tx,
         NewGrant {
@@ -173,4 +200,168 @@ fn check_decidable(auth: &DeviceAuthorization, now: OffsetDateTime) -> Result<()
         return Err(ConsentError::Expired);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The decision's rules as plain functions: what may be decided, which
+    //! details a grant keeps, what a step-up's grant carries, how long it lives.
+
+    use serde_json::json;
+    use time::Duration;
+
+    use super::*;
+
+    fn authorization(
+        status: &str,
+        expires_in: Duration,
+        now: OffsetDateTime,
+    ) -> DeviceAuthorization {
+        DeviceAuthorization {
+            id: Uuid::new_v4(),
+            brand_id: "demo".to_owned(),
+            pa_issuer: "https://pa.example".to_owned(),
+            pa_sub: "pa-u".to_owned(),
+            user_code: "BCDF-GHJK".to_owned(),
+            scopes: vec!["orders:read".to_owned()],
+            authorization_details: None,
+            status: status.to_owned(),
+            interval_secs: 5,
+            last_polled_at: None,
+            expires_at: now + expires_in,
+            created_at: now - Duration::minutes(1),
+            request_ip: None,
+            decided_at: None,
+            user_sub: None,
+            grant_id: None,
+        }
+    }
+
+    #[test]
+    fn only_a_pending_unexpired_authorization_can_be_decided() {
+        let now = OffsetDateTime::now_utc();
+        let cases = [
+            ("pending", Duration::minutes(5), true),
+            ("pending", Duration::ZERO, false), // expires_at == now is expired (RFC 8628 §3.5)
+            ("pending", Duration::seconds(-1), false),
+            ("approved", Duration::minutes(5), false),
+            ("denied", Duration::minutes(5), false),
+        ];
+        for (status, expires_in, decidable) in cases {
+            let auth = authorization(status, expires_in, now);
+            assert_eq!(
+                check_decidable(&auth, now).is_ok(),
+                decidable,
+                "{status} expiring in {expires_in}"
+            );
+        }
+        assert!(matches!(
+            check_decidable(&authorization("approved", Duration::minutes(5), now), now),
+            Err(ConsentError::AlreadyDecided)
+        ));
+        assert!(matches!(
+            check_decidable(&authorization("pending", Duration::ZERO, now), now),
+            Err(ConsentError::Expired)
+        ));
+    }
+
+    #[test]
+    fn a_grant_keeps_every_requested_restriction_unless_the_person_narrows_it() {
+        let one = json!({"type": "order_cancellation", "order_ids": ["DEMO-1"]});
+        let two = json!({"type": "order_cancellation", "order_ids": ["DEMO-2"]});
+        let requested = Some(json!([one.clone(), two.clone()]));
+        // Nothing chosen: all of them, never none.
+        assert_eq!(chosen_details(None, &requested).unwrap(), requested.clone());
+        assert_eq!(chosen_details(None, &None).unwrap(), None);
+        // A subset is kept as chosen.
+        assert_eq!(
+            chosen_details(Some(json!([two.clone()])), &requested).unwrap(),
+            Some(json!([two.clone()]))
+        );
+        // Never more, never an empty list (which would lift every restriction),
+        // never details where none were requested.
+        let other = json!({"type": "order_cancellation", "order_ids": ["DEMO-3"]});
+        for chosen in [
+            json!([other.clone()]),
+            json!([]),
+            json!(one.clone()),
+            json!("x"),
+        ] {
+            assert!(
+                matches!(
+                    chosen_details(Some(chosen.clone()), &requested),
+                    Err(ConsentError::DetailsNotRequested)
+                ),
+                "{chosen}"
+            );
+        }
+        assert!(chosen_details(Some(json!([one])), &None).is_err());
+    }
+
+    fn grant(scopes: &[&str], details: Option<Value>) -> Grant {
+        let now = OffsetDateTime::now_utc();
+        Grant {
+            id: Uuid::new_v4(),
+            brand_id: "demo".to_owned(),
+            pa_issuer: "https://pa.example".to_owned(),
+            user_sub: "u-1".to_owned(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            authorization_details: details,
+            created_at: now,
+            expires_at: now + Duration::days(30),
+            last_used_at: None,
+            revoked_at: None,
+            revoked_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_step_up_grant_carries_the_union_of_what_was_allowed_before() {
+        let approved: BTreeSet<String> = ["orders:cancel".to_owned()].into();
+        let one = json!({"type": "order_cancellation", "order_ids": ["DEMO-1"]});
+        let two = json!({"type": "order_cancellation", "order_ids": ["DEMO-2"]});
+        let previous = [
+            grant(&["orders:read"], None),
+            grant(
+                &["orders:read", "orders:cancel"],
+                Some(json!([one.clone()])),
+            ),
+        ];
+        let (scopes, details) = union_with_previous(
+            &approved,
+            Some(json!([two.clone(), one.clone()])),
+            &previous,
+        );
+        assert_eq!(scopes, ["orders:cancel", "orders:read"]);
+        assert_eq!(details, Some(json!([two, one])), "each entry once");
+        // No details anywhere: none on the grant (not an empty list).
+        let (scopes, details) = union_with_previous(&approved, None, &previous[..1]);
+        assert_eq!(scopes, ["orders:cancel", "orders:read"]);
+        assert_eq!(details, None);
+        // No earlier grant: exactly what was approved.
+        let (scopes, _) = union_with_previous(&approved, None, &[]);
+        assert_eq!(scopes, ["orders:cancel"]);
+    }
+
+    #[test]
+    fn a_brands_grant_lifetime_is_whole_days_from_1_to_365_else_the_default() {
+        let default = Duration::days(30);
+        for (settings, days) in [
+            (json!({}), 30),
+            (json!({"grant_ttl_days": 7}), 7),
+            (json!({"grant_ttl_days": 1}), 1),
+            (json!({"grant_ttl_days": 365}), 365),
+            (json!({"grant_ttl_days": 366}), 30),
+            (json!({"grant_ttl_days": 0}), 30),
+            (json!({"grant_ttl_days": -5}), 30),
+            (json!({"grant_ttl_days": "7"}), 30),
+            (json!({"grant_ttl_days": 7.5}), 30),
+        ] {
+            assert_eq!(
+                brand_grant_ttl(&settings, default),
+                Duration::days(days),
+                "{settings}"
+            );
+        }
+    }
 }

@@ -185,3 +185,99 @@ pub fn check_call(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The gate's rule as a table: each row is a call and what the gate must
+    //! answer (PACT §5.5 scopes and step-up, §5.7 authorization_details).
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::authz_details::demo_types;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn delegation(scopes: &[&str], details: Option<Value>) -> Delegation {
+        Delegation {
+            grant_id: Uuid::nil(),
+            user_sub: "u-1".to_owned(),
+            scopes: set(scopes),
+            authorization_details: details,
+        }
+    }
+
+    #[test]
+    fn the_gate_answers_each_call_as_the_rules_say() {
+        let offered = set(&["orders:read", "orders:cancel"]);
+        let types = demo_types();
+        let read_only = delegation(&["orders:read"], None);
+        let both = delegation(&["orders:read", "orders:cancel"], None);
+        let only_demo_1 = delegation(
+            &["orders:read", "orders:cancel"],
+            Some(json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}])),
+        );
+        let missing = |s: &str| Err(ToolError::MissingScope(s.to_owned()));
+        // (case, delegation, tool, the tool's scope, arguments, answer)
+        type Row<'d> = (
+            &'static str,
+            Option<&'d Delegation>,
+            &'static str,
+            Option<&'static str>,
+            Value,
+            Result<(), ToolError>,
+        );
+        #[rustfmt::skip]
+        let table: Vec<Row<'_>> = vec![
+            // A public tool: anyone, even without a delegation.
+            ("public tool, no token", None, "store_hours", None, json!({}), Ok(())),
+            // A scope the brand does not offer is not a step-up: nobody can get it here.
+            ("unoffered scope", Some(&both), "refund", Some("payments:refund"), json!({}), Err(ToolError::Unavailable)),
+            ("unoffered scope, no token", None, "refund", Some("payments:refund"), json!({}), Err(ToolError::Unavailable)),
+            // An offered scope not held: the step-up (PACT §5.5).
+            ("no token", None, "list_orders", Some("orders:read"), json!({}), missing("orders:read")),
+            ("scope not held", Some(&read_only), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-1"}), missing("orders:cancel")),
+            ("scope held", Some(&read_only), "list_orders", Some("orders:read"), json!({}), Ok(())),
+            // No authorization_details: the scope alone rules.
+            ("scope held, no details", Some(&both), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-9"}), Ok(())),
+            // Details bind the real arguments (PACT §5.7).
+            ("named order", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-1"}), Ok(())),
+            ("another order", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-2"}), Err(ToolError::NotPermitted)),
+            ("argument left out", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({}), Err(ToolError::NotPermitted)),
+            ("argument of another JSON type", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": ["DEMO-1"]}), Err(ToolError::NotPermitted)),
+            ("argument as a number", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": 1}), Err(ToolError::NotPermitted)),
+            // Details restrict only the tools their type names.
+            ("details do not touch other tools", Some(&only_demo_1), "list_orders", Some("orders:read"), json!({}), Ok(())),
+        ];
+        for (name, d, tool, scope, args, expected) in table {
+            assert_eq!(
+                check_call(&offered, d, &types, tool, scope, &args),
+                expected,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_record_keeps_what_ran_for_the_receipt_and_what_was_missing_for_the_step_up() {
+        let mut record = GateRecord::default();
+        record.refused(&ToolError::MissingScope("orders:cancel".to_owned()));
+        record.refused(&ToolError::MissingScope("orders:cancel".to_owned()));
+        // Refusals that no approval can fix are not a step-up.
+        record.refused(&ToolError::NotPermitted);
+        record.refused(&ToolError::Unavailable);
+        record.ran("list_orders", Some("orders:read"), &json!({"limit": 3}));
+        record.ran("store_hours", None, &json!({}));
+        assert_eq!(record.missing, set(&["orders:cancel"]));
+        assert_eq!(record.used_scopes, set(&["orders:read"]));
+        let tools: Vec<&str> = record.actions.iter().map(|a| a.tool.as_str()).collect();
+        assert_eq!(tools, ["list_orders", "store_hours"]);
+        // The receipt names the arguments by hash, never by value (PACT §5.6).
+        assert_eq!(
+            record.actions[0].args_hash,
+            Some(pact_jose::args_hash(&json!({"limit": 3})))
+        );
+    }
+}
