@@ -269,24 +269,9 @@ pub fn secret_from_setup_page(html: &str) -> Vec<u8> {
     base32_decode(&html[start..end].replace(' ', ""))
 }
 
-/// RFC 4648 base32 (no padding) to bytes.
+/// RFC 4648 base32 (no padding) to bytes: the server's own decoder.
 pub fn base32_decode(s: &str) -> Vec<u8> {
-    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let mut out = Vec::new();
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = ALPHABET
-            .iter()
-            .position(|&a| a == c)
-            .expect("base32 character") as u32;
-        buffer = (buffer << 5) | v;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((buffer >> bits) & 0xff) as u8);
-        }
-    }
-    out
+    pact_server::accounts::totp::base32_decode(s).expect("base32")
 }
 
 /// The live session a cookie value refers to, read from the database by the

@@ -3,9 +3,10 @@
 //! allowance for clock drift). Replay is stopped by the caller recording the
 //! accepted step (`pact_db::users::advance_totp_step`).
 
-use openssl::hash::MessageDigest;
-use openssl::pkey::PKey;
-use openssl::sign::Signer;
+use totp_rs::{Algorithm, TOTP};
+
+/// The alphabet authenticator apps use (RFC 4648 §6), unpadded.
+const BASE32: base32::Alphabet = base32::Alphabet::Rfc4648 { padding: false };
 
 pub const STEP_SECS: i64 = 30;
 pub const DIGITS: u32 = 6;
@@ -18,47 +19,49 @@ pub fn new_secret() -> Result<Vec<u8>, openssl::error::ErrorStack> {
     Ok(s)
 }
 
-/// RFC 4226 §5.3 HOTP value for a counter.
-pub fn hotp(secret: &[u8], counter: u64) -> Option<u32> {
-    let key = PKey::hmac(secret).ok()?;
-    let mut signer = Signer::new(MessageDigest::sha1(), &key).ok()?;
-    signer.update(&counter.to_be_bytes()).ok()?;
-    let mac = signer.sign_to_vec().ok()?;
-    let offset = usize::from(mac.last()? & 0x0f);
-    let bin = u32::from_be_bytes([
-        mac.get(offset)? & 0x7f,
-        *mac.get(offset + 1)?,
-        *mac.get(offset + 2)?,
-        *mac.get(offset + 3)?,
-    ]);
-    Some(bin % 10u32.pow(DIGITS))
+/// The RFC 6238 generator for a secret (the `totp-rs` crate). Unchecked:
+/// secrets we generate are 160 bits; the length rule is theirs to enforce
+/// at enrolment, not ours to re-check at every sign-in.
+fn generator(secret: &[u8]) -> TOTP {
+    TOTP::new_unchecked(
+        Algorithm::SHA1,
+        DIGITS as usize,
+        0,
+        STEP_SECS.unsigned_abs(),
+        secret.to_vec(),
+    )
 }
 
 pub fn step_at(now_unix: i64) -> i64 {
     now_unix.div_euclid(STEP_SECS)
 }
 
-/// The code for a time, zero-padded.
-pub fn code_at(secret: &[u8], now_unix: i64) -> Option<String> {
-    let step = u64::try_from(step_at(now_unix)).ok()?;
-    hotp(secret, step).map(|v| format!("{v:06}"))
+/// The code of a step, zero-padded; `None` before 1970.
+fn code_of_step(totp: &TOTP, step: i64) -> Option<String> {
+    let start = u64::try_from(step.checked_mul(STEP_SECS)?).ok()?;
+    Some(totp.generate(start))
 }
 
-/// The step the code matches (current ±1), if any. Compares every candidate
-/// so timing does not reveal which step matched.
+/// The code for a time, zero-padded.
+pub fn code_at(secret: &[u8], now_unix: i64) -> Option<String> {
+    code_of_step(&generator(secret), step_at(now_unix))
+}
+
+/// The step the code matches (current ±1, RFC 6238 §5.2's allowance for
+/// drift), if any. Every candidate is compared, in constant time, so timing
+/// does not reveal which step matched.
 pub fn verify(secret: &[u8], code: &str, now_unix: i64) -> Option<i64> {
     let code = code.trim().replace(' ', "");
     if code.len() != DIGITS as usize || !code.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let given: u32 = code.parse().ok()?;
+    let totp = generator(secret);
     let now = step_at(now_unix);
     let mut found = None;
     for step in [now - 1, now, now + 1] {
-        let Ok(counter) = u64::try_from(step) else {
-            continue;
-        };
-        if hotp(secret, counter) == Some(given) {
+        if let Some(expected) = code_of_step(&totp, step)
+            && openssl::memcmp::eq(expected.as_bytes(), code.as_bytes())
+        {
             found = Some(step);
         }
     }
@@ -67,22 +70,18 @@ pub fn verify(secret: &[u8], code: &str, now_unix: i64) -> Option<i64> {
 
 /// RFC 4648 base32 without padding, as authenticator apps take secrets.
 pub fn base32(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let mut out = String::new();
-    let mut buffer: u32 = 0;
-    let mut bits = 0;
-    for &b in bytes {
-        buffer = (buffer << 8) | u32::from(b);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
-        }
-    }
-    if bits > 0 {
-        out.push(char::from(ALPHABET[((buffer << (5 - bits)) & 31) as usize]));
-    }
-    out
+    base32::encode(BASE32, bytes)
+}
+
+/// RFC 4648 base32 to bytes, as authenticator apps show a key: any case,
+/// with spaces, dashes and `=` padding ignored; `None` when it is not base32.
+pub fn base32_decode(text: &str) -> Option<Vec<u8>> {
+    let clean: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-' && *c != '=')
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    base32::decode(BASE32, &clean)
 }
 
 /// The `otpauth://` URI for enrolment (Key Uri Format), shown as a QR code.
@@ -136,5 +135,19 @@ mod tests {
     fn base32_matches_rfc_4648() {
         assert_eq!(base32(b"foobar"), "MZXW6YTBOI");
         assert_eq!(base32(b"f"), "MY");
+        assert_eq!(
+            base32_decode("mzxw 6ytb-oi==").as_deref(),
+            Some(&b"foobar"[..])
+        );
+        assert_eq!(base32_decode("MZXW1"), None);
+    }
+
+    #[test]
+    fn no_code_before_1970_and_no_panic_near_it() {
+        let secret = b"12345678901234567890";
+        assert_eq!(code_at(secret, -31), None);
+        let code = code_at(secret, 0).unwrap();
+        assert_eq!(verify(secret, &code, 0), Some(0));
+        assert_eq!(verify(secret, &code, 10), Some(0));
     }
 }
