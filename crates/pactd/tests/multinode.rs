@@ -1,0 +1,692 @@
+//! The shape a merchant runs, with real processes: three `pactd serve` nodes
+//! on one PostgreSQL behind Debian's nginx running `deploy/nginx/pactd.conf`,
+//! and (in `failover`) pactd through HAProxy running `deploy/haproxy/pactd.cfg`
+//! while a streaming replica is promoted.
+//!
+//! Short by default (CI); `PACTD_SLOW_SUITE=long` runs more rounds for longer.
+//! nginx and HAProxy are required, not optional: a machine without them fails
+//! here with the apt command (`.ci/run` installs them), instead of passing
+//! without having run anything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pact_tests::{TestApp, TestPa};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The client's own address, the proxy's address towards the nodes, and a
+/// forged one: all distinct, so the test sees which one pactd recorded.
+const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 3);
+const PROXY_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+const FORGED_IP: &str = "203.0.113.9";
+const ISSUER: &str = "https://pa.example";
+
+fn long_suite() -> bool {
+    std::env::var("PACTD_SLOW_SUITE").is_ok_and(|v| v == "long")
+}
+
+fn repo_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name)
+}
+
+/// A system tool the test cannot run without: on PATH or in Debian's sbin.
+fn required_tool(name: &str, package: &str) -> PathBuf {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/sbin"])
+        .map(|dir| Path::new(dir).join(name))
+        .find(|p| p.is_file());
+    found.unwrap_or_else(|| {
+        panic!("{name} is needed for this test: apt-get install -y {package} (.ci/run does it)")
+    })
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A private directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(label: &str) -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "pactd-multinode-{label}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        // nginx's and PostgreSQL's unprivileged processes work in here when we are root.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        Self(path)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status();
+}
+
+async fn wait_for_port(addr: SocketAddr, what: &str, log: impl Fn() -> String) {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not listen: {}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// pactd nodes
+// ---------------------------------------------------------------------------
+
+/// What every node of one deployment shares.
+#[derive(Clone)]
+struct Deployment {
+    db_url: String,
+    master_key: String,
+    public_url: String,
+    trusted_proxies: String,
+}
+
+impl Deployment {
+    fn audience(&self) -> String {
+        format!("{}/a2a", self.public_url)
+    }
+
+    /// `pactd` with none of the caller's settings leaking in, on this deployment's database.
+    fn pactd(&self) -> Command {
+        let mut cmd = Command::new(PACTD);
+        for (key, _) in std::env::vars_os() {
+            let key_text = key.to_string_lossy();
+            if key_text.starts_with("PACTD_") || key_text.starts_with("DATABASE_URL") {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("DATABASE_URL", &self.db_url)
+            .env("PACTD_MASTER_KEY", &self.master_key)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+}
+
+/// A `pactd serve` child on 127.0.0.1:`port`.
+struct Node {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Node {
+    async fn start(deployment: &Deployment, port: u16, logs: &Scratch) -> Self {
+        let log = logs.file(&format!("pactd-{port}.log"));
+        let mut cmd = deployment.pactd();
+        cmd.args(["serve", "--no-migrate", "--allow-loopback-jwks"])
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--public-url")
+            .arg(&deployment.public_url)
+            .arg("--trusted-proxies")
+            .arg(&deployment.trusted_proxies)
+            // The stream sends as fast as it can from a few users; the limits are
+            // not what this test is about.
+            .args(["--rate-limit-pa", "100000,100000"])
+            .args(["--rate-limit-user", "100000,100000"])
+            // A retry of a turn whose node died waits at most this long less 2 s.
+            .args(["--request-timeout", "6"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        let mut node = Self {
+            child: cmd.spawn().unwrap(),
+            port,
+            log,
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = node.child.try_wait().unwrap() {
+                panic!("pactd exited before serving ({status}): {}", node.log());
+            }
+            if let Ok(res) = reqwest::get(format!("{}/healthz", node.url())).await
+                && res.status() == 200
+            {
+                return node;
+            }
+            assert!(Instant::now() < deadline, "no /healthz: {}", node.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no drain, whatever is in flight is cut.
+    async fn kill(&mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// nginx with the shipped configuration
+// ---------------------------------------------------------------------------
+
+struct Nginx {
+    child: Child,
+    port: u16,
+    dir: Scratch,
+}
+
+impl Nginx {
+    /// `deploy/nginx/pactd.conf` with only the listen address, the certificate
+    /// lines and the nodes' addresses replaced, nginx's connections to the
+    /// nodes made from [`PROXY_IP`].
+    async fn start(node_ports: &[u16], port: u16) -> Self {
+        let nginx = required_tool("nginx", "nginx-light");
+        let dir = Scratch::new("nginx");
+        let shipped = std::fs::read_to_string(repo_file("deploy/nginx/pactd.conf")).unwrap();
+        let mut conf = String::new();
+        let mut servers = node_ports.iter();
+        let mut replaced = 0;
+        for line in shipped.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("server 10.0.0.") {
+                let port = servers.next().expect("more upstream lines than nodes");
+                let rest = trimmed
+                    .split_once(' ')
+                    .unwrap()
+                    .1
+                    .split_once(' ')
+                    .unwrap()
+                    .1;
+                conf.push_str(&format!("    server 127.0.0.1:{port} {rest}\n"));
+                replaced += 1;
+            } else if trimmed == "listen 443 ssl;" {
+                conf.push_str(&format!("    listen 127.0.0.1:{port};\n"));
+                replaced += 1;
+            } else if trimmed.starts_with("ssl_certificate") {
+                replaced += 1;
+            } else {
+                conf.push_str(line);
+                conf.push('\n');
+            }
+        }
+        assert_eq!(
+            replaced,
+            node_ports.len() + 3,
+            "deploy/nginx/pactd.conf no longer has the lines this test replaces"
+        );
+        assert!(servers.next().is_none(), "fewer upstream lines than nodes");
+        std::fs::write(dir.file("pactd.conf"), conf).unwrap();
+        let d = dir.0.display();
+        let main = format!(
+            "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n  access_log {d}/access.log;\n\
+             client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+             proxy_bind {PROXY_IP};\n  include {d}/pactd.conf;\n}}\n"
+        );
+        std::fs::write(dir.file("nginx.conf"), main).unwrap();
+        let mut cmd = Command::new(nginx);
+        cmd.arg("-p")
+            .arg(&dir.0)
+            .arg("-c")
+            .arg(dir.file("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.file("stderr.log")).unwrap())
+            .kill_on_drop(true);
+        let child = cmd.spawn().unwrap();
+        let this = Self { child, port, dir };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        wait_for_port(addr, "nginx", || this.logs()).await;
+        this
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn logs(&self) -> String {
+        let read = |n: &str| std::fs::read_to_string(self.dir.file(n)).unwrap_or_default();
+        format!("{}{}", read("stderr.log"), read("error.log"))
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM to the master stops its workers too (SIGKILL would leave them
+        // holding the port).
+        if let Some(pid) = self.child.id() {
+            signal(pid, "-TERM");
+            for _ in 0..100 {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The PA's side
+// ---------------------------------------------------------------------------
+
+/// An HTTP client on [`CLIENT_IP`], so pactd can tell it from the proxy.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(IpAddr::V4(CLIENT_IP))
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+struct Agent {
+    pa: TestPa,
+    audience: String,
+    http: reqwest::Client,
+}
+
+/// One user's grant, as the PA holds it.
+struct Connected {
+    sub: String,
+    access: String,
+    refresh: String,
+}
+
+impl Agent {
+    async fn device_authorization(
+        &self,
+        base: &str,
+        sub: &str,
+        forwarded_for: Option<&str>,
+    ) -> Value {
+        let mut req = self
+            .http
+            .post(format!("{base}/a2a/demo/oauth/device_authorization"))
+            .bearer_auth(self.pa.token(sub, &self.audience))
+            .form(&[("client_id", ISSUER), ("scope", "orders:read")]);
+        if let Some(xff) = forwarded_for {
+            req = req.header("X-Forwarded-For", xff);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        res.json().await.unwrap()
+    }
+
+    /// Device authorization and token through `base`; the person approves in between.
+    async fn connect(&self, app: &TestApp, base: &str, sub: &str) -> Connected {
+        let auth = self.device_authorization(base, sub, None).await;
+        app.approve(
+            auth["user_code"].as_str().unwrap(),
+            &format!("user-{sub}"),
+            &["orders:read"],
+        )
+        .await;
+        let res = self
+            .http
+            .post(format!("{base}/a2a/demo/oauth/token"))
+            .bearer_auth(self.pa.token(sub, &self.audience))
+            .form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                ("device_code", auth["device_code"].as_str().unwrap()),
+                ("client_id", ISSUER),
+            ])
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        Connected {
+            sub: sub.to_owned(),
+            access: body["access_token"].as_str().unwrap().to_owned(),
+            refresh: body["refresh_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    async fn send(
+        &self,
+        base: &str,
+        user: &Connected,
+        message_id: &str,
+    ) -> reqwest::Result<reqwest::Response> {
+        let message = json!({"messageId": message_id, "role": "ROLE_USER",
+                             "parts": [{"text": "my orders"}]});
+        self.http
+            .post(format!("{base}/a2a/demo/message:send"))
+            .bearer_auth(self.pa.token(&user.sub, &self.audience))
+            .header("X-A2A-User-Delegation", format!("Bearer {}", user.access))
+            .json(&json!({ "message": message }))
+            .send()
+            .await
+    }
+
+    async fn revoke(&self, base: &str, user: &Connected) -> u16 {
+        self.http
+            .post(format!("{base}/a2a/demo/oauth/revoke"))
+            .bearer_auth(self.pa.token(&user.sub, &self.audience))
+            .form(&[("token", user.refresh.as_str()), ("client_id", ISSUER)])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+}
+
+/// How one request ended, as a client sees it.
+#[derive(Debug)]
+enum Outcome {
+    Ok,
+    /// 503 with `Retry-After` and a JSON body: the client may retry.
+    Retryable,
+    Bad(String),
+}
+
+async fn outcome(res: reqwest::Result<reqwest::Response>) -> Outcome {
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => return Outcome::Bad(format!("transport: {e}")),
+    };
+    let status = res.status().as_u16();
+    let retry_after = res.headers().contains_key("retry-after");
+    let body = res.text().await.unwrap_or_default();
+    match status {
+        200 => Outcome::Ok,
+        503 if retry_after && serde_json::from_str::<Value>(&body).is_ok() => Outcome::Retryable,
+        _ => Outcome::Bad(format!("{status}: {body}")),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: AtomicU64,
+    retryable: AtomicU64,
+    bad: std::sync::Mutex<Vec<String>>,
+}
+
+impl Tally {
+    fn add(&self, o: Outcome) {
+        match o {
+            Outcome::Ok => self.ok.fetch_add(1, Ordering::Relaxed),
+            Outcome::Retryable => self.retryable.fetch_add(1, Ordering::Relaxed),
+            Outcome::Bad(why) => {
+                self.bad.lock().unwrap().push(why);
+                0
+            }
+        };
+    }
+
+    fn figures(&self) -> (u64, u64, Vec<String>) {
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.retryable.load(Ordering::Relaxed),
+            self.bad.lock().unwrap().clone(),
+        )
+    }
+}
+
+/// The database holds nothing half-written: every delegated turn with a reply
+/// has its receipt and every receipt its reply, and every chain verifies.
+async fn assert_nothing_half_written(deployment: &Deployment, db: &sqlx::PgPool) -> i64 {
+    let orphans: i64 = sqlx::query_scalar(
+        "select count(*) from messages m where m.grant_id is not null and m.reply is not null \
+         and not exists (select 1 from receipts r where r.conversation_id = m.conversation_id \
+                         and r.message_id = m.message_id)",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(orphans, 0, "replies stored without their receipt");
+    let unreplied: i64 = sqlx::query_scalar(
+        "select count(*) from receipts r where not exists (select 1 from messages m \
+         where m.conversation_id = r.conversation_id and m.message_id = r.message_id \
+         and m.reply is not null)",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(unreplied, 0, "receipts without their stored reply");
+    let out = deployment
+        .pactd()
+        .args(["receipts", "verify"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pactd receipts verify: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sqlx::query_scalar("select count(*) from receipts")
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Three nodes behind nginx
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight() {
+    let long = long_suite();
+    let nginx_port = free_port();
+    let public_url = format!("http://127.0.0.1:{nginx_port}");
+    // The in-process node only seeds the database and stands in for the
+    // person's consent; all traffic goes through nginx to the real nodes.
+    let app = TestApp::spawn_with(|c| {
+        c.public_url.clone_from(&public_url);
+        c.audience = format!("{public_url}/a2a");
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa(ISSUER).await;
+    let deployment = Deployment {
+        db_url: app.db_url.clone(),
+        master_key: app.master_key.to_base64(),
+        public_url: public_url.clone(),
+        trusted_proxies: PROXY_IP.to_string(),
+    };
+    let logs = Scratch::new("nodes");
+    let ports = [free_port(), free_port(), free_port()];
+    let mut nodes = Vec::new();
+    for port in ports {
+        nodes.push(Node::start(&deployment, port, &logs).await);
+    }
+    // nginx must listen on the port the nodes were told is public.
+    let nginx = Nginx::start(&ports, nginx_port).await;
+    let agent = Arc::new(Agent {
+        pa,
+        audience: deployment.audience(),
+        http: client(),
+    });
+
+    // Trusted proxy: through nginx pactd records the client's address (not
+    // nginx's, not a forged one); straight to a node, a forged header is ignored.
+    let latest_ip = || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "select request_ip from device_authorizations order by created_at desc limit 1",
+        )
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
+    };
+    agent
+        .device_authorization(&nginx.url(), "ip-check", Some(FORGED_IP))
+        .await;
+    assert_eq!(latest_ip().await.as_deref(), Some("127.0.0.3"));
+    agent
+        .device_authorization(&nodes[0].url(), "ip-check", Some(FORGED_IP))
+        .await;
+    assert_eq!(latest_ip().await.as_deref(), Some("127.0.0.3"));
+
+    // The users, each connected through nginx.
+    let senders = if long { 12 } else { 6 };
+    let mut users = Vec::new();
+    for i in 0..senders {
+        users.push(Arc::new(
+            agent.connect(&app, &nginx.url(), &format!("u{i}")).await,
+        ));
+    }
+
+    let rounds = if long { 5 } else { 1 };
+    let round_secs = if long { 20 } else { 4 };
+    let turns = Arc::new(Tally::default());
+    let gets = Arc::new(Tally::default());
+    let started = Instant::now();
+    for round in 0..rounds {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for (i, user) in users.iter().enumerate() {
+            let (agent, user, turns, stop) =
+                (agent.clone(), user.clone(), turns.clone(), stop.clone());
+            let base = nginx.url();
+            tasks.push(tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let id = format!("r{round}-w{i}-m{n}");
+                    turns.add(outcome(agent.send(&base, &user, &id).await).await);
+                    n += 1;
+                }
+            }));
+        }
+        // GETs change nothing, so nginx sends them on to another node even
+        // when the one they reached dies: none may fail.
+        for _ in 0..2 {
+            let (http, gets, stop) = (agent.http.clone(), gets.clone(), stop.clone());
+            let url = format!("{}/a2a/demo/.well-known/agent-card.json", nginx.url());
+            tasks.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    gets.add(outcome(http.get(&url).send().await).await);
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(round_secs / 2)).await;
+        let victim = round % nodes.len();
+        nodes[victim].kill().await;
+        tokio::time::sleep(Duration::from_secs(round_secs / 2)).await;
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        if round + 1 < rounds {
+            nodes[victim] = Node::start(&deployment, ports[victim], &logs).await;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let (ok, retryable, bad) = turns.figures();
+    let (gets_ok, gets_retryable, gets_bad) = gets.figures();
+    eprintln!(
+        "multinode: {rounds} kill(s) in {elapsed:.1} s: {} turns ({ok} ok, {retryable} retryable 503, \
+         {} other), {} GETs ({gets_ok} ok, {gets_retryable} retryable, {} other)",
+        ok + retryable + bad.len() as u64,
+        bad.len(),
+        gets_ok + gets_retryable + gets_bad.len() as u64,
+        gets_bad.len(),
+    );
+    assert!(
+        bad.is_empty(),
+        "turns that failed unclean: {bad:?}\n{}",
+        nginx.logs()
+    );
+    assert!(gets_bad.is_empty(), "GETs that failed: {gets_bad:?}");
+    assert_eq!(gets_retryable, 0, "a GET was not retried on another node");
+    // At most one turn per sender was in flight on the killed node at each kill.
+    assert!(
+        retryable <= (senders * rounds) as u64,
+        "{retryable} retryable answers: more than were in flight"
+    );
+    assert!(ok > 0 && gets_ok > 0);
+
+    // Nothing half-written; a turn the killed node finished but could not
+    // answer may hold a receipt its client never saw.
+    let receipts = assert_nothing_half_written(&deployment, &app.db).await;
+    assert!(
+        receipts >= ok as i64 && receipts <= (ok + retryable) as i64,
+        "{receipts} receipts for {ok} answered and {retryable} cut turns"
+    );
+
+    // Revoked on one node, refused through another at once.
+    let alive: Vec<&Node> = nodes.iter().filter(|n| n.child.id().is_some()).collect();
+    let (a, b) = (alive[0], alive[1]);
+    let user = &users[0];
+    assert_eq!(
+        agent
+            .send(&b.url(), user, "before-revoke")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(agent.revoke(&a.url(), user).await, 200);
+    let revoked_at = Instant::now();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let res = agent
+            .send(&b.url(), user, &format!("after-revoke-{attempts}"))
+            .await
+            .unwrap();
+        if res.status() == 401 {
+            break;
+        }
+        assert!(
+            revoked_at.elapsed() < Duration::from_secs(5),
+            "node B still honours a revoked grant"
+        );
+    }
+    let to_refusal = revoked_at.elapsed();
+    let through_nginx = agent.send(&nginx.url(), user, "after-revoke-lb").await;
+    assert_eq!(through_nginx.unwrap().status(), 401);
+    eprintln!(
+        "multinode: revoked on node A, refused on node B after {:.1} ms ({attempts} attempt(s))",
+        to_refusal.as_secs_f64() * 1000.0
+    );
+    assert_eq!(attempts, 1);
+    drop(nginx);
+    app.stop().await;
+}
