@@ -149,9 +149,19 @@ struct Node {
 
 impl Node {
     async fn start(deployment: &Deployment, port: u16, logs: &Scratch) -> Self {
+        Self::start_with(deployment, port, logs, &[]).await
+    }
+
+    async fn start_with(
+        deployment: &Deployment,
+        port: u16,
+        logs: &Scratch,
+        extra: &[String],
+    ) -> Self {
         let log = logs.file(&format!("pactd-{port}.log"));
         let mut cmd = deployment.pactd();
         cmd.args(["serve", "--no-migrate", "--allow-loopback-jwks"])
+            .args(extra)
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--public-url")
@@ -688,5 +698,450 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
     );
     assert_eq!(attempts, 1);
     drop(nginx);
+    app.stop().await;
+}
+
+// ---------------------------------------------------------------------------
+// Database failover: a real primary and a real streaming replica, HAProxy
+// ---------------------------------------------------------------------------
+
+/// Where initdb really is (it may be a symlink on PATH): pg_basebackup sits
+/// next to it, not necessarily on PATH.
+fn pg_bin_dir() -> PathBuf {
+    let bins = pact_db::local_cluster::LocalCluster::find_binaries()
+        .expect("the PostgreSQL server binaries (apt-get install -y postgresql)");
+    let initdb = std::fs::canonicalize(&bins.initdb).unwrap_or(bins.initdb);
+    initdb.parent().unwrap().to_owned()
+}
+
+/// A PostgreSQL program, as the `postgres` OS user when we are root (the
+/// server refuses to run as root).
+fn pg_command(program: &str) -> Command {
+    let path = pg_bin_dir().join(program);
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let mut cmd = if root {
+        let mut c = Command::new(required_tool("runuser", "util-linux"));
+        c.args(["-u", "postgres", "--"]).arg(path);
+        c
+    } else {
+        Command::new(path)
+    };
+    cmd.stdin(Stdio::null()).kill_on_drop(true);
+    cmd
+}
+
+async fn pg(program: &str, args: &[&str]) {
+    let out = pg_command(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One PostgreSQL server on 127.0.0.1:`port`, data in `data`.
+struct PgServer {
+    data: String,
+    log: String,
+    sockets: String,
+    port: u16,
+}
+
+impl PgServer {
+    fn new(dir: &Scratch, name: &str) -> Self {
+        Self {
+            data: dir.file(name).display().to_string(),
+            log: dir.file(&format!("{name}.log")).display().to_string(),
+            sockets: dir.0.display().to_string(),
+            port: free_port(),
+        }
+    }
+
+    async fn start(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port, self.sockets
+        );
+        pg(
+            "pg_ctl",
+            &[
+                "-D", &self.data, "-l", &self.log, "-o", &options, "-w", "start",
+            ],
+        )
+        .await;
+    }
+
+    fn url(&self, db: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let pg_ctl = pg_bin_dir().join("pg_ctl");
+        let args = ["-D", &self.data, "-m", "immediate", "stop"];
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        let _ = if root {
+            std::process::Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(&pg_ctl)
+                .args(args)
+                .output()
+        } else {
+            std::process::Command::new(&pg_ctl).args(args).output()
+        };
+    }
+}
+
+/// HAProxy running `deploy/haproxy/pactd.cfg` in front of `servers`.
+struct Haproxy {
+    child: Child,
+    port: u16,
+    _dir: Scratch,
+}
+
+impl Haproxy {
+    async fn start(servers: [u16; 2]) -> Self {
+        let haproxy = required_tool("haproxy", "haproxy");
+        let dir = Scratch::new("haproxy");
+        let port = free_port();
+        let shipped = std::fs::read_to_string(repo_file("deploy/haproxy/pactd.cfg")).unwrap();
+        let mut replaced = 0;
+        let conf: String = shipped
+            .lines()
+            .map(|line| {
+                let t = line.trim_start();
+                let new = if t == "bind 127.0.0.1:6432" {
+                    format!("    bind 127.0.0.1:{port}")
+                } else if let Some(rest) = t.strip_prefix("server pg1 10.0.0.21:5432") {
+                    format!("    server pg1 127.0.0.1:{}{rest}", servers[0])
+                } else if let Some(rest) = t.strip_prefix("server pg2 10.0.0.22:5432") {
+                    format!("    server pg2 127.0.0.1:{}{rest}", servers[1])
+                } else {
+                    return format!("{line}\n");
+                };
+                replaced += 1;
+                format!("{new}\n")
+            })
+            .collect();
+        assert_eq!(
+            replaced, 3,
+            "deploy/haproxy/pactd.cfg no longer has the lines this test replaces"
+        );
+        std::fs::write(dir.file("haproxy.cfg"), conf).unwrap();
+        let child = Command::new(haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(dir.file("haproxy.cfg"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.file("haproxy.log")).unwrap())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let log = dir.file("haproxy.log");
+        wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)), "haproxy", || {
+            std::fs::read_to_string(&log).unwrap_or_default()
+        })
+        .await;
+        Self {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, db: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// Waits until new connections through HAProxy reach only the primary.
+async fn until_routed_to_primary(url: &str) {
+    use sqlx::Connection;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut in_a_row = 0;
+    while in_a_row < 6 {
+        assert!(
+            Instant::now() < deadline,
+            "HAProxy never routed to the primary only"
+        );
+        let primary = match sqlx::PgConnection::connect(url).await {
+            Ok(mut c) => sqlx::query_scalar::<_, bool>("select not pg_is_in_recovery()")
+                .fetch_one(&mut c)
+                .await
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        in_a_row = if primary { in_a_row + 1 } else { 0 };
+        tokio::time::sleep(Duration::from_millis(if primary { 20 } else { 250 })).await;
+    }
+}
+
+/// A counter or gauge from a node's `/metrics`.
+async fn metric(metrics_port: u16, name: &str) -> f64 {
+    let text = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+async fn until_metric(metrics_port: u16, name: &str, at_least: f64, what: &str) -> Duration {
+    let start = Instant::now();
+    while metric(metrics_port, name).await < at_least {
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    start.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_replica_takes_over_without_restarting_pactd() {
+    let long = long_suite();
+    let dir = Scratch::new("failover");
+    let primary = PgServer::new(&dir, "primary");
+    let replica = PgServer::new(&dir, "replica");
+    pg(
+        "initdb",
+        &[
+            "-D",
+            &primary.data,
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ],
+    )
+    .await;
+    primary.start().await;
+    {
+        let admin = pact_db::connect(&primary.url("postgres"), 1).await.unwrap();
+        for sql in ["create role haproxy_check login", "create database pactd"] {
+            sqlx::query(sql).execute(&admin).await.unwrap();
+        }
+        admin.close().await;
+        let db = pact_db::connect(&primary.url("pactd"), 1).await.unwrap();
+        pact_db::migrate(&db).await.unwrap();
+        db.close().await;
+    }
+    let port = primary.port.to_string();
+    pg(
+        "pg_basebackup",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-D",
+            &replica.data,
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ],
+    )
+    .await;
+    replica.start().await;
+    let router = Haproxy::start([primary.port, replica.port]).await;
+    let db_url = router.url("pactd");
+    until_routed_to_primary(&db_url).await;
+
+    // Seeded through the router like everything else.
+    let public_url = "http://pact.test".to_owned();
+    let master = Arc::new(pact_jose::MasterKey::generate().unwrap());
+    let app = TestApp::spawn_full(
+        db_url.clone(),
+        master.clone(),
+        |c| {
+            c.public_url.clone_from(&public_url);
+            c.audience = format!("{public_url}/a2a");
+        },
+        pact_server::agent::BrandAgents::builtin(),
+    )
+    .await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa(ISSUER).await;
+    let deployment = Deployment {
+        db_url: db_url.clone(),
+        master_key: master.to_base64(),
+        public_url,
+        trusted_proxies: PROXY_IP.to_string(),
+    };
+    let logs = Scratch::new("failover-nodes");
+    let metrics_ports = [free_port(), free_port()];
+    let mut nodes = Vec::new();
+    for m in metrics_ports {
+        let extra = ["--metrics-listen".to_owned(), format!("127.0.0.1:{m}")];
+        nodes.push(Node::start_with(&deployment, free_port(), &logs, &extra).await);
+    }
+    for m in metrics_ports {
+        until_metric(m, "pactd_listener_connected", 1.0, "a node never listened").await;
+    }
+    let agent = Arc::new(Agent {
+        pa,
+        audience: deployment.audience(),
+        http: client(),
+    });
+    let mut users = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        users.push(Arc::new(
+            agent.connect(&app, &node.url(), &format!("f{i}")).await,
+        ));
+    }
+
+    // Turns on both nodes, all along.
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Arc<std::sync::Mutex<Vec<(Instant, usize, Outcome)>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let (agent, user, stop, seen) =
+            (agent.clone(), users[i].clone(), stop.clone(), seen.clone());
+        let base = node.url();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let o = outcome(agent.send(&base, &user, &format!("n{i}-m{n}")).await).await;
+                let retry = matches!(o, Outcome::Retryable);
+                seen.lock().unwrap().push((Instant::now(), i, o));
+                n += 1;
+                if retry {
+                    // What a client does with Retry-After, shortened.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // The primary dies; an operator (or a failover manager) promotes the replica.
+    let crashed_at = Instant::now();
+    pg("pg_ctl", &["-D", &primary.data, "-m", "immediate", "stop"]).await;
+    let outage = Duration::from_secs(if long { 10 } else { 2 });
+    tokio::time::sleep(outage).await;
+    let promoted_at = Instant::now();
+    pg("pg_ctl", &["-D", &replica.data, "-w", "promote"]).await;
+    let promote_took = promoted_at.elapsed();
+    let deadline = promoted_at + Duration::from_secs(60);
+    let first_ok = loop {
+        let firsts: Vec<Option<Instant>> = (0..nodes.len())
+            .map(|node| {
+                seen.lock()
+                    .unwrap()
+                    .iter()
+                    .find(|(t, n, o)| *n == node && *t > promoted_at && matches!(o, Outcome::Ok))
+                    .map(|(t, _, _)| *t)
+            })
+            .collect();
+        if firsts.iter().all(Option::is_some) {
+            break firsts.into_iter().flatten().collect::<Vec<_>>();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no turn succeeded after the promotion"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(if long { 10 } else { 1 })).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let during: Vec<&(Instant, usize, Outcome)> =
+        seen.iter().filter(|(t, _, _)| *t > crashed_at).collect();
+    let retryable = during
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Outcome::Retryable))
+        .count();
+    let bad: Vec<String> = seen
+        .iter()
+        .filter_map(|(_, _, o)| match o {
+            Outcome::Bad(why) => Some(why.clone()),
+            _ => None,
+        })
+        .collect();
+    let secs: Vec<String> = first_ok
+        .iter()
+        .map(|t| format!("{:.2}", (*t - promoted_at).as_secs_f64()))
+        .collect();
+    eprintln!(
+        "failover: {} turns, {} after the crash ({retryable} retryable 503, {} other); \
+         first successful turn per node {} s after `pg_ctl promote` began \
+         (the promotion itself took {:.2} s)",
+        seen.len(),
+        during.len(),
+        bad.len(),
+        secs.join(" and "),
+        promote_took.as_secs_f64()
+    );
+    assert!(
+        bad.is_empty(),
+        "answers that were not 200 or 503 + Retry-After: {bad:?}"
+    );
+    assert!(retryable > 0, "the outage was never seen");
+
+    // The listeners are back on the new primary, without a restart, and carry
+    // a revocation from one node to the other at once.
+    for m in metrics_ports {
+        until_metric(
+            m,
+            "pactd_listener_connected",
+            1.0,
+            "a listener never came back",
+        )
+        .await;
+    }
+    for (from, to) in [(0, 1), (1, 0)] {
+        let before = metric(metrics_ports[to], "pactd_revocations_total").await;
+        assert_eq!(agent.revoke(&nodes[from].url(), &users[from]).await, 200);
+        let heard = until_metric(
+            metrics_ports[to],
+            "pactd_revocations_total",
+            before + 1.0,
+            "the other node never heard the revocation",
+        )
+        .await;
+        eprintln!(
+            "failover: revoked on node {from}, heard by node {to} after {:.1} ms",
+            heard.as_secs_f64() * 1000.0
+        );
+        let res = agent
+            .send(&nodes[to].url(), &users[from], "after-revoke")
+            .await;
+        assert_eq!(res.unwrap().status(), 401);
+    }
+    assert_nothing_half_written(&deployment, &app.db).await;
+    for n in &nodes {
+        assert!(!n.log().contains("panicked"), "{}", n.log());
+    }
     app.stop().await;
 }
