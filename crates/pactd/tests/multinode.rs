@@ -1143,9 +1143,15 @@ async fn a_promoted_replica_takes_over_without_restarting_pactd() {
         promote_took.as_secs_f64(),
         routed_after.as_secs_f64()
     );
+    let errors: Vec<String> = nodes
+        .iter()
+        .flat_map(|n| n.log().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|l| l.contains("ERROR"))
+        .collect();
     assert!(
         bad.is_empty(),
-        "answers that were not 200 or 503 + Retry-After: {bad:?}"
+        "answers that were not 200 or 503 + Retry-After: {bad:?}\n{}",
+        errors.join("\n")
     );
     assert!(retryable > 0, "the outage was never seen");
 

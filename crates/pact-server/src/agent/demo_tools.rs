@@ -19,7 +19,13 @@ pub const DEMO_SCOPES: [(&str, &str); 2] = [
 ];
 
 fn db_err(e: sqlx::Error) -> ToolError {
-    ToolError::Failed(e.to_string())
+    match pact_db::classify(&e) {
+        pact_db::Failure::Unavailable => {
+            tracing::warn!(error = %e, "database unavailable during a tool call");
+            ToolError::DatabaseUnavailable
+        }
+        _ => ToolError::Failed(e.to_string()),
+    }
 }
 
 /// Three orders per user, derived from the user id so they are stable across
