@@ -393,6 +393,61 @@ impl Agent {
         }
     }
 
+    /// The whole delegated journey through `base`: device authorization, the
+    /// person's approval (on `state`, as the consent page does it), the token
+    /// poll and a first turn. The first answer that is not a 200 ends it.
+    async fn journey(&self, state: &pact_server::AppState, base: &str, sub: &str) -> Outcome {
+        let res = self
+            .http
+            .post(format!("{base}/a2a/demo/oauth/device_authorization"))
+            .bearer_auth(self.pa.token(sub, &self.audience))
+            .form(&[("client_id", ISSUER), ("scope", "orders:read")])
+            .send()
+            .await;
+        let auth: Value = match res {
+            Ok(r) if r.status() == 200 => r.json().await.unwrap(),
+            other => return outcome(other).await,
+        };
+        let found =
+            pact_server::consent::find_by_user_code(state, auth["user_code"].as_str().unwrap())
+                .await
+                .unwrap()
+                .expect("live user code");
+        pact_server::consent::approve(
+            state,
+            pact_server::consent::Approval {
+                authorization_id: found.id,
+                user_sub: &format!("user-{sub}"),
+                scopes: ["orders:read".to_owned()].into(),
+                authorization_details: None,
+            },
+            time::OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap();
+        let res = self
+            .http
+            .post(format!("{base}/a2a/demo/oauth/token"))
+            .bearer_auth(self.pa.token(sub, &self.audience))
+            .form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                ("device_code", auth["device_code"].as_str().unwrap()),
+                ("client_id", ISSUER),
+            ])
+            .send()
+            .await;
+        let tokens: Value = match res {
+            Ok(r) if r.status() == 200 => r.json().await.unwrap(),
+            other => return outcome(other).await,
+        };
+        let user = Connected {
+            sub: sub.to_owned(),
+            access: tokens["access_token"].as_str().unwrap().to_owned(),
+            refresh: tokens["refresh_token"].as_str().unwrap().to_owned(),
+        };
+        outcome(self.send(base, &user, "first").await).await
+    }
+
     async fn send(
         &self,
         base: &str,
@@ -586,6 +641,7 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
     let round_secs = if long { 20 } else { 4 };
     let turns = Arc::new(Tally::default());
     let gets = Arc::new(Tally::default());
+    let journeys = Arc::new(Tally::default());
     let started = Instant::now();
     for round in 0..rounds {
         let stop = Arc::new(AtomicBool::new(false));
@@ -599,6 +655,20 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
                 while !stop.load(Ordering::Relaxed) {
                     let id = format!("r{round}-w{i}-m{n}");
                     turns.add(outcome(agent.send(&base, &user, &id).await).await);
+                    n += 1;
+                }
+            }));
+        }
+        // Whole journeys, each a new user: a cut one is started again, as a PA would.
+        for j in 0..2 {
+            let (agent, journeys, stop) = (agent.clone(), journeys.clone(), stop.clone());
+            let state = app.state.clone();
+            let base = nginx.url();
+            tasks.push(tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let sub = format!("r{round}-j{j}-{n}");
+                    journeys.add(agent.journey(&state, &base, &sub).await);
                     n += 1;
                 }
             }));
@@ -630,6 +700,7 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
 
     let (ok, retryable, bad) = turns.figures();
     let (gets_ok, gets_retryable, gets_bad) = gets.figures();
+    let (journeys_ok, journeys_retryable, journeys_bad) = journeys.figures();
     eprintln!(
         "multinode: {rounds} kill(s) in {elapsed:.1} s: {} turns ({ok} ok, {retryable} retryable 503, \
          {} other), {} GETs ({gets_ok} ok, {gets_retryable} retryable, {} other)",
@@ -643,21 +714,33 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
         "turns that failed unclean: {bad:?}\n{}",
         nginx.logs()
     );
+    eprintln!(
+        "multinode: {} whole journeys (device authorization, approval, token, turn): \
+         {journeys_ok} ok, {journeys_retryable} cut with a retryable 503, {} other",
+        journeys_ok + journeys_retryable + journeys_bad.len() as u64,
+        journeys_bad.len()
+    );
     assert!(gets_bad.is_empty(), "GETs that failed: {gets_bad:?}");
+    assert!(
+        journeys_bad.is_empty(),
+        "journeys that failed unclean: {journeys_bad:?}"
+    );
+    assert!(journeys_ok > 0);
     assert_eq!(gets_retryable, 0, "a GET was not retried on another node");
     // At most one turn per sender was in flight on the killed node at each kill.
     assert!(
-        retryable <= (senders * rounds) as u64,
-        "{retryable} retryable answers: more than were in flight"
+        retryable + journeys_retryable <= ((senders + 2) * rounds) as u64,
+        "{retryable} + {journeys_retryable} retryable answers: more than were in flight"
     );
     assert!(ok > 0 && gets_ok > 0);
 
     // Nothing half-written; a turn the killed node finished but could not
     // answer may hold a receipt its client never saw.
     let receipts = assert_nothing_half_written(&deployment, &app.db).await;
+    let (answered, cut) = (ok + journeys_ok, retryable + journeys_retryable);
     assert!(
-        receipts >= ok as i64 && receipts <= (ok + retryable) as i64,
-        "{receipts} receipts for {ok} answered and {retryable} cut turns"
+        receipts >= answered as i64 && receipts <= (answered + cut) as i64,
+        "{receipts} receipts for {answered} answered turns and {cut} cut requests"
     );
 
     // Revoked on one node, refused through another at once.
