@@ -169,3 +169,21 @@ impl Tool for CancelOrder {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_database_is_the_retryable_failure_not_a_tool_bug() {
+        let lost = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "expected to read 5 bytes, got 0 bytes at EOF",
+        ));
+        assert!(matches!(db_err(lost), ToolError::DatabaseUnavailable));
+        assert!(matches!(
+            db_err(sqlx::Error::RowNotFound),
+            ToolError::Failed(_)
+        ));
+    }
+}
