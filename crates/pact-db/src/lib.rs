@@ -125,10 +125,13 @@ pub fn classify(err: &sqlx::Error) -> Failure {
         | sqlx::Error::WorkerCrashed => Failure::Unavailable,
         sqlx::Error::Database(db) => match db.code().as_deref() {
             // 08: connection exception; 57P01–57P03: shutting down or
-            // starting up; 53300: too many connections.
+            // starting up; 53300: too many connections; 25006: a write on a
+            // read-only server, which during a failover means the connection
+            // reached a standby (or a primary being demoted) instead of the
+            // new primary: retrying shortly reaches the right one.
             Some(code)
                 if code.starts_with("08")
-                    || matches!(code, "57P01" | "57P02" | "57P03" | "53300") =>
+                    || matches!(code, "57P01" | "57P02" | "57P03" | "53300" | "25006") =>
             {
                 Failure::Unavailable
             }

@@ -16,6 +16,7 @@ use crate::state::AppState;
 pub const REVOCATIONS_CHANNEL: &str = "pactd_revocations";
 pub const KEYS_CHANNEL: &str = "pactd_keys";
 pub const CONFIG_CHANNEL: &str = "pactd_config";
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Runs until the process ends; errors are logged and retried with backoff.
 pub async fn run(state: AppState) {
@@ -31,7 +32,11 @@ pub async fn run(state: AppState) {
                 metrics::counter!("pactd_listener_failures_total").increment(1);
                 tracing::warn!(error = %e, "change listener failed; retrying");
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(10));
+                // Capped low: while the listener is down this node reads its
+                // configuration from the database and its revocation view is
+                // stale, so after a failover it should be back within seconds
+                // of the database; one connection attempt every 2 s is nothing.
+                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }

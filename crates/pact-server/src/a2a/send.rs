@@ -35,7 +35,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
-use crate::agent::{Delegation, GateRecord, Outcome, ToolGate, Turn};
+use crate::agent::{AgentError, Delegation, GateRecord, Outcome, ToolGate, Turn};
 use crate::auth::Caller;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
@@ -124,7 +124,13 @@ async fn run_turn(
                     )
                     .await
                     {
-                        tracing::error!(error = %e, "could not drop the claim of a failed turn");
+                        // With the database gone this is expected: the claim
+                        // stays until the housekeeping sweep removes it.
+                        if pact_db::classify(&e) == pact_db::Failure::Unavailable {
+                            tracing::warn!(error = %e, "could not drop the claim of a failed turn");
+                        } else {
+                            tracing::error!(error = %e, "could not drop the claim of a failed turn");
+                        }
                     }
                 }
                 return result;
@@ -290,7 +296,10 @@ async fn run_claimed(
             context_id: &context_id,
             text: &incoming.text,
         };
-        let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(internal)?;
+        let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(|e| match e {
+            AgentError::DatabaseUnavailable => ApiError::Unavailable,
+            e @ AgentError::Failed(_) => internal(e),
+        })?;
         (text, gate.into_record())
     };
 

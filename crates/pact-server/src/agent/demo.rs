@@ -179,7 +179,10 @@ impl BrandAgent for DemoAgent {
                         .to_owned()
                 }
                 Err(ToolError::BadArguments(why)) => format!("I couldn't do that: {why}."),
-                Err(ToolError::Failed(why)) => return Err(AgentError(why)),
+                Err(ToolError::Failed(why)) => return Err(AgentError::Failed(why)),
+                Err(ToolError::DatabaseUnavailable) => {
+                    return Err(AgentError::DatabaseUnavailable);
+                }
             };
             Ok(Outcome::Reply(text))
         })

@@ -19,7 +19,13 @@ pub const DEMO_SCOPES: [(&str, &str); 2] = [
 ];
 
 fn db_err(e: sqlx::Error) -> ToolError {
-    ToolError::Failed(e.to_string())
+    match pact_db::classify(&e) {
+        pact_db::Failure::Unavailable => {
+            tracing::warn!(error = %e, "database unavailable during a tool call");
+            ToolError::DatabaseUnavailable
+        }
+        _ => ToolError::Failed(e.to_string()),
+    }
 }
 
 /// Three orders per user, derived from the user id so they are stable across
@@ -161,5 +167,23 @@ impl Tool for CancelOrder {
                 Ok(json!({"cancelled": false, "reason": order.status}))
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_database_is_the_retryable_failure_not_a_tool_bug() {
+        let lost = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "expected to read 5 bytes, got 0 bytes at EOF",
+        ));
+        assert!(matches!(db_err(lost), ToolError::DatabaseUnavailable));
+        assert!(matches!(
+            db_err(sqlx::Error::RowNotFound),
+            ToolError::Failed(_)
+        ));
     }
 }

@@ -39,8 +39,14 @@ pub enum Outcome {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("brand agent failed: {0}")]
-pub struct AgentError(pub String);
+pub enum AgentError {
+    #[error("brand agent failed: {0}")]
+    Failed(String),
+    /// A tool met an unreachable database (e.g. during a failover): the
+    /// turn gets the retryable 503.
+    #[error("the database is unavailable")]
+    DatabaseUnavailable,
+}
 
 pub trait BrandAgent: Send + Sync {
     /// Skills advertised on the brand's card.

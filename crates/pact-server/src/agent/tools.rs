@@ -42,6 +42,10 @@ pub enum ToolError {
     BadArguments(String),
     #[error("tool failed: {0}")]
     Failed(String),
+    /// The database could not be reached: the turn fails with the retryable
+    /// 503, not as an internal error (it is nobody's bug, and the PA should retry).
+    #[error("database unavailable")]
+    DatabaseUnavailable,
 }
 
 /// What a tool sees: the brand, and the user it acts for.
