@@ -120,7 +120,7 @@ impl Tree {
             };
             row.push(carry);
             // An even count means the last two close a subtree one level up.
-            if row.len() % 2 != 0 {
+            if !row.len().is_multiple_of(2) {
                 return;
             }
             let (Some(right), Some(left)) = (row.last(), row.get(row.len().wrapping_sub(2))) else {
@@ -135,7 +135,7 @@ impl Tree {
     /// and inside the tree (callers check).
     fn range_hash(&self, start: u64, len: u64) -> Hash {
         // A complete aligned subtree is stored as it is.
-        if len.is_power_of_two() && start % len == 0 {
+        if len.is_power_of_two() && start.is_multiple_of(len) {
             let level = len.trailing_zeros() as usize;
             if let Some(h) = self
                 .levels
