@@ -20,7 +20,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("merkle root of 1M - 3", |b| {
         b.iter(|| tree.root(black_box(size)));
     });
-    let index = 123_457;
+    let index: u64 = 123_457;
     let leaf = leaf_hash(&index.to_be_bytes());
     let path = tree.inclusion_proof(index, size).unwrap_or_default();
     c.bench_function("merkle inclusion proof", |b| {
@@ -29,7 +29,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("merkle verify inclusion", |b| {
         b.iter(|| verify_inclusion(black_box(index), size, &leaf, &path, &root));
     });
-    let first = 700_001;
+    let first: u64 = 700_001;
     let first_root = tree.root(first).unwrap_or_default();
     let proof = tree.consistency_proof(first, size).unwrap_or_default();
     c.bench_function("merkle consistency proof", |b| {
