@@ -412,3 +412,28 @@ async fn deleted_chains_and_truncation_are_provable() {
     std::fs::remove_dir_all(home.dir()).ok();
     peer.stop().await;
 }
+
+/// Two nodes running the job at once publish one head per size, never two
+/// conflicting ones: the advisory lock serialises them and the size is unique.
+#[tokio::test]
+async fn two_nodes_publish_one_head_per_size() {
+    let app = delegated_app().await;
+    let peer = app
+        .spawn_peer(|c| c.tree_head_interval = std::time::Duration::from_secs(3600))
+        .await;
+    turns(&app, "pa-user-1", "alice", 2).await;
+    let (a, b) = tokio::join!(publish(&app.state, now()), publish(&peer.state, now()));
+    let published: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].tree_size, 2);
+    let heads = pact_db::receipt_log::heads(&app.db).await.unwrap();
+    assert_eq!(heads.len(), 1);
+    // Both nodes serve the same head and the same proofs.
+    let on_peer = get_json(&peer, "/receipts/tree-head").await;
+    assert_eq!(on_peer, get_json(&app, "/receipts/tree-head").await);
+    assert_eq!(
+        get_json(&peer, "/receipts/proof/inclusion?receipt=1").await,
+        get_json(&app, "/receipts/proof/inclusion?receipt=1").await
+    );
+    peer.stop().await;
+}
