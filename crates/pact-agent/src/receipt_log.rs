@@ -65,6 +65,10 @@ impl LogReport {
     /// The line `pact-agent receipts` prints.
     pub fn line(&self) -> String {
         match &self.verdict {
+            Ok(0) => format!(
+                "tree: no signed tree head yet; {} receipts waiting for one",
+                self.pending
+            ),
             Ok(size) => {
                 let mut s = format!(
                     "tree: consistent up to size {size}; {} receipts included",
@@ -161,6 +165,16 @@ async fn check_inner(
     let base = uri
         .strip_suffix("/tree-head")
         .ok_or_else(|| anyhow!("{uri} does not end in /tree-head"))?;
+    // No head published yet is not a failure while none was ever held: the
+    // receipts wait for the first one (a head that vanished after being
+    // held is, below).
+    if state.head.is_none() {
+        let (status, _) = fetch(http, uri).await?;
+        if status == 404 {
+            report.pending = receipts.len();
+            return Ok(0);
+        }
+    }
     let (new, new_jws) = newest_head(http, uri, keys).await?;
     let new_root = new
         .root()
