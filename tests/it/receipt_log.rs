@@ -235,6 +235,17 @@ async fn signed_tree_heads_and_proofs_verify() {
         (report.entries, report.heads, report.newest),
         (6, 2, Some(6))
     );
+
+    // A receipt whose pending marker is removed before the job ran would
+    // never be logged: the audit says so.
+    turns(&app, "pa-user-4", "dave", 1).await;
+    sqlx::query("delete from receipt_log_pending")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let report = audit(&app.db, &keys).await.unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(report.problems[0].contains("neither in the log nor waiting"));
 }
 
 /// Bad query parameters are clean 400s in the A2A error envelope; a size or

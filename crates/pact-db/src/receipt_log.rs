@@ -158,3 +158,16 @@ pub async fn insert_head(db: impl PgExecutor<'_>, head: &StoredTreeHead) -> DbRe
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Receipts that are neither logged nor waiting to be: only possible when
+/// the pending marker was removed behind pactd's back.
+pub async fn unlogged(db: impl PgExecutor<'_>) -> DbResult<Vec<i64>> {
+    sqlx::query_scalar(
+        "select r.id from receipts r \
+         where not exists (select 1 from receipt_log l where l.receipt_id = r.id) \
+         and not exists (select 1 from receipt_log_pending p where p.receipt_id = r.id) \
+         order by r.id",
+    )
+    .fetch_all(db)
+    .await
+}

@@ -499,6 +499,12 @@ pub async fn audit(db: &pact_db::PgPool, keys: &ProviderKeySet) -> Result<LogAud
         };
         tree.push(leaf);
     }
+    for id in db_log::unlogged(db).await? {
+        out.problems.push(format!(
+            "receipt {id} is neither in the log nor waiting for it: it would never be covered \
+             by a signed head"
+        ));
+    }
     for h in &heads {
         let size = u64::try_from(h.tree_size).unwrap_or(0);
         let signed_at = when(h.timestamp_ms);
