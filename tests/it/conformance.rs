@@ -697,6 +697,33 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
     let checks = client::check_receipts(&agent).await.unwrap();
     assert_eq!(checks.len(), 3);
     assert!(checks.iter().all(|c| c.signature.is_ok()));
+
+    // The agent recorded the brand's receipt log with each receipt; once a
+    // signed tree head covers them, each has a verified inclusion proof
+    // (docs/receipt-log.md), and a later head is checked against the held one.
+    let kept = home.receipts().unwrap();
+    assert!(
+        kept.iter().all(
+            |r| r.receipt_tree_head_uri == Some(format!("{}/receipts/tree-head", app.base_url))
+        )
+    );
+    let pending = pact_agent::receipt_log::check_all(&agent.http, &home, &kept)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending[0].line(),
+        "tree: no signed tree head yet; 3 receipts waiting for one"
+    );
+    pact_server::receipt_log::publish(&app.state, time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    let reports = pact_agent::receipt_log::check_all(&agent.http, &home, &kept)
+        .await
+        .unwrap();
+    assert_eq!(
+        reports[0].line(),
+        "tree: consistent up to size 3; 3 receipts included"
+    );
     std::fs::remove_dir_all(home.dir()).ok();
 }
 

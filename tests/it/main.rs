@@ -22,6 +22,7 @@ mod pages_account;
 mod pages_device;
 mod pages_login;
 mod password_reset;
+mod receipt_log;
 mod routes;
 mod who_is_asking;
 

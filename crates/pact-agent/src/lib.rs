@@ -11,6 +11,8 @@
 //! * [`oauth`] — RFC 8414 metadata, the RFC 8628 device flow as a careful
 //!   client (§5.1, §5.3), refresh, revocation, and receipt verification (§5.6);
 //! * [`client`] — `send` and `connect` as the command line runs them;
+//! * [`receipt_log`] — signed tree heads, inclusion and consistency proofs
+//!   of a Provider's receipt log (RFC 9162), kept and checked;
 //! * [`jwks_server`] — publishing the agent's JWKS;
 //! * [`conformance`] — one check per rule of docs/protocol.md §2–6;
 //! * [`pactd_login`] and [`totp`] — deciding a device authorization on
@@ -30,6 +32,7 @@ pub mod keys;
 pub mod oauth;
 pub mod pactd_login;
 pub mod qr;
+pub mod receipt_log;
 pub mod state;
 pub mod totp;
 

@@ -465,6 +465,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     list("actions")
                 );
             }
+            // The Provider's receipt log (pactd extension, RFC 9162): heads
+            // held, consistency with newer ones, inclusion of each receipt.
+            let kept: Vec<_> = checks.iter().map(|c| c.stored.clone()).collect();
+            for report in
+                pact_agent::receipt_log::check_all(&agent.http, &agent.home, &kept).await?
+            {
+                if report.verdict.is_err() {
+                    ok = false;
+                }
+                println!("{}  {}", report.tree_head_uri, report.line());
+            }
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

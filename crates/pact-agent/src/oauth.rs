@@ -34,6 +34,8 @@ pub struct AuthServer {
     /// pactd's receipt key archive (every key that ever signed a receipt),
     /// when the brand offers one.
     pub receipt_keys_uri: Option<String>,
+    /// pactd's receipt log (its newest signed tree head), when offered.
+    pub receipt_tree_head_uri: Option<String>,
     /// RFC 9396 types the brand declares (PACT §5.7); empty when none.
     pub details_types: Vec<String>,
 }
@@ -54,6 +56,7 @@ pub fn parse_metadata(v: &Value) -> Result<AuthServer> {
         revocation_endpoint: s("revocation_endpoint").ok(),
         jwks_uri: s("jwks_uri")?,
         receipt_keys_uri: s("receipt_keys_uri").ok(),
+        receipt_tree_head_uri: s("receipt_tree_head_uri").ok(),
         details_types: strings(v.get("authorization_details_types_supported")),
     })
 }

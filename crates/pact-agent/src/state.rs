@@ -176,6 +176,10 @@ pub struct StoredReceipt {
     /// extension), where the key stays after it leaves `jwks_uri`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_keys_uri: Option<String>,
+    /// The Provider's receipt log (`receipt_tree_head_uri`, a pactd
+    /// extension), where inclusion and consistency proofs are fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_tree_head_uri: Option<String>,
     /// Unix seconds when we received it.
     pub received_at: i64,
     /// `{jws, claims}` exactly as received.
@@ -271,6 +275,16 @@ impl Home {
         let mut bytes = serde_json::to_vec_pretty(value)?;
         bytes.push(b'\n');
         self.write_private(name, &bytes)
+    }
+
+    /// Reads a JSON state file of the directory (default when absent).
+    pub fn read_state<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T> {
+        self.read_json(name)
+    }
+
+    /// Writes a JSON state file of the directory (mode 0600, atomically).
+    pub fn write_state<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        self.write_json(name, value)
     }
 
     /// `true` when an identity exists here.
@@ -440,6 +454,7 @@ mod tests {
             sub: "s".into(),
             jwks_uri: "j".into(),
             receipt_keys_uri: None,
+            receipt_tree_head_uri: None,
             received_at: 1,
             receipt: serde_json::json!({"jws": "x.y.z", "claims": {}}),
             verified: true,

@@ -17,6 +17,7 @@ pub mod local_cluster;
 pub mod logos;
 pub mod merchant;
 pub mod password_resets;
+pub mod receipt_log;
 pub mod receipts;
 pub mod scopes;
 pub mod sealed;

@@ -21,16 +21,20 @@ mod jwks_cache;
 mod jwks_fetch;
 mod keys;
 mod logo_fetch;
+pub mod merkle;
 mod pa_jwt;
 mod provider_keys;
 mod receipt;
 mod seal;
+mod tree_head;
 mod uri_guard;
 
 #[cfg(test)]
 mod delegation_tests;
 #[cfg(test)]
 mod keys_tests;
+#[cfg(test)]
+mod merkle_tests;
 #[cfg(test)]
 mod pa_jwt_tests;
 #[cfg(test)]
@@ -39,6 +43,8 @@ mod provider_keys_tests;
 mod receipt_tests;
 #[cfg(test)]
 mod test_keys;
+#[cfg(test)]
+mod tree_head_tests;
 
 pub use alg::Alg;
 pub use claims::PaClaims;
@@ -58,4 +64,5 @@ pub use receipt::{
     RECEIPT_TYP, ReceiptError, args_hash, receipt_hash, sign_receipt, verify_receipt,
 };
 pub use seal::{MasterKey, SealError};
+pub use tree_head::{TREE_HEAD_TYP, TreeHead, TreeHeadError, sign_tree_head, verify_tree_head};
 pub use uri_guard::{GuardedResolver, IpClass, check_jwks_uri, classify_ip, ip_allowed};

@@ -139,6 +139,11 @@ pub struct AuthorizationServerMetadata {
     /// key left `jwks_uri`. Never for verifying tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_keys_uri: Option<String>,
+    /// pactd extension: the receipt log's newest signed tree head (RFC 9162
+    /// §4.10 in JSON); its proofs are at `…/proof/inclusion` and
+    /// `…/proof/consistency` beside it (docs/receipt-log.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_tree_head_uri: Option<String>,
 }
 
 /// Claims of a delegation token (PACT §5.4).

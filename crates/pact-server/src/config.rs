@@ -35,6 +35,10 @@ pub struct Config {
     pub mail: Option<crate::mail::MailSettings>,
     /// Where `GET /metrics` is served (its own listener); `None`: nowhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// How often the receipt log is extended and a signed tree head published
+    /// when it grew (docs/receipt-log.md); RFC 9162's maximum merge delay is
+    /// about this long.
+    pub tree_head_interval: Duration,
 }
 
 /// What a connection may cost us: slow or idle clients must not hold the
@@ -137,6 +141,7 @@ impl Config {
             delegation: DelegationSettings::default(),
             mail: None,
             metrics_listen: None,
+            tree_head_interval: Duration::from_secs(60),
         }
     }
 

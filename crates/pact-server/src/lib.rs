@@ -24,6 +24,7 @@ pub mod mail;
 pub mod merchant;
 pub mod oauth;
 pub mod rate_limit;
+pub mod receipt_log;
 pub mod revocation;
 pub mod router;
 pub mod serve;

@@ -177,6 +177,16 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
+        // the receipt log: signed tree heads and proofs, public (receipt_log.rs)
+        .route("/receipts/tree-head", get(crate::receipt_log::tree_head))
+        .route(
+            "/receipts/proof/inclusion",
+            get(crate::receipt_log::inclusion),
+        )
+        .route(
+            "/receipts/proof/consistency",
+            get(crate::receipt_log::consistency),
+        )
         // the staff's admin API and console (admin/)
         .merge(crate::admin::routes())
         .fallback(not_found)

@@ -37,6 +37,8 @@ pub struct Inner {
     pub outbound: reqwest::Client,
     /// Sends password-reset links; `None` when no SMTP server is configured.
     pub mailer: Option<crate::mail::Mailer>,
+    /// This node's copy of the receipt log's Merkle tree (`receipt_log.rs`).
+    pub receipt_log: crate::receipt_log::LogCache,
 }
 
 impl std::ops::Deref for AppState {
@@ -104,6 +106,7 @@ impl AppState {
             live_turns: Default::default(),
             outbound,
             mailer,
+            receipt_log: Default::default(),
         })))
     }
 
@@ -113,6 +116,7 @@ impl AppState {
             tokio::spawn(crate::listener::run(self.clone())),
             tokio::spawn(crate::housekeeping::run(self.clone())),
             tokio::spawn(crate::db_health::probe(self.clone())),
+            tokio::spawn(crate::receipt_log::run(self.clone())),
         ]
     }
 }

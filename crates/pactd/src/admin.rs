@@ -498,14 +498,20 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
     if let Some(path) = held {
         held_receipts_are_stored(pool, &keys, path).await?;
     }
+    // The log is global: checked even with --grant, because a grant whose
+    // whole chain was deleted has no receipts left to select.
+    let log_problems = receipt_log_is_reproduced(pool, &keys).await?;
     let list = pact_db::receipts::list(pool, grant_id).await?;
     if list.is_empty() {
         println!("no receipts");
+        if log_problems > 0 {
+            bail!("{log_problems} problem(s) in the receipt log");
+        }
         return Ok(());
     }
     let breaks = pact_server::domain::receipt_chain::verify(&list, &keys);
     let grants: std::collections::BTreeSet<Uuid> = list.iter().map(|r| r.grant_id).collect();
-    if breaks.is_empty() {
+    if breaks.is_empty() && log_problems == 0 {
         println!(
             "OK: {} receipt(s) in {} chain(s) verified",
             list.len(),
@@ -519,7 +525,33 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
             b.grant_id, b.seq, b.problem
         );
     }
-    bail!("{} problem(s) in {} receipt(s)", breaks.len(), list.len())
+    bail!(
+        "{} problem(s) in {} receipt(s), {log_problems} in the receipt log",
+        breaks.len(),
+        list.len()
+    )
+}
+
+/// The stored receipts must reproduce every signed tree head pactd
+/// published (docs/receipt-log.md): the chains alone cannot show that their
+/// newest receipts or a whole chain were cut, a head covering them can.
+/// Prints what it finds; returns the number of problems.
+async fn receipt_log_is_reproduced(
+    pool: &PgPool,
+    keys: &pact_jose::ProviderKeySet,
+) -> anyhow::Result<usize> {
+    let audit = pact_server::receipt_log::audit(pool, keys).await?;
+    for p in &audit.problems {
+        println!("BROKEN: receipt log: {p}");
+    }
+    match audit.newest {
+        None => println!("log: {} entr(ies), no signed tree head yet", audit.entries),
+        Some(size) => println!(
+            "log: {} entr(ies), {} signed tree head(s) checked, the newest of size {size}",
+            audit.entries, audit.heads
+        ),
+    }
+    Ok(audit.problems.len())
 }
 
 /// The receipts in `path` that pactd signed must all be in the store. The

@@ -254,6 +254,10 @@ pub struct ServeArgs {
     /// 127.0.0.1:9090), never on the public listener [default: off].
     #[arg(long, value_name = "ADDR", env = "PACTD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Seconds between signed tree heads of the receipt log, published only
+    /// when it grew (docs/receipt-log.md) [default: 60].
+    #[arg(long, value_name = "SECS", env = "PACTD_TREE_HEAD_INTERVAL")]
+    pub tree_head_interval: Option<u64>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]

@@ -27,6 +27,7 @@ pub struct FileSettings {
     pub request_timeout: Option<u64>,
     pub body_limit: Option<usize>,
     pub metrics_listen: Option<std::net::SocketAddr>,
+    pub tree_head_interval: Option<u64>,
     pub shutdown_grace: Option<u64>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
@@ -152,6 +153,13 @@ pub fn server_config(
         .or(file.allow_loopback_jwks)
         .unwrap_or(dev);
     config.metrics_listen = args.metrics_listen.or(file.metrics_listen);
+    if let Some(secs) = args.tree_head_interval.or(file.tree_head_interval) {
+        anyhow::ensure!(
+            (1..=86_400).contains(&secs),
+            "tree_head_interval must be between 1 and 86400 seconds"
+        );
+        config.tree_head_interval = std::time::Duration::from_secs(secs);
+    }
     if let Some(name) = &file.provider_name {
         config.provider_name.clone_from(name);
     }

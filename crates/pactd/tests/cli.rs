@@ -1590,10 +1590,20 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
             .await;
         assert_eq!(res.status(), 200);
     }
+    // The receipt log's job (normally on a timer) covers the three receipts
+    // with a signed tree head (docs/receipt-log.md).
+    pact_server::receipt_log::publish(&app.state, time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
     let ok = run(pactd_on(&db), &["receipts", "verify"]).await;
     assert!(
         ok.succeeded()
             .contains("OK: 3 receipt(s) in 1 chain(s) verified"),
+        "{}",
+        ok.describe()
+    );
+    assert!(
+        ok.stdout.contains("the newest of size 3"),
         "{}",
         ok.describe()
     );
@@ -1655,6 +1665,15 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
         cut.describe()
     );
     assert!(cut.stdout.contains("MISSING"), "{}", cut.describe());
+    // Without the PA's copies, the signed tree head proves the cut too.
+    let cut = run(pactd_on(&db), &["receipts", "verify"]).await;
+    assert!(!cut.status.success(), "{}", cut.describe());
+    assert!(
+        cut.stdout.contains("BROKEN: receipt log")
+            && cut.stdout.contains("covered by the signed head of size 3"),
+        "{}",
+        cut.describe()
+    );
     std::fs::remove_file(&held_path).ok();
 
     // Grants: listed, then revoked; the delegated call is refused at once.

@@ -49,6 +49,7 @@ pub async fn metadata(
         introspection_endpoint_auth_methods_supported: Some(vec!["client_secret_basic".to_owned()]),
         jwks_uri: format!("{issuer}/jwks.json"),
         receipt_keys_uri: Some(format!("{issuer}/receipt-keys.json")),
+        receipt_tree_head_uri: Some(format!("{}/receipts/tree-head", c.public_url)),
         issuer,
         scopes_supported: scopes.into_iter().collect(),
         grant_types_supported: vec![
