@@ -411,10 +411,11 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             );
         }
         KeysCommand::List => {
-            for k in pact_db::signing_keys::all(pool).await? {
+            for k in pact_server::keys::list(pool, OffsetDateTime::now_utc()).await? {
                 println!(
-                    "{}\tactivates {}\tretired {}\tunpublished {}",
+                    "{}\t{}\tactivates {}\tretired {}\tunpublished {}",
                     k.kid,
+                    k.status.as_str(),
                     rfc3339(k.activates_at),
                     k.retired_at.map(rfc3339).unwrap_or_else(|| "-".into()),
                     k.unpublish_at.map(rfc3339).unwrap_or_else(|| "-".into()),

@@ -8,6 +8,7 @@ pub mod caller;
 pub mod customers;
 pub mod error;
 pub mod grants;
+pub mod keys;
 pub mod openapi;
 pub mod params;
 pub mod staff;
@@ -249,6 +250,28 @@ pub const OPERATIONS: &[Operation] = &[
         body: None,
         response: "CredentialRevoked",
         route: || post(staff::revoke_credential),
+    },
+    Operation {
+        method: "get",
+        path: "/keys",
+        operation_id: "listKeys",
+        summary: "The Provider's signing keys: kid, status (active, published for verification, retired) and times; never private material.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "KeyList",
+        route: || get(keys::list),
+    },
+    Operation {
+        method: "post",
+        path: "/keys/rotate",
+        operation_id: "rotateKey",
+        summary: "Rotate the signing key as `pactd keys rotate` does: the new key is published now and signs after the overlap; older keys stay published for verification.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Key",
+        route: || post(keys::rotate),
     },
     Operation {
         method: "get",

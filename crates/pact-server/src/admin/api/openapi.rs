@@ -279,6 +279,15 @@ fn schemas() -> Value {
             ("revoked_at", nullable_time()),
         ], &["name", "role", "brands"]),
         "CredentialList": list_of("Credential"),
+        "Key": object(&[
+            ("kid", s("string")),
+            ("status", json!({ "enum": ["active", "published", "retired"] })),
+            ("created_at", time()),
+            ("activates_at", time()),
+            ("retired_at", nullable_time()),
+            ("unpublish_at", nullable_time()),
+        ], &["kid", "status", "created_at", "activates_at"]),
+        "KeyList": list_of("Key"),
         "CredentialRevoked": object(&[
             ("name", s("string")),
             ("revoked", s("boolean")),

@@ -55,6 +55,8 @@ pub fn routes() -> Router<AppState> {
             "/admin/customers/{id}/{action}",
             post(pages::customer_action),
         )
+        .route("/admin/keys", get(pages::keys))
+        .route("/admin/keys/rotate", post(pages::rotate_key))
         .route("/admin/audit", get(pages::audit))
 }
 

@@ -817,3 +817,105 @@ pub async fn audit(
     };
     Ok(render(&page, StatusCode::OK))
 }
+
+// --- signing keys ----------------------------------------------------------
+
+pub struct KeyRow {
+    pub kid: String,
+    pub status: &'static str,
+    pub created: String,
+    pub activates: String,
+    pub retired: String,
+    pub unpublished: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/keys.html")]
+struct KeysPage {
+    nav: Nav,
+    keys: Vec<KeyRow>,
+    /// An owner limited to no brand: the keys sign for every brand.
+    can_rotate: bool,
+}
+
+pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let opt = |t: Option<OffsetDateTime>| t.map(rfc3339).unwrap_or_else(|| "—".into());
+    let keys = crate::keys::list(&state.db, now)
+        .await?
+        .into_iter()
+        .map(|k| KeyRow {
+            status: match k.status {
+                crate::keys::KeyStatus::Active => "active (signs)",
+                crate::keys::KeyStatus::Published => "published for verification",
+                crate::keys::KeyStatus::Retired => "retired",
+            },
+            created: rfc3339(k.created_at),
+            activates: rfc3339(k.activates_at),
+            retired: opt(k.retired_at),
+            unpublished: opt(k.unpublish_at),
+            kid: k.kid,
+        })
+        .collect();
+    let page = KeysPage {
+        can_rotate: who.actor.may(Role::Owner) && who.actor.is_unlimited(),
+        nav: nav(&who),
+        keys,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+/// `POST /admin/keys/rotate` (owner, every brand): the same rotation as
+/// `pactd keys rotate`.
+pub async fn rotate_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
+        record(
+            &state.db,
+            &who,
+            &staff.ip,
+            "key.rotate.denied",
+            None,
+            None,
+            json!({"needs": "owner, every brand"}),
+        )
+        .await?;
+        return Err(PageError::Forbidden(
+            "Rotating the signing key needs the owner role, for every brand.".into(),
+        ));
+    }
+    let now = OffsetDateTime::now_utc();
+    let key = crate::admin::api::keys::rotate_now(&state, now)
+        .await
+        .map_err(api_to_page)?;
+    record(
+        &state.db,
+        &who,
+        &staff.ip,
+        "key.rotate",
+        Some(&key.kid),
+        None,
+        json!({"signs_from": rfc3339(key.activates_at)}),
+    )
+    .await?;
+    Ok(see_other("/admin/keys", None))
+}
+
+fn api_to_page(e: crate::admin::api::error::AdminApiError) -> PageError {
+    use crate::admin::api::error::AdminApiError as E;
+    match e {
+        E::NotFound => not_found(),
+        E::Invalid(_, m) | E::Conflict(_, m) => PageError::BadRequest(m),
+        E::Forbidden(m) => PageError::Forbidden(m.into()),
+        E::Unavailable => PageError::Unavailable,
+        E::Unauthenticated => PageError::Forbidden("Sign in again.".into()),
+        E::Internal(cause) => PageError::Internal(cause),
+    }
+}

@@ -1,0 +1,217 @@
+//! The staff's signing keys, nodes, brands and scopes, in the admin API and
+//! the console: each role, brand limits, refusals audited, CSRF and Origin.
+
+use pact_tests::TestApp;
+use pact_tests::pages::{Browser, csrf_from};
+use serde_json::Value;
+
+use crate::admin_api::{audit_actions, call, credential, error, ok};
+use crate::admin_console::{add_admin, sign_in};
+
+async fn app() -> TestApp {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    app.add_brand("shop", "Shop").await;
+    app
+}
+
+fn kids(list: &Value) -> Vec<(String, String)> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["kid"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn published_kids(app: &TestApp) -> Vec<String> {
+    let jwks: Value = app
+        .http
+        .get(format!("{}/a2a/demo/oauth/jwks.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() {
+    let app = app().await;
+    let viewer = credential(&app, "desk", "viewer", Some(&["shop"])).await;
+    let operator = credential(&app, "ops", "operator", None).await;
+    let limited_owner = credential(&app, "shop-owner", "owner", Some(&["shop"])).await;
+    let owner = credential(&app, "root", "owner", None).await;
+
+    // Public facts only, for any role (a brand-limited viewer too: the keys
+    // are in every brand's JWKS anyway).
+    let list = ok(call(&app, &viewer, "get", "/keys", None).await).await;
+    let before = kids(&list);
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].1, "active");
+    let key = list["items"][0].as_object().unwrap();
+    let mut fields: Vec<&str> = key.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "activates_at",
+            "created_at",
+            "kid",
+            "retired_at",
+            "status",
+            "unpublish_at"
+        ]
+    );
+    assert!(!list.to_string().contains("sealed"));
+
+    // Refused before anything changes, and the refusal is audited.
+    for (who, name) in [
+        (&viewer, "desk"),
+        (&operator, "ops"),
+        (&limited_owner, "shop-owner"),
+    ] {
+        error(
+            call(&app, who, "post", "/keys/rotate", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert!(
+            audit_actions(&app, name)
+                .await
+                .contains(&"key.rotate.denied".to_owned()),
+            "{name}"
+        );
+    }
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+
+    // The owner rotates exactly as `pactd keys rotate`: the new key is
+    // published now, signs after the overlap; the old one signs until then.
+    let new = ok(call(&app, &owner, "post", "/keys/rotate", None).await).await;
+    let kid = new["kid"].as_str().unwrap().to_owned();
+    assert_eq!(new["status"], "published");
+    let rows = pact_db::signing_keys::all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    let new_row = rows.iter().find(|r| r.kid == kid).unwrap();
+    let old_row = rows.iter().find(|r| r.kid != kid).unwrap();
+    let overlap = app.state.config.delegation.key_overlap.as_secs() as i64;
+    let retain = app.state.config.delegation.key_retention.as_secs() as i64;
+    // created_at is the database's clock, activates_at the node's: close.
+    let lead = (new_row.activates_at - new_row.created_at).whole_seconds();
+    assert!((overlap - 5..=overlap + 5).contains(&lead), "{lead}");
+    assert_eq!(old_row.retired_at, Some(new_row.activates_at));
+    assert_eq!(
+        old_row.unpublish_at,
+        Some(new_row.activates_at + time::Duration::seconds(retain))
+    );
+    let after = kids(&ok(call(&app, &viewer, "get", "/keys", None).await).await);
+    assert_eq!(
+        after,
+        vec![
+            (kid.clone(), "published".into()),
+            (before[0].0.clone(), "active".into())
+        ]
+    );
+    // Every node reloads on the table's notification: the JWKS has it soon.
+    let mut seen = false;
+    for _ in 0..200 {
+        if published_kids(&app).await.contains(&kid) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(seen, "the new key is published");
+
+    let (target, detail): (Option<String>, Value) = sqlx::query_as(
+        "select target, detail from audit_log where actor = 'root' and action = 'key.rotate'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(target.as_deref(), Some(kid.as_str()));
+    assert!(detail["signs_from"].is_string());
+    assert!(
+        audit_actions(&app, "desk")
+            .await
+            .contains(&"key.list".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn the_console_shows_the_keys_and_only_an_owner_rotates_them() {
+    let app = app().await;
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    add_admin(&app, "shop@example.com", "owner", Some(&["shop"])).await;
+    let kid = pact_db::signing_keys::all(&app.db).await.unwrap()[0]
+        .kid
+        .clone();
+
+    let viewer = Browser::new(&app);
+    sign_in(&app, &viewer, "desk@example.com").await;
+    let (status, html) = viewer.get_html("/admin/keys").await;
+    assert_eq!(status, 200);
+    assert!(html.contains(&kid));
+    assert!(html.contains("active (signs)"));
+    assert!(!html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = viewer.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 403);
+
+    let limited = Browser::new(&app);
+    sign_in(&app, &limited, "shop@example.com").await;
+    let (_, html) = limited.get_html("/admin/keys").await;
+    assert!(!html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = limited.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+
+    let owner = Browser::new(&app);
+    sign_in(&app, &owner, "owner@example.com").await;
+    let (_, html) = owner.get_html("/admin/keys").await;
+    assert!(html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    // CSRF and Origin are checked first.
+    let res = owner.post("/admin/keys/rotate", &[("csrf", "wrong")]).await;
+    assert_eq!(res.status(), 403);
+    let res = owner
+        .client
+        .post(owner.url("/admin/keys/rotate"))
+        .header("origin", "https://evil.example")
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+    let res = owner.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 303);
+    let rows = pact_db::signing_keys::all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    let (_, html) = owner.get_html("/admin/keys").await;
+    assert!(html.contains(&rows[0].kid));
+    assert!(html.contains("published for verification"));
+
+    let actions = audit_actions(&app, "owner@example.com").await;
+    assert!(actions.contains(&"key.rotate".to_owned()), "{actions:?}");
+    let denied = audit_actions(&app, "desk@example.com").await;
+    assert!(
+        denied.contains(&"key.rotate.denied".to_owned()),
+        "{denied:?}"
+    );
+}
