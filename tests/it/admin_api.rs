@@ -334,6 +334,7 @@ async fn every_documented_route_exists_and_answers() {
         ),
         ("get", "/keys".into(), None, "listKeys"),
         ("post", "/keys/rotate".into(), None, "rotateKey"),
+        ("get", "/nodes".into(), None, "listNodes"),
         ("get", "/audit".into(), None, "listAudit"),
     ];
     let mut documented: Vec<String> = Vec::new();

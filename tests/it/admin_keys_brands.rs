@@ -215,3 +215,109 @@ async fn the_console_shows_the_keys_and_only_an_owner_rotates_them() {
         "{denied:?}"
     );
 }
+
+/// Polls `GET /nodes` until `done` holds (heartbeats are asynchronous).
+async fn nodes_until(app: &TestApp, secret: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = ok(call(app, secret, "get", "/nodes", None).await).await;
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("nodes never reached the expected state: {last}");
+}
+
+#[tokio::test]
+async fn every_node_says_whether_it_listens_for_revocations() {
+    let app = app().await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let viewer = credential(&app, "desk", "viewer", Some(&["shop"])).await;
+    let a = app.state.node.id.to_string();
+    let b = peer.state.node.id.to_string();
+
+    let v = nodes_until(&app, &viewer, |v| {
+        v["items"].as_array().unwrap().len() == 2 && v["all_listening"] == true
+    })
+    .await;
+    assert_eq!(v["summary"], "2 nodes, all listening");
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&a.as_str()) && ids.contains(&b.as_str()));
+    for n in v["items"].as_array().unwrap() {
+        assert_eq!(n["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(n["gone"], false);
+        assert!(!n["hostname"].as_str().unwrap().is_empty());
+    }
+    assert!(
+        audit_actions(&app, "desk")
+            .await
+            .contains(&"node.list".to_owned())
+    );
+
+    // The peer's listener is down: its next beat says so at once, and the
+    // overview names it.
+    peer.state.config_cache.set_live(false);
+    let v = nodes_until(&app, &viewer, |v| v["all_listening"] == false).await;
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains(&b), "{summary}");
+    assert!(!summary.contains(&a), "{summary}");
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    let browser = Browser::new(&app);
+    sign_in(&app, &browser, "desk@example.com").await;
+    let (status, html) = browser.get_html("/admin").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("not listening for revocations"), "{html}");
+    assert!(html.contains(&b));
+
+    // A node that stops cleanly leaves the list.
+    peer.stop().await;
+    let v = nodes_until(&app, &viewer, |v| v["items"].as_array().unwrap().len() == 1).await;
+    assert_eq!(v["summary"], "1 node, all listening");
+
+    // One that went silent shows as gone, does not count, and is swept.
+    let now = time::OffsetDateTime::now_utc();
+    for (minutes, host) in [(1, "crashed"), (6, "long-gone")] {
+        pact_db::nodes::heartbeat(
+            &app.db,
+            &pact_db::nodes::NodeRow {
+                id: uuid::Uuid::new_v4(),
+                hostname: host.into(),
+                version: "0.0.1".into(),
+                started_at: now - time::Duration::hours(1),
+                last_seen: now - time::Duration::minutes(minutes),
+                listening: false,
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let v = ok(call(&app, &viewer, "get", "/nodes", None).await).await;
+    assert_eq!(v["summary"], "1 node, all listening");
+    assert_eq!(v["all_listening"], true);
+    let gone: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["gone"] == true)
+        .map(|n| n["hostname"].as_str().unwrap())
+        .collect();
+    assert_eq!(gone.len(), 2);
+    let (_, html) = browser.get_html("/admin").await;
+    assert!(html.contains("1 node, all listening"));
+    assert!(html.contains("crashed"));
+    pact_server::housekeeping::sweep(&app.state, now).await;
+    let hosts: Vec<String> = pact_db::nodes::list(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.hostname)
+        .collect();
+    assert!(hosts.contains(&"crashed".to_owned()));
+    assert!(!hosts.contains(&"long-gone".to_owned()));
+}

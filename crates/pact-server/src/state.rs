@@ -37,6 +37,8 @@ pub struct Inner {
     pub outbound: reqwest::Client,
     /// Sends password-reset links; `None` when no SMTP server is configured.
     pub mailer: Option<crate::mail::Mailer>,
+    /// This process in the `nodes` table (its heartbeat).
+    pub node: crate::nodes::NodeIdentity,
 }
 
 impl std::ops::Deref for AppState {
@@ -104,6 +106,7 @@ impl AppState {
             live_turns: Default::default(),
             outbound,
             mailer,
+            node: crate::nodes::NodeIdentity::new(time::OffsetDateTime::now_utc()),
         })))
     }
 
@@ -113,6 +116,7 @@ impl AppState {
             tokio::spawn(crate::listener::run(self.clone())),
             tokio::spawn(crate::housekeeping::run(self.clone())),
             tokio::spawn(crate::db_health::probe(self.clone())),
+            tokio::spawn(crate::nodes::run(self.clone())),
         ]
     }
 }

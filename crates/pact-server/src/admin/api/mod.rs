@@ -9,6 +9,7 @@ pub mod customers;
 pub mod error;
 pub mod grants;
 pub mod keys;
+pub mod nodes;
 pub mod openapi;
 pub mod params;
 pub mod staff;
@@ -272,6 +273,17 @@ pub const OPERATIONS: &[Operation] = &[
         body: None,
         response: "Key",
         route: || post(keys::rotate),
+    },
+    Operation {
+        method: "get",
+        path: "/nodes",
+        operation_id: "listNodes",
+        summary: "The pactd nodes on this database (heartbeat every 10 s) and whether each listens for revocations (PACT §5.7).",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "NodeList",
+        route: || get(nodes::list),
     },
     Operation {
         method: "get",

@@ -288,6 +288,20 @@ fn schemas() -> Value {
             ("unpublish_at", nullable_time()),
         ], &["kid", "status", "created_at", "activates_at"]),
         "KeyList": list_of("Key"),
+        "Node": object(&[
+            ("id", json!({ "type": "string", "format": "uuid" })),
+            ("hostname", s("string")),
+            ("version", s("string")),
+            ("started_at", time()),
+            ("last_seen", time()),
+            ("listening", s("boolean")),
+            ("gone", s("boolean")),
+        ], &["id", "hostname", "version", "started_at", "last_seen", "listening", "gone"]),
+        "NodeList": object(&[
+            ("summary", s("string")),
+            ("all_listening", s("boolean")),
+            ("items", json!({ "type": "array", "items": reference("Node") })),
+        ], &["summary", "all_listening", "items"]),
         "CredentialRevoked": object(&[
             ("name", s("string")),
             ("revoked", s("boolean")),

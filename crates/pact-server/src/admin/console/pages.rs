@@ -99,16 +99,51 @@ struct OverviewPage {
     nav: Nav,
     o: admin_search::Overview,
     listening: bool,
+    nodes_summary: String,
+    nodes_ok: bool,
+    nodes: Vec<NodeLine>,
+}
+
+pub struct NodeLine {
+    pub id: String,
+    pub hostname: String,
+    pub version: String,
+    pub started: String,
+    pub last_seen: String,
+    pub state: &'static str,
 }
 
 pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let now = OffsetDateTime::now_utc();
     let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
+    let nodes = crate::nodes::list(&state.db, now).await?;
     let page = OverviewPage {
         nav: nav(&who),
         o,
         listening: !state.db_health.is_down(),
+        nodes_summary: crate::nodes::summary(&nodes),
+        nodes_ok: nodes
+            .iter()
+            .filter(|n| !n.gone)
+            .all(crate::nodes::NodeView::healthy),
+        nodes: nodes
+            .iter()
+            .map(|n| NodeLine {
+                id: n.row.id.to_string(),
+                hostname: n.row.hostname.clone(),
+                version: n.row.version.clone(),
+                started: rfc3339(n.row.started_at),
+                last_seen: rfc3339(n.row.last_seen),
+                state: if n.gone {
+                    "gone"
+                } else if n.row.listening {
+                    "listening"
+                } else {
+                    "NOT listening"
+                },
+            })
+            .collect(),
     };
     Ok(render(&page, StatusCode::OK))
 }
