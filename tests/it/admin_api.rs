@@ -335,6 +335,20 @@ async fn every_documented_route_exists_and_answers() {
         ("get", "/keys".into(), None, "listKeys"),
         ("post", "/keys/rotate".into(), None, "rotateKey"),
         ("get", "/nodes".into(), None, "listNodes"),
+        ("get", "/brands".into(), None, "listBrands"),
+        ("get", "/brands/shop".into(), None, "getBrand"),
+        (
+            "post",
+            "/brands/shop/scopes".into(),
+            Some(json!({"scope_id": "returns:create", "description": "Start a return"})),
+            "upsertBrandScope",
+        ),
+        (
+            "post",
+            "/brands/shop/scopes/returns:create/remove".into(),
+            None,
+            "removeBrandScope",
+        ),
         ("get", "/audit".into(), None, "listAudit"),
     ];
     let mut documented: Vec<String> = Vec::new();

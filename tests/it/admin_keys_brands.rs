@@ -321,3 +321,402 @@ async fn every_node_says_whether_it_listens_for_revocations() {
     assert!(hosts.contains(&"crashed".to_owned()));
     assert!(!hosts.contains(&"long-gone".to_owned()));
 }
+
+async fn scopes_of(app: &TestApp, brand: &str) -> Vec<(String, String, bool)> {
+    pact_db::scopes::list(&app.db, brand)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.scope_id, s.description, s.requires_mfa))
+        .collect()
+}
+
+#[tokio::test]
+async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
+    let app = app().await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let shop_owner = credential(&app, "shop-owner", "owner", Some(&["shop"])).await;
+    let operator = credential(&app, "ops", "operator", None).await;
+    let viewer = credential(&app, "desk", "viewer", None).await;
+
+    let list = ok(call(&app, &owner, "get", "/brands", None).await).await;
+    let ids: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["demo", "shop"]);
+    let demo = ok(call(&app, &owner, "get", "/brands/demo", None).await).await;
+    assert!(!demo["scopes"].as_array().unwrap().is_empty());
+    assert_eq!(demo["grant_lifetime_days"], 30);
+    assert_eq!(demo["grant_lifetime_is_default"], true);
+
+    // Below owner: refused before anything is looked up, and audited.
+    for (secret, name) in [(&viewer, "desk"), (&operator, "ops")] {
+        error(
+            call(&app, secret, "get", "/brands", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        error(
+            call(&app, secret, "get", "/brands/shop", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        error(
+            call(
+                &app,
+                secret,
+                "post",
+                "/brands/shop/scopes",
+                Some(serde_json::json!({"scope_id": "x", "description": "X"})),
+            )
+            .await,
+            403,
+            "forbidden",
+        )
+        .await;
+        let actions = audit_actions(&app, name).await;
+        for a in [
+            "brand.list.denied",
+            "brand.read.denied",
+            "scope.upsert.denied",
+        ] {
+            assert!(
+                actions.contains(&a.to_owned()),
+                "{name}: {a} in {actions:?}"
+            );
+        }
+    }
+    assert!(scopes_of(&app, "shop").await.is_empty());
+
+    // The peer holds a cached copy of shop's (empty) scope list.
+    for _ in 0..200 {
+        if peer.state.config_cache.is_live() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(peer.state.config_cache.is_live());
+    assert!(
+        peer.state
+            .config_cache
+            .scopes(&peer.db, "shop")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A brand-limited owner manages its brand.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes",
+        Some(serde_json::json!({"scope_id": "returns:create", "description": "Start a return"})),
+    )
+    .await)
+    .await;
+    assert_eq!(v["scopes"][0]["scope_id"], "returns:create");
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [("returns:create".into(), "Start a return".into(), false)]
+    );
+    // Every node drops its copy on the table's notification.
+    peer.settle().await;
+    let seen = peer
+        .state
+        .config_cache
+        .scopes(&peer.db, "shop")
+        .await
+        .unwrap();
+    assert_eq!(seen.len(), 1, "the peer sees the new scope");
+    // An edit: description and second factor.
+    ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes",
+        Some(serde_json::json!({
+            "scope_id": "returns:create", "description": "Start a return of an order", "requires_mfa": true
+        })),
+    )
+    .await)
+    .await;
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [(
+            "returns:create".into(),
+            "Start a return of an order".into(),
+            true
+        )]
+    );
+    peer.settle().await;
+    let seen = peer
+        .state
+        .config_cache
+        .scopes(&peer.db, "shop")
+        .await
+        .unwrap();
+    assert!(seen[0].requires_mfa);
+
+    // What consent shows is checked: hidden and bidi characters, over-long
+    // or blank text, bad scope ids, unknown fields; nothing changes.
+    for bad in [
+        serde_json::json!({"scope_id": "returns:create", "description": "Refund \u{202e}0001\u{202c} EUR"}),
+        serde_json::json!({"scope_id": "returns:create", "description": "zero\u{200b}width"}),
+        serde_json::json!({"scope_id": "returns:create", "description": "x".repeat(501)}),
+        serde_json::json!({"scope_id": "returns:create", "description": "   "}),
+        serde_json::json!({"scope_id": "a b", "description": "Fine"}),
+        serde_json::json!({"scope_id": "q\"uote", "description": "Fine"}),
+        serde_json::json!({"scope_id": "x", "description": "Fine", "extra": 1}),
+        serde_json::json!({"description": "Fine"}),
+    ] {
+        error(
+            call(&app, &shop_owner, "post", "/brands/shop/scopes", Some(bad)).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+    }
+    assert_eq!(scopes_of(&app, "shop").await.len(), 1);
+
+    // Other brands do not exist for it: the same answer as a missing brand.
+    let demo_before = scopes_of(&app, "demo").await;
+    let list = ok(call(&app, &shop_owner, "get", "/brands", None).await).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    let missing = error(
+        call(&app, &shop_owner, "get", "/brands/nope", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    let other = error(
+        call(&app, &shop_owner, "get", "/brands/demo", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(missing, other);
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/demo/scopes",
+            Some(serde_json::json!({"scope_id": "orders:read", "description": "Mine now"})),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/demo/scopes/orders:read/remove",
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(scopes_of(&app, "demo").await, demo_before);
+
+    // Removing: once, then it is not found.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes/returns:create/remove",
+        None,
+    )
+    .await)
+    .await;
+    assert!(v["scopes"].as_array().unwrap().is_empty());
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/shop/scopes/returns:create/remove",
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    peer.settle().await;
+    assert!(
+        peer.state
+            .config_cache
+            .scopes(&peer.db, "shop")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let entries: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "select action, target, brand_id from audit_log where actor = 'shop-owner' \
+         and action like 'scope.%' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    let shop = Some("shop".to_owned());
+    let target = Some("returns:create".to_owned());
+    assert_eq!(
+        entries,
+        [
+            ("scope.upsert".into(), target.clone(), shop.clone()),
+            ("scope.upsert".into(), target.clone(), shop.clone()),
+            ("scope.remove".into(), target, shop),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_console_edits_scopes_for_owners_of_the_brand_only() {
+    let app = app().await;
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    add_admin(&app, "shop@example.com", "owner", Some(&["shop"])).await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+
+    // An operator has no brands page, and its POSTs are refused and audited.
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (status, html) = ops.get_html("/admin").await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("href=\"/admin/brands\""));
+    let csrf = csrf_from(&html).unwrap();
+    let (status, _) = ops.get_html("/admin/brands").await;
+    assert_eq!(status, 403);
+    let (status, _) = ops.get_html("/admin/brands/shop").await;
+    assert_eq!(status, 403);
+    let res = ops
+        .post(
+            "/admin/brands/shop/scopes",
+            &[("csrf", &csrf), ("scope_id", "x"), ("description", "X")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        audit_actions(&app, "ops@example.com")
+            .await
+            .contains(&"scope.upsert.denied".to_owned())
+    );
+
+    // The shop owner: its brand only.
+    let shop = Browser::new(&app);
+    sign_in(&app, &shop, "shop@example.com").await;
+    let (status, html) = shop.get_html("/admin/brands").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("/admin/brands/shop"));
+    assert!(!html.contains("/admin/brands/demo"));
+    let (status, _) = shop.get_html("/admin/brands/demo").await;
+    assert_eq!(status, 404);
+    let (status, html) = shop.get_html("/admin/brands/shop").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("30 days"));
+    let csrf = csrf_from(&html).unwrap();
+    let demo_before = scopes_of(&app, "demo").await;
+    let res = shop
+        .post(
+            "/admin/brands/demo/scopes",
+            &[
+                ("csrf", &csrf),
+                ("scope_id", "orders:read"),
+                ("description", "Mine"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+    let res = shop
+        .post(
+            "/admin/brands/demo/scopes/remove",
+            &[("csrf", &csrf), ("scope_id", "orders:read")],
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+    assert_eq!(scopes_of(&app, "demo").await, demo_before);
+
+    // CSRF and Origin first; then what consent shows is checked.
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("scope_id", "returns:create"),
+        ("description", "Start a return"),
+        ("requires_mfa", "1"),
+    ];
+    let mut wrong = form;
+    wrong[0].1 = "wrong";
+    let res = shop.post("/admin/brands/shop/scopes", &wrong).await;
+    assert_eq!(res.status(), 403);
+    let res = shop
+        .client
+        .post(shop.url("/admin/brands/shop/scopes"))
+        .header("origin", "https://evil.example")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let mut hidden = form;
+    hidden[2].1 = "Start a \u{202e}nruter";
+    let res = shop.post("/admin/brands/shop/scopes", &hidden).await;
+    assert_eq!(res.status(), 400);
+    assert!(scopes_of(&app, "shop").await.is_empty());
+
+    let res = shop.post("/admin/brands/shop/scopes", &form).await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [("returns:create".into(), "Start a return".into(), true)]
+    );
+    // Edit: unticking the box turns the second factor off.
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes",
+            &[
+                ("csrf", &csrf),
+                ("scope_id", "returns:create"),
+                ("description", "Start a return of an order"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [(
+            "returns:create".into(),
+            "Start a return of an order".into(),
+            false
+        )]
+    );
+    let (_, html) = shop.get_html("/admin/brands/shop").await;
+    assert!(html.contains("Start a return of an order"));
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes/remove",
+            &[("csrf", &csrf), ("scope_id", "returns:create")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert!(scopes_of(&app, "shop").await.is_empty());
+    let actions = audit_actions(&app, "shop@example.com").await;
+    assert!(actions.contains(&"scope.upsert".to_owned()));
+    assert!(actions.contains(&"scope.remove".to_owned()));
+
+    // The unlimited owner sees every brand.
+    let owner = Browser::new(&app);
+    sign_in(&app, &owner, "owner@example.com").await;
+    let (_, html) = owner.get_html("/admin/brands").await;
+    assert!(html.contains("/admin/brands/demo") && html.contains("/admin/brands/shop"));
+}

@@ -95,17 +95,8 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             requires_mfa,
         }) => {
             require_brand(pool, brand_id).await?;
-            if !pact_db::scopes::is_valid_scope_id(scope_id) {
-                bail!(
-                    "invalid scope id {scope_id:?}: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
-                );
-            }
-            if description.trim().is_empty() || description.len() > 500 {
-                bail!("the description must be 1–500 characters: it is shown to people verbatim");
-            }
-            if let Some(c) = hidden_chars::first_hidden(description) {
-                bail!("{}", hidden_chars::refusal("the description", c));
-            }
+            pact_server::domain::scopes::check_definition(scope_id, description)
+                .map_err(anyhow::Error::msg)?;
             pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
             println!("scope {scope_id} on {brand_id}: {description}");
         }

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod audit;
+pub mod brands;
 pub mod caller;
 pub mod customers;
 pub mod error;
@@ -251,6 +252,50 @@ pub const OPERATIONS: &[Operation] = &[
         body: None,
         response: "CredentialRevoked",
         route: || post(staff::revoke_credential),
+    },
+    Operation {
+        method: "get",
+        path: "/brands",
+        operation_id: "listBrands",
+        summary: "The caller's brands, each with its scopes and grant lifetime.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "BrandList",
+        route: || get(brands::list),
+    },
+    Operation {
+        method: "get",
+        path: "/brands/{brand}",
+        operation_id: "getBrand",
+        summary: "One brand: its scopes (id, description shown on consent, requires MFA) and grant lifetime.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Brand",
+        route: || get(brands::get),
+    },
+    Operation {
+        method: "post",
+        path: "/brands/{brand}/scopes",
+        operation_id: "upsertBrandScope",
+        summary: "Add a scope to the brand, or change its description and MFA requirement (as `pactd brand scope add`).",
+        role: Role::Owner,
+        query: &[],
+        body: Some("ScopeDefinition"),
+        response: "Brand",
+        route: || post(brands::put_scope),
+    },
+    Operation {
+        method: "post",
+        path: "/brands/{brand}/scopes/{scope}/remove",
+        operation_id: "removeBrandScope",
+        summary: "Stop offering a scope; grants holding it keep it until they end or are revoked.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Brand",
+        route: || post(brands::remove_scope),
     },
     Operation {
         method: "get",

@@ -27,6 +27,8 @@ pub struct Nav {
     pub role: &'static str,
     pub csrf: String,
     pub can_act: bool,
+    /// Owners manage brands and scopes.
+    pub is_owner: bool,
 }
 
 fn nav(who: &SignedIn) -> Nav {
@@ -35,6 +37,7 @@ fn nav(who: &SignedIn) -> Nav {
         role: who.actor.role.as_str(),
         csrf: who.session.csrf_token.clone(),
         can_act: who.actor.may(Role::Operator),
+        is_owner: who.actor.may(Role::Owner),
     }
 }
 
@@ -953,4 +956,164 @@ fn api_to_page(e: crate::admin::api::error::AdminApiError) -> PageError {
         E::Unauthenticated => PageError::Forbidden("Sign in again.".into()),
         E::Internal(cause) => PageError::Internal(cause),
     }
+}
+
+// --- brands and scopes -------------------------------------------------------
+
+fn needs_owner() -> PageError {
+    PageError::Forbidden("Brands and their scopes are managed by owners.".into())
+}
+
+pub struct BrandLine {
+    pub id: String,
+    pub name: String,
+    pub scopes: usize,
+    pub lifetime_days: i64,
+    pub lifetime_default: bool,
+}
+
+#[derive(Template)]
+#[template(path = "admin/brands.html")]
+struct BrandsPage {
+    nav: Nav,
+    brands: Vec<BrandLine>,
+}
+
+pub async fn brands(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) {
+        return Err(needs_owner());
+    }
+    let mut lines = Vec::new();
+    for b in pact_db::brands::list(&state.db).await? {
+        if !who.actor.sees_brand(&b.id) {
+            continue;
+        }
+        let (lifetime_days, lifetime_default) =
+            crate::admin::api::brands::grant_lifetime(&state, &b);
+        lines.push(BrandLine {
+            scopes: pact_db::scopes::list(&state.db, &b.id).await?.len(),
+            id: b.id,
+            name: b.name,
+            lifetime_days,
+            lifetime_default,
+        });
+    }
+    let page = BrandsPage {
+        nav: nav(&who),
+        brands: lines,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+#[derive(Template)]
+#[template(path = "admin/brand.html")]
+struct BrandPage {
+    nav: Nav,
+    id: String,
+    name: String,
+    description: String,
+    lifetime_days: i64,
+    lifetime_default: bool,
+    scopes: Vec<pact_db::scopes::BrandScope>,
+}
+
+async fn owned_brand(
+    state: &AppState,
+    who: &SignedIn,
+    brand: &str,
+) -> Result<pact_db::brands::Brand, PageError> {
+    if !who.actor.may(Role::Owner) {
+        return Err(needs_owner());
+    }
+    crate::admin::api::brands::visible(state, &who.actor, brand)
+        .await?
+        .ok_or_else(not_found)
+}
+
+pub async fn brand(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = owned_brand(&state, &who, &id).await?;
+    let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
+    let page = BrandPage {
+        nav: nav(&who),
+        scopes: pact_db::scopes::list(&state.db, &b.id).await?,
+        id: b.id,
+        name: b.name,
+        description: b.description,
+        lifetime_days,
+        lifetime_default,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+/// A refused change to a brand is audited like the API's (`<action>.denied`).
+async fn brand_change_allowed(
+    state: &AppState,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+    brand: &str,
+) -> Result<pact_db::brands::Brand, PageError> {
+    if !who.actor.may(Role::Owner) {
+        record(
+            &state.db,
+            who,
+            ip,
+            &format!("{action}.denied"),
+            None,
+            None,
+            json!({"needs": "owner"}),
+        )
+        .await?;
+        return Err(needs_owner());
+    }
+    owned_brand(state, who, brand).await
+}
+
+/// `POST /admin/brands/{brand}/scopes`: add or change a scope.
+pub async fn upsert_scope(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.upsert", &id).await?;
+    let def = crate::admin::api::brands::ScopeDefinition {
+        scope_id: form.get("scope_id").unwrap_or("").trim().to_owned(),
+        description: form.get("description").unwrap_or("").to_owned(),
+        requires_mfa: form.get("requires_mfa").is_some(),
+    };
+    crate::admin::api::brands::upsert_scope(&state, &who.actor, &staff.ip, &b.id, &def)
+        .await
+        .map_err(api_to_page)?;
+    Ok(see_other(&format!("/admin/brands/{}", b.id), None))
+}
+
+/// `POST /admin/brands/{brand}/scopes/remove` (`scope_id` in the form).
+pub async fn remove_scope(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.remove", &id).await?;
+    let scope = form.get("scope_id").unwrap_or("");
+    if !crate::admin::api::brands::remove_scope_of(&state, &who.actor, &staff.ip, &b.id, scope)
+        .await
+        .map_err(api_to_page)?
+    {
+        return Err(not_found());
+    }
+    Ok(see_other(&format!("/admin/brands/{}", b.id), None))
 }
