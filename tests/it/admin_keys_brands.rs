@@ -720,3 +720,196 @@ async fn the_console_edits_scopes_for_owners_of_the_brand_only() {
     let (_, html) = owner.get_html("/admin/brands").await;
     assert!(html.contains("/admin/brands/demo") && html.contains("/admin/brands/shop"));
 }
+
+#[tokio::test]
+async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the_console() {
+    use pact_tests::logo_server::{LogoServer, PA_LOGO};
+    let app = app().await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let platform = LogoServer::start().await;
+
+    let v = ok(call(
+        &app,
+        &owner,
+        "post",
+        "/agents",
+        Some(serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+            "name": "New",
+            "homepage": "https://new.example/",
+            "logo_uri": platform.url("/logo.png"),
+            "policy_uri": "https://new.example/privacy",
+            "tos_uri": "https://new.example/terms",
+        })),
+    )
+    .await)
+    .await;
+    let sha = pact_server::who::sha256_hex(PA_LOGO);
+    assert_eq!(v["logo"], format!("/logos/{sha}"));
+    assert_eq!(v["homepage"], "https://new.example/");
+    assert_eq!(platform.hits(), 1, "fetched once, at registration");
+    let meta = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.logo_sha256.as_deref(), Some(sha.as_str()));
+    assert_eq!(meta.tos_uri.as_deref(), Some("https://new.example/terms"));
+    let res = app
+        .http
+        .get(format!("{}/logos/{sha}", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    // Absent keeps, "" removes, as with `pactd agent add`.
+    ok(call(
+        &app,
+        &owner,
+        "post",
+        "/agents",
+        Some(serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+            "tos_uri": "",
+        })),
+    )
+    .await)
+    .await;
+    let meta = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.tos_uri, None);
+    assert_eq!(meta.homepage_uri.as_deref(), Some("https://new.example/"));
+
+    // Refused links and logos change nothing.
+    for (field, bad) in [
+        ("homepage", "javascript:alert(1)".to_owned()),
+        (
+            "policy_uri",
+            "https://new.example/\u{202e}lmth.ycavirp".to_owned(),
+        ),
+        ("logo_uri", platform.url("/logo.svg")),
+        ("name", "Ne\u{200b}w".to_owned()),
+    ] {
+        let mut body = serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+        });
+        body[field] = serde_json::json!(bad);
+        let e = error(
+            call(&app, &owner, "post", "/agents", Some(body)).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+        assert!(
+            e["error"]["message"].as_str().unwrap().starts_with(field),
+            "{e}"
+        );
+    }
+    let after = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.logo_sha256.as_deref(), Some(sha.as_str()));
+    assert_eq!(after.homepage_uri.as_deref(), Some("https://new.example/"));
+    let detail: Value = sqlx::query_scalar(
+        "select detail from audit_log where actor = 'root' and action = 'agent.register' order by id limit 1",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(detail["homepage"], "https://new.example/");
+
+    // The console's form: the same function.
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    let b = Browser::new(&app);
+    sign_in(&app, &b, "owner@example.com").await;
+    let (_, html) = b.get_html("/admin/agents").await;
+    assert!(html.contains("name=\"logo_uri\""));
+    let csrf = csrf_from(&html).unwrap();
+    let logo = platform.url("/logo.png");
+    let res = b
+        .post(
+            "/admin/agents",
+            &[
+                ("csrf", &csrf),
+                ("issuer", "https://other.example"),
+                ("jwks_uri", "https://other.example/jwks.json"),
+                ("name", "Other"),
+                ("homepage", "https://other.example/"),
+                ("logo_uri", &logo),
+                ("policy_uri", ""),
+                ("tos_uri", "https://other.example/terms"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let meta = pact_db::agents::metadata(&app.db, "https://other.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.homepage_uri.as_deref(), Some("https://other.example/"));
+    assert_eq!(meta.policy_uri, None);
+    assert_eq!(meta.logo_sha256.as_deref(), Some(sha.as_str()));
+    let res = b
+        .post(
+            "/admin/agents",
+            &[
+                ("csrf", &csrf),
+                ("issuer", "https://third.example"),
+                ("jwks_uri", "https://third.example/jwks.json"),
+                ("homepage", "javascript:alert(1)"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert!(
+        pact_db::agents::find(&app.db, "https://third.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        audit_actions(&app, "owner@example.com")
+            .await
+            .contains(&"agent.register".to_owned())
+    );
+}
+
+/// From the network, a loopback logo is fetched only when the server also
+/// fetches loopback JWKS: otherwise the API would make pactd call itself.
+#[tokio::test]
+async fn a_remote_registration_does_not_fetch_loopback_logos_in_production() {
+    use pact_tests::logo_server::LogoServer;
+    let app = TestApp::spawn_with(|c| c.jwks.allow_loopback = false).await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let platform = LogoServer::start().await;
+    error(
+        call(
+            &app,
+            &owner,
+            "post",
+            "/agents",
+            Some(serde_json::json!({
+                "issuer": "https://new.example",
+                "jwks_uri": "https://new.example/jwks.json",
+                "logo_uri": platform.url("/logo.png"),
+            })),
+        )
+        .await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert_eq!(platform.hits(), 0);
+    assert!(
+        pact_db::agents::find(&app.db, "https://new.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

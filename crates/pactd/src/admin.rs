@@ -267,7 +267,16 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 None => None,
             };
             let mut tx = pool.begin().await?;
-            let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
+            let (agent, meta) = who::register_platform(
+                &mut tx,
+                issuer,
+                jwks_uri,
+                &name,
+                &links,
+                logo.as_ref(),
+                OffsetDateTime::now_utc(),
+            )
+            .await?;
             // Re-registering without the flags keeps the limits the PA has.
             if pa.is_some() || user.is_some() {
                 pact_db::agents::set_limits(
@@ -278,20 +287,6 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 )
                 .await?;
             }
-            let meta = if links.any() {
-                Some(
-                    who::store_links(
-                        &mut tx,
-                        issuer,
-                        &links,
-                        logo.as_ref(),
-                        OffsetDateTime::now_utc(),
-                    )
-                    .await?,
-                )
-            } else {
-                None
-            };
             tx.commit().await?;
             audit(
                 pool,

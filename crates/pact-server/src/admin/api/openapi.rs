@@ -157,6 +157,11 @@ fn schemas() -> Value {
         ("active_grants", s("integer")),
     ];
     let agent = [
+        ("homepage", nullable("string")),
+        ("logo_uri", nullable("string")),
+        ("policy_uri", nullable("string")),
+        ("tos_uri", nullable("string")),
+        ("logo", nullable("string")),
         ("issuer", s("string")),
         ("jwks_uri", s("string")),
         ("name", s("string")),
@@ -220,7 +225,11 @@ fn schemas() -> Value {
             "properties": {
                 "issuer": { "type": "string", "minLength": 1, "maxLength": 512 },
                 "jwks_uri": { "type": "string", "format": "uri" },
-                "name": { "type": "string", "minLength": 1, "maxLength": 200 }
+                "name": { "type": "string", "minLength": 1, "maxLength": 200 },
+                "homepage": { "type": "string", "description": "RFC 7591 client_uri, shown on consent; \"\" removes it." },
+                "logo_uri": { "type": "string", "description": "Fetched once now and served from pactd's origin (PNG, JPEG, GIF or WebP); \"\" removes it." },
+                "policy_uri": { "type": "string", "description": "RFC 7591 policy_uri; \"\" removes it." },
+                "tos_uri": { "type": "string", "description": "RFC 7591 tos_uri; \"\" removes it." }
             },
             "required": ["issuer", "jwks_uri"],
             "additionalProperties": false

@@ -312,19 +312,25 @@ pub async fn register_agent(
     let jwks_uri = form.get("jwks_uri").unwrap_or("");
     let name = crate::admin::api::agents::check_registration(issuer, jwks_uri, form.get("name"))
         .map_err(PageError::BadRequest)?;
-    let mut tx = state.db.begin().await?;
-    let a = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
-    record(
-        &mut *tx,
-        &who,
-        &staff.ip,
-        "agent.register",
-        Some(&a.issuer),
-        None,
-        json!({"jwks_uri": a.jwks_uri, "name": a.name}),
+    // A blank link field keeps what is stored (the form cannot tell "remove"
+    // from "not given"; the API and `pactd agent add` take "" to remove).
+    let link = |field: &str| {
+        form.get(field)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let links = crate::who::LinkFlags {
+        homepage: link("homepage"),
+        logo: link("logo_uri"),
+        policy: link("policy_uri"),
+        tos: link("tos_uri"),
+    };
+    crate::admin::api::agents::register_with_links(
+        &state, &who.actor, &staff.ip, issuer, jwks_uri, &name, &links,
     )
-    .await?;
-    tx.commit().await?;
+    .await
+    .map_err(api_to_page)?;
     Ok(see_other("/admin/agents", None))
 }
 
