@@ -89,10 +89,12 @@ pub async fn run(state: AppState) {
         if !due {
             continue;
         }
-        match beat(&state, OffsetDateTime::now_utc()).await {
-            Ok(()) => last = Some((tokio::time::Instant::now(), live)),
-            Err(e) => tracing::warn!(error = %e, "node heartbeat failed"),
+        if let Err(e) = beat(&state, OffsetDateTime::now_utc()).await {
+            tracing::warn!(error = %e, "node heartbeat failed");
         }
+        // Tried: the next try is at the next beat (or listener change), so a
+        // database outage gives one warning per beat, not one per tick.
+        last = Some((tokio::time::Instant::now(), live));
     }
 }
 
