@@ -217,6 +217,21 @@ pub async fn rotate(
     retain: Duration,
 ) -> Result<String, KeyError> {
     let mut tx = db.begin().await?;
+    let kid = rotate_in(&mut tx, master, now, overlap, retain).await?;
+    tx.commit().await?;
+    Ok(kid)
+}
+
+/// [`rotate`] in the caller's transaction (the admin API and console commit
+/// it together with its audit entry). The table trigger announces the new
+/// key on `pactd_keys` at commit, so every node reloads.
+pub async fn rotate_in(
+    tx: &mut sqlx::PgConnection,
+    master: &MasterKey,
+    now: OffsetDateTime,
+    overlap: Duration,
+    retain: Duration,
+) -> Result<String, KeyError> {
     let key = ProviderKey::generate()?;
     let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;
     let activates_at = now + overlap;
@@ -230,7 +245,6 @@ pub async fn rotate(
     .await?;
     pact_db::signing_keys::retire_older(&mut *tx, key.kid(), activates_at, activates_at + retain)
         .await?;
-    tx.commit().await?;
     Ok(key.kid().to_owned())
 }
 

@@ -936,19 +936,9 @@ pub async fn rotate_key(
         ));
     }
     let now = OffsetDateTime::now_utc();
-    let key = crate::admin::api::keys::rotate_now(&state, now)
+    crate::admin::api::keys::rotate_now(&state, &who.actor, &staff.ip, now)
         .await
         .map_err(api_to_page)?;
-    record(
-        &state.db,
-        &who,
-        &staff.ip,
-        "key.rotate",
-        Some(&key.kid),
-        None,
-        json!({"signs_from": rfc3339(key.activates_at)}),
-    )
-    .await?;
     Ok(see_other("/admin/keys", None))
 }
 
