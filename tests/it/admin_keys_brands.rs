@@ -705,6 +705,23 @@ async fn the_console_edits_scopes_for_owners_of_the_brand_only() {
     let res = shop
         .post(
             "/admin/brands/shop/scopes/remove",
+            &[("csrf", "wrong"), ("scope_id", "returns:create")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    let res = shop
+        .client
+        .post(shop.url("/admin/brands/shop/scopes/remove"))
+        .header("origin", "https://evil.example")
+        .form(&[("csrf", csrf.as_str()), ("scope_id", "returns:create")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(scopes_of(&app, "shop").await.len(), 1);
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes/remove",
             &[("csrf", &csrf), ("scope_id", "returns:create")],
         )
         .await;
