@@ -133,6 +133,8 @@ pub fn summary(nodes: &[NodeView]) -> String {
         .map(|n| format!("{} ({})", n.row.hostname, n.row.id))
         .collect();
     let count = match alive.len() {
+        // Only just started: even this node has not written its row yet.
+        0 => return "no node has reported yet".to_owned(),
         1 => "1 node".to_owned(),
         n => format!("{n} nodes"),
     };
@@ -174,6 +176,10 @@ mod tests {
         assert_eq!(
             summary(&[view("a", true, false), view("old", false, true)]),
             "1 node, all listening"
+        );
+        assert_eq!(
+            summary(&[view("old", true, true)]),
+            "no node has reported yet"
         );
         let s = summary(&[view("a", true, false), view("b", false, false)]);
         assert!(
