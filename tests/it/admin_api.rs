@@ -17,7 +17,12 @@ const SUB: &str = "pa-user-1";
 const API: &str = "/admin/api/v1";
 
 /// A credential made as `pactd admin credential add` makes it: its secret.
-async fn credential(app: &TestApp, name: &str, role: &str, brands: Option<&[&str]>) -> String {
+pub(crate) async fn credential(
+    app: &TestApp,
+    name: &str,
+    role: &str,
+    brands: Option<&[&str]>,
+) -> String {
     let (secret, hash) = pact_server::admin::credential::new_secret();
     let brands: Option<Vec<String>> = brands.map(|b| b.iter().map(|s| (*s).to_owned()).collect());
     pact_db::admins::insert_credential(
@@ -33,7 +38,7 @@ async fn credential(app: &TestApp, name: &str, role: &str, brands: Option<&[&str
     secret
 }
 
-async fn call(
+pub(crate) async fn call(
     app: &TestApp,
     secret: &str,
     method: &str,
@@ -52,7 +57,7 @@ async fn call(
     req.send().await.unwrap()
 }
 
-async fn ok(res: Response) -> Value {
+pub(crate) async fn ok(res: Response) -> Value {
     let status = res.status();
     let v: Value = res.json().await.unwrap();
     assert_eq!(status, 200, "{v}");
@@ -60,7 +65,7 @@ async fn ok(res: Response) -> Value {
 }
 
 /// Asserts the API's error shape with this status and code; returns the body.
-async fn error(res: Response, status: u16, code: &str) -> Value {
+pub(crate) async fn error(res: Response, status: u16, code: &str) -> Value {
     assert_eq!(res.status(), status);
     assert_eq!(
         res.headers()
@@ -87,7 +92,7 @@ fn grant_of(tokens: &Value) -> Uuid {
     v["grant_id"].as_str().unwrap().parse().unwrap()
 }
 
-async fn audit_actions(app: &TestApp, actor: &str) -> Vec<String> {
+pub(crate) async fn audit_actions(app: &TestApp, actor: &str) -> Vec<String> {
     sqlx::query_scalar("select action from audit_log where actor = $1 order by id")
         .bind(actor)
         .fetch_all(&app.db)
@@ -326,6 +331,23 @@ async fn every_documented_route_exists_and_answers() {
             "/credentials/spare/revoke".into(),
             None,
             "revokeCredential",
+        ),
+        ("get", "/keys".into(), None, "listKeys"),
+        ("post", "/keys/rotate".into(), None, "rotateKey"),
+        ("get", "/nodes".into(), None, "listNodes"),
+        ("get", "/brands".into(), None, "listBrands"),
+        ("get", "/brands/shop".into(), None, "getBrand"),
+        (
+            "post",
+            "/brands/shop/scopes".into(),
+            Some(json!({"scope_id": "returns:create", "description": "Start a return"})),
+            "upsertBrandScope",
+        ),
+        (
+            "post",
+            "/brands/shop/scopes/returns:create/remove".into(),
+            None,
+            "removeBrandScope",
         ),
         ("get", "/audit".into(), None, "listAudit"),
     ];

@@ -10,7 +10,7 @@ use uuid::Uuid;
 const ISS: &str = "https://pa.example";
 const PASSWORD: &str = "correct horse battery";
 
-async fn add_admin(app: &TestApp, email: &str, role: &str, brands: Option<&[&str]>) {
+pub(crate) async fn add_admin(app: &TestApp, email: &str, role: &str, brands: Option<&[&str]>) {
     let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
     let brands: Option<Vec<String>> = brands.map(|b| b.iter().map(|s| (*s).to_owned()).collect());
     pact_db::admins::insert(
@@ -39,7 +39,7 @@ fn admin_cookie(b: &Browser) -> Option<String> {
 }
 
 /// Signs in (enrolling TOTP the first time); returns the TOTP secret.
-async fn sign_in(app: &TestApp, b: &Browser, email: &str) -> Vec<u8> {
+pub(crate) async fn sign_in(app: &TestApp, b: &Browser, email: &str) -> Vec<u8> {
     let res = b
         .submit(
             "/admin/sign-in",

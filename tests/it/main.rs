@@ -4,6 +4,7 @@
 mod admin_api;
 mod admin_browser;
 mod admin_console;
+mod admin_keys_brands;
 mod admin_schemathesis;
 mod browser;
 mod card;

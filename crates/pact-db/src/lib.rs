@@ -16,6 +16,7 @@ pub mod grants;
 pub mod local_cluster;
 pub mod logos;
 pub mod merchant;
+pub mod nodes;
 pub mod password_resets;
 pub mod receipt_log;
 pub mod receipts;

@@ -60,6 +60,12 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(deleted = n, "removed unused logos"),
         Err(e) => tracing::warn!(error = %e, "logo cleanup failed"),
     }
+    // Nodes that stopped without saying so (crash, kill -9).
+    match pact_db::nodes::sweep(&state.db, now - crate::nodes::SWEEP_AFTER).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "removed the rows of nodes gone silent"),
+        Err(e) => tracing::warn!(error = %e, "node list cleanup failed"),
+    }
     if let Err(e) = state.keys.refresh(&state.db).await {
         tracing::warn!(error = %e, "periodic key reload failed");
     }

@@ -217,6 +217,21 @@ pub async fn rotate(
     retain: Duration,
 ) -> Result<String, KeyError> {
     let mut tx = db.begin().await?;
+    let kid = rotate_in(&mut tx, master, now, overlap, retain).await?;
+    tx.commit().await?;
+    Ok(kid)
+}
+
+/// [`rotate`] in the caller's transaction (the admin API and console commit
+/// it together with its audit entry). The table trigger announces the new
+/// key on `pactd_keys` at commit, so every node reloads.
+pub async fn rotate_in(
+    tx: &mut sqlx::PgConnection,
+    master: &MasterKey,
+    now: OffsetDateTime,
+    overlap: Duration,
+    retain: Duration,
+) -> Result<String, KeyError> {
     let key = ProviderKey::generate()?;
     let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;
     let activates_at = now + overlap;
@@ -230,8 +245,75 @@ pub async fn rotate(
     .await?;
     pact_db::signing_keys::retire_older(&mut *tx, key.kid(), activates_at, activates_at + retain)
         .await?;
-    tx.commit().await?;
     Ok(key.kid().to_owned())
+}
+
+/// Where a key is in its life, as staff see it (`pactd keys list`, the
+/// console, the admin API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyStatus {
+    /// The key new tokens and receipts are signed with now.
+    Active,
+    /// In the JWKS for verification only: waiting for its activation (the
+    /// overlap lets PA caches fetch it first), or retired but still needed
+    /// for the tokens and receipts it signed.
+    Published,
+    /// No longer published: nothing it signed is accepted any more.
+    Retired,
+}
+
+impl KeyStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Published => "published",
+            Self::Retired => "retired",
+        }
+    }
+}
+
+/// One key without its private part (never shown, never leaves the node).
+#[derive(Clone, Debug)]
+pub struct KeyInfo {
+    pub kid: String,
+    pub status: KeyStatus,
+    pub created_at: OffsetDateTime,
+    pub activates_at: OffsetDateTime,
+    pub retired_at: Option<OffsetDateTime>,
+    pub unpublish_at: Option<OffsetDateTime>,
+}
+
+/// Every key with its status at `now`, newest activation first. The active
+/// key is chosen as [`KeySnapshot::signing_key`] chooses it: the newest
+/// activated key not yet retired.
+pub fn describe(rows: &[SigningKeyRow], now: OffsetDateTime) -> Vec<KeyInfo> {
+    let signs = |r: &SigningKeyRow| r.activates_at <= now && r.retired_at.is_none_or(|t| t > now);
+    let active = rows
+        .iter()
+        .filter(|r| signs(r))
+        .max_by_key(|r| r.activates_at)
+        .map(|r| r.kid.clone());
+    rows.iter()
+        .map(|r| KeyInfo {
+            kid: r.kid.clone(),
+            status: if active.as_deref() == Some(r.kid.as_str()) {
+                KeyStatus::Active
+            } else if r.unpublish_at.is_none_or(|t| t > now) {
+                KeyStatus::Published
+            } else {
+                KeyStatus::Retired
+            },
+            created_at: r.created_at,
+            activates_at: r.activates_at,
+            retired_at: r.retired_at,
+            unpublish_at: r.unpublish_at,
+        })
+        .collect()
+}
+
+/// [`describe`] of the keys in the database.
+pub async fn list(db: &PgPool, now: OffsetDateTime) -> Result<Vec<KeyInfo>, sqlx::Error> {
+    Ok(describe(&pact_db::signing_keys::all(db).await?, now))
 }
 
 #[cfg(test)]
@@ -294,6 +376,44 @@ mod tests {
         assert_eq!(
             kids(snapshot.published(second + Duration::days(400))),
             vec![live]
+        );
+    }
+
+    /// The status staff see follows the snapshot's choice: during the
+    /// overlap the old key is still active and the new one only published.
+    #[test]
+    fn a_rotated_key_is_published_then_active_and_the_old_one_retires() {
+        let t = OffsetDateTime::UNIX_EPOCH + Duration::days(1);
+        let (old, mut old_row) = row(None);
+        let (new, mut new_row) = row(None);
+        let (gone, mut gone_row) = row(Some(t));
+        gone_row.activates_at = t - Duration::days(60);
+        old_row.activates_at = t - Duration::days(30);
+        new_row.activates_at = t + Duration::minutes(10);
+        old_row.retired_at = Some(new_row.activates_at);
+        old_row.unpublish_at = Some(new_row.activates_at + Duration::days(30));
+        let rows = [new_row, old_row, gone_row];
+        let status = |now| {
+            describe(&rows, now)
+                .into_iter()
+                .map(|k| (k.kid, k.status))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            status(t),
+            vec![
+                (new.clone(), KeyStatus::Published),
+                (old.clone(), KeyStatus::Active),
+                (gone.clone(), KeyStatus::Retired),
+            ]
+        );
+        assert_eq!(
+            status(t + Duration::minutes(10)),
+            vec![
+                (new, KeyStatus::Active),
+                (old, KeyStatus::Published),
+                (gone, KeyStatus::Retired),
+            ]
         );
     }
 }

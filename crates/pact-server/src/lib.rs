@@ -22,6 +22,7 @@ pub mod keys;
 pub mod listener;
 pub mod mail;
 pub mod merchant;
+pub mod nodes;
 pub mod oauth;
 pub mod rate_limit;
 pub mod receipt_log;

@@ -38,6 +38,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let background = state.spawn_background();
+    let (state_db, node_id) = (state.db.clone(), state.node.id);
     let settings = state.config.connections.clone();
     let counter = Arc::new(ConnectionCounter::new(
         &settings,
@@ -117,6 +118,14 @@ pub async fn serve(
     }
     for task in background {
         task.abort();
+    }
+    // A clean stop leaves the node list at once instead of showing as gone;
+    // bounded, since the database may be what is failing.
+    let leave = pact_db::nodes::remove(&state_db, node_id);
+    match tokio::time::timeout(Duration::from_secs(2), leave).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "removing this node's heartbeat failed"),
+        Err(_) => tracing::warn!("removing this node's heartbeat timed out"),
     }
     Ok(())
 }

@@ -39,6 +39,8 @@ pub struct Inner {
     pub mailer: Option<crate::mail::Mailer>,
     /// This node's copy of the receipt log's Merkle tree (`receipt_log.rs`).
     pub receipt_log: crate::receipt_log::LogCache,
+    /// This process in the `nodes` table (its heartbeat).
+    pub node: crate::nodes::NodeIdentity,
 }
 
 impl std::ops::Deref for AppState {
@@ -107,6 +109,7 @@ impl AppState {
             outbound,
             mailer,
             receipt_log: Default::default(),
+            node: crate::nodes::NodeIdentity::new(time::OffsetDateTime::now_utc()),
         })))
     }
 
@@ -117,6 +120,7 @@ impl AppState {
             tokio::spawn(crate::housekeeping::run(self.clone())),
             tokio::spawn(crate::db_health::probe(self.clone())),
             tokio::spawn(crate::receipt_log::run(self.clone())),
+            tokio::spawn(crate::nodes::run(self.clone())),
         ]
     }
 }

@@ -77,11 +77,17 @@ impl LinkFlags {
     /// Checks every given link (RFC 7591 §2 asks that these URLs be valid
     /// web pages; PACT's SSRF rules decide which ones pactd may fetch).
     pub fn check(&self) -> Result<(), String> {
+        self.check_named(["--homepage", "--logo-uri", "--policy-uri", "--tos-uri"])
+    }
+
+    /// [`Self::check`], naming the fields as the caller knows them (the
+    /// admin API's JSON fields, the console's form fields).
+    pub fn check_named(&self, names: [&str; 4]) -> Result<(), String> {
         for (flag, value) in [
-            ("--homepage", &self.homepage),
-            ("--logo-uri", &self.logo),
-            ("--policy-uri", &self.policy),
-            ("--tos-uri", &self.tos),
+            (names[0], &self.homepage),
+            (names[1], &self.logo),
+            (names[2], &self.policy),
+            (names[3], &self.tos),
         ] {
             if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
                 check_link(flag, v)?;
@@ -109,9 +115,47 @@ impl LinkFlags {
 /// resolves to a private or loopback address.
 pub async fn fetch_for_registration(uri: &str) -> Result<pact_jose::Logo, String> {
     let loopback = pact_jose::check_jwks_uri(uri, false).is_err();
+    fetch_logo_as(uri, loopback, "--logo-uri").await
+}
+
+/// Fetches a platform logo for a registration made over the network (the
+/// admin API, the console): the caller is not on the server's machine, so a
+/// loopback or private address is fetched only when the server fetches
+/// JWKS from such addresses too (`--allow-loopback-jwks`); otherwise it
+/// would be a way to make pactd reach its own internal services (SSRF).
+pub async fn fetch_for_remote_registration(
+    uri: &str,
+    allow_loopback: bool,
+    field: &str,
+) -> Result<pact_jose::Logo, String> {
+    fetch_logo_as(uri, allow_loopback, field).await
+}
+
+async fn fetch_logo_as(uri: &str, loopback: bool, field: &str) -> Result<pact_jose::Logo, String> {
     pact_jose::fetch_logo(uri, loopback)
         .await
-        .map_err(|e| format!("--logo-uri: the logo was not accepted: {e}"))
+        .map_err(|e| format!("{field}: the logo was not accepted: {e}"))
+}
+
+/// Registers (or re-registers) a platform with its links and fetched logo in
+/// the caller's transaction: what `pactd agent add`, the console and the
+/// admin API all do. Links not given keep what is stored.
+pub async fn register_platform(
+    tx: &mut PgConnection,
+    issuer: &str,
+    jwks_uri: &str,
+    name: &str,
+    links: &LinkFlags,
+    logo: Option<&pact_jose::Logo>,
+    now: OffsetDateTime,
+) -> Result<(pact_db::agents::Agent, Option<AgentMetadata>), sqlx::Error> {
+    let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, name).await?;
+    let meta = if links.any() {
+        Some(store_links(tx, issuer, links, logo, now).await?)
+    } else {
+        None
+    };
+    Ok((agent, meta))
 }
 
 /// Stores the given links (and the logo fetched from `--logo-uri`) on a

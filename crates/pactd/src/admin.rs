@@ -95,17 +95,8 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             requires_mfa,
         }) => {
             require_brand(pool, brand_id).await?;
-            if !pact_db::scopes::is_valid_scope_id(scope_id) {
-                bail!(
-                    "invalid scope id {scope_id:?}: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
-                );
-            }
-            if description.trim().is_empty() || description.len() > 500 {
-                bail!("the description must be 1–500 characters: it is shown to people verbatim");
-            }
-            if let Some(c) = hidden_chars::first_hidden(description) {
-                bail!("{}", hidden_chars::refusal("the description", c));
-            }
+            pact_server::domain::scopes::check_definition(scope_id, description)
+                .map_err(anyhow::Error::msg)?;
             pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
             println!("scope {scope_id} on {brand_id}: {description}");
         }
@@ -276,7 +267,16 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 None => None,
             };
             let mut tx = pool.begin().await?;
-            let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
+            let (agent, meta) = who::register_platform(
+                &mut tx,
+                issuer,
+                jwks_uri,
+                &name,
+                &links,
+                logo.as_ref(),
+                OffsetDateTime::now_utc(),
+            )
+            .await?;
             // Re-registering without the flags keeps the limits the PA has.
             if pa.is_some() || user.is_some() {
                 pact_db::agents::set_limits(
@@ -287,20 +287,6 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 )
                 .await?;
             }
-            let meta = if links.any() {
-                Some(
-                    who::store_links(
-                        &mut tx,
-                        issuer,
-                        &links,
-                        logo.as_ref(),
-                        OffsetDateTime::now_utc(),
-                    )
-                    .await?,
-                )
-            } else {
-                None
-            };
             tx.commit().await?;
             audit(
                 pool,
@@ -411,10 +397,11 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             );
         }
         KeysCommand::List => {
-            for k in pact_db::signing_keys::all(pool).await? {
+            for k in pact_server::keys::list(pool, OffsetDateTime::now_utc()).await? {
                 println!(
-                    "{}\tactivates {}\tretired {}\tunpublished {}",
+                    "{}\t{}\tactivates {}\tretired {}\tunpublished {}",
                     k.kid,
+                    k.status.as_str(),
                     rfc3339(k.activates_at),
                     k.retired_at.map(rfc3339).unwrap_or_else(|| "-".into()),
                     k.unpublish_at.map(rfc3339).unwrap_or_else(|| "-".into()),

@@ -41,6 +41,31 @@ pub fn approvable(requested: &BTreeSet<String>, approved: &BTreeSet<String>) -> 
     !approved.is_empty() && approved.is_subset(requested)
 }
 
+/// Longest scope description accepted (bytes): it is shown on consent.
+pub const MAX_DESCRIPTION: usize = 500;
+
+/// Checks a scope a brand offers, as `pactd brand scope add`, the console and
+/// the admin API define it: the id is an RFC 6749 §3.3 scope-token, and the
+/// description, shown to people verbatim on consent (PACT §5.2), is not blank,
+/// not over-long and holds no hidden or direction-changing characters that
+/// could make it read differently from what is stored.
+pub fn check_definition(scope_id: &str, description: &str) -> Result<(), String> {
+    if !pact_db::scopes::is_valid_scope_id(scope_id) {
+        return Err(format!(
+            "invalid scope id {scope_id:?}: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
+        ));
+    }
+    if description.trim().is_empty() || description.len() > MAX_DESCRIPTION {
+        return Err(format!(
+            "the description must be 1–{MAX_DESCRIPTION} characters: it is shown to people verbatim"
+        ));
+    }
+    if let Some(c) = crate::domain::hidden_chars::first_hidden(description) {
+        return Err(crate::domain::hidden_chars::refusal("the description", c));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +93,16 @@ mod tests {
         assert!(!approvable(&req, &set(&["a", "c"])));
         assert!(!approvable(&req, &set(&[])));
         assert_eq!(join(&set(&["b", "a"])), "a b");
+    }
+
+    #[test]
+    fn scope_definitions_are_checked_for_what_consent_shows() {
+        assert!(check_definition("orders:read", "See your orders").is_ok());
+        assert!(check_definition("a b", "x").is_err());
+        assert!(check_definition("x", "   ").is_err());
+        assert!(check_definition("x", &"y".repeat(501)).is_err());
+        assert!(check_definition("x", &"y".repeat(500)).is_ok());
+        assert!(check_definition("x", "Pay \u{202e}0001\u{202c} EUR").is_err());
+        assert!(check_definition("x", "zero\u{200b}width").is_err());
     }
 }

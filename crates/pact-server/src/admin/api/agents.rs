@@ -15,6 +15,7 @@ use super::error::AdminApiError;
 use super::params::{self, rfc3339};
 use crate::admin::role::Role;
 use crate::state::AppState;
+use crate::who;
 
 pub fn agent_json(a: &pact_db::agents::Agent, grants: i64, people: i64) -> Value {
     json!({
@@ -58,6 +59,86 @@ pub struct Registration {
     pub issuer: String,
     pub jwks_uri: String,
     pub name: Option<String>,
+    /// RFC 7591 §2 client metadata shown on consent (`pactd agent add
+    /// --homepage --logo-uri --policy-uri --tos-uri`): absent keeps what is
+    /// stored, `""` removes it.
+    pub homepage: Option<String>,
+    pub logo_uri: Option<String>,
+    pub policy_uri: Option<String>,
+    pub tos_uri: Option<String>,
+}
+
+/// The JSON / form field names of the links, in [`who::LinkFlags::check_named`] order.
+pub const LINK_FIELDS: [&str; 4] = ["homepage", "logo_uri", "policy_uri", "tos_uri"];
+
+/// Checks the links and fetches the logo before anything is written (a
+/// refused logo leaves the registration as it was), as `pactd agent add`
+/// does; from the network, loopback only with `--allow-loopback-jwks`.
+pub async fn prepare_links(
+    state: &AppState,
+    links: &who::LinkFlags,
+) -> Result<Option<pact_jose::Logo>, String> {
+    links.check_named(LINK_FIELDS)?;
+    match links.logo_to_fetch() {
+        Some(uri) => who::fetch_for_remote_registration(
+            uri,
+            state.config.jwks.allow_loopback,
+            LINK_FIELDS[1],
+        )
+        .await
+        .map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Registers with the same function as `pactd agent add`, audited as
+/// `agent.register` in the same transaction (shared with the console).
+pub async fn register_with_links(
+    state: &AppState,
+    actor: &crate::admin::role::Actor,
+    ip: &str,
+    issuer: &str,
+    jwks_uri: &str,
+    name: &str,
+    links: &who::LinkFlags,
+) -> Result<
+    (
+        pact_db::agents::Agent,
+        Option<pact_db::agents::AgentMetadata>,
+    ),
+    AdminApiError,
+> {
+    let logo = prepare_links(state, links)
+        .await
+        .map_err(AdminApiError::invalid)?;
+    let mut tx = state.db.begin().await?;
+    let (a, meta) = who::register_platform(
+        &mut tx,
+        issuer,
+        jwks_uri,
+        name,
+        links,
+        logo.as_ref(),
+        OffsetDateTime::now_utc(),
+    )
+    .await?;
+    pact_db::audit::record(
+        &mut *tx,
+        &pact_db::audit::NewEntry {
+            actor_kind: actor.kind,
+            actor: &actor.name,
+            action: "agent.register",
+            target: Some(&a.issuer),
+            brand_id: None,
+            detail: json!({"jwks_uri": a.jwks_uri, "name": a.name,
+                "homepage": links.homepage, "logo_uri": links.logo,
+                "policy_uri": links.policy, "tos_uri": links.tos}),
+            client_addr: Some(ip),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((a, meta))
 }
 
 /// Checks a registration (shared with the console); returns the display
@@ -84,7 +165,15 @@ pub fn check_registration(
         Some(n) if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) => {
             Err("name: 1–200 characters, no control characters".into())
         }
-        Some(n) => Ok(n.to_owned()),
+        Some(n) => match crate::domain::hidden_chars::first_hidden(n) {
+            // The name is shown on consent: it must look like what it is
+            // (as `pactd agent add` checks it).
+            Some(c) => Err(format!(
+                "name: {}",
+                crate::domain::hidden_chars::refusal("the agent name", c)
+            )),
+            None => Ok(n.to_owned()),
+        },
         None => Ok(issuer.to_owned()),
     }
 }
@@ -103,19 +192,31 @@ pub async fn register(
     let r: Registration = params::body(&body)?;
     let name = check_registration(&r.issuer, &r.jwks_uri, r.name.as_deref())
         .map_err(AdminApiError::invalid)?;
-    let mut tx = state.db.begin().await?;
-    let a = pact_db::agents::upsert(&mut *tx, &r.issuer, &r.jwks_uri, &name).await?;
-    caller
-        .record(
-            &mut *tx,
-            "agent.register",
-            Some(&a.issuer),
-            None,
-            json!({"jwks_uri": a.jwks_uri, "name": a.name}),
-        )
-        .await?;
-    tx.commit().await?;
-    Ok(Json(agent_json(&a, 0, 0)))
+    let links = who::LinkFlags {
+        homepage: r.homepage,
+        logo: r.logo_uri,
+        policy: r.policy_uri,
+        tos: r.tos_uri,
+    };
+    let (a, meta) = register_with_links(
+        &state,
+        &caller.actor,
+        &caller.ip,
+        &r.issuer,
+        &r.jwks_uri,
+        &name,
+        &links,
+    )
+    .await?;
+    let mut v = agent_json(&a, 0, 0);
+    if let Some(m) = meta {
+        v["homepage"] = json!(m.homepage_uri);
+        v["logo_uri"] = json!(m.logo_uri);
+        v["policy_uri"] = json!(m.policy_uri);
+        v["tos_uri"] = json!(m.tos_uri);
+        v["logo"] = json!(m.logo_sha256.map(|h| format!("/logos/{h}")));
+    }
+    Ok(Json(v))
 }
 
 #[derive(Debug, Deserialize)]

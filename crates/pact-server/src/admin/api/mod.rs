@@ -4,10 +4,13 @@
 
 pub mod agents;
 pub mod audit;
+pub mod brands;
 pub mod caller;
 pub mod customers;
 pub mod error;
 pub mod grants;
+pub mod keys;
+pub mod nodes;
 pub mod openapi;
 pub mod params;
 pub mod staff;
@@ -249,6 +252,83 @@ pub const OPERATIONS: &[Operation] = &[
         body: None,
         response: "CredentialRevoked",
         route: || post(staff::revoke_credential),
+    },
+    Operation {
+        method: "get",
+        path: "/brands",
+        operation_id: "listBrands",
+        summary: "The caller's brands, each with its scopes and grant lifetime.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "BrandList",
+        route: || get(brands::list),
+    },
+    Operation {
+        method: "get",
+        path: "/brands/{brand}",
+        operation_id: "getBrand",
+        summary: "One brand: its scopes (id, description shown on consent, requires MFA) and grant lifetime.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Brand",
+        route: || get(brands::get),
+    },
+    Operation {
+        method: "post",
+        path: "/brands/{brand}/scopes",
+        operation_id: "upsertBrandScope",
+        summary: "Add a scope to the brand, or change its description and MFA requirement (as `pactd brand scope add`).",
+        role: Role::Owner,
+        query: &[],
+        body: Some("ScopeDefinition"),
+        response: "Brand",
+        route: || post(brands::put_scope),
+    },
+    Operation {
+        method: "post",
+        path: "/brands/{brand}/scopes/{scope}/remove",
+        operation_id: "removeBrandScope",
+        summary: "Stop offering a scope; grants holding it keep it until they end or are revoked.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Brand",
+        route: || post(brands::remove_scope),
+    },
+    Operation {
+        method: "get",
+        path: "/keys",
+        operation_id: "listKeys",
+        summary: "The Provider's signing keys: kid, status (active, published for verification, retired) and times; never private material.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "KeyList",
+        route: || get(keys::list),
+    },
+    Operation {
+        method: "post",
+        path: "/keys/rotate",
+        operation_id: "rotateKey",
+        summary: "Rotate the signing key as `pactd keys rotate` does: the new key is published now and signs after the overlap; older keys stay published for verification.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "Key",
+        route: || post(keys::rotate),
+    },
+    Operation {
+        method: "get",
+        path: "/nodes",
+        operation_id: "listNodes",
+        summary: "The pactd nodes on this database (heartbeat every 10 s) and whether each listens for revocations (PACT §5.7).",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "NodeList",
+        route: || get(nodes::list),
     },
     Operation {
         method: "get",

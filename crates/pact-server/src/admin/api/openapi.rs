@@ -23,6 +23,8 @@ pub async fn serve(State(state): State<AppState>) -> Json<Value> {
 
 /// What the API accepts in free text: no control characters.
 const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
+/// RFC 6749 §3.3 scope-token, bounded to 128 characters.
+const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
 const UUID_PATTERN: &str =
     "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 
@@ -155,6 +157,11 @@ fn schemas() -> Value {
         ("active_grants", s("integer")),
     ];
     let agent = [
+        ("homepage", nullable("string")),
+        ("logo_uri", nullable("string")),
+        ("policy_uri", nullable("string")),
+        ("tos_uri", nullable("string")),
+        ("logo", nullable("string")),
         ("issuer", s("string")),
         ("jwks_uri", s("string")),
         ("name", s("string")),
@@ -218,7 +225,11 @@ fn schemas() -> Value {
             "properties": {
                 "issuer": { "type": "string", "minLength": 1, "maxLength": 512 },
                 "jwks_uri": { "type": "string", "format": "uri" },
-                "name": { "type": "string", "minLength": 1, "maxLength": 200 }
+                "name": { "type": "string", "minLength": 1, "maxLength": 200 },
+                "homepage": { "type": "string", "description": "RFC 7591 client_uri, shown on consent; \"\" removes it." },
+                "logo_uri": { "type": "string", "description": "Fetched once now and served from pactd's origin (PNG, JPEG, GIF or WebP); \"\" removes it." },
+                "policy_uri": { "type": "string", "description": "RFC 7591 policy_uri; \"\" removes it." },
+                "tos_uri": { "type": "string", "description": "RFC 7591 tos_uri; \"\" removes it." }
             },
             "required": ["issuer", "jwks_uri"],
             "additionalProperties": false
@@ -279,6 +290,56 @@ fn schemas() -> Value {
             ("revoked_at", nullable_time()),
         ], &["name", "role", "brands"]),
         "CredentialList": list_of("Credential"),
+        "Key": object(&[
+            ("kid", s("string")),
+            ("status", json!({ "enum": ["active", "published", "retired"] })),
+            ("created_at", time()),
+            ("activates_at", time()),
+            ("retired_at", nullable_time()),
+            ("unpublish_at", nullable_time()),
+        ], &["kid", "status", "created_at", "activates_at"]),
+        "KeyList": list_of("Key"),
+        "Node": object(&[
+            ("id", json!({ "type": "string", "format": "uuid" })),
+            ("hostname", s("string")),
+            ("version", s("string")),
+            ("started_at", time()),
+            ("last_seen", time()),
+            ("listening", s("boolean")),
+            ("gone", s("boolean")),
+        ], &["id", "hostname", "version", "started_at", "last_seen", "listening", "gone"]),
+        "NodeList": object(&[
+            ("summary", s("string")),
+            ("all_listening", s("boolean")),
+            ("items", json!({ "type": "array", "items": reference("Node") })),
+        ], &["summary", "all_listening", "items"]),
+        "Scope": object(&[
+            ("scope_id", s("string")),
+            ("description", s("string")),
+            ("requires_mfa", s("boolean")),
+        ], &["scope_id", "description", "requires_mfa"]),
+        "Brand": object(&[
+            ("id", s("string")),
+            ("name", s("string")),
+            ("description", s("string")),
+            ("grant_lifetime_days", s("integer")),
+            ("grant_lifetime_is_default", s("boolean")),
+            ("scopes", json!({ "type": "array", "items": reference("Scope") })),
+        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "scopes"]),
+        "BrandList": list_of("Brand"),
+        "ScopeDefinition": json!({
+            "type": "object",
+            "properties": {
+                "scope_id": { "type": "string", "pattern": SCOPE_PATTERN },
+                "description": {
+                    "type": "string", "minLength": 1, "maxLength": 500,
+                    "description": "Shown verbatim on consent: no control, hidden or bidi characters; at most 500 bytes."
+                },
+                "requires_mfa": { "type": "boolean" }
+            },
+            "required": ["scope_id", "description"],
+            "additionalProperties": false
+        }),
         "CredentialRevoked": object(&[
             ("name", s("string")),
             ("revoked", s("boolean")),
@@ -310,6 +371,18 @@ fn operation(op: &Operation) -> Value {
         parameters.push(json!({
             "name": "name", "in": "path", "required": true,
             "schema": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9._-]+$" }
+        }));
+    }
+    if op.path.contains("{brand}") {
+        parameters.push(json!({
+            "name": "brand", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" }
+        }));
+    }
+    if op.path.contains("{scope}") {
+        parameters.push(json!({
+            "name": "scope", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": SCOPE_PATTERN }
         }));
     }
     if op.path.contains("{id}") {

@@ -55,6 +55,15 @@ pub fn routes() -> Router<AppState> {
             "/admin/customers/{id}/{action}",
             post(pages::customer_action),
         )
+        .route("/admin/brands", get(pages::brands))
+        .route("/admin/brands/{id}", get(pages::brand))
+        .route("/admin/brands/{id}/scopes", post(pages::upsert_scope))
+        .route(
+            "/admin/brands/{id}/scopes/remove",
+            post(pages::remove_scope),
+        )
+        .route("/admin/keys", get(pages::keys))
+        .route("/admin/keys/rotate", post(pages::rotate_key))
         .route("/admin/audit", get(pages::audit))
 }
 

@@ -27,6 +27,8 @@ pub struct Nav {
     pub role: &'static str,
     pub csrf: String,
     pub can_act: bool,
+    /// Owners manage brands and scopes.
+    pub is_owner: bool,
 }
 
 fn nav(who: &SignedIn) -> Nav {
@@ -35,6 +37,7 @@ fn nav(who: &SignedIn) -> Nav {
         role: who.actor.role.as_str(),
         csrf: who.session.csrf_token.clone(),
         can_act: who.actor.may(Role::Operator),
+        is_owner: who.actor.may(Role::Owner),
     }
 }
 
@@ -99,16 +102,51 @@ struct OverviewPage {
     nav: Nav,
     o: admin_search::Overview,
     listening: bool,
+    nodes_summary: String,
+    nodes_ok: bool,
+    nodes: Vec<NodeLine>,
+}
+
+pub struct NodeLine {
+    pub id: String,
+    pub hostname: String,
+    pub version: String,
+    pub started: String,
+    pub last_seen: String,
+    pub state: &'static str,
 }
 
 pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let now = OffsetDateTime::now_utc();
     let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
+    let nodes = crate::nodes::list(&state.db, now).await?;
     let page = OverviewPage {
         nav: nav(&who),
         o,
         listening: !state.db_health.is_down(),
+        nodes_summary: crate::nodes::summary(&nodes),
+        nodes_ok: nodes
+            .iter()
+            .filter(|n| !n.gone)
+            .all(crate::nodes::NodeView::healthy),
+        nodes: nodes
+            .iter()
+            .map(|n| NodeLine {
+                id: n.row.id.to_string(),
+                hostname: n.row.hostname.clone(),
+                version: n.row.version.clone(),
+                started: rfc3339(n.row.started_at),
+                last_seen: rfc3339(n.row.last_seen),
+                state: if n.gone {
+                    "gone"
+                } else if n.row.listening {
+                    "listening"
+                } else {
+                    "NOT listening"
+                },
+            })
+            .collect(),
     };
     Ok(render(&page, StatusCode::OK))
 }
@@ -274,19 +312,25 @@ pub async fn register_agent(
     let jwks_uri = form.get("jwks_uri").unwrap_or("");
     let name = crate::admin::api::agents::check_registration(issuer, jwks_uri, form.get("name"))
         .map_err(PageError::BadRequest)?;
-    let mut tx = state.db.begin().await?;
-    let a = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, &name).await?;
-    record(
-        &mut *tx,
-        &who,
-        &staff.ip,
-        "agent.register",
-        Some(&a.issuer),
-        None,
-        json!({"jwks_uri": a.jwks_uri, "name": a.name}),
+    // A blank link field keeps what is stored (the form cannot tell "remove"
+    // from "not given"; the API and `pactd agent add` take "" to remove).
+    let link = |field: &str| {
+        form.get(field)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let links = crate::who::LinkFlags {
+        homepage: link("homepage"),
+        logo: link("logo_uri"),
+        policy: link("policy_uri"),
+        tos: link("tos_uri"),
+    };
+    crate::admin::api::agents::register_with_links(
+        &state, &who.actor, &staff.ip, issuer, jwks_uri, &name, &links,
     )
-    .await?;
-    tx.commit().await?;
+    .await
+    .map_err(api_to_page)?;
     Ok(see_other("/admin/agents", None))
 }
 
@@ -816,4 +860,256 @@ pub async fn audit(
         next,
     };
     Ok(render(&page, StatusCode::OK))
+}
+
+// --- signing keys ----------------------------------------------------------
+
+pub struct KeyRow {
+    pub kid: String,
+    pub status: &'static str,
+    pub created: String,
+    pub activates: String,
+    pub retired: String,
+    pub unpublished: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/keys.html")]
+struct KeysPage {
+    nav: Nav,
+    keys: Vec<KeyRow>,
+    /// An owner limited to no brand: the keys sign for every brand.
+    can_rotate: bool,
+}
+
+pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let now = OffsetDateTime::now_utc();
+    let opt = |t: Option<OffsetDateTime>| t.map(rfc3339).unwrap_or_else(|| "—".into());
+    let keys = crate::keys::list(&state.db, now)
+        .await?
+        .into_iter()
+        .map(|k| KeyRow {
+            status: match k.status {
+                crate::keys::KeyStatus::Active => "active (signs)",
+                crate::keys::KeyStatus::Published => "published for verification",
+                crate::keys::KeyStatus::Retired => "retired",
+            },
+            created: rfc3339(k.created_at),
+            activates: rfc3339(k.activates_at),
+            retired: opt(k.retired_at),
+            unpublished: opt(k.unpublish_at),
+            kid: k.kid,
+        })
+        .collect();
+    let page = KeysPage {
+        can_rotate: who.actor.may(Role::Owner) && who.actor.is_unlimited(),
+        nav: nav(&who),
+        keys,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+/// `POST /admin/keys/rotate` (owner, every brand): the same rotation as
+/// `pactd keys rotate`.
+pub async fn rotate_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
+        record(
+            &state.db,
+            &who,
+            &staff.ip,
+            "key.rotate.denied",
+            None,
+            None,
+            json!({"needs": "owner, every brand"}),
+        )
+        .await?;
+        return Err(PageError::Forbidden(
+            "Rotating the signing key needs the owner role, for every brand.".into(),
+        ));
+    }
+    let now = OffsetDateTime::now_utc();
+    crate::admin::api::keys::rotate_now(&state, &who.actor, &staff.ip, now)
+        .await
+        .map_err(api_to_page)?;
+    Ok(see_other("/admin/keys", None))
+}
+
+fn api_to_page(e: crate::admin::api::error::AdminApiError) -> PageError {
+    use crate::admin::api::error::AdminApiError as E;
+    match e {
+        E::NotFound => not_found(),
+        E::Invalid(_, m) | E::Conflict(_, m) => PageError::BadRequest(m),
+        E::Forbidden(m) => PageError::Forbidden(m.into()),
+        E::Unavailable => PageError::Unavailable,
+        E::Unauthenticated => PageError::Forbidden("Sign in again.".into()),
+        E::Internal(cause) => PageError::Internal(cause),
+    }
+}
+
+// --- brands and scopes -------------------------------------------------------
+
+fn needs_owner() -> PageError {
+    PageError::Forbidden("Brands and their scopes are managed by owners.".into())
+}
+
+pub struct BrandLine {
+    pub id: String,
+    pub name: String,
+    pub scopes: usize,
+    pub lifetime_days: i64,
+    pub lifetime_default: bool,
+}
+
+#[derive(Template)]
+#[template(path = "admin/brands.html")]
+struct BrandsPage {
+    nav: Nav,
+    brands: Vec<BrandLine>,
+}
+
+pub async fn brands(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    if !who.actor.may(Role::Owner) {
+        return Err(needs_owner());
+    }
+    let mut lines = Vec::new();
+    for b in pact_db::brands::list(&state.db).await? {
+        if !who.actor.sees_brand(&b.id) {
+            continue;
+        }
+        let (lifetime_days, lifetime_default) =
+            crate::admin::api::brands::grant_lifetime(&state, &b);
+        lines.push(BrandLine {
+            scopes: pact_db::scopes::list(&state.db, &b.id).await?.len(),
+            id: b.id,
+            name: b.name,
+            lifetime_days,
+            lifetime_default,
+        });
+    }
+    let page = BrandsPage {
+        nav: nav(&who),
+        brands: lines,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+#[derive(Template)]
+#[template(path = "admin/brand.html")]
+struct BrandPage {
+    nav: Nav,
+    id: String,
+    name: String,
+    description: String,
+    lifetime_days: i64,
+    lifetime_default: bool,
+    scopes: Vec<pact_db::scopes::BrandScope>,
+}
+
+async fn owned_brand(
+    state: &AppState,
+    who: &SignedIn,
+    brand: &str,
+) -> Result<pact_db::brands::Brand, PageError> {
+    if !who.actor.may(Role::Owner) {
+        return Err(needs_owner());
+    }
+    crate::admin::api::brands::visible(state, &who.actor, brand)
+        .await?
+        .ok_or_else(not_found)
+}
+
+pub async fn brand(
+    State(state): State<AppState>,
+    staff: Staff,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = owned_brand(&state, &who, &id).await?;
+    let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
+    let page = BrandPage {
+        nav: nav(&who),
+        scopes: pact_db::scopes::list(&state.db, &b.id).await?,
+        id: b.id,
+        name: b.name,
+        description: b.description,
+        lifetime_days,
+        lifetime_default,
+    };
+    Ok(render(&page, StatusCode::OK))
+}
+
+/// A refused change to a brand is audited like the API's (`<action>.denied`).
+async fn brand_change_allowed(
+    state: &AppState,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+    brand: &str,
+) -> Result<pact_db::brands::Brand, PageError> {
+    if !who.actor.may(Role::Owner) {
+        record(
+            &state.db,
+            who,
+            ip,
+            &format!("{action}.denied"),
+            None,
+            None,
+            json!({"needs": "owner"}),
+        )
+        .await?;
+        return Err(needs_owner());
+    }
+    owned_brand(state, who, brand).await
+}
+
+/// `POST /admin/brands/{brand}/scopes`: add or change a scope.
+pub async fn upsert_scope(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.upsert", &id).await?;
+    let def = crate::admin::api::brands::ScopeDefinition {
+        scope_id: form.get("scope_id").unwrap_or("").trim().to_owned(),
+        description: form.get("description").unwrap_or("").to_owned(),
+        requires_mfa: form.get("requires_mfa").is_some(),
+    };
+    crate::admin::api::brands::upsert_scope(&state, &who.actor, &staff.ip, &b.id, &def)
+        .await
+        .map_err(api_to_page)?;
+    Ok(see_other(&format!("/admin/brands/{}", b.id), None))
+}
+
+/// `POST /admin/brands/{brand}/scopes/remove` (`scope_id` in the form).
+pub async fn remove_scope(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.remove", &id).await?;
+    let scope = form.get("scope_id").unwrap_or("");
+    if !crate::admin::api::brands::remove_scope_of(&state, &who.actor, &staff.ip, &b.id, scope)
+        .await
+        .map_err(api_to_page)?
+    {
+        return Err(not_found());
+    }
+    Ok(see_other(&format!("/admin/brands/{}", b.id), None))
 }

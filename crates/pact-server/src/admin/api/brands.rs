@@ -1,0 +1,230 @@
+//! `/admin/api/v1/brands`: the brands an owner manages, each with the scopes
+//! it offers (PACT §5: `{id, description}`, the description shown verbatim on
+//! consent) and its grant lifetime. Scopes are added, changed and removed
+//! through the same checks as `pactd brand scope add|remove`. A brand-limited
+//! owner sees and edits its own brands only; any other answers `not_found`.
+//!
+//! The table triggers on `brand_scopes` announce every change on
+//! `pactd_config`, so each node drops its cached copy at once.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::caller::ApiCaller;
+use super::error::AdminApiError;
+use super::params;
+use crate::admin::role::{Actor, Role};
+use crate::state::AppState;
+
+/// The brand's grant lifetime in days and whether it is the server default
+/// (the same rule consent applies, `consent::grant_ttl`).
+pub fn grant_lifetime(state: &AppState, b: &pact_db::brands::Brand) -> (i64, bool) {
+    let own = b
+        .settings
+        .get("grant_ttl_days")
+        .and_then(Value::as_i64)
+        .filter(|d| (1..=365).contains(d));
+    (
+        crate::consent::grant_ttl(state, &b.settings).whole_days(),
+        own.is_none(),
+    )
+}
+
+fn scope_json(s: &pact_db::scopes::BrandScope) -> Value {
+    json!({
+        "scope_id": s.scope_id,
+        "description": s.description,
+        "requires_mfa": s.requires_mfa,
+    })
+}
+
+/// A brand the actor may see, or `None` (missing or outside its brands: the
+/// same answer).
+pub async fn visible(
+    state: &AppState,
+    actor: &Actor,
+    brand_id: &str,
+) -> Result<Option<pact_db::brands::Brand>, sqlx::Error> {
+    if !actor.sees_brand(brand_id) || !pact_db::brands::is_valid_brand_id(brand_id) {
+        return Ok(None);
+    }
+    pact_db::brands::find(&state.db, brand_id).await
+}
+
+async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Value, sqlx::Error> {
+    let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
+    let (days, default) = grant_lifetime(state, b);
+    Ok(json!({
+        "id": b.id,
+        "name": b.name,
+        "description": b.description,
+        "grant_lifetime_days": days,
+        "grant_lifetime_is_default": default,
+        "scopes": scopes.iter().map(scope_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// `GET /brands` (owner): the caller's brands.
+pub async fn list(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Owner, "brand.list").await?;
+    let mut items = Vec::new();
+    for b in pact_db::brands::list(&state.db).await? {
+        if caller.actor.sees_brand(&b.id) {
+            items.push(brand_json(&state, &b).await?);
+        }
+    }
+    caller
+        .record(&state.db, "brand.list", None, None, json!({}))
+        .await?;
+    Ok(Json(json!({ "items": items })))
+}
+
+/// `GET /brands/{brand}` (owner).
+pub async fn get(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Owner, "brand.read").await?;
+    let b = visible(&state, &caller.actor, &brand)
+        .await?
+        .ok_or(AdminApiError::NotFound)?;
+    caller
+        .record(&state.db, "brand.read", Some(&b.id), Some(&b.id), json!({}))
+        .await?;
+    Ok(Json(brand_json(&state, &b).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeDefinition {
+    pub scope_id: String,
+    pub description: String,
+    #[serde(default)]
+    pub requires_mfa: bool,
+}
+
+/// Adds or changes one scope of a visible brand, audited as `scope.upsert`
+/// under `actor` (shared with the console).
+pub async fn upsert_scope(
+    state: &AppState,
+    actor: &Actor,
+    ip: &str,
+    brand_id: &str,
+    def: &ScopeDefinition,
+) -> Result<(), AdminApiError> {
+    crate::domain::scopes::check_definition(&def.scope_id, &def.description)
+        .map_err(AdminApiError::invalid)?;
+    let mut tx = state.db.begin().await?;
+    pact_db::scopes::upsert(
+        &mut *tx,
+        brand_id,
+        &def.scope_id,
+        &def.description,
+        def.requires_mfa,
+    )
+    .await?;
+    record(
+        &mut *tx,
+        actor,
+        ip,
+        "scope.upsert",
+        &def.scope_id,
+        brand_id,
+        json!({"description": def.description, "requires_mfa": def.requires_mfa}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Removes one scope of a visible brand, audited as `scope.remove`; false
+/// when the brand has no such scope (shared with the console).
+pub async fn remove_scope_of(
+    state: &AppState,
+    actor: &Actor,
+    ip: &str,
+    brand_id: &str,
+    scope_id: &str,
+) -> Result<bool, AdminApiError> {
+    let mut tx = state.db.begin().await?;
+    if !pact_db::scopes::remove(&mut *tx, brand_id, scope_id).await? {
+        return Ok(false);
+    }
+    record(
+        &mut *tx,
+        actor,
+        ip,
+        "scope.remove",
+        scope_id,
+        brand_id,
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+async fn record(
+    db: impl sqlx::PgExecutor<'_>,
+    actor: &Actor,
+    ip: &str,
+    action: &str,
+    target: &str,
+    brand_id: &str,
+    detail: Value,
+) -> Result<(), sqlx::Error> {
+    pact_db::audit::record(
+        db,
+        &pact_db::audit::NewEntry {
+            actor_kind: actor.kind,
+            actor: &actor.name,
+            action,
+            target: Some(target),
+            brand_id: Some(brand_id),
+            detail,
+            client_addr: Some(ip),
+        },
+    )
+    .await
+    .map(|_| ())
+}
+
+/// `POST /brands/{brand}/scopes` (owner): add or change a scope.
+pub async fn put_scope(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Owner, "scope.upsert").await?;
+    let b = visible(&state, &caller.actor, &brand)
+        .await?
+        .ok_or(AdminApiError::NotFound)?;
+    let def: ScopeDefinition = params::body(&body)?;
+    upsert_scope(&state, &caller.actor, &caller.ip, &b.id, &def).await?;
+    Ok(Json(brand_json(&state, &b).await?))
+}
+
+/// `POST /brands/{brand}/scopes/{scope}/remove` (owner). Grants that hold the
+/// scope keep it until they end or are revoked, as with the command line.
+pub async fn remove_scope(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path((brand, scope)): Path<(String, String)>,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Owner, "scope.remove").await?;
+    let b = visible(&state, &caller.actor, &brand)
+        .await?
+        .ok_or(AdminApiError::NotFound)?;
+    if !remove_scope_of(&state, &caller.actor, &caller.ip, &b.id, &scope).await? {
+        return Err(AdminApiError::NotFound);
+    }
+    Ok(Json(brand_json(&state, &b).await?))
+}

@@ -1,0 +1,190 @@
+//! This node's heartbeat: a row in `nodes` refreshed about every 10 s with
+//! whether the change listener is subscribed. A node without it would keep
+//! accepting tokens of grants revoked elsewhere (PACT §5.7 wants them refused
+//! at once), so the console's overview names such a node.
+
+use std::time::Duration;
+
+use pact_db::nodes::NodeRow;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::state::AppState;
+
+/// How often a node refreshes its row.
+pub const BEAT: Duration = Duration::from_secs(10);
+/// A row older than this (three missed beats) is shown as gone.
+pub const GONE_AFTER: time::Duration = time::Duration::seconds(35);
+/// A row older than this is removed (housekeeping).
+pub const SWEEP_AFTER: time::Duration = time::Duration::minutes(5);
+
+/// Who this process is; the id is random per process, so a restarted node is
+/// a new row and the old one is swept.
+#[derive(Clone, Debug)]
+pub struct NodeIdentity {
+    pub id: Uuid,
+    pub hostname: String,
+    pub version: &'static str,
+    pub started_at: OffsetDateTime,
+}
+
+impl NodeIdentity {
+    pub fn new(now: OffsetDateTime) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            hostname: hostname(),
+            version: env!("CARGO_PKG_VERSION"),
+            started_at: now,
+        }
+    }
+}
+
+/// The kernel's host name (Linux), else `$HOSTNAME`, else "unknown"; bounded
+/// to what the table accepts.
+fn hostname() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let clean: String = raw
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(255)
+        .collect();
+    if clean.is_empty() {
+        "unknown".to_owned()
+    } else {
+        clean
+    }
+}
+
+/// Writes this node's row now.
+pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), sqlx::Error> {
+    let n = &state.node;
+    pact_db::nodes::heartbeat(
+        &state.db,
+        &NodeRow {
+            id: n.id,
+            hostname: n.hostname.clone(),
+            version: n.version.to_owned(),
+            started_at: n.started_at,
+            last_seen: now,
+            listening: state.config_cache.is_live(),
+        },
+    )
+    .await
+}
+
+/// Runs until the process ends: a beat every [`BEAT`], and at once when the
+/// listener connects or drops, so the overview does not lag behind it.
+pub async fn run(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last: Option<(tokio::time::Instant, bool)> = None;
+    loop {
+        tick.tick().await;
+        let live = state.config_cache.is_live();
+        let due = last.is_none_or(|(at, was)| was != live || at.elapsed() >= BEAT);
+        if !due {
+            continue;
+        }
+        if let Err(e) = beat(&state, OffsetDateTime::now_utc()).await {
+            tracing::warn!(error = %e, "node heartbeat failed");
+        }
+        // Tried: the next try is at the next beat (or listener change), so a
+        // database outage gives one warning per beat, not one per tick.
+        last = Some((tokio::time::Instant::now(), live));
+    }
+}
+
+/// What staff see of a node at `now`.
+#[derive(Clone, Debug)]
+pub struct NodeView {
+    pub row: NodeRow,
+    /// Not heard from for [`GONE_AFTER`].
+    pub gone: bool,
+}
+
+impl NodeView {
+    /// Alive and subscribed: revocations reach it at once.
+    pub fn healthy(&self) -> bool {
+        !self.gone && self.row.listening
+    }
+}
+
+pub async fn list(db: &pact_db::PgPool, now: OffsetDateTime) -> Result<Vec<NodeView>, sqlx::Error> {
+    Ok(pact_db::nodes::list(db)
+        .await?
+        .into_iter()
+        .map(|row| NodeView {
+            gone: row.last_seen < now - GONE_AFTER,
+            row,
+        })
+        .collect())
+}
+
+/// The overview's one line: "N nodes, all listening", or which are not.
+pub fn summary(nodes: &[NodeView]) -> String {
+    let alive: Vec<&NodeView> = nodes.iter().filter(|n| !n.gone).collect();
+    let deaf: Vec<String> = alive
+        .iter()
+        .filter(|n| !n.row.listening)
+        .map(|n| format!("{} ({})", n.row.hostname, n.row.id))
+        .collect();
+    let count = match alive.len() {
+        // Only just started: even this node has not written its row yet.
+        0 => return "no node has reported yet".to_owned(),
+        1 => "1 node".to_owned(),
+        n => format!("{n} nodes"),
+    };
+    if deaf.is_empty() {
+        format!("{count}, all listening")
+    } else {
+        format!(
+            "{count}; not listening for revocations: {}",
+            deaf.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(host: &str, listening: bool, gone: bool) -> NodeView {
+        let t = OffsetDateTime::UNIX_EPOCH;
+        NodeView {
+            row: NodeRow {
+                id: Uuid::nil(),
+                hostname: host.into(),
+                version: "0".into(),
+                started_at: t,
+                last_seen: t,
+                listening,
+            },
+            gone,
+        }
+    }
+
+    #[test]
+    fn the_summary_names_the_node_that_does_not_listen_and_ignores_gone_ones() {
+        assert_eq!(
+            summary(&[view("a", true, false), view("b", true, false)]),
+            "2 nodes, all listening"
+        );
+        assert_eq!(
+            summary(&[view("a", true, false), view("old", false, true)]),
+            "1 node, all listening"
+        );
+        assert_eq!(
+            summary(&[view("old", true, true)]),
+            "no node has reported yet"
+        );
+        let s = summary(&[view("a", true, false), view("b", false, false)]);
+        assert!(
+            s.starts_with("2 nodes; not listening for revocations: b ("),
+            "{s}"
+        );
+    }
+}

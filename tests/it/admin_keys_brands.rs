@@ -1,0 +1,932 @@
+//! The staff's signing keys, nodes, brands and scopes, in the admin API and
+//! the console: each role, brand limits, refusals audited, CSRF and Origin.
+
+use pact_tests::TestApp;
+use pact_tests::pages::{Browser, csrf_from};
+use serde_json::Value;
+
+use crate::admin_api::{audit_actions, call, credential, error, ok};
+use crate::admin_console::{add_admin, sign_in};
+
+async fn app() -> TestApp {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    app.add_brand("shop", "Shop").await;
+    app
+}
+
+fn kids(list: &Value) -> Vec<(String, String)> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["kid"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn published_kids(app: &TestApp) -> Vec<String> {
+    let jwks: Value = app
+        .http
+        .get(format!("{}/a2a/demo/oauth/jwks.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() {
+    let app = app().await;
+    let viewer = credential(&app, "desk", "viewer", Some(&["shop"])).await;
+    let operator = credential(&app, "ops", "operator", None).await;
+    let limited_owner = credential(&app, "shop-owner", "owner", Some(&["shop"])).await;
+    let owner = credential(&app, "root", "owner", None).await;
+
+    // Public facts only, for any role (a brand-limited viewer too: the keys
+    // are in every brand's JWKS anyway).
+    let list = ok(call(&app, &viewer, "get", "/keys", None).await).await;
+    let before = kids(&list);
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].1, "active");
+    let key = list["items"][0].as_object().unwrap();
+    let mut fields: Vec<&str> = key.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "activates_at",
+            "created_at",
+            "kid",
+            "retired_at",
+            "status",
+            "unpublish_at"
+        ]
+    );
+    assert!(!list.to_string().contains("sealed"));
+
+    // Refused before anything changes, and the refusal is audited.
+    for (who, name) in [
+        (&viewer, "desk"),
+        (&operator, "ops"),
+        (&limited_owner, "shop-owner"),
+    ] {
+        error(
+            call(&app, who, "post", "/keys/rotate", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert!(
+            audit_actions(&app, name)
+                .await
+                .contains(&"key.rotate.denied".to_owned()),
+            "{name}"
+        );
+    }
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+
+    // The owner rotates exactly as `pactd keys rotate`: the new key is
+    // published now, signs after the overlap; the old one signs until then.
+    let new = ok(call(&app, &owner, "post", "/keys/rotate", None).await).await;
+    let kid = new["kid"].as_str().unwrap().to_owned();
+    assert_eq!(new["status"], "published");
+    let rows = pact_db::signing_keys::all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    let new_row = rows.iter().find(|r| r.kid == kid).unwrap();
+    let old_row = rows.iter().find(|r| r.kid != kid).unwrap();
+    let overlap = app.state.config.delegation.key_overlap.as_secs() as i64;
+    let retain = app.state.config.delegation.key_retention.as_secs() as i64;
+    // created_at is the database's clock, activates_at the node's: close.
+    let lead = (new_row.activates_at - new_row.created_at).whole_seconds();
+    assert!((overlap - 5..=overlap + 5).contains(&lead), "{lead}");
+    assert_eq!(old_row.retired_at, Some(new_row.activates_at));
+    assert_eq!(
+        old_row.unpublish_at,
+        Some(new_row.activates_at + time::Duration::seconds(retain))
+    );
+    let after = kids(&ok(call(&app, &viewer, "get", "/keys", None).await).await);
+    assert_eq!(
+        after,
+        vec![
+            (kid.clone(), "published".into()),
+            (before[0].0.clone(), "active".into())
+        ]
+    );
+    // Every node reloads on the table's notification: the JWKS has it soon.
+    let mut seen = false;
+    for _ in 0..200 {
+        if published_kids(&app).await.contains(&kid) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(seen, "the new key is published");
+
+    let (target, detail): (Option<String>, Value) = sqlx::query_as(
+        "select target, detail from audit_log where actor = 'root' and action = 'key.rotate'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(target.as_deref(), Some(kid.as_str()));
+    assert!(detail["signs_from"].is_string());
+    assert!(
+        audit_actions(&app, "desk")
+            .await
+            .contains(&"key.list".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn the_console_shows_the_keys_and_only_an_owner_rotates_them() {
+    let app = app().await;
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    add_admin(&app, "shop@example.com", "owner", Some(&["shop"])).await;
+    let kid = pact_db::signing_keys::all(&app.db).await.unwrap()[0]
+        .kid
+        .clone();
+
+    let viewer = Browser::new(&app);
+    sign_in(&app, &viewer, "desk@example.com").await;
+    let (status, html) = viewer.get_html("/admin/keys").await;
+    assert_eq!(status, 200);
+    assert!(html.contains(&kid));
+    assert!(html.contains("active (signs)"));
+    assert!(!html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = viewer.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 403);
+
+    let limited = Browser::new(&app);
+    sign_in(&app, &limited, "shop@example.com").await;
+    let (_, html) = limited.get_html("/admin/keys").await;
+    assert!(!html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    let res = limited.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+
+    let owner = Browser::new(&app);
+    sign_in(&app, &owner, "owner@example.com").await;
+    let (_, html) = owner.get_html("/admin/keys").await;
+    assert!(html.contains("Rotate the signing key"));
+    let csrf = csrf_from(&html).unwrap();
+    // CSRF and Origin are checked first.
+    let res = owner.post("/admin/keys/rotate", &[("csrf", "wrong")]).await;
+    assert_eq!(res.status(), 403);
+    let res = owner
+        .client
+        .post(owner.url("/admin/keys/rotate"))
+        .header("origin", "https://evil.example")
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(pact_db::signing_keys::all(&app.db).await.unwrap().len(), 1);
+    let res = owner.post("/admin/keys/rotate", &[("csrf", &csrf)]).await;
+    assert_eq!(res.status(), 303);
+    let rows = pact_db::signing_keys::all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    let (_, html) = owner.get_html("/admin/keys").await;
+    assert!(html.contains(&rows[0].kid));
+    assert!(html.contains("published for verification"));
+
+    let actions = audit_actions(&app, "owner@example.com").await;
+    assert!(actions.contains(&"key.rotate".to_owned()), "{actions:?}");
+    let denied = audit_actions(&app, "desk@example.com").await;
+    assert!(
+        denied.contains(&"key.rotate.denied".to_owned()),
+        "{denied:?}"
+    );
+}
+
+/// Polls `GET /nodes` until `done` holds (heartbeats are asynchronous).
+async fn nodes_until(app: &TestApp, secret: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = ok(call(app, secret, "get", "/nodes", None).await).await;
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("nodes never reached the expected state: {last}");
+}
+
+#[tokio::test]
+async fn every_node_says_whether_it_listens_for_revocations() {
+    let app = app().await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let viewer = credential(&app, "desk", "viewer", Some(&["shop"])).await;
+    let a = app.state.node.id.to_string();
+    let b = peer.state.node.id.to_string();
+
+    let v = nodes_until(&app, &viewer, |v| {
+        v["items"].as_array().unwrap().len() == 2 && v["all_listening"] == true
+    })
+    .await;
+    assert_eq!(v["summary"], "2 nodes, all listening");
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&a.as_str()) && ids.contains(&b.as_str()));
+    for n in v["items"].as_array().unwrap() {
+        assert_eq!(n["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(n["gone"], false);
+        assert!(!n["hostname"].as_str().unwrap().is_empty());
+    }
+    assert!(
+        audit_actions(&app, "desk")
+            .await
+            .contains(&"node.list".to_owned())
+    );
+
+    // The peer's listener is down: its next beat says so at once, and the
+    // overview names it.
+    peer.state.config_cache.set_live(false);
+    let v = nodes_until(&app, &viewer, |v| v["all_listening"] == false).await;
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains(&b), "{summary}");
+    assert!(!summary.contains(&a), "{summary}");
+    add_admin(&app, "desk@example.com", "viewer", None).await;
+    let browser = Browser::new(&app);
+    sign_in(&app, &browser, "desk@example.com").await;
+    let (status, html) = browser.get_html("/admin").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("not listening for revocations"), "{html}");
+    assert!(html.contains(&b));
+
+    // A node that stops cleanly leaves the list.
+    peer.stop().await;
+    let v = nodes_until(&app, &viewer, |v| v["items"].as_array().unwrap().len() == 1).await;
+    assert_eq!(v["summary"], "1 node, all listening");
+
+    // One that went silent shows as gone, does not count, and is swept.
+    let now = time::OffsetDateTime::now_utc();
+    for (minutes, host) in [(1, "crashed"), (6, "long-gone")] {
+        pact_db::nodes::heartbeat(
+            &app.db,
+            &pact_db::nodes::NodeRow {
+                id: uuid::Uuid::new_v4(),
+                hostname: host.into(),
+                version: "0.0.1".into(),
+                started_at: now - time::Duration::hours(1),
+                last_seen: now - time::Duration::minutes(minutes),
+                listening: false,
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let v = ok(call(&app, &viewer, "get", "/nodes", None).await).await;
+    assert_eq!(v["summary"], "1 node, all listening");
+    assert_eq!(v["all_listening"], true);
+    let gone: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["gone"] == true)
+        .map(|n| n["hostname"].as_str().unwrap())
+        .collect();
+    assert_eq!(gone.len(), 2);
+    let (_, html) = browser.get_html("/admin").await;
+    assert!(html.contains("1 node, all listening"));
+    assert!(html.contains("crashed"));
+    pact_server::housekeeping::sweep(&app.state, now).await;
+    let hosts: Vec<String> = pact_db::nodes::list(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.hostname)
+        .collect();
+    assert!(hosts.contains(&"crashed".to_owned()));
+    assert!(!hosts.contains(&"long-gone".to_owned()));
+}
+
+async fn scopes_of(app: &TestApp, brand: &str) -> Vec<(String, String, bool)> {
+    pact_db::scopes::list(&app.db, brand)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.scope_id, s.description, s.requires_mfa))
+        .collect()
+}
+
+#[tokio::test]
+async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
+    let app = app().await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let shop_owner = credential(&app, "shop-owner", "owner", Some(&["shop"])).await;
+    let operator = credential(&app, "ops", "operator", None).await;
+    let viewer = credential(&app, "desk", "viewer", None).await;
+
+    let list = ok(call(&app, &owner, "get", "/brands", None).await).await;
+    let ids: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["demo", "shop"]);
+    let demo = ok(call(&app, &owner, "get", "/brands/demo", None).await).await;
+    assert!(!demo["scopes"].as_array().unwrap().is_empty());
+    assert_eq!(demo["grant_lifetime_days"], 30);
+    assert_eq!(demo["grant_lifetime_is_default"], true);
+
+    // Below owner: refused before anything is looked up, and audited.
+    for (secret, name) in [(&viewer, "desk"), (&operator, "ops")] {
+        error(
+            call(&app, secret, "get", "/brands", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        error(
+            call(&app, secret, "get", "/brands/shop", None).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        error(
+            call(
+                &app,
+                secret,
+                "post",
+                "/brands/shop/scopes",
+                Some(serde_json::json!({"scope_id": "x", "description": "X"})),
+            )
+            .await,
+            403,
+            "forbidden",
+        )
+        .await;
+        let actions = audit_actions(&app, name).await;
+        for a in [
+            "brand.list.denied",
+            "brand.read.denied",
+            "scope.upsert.denied",
+        ] {
+            assert!(
+                actions.contains(&a.to_owned()),
+                "{name}: {a} in {actions:?}"
+            );
+        }
+    }
+    assert!(scopes_of(&app, "shop").await.is_empty());
+
+    // The peer holds a cached copy of shop's (empty) scope list.
+    for _ in 0..200 {
+        if peer.state.config_cache.is_live() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(peer.state.config_cache.is_live());
+    assert!(
+        peer.state
+            .config_cache
+            .scopes(&peer.db, "shop")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A brand-limited owner manages its brand.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes",
+        Some(serde_json::json!({"scope_id": "returns:create", "description": "Start a return"})),
+    )
+    .await)
+    .await;
+    assert_eq!(v["scopes"][0]["scope_id"], "returns:create");
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [("returns:create".into(), "Start a return".into(), false)]
+    );
+    // Every node drops its copy on the table's notification.
+    peer.settle().await;
+    let seen = peer
+        .state
+        .config_cache
+        .scopes(&peer.db, "shop")
+        .await
+        .unwrap();
+    assert_eq!(seen.len(), 1, "the peer sees the new scope");
+    // An edit: description and second factor.
+    ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes",
+        Some(serde_json::json!({
+            "scope_id": "returns:create", "description": "Start a return of an order", "requires_mfa": true
+        })),
+    )
+    .await)
+    .await;
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [(
+            "returns:create".into(),
+            "Start a return of an order".into(),
+            true
+        )]
+    );
+    peer.settle().await;
+    let seen = peer
+        .state
+        .config_cache
+        .scopes(&peer.db, "shop")
+        .await
+        .unwrap();
+    assert!(seen[0].requires_mfa);
+
+    // What consent shows is checked: hidden and bidi characters, over-long
+    // or blank text, bad scope ids, unknown fields; nothing changes.
+    for bad in [
+        serde_json::json!({"scope_id": "returns:create", "description": "Refund \u{202e}0001\u{202c} EUR"}),
+        serde_json::json!({"scope_id": "returns:create", "description": "zero\u{200b}width"}),
+        serde_json::json!({"scope_id": "returns:create", "description": "x".repeat(501)}),
+        serde_json::json!({"scope_id": "returns:create", "description": "   "}),
+        serde_json::json!({"scope_id": "a b", "description": "Fine"}),
+        serde_json::json!({"scope_id": "q\"uote", "description": "Fine"}),
+        serde_json::json!({"scope_id": "x", "description": "Fine", "extra": 1}),
+        serde_json::json!({"description": "Fine"}),
+    ] {
+        error(
+            call(&app, &shop_owner, "post", "/brands/shop/scopes", Some(bad)).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+    }
+    assert_eq!(scopes_of(&app, "shop").await.len(), 1);
+
+    // Other brands do not exist for it: the same answer as a missing brand.
+    let demo_before = scopes_of(&app, "demo").await;
+    let list = ok(call(&app, &shop_owner, "get", "/brands", None).await).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    let missing = error(
+        call(&app, &shop_owner, "get", "/brands/nope", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    let other = error(
+        call(&app, &shop_owner, "get", "/brands/demo", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(missing, other);
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/demo/scopes",
+            Some(serde_json::json!({"scope_id": "orders:read", "description": "Mine now"})),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/demo/scopes/orders:read/remove",
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(scopes_of(&app, "demo").await, demo_before);
+
+    // Removing: once, then it is not found.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes/returns:create/remove",
+        None,
+    )
+    .await)
+    .await;
+    assert!(v["scopes"].as_array().unwrap().is_empty());
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/shop/scopes/returns:create/remove",
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    peer.settle().await;
+    assert!(
+        peer.state
+            .config_cache
+            .scopes(&peer.db, "shop")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let entries: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "select action, target, brand_id from audit_log where actor = 'shop-owner' \
+         and action like 'scope.%' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    let shop = Some("shop".to_owned());
+    let target = Some("returns:create".to_owned());
+    assert_eq!(
+        entries,
+        [
+            ("scope.upsert".into(), target.clone(), shop.clone()),
+            ("scope.upsert".into(), target.clone(), shop.clone()),
+            ("scope.remove".into(), target, shop),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_console_edits_scopes_for_owners_of_the_brand_only() {
+    let app = app().await;
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    add_admin(&app, "shop@example.com", "owner", Some(&["shop"])).await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+
+    // An operator has no brands page, and its POSTs are refused and audited.
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (status, html) = ops.get_html("/admin").await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("href=\"/admin/brands\""));
+    let csrf = csrf_from(&html).unwrap();
+    let (status, _) = ops.get_html("/admin/brands").await;
+    assert_eq!(status, 403);
+    let (status, _) = ops.get_html("/admin/brands/shop").await;
+    assert_eq!(status, 403);
+    let res = ops
+        .post(
+            "/admin/brands/shop/scopes",
+            &[("csrf", &csrf), ("scope_id", "x"), ("description", "X")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        audit_actions(&app, "ops@example.com")
+            .await
+            .contains(&"scope.upsert.denied".to_owned())
+    );
+
+    // The shop owner: its brand only.
+    let shop = Browser::new(&app);
+    sign_in(&app, &shop, "shop@example.com").await;
+    let (status, html) = shop.get_html("/admin/brands").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("/admin/brands/shop"));
+    assert!(!html.contains("/admin/brands/demo"));
+    let (status, _) = shop.get_html("/admin/brands/demo").await;
+    assert_eq!(status, 404);
+    let (status, html) = shop.get_html("/admin/brands/shop").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("30 days"));
+    let csrf = csrf_from(&html).unwrap();
+    let demo_before = scopes_of(&app, "demo").await;
+    let res = shop
+        .post(
+            "/admin/brands/demo/scopes",
+            &[
+                ("csrf", &csrf),
+                ("scope_id", "orders:read"),
+                ("description", "Mine"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+    let res = shop
+        .post(
+            "/admin/brands/demo/scopes/remove",
+            &[("csrf", &csrf), ("scope_id", "orders:read")],
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+    assert_eq!(scopes_of(&app, "demo").await, demo_before);
+
+    // CSRF and Origin first; then what consent shows is checked.
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("scope_id", "returns:create"),
+        ("description", "Start a return"),
+        ("requires_mfa", "1"),
+    ];
+    let mut wrong = form;
+    wrong[0].1 = "wrong";
+    let res = shop.post("/admin/brands/shop/scopes", &wrong).await;
+    assert_eq!(res.status(), 403);
+    let res = shop
+        .client
+        .post(shop.url("/admin/brands/shop/scopes"))
+        .header("origin", "https://evil.example")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let mut hidden = form;
+    hidden[2].1 = "Start a \u{202e}nruter";
+    let res = shop.post("/admin/brands/shop/scopes", &hidden).await;
+    assert_eq!(res.status(), 400);
+    assert!(scopes_of(&app, "shop").await.is_empty());
+
+    let res = shop.post("/admin/brands/shop/scopes", &form).await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [("returns:create".into(), "Start a return".into(), true)]
+    );
+    // Edit: unticking the box turns the second factor off.
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes",
+            &[
+                ("csrf", &csrf),
+                ("scope_id", "returns:create"),
+                ("description", "Start a return of an order"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(
+        scopes_of(&app, "shop").await,
+        [(
+            "returns:create".into(),
+            "Start a return of an order".into(),
+            false
+        )]
+    );
+    let (_, html) = shop.get_html("/admin/brands/shop").await;
+    assert!(html.contains("Start a return of an order"));
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes/remove",
+            &[("csrf", "wrong"), ("scope_id", "returns:create")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    let res = shop
+        .client
+        .post(shop.url("/admin/brands/shop/scopes/remove"))
+        .header("origin", "https://evil.example")
+        .form(&[("csrf", csrf.as_str()), ("scope_id", "returns:create")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(scopes_of(&app, "shop").await.len(), 1);
+    let res = shop
+        .post(
+            "/admin/brands/shop/scopes/remove",
+            &[("csrf", &csrf), ("scope_id", "returns:create")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert!(scopes_of(&app, "shop").await.is_empty());
+    let actions = audit_actions(&app, "shop@example.com").await;
+    assert!(actions.contains(&"scope.upsert".to_owned()));
+    assert!(actions.contains(&"scope.remove".to_owned()));
+
+    // The unlimited owner sees every brand.
+    let owner = Browser::new(&app);
+    sign_in(&app, &owner, "owner@example.com").await;
+    let (_, html) = owner.get_html("/admin/brands").await;
+    assert!(html.contains("/admin/brands/demo") && html.contains("/admin/brands/shop"));
+}
+
+#[tokio::test]
+async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the_console() {
+    use pact_tests::logo_server::{LogoServer, PA_LOGO};
+    let app = app().await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let platform = LogoServer::start().await;
+
+    let v = ok(call(
+        &app,
+        &owner,
+        "post",
+        "/agents",
+        Some(serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+            "name": "New",
+            "homepage": "https://new.example/",
+            "logo_uri": platform.url("/logo.png"),
+            "policy_uri": "https://new.example/privacy",
+            "tos_uri": "https://new.example/terms",
+        })),
+    )
+    .await)
+    .await;
+    let sha = pact_server::who::sha256_hex(PA_LOGO);
+    assert_eq!(v["logo"], format!("/logos/{sha}"));
+    assert_eq!(v["homepage"], "https://new.example/");
+    assert_eq!(platform.hits(), 1, "fetched once, at registration");
+    let meta = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.logo_sha256.as_deref(), Some(sha.as_str()));
+    assert_eq!(meta.tos_uri.as_deref(), Some("https://new.example/terms"));
+    let res = app
+        .http
+        .get(format!("{}/logos/{sha}", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    // Absent keeps, "" removes, as with `pactd agent add`.
+    ok(call(
+        &app,
+        &owner,
+        "post",
+        "/agents",
+        Some(serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+            "tos_uri": "",
+        })),
+    )
+    .await)
+    .await;
+    let meta = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.tos_uri, None);
+    assert_eq!(meta.homepage_uri.as_deref(), Some("https://new.example/"));
+
+    // Refused links and logos change nothing.
+    for (field, bad) in [
+        ("homepage", "javascript:alert(1)".to_owned()),
+        (
+            "policy_uri",
+            "https://new.example/\u{202e}lmth.ycavirp".to_owned(),
+        ),
+        ("logo_uri", platform.url("/logo.svg")),
+        ("name", "Ne\u{200b}w".to_owned()),
+    ] {
+        let mut body = serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+        });
+        body[field] = serde_json::json!(bad);
+        let e = error(
+            call(&app, &owner, "post", "/agents", Some(body)).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+        assert!(
+            e["error"]["message"].as_str().unwrap().starts_with(field),
+            "{e}"
+        );
+    }
+    let after = pact_db::agents::metadata(&app.db, "https://new.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.logo_sha256.as_deref(), Some(sha.as_str()));
+    assert_eq!(after.homepage_uri.as_deref(), Some("https://new.example/"));
+    let detail: Value = sqlx::query_scalar(
+        "select detail from audit_log where actor = 'root' and action = 'agent.register' order by id limit 1",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(detail["homepage"], "https://new.example/");
+
+    // The console's form: the same function.
+    add_admin(&app, "owner@example.com", "owner", None).await;
+    let b = Browser::new(&app);
+    sign_in(&app, &b, "owner@example.com").await;
+    let (_, html) = b.get_html("/admin/agents").await;
+    assert!(html.contains("name=\"logo_uri\""));
+    let csrf = csrf_from(&html).unwrap();
+    let logo = platform.url("/logo.png");
+    let res = b
+        .post(
+            "/admin/agents",
+            &[
+                ("csrf", &csrf),
+                ("issuer", "https://other.example"),
+                ("jwks_uri", "https://other.example/jwks.json"),
+                ("name", "Other"),
+                ("homepage", "https://other.example/"),
+                ("logo_uri", &logo),
+                ("policy_uri", ""),
+                ("tos_uri", "https://other.example/terms"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let meta = pact_db::agents::metadata(&app.db, "https://other.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.homepage_uri.as_deref(), Some("https://other.example/"));
+    assert_eq!(meta.policy_uri, None);
+    assert_eq!(meta.logo_sha256.as_deref(), Some(sha.as_str()));
+    let res = b
+        .post(
+            "/admin/agents",
+            &[
+                ("csrf", &csrf),
+                ("issuer", "https://third.example"),
+                ("jwks_uri", "https://third.example/jwks.json"),
+                ("homepage", "javascript:alert(1)"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert!(
+        pact_db::agents::find(&app.db, "https://third.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        audit_actions(&app, "owner@example.com")
+            .await
+            .contains(&"agent.register".to_owned())
+    );
+}
+
+/// From the network, a loopback logo is fetched only when the server also
+/// fetches loopback JWKS: otherwise the API would make pactd call itself.
+#[tokio::test]
+async fn a_remote_registration_does_not_fetch_loopback_logos_in_production() {
+    use pact_tests::logo_server::LogoServer;
+    let app = TestApp::spawn_with(|c| c.jwks.allow_loopback = false).await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let platform = LogoServer::start().await;
+    error(
+        call(
+            &app,
+            &owner,
+            "post",
+            "/agents",
+            Some(serde_json::json!({
+                "issuer": "https://new.example",
+                "jwks_uri": "https://new.example/jwks.json",
+                "logo_uri": platform.url("/logo.png"),
+            })),
+        )
+        .await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert_eq!(platform.hits(), 0);
+    assert!(
+        pact_db::agents::find(&app.db, "https://new.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
