@@ -153,7 +153,9 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
         "an unknown email and a wrong password look the same"
     );
 
-    // Password accepted: still nothing but the second factor.
+    // Password accepted: still nothing but the second factor. The enrolment
+    // and the replay below must fall in one 30-second TOTP step.
+    pact_tests::pages::wait_for_totp_step_with(15).await;
     let secret = sign_in(&app, &b, "root@example.com").await;
     let (status, html) = b.get_html("/admin").await;
     assert_eq!(status, 200);
