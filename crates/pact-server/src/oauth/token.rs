@@ -84,14 +84,23 @@ async fn redeem_device_code(
                 PollDecision::SlowDown { new_interval_secs } => new_interval_secs,
                 _ => auth.interval_secs,
             };
+            // When the PA last polled is RFC 8628 §3.5 bookkeeping, not a
+            // decision: a crash that loses it forgives one fast poll. So its
+            // commit does not wait for the WAL flush; grants, revocations
+            // and receipts keep durable commits.
+            let mut tx = state
+                .db
+                .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
+                .await?;
             let recorded = pact_db::device_authorizations::record_poll_if_unchanged(
-                &state.db,
+                &mut *tx,
                 auth.id,
                 (auth.last_polled_at, auth.interval_secs),
                 now,
                 interval,
             )
             .await?;
+            tx.commit().await?;
             if recorded {
                 return Err(unredeemed(decision));
             }
