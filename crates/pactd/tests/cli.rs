@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use tokio::process::{Child, Command};
 
-const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+mod support;
 
-/// How long an admin command may take (it migrates, and may start the private cluster).
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+use support::{COMMAND_TIMEOUT, Run, free_port, pactd, run};
+
 /// How long `serve` may take to answer `/healthz` on an existing database.
 const SERVE_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// `dev` initialises a private PostgreSQL the first time.
@@ -29,22 +29,6 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 // ---------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------
-
-/// `pactd` with none of the caller's pactd settings leaking in: every
-/// `PACTD_*` variable, `DATABASE_URL` and `RUST_LOG` are removed.
-fn pactd() -> Command {
-    let mut cmd = Command::new(PACTD);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("PACTD_") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env_remove("DATABASE_URL")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    cmd
-}
 
 /// `pactd` on the database at `db_url`.
 fn pactd_on(db_url: &str) -> Command {
@@ -71,60 +55,6 @@ fn pactd_serving(db_url: &str, master_key: &str) -> Command {
     let mut cmd = pactd_on(db_url);
     cmd.env("PACTD_MASTER_KEY", master_key);
     cmd
-}
-
-/// The outcome of a command that ran to its end.
-struct Run {
-    what: String,
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn describe(&self) -> String {
-        format!(
-            "`pactd {}` exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.what, self.status, self.stdout, self.stderr
-        )
-    }
-
-    /// Asserts success and returns stdout.
-    fn succeeded(&self) -> &str {
-        assert!(self.status.success(), "{}", self.describe());
-        &self.stdout
-    }
-
-    /// Asserts a non-zero exit and returns stderr.
-    fn failed(&self) -> &str {
-        assert!(
-            !self.status.success() && self.status.code().is_some(),
-            "expected a non-zero exit: {}",
-            self.describe()
-        );
-        &self.stderr
-    }
-}
-
-async fn run(mut cmd: Command, args: &[&str]) -> Run {
-    let what = args.join(" ");
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let output = tokio::time::timeout(COMMAND_TIMEOUT, cmd.output())
-        .await
-        .unwrap_or_else(|_| panic!("`pactd {what}` did not finish within {COMMAND_TIMEOUT:?}"))
-        .unwrap_or_else(|e| panic!("cannot run `pactd {what}`: {e}"));
-    Run {
-        what,
-        status: output.status,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-/// A port that was free a moment ago.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// A fresh directory under the system temp dir that the `postgres` OS user

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -19,85 +18,20 @@ use serde_yaml_ng::Value as Yaml;
 use tokio::process::{Child, Command};
 use uuid::Uuid;
 
-const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+mod support;
+
+use support::{free_port, pactd, repo_file, run};
+
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 // ---------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------
 
-fn repo_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(name)
-}
-
-/// `pactd` with none of the caller's settings leaking in.
-fn pactd() -> Command {
-    let mut cmd = Command::new(PACTD);
-    for (key, _) in std::env::vars_os() {
-        let key_text = key.to_string_lossy();
-        if key_text.starts_with("PACTD_") || key_text.starts_with("DATABASE_URL") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    cmd
-}
-
-struct Run {
-    what: String,
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn describe(&self) -> String {
-        format!(
-            "`pactd {}` (success: {})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.what, self.ok, self.stdout, self.stderr
-        )
-    }
-
-    fn succeeded(&self) -> &str {
-        assert!(self.ok, "{}", self.describe());
-        &self.stdout
-    }
-
-    fn failed(&self) -> &str {
-        assert!(!self.ok, "expected a failure: {}", self.describe());
-        &self.stderr
-    }
-}
-
-async fn run(mut cmd: Command, args: &[&str]) -> Run {
-    let what = args.join(" ");
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let out = tokio::time::timeout(COMMAND_TIMEOUT, cmd.output())
-        .await
-        .unwrap_or_else(|_| panic!("`pactd {what}` did not finish"))
-        .unwrap();
-    Run {
-        what,
-        ok: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 async fn help(path: &[&str]) -> String {
     let mut args = path.to_vec();
     args.push("--help");
     run(pactd(), &args).await.succeeded().to_owned()
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// A private directory, removed on drop.

@@ -20,7 +20,10 @@ use pact_tests::{TestApp, TestPa};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-const PACTD: &str = env!("CARGO_BIN_EXE_pactd");
+mod support;
+
+use support::{PACTD, free_port, repo_file};
+
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The client's own address, the proxy's address towards the nodes, and a
 /// forged one: all distinct, so the test sees which one pactd recorded.
@@ -31,12 +34,6 @@ const ISSUER: &str = "https://pa.example";
 
 fn long_suite() -> bool {
     std::env::var("PACTD_SLOW_SUITE").is_ok_and(|v| v == "long")
-}
-
-fn repo_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(name)
 }
 
 /// A system tool the test cannot run without: on PATH or in Debian's sbin.
@@ -50,11 +47,6 @@ fn required_tool(name: &str, package: &str) -> PathBuf {
     found.unwrap_or_else(|| {
         panic!("{name} is needed for this test: apt-get install -y {package} (.ci/run does it)")
     })
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// A private directory, removed on drop.
