@@ -6,6 +6,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::sign_in_state::{self, Accounts};
 
 /// One staff account of the console.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -90,6 +91,9 @@ pub async fn delete(db: impl PgExecutor<'_>, email: &str) -> DbResult<bool> {
     Ok(done.rows_affected() == 1)
 }
 
+// Failed attempts and TOTP: the same columns and rules as the other kind
+// of account (sign_in_state.rs).
+
 /// A failed sign-in: the new count and, when the rule says so, a lock.
 pub async fn record_failure(
     db: impl PgExecutor<'_>,
@@ -97,43 +101,21 @@ pub async fn record_failure(
     failed_logins: i32,
     locked_until: Option<OffsetDateTime>,
 ) -> DbResult<()> {
-    sqlx::query("update admins set failed_logins = $2, locked_until = $3 where id = $1")
-        .bind(id)
-        .bind(failed_logins)
-        .bind(locked_until)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::record_failure(db, Accounts::Admins, id, failed_logins, locked_until).await
 }
 
 pub async fn clear_failures(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
-    sqlx::query("update admins set failed_logins = 0, locked_until = null where id = $1")
-        .bind(id)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::clear_failures(db, Accounts::Admins, id).await
 }
 
 pub async fn set_totp(db: impl PgExecutor<'_>, id: Uuid, sealed: Option<&[u8]>) -> DbResult<()> {
-    sqlx::query("update admins set totp_secret_sealed = $2, totp_last_step = null where id = $1")
-        .bind(id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::set_totp(db, Accounts::Admins, id, sealed).await
 }
 
-/// Records the accepted time step only if it is newer than the last one:
-/// false means the code was already used (RFC 6238 §5.2).
+/// Records the accepted time step if newer than the last: false means the
+/// code was already used (RFC 6238 §5.2).
 pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> DbResult<bool> {
-    let done = sqlx::query(
-        "update admins set totp_last_step = $2 where id = $1 and (totp_last_step is null or totp_last_step < $2)",
-    )
-    .bind(id)
-    .bind(step)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    sign_in_state::advance_totp_step(db, Accounts::Admins, id, step).await
 }
 
 // ---------------------------------------------------------------------------

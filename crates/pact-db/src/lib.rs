@@ -24,6 +24,7 @@ pub mod scopes;
 pub mod sealed;
 pub mod sessions;
 pub mod sign_in_failures;
+pub mod sign_in_state;
 pub mod signing_keys;
 pub mod users;
 

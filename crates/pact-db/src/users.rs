@@ -6,6 +6,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::sign_in_state::{self, Accounts};
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct User {
@@ -115,50 +116,31 @@ pub async fn set_password_hash(db: impl PgExecutor<'_>, id: Uuid, hash: &str) ->
         .map(|_| ())
 }
 
-/// A failed sign-in: counts it and, when the rule says so, locks until `locked_until`.
+// Failed attempts and TOTP: the same columns and rules as the other kind
+// of account (sign_in_state.rs).
+
+/// A failed sign-in: the new count and, when the rule says so, a lock.
 pub async fn record_failure(
     db: impl PgExecutor<'_>,
     id: Uuid,
     failed_logins: i32,
     locked_until: Option<OffsetDateTime>,
 ) -> DbResult<()> {
-    sqlx::query("update users set failed_logins = $2, locked_until = $3 where id = $1")
-        .bind(id)
-        .bind(failed_logins)
-        .bind(locked_until)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::record_failure(db, Accounts::Users, id, failed_logins, locked_until).await
 }
 
 pub async fn clear_failures(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
-    sqlx::query("update users set failed_logins = 0, locked_until = null where id = $1")
-        .bind(id)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::clear_failures(db, Accounts::Users, id).await
 }
 
 pub async fn set_totp(db: impl PgExecutor<'_>, id: Uuid, sealed: Option<&[u8]>) -> DbResult<()> {
-    sqlx::query("update users set totp_secret_sealed = $2, totp_last_step = null where id = $1")
-        .bind(id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sign_in_state::set_totp(db, Accounts::Users, id, sealed).await
 }
 
-/// Records the accepted time step, only if it is newer than the last one:
-/// false means the code was already used (RFC 6238 §5.2).
+/// Records the accepted time step if newer than the last: false means the
+/// code was already used (RFC 6238 §5.2).
 pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> DbResult<bool> {
-    let done = sqlx::query(
-        "update users set totp_last_step = $2 where id = $1 and (totp_last_step is null or totp_last_step < $2)",
-    )
-    .bind(id)
-    .bind(step)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    sign_in_state::advance_totp_step(db, Accounts::Users, id, step).await
 }
 
 /// Removes every second factor (admin reset): TOTP, passkeys, recovery codes —
