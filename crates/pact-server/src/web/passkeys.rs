@@ -31,6 +31,7 @@ use webauthn_rs::prelude::{
 };
 use webauthn_rs::{Webauthn, WebauthnBuilder};
 
+use super::i18n;
 use super::page::PageError;
 use super::session::{self, Browser};
 use super::{limits, security};
@@ -101,7 +102,7 @@ impl ApiError {
     fn not_found() -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
-            "Passkeys are not available on this site.",
+            &i18n::t("pk-err-unavailable"),
         )
     }
 
@@ -130,15 +131,14 @@ impl From<PageError> for ApiError {
             },
             PageError::Unavailable => Self {
                 status: StatusCode::SERVICE_UNAVAILABLE,
-                message: "We cannot reach our records right now. Please try again in a moment."
-                    .to_owned(),
+                message: i18n::t("pk-err-db"),
                 retry_after_secs: Some(crate::error::UNAVAILABLE_RETRY_SECS),
             },
             PageError::Internal(cause) => {
                 tracing::error!(error = %cause, "passkey request failed");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "Something went wrong on our side. Please try again in a moment.",
+                    &i18n::t("err-internal"),
                 )
             }
         }
@@ -186,7 +186,7 @@ fn check_request(
 ) -> Result<Session, ApiError> {
     security::check_origin(headers, &app.config.public_url)?;
     let session = browser?.session.ok_or_else(|| {
-        ApiError::forbidden("Your session has expired. Reload the page and try again.")
+        ApiError::forbidden(&i18n::t("pk-err-session"))
     })?;
     let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
     security::check_csrf(&session.csrf_token, given)?;
@@ -197,13 +197,13 @@ fn check_request(
 async fn account_of(app: &AppState, session: &Session) -> Result<User, ApiError> {
     let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
         return Err(ApiError::forbidden(
-            "Sign in with your account to manage passkeys.",
+            &i18n::t("pk-err-signed-out"),
         ));
     };
     match pact_db::users::find(&app.db, user_id).await? {
         Some(user) if user.brand_id == brand => Ok(user),
         _ => Err(ApiError::forbidden(
-            "Sign in with your account to manage passkeys.",
+            &i18n::t("pk-err-signed-out"),
         )),
     }
 }
@@ -222,7 +222,7 @@ fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
     PageError::internal(e).into()
 }
 
-const STEP_UP_MESSAGE: &str = "To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.";
+const STEP_UP_MESSAGE: &str = "pk-err-step-up";
 
 /// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
 /// `navigator.credentials.create`, plus `ceremonyId`.
@@ -237,11 +237,11 @@ pub async fn register_start(
     let now = OffsetDateTime::now_utc();
     let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
     if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(ApiError::forbidden(STEP_UP_MESSAGE));
+        return Err(ApiError::forbidden(&i18n::t(STEP_UP_MESSAGE)));
     }
     if stored.len() >= MAX_PASSKEYS {
         return Err(ApiError::bad_request(
-            "You have as many passkeys as an account can have. Remove one first.",
+            &i18n::t("pk-err-too-many"),
         ));
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
@@ -293,7 +293,7 @@ fn passkey_name(given: Option<&str>) -> Result<String, ApiError> {
     }
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
         return Err(ApiError::bad_request(
-            "Give the passkey a shorter name (up to 64 characters).",
+            &i18n::t("pk-err-name"),
         ));
     }
     Ok(name.to_owned())
@@ -309,7 +309,7 @@ pub async fn register_finish(
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
     let Json(body) =
-        body.map_err(|_| ApiError::bad_request("The passkey answer was not understood."))?;
+        body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
     let user = account_of(&app, &session).await?;
     let name = passkey_name(body.name.as_deref())?;
     let now = OffsetDateTime::now_utc();
@@ -324,7 +324,7 @@ pub async fn register_finish(
     .filter(|c| c.user_id == Some(user.id))
     .ok_or_else(|| {
         ApiError::bad_request(
-            "This passkey request has expired or was already used. Please try again.",
+            &i18n::t("pk-err-ceremony"),
         )
     })?;
     let registration: PasskeyRegistration =
@@ -333,7 +333,7 @@ pub async fn register_finish(
         .finish_passkey_registration(&body.credential, &registration)
         .map_err(|e| {
             tracing::info!(error = %e, "passkey registration refused");
-            ApiError::bad_request("The passkey could not be verified. Please try again.")
+            ApiError::bad_request(&i18n::t("pk-err-verify"))
         })?;
     let stored = serde_json::to_value(&passkey).map_err(internal)?;
     match pact_db::sessions::insert_credential(&app.db, user.id, passkey.cred_id(), &stored, &name)
@@ -343,7 +343,7 @@ pub async fn register_finish(
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
-                "This passkey is already registered.",
+                &i18n::t("pk-err-duplicate"),
             ));
         }
         Err(e) => return Err(e.into()),
@@ -376,7 +376,7 @@ fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
     limits::check(&app.page_limits.sign_in_per_ip, key).map_err(|secs| {
         PageError::TooMany {
             retry_after_secs: secs,
-            message: "Too many sign-in attempts. Please wait a moment and try again.".into(),
+            message: i18n::t("pk-err-too-many-attempts"),
         }
         .into()
     })
@@ -413,9 +413,9 @@ pub async fn login_start(
     let brand = query
         .brand
         .filter(|b| pact_db::brands::is_valid_brand_id(b))
-        .ok_or_else(|| ApiError::bad_request("Open the sign-in page from your store's site."))?;
+        .ok_or_else(|| ApiError::bad_request(&i18n::t("pk-err-no-brand")))?;
     if pact_db::brands::find(&app.db, &brand).await?.is_none() {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, "Unknown brand."));
+        return Err(ApiError::new(StatusCode::NOT_FOUND, &i18n::t("pk-err-unknown-brand")));
     }
     let (mut challenge, authentication) = webauthn
         .start_discoverable_authentication()
@@ -456,8 +456,7 @@ pub struct LoginFinish {
     credential: PublicKeyCredential,
 }
 
-const NOT_RECOGNISED: &str =
-    "This passkey was not recognised. Use another passkey or sign in with your password.";
+const NOT_RECOGNISED: &str = "pk-err-unknown-passkey";
 
 /// `POST /passkeys/login/finish` ← `{ceremonyId, credential}` →
 /// `{"redirect": next}` with a new, signed-in session cookie.
@@ -472,7 +471,7 @@ pub async fn login_finish(
     let session = check_request(&app, &headers, browser)?;
     rate_limit(&app, &client_key(&ip))?;
     let Json(body) =
-        body.map_err(|_| ApiError::bad_request("The passkey answer was not understood."))?;
+        body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
     let now = OffsetDateTime::now_utc();
     // Single use: taken (deleted) before anything is checked.
     let ceremony = pact_db::sessions::take_ceremony(
@@ -485,11 +484,11 @@ pub async fn login_finish(
     .await?
     .ok_or_else(|| {
         ApiError::bad_request(
-            "This sign-in request has expired or was already used. Please try again.",
+            &i18n::t("pk-err-login-ceremony"),
         )
     })?;
     let ceremony: LoginCeremony = serde_json::from_value(ceremony.state).map_err(internal)?;
-    let refused = || ApiError::new(StatusCode::UNAUTHORIZED, NOT_RECOGNISED);
+    let refused = || ApiError::new(StatusCode::UNAUTHORIZED, &i18n::t(NOT_RECOGNISED));
     let (user_id, credential_id) = webauthn
         .identify_discoverable_authentication(&body.credential)
         .map_err(|_| refused())?;
@@ -545,7 +544,7 @@ pub async fn delete(
 ) -> Result<Response, PageError> {
     if app.webauthn.is_none() {
         return Err(PageError::NotFound(
-            "Passkeys are not available on this site.".into(),
+            i18n::t("pk-err-unavailable"),
         ));
     }
     let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
@@ -553,18 +552,18 @@ pub async fn delete(
         .await
         .map_err(|e| PageError::Forbidden(e.message))?;
     let Ok(id) = id.parse::<Uuid>() else {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     };
     let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
     if !stored.iter().any(|c| c.id == id) {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     let now = OffsetDateTime::now_utc();
     if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PageError::Forbidden(STEP_UP_MESSAGE.into()));
+        return Err(PageError::Forbidden(i18n::t(STEP_UP_MESSAGE)));
     }
     if !pact_db::sessions::delete_credential(&app.db, user.id, id).await? {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     tracing::info!(user = %user.id, "passkey removed");
     Ok(Redirect::to("/account?done=passkey-removed").into_response())
