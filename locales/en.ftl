@@ -36,7 +36,7 @@ consent-untick = Untick anything you don't want to allow.
 consent-conditions = Only under these conditions
 consent-approve = Approve
 consent-deny = Deny
-consent-homepage = Homepage
+consent-homepage = Website
 consent-privacy = Privacy policy
 consent-terms = Terms of service
 

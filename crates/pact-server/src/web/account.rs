@@ -528,13 +528,14 @@ async fn own_grant(
             i18n::t("acc-err-signed-out"),
         ));
     };
+    // The brand first: a 404 below is then shown in the brand's look.
+    let brand = known_brand(app, &brand_id).await?;
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-grant"));
     let id: Uuid = id.parse().map_err(|_| not_found())?;
     let grant = pact_db::grants::find(&app.db, id)
         .await?
         .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
         .ok_or_else(not_found)?;
-    let brand = known_brand(app, &brand_id).await?;
     Ok((brand, person, grant))
 }
 
