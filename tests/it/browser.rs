@@ -343,7 +343,9 @@ async fn the_language_switch_works_without_javascript() {
     let app = app().await;
     let pa = app.registered_pa(ISS).await;
     let p = person(&app, "switch@example.com").await;
-    let auth = app.device_authorize(&pa, "pa-switch", "orders:read", None).await;
+    let auth = app
+        .device_authorize(&pa, "pa-switch", "orders:read", None)
+        .await;
     let mut inp = input(&app, &p, Some(&auth));
     inp["locale"] = json!("de-DE");
     inp["javascript"] = json!(false);

@@ -50,7 +50,10 @@ async fn lang_of(b: &Browser, path: &str) -> (u16, String, String) {
         .and_then(|r| r.split('"').next())
         .unwrap_or_default()
         .to_owned();
-    assert_eq!(lang, content_language, "{path}: <html lang> and Content-Language");
+    assert_eq!(
+        lang, content_language,
+        "{path}: <html lang> and Content-Language"
+    );
     (status, lang, html)
 }
 
@@ -91,7 +94,9 @@ async fn the_switch_sets_a_cookie_that_wins_and_only_leads_back_to_our_own_pages
     assert!(html.contains(link), "{html}");
     assert!(html.contains(r#"<span lang="en" aria-current="true">English</span>"#));
 
-    let res = b.get("/lang/de?next=%2Fdevice%3Fuser_code%3DBCDF-GHJK").await;
+    let res = b
+        .get("/lang/de?next=%2Fdevice%3Fuser_code%3DBCDF-GHJK")
+        .await;
     assert_eq!(res.status(), 303);
     assert_eq!(location(&res), "/device?user_code=BCDF-GHJK");
     let cookie = set_cookie(&res).unwrap();
@@ -103,7 +108,10 @@ async fn the_switch_sets_a_cookie_that_wins_and_only_leads_back_to_our_own_pages
     // The cookie wins over the browser's English.
     let (_, lang, html) = lang_of(&b, "/device?user_code=BCDF-GHJK").await;
     assert_eq!(lang, "de");
-    assert!(html.contains("BCDF-GHJK") && html.contains("Weiter"), "{html}");
+    assert!(
+        html.contains("BCDF-GHJK") && html.contains("Weiter"),
+        "{html}"
+    );
     let (_, lang, _) = lang_of(&b, "/no-such-page").await;
     assert_eq!(lang, "de");
     // And back.
@@ -182,7 +190,10 @@ async fn the_reset_mail_is_in_the_language_of_the_page_that_asked_for_it() {
         .await;
     assert_eq!(res.status(), 200);
     let html = res.text().await.unwrap();
-    assert!(html.contains("haben wir ihm einen Link geschickt"), "{html}");
+    assert!(
+        html.contains("haben wir ihm einen Link geschickt"),
+        "{html}"
+    );
     // The switch on the answer leads back to the form for the same brand.
     assert!(
         html.contains("/lang/en?next=%2Flogin%2Fforgot%3Fbrand%3Ddemo"),
@@ -240,7 +251,9 @@ async fn code_entry_second_factor_reset_and_error_pages_carry_the_brand_look() {
     assert!(!has_look(&html), "{html}");
 
     // The second factor, after the password.
-    let res = b.sign_in("demo", "ann@example.com", PASSWORD, "/account").await;
+    let res = b
+        .sign_in("demo", "ann@example.com", PASSWORD, "/account")
+        .await;
     assert_eq!(res.status(), 303);
     let (status, html) = b.get_html(&location(&res)).await;
     assert_eq!(status, 200);
@@ -266,8 +279,13 @@ async fn code_entry_second_factor_reset_and_error_pages_carry_the_brand_look() {
         .get_html(&format!("/login/reset?token={raw}"))
         .await;
     assert_eq!(status, 200);
-    assert!(html.contains("Choose a new password") && has_look(&html), "{html}");
-    let (_, html) = Browser::new(&app).get_html("/login/forgot?brand=demo").await;
+    assert!(
+        html.contains("Choose a new password") && has_look(&html),
+        "{html}"
+    );
+    let (_, html) = Browser::new(&app)
+        .get_html("/login/forgot?brand=demo")
+        .await;
     assert!(has_look(&html), "{html}");
 
     // An error page about a known brand: a code that has expired.
@@ -288,7 +306,10 @@ async fn code_entry_second_factor_reset_and_error_pages_carry_the_brand_look() {
         .await;
     assert_eq!(res.status(), 410);
     let html = res.text().await.unwrap();
-    assert!(html.contains("This code has expired") && has_look(&html), "{html}");
+    assert!(
+        html.contains("This code has expired") && has_look(&html),
+        "{html}"
+    );
     // An error raised by a handler once it knew the brand (a PageError): a
     // connection that is not on the person's account.
     let res = b
@@ -299,7 +320,10 @@ async fn code_entry_second_factor_reset_and_error_pages_carry_the_brand_look() {
         .get_html("/account/grants/00000000-0000-0000-0000-000000000000/revoke")
         .await;
     assert_eq!(status, 404);
-    assert!(html.contains("There is no such connection") && has_look(&html), "{html}");
+    assert!(
+        html.contains("There is no such connection") && has_look(&html),
+        "{html}"
+    );
     let res = b
         .submit(
             "/login/forgot?brand=demo",

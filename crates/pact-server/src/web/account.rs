@@ -295,7 +295,9 @@ pub async fn page(
                         id: c.id.to_string(),
                         name: c.name.clone(),
                         added: show_time(c.created_at),
-                        last_used: c.last_used_at.map_or_else(|| i18n::t("acc-never"), show_time),
+                        last_used: c
+                            .last_used_at
+                            .map_or_else(|| i18n::t("acc-never"), show_time),
                     })
                     .collect(),
             };
@@ -414,7 +416,9 @@ fn grant_view(
             .filter(|d| !d.is_null())
             .map(Value::to_string),
         granted: show_time(g.created_at),
-        last_used: g.last_used_at.map_or_else(|| i18n::t("acc-never"), show_time),
+        last_used: g
+            .last_used_at
+            .map_or_else(|| i18n::t("acc-never"), show_time),
         expires: show_time(g.expires_at),
         ended_by: ended_by(g, brand_name, now),
     }
@@ -524,9 +528,7 @@ async fn own_grant(
     id: &str,
 ) -> Result<(Brand, Person, Grant), PageError> {
     let Some((brand_id, person)) = signed_in_person(app, session).await? else {
-        return Err(PageError::Forbidden(
-            i18n::t("acc-err-signed-out"),
-        ));
+        return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
     // The brand first: a 404 below is then shown in the brand's look.
     let brand = known_brand(app, &brand_id).await?;
@@ -547,9 +549,7 @@ pub async fn confirm_revoke(
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
-        return Err(PageError::Forbidden(
-            i18n::t("acc-err-signed-out"),
-        ));
+        return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
     let (brand, _, grant) = own_grant(&app, session, &id).await?;
     if !grant.is_active(OffsetDateTime::now_utc()) {

@@ -267,7 +267,11 @@ fn refused(r: Refusal) -> Response {
         Refusal::Malformed(why) => (StatusCode::BAD_REQUEST, why, "ext-err-malformed"),
         Refusal::Invalid(why) => (StatusCode::UNAUTHORIZED, why, "ext-err-invalid"),
         Refusal::NotThisBrowser(why) => (StatusCode::FORBIDDEN, why, "ext-err-not-this-browser"),
-        Refusal::Db(_) => (StatusCode::INTERNAL_SERVER_ERROR, "database", "err-internal"),
+        Refusal::Db(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "database",
+            "err-internal",
+        ),
     };
     tracing::info!(reason, "brand login assertion refused");
     let page = ErrorPage {

@@ -176,7 +176,10 @@ fn used_code(brand: Option<&Brand>, signed_in: bool) -> Response {
 }
 
 /// The brand the browser is signed in to, for the code-entry page's look.
-async fn signed_in_brand(app: &AppState, browser: &Browser) -> Result<(String, who::Look), PageError> {
+async fn signed_in_brand(
+    app: &AppState,
+    browser: &Browser,
+) -> Result<(String, who::Look), PageError> {
     let brand_id = browser
         .session
         .as_ref()
@@ -720,7 +723,9 @@ pub async fn not_you(
     };
     // Like Approve: the form must be for the request the session holds.
     if form.get("authorization") != Some(id.to_string().as_str()) {
-        return Err(PageError::Forbidden(i18n::t("consent-err-other-request-not-you")));
+        return Err(PageError::Forbidden(i18n::t(
+            "consent-err-other-request-not-you",
+        )));
     }
     // A new session id (rotation), signed out, carrying only the request.
     let (_, cookie) = session::start(

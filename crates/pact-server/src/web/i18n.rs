@@ -199,7 +199,11 @@ static BUNDLES: LazyLock<Vec<FluentBundle<FluentResource>>> = LazyLock::new(|| {
             // left-to-right, and the marks would end up in copied text.
             bundle.set_use_isolating(false);
             if let Err(errors) = bundle.add_resource(resource) {
-                tracing::error!(lang = lang.code(), ?errors, "translation file has duplicates");
+                tracing::error!(
+                    lang = lang.code(),
+                    ?errors,
+                    "translation file has duplicates"
+                );
             }
             bundle
         })
@@ -276,13 +280,7 @@ pub fn t1(key: &str, name: &str, value: impl IntoArg) -> String {
 }
 
 /// … with two arguments.
-pub fn t2(
-    key: &str,
-    n1: &str,
-    v1: impl IntoArg,
-    n2: &str,
-    v2: impl IntoArg,
-) -> String {
+pub fn t2(key: &str, n1: &str, v1: impl IntoArg, n2: &str, v2: impl IntoArg) -> String {
     current().message(key, &[(n1, v1.into_arg()), (n2, v2.into_arg())])
 }
 
@@ -296,7 +294,14 @@ pub fn t3(
     n3: &str,
     v3: impl IntoArg,
 ) -> String {
-    current().message(key, &[(n1, v1.into_arg()), (n2, v2.into_arg()), (n3, v3.into_arg())])
+    current().message(
+        key,
+        &[
+            (n1, v1.into_arg()),
+            (n2, v2.into_arg()),
+            (n3, v3.into_arg()),
+        ],
+    )
 }
 
 /// … with four arguments.
@@ -314,7 +319,12 @@ pub fn t4(
 ) -> String {
     current().message(
         key,
-        &[(n1, v1.into_arg()), (n2, v2.into_arg()), (n3, v3.into_arg()), (n4, v4.into_arg())],
+        &[
+            (n1, v1.into_arg()),
+            (n2, v2.into_arg()),
+            (n3, v3.into_arg()),
+            (n4, v4.into_arg()),
+        ],
     )
 }
 
@@ -417,9 +427,10 @@ pub fn from_accept_language(value: &str) -> Lang {
             continue;
         }
         if range == "*" {
-            if let Some(l) = ALL.into_iter().find(|l| {
-                !refused(*l) && !ranges.iter().any(|(r, _)| lookup(r) == Some(*l))
-            }) {
+            if let Some(l) = ALL
+                .into_iter()
+                .find(|l| !refused(*l) && !ranges.iter().any(|(r, _)| lookup(r) == Some(*l)))
+            {
                 return l;
             }
             continue;
@@ -454,7 +465,9 @@ fn is_language_range(r: &str) -> bool {
     let first_ok = subtags
         .next()
         .is_some_and(|s| (1..=8).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphabetic()));
-    first_ok && subtags.all(|s| (1..=8).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+    first_ok
+        && subtags
+            .all(|s| (1..=8).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// RFC 9110 §12.4.2: `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`,
@@ -570,7 +583,10 @@ mod tests {
         assert_eq!(from_accept_language("*, en;q=0"), Lang::De);
         assert_eq!(from_accept_language("fr, *;q=0.1"), Lang::En);
         // Malformed members are skipped; the rest still counts.
-        assert_eq!(from_accept_language("x_y, de;q=2, fr;q=abc, de;q=0.3"), Lang::De);
+        assert_eq!(
+            from_accept_language("x_y, de;q=2, fr;q=abc, de;q=0.3"),
+            Lang::De
+        );
         assert_eq!(from_accept_language("de;q=1.5"), Lang::En);
         assert_eq!(from_accept_language("de;q=0.0001"), Lang::En);
         assert_eq!(from_accept_language("toolongsubtag-de"), Lang::En);
@@ -604,7 +620,10 @@ mod tests {
         h.insert(header::COOKIE, HeaderValue::from_static("pactd_lang=en"));
         assert_eq!(negotiate(&h, true), Lang::De);
         // An unknown value is ignored.
-        h.insert(header::COOKIE, HeaderValue::from_static("__Host-pactd_lang=xx"));
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("__Host-pactd_lang=xx"),
+        );
         assert_eq!(negotiate(&h, true), Lang::De);
     }
 
@@ -709,10 +728,19 @@ mod tests {
             let other = messages(lang);
             let missing: Vec<_> = en.keys().filter(|k| !other.contains_key(*k)).collect();
             let extra: Vec<_> = other.keys().filter(|k| !en.contains_key(*k)).collect();
-            assert!(missing.is_empty(), "missing in {}.ftl: {missing:?}", lang.code());
+            assert!(
+                missing.is_empty(),
+                "missing in {}.ftl: {missing:?}",
+                lang.code()
+            );
             assert!(extra.is_empty(), "only in {}.ftl: {extra:?}", lang.code());
             for (k, vars) in &en {
-                assert_eq!(&other[k], vars, "{k}: other variables in {}.ftl", lang.code());
+                assert_eq!(
+                    &other[k],
+                    vars,
+                    "{k}: other variables in {}.ftl",
+                    lang.code()
+                );
             }
         }
         // Every key the templates and the page code ask for exists …
@@ -727,7 +755,10 @@ mod tests {
             sources.push_str(&text);
         }
         let unknown: Vec<_> = called.iter().filter(|k| !en.contains_key(*k)).collect();
-        assert!(unknown.is_empty(), "keys used but not in the .ftl files: {unknown:?}");
+        assert!(
+            unknown.is_empty(),
+            "keys used but not in the .ftl files: {unknown:?}"
+        );
         // … and every key of the files is used somewhere.
         // (A key is used when it appears as a literal: in a call, or in a
         // constant or table that is passed to one.)
@@ -735,7 +766,10 @@ mod tests {
             .keys()
             .filter(|k| !sources.contains(&format!("\"{k}\"")))
             .collect();
-        assert!(unused.is_empty(), "keys in the .ftl files that nothing uses: {unused:?}");
+        assert!(
+            unused.is_empty(),
+            "keys in the .ftl files that nothing uses: {unused:?}"
+        );
         // Every key renders in every language without a Fluent error.
         for lang in ALL {
             for (k, vars) in &en {
@@ -757,7 +791,9 @@ mod tests {
             let mut rest = text;
             while let Some(i) = rest.find(open) {
                 out.push_str(&rest[..i]);
-                rest = rest[i..].find(close).map_or("", |j| &rest[i + j + close.len()..]);
+                rest = rest[i..]
+                    .find(close)
+                    .map_or("", |j| &rest[i + j + close.len()..]);
             }
             out.push_str(rest);
             out
@@ -785,7 +821,11 @@ mod tests {
                 .filter(|w| w.chars().any(char::is_alphabetic))
                 .collect::<Vec<_>>()
                 .join(" ");
-            assert!(words.is_empty(), "{}: untranslated text: {words}", path.display());
+            assert!(
+                words.is_empty(),
+                "{}: untranslated text: {words}",
+                path.display()
+            );
         }
     }
 

@@ -664,7 +664,11 @@ pub async fn post_second_factor(
     let code = form.get("code");
     let recovery_code = form.get("recovery_code");
     if code.is_none() && recovery_code.is_none() {
-        return Ok(page(&i18n::t("mfa-err-empty"), StatusCode::BAD_REQUEST, None));
+        return Ok(page(
+            &i18n::t("mfa-err-empty"),
+            StatusCode::BAD_REQUEST,
+            None,
+        ));
     }
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
@@ -811,7 +815,10 @@ mod tests {
             wait_message("wait-too-many-attempts", 5),
             "Too many attempts. Please wait 5 seconds and try again."
         );
-        assert_eq!(wait_message("wait-too-many-attempts", 600), says("10 minutes"));
+        assert_eq!(
+            wait_message("wait-too-many-attempts", 600),
+            says("10 minutes")
+        );
     }
 
     #[test]

@@ -27,11 +27,11 @@ use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
 
+use super::i18n;
 use super::login::{
     NextQuery, Who, brand_view, complete_sign_in, enc, login_path, see_other, wait_message, who,
     with_headers,
 };
-use super::i18n;
 use super::page::{PageError, render};
 use super::security::guard_post;
 use super::session::mfa_is_recent;
@@ -256,9 +256,7 @@ pub async fn post_totp(
         Err(redirect) => return Ok(redirect),
     };
     let user = who.user();
-    let expired = || {
-        PageError::BadRequest(i18n::t("totp-err-expired"))
-    };
+    let expired = || PageError::BadRequest(i18n::t("totp-err-expired"));
     let sealed_text = form.get("sealed").ok_or_else(expired)?;
     let sealed = URL_SAFE_NO_PAD
         .decode(sealed_text.trim())

@@ -100,10 +100,7 @@ impl ApiError {
     }
 
     fn not_found() -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            &i18n::t("pk-err-unavailable"),
-        )
+        Self::new(StatusCode::NOT_FOUND, &i18n::t("pk-err-unavailable"))
     }
 
     fn bad_request(message: &str) -> Self {
@@ -136,10 +133,7 @@ impl From<PageError> for ApiError {
             },
             PageError::Internal(cause) => {
                 tracing::error!(error = %cause, "passkey request failed");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &i18n::t("err-internal"),
-                )
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, &i18n::t("err-internal"))
             }
         }
     }
@@ -185,9 +179,9 @@ fn check_request(
     browser: Result<Browser, PageError>,
 ) -> Result<Session, ApiError> {
     security::check_origin(headers, &app.config.public_url)?;
-    let session = browser?.session.ok_or_else(|| {
-        ApiError::forbidden(&i18n::t("pk-err-session"))
-    })?;
+    let session = browser?
+        .session
+        .ok_or_else(|| ApiError::forbidden(&i18n::t("pk-err-session")))?;
     let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
     security::check_csrf(&session.csrf_token, given)?;
     Ok(session)
@@ -196,15 +190,11 @@ fn check_request(
 /// The built-in account the session is signed in with, at its brand.
 async fn account_of(app: &AppState, session: &Session) -> Result<User, ApiError> {
     let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
-        return Err(ApiError::forbidden(
-            &i18n::t("pk-err-signed-out"),
-        ));
+        return Err(ApiError::forbidden(&i18n::t("pk-err-signed-out")));
     };
     match pact_db::users::find(&app.db, user_id).await? {
         Some(user) if user.brand_id == brand => Ok(user),
-        _ => Err(ApiError::forbidden(
-            &i18n::t("pk-err-signed-out"),
-        )),
+        _ => Err(ApiError::forbidden(&i18n::t("pk-err-signed-out"))),
     }
 }
 
@@ -240,9 +230,7 @@ pub async fn register_start(
         return Err(ApiError::forbidden(&i18n::t(STEP_UP_MESSAGE)));
     }
     if stored.len() >= MAX_PASSKEYS {
-        return Err(ApiError::bad_request(
-            &i18n::t("pk-err-too-many"),
-        ));
+        return Err(ApiError::bad_request(&i18n::t("pk-err-too-many")));
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     let (challenge, registration) = webauthn
@@ -292,9 +280,7 @@ fn passkey_name(given: Option<&str>) -> Result<String, ApiError> {
         return Ok("Passkey".to_owned());
     }
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
-            &i18n::t("pk-err-name"),
-        ));
+        return Err(ApiError::bad_request(&i18n::t("pk-err-name")));
     }
     Ok(name.to_owned())
 }
@@ -308,8 +294,7 @@ pub async fn register_finish(
 ) -> Result<Response, ApiError> {
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
-    let Json(body) =
-        body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
+    let Json(body) = body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
     let user = account_of(&app, &session).await?;
     let name = passkey_name(body.name.as_deref())?;
     let now = OffsetDateTime::now_utc();
@@ -322,11 +307,7 @@ pub async fn register_finish(
     )
     .await?
     .filter(|c| c.user_id == Some(user.id))
-    .ok_or_else(|| {
-        ApiError::bad_request(
-            &i18n::t("pk-err-ceremony"),
-        )
-    })?;
+    .ok_or_else(|| ApiError::bad_request(&i18n::t("pk-err-ceremony")))?;
     let registration: PasskeyRegistration =
         serde_json::from_value(ceremony.state).map_err(internal)?;
     let passkey = webauthn
@@ -415,7 +396,10 @@ pub async fn login_start(
         .filter(|b| pact_db::brands::is_valid_brand_id(b))
         .ok_or_else(|| ApiError::bad_request(&i18n::t("pk-err-no-brand")))?;
     if pact_db::brands::find(&app.db, &brand).await?.is_none() {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, &i18n::t("pk-err-unknown-brand")));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            &i18n::t("pk-err-unknown-brand"),
+        ));
     }
     let (mut challenge, authentication) = webauthn
         .start_discoverable_authentication()
@@ -470,8 +454,7 @@ pub async fn login_finish(
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
     rate_limit(&app, &client_key(&ip))?;
-    let Json(body) =
-        body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
+    let Json(body) = body.map_err(|_| ApiError::bad_request(&i18n::t("pk-err-answer")))?;
     let now = OffsetDateTime::now_utc();
     // Single use: taken (deleted) before anything is checked.
     let ceremony = pact_db::sessions::take_ceremony(
@@ -482,11 +465,7 @@ pub async fn login_finish(
         now,
     )
     .await?
-    .ok_or_else(|| {
-        ApiError::bad_request(
-            &i18n::t("pk-err-login-ceremony"),
-        )
-    })?;
+    .ok_or_else(|| ApiError::bad_request(&i18n::t("pk-err-login-ceremony")))?;
     let ceremony: LoginCeremony = serde_json::from_value(ceremony.state).map_err(internal)?;
     let refused = || ApiError::new(StatusCode::UNAUTHORIZED, &i18n::t(NOT_RECOGNISED));
     let (user_id, credential_id) = webauthn
@@ -543,9 +522,7 @@ pub async fn delete(
     body: Bytes,
 ) -> Result<Response, PageError> {
     if app.webauthn.is_none() {
-        return Err(PageError::NotFound(
-            i18n::t("pk-err-unavailable"),
-        ));
+        return Err(PageError::NotFound(i18n::t("pk-err-unavailable")));
     }
     let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
     let user = account_of(&app, session)

@@ -27,8 +27,8 @@ use pact_db::users::User;
 use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
-use super::login::{brand_for, wait_message, with_headers};
 use super::i18n;
+use super::login::{brand_for, wait_message, with_headers};
 use super::page::{PageError, render};
 use super::session::{self, Browser};
 use super::{limits, security};
@@ -44,7 +44,6 @@ pub const LINK_LIFETIME: Duration = Duration::minutes(30);
 /// or two, too few to flood someone's mailbox through us.
 pub const MAILS_PER_WINDOW: i64 = 3;
 pub const MAIL_WINDOW: Duration = Duration::hours(1);
-
 
 #[derive(Debug, Deserialize)]
 pub struct ForgotQuery {
@@ -116,7 +115,10 @@ pub async fn post_forgot(
     not_offered(&state)?;
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
     let brand = brand_for(&state, form.get("brand"), visitor.session()).await?;
-    i18n::set_here(format!("/login/forgot?brand={}", super::login::enc(&brand.id)));
+    i18n::set_here(format!(
+        "/login/forgot?brand={}",
+        super::login::enc(&brand.id)
+    ));
     let page = |error: Option<&str>, status: StatusCode, retry: Option<u64>| {
         let p = ForgotPage {
             brand_name: brand.name.clone(),
@@ -192,7 +194,10 @@ async fn send_link(
         .map_err(|e| e.to_string())?;
     let link = format!("{}/login/reset?token={token}", state.config.public_url);
     let body = mail_body(lang, &brand.name, &link, LINK_LIFETIME.whole_minutes());
-    let subject = lang.message("mail-reset-subject", &[("brand", brand.name.as_str().into())]);
+    let subject = lang.message(
+        "mail-reset-subject",
+        &[("brand", brand.name.as_str().into())],
+    );
     mailer
         .send(&user.email, &subject, body)
         .await
