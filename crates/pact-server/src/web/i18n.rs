@@ -416,7 +416,7 @@ pub fn from_accept_language(value: &str) -> Lang {
         })
         .collect();
     // Stable: equal weights keep the order the browser sent.
-    ranges.sort_by(|a, b| b.1.cmp(&a.1));
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.1));
     let refused = |l: Lang| {
         ranges
             .iter()
