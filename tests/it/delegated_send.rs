@@ -1242,7 +1242,11 @@ async fn after_a_key_rotation_old_tokens_keep_working_and_new_tokens_use_the_new
     )
     .await
     .unwrap();
-    app.state.keys.refresh(&app.db).await.unwrap();
+    app.state
+        .keys
+        .refresh(&app.db, app.clock.now())
+        .await
+        .unwrap();
     assert_ne!(new_kid, old_kid);
     let jwks = app.provider_jwks().await;
     let mut kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
@@ -1304,7 +1308,11 @@ async fn during_the_overlap_a_new_key_is_published_but_the_old_key_still_signs()
     )
     .await
     .unwrap();
-    app.state.keys.refresh(&app.db).await.unwrap();
+    app.state
+        .keys
+        .refresh(&app.db, app.clock.now())
+        .await
+        .unwrap();
     let jwks = app.provider_jwks().await;
     let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
     assert_eq!(kids.len(), 2);
@@ -1341,7 +1349,11 @@ async fn a_retired_key_is_unpublished_and_refused_at_its_instant_without_a_reloa
             .await
             .unwrap();
     // The node's one reload, before the instant.
-    app.state.keys.refresh(&app.db).await.unwrap();
+    app.state
+        .keys
+        .refresh(&app.db, app.clock.now())
+        .await
+        .unwrap();
     let unpublish_at: OffsetDateTime =
         sqlx::query_scalar("select unpublish_at from signing_keys where kid = $1")
             .bind(&old_kid)

@@ -19,6 +19,8 @@ pub struct TestApp {
     pub state: AppState,
     pub http: reqwest::Client,
     pub master_key: Arc<MasterKey>,
+    /// The node's clock: a test moves it forward instead of sleeping.
+    pub clock: pact_clock::TestClock,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -67,7 +69,8 @@ impl TestApp {
         pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store")
             .await
             .unwrap();
-        let state = AppState::with_agents(config, db.clone(), agents)
+        let clock = pact_clock::TestClock::new();
+        let state = AppState::with_clock(config, db.clone(), agents, clock.clone().into())
             .await
             .unwrap();
         let (tx, rx) = oneshot::channel::<()>();
@@ -81,6 +84,7 @@ impl TestApp {
             db,
             state,
             master_key,
+            clock,
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()

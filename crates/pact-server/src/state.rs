@@ -15,6 +15,8 @@ use crate::revocation::RevocationView;
 pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
+    /// The node's one time source: handlers read it once and pass `now` down.
+    pub clock: pact_clock::Clock,
     pub config: Config,
     pub db: PgPool,
     pub jwks: JwksCache,
@@ -74,11 +76,22 @@ impl AppState {
         db: PgPool,
         agents: BrandAgents,
     ) -> Result<Self, StateError> {
-        let jwks = JwksCache::new(config.jwks.clone())?;
+        Self::with_clock(config, db, agents, pact_clock::Clock::system()).await
+    }
+
+    /// With custom brand agents and a clock of the caller's (tests move a
+    /// [`pact_clock::TestClock`] forward instead of sleeping).
+    pub async fn with_clock(
+        config: Config,
+        db: PgPool,
+        agents: BrandAgents,
+        clock: pact_clock::Clock,
+    ) -> Result<Self, StateError> {
+        let jwks = JwksCache::with_clock(config.jwks.clone(), clock.clone())?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
-        let keys = KeyStore::load(&db, config.master_key.clone()).await?;
-        let webauthn = crate::web::passkeys::relying_party(&config);
+        let keys = KeyStore::load(&db, config.master_key.clone(), clock.now()).await?;
+        let webauthn = config.relying_party();
         if webauthn.is_none() {
             tracing::warn!(
                 public_url = %config.public_url,
@@ -92,7 +105,9 @@ impl AppState {
             .as_ref()
             .map(crate::mail::Mailer::new)
             .transpose()?;
+        let node = crate::nodes::NodeIdentity::new(clock.now());
         Ok(Self(Arc::new(Inner {
+            clock,
             db,
             jwks,
             pa_rules,
@@ -109,7 +124,7 @@ impl AppState {
             outbound,
             mailer,
             receipt_log: Default::default(),
-            node: crate::nodes::NodeIdentity::new(time::OffsetDateTime::now_utc()),
+            node,
         })))
     }
 
