@@ -38,8 +38,3 @@ pub use config::Config;
 pub use router::router;
 pub use serve::{serve, shutdown_signal};
 pub use state::AppState;
-
-/// Current time as unix seconds; handlers read the clock once and pass it down.
-pub fn now_unix() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}

@@ -91,7 +91,7 @@ pub async fn run(state: AppState) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = publish(&state, OffsetDateTime::now_utc()).await {
+        if let Err(e) = publish(&state, state.clock.now()).await {
             tracing::warn!(error = ?e, "publishing the receipt tree head failed");
         }
     }

@@ -24,14 +24,11 @@ pub fn verify_token(
 ) -> Result<pact_proto::oauth::DelegationClaims, pact_jose::DelegationError> {
     pact_jose::verify_delegation_token(
         token,
-        state
-            .keys
-            .current()
-            .published(time::OffsetDateTime::now_utc()),
+        state.keys.current().published(state.clock.now()),
         &state.config.oauth_issuer(&caller.brand.id),
         &state.config.interface_url(&caller.brand.id),
         &caller.pa.iss,
-        crate::now_unix(),
+        state.clock.now().unix_timestamp(),
     )
 }
 

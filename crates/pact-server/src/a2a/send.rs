@@ -150,7 +150,7 @@ async fn begin<'p>(
 ) -> Result<Begin<'p>, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
 
     // The database is the truth about the grant (the token may outlive a revocation).
     let delegation = match presented {
@@ -392,7 +392,7 @@ async fn store(
     let brand = &r.caller.brand;
     let context_id = r.conversation_id.to_string();
     let mut message = AgentMessage::new(r.reply_id.clone(), context_id.clone(), r.text.to_owned());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let receipt = match r.delegation {
         None => None,
         Some(d) => {

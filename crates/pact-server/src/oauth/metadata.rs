@@ -79,7 +79,7 @@ pub async fn jwks(
         &state
             .keys
             .current()
-            .published(time::OffsetDateTime::now_utc())
+            .published(state.clock.now())
             .jwks_document(),
     ))
 }
