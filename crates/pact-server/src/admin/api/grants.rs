@@ -61,7 +61,7 @@ pub async fn list(
         &uri,
         &["brand", "customer", "agent", "state", "cursor", "limit"],
     )?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let limit = params::limit(&q)?;
     let grant_state =
         match q.get("state") {

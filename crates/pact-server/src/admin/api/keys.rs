@@ -32,7 +32,7 @@ pub async fn list(
     caller: ApiCaller,
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Viewer, "key.list").await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let items: Vec<Value> = crate::keys::list(&state.db, now)
         .await?
         .iter()
@@ -98,6 +98,6 @@ pub async fn rotate(
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Owner, "key.rotate").await?;
     caller.require_unlimited(&state, "key.rotate").await?;
-    let key = rotate_now(&state, &caller.actor, &caller.ip, OffsetDateTime::now_utc()).await?;
+    let key = rotate_now(&state, &caller.actor, &caller.ip, state.clock.now()).await?;
     Ok(Json(key_json(&key)))
 }
