@@ -559,7 +559,7 @@ pub async fn delete(
     if !stored.iter().any(|c| c.id == id) {
         return Err(PageError::NotFound("There is no such passkey.".into()));
     }
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
         return Err(PageError::Forbidden(STEP_UP_MESSAGE.into()));
     }
