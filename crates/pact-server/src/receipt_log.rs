@@ -168,9 +168,8 @@ pub async fn publish(
         .keys
         .current()
         .signing_key(now)
-        .map_err(|e| ApiError::Internal(Box::new(e)))?;
-    let jws =
-        pact_jose::sign_tree_head(&key, &head).map_err(|e| ApiError::Internal(Box::new(e)))?;
+        .map_err(ApiError::internal)?;
+    let jws = pact_jose::sign_tree_head(&key, &head).map_err(ApiError::internal)?;
     let stored = StoredTreeHead {
         tree_size: as_i64(size)?,
         root_hash: root.to_vec(),

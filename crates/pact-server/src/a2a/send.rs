@@ -59,10 +59,6 @@ pub async fn send_message(
     Ok(a2a_json(StatusCode::OK, &reply))
 }
 
-fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
-    ApiError::Internal(Box::new(e))
-}
-
 /// What phase 1 found.
 enum Begin<'a> {
     /// A retry of a finished turn: its stored reply, verbatim.
@@ -298,7 +294,7 @@ async fn run_claimed(
         };
         let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(|e| match e {
             AgentError::DatabaseUnavailable => ApiError::Unavailable,
-            e @ AgentError::Failed(_) => internal(e),
+            e @ AgentError::Failed(_) => ApiError::internal(e),
         })?;
         (text, gate.into_record())
     };
@@ -413,7 +409,7 @@ async fn store(
             let mut metadata = Map::new();
             metadata.insert(
                 "pact.receipt".to_owned(),
-                serde_json::to_value(receipt).map_err(internal)?,
+                serde_json::to_value(receipt).map_err(ApiError::internal)?,
             );
             message.metadata = Some(metadata);
             Some(row)
@@ -437,7 +433,7 @@ async fn store(
             })
         }
     };
-    let body = serde_json::to_value(&response).map_err(internal)?;
+    let body = serde_json::to_value(&response).map_err(ApiError::internal)?;
     let stored = match &receipt {
         None => {
             conversations::finish_turn(

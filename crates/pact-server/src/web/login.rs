@@ -283,7 +283,7 @@ pub fn totp_secret(state: &AppState, user: &User) -> Result<Option<Vec<u8>>, Pag
         .master_key
         .open(sealed, user.id.as_bytes())
         .map(Some)
-        .map_err(|e| PageError::Internal(Box::new(e)))
+        .map_err(PageError::internal)
 }
 
 // ---------------------------------------------------------------------------

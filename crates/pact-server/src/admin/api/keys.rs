@@ -57,13 +57,11 @@ pub async fn rotate_now(
     now: OffsetDateTime,
 ) -> Result<KeyInfo, AdminApiError> {
     let d = &state.config.delegation;
-    let overlap = time::Duration::try_from(d.key_overlap)
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
-    let retain = time::Duration::try_from(d.key_retention)
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+    let overlap = time::Duration::try_from(d.key_overlap).map_err(AdminApiError::internal)?;
+    let retain = time::Duration::try_from(d.key_retention).map_err(AdminApiError::internal)?;
     let key_error = |e| match e {
         crate::keys::KeyError::Db(e) => AdminApiError::from(e),
-        other => AdminApiError::Internal(Box::new(other)),
+        other => AdminApiError::internal(other),
     };
     let mut tx = state.db.begin().await?;
     let kid = crate::keys::rotate_in(&mut tx, &state.config.master_key, now, overlap, retain)
