@@ -24,6 +24,7 @@ pub mod mail;
 pub mod merchant;
 pub mod nodes;
 pub mod oauth;
+pub mod page_limits;
 pub mod rate_limit;
 pub mod receipt_log;
 pub mod revocation;

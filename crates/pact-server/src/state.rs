@@ -28,7 +28,7 @@ pub struct Inner {
     /// Agents, brands, scopes and merchant settings, kept while the change
     /// listener is connected (see `config_cache.rs`).
     pub config_cache: crate::config_cache::ConfigCache,
-    pub page_limits: crate::web::limits::PageLimits,
+    pub page_limits: crate::page_limits::PageLimits,
     pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
@@ -116,7 +116,7 @@ impl AppState {
             keys,
             revocations: RevocationView::default(),
             config_cache: crate::config_cache::ConfigCache::default(),
-            page_limits: crate::web::limits::PageLimits::new(&config.page_limits),
+            page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
             db_health: crate::db_health::DbHealth::default(),
             webauthn,
             config,

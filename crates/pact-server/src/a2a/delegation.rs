@@ -6,8 +6,10 @@ use uuid::Uuid;
 use crate::agent::Delegation;
 use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
-use crate::router::DELEGATION_HEADER;
 use crate::state::AppState;
+
+/// The header a delegated request carries its delegation token in (PACT §5.5).
+pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
 
 /// A verified token, before the grant row is re-checked in the turn's transaction.
 #[derive(Clone, Debug)]

@@ -25,33 +25,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
+use webauthn_rs::Webauthn;
 use webauthn_rs::prelude::{
     DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
     RegisterPublicKeyCredential,
 };
-use webauthn_rs::{Webauthn, WebauthnBuilder};
 
 use super::page::PageError;
 use super::session::{self, Browser};
 use super::{limits, security};
 use crate::client_ip::ClientIp;
-use crate::config::Config;
 use crate::state::AppState;
-
-/// The relying party for the public URL. WebAuthn RP ids are domain names,
-/// so an IP-address host gets none and passkeys are not offered.
-pub fn relying_party(config: &Config) -> Option<Webauthn> {
-    let origin = url::Url::parse(&config.public_url).ok()?;
-    let host = origin.host_str()?.to_owned();
-    if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
-        return None;
-    }
-    WebauthnBuilder::new(&host, &origin)
-        .ok()?
-        .rp_name(&config.provider_name)
-        .build()
-        .ok()
-}
 
 /// How long a started ceremony can be finished.
 pub const CEREMONY_LIFETIME: Duration = Duration::minutes(5);
@@ -609,15 +593,5 @@ mod tests {
         );
         assert!(passkey_name(Some(&"x".repeat(65))).is_err());
         assert!(passkey_name(Some("a\u{7}b")).is_err());
-    }
-
-    #[test]
-    fn no_relying_party_for_an_ip_address() {
-        let key = std::sync::Arc::new(pact_jose::MasterKey::generate().unwrap());
-        let addr: std::net::SocketAddr = ([127, 0, 0, 1], 8080).into();
-        let mut config = Config::for_listen(addr, key);
-        assert!(relying_party(&config).is_none());
-        config.public_url = "http://localhost:8080".into();
-        assert!(relying_party(&config).is_some());
     }
 }
