@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod admin;
 pub mod agent;
 pub mod auth;
+pub mod authorizations;
 pub mod client_ip;
 pub mod config;
 pub mod config_cache;

@@ -31,12 +31,12 @@ use pact_proto::a2a::{
     parse_send_message,
 };
 use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
 use crate::agent::{AgentError, Delegation, GateRecord, Outcome, ToolGate, Turn};
 use crate::auth::Caller;
+use crate::authorizations::{self, IssueError};
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
@@ -469,10 +469,22 @@ async fn step_up(
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<(String, String), Stored> {
-    let now = OffsetDateTime::now_utc();
-    let link =
-        crate::oauth::device_authorization::step_up_link(state, conn, caller, &record.missing, now)
-            .await?;
+    let now = state.clock.now();
+    let request = authorizations::Request {
+        brand_id: &caller.brand.id,
+        pa_issuer: &caller.pa.iss,
+        pa_sub: &caller.pa.sub,
+        scopes: &record.missing,
+        kind: authorizations::Kind::StepUp,
+    };
+    // Inside the transaction that stores the turn's reply: the task and its
+    // authorization are stored together or not at all. A drawn user code
+    // already live has aborted that transaction: the caller runs it again.
+    let link = match authorizations::issue(conn, &state.config, request, now).await {
+        Ok(link) => link,
+        Err(IssueError::CodeTaken) => return Err(Stored::Retry),
+        Err(IssueError::Database(e)) => return Err(Stored::from(e)),
+    };
     metrics::counter!("pactd_step_ups_total").increment(1);
     let wanted: Vec<&str> = scope_rows
         .iter()
