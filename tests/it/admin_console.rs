@@ -57,7 +57,7 @@ pub(crate) async fn sign_in(app: &TestApp, b: &Browser, email: &str) -> Vec<u8> 
     let secret = base32_decode(&html[start..end].replace(' ', ""));
     let sealed = hidden_field(&html, "sealed").unwrap();
     let csrf = csrf_from(&html).unwrap();
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = app.clock.now().unix_timestamp();
     let res = b
         .post(
             "/admin/totp-setup",
@@ -155,7 +155,7 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
 
     // Password accepted: still nothing but the second factor. The enrolment
     // and the replay below must fall in one 30-second TOTP step.
-    pact_tests::pages::wait_for_totp_step_with(15).await;
+    pact_tests::pages::next_totp_step(&app);
     let secret = sign_in(&app, &b, "root@example.com").await;
     let (status, html) = b.get_html("/admin").await;
     assert_eq!(status, 200);
@@ -179,7 +179,7 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
         "/admin/sign-in",
         "half signed in opens nothing"
     );
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = app.clock.now().unix_timestamp();
     let replay = b
         .submit(
             "/admin/second-factor",

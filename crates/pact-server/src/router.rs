@@ -19,6 +19,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::a2a::delegation::DELEGATION_HEADER;
 use crate::a2a::{card, send, tasks};
 use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
@@ -26,13 +27,11 @@ use crate::state::AppState;
 use crate::web;
 use crate::{db_health, health};
 
-/// Headers that carry credentials; marked sensitive so no layer ever logs them.
-pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
-
 pub fn router(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
     let config = &state.config;
     let layers = ServiceBuilder::new()
+        // Headers that carry credentials: marked sensitive so no layer logs them.
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
             header::COOKIE,

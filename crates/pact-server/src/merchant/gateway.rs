@@ -15,7 +15,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{MAX_TOOL_RESPONSE_BYTES, http, signing};
@@ -45,7 +44,7 @@ pub async fn call_tool(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(token) = bearer(&headers, &header::AUTHORIZATION) else {
         return unauthorized();
     };

@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::live_turns::TurnSetup;
@@ -50,7 +49,7 @@ pub async fn run(
     t: WebhookTurn<'_>,
 ) -> Result<(String, GateRecord), TurnFailure> {
     let brand = &t.caller.brand;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let setup = state
         .config_cache
         .merchant(&state.db, &brand.id)

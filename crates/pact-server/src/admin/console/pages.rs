@@ -118,7 +118,7 @@ pub struct NodeLine {
 
 pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
     let nodes = crate::nodes::list(&state.db, now).await?;
     let page = OverviewPage {
@@ -174,7 +174,7 @@ struct AgentsPage {
 
 pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let mut rows = Vec::new();
     for a in pact_db::agents::list(&state.db).await? {
         let (grants, people) =
@@ -236,8 +236,7 @@ pub async fn confirm_disable(
         .await?
         .ok_or_else(not_found)?;
     let (grants, people) =
-        admin_search::active_for_agent(&state.db, None, &a.issuer, OffsetDateTime::now_utc())
-            .await?;
+        admin_search::active_for_agent(&state.db, None, &a.issuer, state.clock.now()).await?;
     let page = ConfirmDisablePage {
         nav: nav(&who),
         agent: AgentRow {
@@ -409,7 +408,7 @@ pub async fn grants(
     Query(q): Query<GrantQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let brand = blank_to_none(&q.brand);
     let grant_state = blank_to_none(&q.state).and_then(GrantState::parse);
     let after = blank_to_none(&q.cursor).and_then(|c| parse_grant_cursor(c).ok());
@@ -515,7 +514,7 @@ pub async fn grant(
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: signatures and the chain, checked on the page.
@@ -686,7 +685,7 @@ pub async fn customers(
     Query(q): Query<CustomerQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let needle = blank_to_none(&q.q).unwrap_or("").to_owned();
     let found = if needle.is_empty() {
         Vec::new()
@@ -884,7 +883,7 @@ struct KeysPage {
 
 pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let opt = |t: Option<OffsetDateTime>| t.map(rfc3339).unwrap_or_else(|| "—".into());
     let keys = crate::keys::list(&state.db, now)
         .await?
@@ -935,7 +934,7 @@ pub async fn rotate_key(
             "Rotating the signing key needs the owner role, for every brand.".into(),
         ));
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     crate::admin::api::keys::rotate_now(&state, &who.actor, &staff.ip, now)
         .await
         .map_err(api_to_page)?;

@@ -103,14 +103,18 @@ pub async fn post_sign_in(
         };
         with_headers(render(&page, status), None, retry)
     };
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &staff.limit_key) {
+    if let Err(secs) = limits::check(
+        &state.page_limits.sign_in_per_ip,
+        &staff.limit_key,
+        state.clock.instant(),
+    ) {
         let msg = wait_message("Too many sign-in attempts.", secs);
         return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
     // Everything below treats a known and an unknown email alike: the same
     // counters (accounts/lockout.rs, kept in the database so they hold
     // across nodes), the same argon2 work, the same answers.
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let keys = FailureKeys::new(STAFF, &email, &staff.limit_key);
     let rows = pact_db::sign_in_failures::find(
         &state.db,
@@ -250,7 +254,7 @@ pub async fn post_second_factor(
         };
         with_headers(render(&page, status), None, retry)
     };
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
         let msg = wait_message(
             "This account is locked after failed sign-ins.",
@@ -404,6 +408,7 @@ pub async fn post_totp_setup(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &admin.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return render_setup(
@@ -416,7 +421,7 @@ pub async fn post_totp_setup(
         )
         .await;
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(step) = totp::verify(
         &secret,
         form.get("code").unwrap_or(""),
