@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use pact_clock::Clock;
 use reqwest::{Client, Url};
+use tracing::Instrument;
 
 use crate::alg::Alg;
 use crate::error::JwksError;
@@ -214,15 +215,26 @@ impl JwksCache {
         // The fetch runs in its own task, holding the single-flight guard, so a
         // caller that goes away (client disconnect, request timeout) neither
         // aborts a fetch other requests are waiting on nor lets a second one start.
-        let task = tokio::spawn(refresh(
-            Arc::clone(&entry),
-            self.client.clone(),
-            self.policy.clone(),
-            self.clock.clone(),
-            Arc::clone(&self.fetches),
-            Arc::clone(&self.failures),
-            guard,
-        ));
+        // A spawned task has no current span: the fetch's span is made here,
+        // as a child of the request that waits for it. The host only, as for
+        // every outbound call.
+        let span = tracing::debug_span!(
+            "jwks.fetch",
+            otel.kind = "client",
+            server.address = entry.url.host_str().unwrap_or(""),
+        );
+        let task = tokio::spawn(
+            refresh(
+                Arc::clone(&entry),
+                self.client.clone(),
+                self.policy.clone(),
+                self.clock.clone(),
+                Arc::clone(&self.fetches),
+                Arc::clone(&self.failures),
+                guard,
+            )
+            .instrument(span),
+        );
         let outcome = task.await.unwrap_or(Err(JwksError::Unavailable));
         match outcome {
             Ok(keys) => keys.find(kid, alg).ok_or(JwksError::UnknownKey),

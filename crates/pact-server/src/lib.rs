@@ -33,6 +33,7 @@ pub mod router;
 pub mod serve;
 pub mod state;
 pub mod telemetry;
+pub mod trace_context;
 pub mod web;
 pub mod who;
 

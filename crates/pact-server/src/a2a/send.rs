@@ -31,6 +31,7 @@ use pact_proto::a2a::{
     parse_send_message,
 };
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
@@ -273,11 +274,17 @@ async fn run_claimed(
             offered: &offered,
             request_id,
         };
-        crate::merchant::turn::run(state, turn).await.map_err(|e| {
-            // For the operator: the brand and the cause; never a secret or token.
-            tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
-            ApiError::AgentUnavailable
-        })?
+        crate::merchant::turn::run(state, turn)
+            .instrument(tracing::debug_span!(
+                "brand_agent",
+                pact.agent_kind = "webhook"
+            ))
+            .await
+            .map_err(|e| {
+                // For the operator: the brand and the cause; never a secret or token.
+                tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
+                ApiError::AgentUnavailable
+            })?
     } else {
         let agent = state.agents.for_brand(brand).ok_or_else(|| {
             ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
@@ -292,10 +299,14 @@ async fn run_claimed(
             context_id: &context_id,
             text: &incoming.text,
         };
-        let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(|e| match e {
-            AgentError::DatabaseUnavailable => ApiError::Unavailable,
-            e @ AgentError::Failed(_) => ApiError::internal(e),
-        })?;
+        let Outcome::Reply(text) = agent
+            .respond(turn, &mut gate)
+            .instrument(tracing::debug_span!("brand_agent", pact.agent_kind = %brand.agent_kind))
+            .await
+            .map_err(|e| match e {
+                AgentError::DatabaseUnavailable => ApiError::Unavailable,
+                e @ AgentError::Failed(_) => ApiError::internal(e),
+            })?;
         (text, gate.into_record())
     };
 
