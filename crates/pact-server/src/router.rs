@@ -8,6 +8,7 @@
 use axum::Router;
 use axum::http::{HeaderName, StatusCode, header};
 use axum::routing::{get, post};
+use pact_proto::a2a::DELEGATION_HEADER;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -25,9 +26,6 @@ use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 use crate::web;
 use crate::{db_health, health};
-
-/// Headers that carry credentials; marked sensitive so no layer ever logs them.
-pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
 
 pub fn router(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");

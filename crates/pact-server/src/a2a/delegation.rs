@@ -1,12 +1,12 @@
 //! Checking the `X-A2A-User-Delegation` token (PACT §5.5 step 2).
 
 use axum::http::{HeaderMap, HeaderName};
+use pact_proto::a2a::DELEGATION_HEADER;
 use uuid::Uuid;
 
 use crate::agent::Delegation;
 use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
-use crate::router::DELEGATION_HEADER;
 use crate::state::AppState;
 
 /// A verified token, before the grant row is re-checked in the turn's transaction.
