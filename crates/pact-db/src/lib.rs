@@ -13,7 +13,6 @@ pub mod conversations;
 pub mod demo_orders;
 pub mod device_authorizations;
 pub mod grants;
-pub mod local_cluster;
 pub mod logos;
 pub mod merchant;
 pub mod nodes;

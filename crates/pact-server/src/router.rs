@@ -8,6 +8,7 @@
 use axum::Router;
 use axum::http::{HeaderName, StatusCode, header};
 use axum::routing::{get, post};
+use pact_proto::a2a::DELEGATION_HEADER;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -19,7 +20,6 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::a2a::delegation::DELEGATION_HEADER;
 use crate::a2a::{card, send, tasks};
 use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};

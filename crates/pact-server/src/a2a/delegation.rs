@@ -1,6 +1,7 @@
 //! Checking the `X-A2A-User-Delegation` token (PACT §5.5 step 2).
 
 use axum::http::{HeaderMap, HeaderName};
+use pact_proto::a2a::DELEGATION_HEADER;
 use uuid::Uuid;
 
 use crate::agent::Delegation;
@@ -8,8 +9,6 @@ use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The header a delegated request carries its delegation token in (PACT §5.5).
-pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
 
 /// A verified token, before the grant row is re-checked in the turn's transaction.
 #[derive(Clone, Debug)]
