@@ -31,7 +31,7 @@ pub struct Nav {
     pub is_owner: bool,
 }
 
-fn nav(who: &SignedIn) -> Nav {
+pub(super) fn nav(who: &SignedIn) -> Nav {
     Nav {
         email: who.admin.email.clone(),
         role: who.actor.role.as_str(),
