@@ -4,6 +4,7 @@
 //! goes through the same database functions as the admin API and lands in
 //! the audit log under the admin's email.
 
+pub mod brand_edit;
 pub mod factors;
 pub mod pages;
 pub mod session;
@@ -75,6 +76,23 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/admin/brands/{id}/scopes/remove",
             post(pages::remove_scope),
+        )
+        .route(
+            "/admin/brands/{id}/grant-lifetime",
+            post(brand_edit::grant_lifetime),
+        )
+        .route(
+            "/admin/brands/{id}/details-types",
+            post(brand_edit::upsert_details_type),
+        )
+        .route(
+            "/admin/brands/{id}/details-types/remove",
+            post(brand_edit::remove_details_type),
+        )
+        .route("/admin/brands/{id}/tools", post(brand_edit::upsert_tool))
+        .route(
+            "/admin/brands/{id}/tools/remove",
+            post(brand_edit::remove_tool),
         )
         .route("/admin/keys", get(pages::keys))
         .route("/admin/keys/rotate", post(pages::rotate_key))
