@@ -208,6 +208,9 @@ try {
   if (journey !== 'console') throw new Error(`unknown journey ${journey}`);
 
     // 1. The owner's first sign-in: password, then enrol the authenticator app.
+    await page.goto(`${input.base}/admin`);
+    await expectHeading('Staff sign-in');
+    await snap('sign-in');
     await signInWithPassword(input.owner);
     await expectHeading('Set up your authenticator app');
     await snap('totp-setup');
@@ -225,6 +228,23 @@ try {
     await expectHeading('Agent platforms');
     await page.getByRole('cell', { name: input.new_issuer, exact: true }).waitFor();
     await snap('agents');
+    // The owner's other pages (each opens; the screenshots are in docs/).
+    await page.goto(`${input.base}/admin/agents/disable?issuer=${encodeURIComponent(input.issuer)}`);
+    await expectHeading('Disable');
+    await snap('agent-disable');
+    await page.goto(`${input.base}/admin/customers?q=${encodeURIComponent(input.customer_email)}`);
+    await expectHeading('Customers');
+    await page.getByRole('button', { name: 'Sign out everywhere' }).waitFor();
+    await snap('customers');
+    await page.getByRole('link', { name: 'Brands' }).click();
+    await expectHeading('Brands');
+    await snap('brands');
+    await page.goto(`${input.base}/admin/brands/demo`);
+    await page.locator('#tools').getByRole('cell', { name: 'get_order', exact: true }).waitFor();
+    await snap('brand');
+    await page.getByRole('link', { name: 'Signing keys' }).click();
+    await expectHeading('Signing keys');
+    await snap('keys');
     await signOut();
 
     // 2. The operator finds the person's grant and revokes it.

@@ -151,9 +151,53 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         .await;
     assert_eq!(before.status(), 200);
 
+    // A customer account to find, and a type and a tool on the brand, for the
+    // owner's pages.
+    pact_tests::pages::add_user(&a, "demo", "ada@example.com", PASSWORD).await;
+    let setup = pact_server::admin::role::Actor {
+        kind: "cli",
+        name: "setup".into(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    };
+    let demo = pact_db::brands::find(&a.db, "demo").await.unwrap().unwrap();
+    let mut tx = a.db.begin().await.unwrap();
+    pact_server::admin::brand_settings::upsert_details_type(
+        &mut tx,
+        &setup,
+        None,
+        &demo,
+        "order_view",
+        serde_json::from_value(
+            json!({"scope": "orders:read", "description": "Orders {ids}",
+            "fields": {"ids": {"type": "string_array", "required": true}}}),
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let demo = pact_db::brands::find(&a.db, "demo").await.unwrap().unwrap();
+    let mut tx = a.db.begin().await.unwrap();
+    pact_server::admin::brand_settings::upsert_tool(
+        &mut tx,
+        &setup,
+        None,
+        &demo,
+        serde_json::from_value(json!({"name": "get_order", "scope": "orders:read",
+            "url": "https://shop.example/tools/get_order", "description": "One order",
+            "enforce": ["ids=order_id"]}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
     let mut input = json!({
         "base": a.state.config.public_url,
         "password": PASSWORD,
+        "issuer": ISS,
+        "customer_email": "ada@example.com",
         "owner": "owner@example.com",
         "operator": "ops@example.com",
         "operator_totp_hex": operator_totp,
