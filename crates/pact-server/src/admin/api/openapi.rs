@@ -287,6 +287,8 @@ fn base_schemas() -> Value {
             ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
             ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
             ("has_totp", s("boolean")),
+            ("passkeys", s("integer")),
+            ("recovery_codes_left", s("integer")),
             ("disabled_at", nullable_time()),
             ("created_at", time()),
         ], &["email", "role", "brands", "has_totp"]),
