@@ -216,10 +216,7 @@ pub async fn register_start(
             "You have as many passkeys as an account can have. Remove one first.",
         ));
     }
-    let exclude = stored
-        .iter()
-        .map(|c| c.credential_id.clone().into())
-        .collect();
+    let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     // The WebAuthn user handle is the staff account's id.
     let (mut body, registration) =
         passkeys::start_registration(webauthn, who.admin.id, &who.admin.email, exclude)?;
