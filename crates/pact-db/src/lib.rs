@@ -4,6 +4,7 @@
 //! connection or a transaction), so callers decide the transaction boundaries.
 //! Migrations are embedded in the binary.
 
+pub mod admin_factors;
 pub mod admin_search;
 pub mod admins;
 pub mod agents;

@@ -27,7 +27,7 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 use webauthn_rs::Webauthn;
 use webauthn_rs::prelude::{
-    DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
+    CredentialID, DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
     RegisterPublicKeyCredential,
 };
 
@@ -75,7 +75,7 @@ pub struct PasskeyError {
 }
 
 impl PasskeyError {
-    fn new(status: StatusCode, message: &str) -> Self {
+    pub(crate) fn new(status: StatusCode, message: &str) -> Self {
         Self {
             status,
             message: message.to_owned(),
@@ -90,16 +90,16 @@ impl PasskeyError {
         )
     }
 
-    fn bad_request(message: &str) -> Self {
+    pub(crate) fn bad_request(message: &str) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
-    fn forbidden(message: &str) -> Self {
+    pub(crate) fn forbidden(message: &str) -> Self {
         Self::new(StatusCode::FORBIDDEN, message)
     }
 
     /// Anything unexpected: logged, answered with a generic message.
-    fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
         PageError::internal(e).into()
     }
 }
@@ -157,7 +157,7 @@ impl IntoResponse for PasskeyError {
 }
 
 /// A JSON answer that no cache keeps.
-fn json_ok(body: Value) -> Response {
+pub(crate) fn json_ok(body: Value) -> Response {
     let mut res = Json(body).into_response();
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -199,10 +199,16 @@ async fn account_of(app: &AppState, session: &Session) -> Result<User, PasskeyEr
 }
 
 fn parse_passkey(stored: &pact_db::sessions::Credential) -> Option<Passkey> {
-    match serde_json::from_value(stored.passkey.clone()) {
+    parse_stored(&stored.id, &stored.passkey)
+}
+
+/// A stored passkey (webauthn-rs's serialisation), `None` when it does not
+/// parse. Shared with the console's staff passkeys (admin/console/passkeys.rs).
+pub(crate) fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
+    match serde_json::from_value(passkey.clone()) {
         Ok(p) => Some(p),
         Err(e) => {
-            tracing::error!(credential = %stored.id, error = %e, "stored passkey does not parse");
+            tracing::error!(credential = %id, error = %e, "stored passkey does not parse");
             None
         }
     }
@@ -231,9 +237,7 @@ pub async fn register_start(
         ));
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
-    let (challenge, registration) = webauthn
-        .start_passkey_registration(user.id, &user.email, &user.email, Some(exclude))
-        .map_err(PasskeyError::internal)?;
+    let (mut body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
     let state = serde_json::to_value(&registration).map_err(PasskeyError::internal)?;
     let ceremony = Uuid::new_v4();
     pact_db::sessions::insert_ceremony(
@@ -246,6 +250,22 @@ pub async fn register_start(
         now + CEREMONY_LIFETIME,
     )
     .await?;
+    body["ceremonyId"] = json!(ceremony);
+    Ok(json_ok(body))
+}
+
+/// Starts a passkey registration for the account whose WebAuthn user handle
+/// is `handle`: the options for `navigator.credentials.create` (as JSON) and
+/// the state that finishes it. Shared with the console's staff passkeys.
+pub(crate) fn start_registration(
+    webauthn: &Webauthn,
+    handle: Uuid,
+    account_name: &str,
+    exclude: Vec<CredentialID>,
+) -> Result<(Value, PasskeyRegistration), PasskeyError> {
+    let (challenge, registration) = webauthn
+        .start_passkey_registration(handle, account_name, account_name, Some(exclude))
+        .map_err(PasskeyError::internal)?;
     let mut body = serde_json::to_value(&challenge).map_err(PasskeyError::internal)?;
     // Sign-in is discoverable (the authenticator names the account), so the
     // credential must be discoverable too. webauthn-rs asks for
@@ -258,21 +278,37 @@ pub async fn register_start(
         selection.insert("residentKey".into(), json!("required"));
         selection.insert("requireResidentKey".into(), json!(true));
     }
-    body["ceremonyId"] = json!(ceremony);
-    Ok(json_ok(body))
+    Ok((body, registration))
+}
+
+/// Verifies the browser's answer to a registration (WebAuthn §7.1): the new
+/// passkey and its serialisation to store.
+pub(crate) fn finish_registration(
+    webauthn: &Webauthn,
+    credential: &RegisterPublicKeyCredential,
+    registration: &PasskeyRegistration,
+) -> Result<(Passkey, Value), PasskeyError> {
+    let passkey = webauthn
+        .finish_passkey_registration(credential, registration)
+        .map_err(|e| {
+            tracing::info!(error = %e, "passkey registration refused");
+            PasskeyError::bad_request("The passkey could not be verified. Please try again.")
+        })?;
+    let stored = serde_json::to_value(&passkey).map_err(PasskeyError::internal)?;
+    Ok((passkey, stored))
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterFinish {
-    ceremony_id: Uuid,
+    pub(crate) ceremony_id: Uuid,
     #[serde(default)]
-    name: Option<String>,
-    credential: RegisterPublicKeyCredential,
+    pub(crate) name: Option<String>,
+    pub(crate) credential: RegisterPublicKeyCredential,
 }
 
 /// A passkey's name as the person typed it: trimmed, "Passkey" when empty.
-fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> {
+pub(crate) fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> {
     let name = given.map(str::trim).unwrap_or("");
     if name.is_empty() {
         return Ok("Passkey".to_owned());
@@ -315,13 +351,7 @@ pub async fn register_finish(
     })?;
     let registration: PasskeyRegistration =
         serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
-    let passkey = webauthn
-        .finish_passkey_registration(&body.credential, &registration)
-        .map_err(|e| {
-            tracing::info!(error = %e, "passkey registration refused");
-            PasskeyError::bad_request("The passkey could not be verified. Please try again.")
-        })?;
-    let stored = serde_json::to_value(&passkey).map_err(PasskeyError::internal)?;
+    let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
     match pact_db::sessions::insert_credential(&app.db, user.id, passkey.cred_id(), &stored, &name)
         .await
     {
@@ -440,8 +470,8 @@ pub async fn login_start(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginFinish {
-    ceremony_id: Uuid,
-    credential: PublicKeyCredential,
+    pub(crate) ceremony_id: Uuid,
+    pub(crate) credential: PublicKeyCredential,
 }
 
 const NOT_RECOGNISED: &str =

@@ -31,7 +31,7 @@ pub struct Nav {
     pub is_owner: bool,
 }
 
-fn nav(who: &SignedIn) -> Nav {
+pub(super) fn nav(who: &SignedIn) -> Nav {
     Nav {
         email: who.admin.email.clone(),
         role: who.actor.role.as_str(),
@@ -1011,6 +1011,17 @@ struct BrandPage {
     lifetime_days: i64,
     lifetime_default: bool,
     scopes: Vec<pact_db::scopes::BrandScope>,
+    /// RFC 9396 types: (name, scope, declaration as JSON).
+    types: Vec<(String, String, String)>,
+    tools: Vec<ToolLine>,
+}
+
+pub struct ToolLine {
+    pub name: String,
+    pub scope: String,
+    pub url: String,
+    pub description: String,
+    pub enforce: String,
 }
 
 async fn owned_brand(
@@ -1034,9 +1045,39 @@ pub async fn brand(
     let who = signed_in_or_redirect!(&state, &staff);
     let b = owned_brand(&state, &who, &id).await?;
     let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
+    let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
     let page = BrandPage {
         nav: nav(&who),
         scopes: pact_db::scopes::list(&state.db, &b.id).await?,
+        types: types
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.clone(),
+                    t.scope.clone(),
+                    serde_json::to_string(t).unwrap_or_default(),
+                )
+            })
+            .collect(),
+        tools: tools
+            .into_iter()
+            .map(|t| ToolLine {
+                enforce: t
+                    .enforce
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+                name: t.name,
+                scope: t.scope.unwrap_or_else(|| "public".to_owned()),
+                url: t.url,
+                description: t.description,
+            })
+            .collect(),
         id: b.id,
         name: b.name,
         description: b.description,
@@ -1047,7 +1088,7 @@ pub async fn brand(
 }
 
 /// A refused change to a brand is audited like the API's (`<action>.denied`).
-async fn brand_change_allowed(
+pub(super) async fn brand_change_allowed(
     state: &AppState,
     who: &SignedIn,
     ip: &str,
