@@ -528,9 +528,14 @@ async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
         .unwrap();
     assert_eq!(res.status(), 400);
     assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], -32700);
-    let res = own
-        .request(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+    let res = app
+        .http
+        .post(&url1)
+        .bearer_auth(&own.token)
+        .header("mcp-session-id", own.session.as_deref().unwrap())
+        .header("mcp-protocol-version", VERSION)
         .header("accept", "text/html")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
         .send()
         .await
         .unwrap();
