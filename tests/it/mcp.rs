@@ -28,6 +28,24 @@ const ISS: &str = "https://pa.example/mcp";
 const SUB: &str = "pa-user-1";
 const VERSION: &str = "2025-11-25";
 
+/// `npm ci` once per test run when the locked MCP SDK is not installed yet
+/// (.ci/run installs it up front).
+fn ensure_sdk(dir: &str) {
+    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    READY.get_or_init(|| {
+        let dir = std::path::Path::new(dir);
+        if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
+            return;
+        }
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(dir)
+            .status()
+            .expect("npm is needed for the MCP tests (apt-get install -y nodejs npm)");
+        assert!(status.success(), "npm ci failed in tests/mcp");
+    });
+}
+
 /// The brand agent of tests/mcp, running as its own process.
 struct McpAgent {
     base: String,
@@ -37,12 +55,7 @@ struct McpAgent {
 impl McpAgent {
     async fn start(whsec: &str) -> Self {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp");
-        assert!(
-            std::path::Path::new(dir)
-                .join("node_modules/@modelcontextprotocol/sdk")
-                .is_dir(),
-            "run `npm ci` in tests/mcp (.ci/run does)"
-        );
+        ensure_sdk(dir);
         let mut child = Command::new("node")
             .arg(format!("{dir}/brand-agent.mjs"))
             .args(["--port", "0"])
