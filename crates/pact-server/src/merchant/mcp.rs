@@ -125,24 +125,24 @@ fn admit(
     turn_id: &str,
     headers: &HeaderMap,
     now: OffsetDateTime,
-) -> Result<std::sync::Arc<LiveTurn>, Response> {
+) -> Result<std::sync::Arc<LiveTurn>, Box<Response>> {
     if !origin_ok(state, headers) {
         tracing::info!(brand = %brand_id, "MCP request refused: foreign Origin");
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::FORBIDDEN,
             Value::Null,
             INVALID_REQUEST,
             "Origin not allowed",
-        ));
+        )));
     }
-    let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(unauthorized)?;
-    let turn_id = Uuid::parse_str(turn_id).map_err(|_| unauthorized())?;
+    let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
+    let turn_id = Uuid::parse_str(turn_id).map_err(|_| Box::new(unauthorized()))?;
     state
         .live_turns
         .authorize(turn_id, brand_id, token, now)
         .map_err(|why| {
             tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
-            unauthorized()
+            Box::new(unauthorized())
         })
 }
 
@@ -152,14 +152,14 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> 
 
 /// The session a POST after `initialize` belongs to: its id must be one this
 /// turn issued, and the protocol version header the one negotiated.
-fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Response> {
+fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Box<Response>> {
     let Some(id) = header_str(headers, &SESSION_HEADER) else {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
             INVALID_REQUEST,
             "Mcp-Session-Id header required (send initialize first)",
-        ));
+        )));
     };
     let version = turn
         .mcp_sessions
@@ -168,20 +168,20 @@ fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Response> {
         .get(id)
         .cloned();
     let Some(version) = version else {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
             INVALID_REQUEST,
             "unknown or ended session",
-        ));
+        )));
     };
     if header_str(headers, &VERSION_HEADER) != Some(version.as_str()) {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
             INVALID_REQUEST,
             "MCP-Protocol-Version header missing or not the negotiated version",
-        ));
+        )));
     }
     Ok(())
 }
@@ -220,7 +220,7 @@ pub async fn post(
     let now = OffsetDateTime::now_utc();
     let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
         Ok(t) => t,
-        Err(res) => return res,
+        Err(res) => return *res,
     };
     if !is_json_content(&headers) {
         return rpc_error(
@@ -287,7 +287,7 @@ pub async fn post(
         {
             return match session(&turn, &headers) {
                 Ok(()) => empty(StatusCode::ACCEPTED),
-                Err(res) => res,
+                Err(res) => *res,
             };
         }
         _ => {
@@ -300,7 +300,7 @@ pub async fn post(
         }
     };
     if let Err(res) = session(&turn, &headers) {
-        return res;
+        return *res;
     }
     match method {
         "ping" => rpc_result(id, json!({})),
@@ -338,7 +338,7 @@ pub async fn delete(
     let now = OffsetDateTime::now_utc();
     let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
         Ok(t) => t,
-        Err(res) => return res,
+        Err(res) => return *res,
     };
     let Some(id) = header_str(&headers, &SESSION_HEADER) else {
         return empty(StatusCode::BAD_REQUEST);
