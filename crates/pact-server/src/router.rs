@@ -175,6 +175,13 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
+        // the same gateway over MCP Streamable HTTP (merchant/mcp.rs)
+        .route(
+            "/a2a/{brand}/turns/{turn}/mcp",
+            post(crate::merchant::mcp::post)
+                .get(crate::merchant::mcp::get_not_offered)
+                .delete(crate::merchant::mcp::delete),
+        )
         // the receipt log: signed tree heads and proofs, public (receipt_log.rs)
         .route("/receipts/tree-head", get(crate::receipt_log::tree_head))
         .route(

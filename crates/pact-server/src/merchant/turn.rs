@@ -96,6 +96,11 @@ pub async fn run(
         state.config.interface_url(&brand.id),
         live.turn.id
     );
+    let mcp_url = format!(
+        "{}/turns/{}/mcp",
+        state.config.interface_url(&brand.id),
+        live.turn.id
+    );
     let body = json!({
         "type": "pact.turn",
         "requestId": t.request_id,
@@ -121,6 +126,7 @@ pub async fn run(
         })),
         "tools": {
             "url": tools_url,
+            "mcpUrl": mcp_url,
             "token": live.token,
             "expiresAt": (now + timeout).unix_timestamp(),
             "available": available,
