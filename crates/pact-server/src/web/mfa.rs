@@ -211,7 +211,7 @@ pub async fn get_totp(
     browser: Browser,
 ) -> Result<Response, PageError> {
     let next = security::safe_next(q.next.as_deref());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
         Ok(v) => v,
         Err(redirect) => return Ok(redirect),
@@ -250,7 +250,7 @@ pub async fn post_totp(
 ) -> Result<Response, PageError> {
     let (_, form) = guard_post(&state, &headers, &browser, &body)?;
     let next = security::safe_next(form.get("next"));
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
         Ok(v) => v,
         Err(redirect) => return Ok(redirect),
@@ -278,6 +278,7 @@ pub async fn post_totp(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &user.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("wait-too-many-codes", secs);
         return setup
@@ -381,7 +382,7 @@ pub async fn post_recovery_codes(
 ) -> Result<Response, PageError> {
     let (s, form) = guard_post(&state, &headers, &browser, &body)?;
     let next = security::safe_next(form.get("next"));
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(Who::SignedIn(user)) = who(&state, s).await? else {
         return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
     };
