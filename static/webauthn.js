@@ -61,6 +61,14 @@
     region.className = text ? (isError ? "error" : "notice") : "";
   }
 
+  // The page's texts, in its language (templates/passkey_messages.html); the
+  // English fallback only if that element is missing.
+  function say(name, fallback) {
+    var el = document.getElementById("passkey-messages");
+    var text = el && el.dataset ? el.dataset[name] : "";
+    return text || fallback;
+  }
+
   // POSTs JSON with the CSRF header; resolves to the parsed answer or throws
   // an Error carrying the server's message.
   function post(url, body, csrf) {
@@ -80,7 +88,7 @@
         })
         .then(function (data) {
           if (!res.ok) {
-            var err = new Error(data.error || "Something went wrong. Please try again.");
+            var err = new Error(data.error || say("failed", "Something went wrong. Please try again."));
             err.status = res.status;
             throw err;
           }
@@ -92,18 +100,18 @@
   // What the browser API throws, in words for the person.
   function explain(err) {
     if (err && err.name === "NotAllowedError") {
-      return "The passkey request was cancelled or timed out. You can try again.";
+      return say("cancelled", "The passkey request was cancelled or timed out. You can try again.");
     }
     if (err && err.name === "InvalidStateError") {
-      return "This device already has a passkey for your account.";
+      return say("exists", "This device already has a passkey for your account.");
     }
     if (err && err.name === "SecurityError") {
-      return "Passkeys cannot be used on this address.";
+      return say("insecure", "Passkeys cannot be used on this address.");
     }
     if (err && err.message && typeof err.status === "number") {
       return err.message;
     }
-    return "Something went wrong with the passkey. Please try again.";
+    return say("error", "Something went wrong with the passkey. Please try again.");
   }
 
   function creationOptions(answer) {
@@ -199,7 +207,7 @@
       var csrf = csrfToken(null);
       var ceremonyId = null;
       button.disabled = true;
-      show(status, "Follow your browser's prompt to create the passkey…", false);
+      show(status, say("createPrompt", "Follow your browser's prompt to create the passkey…"), false);
       post(area.dataset.startUrl || "/passkeys/register/start", {}, csrf)
         .then(function (answer) {
           ceremonyId = answer.ceremonyId;
@@ -207,7 +215,7 @@
         })
         .then(function (credential) {
           if (!credential) {
-            throw new Error("No passkey was created.");
+            throw new Error(say("noneCreated", "No passkey was created."));
           }
           return post(
             area.dataset.finishUrl || "/passkeys/register/finish",
@@ -220,7 +228,7 @@
           );
         })
         .then(function (done) {
-          show(status, "Passkey added.", false);
+          show(status, say("added", "Passkey added."), false);
           window.location.assign(done.redirect || "/account");
         })
         .catch(function (err) {
@@ -252,7 +260,7 @@
       var csrf = csrfToken(area);
       var ceremonyId = null;
       button.disabled = true;
-      show(status, "Follow your browser's prompt to use your passkey…", false);
+      show(status, say("usePrompt", "Follow your browser's prompt to use your passkey…"), false);
       post(startUrl, {}, csrf)
         .then(function (answer) {
           ceremonyId = answer.ceremonyId;
@@ -260,7 +268,7 @@
         })
         .then(function (credential) {
           if (!credential) {
-            throw new Error("No passkey was chosen.");
+            throw new Error(say("noneChosen", "No passkey was chosen."));
           }
           return post(
             finishUrl,
@@ -269,7 +277,7 @@
           );
         })
         .then(function (done) {
-          show(status, "Signed in.", false);
+          show(status, say("signedIn", "Signed in."), false);
           window.location.assign(done.redirect || "/account");
         })
         .catch(function (err) {

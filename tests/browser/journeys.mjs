@@ -35,9 +35,13 @@ const browser = await chromium.launch({
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 // The accessibility journey injects axe-core, which the pages' CSP (rightly) forbids.
+// `locale` is what Chromium sends as Accept-Language; `javascript: false`
+// proves a journey needs no script.
 const context = await browser.newContext({
   viewport: { width: input.width || 390, height: 844 },
   bypassCSP: journey === 'a11y',
+  locale: input.locale || 'en-US',
+  javaScriptEnabled: input.javascript !== false,
 });
 const page = await context.newPage();
 page.setDefaultTimeout(15_000);
@@ -46,6 +50,27 @@ async function snap(name) {
   shot += 1;
   await page.screenshot({ path: join(input.shots, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
 }
+// The words the journeys look for, in each language of the pages.
+const WORDS = {
+  en: {
+    connect: 'Connect your agent', continue: 'Continue', signInTo: 'Sign in to', email: 'Email',
+    password: 'Password', signIn: 'Sign in', oneMore: 'One more step',
+    totp: '6-digit code from your authenticator app', allow: 'Allow', approve: 'Approve', done: 'Done',
+    account: 'Connected agents', removeAccess: 'Remove access…', removeHeading: 'Remove',
+    notFound: 'Not found', forgot: 'Forgot your password', sendLink: 'Send the link',
+    skip: 'Skip to content',
+  },
+  de: {
+    connect: 'Ihren Agenten verbinden', continue: 'Weiter', signInTo: 'anmelden', email: 'E-Mail-Adresse',
+    password: 'Passwort', signIn: 'Anmelden', oneMore: 'Noch ein Schritt',
+    totp: '6-stelliger Code aus Ihrer Authenticator-App', allow: 'Darf', approve: 'Zustimmen', done: 'Fertig',
+    account: 'Verbundene Agenten', removeAccess: 'Zugriff entziehen …', removeHeading: 'Zugriff entziehen',
+    notFound: 'Nicht gefunden', forgot: 'Passwort vergessen', sendLink: 'Link senden',
+    skip: 'Zum Inhalt springen',
+  },
+};
+const W = WORDS[input.lang || 'en'];
+
 async function expectHeading(text) {
   await page.getByRole('heading', { level: 1 }).filter({ hasText: text }).first().waitFor();
 }
@@ -145,55 +170,81 @@ try {
           }));
         });
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-        report.push({ page: name, scheme, violations: found, overflow });
+        const lang = await page.evaluate(() => document.documentElement.lang);
+        report.push({ page: name, scheme, violations: found, overflow, lang });
         await snap(`${name}-${scheme}`);
       }
       await page.emulateMedia({ colorScheme: 'light' });
     };
     await page.goto(input.link);
-    await expectHeading('Connect your agent');
+    await expectHeading(W.connect);
     await audit('device');
-    await page.getByRole('button', { name: 'Continue' }).click();
-    await expectHeading('Sign in to');
+    await page.getByRole('button', { name: W.continue }).click();
+    await expectHeading(W.signInTo);
     await audit('sign-in');
-    await page.getByLabel('Email').fill(input.email);
-    await page.getByLabel('Password').fill('not the password');
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByLabel(W.email).fill(input.email);
+    await page.getByLabel(W.password, { exact: true }).fill('not the password');
+    await page.getByRole('button', { name: W.signIn, exact: true }).click();
     await page.locator('#form-error').waitFor();
     await audit('sign-in-error');
-    await page.getByLabel('Email').fill(input.email);
-    await page.getByLabel('Password').fill(input.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await expectHeading('One more step');
+    await page.getByLabel(W.email).fill(input.email);
+    await page.getByLabel(W.password, { exact: true }).fill(input.password);
+    await page.getByRole('button', { name: W.signIn, exact: true }).click();
+    await expectHeading(W.oneMore);
     await audit('second-factor');
-    await page.getByLabel('6-digit code from your authenticator app').fill(totp(input.totp_secret_hex));
-    await page.getByRole('button', { name: 'Continue', exact: true }).click();
-    await expectHeading('Allow');
+    await page.getByLabel(W.totp).fill(totp(input.totp_secret_hex));
+    await page.getByRole('button', { name: W.continue, exact: true }).click();
+    await expectHeading(W.allow);
     await audit('consent');
-    await page.getByRole('button', { name: 'Approve' }).click();
-    await expectHeading('Done');
+    await page.getByRole('button', { name: W.approve }).click();
+    await expectHeading(W.done);
     await audit('done');
     await page.goto(`${input.base}/account?brand=${input.brand}`);
-    await expectHeading('Connected agents');
+    await expectHeading(W.account);
     await audit('account');
-    await page.getByRole('link', { name: 'Remove access…' }).first().click();
-    await expectHeading('Remove');
+    await page.getByRole('link', { name: W.removeAccess }).first().click();
+    await expectHeading(W.removeHeading);
     await audit('revoke-confirm');
     await page.goto(`${input.base}/no-such-page`);
-    await expectHeading('Not found');
+    await expectHeading(W.notFound);
     await audit('not-found');
     // The skip link is the first thing the keyboard reaches.
     await page.keyboard.press('Tab');
     result.first_focus = await page.evaluate(() => document.activeElement && document.activeElement.textContent);
     // "Forgot your password?" and its answer.
     await page.goto(`${input.base}/login/forgot?brand=${input.brand}`);
-    await expectHeading('Forgot your password');
+    await expectHeading(W.forgot);
     await audit('forgot');
-    await page.getByLabel('Email').fill(input.email);
-    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.getByLabel(W.email).fill(input.email);
+    await page.getByRole('button', { name: W.sendLink }).click();
     await page.getByRole('status').waitFor();
     await audit('forgot-sent');
     result.report = report;
+  } else if (journey === 'language-switch') {
+    // With JavaScript off: the browser asks for one language (Accept-Language
+    // from `locale`), the page answers in it, and the switch in the footer
+    // (a plain link) changes it for this page and the next ones.
+    const WE = WORDS.en;
+    const WD = WORDS.de;
+    await page.goto(input.link);
+    await expectHeading(WD.connect);
+    result.first_lang = await page.evaluate(() => document.documentElement.lang);
+    await snap('device-de');
+    const nav = page.getByRole('navigation', { name: 'Sprache' });
+    await nav.getByRole('link', { name: 'English' }).click();
+    await expectHeading(WE.connect);
+    result.after_switch_lang = await page.evaluate(() => document.documentElement.lang);
+    result.code_kept = await page.getByLabel('Code').inputValue();
+    await snap('device-en');
+    await page.getByRole('button', { name: WE.continue }).click();
+    await expectHeading(WE.signInTo);
+    result.next_page_lang = await page.evaluate(() => document.documentElement.lang);
+    await page.getByRole('navigation', { name: 'Language' }).getByRole('link', { name: 'Deutsch' }).click();
+    await expectHeading(WD.signInTo);
+    result.back_lang = await page.evaluate(() => document.documentElement.lang);
+    result.sign_in_heading = await page.getByRole('heading', { level: 1 }).textContent();
+    await snap('sign-in-de');
+    result.cookie = (await context.cookies(input.base)).find((c) => c.name === 'pactd_lang') || null;
   } else if (journey === 'who-is-asking') {
     // Who is asking (issue 9, item 8): every request the page makes stays on
     // pactd's origin (the platform's logo is served by pactd, never

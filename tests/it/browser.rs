@@ -224,6 +224,37 @@ async fn revoking_on_the_account_page_cuts_the_agent_off_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
     for width in [390, 1280] {
+        axe_audit(width, "en").await;
+    }
+}
+
+/// The same audit with the browser asking for German (Accept-Language from
+/// Chromium's locale): every page must be German (`<html lang="de">`), pass
+/// axe-core and still fit 390 px with German's longer words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn german_pages_by_accept_language_pass_axe_and_fit_the_window() {
+    axe_audit(390, "de").await;
+}
+
+/// What `pactd brand set demo --logo … --accent #7a1f5c` stores.
+async fn brand_look(app: &TestApp) {
+    use pact_server::who;
+    use pact_tests::logo_server::BRAND_LOGO;
+    let name = who::sha256_hex(BRAND_LOGO);
+    pact_db::logos::put(&app.db, &name, "image/png", BRAND_LOGO)
+        .await
+        .unwrap();
+    pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &json!(name))
+        .await
+        .unwrap();
+    pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &json!("#7a1f5c"))
+        .await
+        .unwrap();
+    app.settle().await;
+}
+
+async fn axe_audit(width: u32, lang: &str) {
+    {
         // Mail settings so that "Forgot your password?" is offered (the mail
         // itself goes nowhere: nothing listens on port 9, and it is sent in
         // the background, so the page does not wait for it).
@@ -250,16 +281,30 @@ async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
         )
         .await
         .unwrap();
+        // The brand's logo and accent, so that the audit also covers the
+        // pages that carry them (the accent must keep its contrast).
+        brand_look(&app).await;
         let pa = app.registered_pa(ISS).await;
-        let p = person(&app, &format!("axe{width}@example.com")).await;
+        let p = person(&app, &format!("axe{width}{lang}@example.com")).await;
         let auth = app
             .device_authorize(&pa, "pa-axe", "orders:read orders:cancel", None)
             .await;
         let mut inp = input(&app, &p, Some(&auth));
         inp["width"] = json!(width);
-        inp["shots_name"] = json!(format!("a11y-{width}"));
+        inp["lang"] = json!(lang);
+        inp["locale"] = json!(if lang == "de" { "de-DE" } else { "en-US" });
+        inp["shots_name"] = json!(if lang == "en" {
+            format!("a11y-{width}")
+        } else {
+            format!("a11y-{lang}-{width}")
+        });
         let out = journey("a11y", inp).await;
-        assert_eq!(out["first_focus"], "Skip to content", "{out}");
+        let skip = if lang == "de" {
+            "Zum Inhalt springen"
+        } else {
+            "Skip to content"
+        };
+        assert_eq!(out["first_focus"], skip, "{out}");
         let report = out["report"].as_array().unwrap();
         assert_eq!(report.len(), 22, "{out}");
         let mut problems = Vec::new();
@@ -272,6 +317,12 @@ async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
                     ));
                 }
             }
+            if entry["lang"] != lang {
+                problems.push(format!(
+                    "{width}px {} {}: <html lang={}>, not {lang}",
+                    entry["page"], entry["scheme"], entry["lang"]
+                ));
+            }
             if entry["overflow"].as_i64().unwrap() > 0 {
                 problems.push(format!(
                     "{width}px {} {}: wider than the window by {} px",
@@ -281,6 +332,40 @@ async fn every_page_passes_axe_and_fits_the_window_in_light_and_dark() {
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
+}
+
+/// The language switch without JavaScript: the browser asks for German, the
+/// footer's plain link turns the pages English (the code stays pre-filled),
+/// the choice holds on the next page, and switches back; the cookie is
+/// HttpOnly and SameSite=Lax.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_language_switch_works_without_javascript() {
+    let app = app().await;
+    let pa = app.registered_pa(ISS).await;
+    let p = person(&app, "switch@example.com").await;
+    let auth = app
+        .device_authorize(&pa, "pa-switch", "orders:read", None)
+        .await;
+    let mut inp = input(&app, &p, Some(&auth));
+    inp["locale"] = json!("de-DE");
+    inp["javascript"] = json!(false);
+    let out = journey("language-switch", inp).await;
+    assert_eq!(out["first_lang"], "de", "{out}");
+    assert_eq!(out["after_switch_lang"], "en", "{out}");
+    assert_eq!(
+        out["code_kept"].as_str().unwrap().replace('-', ""),
+        auth.user_code.replace('-', ""),
+        "{out}"
+    );
+    assert_eq!(out["next_page_lang"], "en", "the choice holds: {out}");
+    assert_eq!(out["back_lang"], "de", "{out}");
+    assert!(
+        out["sign_in_heading"].as_str().unwrap().starts_with("Bei "),
+        "{out}"
+    );
+    assert_eq!(out["cookie"]["value"], "de", "{out}");
+    assert_eq!(out["cookie"]["httpOnly"], true, "{out}");
+    assert_eq!(out["cookie"]["sameSite"], "Lax", "{out}");
 }
 
 /// Login CSRF through the brand's own login, in Chromium: the victim is on

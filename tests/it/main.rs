@@ -22,6 +22,7 @@ mod ops;
 mod pa_jwt_attacks;
 mod pages_account;
 mod pages_device;
+mod pages_i18n;
 mod pages_login;
 mod password_reset;
 mod receipt_log;

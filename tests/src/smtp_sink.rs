@@ -18,17 +18,36 @@ pub struct Mail {
 }
 
 impl Mail {
-    /// The body with quoted-printable soft line breaks undone and `=3D`
-    /// decoded, enough to read a link out of lettre's plain-text encoding.
+    /// The body with its quoted-printable encoding undone (RFC 2045 §6.7:
+    /// soft line breaks and `=XX` octets, read as UTF-8), as lettre writes
+    /// a plain-text body that is not all ASCII.
     pub fn text(&self) -> String {
         let body = self
             .data
             .split_once("\r\n\r\n")
             .map(|(_, b)| b)
             .unwrap_or(&self.data);
-        body.replace("=\r\n", "")
-            .replace("=3D", "=")
-            .replace("\r\n", "\n")
+        let joined = body.replace("=\r\n", "");
+        let bytes = joined.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match (bytes[i], hex) {
+                (b'=', Some(octet)) => {
+                    out.push(octet);
+                    i += 3;
+                }
+                (b, _) => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8_lossy(&out).replace("\r\n", "\n")
     }
 
     /// The first `http(s)://` link in the body.

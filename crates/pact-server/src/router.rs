@@ -100,6 +100,8 @@ pub fn router(state: AppState) -> Router {
             get(web::device::show).post(web::device::decide),
         )
         .route("/device/done", get(web::device::done))
+        // the language switch on every page (web/i18n.rs)
+        .route("/lang/{code}", get(web::i18n::switch))
         .route("/device/not-you", post(web::device::not_you))
         .route("/device/assertion", post(web::brand_login::assertion))
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
@@ -200,6 +202,11 @@ pub fn router(state: AppState) -> Router {
             db_health::guard,
         ))
         .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
+        // the person's language for every page and page error (web/i18n.rs)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            web::i18n::scope,
+        ))
         .layer(axum::middleware::from_fn(web::security::headers));
     // Only with a metrics recorder: otherwise there is nothing to record into.
     let app = if crate::telemetry::enabled() {
@@ -233,12 +240,7 @@ async fn not_found(uri: axum::http::Uri) -> Response {
     if path == "/a2a" || path.starts_with("/a2a/") || path.starts_with("/.well-known/") {
         return StatusCode::NOT_FOUND.into_response();
     }
-    web::PageError::NotFound(
-        "There is no page at this address. If you followed a link from your agent, open it again \
-         or ask your agent for a new one."
-            .to_owned(),
-    )
-    .into_response()
+    web::PageError::NotFound(web::i18n::t("err-no-such-page")).into_response()
 }
 
 /// No PACT path, brand id or page path contains a control character once

@@ -28,6 +28,7 @@ use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
+use super::i18n;
 use super::page::{PageError, render};
 use super::passkeys;
 use super::security;
@@ -168,24 +169,26 @@ pub struct AccountQuery {
 
 /// Confirmations after a redirect back here: fixed texts, nothing reflected.
 fn notice_for(done: Option<&str>) -> Option<String> {
-    let text = match done? {
-        "revoked" => "Access removed. That agent can no longer act for you.",
-        "passkey-added" => "Passkey added. You can now sign in with it.",
-        "passkey-removed" => "Passkey removed.",
-        "signed-out-others" => "You are signed out everywhere else.",
+    let key = match done? {
+        "revoked" => "acc-done-revoked",
+        "passkey-added" => "acc-done-passkey-added",
+        "passkey-removed" => "acc-done-passkey-removed",
+        "signed-out-others" => "acc-done-signed-out-others",
         _ => return None,
     };
-    Some(text.to_owned())
+    Some(i18n::t(key))
 }
 
 async fn known_brand(app: &AppState, id: &str) -> Result<Brand, PageError> {
-    let not_found = || PageError::NotFound("There is no such store here.".into());
+    let not_found = || PageError::NotFound(i18n::t("acc-err-no-store"));
     if !pact_db::brands::is_valid_brand_id(id) {
         return Err(not_found());
     }
-    pact_db::brands::find(&app.db, id)
+    let brand = pact_db::brands::find(&app.db, id)
         .await?
-        .ok_or_else(not_found)
+        .ok_or_else(not_found)?;
+    i18n::brand_known(&brand.name, crate::who::Look::of(&brand.settings));
+    Ok(brand)
 }
 
 fn login_redirect(brand: &str) -> Response {
@@ -214,10 +217,7 @@ pub async fn page(
         (Some((s, (brand_id, person))), None) => (s, brand_id, person),
         (_, Some(asked)) => return Ok(login_redirect(&asked.id)),
         (None, None) => {
-            return Err(PageError::BadRequest(
-                "Open this page from the link on your store's website, so we know where to sign you in."
-                    .into(),
-            ));
+            return Err(PageError::BadRequest(i18n::t("acc-err-which-store")));
         }
     };
     let brand = match asked {
@@ -295,7 +295,9 @@ pub async fn page(
                         id: c.id.to_string(),
                         name: c.name.clone(),
                         added: show_time(c.created_at),
-                        last_used: c.last_used_at.map_or_else(|| "never".into(), show_time),
+                        last_used: c
+                            .last_used_at
+                            .map_or_else(|| i18n::t("acc-never"), show_time),
                     })
                     .collect(),
             };
@@ -344,33 +346,38 @@ pub fn split_grants(grants: &[Grant], now: OffsetDateTime) -> (Vec<&Grant>, Vec<
 /// Who ended a grant, in words, from the reason stored with the revocation.
 pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<String> {
     let Some(at) = g.revoked_at else {
-        return (g.expires_at <= now).then(|| format!("Expired on {}.", show_time(g.expires_at)));
+        return (g.expires_at <= now)
+            .then(|| i18n::t1("ended-expired", "when", show_time(g.expires_at)));
     };
     let when = show_time(at);
     let reason = g.revoked_reason.as_deref().unwrap_or("");
     Some(match reason {
-        why::BY_USER => format!("You removed its access on {when}."),
-        why::ACCOUNT_DELETED => format!("Your account was deleted on {when}."),
-        why::BY_AGENT => format!("The agent gave up its access on {when}."),
-        why::TOKEN_REUSE => format!(
-            "Stopped automatically on {when}: a token of this agent was used twice, which can mean it was stolen."
-        ),
-        why::SUPERSEDED => {
-            format!("Replaced on {when} when you allowed this agent more.")
-        }
+        why::BY_USER => i18n::t1("ended-by-you", "when", when),
+        why::ACCOUNT_DELETED => i18n::t1("ended-account-deleted", "when", when),
+        why::BY_AGENT => i18n::t1("ended-by-agent", "when", when),
+        why::TOKEN_REUSE => i18n::t1("ended-token-reuse", "when", when),
+        why::SUPERSEDED => i18n::t1("ended-superseded", "when", when),
         staff if staff.starts_with(why::BY_ADMIN) => {
             let given = staff
                 .trim_start_matches(why::BY_ADMIN)
                 .trim_start_matches(':')
                 .trim();
             if given.is_empty() {
-                format!("{brand_name}'s staff removed its access on {when}.")
+                i18n::t2("ended-by-staff", "brand", brand_name, "when", when)
             } else {
-                format!("{brand_name}'s staff removed its access on {when}. Reason given: {given}")
+                i18n::t3(
+                    "ended-by-staff-reason",
+                    "brand",
+                    brand_name,
+                    "when",
+                    when,
+                    "reason",
+                    given,
+                )
             }
         }
-        other if !other.is_empty() => format!("Access ended on {when} ({other})."),
-        _ => format!("Access ended on {when}."),
+        other if !other.is_empty() => i18n::t2("ended-other", "when", when, "reason", other),
+        _ => i18n::t1("ended-plain", "when", when),
     })
 }
 
@@ -382,9 +389,9 @@ fn grant_view(
     now: OffsetDateTime,
 ) -> GrantView {
     let status = match g.revoked_at {
-        Some(at) => format!("Revoked on {}", show_time(at)),
-        None if g.expires_at <= now => format!("Expired on {}", show_time(g.expires_at)),
-        None => "Active".to_owned(),
+        Some(at) => i18n::t1("status-revoked", "when", show_time(at)),
+        None if g.expires_at <= now => i18n::t1("status-expired", "when", show_time(g.expires_at)),
+        None => i18n::t("status-active"),
     };
     GrantView {
         id: g.id.to_string(),
@@ -409,7 +416,9 @@ fn grant_view(
             .filter(|d| !d.is_null())
             .map(Value::to_string),
         granted: show_time(g.created_at),
-        last_used: g.last_used_at.map_or_else(|| "never".into(), show_time),
+        last_used: g
+            .last_used_at
+            .map_or_else(|| i18n::t("acc-never"), show_time),
         expires: show_time(g.expires_at),
         ended_by: ended_by(g, brand_name, now),
     }
@@ -472,13 +481,13 @@ fn receipt_views(
 /// What a tool call did, in words a person reads on the activity list.
 pub fn action_in_words(tool: &str) -> String {
     match tool {
-        "list_orders" => "Looked at your orders".to_owned(),
-        "order_status" => "Checked the status of an order".to_owned(),
-        "cancel_order" => "Cancelled an order".to_owned(),
+        "list_orders" => i18n::t("action-list-orders"),
+        "order_status" => i18n::t("action-order-status"),
+        "cancel_order" => i18n::t("action-cancel-order"),
         other => {
             // A brand's own tool: its name, made readable ("track_parcel" → "Used “track parcel”").
             let words = other.replace(['_', '-'], " ");
-            format!("Used \u{201c}{}\u{201d}", words.trim())
+            i18n::t1("action-other", "tool", words.trim())
         }
     }
 }
@@ -493,9 +502,7 @@ pub async fn sign_out_others(
 ) -> Result<Response, PageError> {
     let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
     let Some((_, Person::Account(user))) = signed_in_person(&app, session).await? else {
-        return Err(PageError::Forbidden(
-            "Sign in with your account to manage where you are signed in.".into(),
-        ));
+        return Err(PageError::Forbidden(i18n::t("acc-err-sessions-signed-out")));
     };
     let ended = pact_db::sessions::delete_others(&app.db, user.id, &session.id_hash).await?;
     tracing::info!(user = %user.id, ended, "signed out of the other browsers");
@@ -511,6 +518,7 @@ struct RevokeConfirmPage {
     grant_id: String,
     agent_name: String,
     scopes: Vec<String>,
+    look: crate::who::Look,
 }
 
 /// The person's own grant `id` at their brand, or a 404 page.
@@ -520,17 +528,16 @@ async fn own_grant(
     id: &str,
 ) -> Result<(Brand, Person, Grant), PageError> {
     let Some((brand_id, person)) = signed_in_person(app, session).await? else {
-        return Err(PageError::Forbidden(
-            "Sign in to manage your connected agents.".into(),
-        ));
+        return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
-    let not_found = || PageError::NotFound("There is no such connection on your account.".into());
+    // The brand first: a 404 below is then shown in the brand's look.
+    let brand = known_brand(app, &brand_id).await?;
+    let not_found = || PageError::NotFound(i18n::t("acc-err-no-grant"));
     let id: Uuid = id.parse().map_err(|_| not_found())?;
     let grant = pact_db::grants::find(&app.db, id)
         .await?
         .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
         .ok_or_else(not_found)?;
-    let brand = known_brand(app, &brand_id).await?;
     Ok((brand, person, grant))
 }
 
@@ -542,9 +549,7 @@ pub async fn confirm_revoke(
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
-        return Err(PageError::Forbidden(
-            "Sign in to manage your connected agents.".into(),
-        ));
+        return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
     let (brand, _, grant) = own_grant(&app, session, &id).await?;
     if !grant.is_active(app.clock.now()) {
@@ -571,6 +576,7 @@ pub async fn confirm_revoke(
             .iter()
             .map(|id| scope_text.get(id).cloned().unwrap_or_else(|| id.clone()))
             .collect(),
+        look: crate::who::Look::of(&brand.settings),
     };
     Ok(render(&page, StatusCode::OK))
 }

@@ -22,6 +22,7 @@ use pact_db::users::User;
 use time::OffsetDateTime;
 
 use super::account::{Person, signed_in_person};
+use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::security;
 use super::session::{self, Browser};
@@ -43,19 +44,11 @@ struct DeletePage<'a> {
 async fn own_account(app: &AppState, session: &Session) -> Result<(String, User), PageError> {
     match signed_in_person(app, session).await? {
         Some((brand_id, Person::Account(user))) => {
-            let name = pact_db::brands::find(&app.db, &brand_id)
-                .await?
-                .map_or(brand_id, |b| b.name);
+            let (name, _) = super::login::brand_view(app, Some(&brand_id)).await?;
             Ok((name, user))
         }
-        Some((_, Person::External(_))) => Err(PageError::BadRequest(
-            "Your account is kept by the brand's own sign-in, not here: delete it there. \
-             You can remove each agent's access on the Connected agents page."
-                .into(),
-        )),
-        None => Err(PageError::Forbidden(
-            "Sign in to manage your account.".into(),
-        )),
+        Some((_, Person::External(_))) => Err(PageError::BadRequest(i18n::t("del-err-external"))),
+        None => Err(PageError::Forbidden(i18n::t("del-err-signed-out"))),
     }
 }
 
@@ -126,16 +119,16 @@ pub async fn delete(
     let now = app.clock.now();
     if !reauthenticated(&user, session, form.get("password").unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
-            "That password is not right. Nothing was deleted."
+            i18n::t("del-err-password")
         } else {
-            "Verify your second factor again first (sign out and in), then delete. Nothing was deleted."
+            i18n::t("del-err-step-up")
         };
         return page(
             &app,
             session,
             &brand_name,
             &user,
-            Some(why),
+            Some(&why),
             StatusCode::FORBIDDEN,
         )
         .await;
@@ -159,9 +152,10 @@ pub async fn delete(
     tracing::info!(brand = %user.brand_id, revoked = revoked.len(), "account deleted by its owner");
     let done = ErrorPage {
         brand_name: &brand_name,
-        title: "Your account was deleted",
-        message: "Every agent's access has ended, and your email, sign-in methods and sessions are erased.",
+        title: &i18n::t("del-done-title"),
+        message: &i18n::t("del-done"),
         signed_in: false,
+        look: i18n::known_look(),
     };
     let mut res = render(&done, StatusCode::OK);
     res.headers_mut()

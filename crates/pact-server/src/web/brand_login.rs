@@ -55,6 +55,7 @@ use time::OffsetDateTime;
 use url::Url;
 use uuid::Uuid;
 
+use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::session::{self, Browser};
 use crate::domain::user_code;
@@ -145,6 +146,7 @@ struct ExternalLoginPage<'a> {
     user_code: String,
     link: String,
     notice: Option<&'a str>,
+    look: crate::who::Look,
 }
 
 /// The page that sends the person to the brand's own login for `auth`, and
@@ -159,7 +161,7 @@ pub async fn login_page(
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
-    let agent_name = agent.map_or_else(|| "An agent".to_owned(), |a| a.name);
+    let agent_name = agent.map_or_else(|| i18n::t("ext-an-agent"), |a| a.name);
     let (handoff, cookie) = session::handoff(app, browser);
     let page = ExternalLoginPage {
         brand_name: &brand.name,
@@ -172,6 +174,7 @@ pub async fn login_page(
             &handoff_state(&handoff, auth.id),
         ),
         notice,
+        look: crate::who::Look::of(&brand.settings),
     };
     let mut res = render(&page, status);
     if let Some(c) = cookie {
@@ -261,34 +264,22 @@ fn single_field(body: &[u8], name: &str) -> Option<String> {
 
 fn refused(r: Refusal) -> Response {
     let (status, reason, message) = match r {
-        Refusal::Malformed(why) => (
-            StatusCode::BAD_REQUEST,
-            why,
-            "The sign-in did not come back in a form we understand. Start again from the code your agent showed you.",
-        ),
-        Refusal::Invalid(why) => (
-            StatusCode::UNAUTHORIZED,
-            why,
-            "We could not confirm this sign-in, so nothing was changed. Start again from the code your agent showed you.",
-        ),
-        Refusal::NotThisBrowser(why) => (
-            StatusCode::FORBIDDEN,
-            why,
-            "This sign-in was not started in this browser, so nothing was changed and you were not signed in. \
-             If you were entering a code from your own agent, enter it again here and sign in from the page that follows.",
-        ),
+        Refusal::Malformed(why) => (StatusCode::BAD_REQUEST, why, "ext-err-malformed"),
+        Refusal::Invalid(why) => (StatusCode::UNAUTHORIZED, why, "ext-err-invalid"),
+        Refusal::NotThisBrowser(why) => (StatusCode::FORBIDDEN, why, "ext-err-not-this-browser"),
         Refusal::Db(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "database",
-            "Something went wrong on our side. Please try again in a moment.",
+            "err-internal",
         ),
     };
     tracing::info!(reason, "brand login assertion refused");
     let page = ErrorPage {
         brand_name: "pactd",
-        title: "Sign-in not accepted",
-        message,
+        title: &i18n::t("ext-err-title"),
+        message: &i18n::t(message),
         signed_in: false,
+        look: crate::who::Look::none(),
     };
     render(&page, status)
 }

@@ -37,6 +37,7 @@ use time::macros::format_description;
 
 use super::brand_login::{self, BrandLogin};
 use super::form::Fields;
+use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::security::{self, Visitor};
 use super::session::mfa_is_recent;
@@ -57,6 +58,8 @@ const NO_BRAND: &str = "pactd";
 struct DevicePage<'a> {
     brand_name: &'a str,
     signed_in: bool,
+    /// The brand's look when the browser is signed in to one.
+    look: who::Look,
     csrf: &'a str,
     code: &'a str,
     error: Option<&'a str>,
@@ -65,7 +68,7 @@ struct DevicePage<'a> {
 /// One of the platform's registered links (RFC 7591 §2 `client_uri`,
 /// `policy_uri`, `tos_uri`), shown with its host so the person sees where it goes.
 struct LinkRow {
-    label: &'static str,
+    label: String,
     href: String,
     host: String,
 }
@@ -140,53 +143,61 @@ fn see_other(to: &str) -> Response {
     res
 }
 
-/// A calm page for a state the person cannot act on (expired, used…).
-fn notice(brand_name: &str, signed_in: bool, title: &str, message: &str) -> Response {
+/// A calm page for a state the person cannot act on (expired, used…), in
+/// the brand's look when the brand is known.
+fn notice(brand: Option<&Brand>, signed_in: bool, title: &str, message: &str) -> Response {
     let page = ErrorPage {
-        brand_name,
+        brand_name: brand.map_or(NO_BRAND, |b| b.name.as_str()),
         title,
         message,
         signed_in,
+        look: brand.map_or_else(who::Look::none, |b| who::Look::of(&b.settings)),
     };
     render(&page, StatusCode::GONE)
 }
 
-fn expired_code(brand_name: &str, signed_in: bool) -> Response {
+fn expired_code(brand: Option<&Brand>, signed_in: bool) -> Response {
     notice(
-        brand_name,
+        brand,
         signed_in,
-        "This code has expired",
-        "Codes are valid for a few minutes only. Ask your agent for a new code and enter it here.",
+        &i18n::t("device-expired-title"),
+        &i18n::t("device-expired"),
     )
 }
 
-fn used_code(brand_name: &str, signed_in: bool) -> Response {
+fn used_code(brand: Option<&Brand>, signed_in: bool) -> Response {
     notice(
-        brand_name,
+        brand,
         signed_in,
-        "This code has already been used",
-        "This request has already been answered, so there is nothing more to do with this code. \
-         If your agent still needs your permission, ask it for a new code.",
+        &i18n::t("device-used-title"),
+        &i18n::t("device-used"),
     )
+}
+
+/// The brand the browser is signed in to, for the code-entry page's look.
+async fn signed_in_brand(
+    app: &AppState,
+    browser: &Browser,
+) -> Result<(String, who::Look), PageError> {
+    let brand_id = browser
+        .session
+        .as_ref()
+        .filter(|_| browser.signed_in())
+        .and_then(|s| s.brand_id.as_deref());
+    super::login::brand_view(app, brand_id).await
 }
 
 fn consent_error(e: ConsentError) -> PageError {
     match e {
         ConsentError::Db(e) => PageError::from(e),
         ConsentError::ScopesNotRequested | ConsentError::DetailsNotRequested => {
-            PageError::BadRequest(
-                "Only the permissions this agent asked for can be allowed. Nothing was changed."
-                    .to_owned(),
-            )
+            PageError::BadRequest(i18n::t("consent-err-not-requested"))
         }
-        ConsentError::NotFound => PageError::NotFound(
-            "This request no longer exists. Ask your agent for a new code.".to_owned(),
-        ),
+        ConsentError::NotFound => PageError::NotFound(i18n::t("consent-err-gone")),
         // Raced with another tab or with expiry: the next GET explains which.
-        ConsentError::AlreadyDecided | ConsentError::Expired => PageError::BadRequest(
-            "This request can no longer be answered: it has expired or was already answered."
-                .to_owned(),
-        ),
+        ConsentError::AlreadyDecided | ConsentError::Expired => {
+            PageError::BadRequest(i18n::t("consent-err-decided"))
+        }
     }
 }
 
@@ -245,13 +256,12 @@ fn absolute(t: OffsetDateTime) -> String {
 
 fn relative(then: OffsetDateTime, now: OffsetDateTime) -> String {
     let secs = (now - then).whole_seconds().max(0);
-    let (n, unit) = match secs {
-        0..60 => return "just now".to_owned(),
-        60..3600 => (secs / 60, "minute"),
-        3600..86_400 => (secs / 3600, "hour"),
-        _ => (secs / 86_400, "day"),
-    };
-    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+    match secs {
+        0..60 => i18n::t("ago-now"),
+        60..3600 => i18n::t1("ago-minutes", "n", secs / 60),
+        3600..86_400 => i18n::t1("ago-hours", "n", secs / 3600),
+        _ => i18n::t1("ago-days", "n", secs / 86_400),
+    }
 }
 
 /// `/login/second-factor?next=<encoded /device/consent?scopes=a+b>`.
@@ -282,9 +292,7 @@ fn limit_code_entry(app: &AppState, visitor: &Visitor<'_>, ip: &ClientIp) -> Res
         .code_attempt(&visitor_key, &ip.limit_key(), app.clock.instant())
         .map_err(|secs| PageError::TooMany {
             retry_after_secs: secs,
-            message: format!(
-                "Too many codes were tried. Wait {secs} seconds, then enter the code your agent shows."
-            ),
+            message: i18n::t1("device-err-too-many", "n", secs),
         })
 }
 
@@ -302,9 +310,11 @@ pub async fn entry(
         Some(c) => user_code::display(&c),
         None => typed.chars().take(32).collect(),
     };
+    let (brand_name, look) = signed_in_brand(&app, &browser).await?;
     let page = DevicePage {
-        brand_name: NO_BRAND,
+        brand_name: &brand_name,
         signed_in: browser.signed_in(),
+        look,
         csrf: &csrf,
         code: &code,
         error: None,
@@ -312,22 +322,25 @@ pub async fn entry(
     Ok(with_cookie(render(&page, StatusCode::OK), cookie))
 }
 
-fn entry_again(
+async fn entry_again(
+    app: &AppState,
     browser: &Browser,
     csrf: &str,
     typed: &str,
     error: &str,
     status: StatusCode,
-) -> Response {
+) -> Result<Response, PageError> {
     let typed: String = typed.chars().take(32).collect();
+    let (brand_name, look) = signed_in_brand(app, browser).await?;
     let page = DevicePage {
-        brand_name: NO_BRAND,
+        brand_name: &brand_name,
         signed_in: browser.signed_in(),
+        look,
         csrf,
         code: &typed,
         error: Some(error),
     };
-    render(&page, status)
+    Ok(render(&page, status))
 }
 
 /// Whether a code was used by an authorization that is no longer live
@@ -351,38 +364,43 @@ pub async fn confirm(
     let typed = form.get("user_code").unwrap_or("");
     let signed_in = browser.signed_in();
     let Some(code) = user_code::normalise(typed) else {
-        return Ok(entry_again(
+        return entry_again(
+            &app,
             &browser,
             visitor.csrf(),
             typed,
-            "That is not a code from an agent. Codes are 8 letters, like BCDF-GHJK.",
+            &i18n::t("device-err-malformed"),
             StatusCode::BAD_REQUEST,
-        ));
+        )
+        .await;
     };
     let Some(auth) = consent::find_by_user_code(&app, &code)
         .await
         .map_err(consent_error)?
     else {
         if code_was_used(&app, &code).await? {
-            return Ok(used_code(NO_BRAND, signed_in));
+            return Ok(used_code(None, signed_in));
         }
         app.page_limits.code_missed(app.clock.instant());
-        return Ok(entry_again(
+        return entry_again(
+            &app,
             &browser,
             visitor.csrf(),
             typed,
-            "We don't know that code. Check it against the one your agent shows, or ask it for a new one.",
+            &i18n::t("device-err-unknown"),
             StatusCode::NOT_FOUND,
-        ));
+        )
+        .await;
     };
     let brand = pact_db::brands::find(&app.db, &auth.brand_id)
         .await?
-        .ok_or_else(|| PageError::NotFound("This brand no longer exists.".to_owned()))?;
+        .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
+    i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
     if auth.status != "pending" {
-        return Ok(used_code(&brand.name, signed_in));
+        return Ok(used_code(Some(&brand), signed_in));
     }
     if auth.expires_at <= app.clock.now() {
-        return Ok(expired_code(&brand.name, signed_in));
+        return Ok(expired_code(Some(&brand), signed_in));
     }
     let (session, cookie) = match visitor {
         Visitor::Session(s) => {
@@ -441,12 +459,13 @@ async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     let signed_in = browser.signed_in();
     let brand = pact_db::brands::find(&app.db, &auth.brand_id)
         .await?
-        .ok_or_else(|| PageError::NotFound("This brand no longer exists.".to_owned()))?;
+        .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
+    i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
     if auth.status != "pending" {
-        return Ok(Loaded::Respond(used_code(&brand.name, signed_in)));
+        return Ok(Loaded::Respond(used_code(Some(&brand), signed_in)));
     }
     if auth.expires_at <= app.clock.now() {
-        return Ok(Loaded::Respond(expired_code(&brand.name, signed_in)));
+        return Ok(Loaded::Respond(expired_code(Some(&brand), signed_in)));
     }
     let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
         return Ok(Loaded::Respond(
@@ -478,7 +497,7 @@ async fn consent_page(
     // Names and descriptions are registered by operators, but shown visibly
     // all the same: the person must see what the text really holds.
     let agent_name = agent.map_or_else(
-        || "An unregistered agent".to_owned(),
+        || i18n::t("consent-unregistered-agent"),
         |a| hidden_chars::visible(&a.name),
     );
     let meta = pact_db::agents::metadata(&app.db, &d.auth.pa_issuer)
@@ -486,14 +505,14 @@ async fn consent_page(
         .unwrap_or_default();
     who::refresh_in_background(app, &d.auth.pa_issuer, &meta, now);
     let links = [
-        ("Website", &meta.homepage_uri),
-        ("Privacy policy", &meta.policy_uri),
-        ("Terms of service", &meta.tos_uri),
+        ("consent-homepage", &meta.homepage_uri),
+        ("consent-privacy", &meta.policy_uri),
+        ("consent-terms", &meta.tos_uri),
     ]
     .into_iter()
     .filter_map(|(label, uri)| {
         uri.as_ref().map(|u| LinkRow {
-            label,
+            label: i18n::t(label),
             href: u.clone(),
             host: who::link_host(u),
         })
@@ -559,7 +578,11 @@ async fn consent_page(
         user_code: user_code::display(&d.auth.user_code),
         requested_at: absolute(d.auth.created_at),
         requested_ago: relative(d.auth.created_at, now),
-        request_ip: d.auth.request_ip.as_deref().unwrap_or("an unknown address"),
+        request_ip: &d
+            .auth
+            .request_ip
+            .clone()
+            .unwrap_or_else(|| i18n::t("consent-unknown-address")),
         scopes,
         conditions,
         already: already_ids.iter().map(|id| describe(id)).collect(),
@@ -603,11 +626,7 @@ pub async fn decide(
     // whatever code the session holds now (one entered in another tab).
     if form.get("authorization") != Some(d.auth.id.to_string().as_str()) {
         tracing::info!(authorization = %d.auth.id, "consent refused: the form was for another request");
-        return Err(PageError::Forbidden(
-            "This page was for another request: a different code was entered since, perhaps in another tab. \
-             Nothing was approved. Review the request now shown and decide again."
-                .to_owned(),
-        ));
+        return Err(PageError::Forbidden(i18n::t("consent-err-other-request")));
     }
     let now = app.clock.now();
     match form.get("action") {
@@ -619,7 +638,7 @@ pub async fn decide(
             Ok(see_other("/device/done"))
         }
         Some("approve") => approve(&app, &browser, &d, &form, now).await,
-        _ => Err(PageError::BadRequest("Choose Approve or Deny.".to_owned())),
+        _ => Err(PageError::BadRequest(i18n::t("consent-err-no-action"))),
     }
 }
 
@@ -636,7 +655,7 @@ async fn approve(
             app,
             d,
             Some(&ticked),
-            Some("Tick at least one permission to approve, or choose Deny."),
+            Some(&i18n::t("consent-err-none-ticked")),
             StatusCode::BAD_REQUEST,
         )
         .await;
@@ -661,15 +680,12 @@ async fn approve(
                 &d.brand,
                 &login,
                 &d.auth,
-                Some("One of these permissions needs a second factor. Sign in again, with your second factor, to approve it — or untick it."),
+                Some(&i18n::t("consent-err-mfa-brand-login")),
                 StatusCode::FORBIDDEN,
             )
             .await;
         }
-        return Err(PageError::Forbidden(
-            "One of these permissions needs a second factor. Untick it, or sign in again with a second factor."
-                .to_owned(),
-        ));
+        return Err(PageError::Forbidden(i18n::t("consent-err-mfa")));
     }
     let grant = consent::approve(
         app,
@@ -706,11 +722,9 @@ pub async fn not_you(
     };
     // Like Approve: the form must be for the request the session holds.
     if form.get("authorization") != Some(id.to_string().as_str()) {
-        return Err(PageError::Forbidden(
-            "This page was for another request: a different code was entered since, perhaps in another tab. \
-             Review the request now shown."
-                .to_owned(),
-        ));
+        return Err(PageError::Forbidden(i18n::t(
+            "consent-err-other-request-not-you",
+        )));
     }
     // A new session id (rotation), signed out, carrying only the request.
     let (_, cookie) = session::start(
@@ -748,7 +762,7 @@ pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Respo
         .as_ref()
         .map_or_else(who::Look::none, |b| who::Look::of(&b.settings));
     let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
-    let agent_name = agent.map_or_else(|| "your agent".to_owned(), |a| a.name);
+    let agent_name = agent.map_or_else(|| i18n::t("done-your-agent"), |a| a.name);
     let approved = auth.status == "approved" || auth.status == "redeemed";
     let granted = match (approved, auth.grant_id) {
         (true, Some(gid)) => {

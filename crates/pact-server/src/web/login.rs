@@ -30,6 +30,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::i18n;
 use super::page::{PageError, render};
 use super::security::Visitor;
 use super::session::{self, Browser};
@@ -40,8 +41,7 @@ use crate::client_ip::ClientIp;
 use crate::state::AppState;
 
 /// The one message for an unknown email and a wrong password.
-const BAD_CREDENTIALS: &str =
-    "That email and password don't match an account here. Check both and try again.";
+const BAD_CREDENTIALS: &str = "login-err-credentials";
 
 // ---------------------------------------------------------------------------
 // Shared by the page modules
@@ -67,32 +67,45 @@ pub async fn brand_for(
         id = session.and_then(|s| s.brand_id.clone());
     }
     let Some(id) = id else {
-        return Err(PageError::BadRequest(
-            "We don't know which service you want to sign in to. Open the link from your agent \
-             (or from the service's website) again."
-                .into(),
-        ));
+        return Err(PageError::BadRequest(i18n::t("login-err-which-service")));
     };
     if !pact_db::brands::is_valid_brand_id(&id) {
         return Err(unknown_brand());
     }
-    pact_db::brands::find(&state.db, &id)
+    let brand = pact_db::brands::find(&state.db, &id)
         .await?
-        .ok_or_else(unknown_brand)
+        .ok_or_else(unknown_brand)?;
+    // From here on, an error page is about this brand and carries its look.
+    i18n::brand_known(&brand.name, crate::who::Look::of(&brand.settings));
+    Ok(brand)
 }
 
 fn unknown_brand() -> PageError {
-    PageError::NotFound("We don't know this service. Check the link and try again.".into())
+    PageError::NotFound(i18n::t("login-err-unknown-service"))
 }
 
 /// The brand's display name, or "pactd" when there is none.
 pub async fn brand_name(state: &AppState, brand_id: Option<&str>) -> Result<String, PageError> {
+    Ok(brand_view(state, brand_id).await?.0)
+}
+
+/// The brand's display name and look ("pactd" and none when there is no
+/// brand); error pages from here on carry them too.
+pub async fn brand_view(
+    state: &AppState,
+    brand_id: Option<&str>,
+) -> Result<(String, crate::who::Look), PageError> {
     let Some(id) = brand_id else {
-        return Ok("pactd".to_owned());
+        return Ok(("pactd".to_owned(), crate::who::Look::none()));
     };
-    Ok(pact_db::brands::find(&state.db, id)
-        .await?
-        .map_or_else(|| "pactd".to_owned(), |b| b.name))
+    Ok(match pact_db::brands::find(&state.db, id).await? {
+        Some(b) => {
+            let look = crate::who::Look::of(&b.settings);
+            i18n::brand_known(&b.name, look.clone());
+            (b.name, look)
+        }
+        None => ("pactd".to_owned(), crate::who::Look::none()),
+    })
 }
 
 /// `mfa_required` in the brand's settings.
@@ -151,29 +164,24 @@ pub fn with_headers(
 /// `secs` seconds (locks are minutes long: said in minutes, rounded up).
 pub fn lock_message(secs: i64) -> String {
     let minutes = u64::try_from((secs + 59) / 60).unwrap_or(1).max(1);
-    format!(
-        "Too many attempts. Please wait {} and try again.",
-        plural(minutes, "minute")
+    i18n::t2(
+        "wait-minutes",
+        "what",
+        i18n::t("wait-too-many-attempts"),
+        "n",
+        minutes,
     )
 }
 
 /// "… Please wait N seconds and try again." for a rate limit: the same
 /// sentence as a lock, so the two never read differently.
-pub fn wait_message(what: &str, secs: u64) -> String {
+pub fn wait_message(what_key: &str, secs: u64) -> String {
     let secs = secs.max(1);
-    let wait = if secs < 120 {
-        plural(secs, "second")
+    let what = i18n::t(what_key);
+    if secs < 120 {
+        i18n::t2("wait-seconds", "what", what, "n", secs)
     } else {
-        plural(secs.div_ceil(60), "minute")
-    };
-    format!("{what} Please wait {wait} and try again.")
-}
-
-fn plural(n: u64, unit: &str) -> String {
-    if n == 1 {
-        format!("1 {unit}")
-    } else {
-        format!("{n} {unit}s")
+        i18n::t2("wait-minutes", "what", what, "n", secs.div_ceil(60))
     }
 }
 
@@ -307,7 +315,7 @@ pub struct LoginPage<'a> {
     pub csrf: &'a str,
     pub next: &'a str,
     pub error: Option<&'a str>,
-    pub notice: Option<&'a str>,
+    pub notice: Option<String>,
     /// Passkeys can be offered (the public URL's host can be a WebAuthn RP id).
     pub passkeys: bool,
     /// "Forgot your password?" can be offered (mail is configured).
@@ -338,7 +346,7 @@ pub async fn get_login(
         csrf: &csrf,
         next: &next,
         error: None,
-        notice: q.out.is_some().then_some("You are signed out."),
+        notice: q.out.is_some().then(|| i18n::t("login-signed-out")),
         passkeys: state.webauthn.is_some(),
         forgot: state.mailer.is_some(),
         look: crate::who::Look::of(&brand.settings),
@@ -357,6 +365,7 @@ pub async fn post_login(
     let old = visitor.session();
     let brand = brand_for(&state, form.get("brand"), old).await?;
     let next = security::safe_next(form.get("next"));
+    i18n::set_here(login_path(Some(&brand.id), &next));
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
         let p = LoginPage {
             brand_name: brand.name.clone(),
@@ -388,7 +397,7 @@ pub async fn post_login(
     let given = form.get("password").unwrap_or("");
     if email.is_empty() || given.is_empty() {
         return Ok(page(
-            "Enter your email and your password.",
+            &i18n::t("login-err-empty"),
             StatusCode::BAD_REQUEST,
             None,
         ));
@@ -399,7 +408,7 @@ pub async fn post_login(
         &ip.limit_key(),
         state.clock.instant(),
     ) {
-        let msg = wait_message("Too many sign-in attempts from your network.", secs);
+        let msg = wait_message("wait-too-many-sign-ins", secs);
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
 
@@ -430,7 +439,7 @@ pub async fn post_login(
             record_password_failure(&state, &keys, now).await?;
             return Ok(match account_lock {
                 Some(secs) => locked(secs),
-                None => page(BAD_CREDENTIALS, StatusCode::BAD_REQUEST, None),
+                None => page(&i18n::t(BAD_CREDENTIALS), StatusCode::BAD_REQUEST, None),
             });
         }
         (v, Some(u)) => {
@@ -569,15 +578,13 @@ pub struct SecondFactorPage<'a> {
     /// Already signed in: this is a step-up ("confirm it's you").
     pub step_up: bool,
     pub enrol_path: String,
+    pub look: crate::who::Look,
 }
 
 /// Where a session that cannot use the second-factor page is sent.
 fn not_for_second_factor(s: Option<&Session>, next: &str) -> Result<Response, PageError> {
     if s.is_some_and(|s| s.external_sub.is_some()) {
-        return Err(PageError::BadRequest(
-            "You signed in through the service's own login, which handles second factors itself."
-                .into(),
-        ));
+        return Err(PageError::BadRequest(i18n::t("mfa-err-external")));
     }
     let brand = s.and_then(|s| s.brand_id.as_deref());
     let back = format!("/login/second-factor?next={}", enc(next));
@@ -602,8 +609,10 @@ pub async fn get_second_factor(
     {
         return Ok(see_other(&enrol_path, None));
     }
+    let (brand_name, look) = brand_view(&state, s.brand_id.as_deref()).await?;
     let page = SecondFactorPage {
-        brand_name: brand_name(&state, s.brand_id.as_deref()).await?,
+        brand_name,
+        look,
         signed_in: browser.signed_in(),
         csrf: &s.csrf_token,
         next: &next,
@@ -639,10 +648,12 @@ pub async fn post_second_factor(
     {
         return Ok(see_other(&enrol_path, None));
     }
-    let name = brand_name(&state, old.brand_id.as_deref()).await?;
+    let (name, look) = brand_view(&state, old.brand_id.as_deref()).await?;
+    i18n::set_here(format!("/login/second-factor?next={}", enc(&next)));
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
         let p = SecondFactorPage {
             brand_name: name.clone(),
+            look: look.clone(),
             signed_in: browser.signed_in(),
             csrf: &old.csrf_token,
             next: &next,
@@ -657,14 +668,18 @@ pub async fn post_second_factor(
     let code = form.get("code");
     let recovery_code = form.get("recovery_code");
     if code.is_none() && recovery_code.is_none() {
-        return Ok(page("Enter a code.", StatusCode::BAD_REQUEST, None));
+        return Ok(page(
+            &i18n::t("mfa-err-empty"),
+            StatusCode::BAD_REQUEST,
+            None,
+        ));
     }
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &user.id.to_string(),
         state.clock.instant(),
     ) {
-        let msg = wait_message("Too many code attempts.", secs);
+        let msg = wait_message("wait-too-many-codes", secs);
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
     let now = state.clock.now();
@@ -706,7 +721,7 @@ pub async fn post_second_factor(
         Checked::Wrong => {
             record_failure(&state, user.id, now).await?;
             return Ok(page(
-                "That code didn't work. Check it and try again.",
+                &i18n::t("mfa-err-wrong"),
                 StatusCode::BAD_REQUEST,
                 None,
             ));
@@ -714,7 +729,7 @@ pub async fn post_second_factor(
         Checked::Reused => {
             record_failure(&state, user.id, now).await?;
             return Ok(page(
-                "That code was already used. Wait for the next code in your app and enter it.",
+                &i18n::t("mfa-err-replayed"),
                 StatusCode::BAD_REQUEST,
                 None,
             ));
@@ -741,8 +756,10 @@ pub async fn post_second_factor(
         // Say so: a recovery code used by someone else is how a person
         // learns their codes leaked, and they need to know how many are left.
         let left = pact_db::users::unused_recovery_codes(&state.db, who.user().id).await?;
+        let (brand_name, look) = brand_view(&state, Some(who.user().brand_id.as_str())).await?;
         let page = RecoveryUsedPage {
-            brand_name: brand_name(&state, Some(who.user().brand_id.as_str())).await?,
+            brand_name,
+            look,
             signed_in: true,
             left,
             next: &next,
@@ -763,6 +780,7 @@ struct RecoveryUsedPage<'a> {
     signed_in: bool,
     left: i64,
     next: &'a str,
+    look: crate::who::Look,
 }
 
 // ---------------------------------------------------------------------------
@@ -799,10 +817,13 @@ mod tests {
         assert_eq!(lock_message(15 * 60), says("15 minutes"));
         // A rate limit says it the same way.
         assert_eq!(
-            wait_message("Too many attempts.", 5),
+            wait_message("wait-too-many-attempts", 5),
             "Too many attempts. Please wait 5 seconds and try again."
         );
-        assert_eq!(wait_message("Too many attempts.", 600), says("10 minutes"));
+        assert_eq!(
+            wait_message("wait-too-many-attempts", 600),
+            says("10 minutes")
+        );
     }
 
     #[test]

@@ -27,8 +27,9 @@ use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
 
+use super::i18n;
 use super::login::{
-    NextQuery, Who, brand_name, complete_sign_in, enc, login_path, see_other, wait_message, who,
+    NextQuery, Who, brand_view, complete_sign_in, enc, login_path, see_other, wait_message, who,
     with_headers,
 };
 use super::page::{PageError, render};
@@ -61,6 +62,7 @@ pub struct TotpSetupPage<'a> {
     pub replacing: bool,
     /// Sign-in is waiting for this enrolment (the brand requires MFA).
     pub pending: bool,
+    pub look: crate::who::Look,
 }
 
 #[derive(Template)]
@@ -72,6 +74,7 @@ pub struct RecoveryCodesPage<'a> {
     pub next: &'a str,
     /// Shown right after a new authenticator was confirmed.
     pub enrolled: bool,
+    pub look: crate::who::Look,
 }
 
 /// Renders `data` as a QR code: an `<svg>` element to inline in a page. The
@@ -144,10 +147,7 @@ async fn enroller(
         return Ok(Err(see_other(&login_path(None, &here), None)));
     };
     if s.external_sub.is_some() && s.user_id.is_none() {
-        return Err(PageError::BadRequest(
-            "You signed in through the service's own login, which manages your second factors."
-                .into(),
-        ));
+        return Err(PageError::BadRequest(i18n::t("totp-err-external")));
     }
     let Some(who) = who(state, s).await? else {
         return Ok(Err(see_other(
@@ -182,7 +182,7 @@ impl Setup<'_> {
         status: StatusCode,
         retry: Option<u64>,
     ) -> Result<Response, PageError> {
-        let name = brand_name(self.state, Some(&self.user.brand_id)).await?;
+        let (name, look) = brand_view(self.state, Some(&self.user.brand_id)).await?;
         let uri = totp::otpauth_uri(&name, &self.user.email, secret);
         let qr = qr_svg(&uri)?;
         let text = grouped(&totp::base32(secret));
@@ -198,6 +198,7 @@ impl Setup<'_> {
             account: &self.user.email,
             error,
             replacing: self.user.has_totp(),
+            look,
             pending: self.pending,
         };
         Ok(with_headers(render(&page, status), None, retry))
@@ -255,11 +256,7 @@ pub async fn post_totp(
         Err(redirect) => return Ok(redirect),
     };
     let user = who.user();
-    let expired = || {
-        PageError::BadRequest(
-            "This setup page has expired. Open it again and scan the new QR code.".into(),
-        )
-    };
+    let expired = || PageError::BadRequest(i18n::t("totp-err-expired"));
     let sealed_text = form.get("sealed").ok_or_else(expired)?;
     let sealed = URL_SAFE_NO_PAD
         .decode(sealed_text.trim())
@@ -283,7 +280,7 @@ pub async fn post_totp(
         &user.id.to_string(),
         state.clock.instant(),
     ) {
-        let msg = wait_message("Too many code attempts.", secs);
+        let msg = wait_message("wait-too-many-codes", secs);
         return setup
             .render(
                 &secret,
@@ -299,7 +296,7 @@ pub async fn post_totp(
             .render(
                 &secret,
                 sealed_text,
-                Some("Enter the 6-digit code your app shows."),
+                Some(&i18n::t("totp-err-empty")),
                 StatusCode::BAD_REQUEST,
                 None,
             )
@@ -310,7 +307,7 @@ pub async fn post_totp(
             .render(
                 &secret,
                 sealed_text,
-                Some("That code didn't work. Check that your phone's clock is right and try the next code."),
+                Some(&i18n::t("totp-err-wrong")),
                 StatusCode::BAD_REQUEST,
                 None,
             )
@@ -364,8 +361,10 @@ async fn show_codes(
     enrolled: bool,
     cookie: Option<HeaderValue>,
 ) -> Result<Response, PageError> {
+    let (brand_name, look) = brand_view(state, Some(&user.brand_id)).await?;
     let page = RecoveryCodesPage {
-        brand_name: brand_name(state, Some(&user.brand_id)).await?,
+        brand_name,
+        look,
         // Signed in after this response even when the request was pending.
         signed_in: browser.signed_in() || cookie.is_some(),
         codes,

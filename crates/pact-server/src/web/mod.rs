@@ -13,6 +13,7 @@ pub mod assets;
 pub mod brand_login;
 pub mod device;
 pub mod form;
+pub mod i18n;
 pub mod login;
 pub mod logos;
 pub mod mfa;

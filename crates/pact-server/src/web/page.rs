@@ -22,7 +22,7 @@ pub fn render(template: &impl Template, status: StatusCode) -> Response {
             tracing::error!(error = %e, "template rendering failed");
             (
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "Something went wrong. Please try again.",
+                super::i18n::t("err-render"),
             )
                 .into_response()
         }
@@ -36,6 +36,8 @@ pub struct ErrorPage<'a> {
     pub title: &'a str,
     pub message: &'a str,
     pub signed_in: bool,
+    /// The brand's logo and accent, when the page is about a known brand.
+    pub look: crate::who::Look,
 }
 
 /// What a page handler can fail with; each is shown as a calm page.
@@ -60,9 +62,7 @@ impl From<sqlx::Error> for PageError {
     fn from(e: sqlx::Error) -> Self {
         match crate::error::ApiError::from(e) {
             crate::error::ApiError::Unavailable => Self::Unavailable,
-            crate::error::ApiError::A2a(_) => Self::BadRequest(
-                "Something in what you sent cannot be accepted. Check it and try again.".to_owned(),
-            ),
+            crate::error::ApiError::A2a(_) => Self::BadRequest(super::i18n::t("err-unacceptable")),
             crate::error::ApiError::Internal(cause) => Self::Internal(cause),
             other => Self::Internal(format!("{other:?}").into()),
         }
@@ -76,49 +76,52 @@ impl PageError {
 }
 
 impl IntoResponse for PageError {
+    /// The page is in the request's language, and carries the brand's name
+    /// and look once the handler had found which brand it is about.
     fn into_response(self) -> Response {
-        let (status, title, message, retry) = match &self {
-            Self::BadRequest(m) => (
-                StatusCode::BAD_REQUEST,
-                "That didn't work",
-                m.as_str(),
-                None,
-            ),
-            Self::Forbidden(m) => (StatusCode::FORBIDDEN, "Request refused", m.as_str(), None),
-            Self::NotFound(m) => (StatusCode::NOT_FOUND, "Not found", m.as_str(), None),
+        use super::i18n::t;
+        let (status, title, message, retry) = match self {
+            Self::BadRequest(m) => (StatusCode::BAD_REQUEST, t("err-bad-request"), m, None),
+            Self::Forbidden(m) => (StatusCode::FORBIDDEN, t("err-forbidden"), m, None),
+            Self::NotFound(m) => (StatusCode::NOT_FOUND, t("err-not-found"), m, None),
             Self::TooMany {
                 retry_after_secs,
                 message,
             } => (
                 StatusCode::TOO_MANY_REQUESTS,
-                "Please wait a moment",
-                message.as_str(),
-                Some(*retry_after_secs),
+                t("err-too-many"),
+                message,
+                Some(retry_after_secs),
             ),
             Self::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
-                "Please try again in a moment",
-                "We cannot reach our records right now. Nothing was changed. Please try again in a moment.",
+                t("err-unavailable-title"),
+                t("err-unavailable"),
                 None,
             ),
             Self::Internal(cause) => {
                 tracing::error!(error = %cause, "page failed");
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "Something went wrong",
-                    "Something went wrong on our side. Please try again in a moment.",
+                    t("err-internal-title"),
+                    t("err-internal"),
                     None,
                 )
             }
         };
+        let ctx = super::i18n::ctx();
+        let (brand_name, look) = ctx
+            .brand
+            .unwrap_or_else(|| ("pactd".to_owned(), crate::who::Look::none()));
         let page = ErrorPage {
-            brand_name: "pactd",
-            title,
-            message,
+            brand_name: &brand_name,
+            title: &title,
+            message: &message,
             signed_in: false,
+            look,
         };
         let mut res = render(&page, status);
-        if matches!(self, Self::Unavailable) {
+        if status == StatusCode::SERVICE_UNAVAILABLE {
             res = crate::error::unavailable(res);
         }
         if let Some(secs) = retry {

@@ -31,6 +31,7 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential,
 };
 
+use super::i18n;
 use super::page::PageError;
 use super::session::{self, Browser};
 use super::{limits, security};
@@ -84,10 +85,7 @@ impl PasskeyError {
     }
 
     fn not_found() -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "Passkeys are not available on this site.",
-        )
+        Self::new(StatusCode::NOT_FOUND, &i18n::t("pk-err-unavailable"))
     }
 
     pub(crate) fn bad_request(message: &str) -> Self {
@@ -120,16 +118,12 @@ impl From<PageError> for PasskeyError {
             },
             PageError::Unavailable => Self {
                 status: StatusCode::SERVICE_UNAVAILABLE,
-                message: "We cannot reach our records right now. Please try again in a moment."
-                    .to_owned(),
+                message: i18n::t("pk-err-db"),
                 retry_after_secs: Some(crate::error::UNAVAILABLE_RETRY_SECS),
             },
             PageError::Internal(cause) => {
                 tracing::error!(error = %cause, "passkey request failed");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "Something went wrong on our side. Please try again in a moment.",
-                )
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, &i18n::t("err-internal"))
             }
         }
     }
@@ -175,9 +169,9 @@ fn check_request(
     browser: Result<Browser, PageError>,
 ) -> Result<Session, PasskeyError> {
     security::check_origin(headers, &app.config.public_url)?;
-    let session = browser?.session.ok_or_else(|| {
-        PasskeyError::forbidden("Your session has expired. Reload the page and try again.")
-    })?;
+    let session = browser?
+        .session
+        .ok_or_else(|| PasskeyError::forbidden(&i18n::t("pk-err-session")))?;
     let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
     security::check_csrf(&session.csrf_token, given)?;
     Ok(session)
@@ -186,15 +180,11 @@ fn check_request(
 /// The built-in account the session is signed in with, at its brand.
 async fn account_of(app: &AppState, session: &Session) -> Result<User, PasskeyError> {
     let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
-        return Err(PasskeyError::forbidden(
-            "Sign in with your account to manage passkeys.",
-        ));
+        return Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out")));
     };
     match pact_db::users::find(&app.db, user_id).await? {
         Some(user) if user.brand_id == brand => Ok(user),
-        _ => Err(PasskeyError::forbidden(
-            "Sign in with your account to manage passkeys.",
-        )),
+        _ => Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out"))),
     }
 }
 
@@ -214,7 +204,7 @@ pub(crate) fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
     }
 }
 
-const STEP_UP_MESSAGE: &str = "To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.";
+const STEP_UP_MESSAGE: &str = "pk-err-step-up";
 
 /// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
 /// `navigator.credentials.create`, plus `ceremonyId`.
@@ -229,12 +219,10 @@ pub async fn register_start(
     let now = app.clock.now();
     let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
     if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PasskeyError::forbidden(STEP_UP_MESSAGE));
+        return Err(PasskeyError::forbidden(&i18n::t(STEP_UP_MESSAGE)));
     }
     if stored.len() >= MAX_PASSKEYS {
-        return Err(PasskeyError::bad_request(
-            "You have as many passkeys as an account can have. Remove one first.",
-        ));
+        return Err(PasskeyError::bad_request(&i18n::t("pk-err-too-many")));
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     let (mut body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
@@ -292,7 +280,7 @@ pub(crate) fn finish_registration(
         .finish_passkey_registration(credential, registration)
         .map_err(|e| {
             tracing::info!(error = %e, "passkey registration refused");
-            PasskeyError::bad_request("The passkey could not be verified. Please try again.")
+            PasskeyError::bad_request(&i18n::t("pk-err-verify"))
         })?;
     let stored = serde_json::to_value(&passkey).map_err(PasskeyError::internal)?;
     Ok((passkey, stored))
@@ -314,9 +302,7 @@ pub(crate) fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> 
         return Ok("Passkey".to_owned());
     }
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(PasskeyError::bad_request(
-            "Give the passkey a shorter name (up to 64 characters).",
-        ));
+        return Err(PasskeyError::bad_request(&i18n::t("pk-err-name")));
     }
     Ok(name.to_owned())
 }
@@ -330,8 +316,7 @@ pub async fn register_finish(
 ) -> Result<Response, PasskeyError> {
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
-    let Json(body) =
-        body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
+    let Json(body) = body.map_err(|_| PasskeyError::bad_request(&i18n::t("pk-err-answer")))?;
     let user = account_of(&app, &session).await?;
     let name = passkey_name(body.name.as_deref())?;
     let now = app.clock.now();
@@ -344,11 +329,7 @@ pub async fn register_finish(
     )
     .await?
     .filter(|c| c.user_id == Some(user.id))
-    .ok_or_else(|| {
-        PasskeyError::bad_request(
-            "This passkey request has expired or was already used. Please try again.",
-        )
-    })?;
+    .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-ceremony")))?;
     let registration: PasskeyRegistration =
         serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
     let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
@@ -359,7 +340,7 @@ pub async fn register_finish(
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
             return Err(PasskeyError::new(
                 StatusCode::CONFLICT,
-                "This passkey is already registered.",
+                &i18n::t("pk-err-duplicate"),
             ));
         }
         Err(e) => return Err(e.into()),
@@ -392,7 +373,7 @@ fn rate_limit(app: &AppState, key: &str) -> Result<(), PasskeyError> {
     limits::check(&app.page_limits.sign_in_per_ip, key, app.clock.instant()).map_err(|secs| {
         PageError::TooMany {
             retry_after_secs: secs,
-            message: "Too many sign-in attempts. Please wait a moment and try again.".into(),
+            message: i18n::t("pk-err-too-many-attempts"),
         }
         .into()
     })
@@ -429,11 +410,12 @@ pub async fn login_start(
     let brand = query
         .brand
         .filter(|b| pact_db::brands::is_valid_brand_id(b))
-        .ok_or_else(|| {
-            PasskeyError::bad_request("Open the sign-in page from your store's site.")
-        })?;
+        .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-no-brand")))?;
     if pact_db::brands::find(&app.db, &brand).await?.is_none() {
-        return Err(PasskeyError::new(StatusCode::NOT_FOUND, "Unknown brand."));
+        return Err(PasskeyError::new(
+            StatusCode::NOT_FOUND,
+            &i18n::t("pk-err-unknown-brand"),
+        ));
     }
     let (mut challenge, authentication) = webauthn
         .start_discoverable_authentication()
@@ -474,8 +456,7 @@ pub struct LoginFinish {
     pub(crate) credential: PublicKeyCredential,
 }
 
-const NOT_RECOGNISED: &str =
-    "This passkey was not recognised. Use another passkey or sign in with your password.";
+const NOT_RECOGNISED: &str = "pk-err-unknown-passkey";
 
 /// `POST /passkeys/login/finish` ← `{ceremonyId, credential}` →
 /// `{"redirect": next}` with a new, signed-in session cookie.
@@ -489,8 +470,7 @@ pub async fn login_finish(
     let webauthn = relying_party_of(&app)?;
     let session = check_request(&app, &headers, browser)?;
     rate_limit(&app, &client_key(&ip))?;
-    let Json(body) =
-        body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
+    let Json(body) = body.map_err(|_| PasskeyError::bad_request(&i18n::t("pk-err-answer")))?;
     let now = app.clock.now();
     // Single use: taken (deleted) before anything is checked.
     let ceremony = pact_db::sessions::take_ceremony(
@@ -501,14 +481,9 @@ pub async fn login_finish(
         now,
     )
     .await?
-    .ok_or_else(|| {
-        PasskeyError::bad_request(
-            "This sign-in request has expired or was already used. Please try again.",
-        )
-    })?;
-    let ceremony: LoginCeremony =
-        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
-    let refused = || PasskeyError::new(StatusCode::UNAUTHORIZED, NOT_RECOGNISED);
+    .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-login-ceremony")))?;
+    let ceremony: LoginCeremony = serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    let refused = || PasskeyError::new(StatusCode::UNAUTHORIZED, &i18n::t(NOT_RECOGNISED));
     let (user_id, credential_id) = webauthn
         .identify_discoverable_authentication(&body.credential)
         .map_err(|_| refused())?;
@@ -563,27 +538,25 @@ pub async fn delete(
     body: Bytes,
 ) -> Result<Response, PageError> {
     if app.webauthn.is_none() {
-        return Err(PageError::NotFound(
-            "Passkeys are not available on this site.".into(),
-        ));
+        return Err(PageError::NotFound(i18n::t("pk-err-unavailable")));
     }
     let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
     let user = account_of(&app, session)
         .await
         .map_err(|e| PageError::Forbidden(e.message))?;
     let Ok(id) = id.parse::<Uuid>() else {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     };
     let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
     if !stored.iter().any(|c| c.id == id) {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     let now = app.clock.now();
     if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PageError::Forbidden(STEP_UP_MESSAGE.into()));
+        return Err(PageError::Forbidden(i18n::t(STEP_UP_MESSAGE)));
     }
     if !pact_db::sessions::delete_credential(&app.db, user.id, id).await? {
-        return Err(PageError::NotFound("There is no such passkey.".into()));
+        return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     tracing::info!(user = %user.id, "passkey removed");
     Ok(Redirect::to("/account?done=passkey-removed").into_response())
@@ -595,7 +568,7 @@ mod tests {
 
     #[test]
     fn step_up_is_needed_only_with_a_factor_and_no_recent_verification() {
-        let now = OffsetDateTime::now_utc();
+        let now = app.clock.now();
         assert!(!needs_step_up(false, 0, None, now));
         assert!(needs_step_up(true, 0, None, now));
         assert!(needs_step_up(false, 1, None, now));

@@ -27,6 +27,7 @@ use pact_db::users::User;
 use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
+use super::i18n;
 use super::login::{brand_for, wait_message, with_headers};
 use super::page::{PageError, render};
 use super::session::{self, Browser};
@@ -44,10 +45,6 @@ pub const LINK_LIFETIME: Duration = Duration::minutes(30);
 pub const MAILS_PER_WINDOW: i64 = 3;
 pub const MAIL_WINDOW: Duration = Duration::hours(1);
 
-const NOT_OFFERED: &str = "Resetting a password by email is not set up here. Ask the store's \
-                           customer service to help you get back into your account.";
-const DEAD_LINK: &str = "This link has expired or was already used. Ask for a new one below.";
-
 #[derive(Debug, Deserialize)]
 pub struct ForgotQuery {
     pub brand: Option<String>,
@@ -63,6 +60,7 @@ struct ForgotPage<'a> {
     error: Option<&'a str>,
     /// Set once the request was taken: "check your email".
     sent: bool,
+    look: crate::who::Look,
 }
 
 #[derive(Template)]
@@ -77,12 +75,13 @@ struct ResetPage<'a> {
     min_len: usize,
     /// Set once the new password is stored.
     done: bool,
+    look: crate::who::Look,
 }
 
 fn not_offered(state: &AppState) -> Result<(), PageError> {
     match state.mailer {
         Some(_) => Ok(()),
-        None => Err(PageError::NotFound(NOT_OFFERED.to_owned())),
+        None => Err(PageError::NotFound(i18n::t("forgot-err-not-offered"))),
     }
 }
 
@@ -101,6 +100,7 @@ pub async fn get_forgot(
         csrf: &csrf,
         error: None,
         sent: false,
+        look: crate::who::Look::of(&brand.settings),
     };
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
@@ -115,6 +115,10 @@ pub async fn post_forgot(
     not_offered(&state)?;
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
     let brand = brand_for(&state, form.get("brand"), visitor.session()).await?;
+    i18n::set_here(format!(
+        "/login/forgot?brand={}",
+        super::login::enc(&brand.id)
+    ));
     let page = |error: Option<&str>, status: StatusCode, retry: Option<u64>| {
         let p = ForgotPage {
             brand_name: brand.name.clone(),
@@ -123,6 +127,7 @@ pub async fn post_forgot(
             csrf: visitor.csrf(),
             error,
             sent: error.is_none(),
+            look: crate::who::Look::of(&brand.settings),
         };
         with_headers(render(&p, status), None, retry)
     };
@@ -132,7 +137,7 @@ pub async fn post_forgot(
         .unwrap_or_default();
     if !plausible_email(&email) {
         return Ok(page(
-            Some("Enter the email address of your account."),
+            Some(&i18n::t("forgot-err-email")),
             StatusCode::BAD_REQUEST,
             None,
         ));
@@ -144,13 +149,15 @@ pub async fn post_forgot(
         &ip.limit_key(),
         state.clock.instant(),
     ) {
-        let msg = wait_message("Too many requests from your network.", secs);
+        let msg = wait_message("wait-too-many-requests", secs);
         return Ok(page(Some(&msg), StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
     let app = state.clone();
     let brand_for_task = brand.clone();
+    // The mail is in the language of the page that asked for it.
+    let lang = i18n::current();
     tokio::spawn(async move {
-        if let Err(e) = send_link(&app, &brand_for_task, &email).await {
+        if let Err(e) = send_link(&app, &brand_for_task, &email, lang).await {
             // Never the address or the link: only that it failed.
             tracing::warn!(brand = %brand_for_task.id, error = %e, "password-reset mail not sent");
         }
@@ -160,7 +167,12 @@ pub async fn post_forgot(
 
 /// The background half of a request: look the account up, respect the
 /// per-account budget, store the link's hash, send the mail.
-async fn send_link(state: &AppState, brand: &Brand, email: &str) -> Result<(), String> {
+async fn send_link(
+    state: &AppState,
+    brand: &Brand,
+    email: &str,
+    lang: i18n::Lang,
+) -> Result<(), String> {
     let Some(mailer) = state.mailer.as_ref() else {
         return Ok(());
     };
@@ -185,13 +197,13 @@ async fn send_link(state: &AppState, brand: &Brand, email: &str) -> Result<(), S
         .await
         .map_err(|e| e.to_string())?;
     let link = format!("{}/login/reset?token={token}", state.config.public_url);
-    let body = mail_body(&brand.name, &link, LINK_LIFETIME.whole_minutes());
+    let body = mail_body(lang, &brand.name, &link, LINK_LIFETIME.whole_minutes());
+    let subject = lang.message(
+        "mail-reset-subject",
+        &[("brand", brand.name.as_str().into())],
+    );
     mailer
-        .send(
-            &user.email,
-            &format!("Reset your password at {}", brand.name),
-            body,
-        )
+        .send(&user.email, &subject, body)
         .await
         .map_err(|e| e.to_string())?;
     tracing::info!(brand = %brand.id, user = %user.id, "password-reset link sent");
@@ -200,12 +212,14 @@ async fn send_link(state: &AppState, brand: &Brand, email: &str) -> Result<(), S
 
 /// The mail's text: who sends it, the link, when it dies, and what to do when
 /// the person did not ask.
-pub fn mail_body(brand_name: &str, link: &str, minutes: i64) -> String {
+pub fn mail_body(lang: i18n::Lang, brand_name: &str, link: &str, minutes: i64) -> String {
+    let brand = || [("brand", i18n::Arg::from(brand_name))];
     format!(
-        "Someone asked to reset the password of your {brand_name} account.\n\n\
-         To choose a new password, open this link within {minutes} minutes:\n\n{link}\n\n\
-         The link works once. Your second factor, if you have one, is still asked when you sign in.\n\n\
-         If you did not ask for this, ignore this message: your password stays as it is.\n"
+        "{}\n\n{}\n\n{link}\n\n{}\n\n{}\n",
+        lang.message("mail-reset-asked", &brand()),
+        lang.message("mail-reset-open", &[("n", i18n::Arg::from(minutes))]),
+        lang.message("mail-reset-once", &[]),
+        lang.message("mail-reset-ignore", &[]),
     )
 }
 
@@ -247,7 +261,7 @@ async fn link_owner(
 }
 
 fn dead_link() -> PageError {
-    PageError::BadRequest(DEAD_LINK.to_owned())
+    PageError::BadRequest(i18n::t("reset-err-dead-link"))
 }
 
 pub async fn get_reset(
@@ -270,6 +284,7 @@ pub async fn get_reset(
         error: None,
         min_len: password::MIN_LEN,
         done: false,
+        look: crate::who::Look::of(&brand.settings),
     };
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
@@ -288,6 +303,7 @@ pub async fn post_reset(
     let Some((user, brand)) = link_owner(&state, &token, now).await? else {
         return Err(dead_link());
     };
+    i18n::set_here(format!("/login/reset?token={}", super::login::enc(&token)));
     let page = |error: Option<&str>, status: StatusCode| {
         let p = ResetPage {
             brand_name: brand.name.clone(),
@@ -298,13 +314,14 @@ pub async fn post_reset(
             error,
             min_len: password::MIN_LEN,
             done: error.is_none(),
+            look: crate::who::Look::of(&brand.settings),
         };
         with_headers(render(&p, status), None, None)
     };
     let new = form.get("password").unwrap_or("");
     if new != form.get("confirm").unwrap_or("") {
         return Ok(page(
-            Some("The two passwords are not the same. Type the new password twice."),
+            Some(&i18n::t("reset-err-mismatch")),
             StatusCode::BAD_REQUEST,
         ));
     }
@@ -313,10 +330,7 @@ pub async fn post_reset(
         .await
         .map_err(PageError::internal)?;
     let Ok(hash) = hashed else {
-        let msg = format!(
-            "Choose a password of at least {} characters.",
-            password::MIN_LEN
-        );
+        let msg = i18n::t1("reset-err-short", "n", password::MIN_LEN);
         return Ok(page(Some(&msg), StatusCode::BAD_REQUEST));
     };
 
@@ -346,7 +360,12 @@ mod tests {
 
     #[test]
     fn the_mail_says_who_asks_how_long_the_link_works_and_what_to_do_otherwise() {
-        let body = mail_body("Demo Shop", "https://id.example/login/reset?token=x", 30);
+        let body = mail_body(
+            i18n::Lang::En,
+            "Demo Shop",
+            "https://id.example/login/reset?token=x",
+            30,
+        );
         assert!(body.contains("Demo Shop"));
         assert!(body.contains("https://id.example/login/reset?token=x"));
         assert!(body.contains("within 30 minutes"));

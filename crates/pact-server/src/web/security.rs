@@ -61,14 +61,10 @@ pub fn check_origin(headers: &HeaderMap, public_url: &str) -> Result<(), PageErr
     let ours = origin_of(public_url);
     match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         Some(o) if o == ours => Ok(()),
-        Some(o) if o != "null" => Err(PageError::Forbidden(
-            "This request came from another site and was refused.".into(),
-        )),
+        Some(o) if o != "null" => Err(PageError::Forbidden(super::i18n::t("err-cross-site"))),
         _ => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
             Some("same-origin") => Ok(()),
-            _ => Err(PageError::Forbidden(
-                "This request could not be verified and was refused.".into(),
-            )),
+            _ => Err(PageError::Forbidden(super::i18n::t("err-unverified"))),
         },
     }
 }
@@ -82,9 +78,7 @@ pub fn check_csrf(expected: &str, given: Option<&str>) -> Result<(), PageError> 
     if same {
         Ok(())
     } else {
-        Err(PageError::Forbidden(
-            "Your session has changed. Go back, reload the page and try again.".into(),
-        ))
+        Err(PageError::Forbidden(super::i18n::t("err-session-changed")))
     }
 }
 
@@ -100,9 +94,7 @@ pub fn guard_post<'b>(
     check_origin(headers, &state.config.public_url)?;
     let form = Fields::parse(body);
     let Some(s) = &browser.session else {
-        return Err(PageError::Forbidden(
-            "Your session has changed. Go back, reload the page and try again.".into(),
-        ));
+        return Err(PageError::Forbidden(super::i18n::t("err-session-changed")));
     };
     check_csrf(&s.csrf_token, form.get("csrf"))?;
     Ok((s, form))
