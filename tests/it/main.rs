@@ -17,6 +17,7 @@ mod jwks;
 mod merchant;
 mod messages;
 mod node_cache;
+mod oidc_login;
 mod ops;
 mod pa_jwt_attacks;
 mod pages_account;
