@@ -484,6 +484,42 @@ async fn back_channel_logout_from_the_provider_ends_the_session() {
     assert_eq!(res.status(), 303, "signed out: back to code entry");
 }
 
+/// The same journey in Chromium: pactd on `localhost`, the provider on
+/// `127.0.0.1`, so the trip out and back is cross-site as in production
+/// (the session cookie is `SameSite=Lax`, sent on the provider's redirect
+/// back because it is a top-level GET).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_at_the_provider_in_a_real_browser() {
+    let app = crate::browser::app().await;
+    let pa = app.registered_pa(PA_ISS).await;
+    let op = node_provider(&app).await;
+    configure(&app, &op.issuer, "email", &[]).await;
+    let auth = app
+        .device_authorize(&pa, PA_SUB, "orders:read orders:cancel", None)
+        .await;
+    let out = crate::browser::journey(
+        "oidc",
+        json!({
+            "base": app.state.config.public_url,
+            "link": auth.body["verification_uri_complete"],
+            "user_code": auth.user_code,
+            "login": "ann",
+            "password": "ann-password",
+            "untick": ["Cancel orders that have not shipped yet"],
+            "expect_on_consent": ["ann@shop.example"],
+        }),
+    )
+    .await;
+    assert!(
+        out["url"].as_str().unwrap().ends_with("/device/done"),
+        "{out}"
+    );
+    let (status, body) = app.poll(&pa, PA_SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(token_payload(&body)["sub"], "ann@shop.example");
+    assert_eq!(body["scope"], "orders:read");
+}
+
 // ------------------------------------------------------------------ a provider the test controls
 
 /// Discovery, JWKS and a token endpoint that answers with the ID token the
