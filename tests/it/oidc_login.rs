@@ -528,6 +528,8 @@ async fn a_person_signs_in_at_the_provider_in_a_real_browser() {
 struct FakeProvider {
     issuer: String,
     key: PaKey,
+    /// When set, the discovery document names another issuer.
+    lie: Arc<Mutex<bool>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
     _server: tokio::task::JoinHandle<()>,
@@ -537,6 +539,7 @@ struct FakeProvider {
 struct FakeState {
     issuer: String,
     jwk: Value,
+    lie: Arc<Mutex<bool>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
 }
@@ -548,6 +551,7 @@ async fn fake_provider() -> FakeProvider {
     let state = FakeState {
         issuer: issuer.clone(),
         jwk: serde_json::from_str(&key.public_jwk().to_string()).unwrap(),
+        lie: Arc::default(),
         next: Arc::default(),
         seen: Arc::default(),
     };
@@ -555,8 +559,13 @@ async fn fake_provider() -> FakeProvider {
         .route(
             "/.well-known/openid-configuration",
             get(|State(s): State<FakeState>| async move {
+                let named = if *s.lie.lock().unwrap() {
+                    "https://another-issuer.example".to_owned()
+                } else {
+                    s.issuer.clone()
+                };
                 axum::Json(json!({
-                    "issuer": s.issuer,
+                    "issuer": named,
                     "authorization_endpoint": format!("{}/authorize", s.issuer),
                     "token_endpoint": format!("{}/token", s.issuer),
                     "jwks_uri": format!("{}/jwks", s.issuer),
@@ -591,6 +600,7 @@ async fn fake_provider() -> FakeProvider {
     FakeProvider {
         issuer,
         key,
+        lie: state.lie,
         next: state.next,
         seen: state.seen,
         _server: server,
@@ -713,7 +723,52 @@ async fn bad_id_tokens_are_refused_and_sign_no_one_in() {
         );
     }
 
-    // An error from the provider, and a callback with no code: clear pages.
+    // RFC 9207: an `iss` on the callback that is not this provider's.
+    let link = fresh_link(&b, &op.issuer).await;
+    let state = query_value(&link, "state").unwrap();
+    let nonce = query_value(&link, "nonce").unwrap();
+    *op.next.lock().unwrap() = Some(op.sign(&op.claims(&nonce)));
+    let res = b
+        .get(&format!(
+            "/oidc/demo/callback?code=c-1&state={state}&iss=https%3A%2F%2Fevil.example"
+        ))
+        .await;
+    assert_eq!(res.status(), 401);
+    assert!(
+        op.next.lock().unwrap().is_some(),
+        "the code was never redeemed"
+    );
+    // A trip for the demo brand returning through another brand's callback.
+    pact_db::brands::insert(&s.app.db, "other", "Other", "")
+        .await
+        .unwrap();
+    let link = fresh_link(&b, &op.issuer).await;
+    let state = query_value(&link, "state").unwrap();
+    let res = b
+        .get(&format!("/oidc/other/callback?code=c-1&state={state}"))
+        .await;
+    assert_eq!(res.status(), 400);
+    // A state made before the browser entered another code is void.
+    let link = fresh_link(&b, &op.issuer).await;
+    let old_state = query_value(&link, "state").unwrap();
+    let other = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+        .await;
+    assert_eq!(enter_code(&b, &other.user_code).await.status(), 200);
+    let res = b
+        .get(&format!("/oidc/demo/callback?code=c-1&state={old_state}"))
+        .await;
+    assert_eq!(res.status(), 400);
+    assert_eq!(signed_in_sessions(&s.app).await, 0);
+    // A discovery document that speaks for another issuer: nowhere to go.
+    *op.lie.lock().unwrap() = true;
+    let (status, html) = b.get_html("/device/consent").await;
+    assert_eq!(status, 502, "{html}");
+    assert!(!html.contains(&op.issuer), "no link to the provider");
+    *op.lie.lock().unwrap() = false;
+
+    // An error from the provider: a clear page naming its code.
     let link = fresh_link(&b, &op.issuer).await;
     let state = query_value(&link, "state").unwrap();
     let (status, html) = b

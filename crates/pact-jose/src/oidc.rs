@@ -300,6 +300,9 @@ mod tests {
 
     const ISS: &str = "https://id.shop.example";
     const CLIENT: &str = "pactd-demo";
+
+    /// One way of breaking a token's claims.
+    type Edit = Box<dyn Fn(&mut Value)>;
     const NOW: i64 = 1_750_000_000;
 
     fn id_claims() -> Value {
@@ -339,7 +342,7 @@ mod tests {
     #[test]
     fn every_id_token_rule_refuses_what_breaks_it() {
         let key = TestPa::es256("k1");
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "wrong iss",
                 Box::new(|c: &mut Value| c["iss"] = json!("https://id.shop.example/")),
@@ -490,7 +493,7 @@ mod tests {
         let t = logout(&key, &h, &logout_claims()).unwrap();
         assert_eq!(t.sub.as_deref(), Some("u-1"));
         assert_eq!(t.sid.as_deref(), Some("s-9"));
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "wrong iss",
                 Box::new(|c: &mut Value| c["iss"] = json!("https://evil.example")),
