@@ -6,6 +6,8 @@
 //   #passkey-signin-status                       — the login page partial
 //   #passkey-add, #passkey-name, #passkey-register, #passkey-unsupported,
 //   #passkey-status                               — the account page
+// A container may name its own endpoints (data-start-url, data-finish-url):
+// the staff console uses the same ceremonies under /admin.
 // The server speaks webauthn-rs's JSON: binary fields are base64url strings,
 // which the browser API wants as ArrayBuffers (and gives back as such).
 (function () {
@@ -198,7 +200,7 @@
       var ceremonyId = null;
       button.disabled = true;
       show(status, "Follow your browser's prompt to create the passkey…", false);
-      post("/passkeys/register/start", {}, csrf)
+      post(area.dataset.startUrl || "/passkeys/register/start", {}, csrf)
         .then(function (answer) {
           ceremonyId = answer.ceremonyId;
           return navigator.credentials.create(creationOptions(answer));
@@ -208,7 +210,7 @@
             throw new Error("No passkey was created.");
           }
           return post(
-            "/passkeys/register/finish",
+            area.dataset.finishUrl || "/passkeys/register/finish",
             {
               ceremonyId: ceremonyId,
               name: nameInput ? nameInput.value : "",
@@ -245,11 +247,13 @@
       if (next) {
         query += "&next=" + encodeURIComponent(next);
       }
+      var startUrl = area.dataset.startUrl || "/passkeys/login/start" + query;
+      var finishUrl = area.dataset.finishUrl || "/passkeys/login/finish";
       var csrf = csrfToken(area);
       var ceremonyId = null;
       button.disabled = true;
       show(status, "Follow your browser's prompt to use your passkey…", false);
-      post("/passkeys/login/start" + query, {}, csrf)
+      post(startUrl, {}, csrf)
         .then(function (answer) {
           ceremonyId = answer.ceremonyId;
           return navigator.credentials.get(requestOptions(answer));
@@ -259,7 +263,7 @@
             throw new Error("No passkey was chosen.");
           }
           return post(
-            "/passkeys/login/finish",
+            finishUrl,
             { ceremonyId: ceremonyId, credential: assertionJson(credential) },
             csrf
           );

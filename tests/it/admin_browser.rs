@@ -4,7 +4,11 @@
 //! agent's next delegated call is refused on a second node; the audit log
 //! shows it; a viewer has no button and its POST is refused.
 //!
-//! Screenshots of every page land in `target/browser-screenshots/admin-console/`.
+//! Staff second factors: an admin adds a passkey (Chromium's virtual
+//! authenticator) and signs in with it instead of TOTP; recovery codes work
+//! once; a viewer's session cannot add a credential to another admin.
+//!
+//! Screenshots of every page land in `target/browser-screenshots/admin-<journey>/`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -24,7 +28,7 @@ fn workspace() -> PathBuf {
         .to_owned()
 }
 
-async fn run_journey(input: &mut Value) -> Value {
+async fn run_journey(journey: &str, input: &mut Value) -> Value {
     let dir = workspace().join("tests/browser");
     if !dir.join("node_modules/playwright-core").exists() {
         let status = std::process::Command::new("npm")
@@ -34,13 +38,13 @@ async fn run_journey(input: &mut Value) -> Value {
             .expect("npm is needed for the browser tests (apt-get install -y nodejs npm)");
         assert!(status.success(), "npm ci failed in tests/browser");
     }
-    let shots = workspace().join("target/browser-screenshots/admin-console");
+    let shots = workspace().join(format!("target/browser-screenshots/admin-{journey}"));
     std::fs::remove_dir_all(&shots).ok();
     std::fs::create_dir_all(&shots).unwrap();
     input["shots"] = json!(shots);
     let mut child = tokio::process::Command::new("node")
         .arg("admin.mjs")
-        .arg("console")
+        .arg(journey)
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -57,13 +61,13 @@ async fn run_journey(input: &mut Value) -> Value {
         .unwrap();
     let out = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
         .await
-        .expect("the console journey did not finish in 90 s")
+        .expect("the journey did not finish in 90 s")
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "console journey failed:\n{stderr}\n{stdout}\nscreenshots: {}",
+        "{journey} journey failed:\n{stderr}\n{stdout}\nscreenshots: {}",
         shots.display()
     );
     serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
@@ -147,9 +151,53 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         .await;
     assert_eq!(before.status(), 200);
 
+    // A customer account to find, and a type and a tool on the brand, for the
+    // owner's pages.
+    pact_tests::pages::add_user(&a, "demo", "ada@example.com", PASSWORD).await;
+    let setup = pact_server::admin::role::Actor {
+        kind: "cli",
+        name: "setup".into(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    };
+    let demo = pact_db::brands::find(&a.db, "demo").await.unwrap().unwrap();
+    let mut tx = a.db.begin().await.unwrap();
+    pact_server::admin::brand_settings::upsert_details_type(
+        &mut tx,
+        &setup,
+        None,
+        &demo,
+        "order_view",
+        serde_json::from_value(
+            json!({"scope": "orders:read", "description": "Orders {ids}",
+            "fields": {"ids": {"type": "string_array", "required": true}}}),
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let demo = pact_db::brands::find(&a.db, "demo").await.unwrap().unwrap();
+    let mut tx = a.db.begin().await.unwrap();
+    pact_server::admin::brand_settings::upsert_tool(
+        &mut tx,
+        &setup,
+        None,
+        &demo,
+        serde_json::from_value(json!({"name": "get_order", "scope": "orders:read",
+            "url": "https://shop.example/tools/get_order", "description": "One order",
+            "enforce": ["ids=order_id"]}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
     let mut input = json!({
         "base": a.state.config.public_url,
         "password": PASSWORD,
+        "issuer": ISS,
+        "customer_email": "ada@example.com",
         "owner": "owner@example.com",
         "operator": "ops@example.com",
         "operator_totp_hex": operator_totp,
@@ -160,7 +208,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "other_grant_id": other.to_string(),
         "new_issuer": "https://new-agent.example",
     });
-    let out = run_journey(&mut input).await;
+    let out = run_journey("console", &mut input).await;
 
     // The agent's next delegated call, on the other node, is refused.
     let after = b
@@ -215,4 +263,136 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "the owner enrolled an authenticator in the browser"
     );
     b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_signs_in_with_a_passkey_and_a_recovery_code_works_once() {
+    // A WebAuthn relying party needs a domain name: localhost.
+    let app = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+    })
+    .await;
+    let admin_totp = add_admin(&app, "ops@example.com", "operator", true).await;
+    let viewer_totp = add_admin(&app, "desk@example.com", "viewer", true).await;
+    let admin = pact_db::admins::find_by_email(&app.db, "ops@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let viewer = pact_db::admins::find_by_email(&app.db, "desk@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut input = json!({
+        "base": app.state.config.public_url,
+        "password": PASSWORD,
+        "admin": "ops@example.com",
+        "admin_id": admin.id.to_string(),
+        "admin_totp_hex": admin_totp,
+        "viewer": "desk@example.com",
+        "viewer_totp_hex": viewer_totp,
+    });
+    let out = run_journey("factors", &mut input).await;
+
+    // The passkey is the admin's, and it signed the admin in.
+    let passkeys = pact_db::admin_factors::passkeys_of(&app.db, admin.id)
+        .await
+        .unwrap();
+    assert_eq!(passkeys.len(), 1, "{out}");
+    assert_eq!(passkeys[0].name, "Work laptop");
+    assert!(passkeys[0].last_used_at.is_some(), "the passkey was used");
+
+    // Ten codes shown once; the first worked once, then was refused.
+    let codes: Vec<String> = serde_json::from_value(out["codes"].clone()).unwrap();
+    assert_eq!(codes.len(), 10);
+    let after = out["after_recovery"].as_str().unwrap();
+    assert!(
+        after.contains("You signed in with a recovery code"),
+        "{after}"
+    );
+    assert!(after.contains("9 unused recovery code(s)"), "{after}");
+    assert!(
+        out["reuse_error"]
+            .as_str()
+            .unwrap()
+            .contains("That recovery code didn't work"),
+        "{out}"
+    );
+    assert_eq!(
+        pact_db::admin_factors::unused_recovery_codes(&app.db, admin.id)
+            .await
+            .unwrap(),
+        9
+    );
+
+    // The viewer: no CSRF token, refused; its options name itself, not the
+    // admin the body named; the admin's ceremony cannot be finished from its
+    // session; the passkey it made is its own; the admin's cannot be removed.
+    let v = &out["viewer"];
+    assert_eq!(v["no_csrf"], 403, "{out}");
+    assert_eq!(v["start_status"], 200, "{out}");
+    assert_eq!(v["user_name"], "desk@example.com", "{out}");
+    assert_eq!(v["finish_other"], 400, "{out}");
+    assert_eq!(v["finish_own"], 200, "{out}");
+    assert_eq!(v["delete_other"], 404, "{out}");
+    let admins_passkeys = pact_db::admin_factors::passkeys_of(&app.db, admin.id)
+        .await
+        .unwrap();
+    assert_eq!(admins_passkeys.len(), 1, "nothing was added to the admin");
+    assert_eq!(admins_passkeys[0].id, passkeys[0].id, "nor removed");
+    assert_eq!(
+        pact_db::admin_factors::passkeys_of(&app.db, viewer.id)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The audit log has each step, and never a code.
+    let rows: Vec<(String, String, serde_json::Value)> = sqlx::query_as(
+        "select actor, action, detail from audit_log where actor = 'ops@example.com' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    let actions: Vec<(&str, String)> = rows
+        .iter()
+        .map(|(_, a, d)| (a.as_str(), d.to_string()))
+        .collect();
+    let has = |action: &str, detail: &str| {
+        actions
+            .iter()
+            .any(|(a, d)| *a == action && d.contains(detail))
+    };
+    assert!(has("admin.sign_in", r#""factor":"totp""#), "{actions:?}");
+    assert!(has("admin.passkey_add", "Work laptop"), "{actions:?}");
+    assert!(
+        has("admin.recovery_codes_new", r#""count":10"#),
+        "{actions:?}"
+    );
+    assert!(has("admin.sign_in", r#""factor":"passkey""#), "{actions:?}");
+    assert!(
+        has("admin.recovery_code_used", r#""left":9"#),
+        "{actions:?}"
+    );
+    assert!(
+        has("admin.sign_in", r#""factor":"recovery code""#),
+        "{actions:?}"
+    );
+    assert!(
+        has("admin.sign_in_failed", r#""step":"recovery code""#),
+        "{actions:?}"
+    );
+    let whole: String = sqlx::query_scalar(
+        "select string_agg(detail::text || coalesce(target, ''), ' ') from audit_log",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    for c in &codes {
+        assert!(
+            !whole.contains(c.as_str()),
+            "a recovery code in the audit log"
+        );
+        assert!(!whole.contains(&c.replace('-', "")));
+    }
 }

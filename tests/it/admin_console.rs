@@ -57,7 +57,7 @@ pub(crate) async fn sign_in(app: &TestApp, b: &Browser, email: &str) -> Vec<u8> 
     let secret = base32_decode(&html[start..end].replace(' ', ""));
     let sealed = hidden_field(&html, "sealed").unwrap();
     let csrf = csrf_from(&html).unwrap();
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = app.clock.now().unix_timestamp();
     let res = b
         .post(
             "/admin/totp-setup",
@@ -155,7 +155,7 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
 
     // Password accepted: still nothing but the second factor. The enrolment
     // and the replay below must fall in one 30-second TOTP step.
-    pact_tests::pages::wait_for_totp_step_with(15).await;
+    pact_tests::pages::next_totp_step(&app);
     let secret = sign_in(&app, &b, "root@example.com").await;
     let (status, html) = b.get_html("/admin").await;
     assert_eq!(status, 200);
@@ -179,7 +179,7 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
         "/admin/sign-in",
         "half signed in opens nothing"
     );
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = app.clock.now().unix_timestamp();
     let replay = b
         .submit(
             "/admin/second-factor",
@@ -497,4 +497,83 @@ async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_thei
             "customer.revoke_grants"
         ]
     );
+}
+
+/// An account whose second factor is a passkey cannot skip it: setting up an
+/// authenticator app completes a sign-in, so the set-up page (GET and POST)
+/// is closed to an account that has a factor, and sends it to the second
+/// factor instead. A wrong recovery code counts towards the lock.
+#[tokio::test]
+async fn a_passkey_account_cannot_set_up_an_app_to_skip_its_passkey() {
+    // A relying party needs a domain name (passkeys are not offered on an IP address).
+    let app = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+    })
+    .await;
+    add_admin(&app, "key@example.com", "owner", None).await;
+    let admin = pact_db::admins::find_by_email(&app.db, "key@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    pact_db::admin_factors::insert_passkey(
+        &app.db,
+        admin.id,
+        b"credential-1",
+        &serde_json::json!({}),
+        "Key",
+    )
+    .await
+    .unwrap();
+    let b = Browser::new(&app);
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "key@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin/second-factor");
+    let (status, html) = b.get_html("/admin/second-factor").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Sign in with a passkey"), "{html}");
+    assert!(
+        !html.contains("name=\"code\""),
+        "no TOTP form without an app"
+    );
+    // The page's only token is the passkey script's (no form: no app, no codes).
+    let start = html.find("data-csrf=\"").unwrap() + "data-csrf=\"".len();
+    let csrf = html[start..start + html[start..].find('"').unwrap()].to_owned();
+
+    let res = b.get("/admin/totp-setup").await;
+    assert_eq!(location(&res), "/admin/second-factor");
+    let res = b
+        .post(
+            "/admin/totp-setup",
+            &[("csrf", &csrf), ("sealed", "x"), ("code", "123456")],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin/second-factor");
+    // A TOTP code without an app is refused, and so is a made-up recovery code.
+    let res = b
+        .post(
+            "/admin/second-factor",
+            &[("csrf", &csrf), ("code", "123456")],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    let res = b
+        .post(
+            "/admin/second-factor",
+            &[("csrf", &csrf), ("recovery_code", "abcde-fghjk")],
+        )
+        .await;
+    assert_eq!(res.status(), 401);
+    let res = b.get("/admin").await;
+    assert_eq!(location(&res), "/admin/sign-in", "still not signed in");
+    let after = pact_db::admins::find(&app.db, admin.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!after.has_totp(), "no app was set up");
+    assert_eq!(after.failed_logins, 1, "the wrong recovery code counted");
 }

@@ -930,3 +930,399 @@ async fn a_remote_registration_does_not_fetch_loopback_logos_in_production() {
             .is_none()
     );
 }
+
+// --- grant lifetime, authorization_details types, tools ----------------------
+
+async fn brand_settings(app: &TestApp, brand: &str) -> Value {
+    pact_db::brands::find(&app.db, brand)
+        .await
+        .unwrap()
+        .unwrap()
+        .settings
+}
+
+/// Owners edit a brand's grant lifetime, RFC 9396 types and tools through the
+/// API with the command line's rules; lower roles are refused (and the
+/// refusal audited) before anything is looked up; a brand-limited owner gets
+/// the same `not_found` for another brand as for no brand; bad input is a
+/// 400 in the API's one error shape and changes nothing.
+#[tokio::test]
+async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() {
+    let app = app().await;
+    for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
+        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+            .await
+            .unwrap();
+    }
+    let owner = credential(&app, "root", "owner", None).await;
+    let shop_owner = credential(&app, "shop-owner", "owner", Some(&["shop"])).await;
+    let operator = credential(&app, "ops", "operator", None).await;
+    let viewer = credential(&app, "desk", "viewer", None).await;
+    let declaration = serde_json::json!({"type_name": "order_view", "declaration": {
+        "scope": "orders:read", "description": "Orders {ids}",
+        "fields": {"ids": {"type": "string_array", "required": true}}}});
+    let tool = serde_json::json!({"name": "get_order", "scope": "orders:read",
+        "url": "https://shop.example/tools/get_order", "description": "One order",
+        "enforce": ["ids=order_id"], "input_schema": {"type": "object"}});
+
+    // Lower roles: 403 before the brand is looked at, audited as denied.
+    for (secret, name) in [(&operator, "ops"), (&viewer, "desk")] {
+        for (path, body) in [
+            (
+                "/brands/shop/grant-lifetime",
+                serde_json::json!({"days": 3}),
+            ),
+            ("/brands/shop/details-types", declaration.clone()),
+            ("/brands/shop/tools", tool.clone()),
+            ("/brands/nope/tools/x/remove", serde_json::json!({})),
+        ] {
+            error(
+                call(&app, secret, "post", path, Some(body)).await,
+                403,
+                "forbidden",
+            )
+            .await;
+        }
+        let actions = audit_actions(&app, name).await;
+        for a in [
+            "brand.grant_lifetime.denied",
+            "details_type.upsert.denied",
+            "tool.upsert.denied",
+            "tool.remove.denied",
+        ] {
+            assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
+        }
+    }
+    assert!(
+        brand_settings(&app, "shop")
+            .await
+            .get("grant_ttl_days")
+            .is_none()
+    );
+
+    // The limited owner: another brand and a missing one answer alike.
+    let other = call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/demo/grant-lifetime",
+        Some(serde_json::json!({"days": 3})),
+    )
+    .await;
+    let missing = call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/nope/grant-lifetime",
+        Some(serde_json::json!({"days": 3})),
+    )
+    .await;
+    let other = error(other, 404, "not_found").await;
+    assert_eq!(other, error(missing, 404, "not_found").await);
+    assert!(
+        brand_settings(&app, "demo")
+            .await
+            .get("grant_ttl_days")
+            .is_none()
+    );
+
+    // Bad input: refused, nothing changed.
+    let before = brand_settings(&app, "shop").await;
+    for (path, body) in [
+        (
+            "/brands/shop/grant-lifetime",
+            serde_json::json!({"days": 0}),
+        ),
+        (
+            "/brands/shop/grant-lifetime",
+            serde_json::json!({"days": 366}),
+        ),
+        (
+            "/brands/shop/grant-lifetime",
+            serde_json::json!({"days": "7"}),
+        ),
+        (
+            "/brands/shop/details-types",
+            serde_json::json!({"type_name": "x", "declaration": {"scope": "nope", "fields": {}}}),
+        ),
+        (
+            "/brands/shop/details-types",
+            serde_json::json!({"type_name": "has space", "declaration": {"scope": "orders:read", "fields": {}}}),
+        ),
+        (
+            "/brands/shop/details-types",
+            serde_json::json!({"type_name": "x", "declaration": {"scope": "orders:read",
+                "description": "nul \u{0} here", "fields": {}}}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "http://shop.example/t"}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "https://10.0.0.1/t"}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "Bad Name", "url": "https://shop.example/t"}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "https://shop.example/t", "scope": "nope"}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "https://shop.example/t", "enforce": ["ids=order_id"]}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "https://shop.example/t", "scope": "orders:read",
+                "enforce": ["ids=order_id"]}),
+        ),
+    ] {
+        error(
+            call(&app, &owner, "post", path, Some(body.clone())).await,
+            400,
+            "invalid_request",
+        )
+        .await;
+    }
+    assert_eq!(brand_settings(&app, "shop").await, before);
+    assert!(
+        pact_db::merchant::list_tools(&app.db, "shop")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The owner of the brand edits it.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/grant-lifetime",
+        Some(serde_json::json!({"days": 14})),
+    )
+    .await)
+    .await;
+    assert_eq!(v["grant_lifetime_days"], 14);
+    assert_eq!(v["grant_lifetime_is_default"], false);
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/details-types",
+        Some(declaration.clone()),
+    )
+    .await)
+    .await;
+    assert_eq!(v["details_types"]["order_view"]["scope"], "orders:read");
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/tools",
+        Some(tool.clone()),
+    )
+    .await)
+    .await;
+    assert_eq!(v["tools"][0]["name"], "get_order");
+    // The enforce rule landed in the type, where the tool gate reads it.
+    assert_eq!(
+        v["details_types"]["order_view"]["enforce"],
+        serde_json::json!([{"tool": "get_order", "arg": "order_id", "field": "ids"}])
+    );
+    let types = pact_server::domain::authz_details::types_from_settings(
+        &brand_settings(&app, "shop").await,
+    );
+    assert_eq!(types["order_view"].enforce.len(), 1);
+
+    // Removing the tool removes its rules; removing a type that is not there is not_found.
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/tools/get_order/remove",
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(v["tools"], serde_json::json!([]));
+    assert_eq!(
+        v["details_types"]["order_view"]["enforce"],
+        serde_json::json!([])
+    );
+    error(
+        call(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/shop/tools/get_order/remove",
+            None,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let v = ok(call(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/details-types/order_view/remove",
+        None,
+    )
+    .await)
+    .await;
+    assert_eq!(v["details_types"], serde_json::json!({}));
+    let v = ok(call(
+        &app,
+        &owner,
+        "post",
+        "/brands/shop/grant-lifetime",
+        Some(serde_json::json!({"days": null})),
+    )
+    .await)
+    .await;
+    assert_eq!(v["grant_lifetime_is_default"], true);
+
+    let actions = audit_actions(&app, "shop-owner").await;
+    for a in [
+        "brand.grant_lifetime",
+        "details_type.upsert",
+        "tool.upsert",
+        "tool.remove",
+        "details_type.remove",
+    ] {
+        assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
+    }
+}
+
+/// The console's forms do the same for an owner of the brand; an operator's
+/// POSTs are refused and audited, and bad input changes nothing.
+#[tokio::test]
+async fn the_console_edits_lifetime_types_and_tools_for_owners_only() {
+    let app = app().await;
+    for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
+        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+            .await
+            .unwrap();
+    }
+    add_admin(&app, "shop@example.com", "owner", Some(&["shop"])).await;
+    add_admin(&app, "ops@example.com", "operator", None).await;
+
+    let ops = Browser::new(&app);
+    sign_in(&app, &ops, "ops@example.com").await;
+    let (_, html) = ops.get_html("/admin").await;
+    let csrf = csrf_from(&html).unwrap();
+    for (path, field) in [
+        ("/admin/brands/shop/grant-lifetime", ("days", "3")),
+        ("/admin/brands/shop/tools", ("name", "t")),
+        ("/admin/brands/shop/details-types", ("type_name", "t")),
+    ] {
+        let res = ops.post(path, &[("csrf", &csrf), field]).await;
+        assert_eq!(res.status(), 403, "{path}");
+    }
+    let actions = audit_actions(&app, "ops@example.com").await;
+    assert!(actions.contains(&"brand.grant_lifetime.denied".to_owned()));
+    assert!(actions.contains(&"tool.upsert.denied".to_owned()));
+
+    let shop = Browser::new(&app);
+    sign_in(&app, &shop, "shop@example.com").await;
+    let (status, html) = shop.get_html("/admin/brands/shop").await;
+    assert_eq!(status, 200);
+    let csrf = csrf_from(&html).unwrap();
+    // Another brand is not found; a bad lifetime is refused.
+    let res = shop
+        .post(
+            "/admin/brands/demo/grant-lifetime",
+            &[("csrf", &csrf), ("days", "3")],
+        )
+        .await;
+    assert_eq!(res.status(), 404);
+    let res = shop
+        .post(
+            "/admin/brands/shop/grant-lifetime",
+            &[("csrf", &csrf), ("days", "400")],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    // Without the CSRF token, nothing.
+    let res = shop
+        .post("/admin/brands/shop/grant-lifetime", &[("days", "3")])
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        brand_settings(&app, "shop")
+            .await
+            .get("grant_ttl_days")
+            .is_none()
+    );
+
+    let res = shop
+        .post(
+            "/admin/brands/shop/grant-lifetime",
+            &[("csrf", &csrf), ("days", "7")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let decl = r#"{"scope":"orders:read","description":"Orders {ids}","fields":{"ids":{"type":"string_array","required":true}}}"#;
+    let res = shop
+        .post(
+            "/admin/brands/shop/details-types",
+            &[
+                ("csrf", &csrf),
+                ("type_name", "order_view"),
+                ("declaration", decl),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let res = shop
+        .post(
+            "/admin/brands/shop/tools",
+            &[
+                ("csrf", &csrf),
+                ("name", "get_order"),
+                ("scope", "orders:read"),
+                ("url", "https://shop.example/tools/get_order"),
+                ("description", "One order"),
+                ("enforce", "ids=order_id"),
+                ("input_schema", ""),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let (_, html) = shop.get_html("/admin/brands/shop").await;
+    assert!(html.contains("7 days"), "{html}");
+    assert!(html.contains("Remove type order_view"));
+    assert!(html.contains("Remove tool get_order"));
+    assert!(html.contains("ids=order_id"));
+    let res = shop
+        .post(
+            "/admin/brands/shop/tools/remove",
+            &[("csrf", &csrf), ("name", "get_order")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let res = shop
+        .post(
+            "/admin/brands/shop/details-types/remove",
+            &[("csrf", &csrf), ("type_name", "order_view")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let (_, html) = shop.get_html("/admin/brands/shop").await;
+    assert!(!html.contains("Remove tool get_order"));
+    assert!(!html.contains("Remove type order_view"));
+    let actions = audit_actions(&app, "shop@example.com").await;
+    for a in [
+        "brand.grant_lifetime",
+        "details_type.upsert",
+        "tool.upsert",
+        "tool.remove",
+        "details_type.remove",
+    ] {
+        assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
+    }
+}

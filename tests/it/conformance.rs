@@ -776,7 +776,11 @@ async fn an_old_receipt_still_verifies_after_its_key_was_unpublished() {
     )
     .await
     .unwrap();
-    app.state.keys.refresh(&app.db).await.unwrap();
+    app.state
+        .keys
+        .refresh(&app.db, app.clock.now())
+        .await
+        .unwrap();
     let jwks = app.provider_jwks().await;
     assert!(
         jwks.iter().all(|k| k["kid"] != old_kid.as_str()),

@@ -36,7 +36,8 @@ async fn a_rotated_key_is_picked_up_without_a_restart() {
     assert_eq!(pa.jwks_hits(), 1);
 
     pa.rotate_to(PaKey::new_ec("k2"));
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // Past the unknown-kid cooldown on the node's clock.
+    app.clock.advance(Duration::from_millis(350));
     let new = pa.token("u1", app.audience());
     assert_eq!(app.send("demo", &new, "m2", "hi", None).await.status(), 200);
     assert_eq!(pa.jwks_hits(), 2, "one refetch for the new kid");

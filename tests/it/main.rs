@@ -14,6 +14,7 @@ mod delegated_oauth;
 mod delegated_send;
 mod hardening;
 mod jwks;
+mod mcp;
 mod merchant;
 mod messages;
 mod node_cache;

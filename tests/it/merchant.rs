@@ -421,7 +421,13 @@ async fn a_concurrent_retry_does_not_call_the_agent_twice() {
             .to_owned();
     let first = app.send("demo", &token, "m1", "#wait when are you open", Some(&ctx));
     let retry = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The retry goes out once the agent has the first turn (it holds it
+        // for a second), not after a guessed delay.
+        let mut polls = 0;
+        while m.stats().await["turns"]["m1"] != 1 {
+            polls += 1;
+            assert!(polls < 10_000, "the first turn never reached the agent");
+        }
         app.send("demo", &token, "m1", "#wait when are you open", Some(&ctx))
             .await
     };

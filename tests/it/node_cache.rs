@@ -13,27 +13,29 @@ const ISS: &str = "https://pa.cache.example";
 
 /// Waits (bounded) until the node listens for changes, so it uses its copy.
 async fn wait_live(app: &TestApp) {
-    for _ in 0..1000 {
-        if app.state.config_cache.is_live() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("the node's change listener did not connect within 5 s");
+    let cache = &app.state.config_cache;
+    let mut events = cache.events();
+    let live = events.wait_for(|_| cache.is_live());
+    tokio::time::timeout(Duration::from_secs(5), live)
+        .await
+        .expect("the node's change listener did not connect within 5 s")
+        .unwrap();
 }
 
 /// Waits (bounded) until the node has heard a change of `table`.
 async fn wait_heard(app: &TestApp, table: &str) {
-    for _ in 0..1000 {
-        if app.state.config_cache.last_heard() == table {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    let cache = &app.state.config_cache;
+    let mut events = cache.events();
+    let heard = events.wait_for(|_| cache.last_heard() == table);
+    if tokio::time::timeout(Duration::from_secs(5), heard)
+        .await
+        .is_err()
+    {
+        panic!(
+            "no change of {table} was heard within 5 s (last: {:?})",
+            cache.last_heard()
+        );
     }
-    panic!(
-        "no change of {table} was heard within 5 s (last: {:?})",
-        app.state.config_cache.last_heard()
-    );
 }
 
 async fn device_authorization(app: &TestApp, pa: &TestPa, scope: &str) -> (u16, Value) {

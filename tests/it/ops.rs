@@ -1,7 +1,6 @@
 //! Operations: health, readiness, graceful shutdown, limits.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, Outcome, ToolGate, Turn};
 use pact_tests::TestApp;
@@ -55,9 +54,14 @@ async fn readyz_fails_when_the_database_is_unreachable() {
     assert_eq!(res.status(), 200);
 }
 
-/// A brand agent that takes its time, to have a request in flight.
-struct Slow;
-impl BrandAgent for Slow {
+/// A brand agent that answers only when the test releases it, to have a
+/// request in flight for as long as the test needs.
+#[derive(Default)]
+struct Held {
+    started: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+impl BrandAgent for Held {
     fn skills(&self, _: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkill> {
         vec![]
     }
@@ -67,7 +71,8 @@ impl BrandAgent for Slow {
         _tools: &'a mut ToolGate<'_>,
     ) -> BoxFuture<'a, Result<Outcome, AgentError>> {
         Box::pin(async {
-            tokio::time::sleep(Duration::from_millis(600)).await;
+            self.started.notify_one();
+            self.release.notified().await;
             Ok(Outcome::Reply("done slowly".into()))
         })
     }
@@ -77,7 +82,8 @@ impl BrandAgent for Slow {
 async fn shutdown_finishes_in_flight_requests() {
     let db_url = pact_tests::db::fresh_database().await;
     let mut agents = BrandAgents::builtin();
-    agents.insert("slow", Arc::new(Slow));
+    let held = Arc::new(Held::default());
+    agents.insert("slow", held.clone());
     let master = Arc::new(pact_jose::MasterKey::generate().unwrap());
     let app = TestApp::spawn_full(db_url, master, |_| {}, agents).await;
     sqlx::query("update brands set agent_kind = 'slow' where id = 'demo'")
@@ -90,15 +96,24 @@ async fn shutdown_finishes_in_flight_requests() {
     let body =
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
     let in_flight = tokio::spawn(app.http.post(&url).bearer_auth(&token).json(&body).send());
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let base = app.base_url.clone();
-    app.stop().await; // returns only once the in-flight request is done
+    // The turn is running: the request is in flight.
+    held.started.notified().await;
+    let healthz = format!("{}/healthz", app.base_url);
+    let stopping = tokio::spawn(app.stop()); // returns only once the in-flight request is done
+    // Once a new connection is refused the node has stopped accepting...
+    while reqwest::get(&healthz).await.is_ok() {
+        tokio::task::yield_now().await;
+    }
+    // ...and it is still draining: the held turn keeps it from returning.
+    assert!(!stopping.is_finished(), "the stop waits for the turn");
+    held.release.notify_one();
+    stopping.await.unwrap();
     let res = in_flight.await.unwrap().unwrap();
     assert_eq!(res.status(), 200);
     let v: serde_json::Value = res.json().await.unwrap();
     assert_eq!(v["message"]["parts"][0]["text"], "done slowly");
     // And nothing is accepted any more.
-    assert!(reqwest::get(format!("{base}/healthz")).await.is_err());
+    assert!(reqwest::get(&healthz).await.is_err());
 }
 
 #[tokio::test]

@@ -350,7 +350,8 @@ async fn approving_every_scope_issues_a_token_for_both() {
     assert_eq!(status, 200);
     assert!(html.contains("go back to your agent"));
     assert!(html.contains("Test PA"));
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The next poll comes after the 1 s polling interval (RFC 8628 §3.5).
+    s.app.clock.advance(std::time::Duration::from_millis(1100));
     let (status, body) = s.poll(&auth).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["scope"], "orders:cancel orders:read");

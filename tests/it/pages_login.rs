@@ -8,18 +8,13 @@ use std::time::Instant;
 use pact_server::accounts::{password, recovery, totp};
 use pact_tests::TestApp;
 use pact_tests::pages::{
-    Browser, add_totp, add_user, csrf_from, enc, hidden_field, location, reload, require_mfa,
-    secret_from_setup_page, session_of, set_cookie, totp_at, totp_now, wait_for_totp_step_with,
-    without_csrf,
+    Browser, add_totp, add_user, csrf_from, enc, hidden_field, location, next_totp_step, reload,
+    require_mfa, secret_from_setup_page, session_of, set_cookie, totp_at, totp_now, without_csrf,
 };
 use time::OffsetDateTime;
 
 const PW: &str = "correct horse battery staple";
 const EMAIL: &str = "ann@example.com";
-
-fn now() -> i64 {
-    OffsetDateTime::now_utc().unix_timestamp()
-}
 
 async fn body(res: reqwest::Response) -> String {
     res.text().await.unwrap()
@@ -396,14 +391,14 @@ async fn totp_enrolment_shows_a_qr_code_confirms_with_a_code_and_the_code_is_spe
     assert!(page.contains("Demo Store"));
     let secret = secret_from_setup_page(&page);
     assert_eq!(secret.len(), totp::SECRET_BYTES);
-    wait_for_totp_step_with(10).await;
+    let t = next_totp_step(&app);
 
     // The page's hidden field carries the new secret, sealed.
     let csrf = csrf_from(&page).unwrap();
     let sealed = hidden_field(&page, "sealed").unwrap();
 
     // A wrong code stores nothing.
-    let code = totp_now(&secret);
+    let code = totp_at(&secret, t);
     let wrong = if code == "000000" { "111111" } else { "000000" };
     let res = b
         .post(
@@ -483,8 +478,7 @@ async fn totp_codes_work_once_and_one_step_of_drift_either_way_is_accepted() {
     let user = add_user(&app, "demo", EMAIL, PW).await;
     let secret = add_totp(&app, &user).await;
     let b = Browser::new(&app);
-    wait_for_totp_step_with(20).await;
-    let t = now();
+    let t = next_totp_step(&app);
 
     let res = b.sign_in("demo", EMAIL, PW, "/device").await;
     assert_eq!(res.status(), 303);

@@ -19,6 +19,8 @@ pub struct TestApp {
     pub state: AppState,
     pub http: reqwest::Client,
     pub master_key: Arc<MasterKey>,
+    /// The node's clock: a test moves it forward instead of sleeping.
+    pub clock: pact_clock::TestClock,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -67,7 +69,8 @@ impl TestApp {
         pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store")
             .await
             .unwrap();
-        let state = AppState::with_agents(config, db.clone(), agents)
+        let clock = pact_clock::TestClock::new();
+        let state = AppState::with_clock(config, db.clone(), agents, clock.clone().into())
             .await
             .unwrap();
         let (tx, rx) = oneshot::channel::<()>();
@@ -81,6 +84,7 @@ impl TestApp {
             db,
             state,
             master_key,
+            clock,
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -102,19 +106,29 @@ impl TestApp {
             // from an empty copy once it listens.
             return;
         }
+        let mut events = cache.events();
         let probe = format!("settle-{}", uuid::Uuid::new_v4());
         sqlx::query("select pg_notify('pactd_config', $1)")
             .bind(&probe)
             .execute(&self.db)
             .await
             .unwrap();
-        for _ in 0..1000 {
-            if cache.last_heard() == probe || !cache.is_live() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        panic!("the node did not hear its change notification within 5 s");
+        let heard = events.wait_for(|_| cache.last_heard() == probe || !cache.is_live());
+        tokio::time::timeout(std::time::Duration::from_secs(5), heard)
+            .await
+            .expect("the node did not hear its change notification within 5 s")
+            .unwrap();
+    }
+
+    /// Whether this node's revocation view learns of `grant` (bounded at 5 s,
+    /// which only guards against a hang: the view is woken by the change).
+    pub async fn hears_revocation(&self, grant: uuid::Uuid) -> bool {
+        let view = &self.state.revocations;
+        let mut changes = view.changes();
+        let heard = changes.wait_for(|_| view.is_revoked(grant));
+        tokio::time::timeout(std::time::Duration::from_secs(5), heard)
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     pub fn audience(&self) -> &str {

@@ -32,7 +32,7 @@ fn server() -> &'static (String, String) {
                 .build()
                 .unwrap();
             rt.block_on(async {
-                let cluster = pact_db::local_cluster::LocalCluster::start_ephemeral_with_watchdog()
+                let cluster = pact_devdb::LocalCluster::start_ephemeral_with_watchdog()
                     .await
                     .unwrap_or_else(|e| {
                         panic!("cannot start a throwaway PostgreSQL for the tests: {e}")

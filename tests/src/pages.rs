@@ -286,8 +286,20 @@ pub async fn session_of(app: &TestApp, cookie: &str) -> Option<pact_db::sessions
     .unwrap()
 }
 
+/// Moves the node's clock to the start of the next 30-second TOTP step
+/// (RFC 6238 §4), so that a test reasoning about steps has a whole step ahead
+/// and cannot straddle two. Returns that moment as unix seconds: codes for the
+/// node are `totp_at(secret, t)`, not `totp_now`, from then on.
+pub fn next_totp_step(app: &TestApp) -> i64 {
+    let step =
+        std::time::Duration::from_secs(pact_server::accounts::totp::STEP_SECS.unsigned_abs());
+    app.clock.advance_to_next_step(step).unix_timestamp()
+}
+
 /// Waits, when needed, so that at least `secs` seconds remain in the current
-/// 30-second TOTP step (tests that reason about steps must not straddle one).
+/// 30-second TOTP step of the system clock. Only for a test whose other party
+/// (pact-agent's login driver) computes codes from the system clock itself:
+/// every test of pactd alone moves the node's clock with [`next_totp_step`].
 pub async fn wait_for_totp_step_with(secs: i64) {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let left = 30 - now.rem_euclid(30);

@@ -21,8 +21,7 @@ use crate::state::{Home, Identity, StoredReceipt, StoredTokens, key_of};
 
 /// Refresh a delegation token when less than this is left (seconds).
 pub const REFRESH_MARGIN_SECS: i64 = 60;
-/// The header that carries the delegation token (PACT §5.5).
-pub const DELEGATION_HEADER: &str = "X-A2A-User-Delegation";
+pub use pact_proto::a2a::DELEGATION_HEADER;
 
 /// How the commands talk to the person.
 pub trait Ui: Send {

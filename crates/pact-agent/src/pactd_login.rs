@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use reqwest::{Client, Url, redirect};
+use scraper::{ElementRef, Html};
 use tokio::sync::Mutex;
 
 use crate::totp::{self, TotpSecret};
@@ -546,120 +547,57 @@ fn shown_user_code(html: &str) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------
-// Just enough HTML: tags, forms, visible text
+// Reading the pages: forms and visible text, from the HTML parser's tree
 // ---------------------------------------------------------------------------
 
-/// A start tag (`name`) or an end tag (`/name`), with its attributes
-/// (names lower-cased, values unescaped, `""` for a bare attribute).
+/// A page parsed as a browser parses it (the HTML Living Standard's
+/// tree construction, through `scraper`), so character references, quoting
+/// and implied end tags are whatever a browser would make of them.
+fn parse(html: &str) -> Html {
+    Html::parse_document(html)
+}
+
+/// The elements below `root` (and `root` itself) named `name`, in document order.
+fn elements<'a>(root: ElementRef<'a>, name: &'a str) -> impl Iterator<Item = ElementRef<'a>> + 'a {
+    root.descendent_elements()
+        .filter(move |e| e.value().name() == name)
+}
+
+/// An `<input>` of a form: its attributes, as the parser decoded them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Tag {
-    name: String,
+struct Input {
     attrs: Vec<(String, String)>,
 }
 
-impl Tag {
+impl Input {
+    fn of(e: ElementRef<'_>) -> Self {
+        Self {
+            attrs: e
+                .value()
+                .attrs()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+
     fn attr(&self, name: &str) -> Option<&str> {
         self.attrs
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-}
 
-/// Every tag of a page, in order (comments skipped).
-fn tags(html: &str) -> Vec<Tag> {
-    let bytes = html.as_bytes();
-    let len = bytes.len();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(off) = html[i..].find('<') {
-        let start = i + off + 1;
-        if html[start..].starts_with("!--") {
-            match html[start..].find("-->") {
-                Some(end) => {
-                    i = start + end + 3;
-                    continue;
-                }
-                None => break,
-            }
-        }
-        let closing = bytes.get(start) == Some(&b'/');
-        let name_start = start + usize::from(closing);
-        let name_len = bytes[name_start..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphanumeric())
-            .count();
-        if name_len == 0 {
-            i = start;
-            continue;
-        }
-        let name = html[name_start..name_start + name_len].to_ascii_lowercase();
-        let mut j = name_start + name_len;
-        let mut attrs = Vec::new();
-        while j < len {
-            let b = bytes[j];
-            if b == b'>' {
-                j += 1;
-                break;
-            }
-            if b.is_ascii_whitespace() || b == b'/' {
-                j += 1;
-                continue;
-            }
-            let an_len = bytes[j..]
-                .iter()
-                .take_while(|b| !b.is_ascii_whitespace() && !matches!(b, b'=' | b'>' | b'/'))
-                .count();
-            if an_len == 0 {
-                j += 1;
-                continue;
-            }
-            let attr = html[j..j + an_len].to_ascii_lowercase();
-            j += an_len;
-            while j < len && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            let mut value = String::new();
-            if j < len && bytes[j] == b'=' {
-                j += 1;
-                while j < len && bytes[j].is_ascii_whitespace() {
-                    j += 1;
-                }
-                match bytes.get(j) {
-                    Some(&q) if q == b'"' || q == b'\'' => {
-                        let end = bytes[j + 1..]
-                            .iter()
-                            .position(|&b| b == q)
-                            .map_or(len, |p| j + 1 + p);
-                        value = unescape(&html[j + 1..end]);
-                        j = (end + 1).min(len);
-                    }
-                    _ => {
-                        let vlen = bytes[j..]
-                            .iter()
-                            .take_while(|b| !b.is_ascii_whitespace() && **b != b'>')
-                            .count();
-                        value = unescape(&html[j..j + vlen]);
-                        j += vlen;
-                    }
-                }
-            }
-            attrs.push((attr, value));
-        }
-        out.push(Tag {
-            name: if closing { format!("/{name}") } else { name },
-            attrs,
-        });
-        i = j.min(len);
+    fn is_type(&self, kind: &str) -> bool {
+        self.attr("type")
+            .is_some_and(|v| v.eq_ignore_ascii_case(kind))
     }
-    out
 }
 
 /// A `<form>` and its `<input>`s.
 #[derive(Clone, Debug)]
 struct Form {
     action: String,
-    inputs: Vec<Tag>,
+    inputs: Vec<Input>,
 }
 
 impl Form {
@@ -671,10 +609,7 @@ impl Form {
     fn hidden(&self) -> Vec<(String, String)> {
         self.inputs
             .iter()
-            .filter(|t| {
-                t.attr("type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("hidden"))
-            })
+            .filter(|t| t.is_type("hidden"))
             .filter_map(|t| {
                 let name = t.attr("name")?;
                 Some((name.to_owned(), t.attr("value").unwrap_or("").to_owned()))
@@ -686,10 +621,7 @@ impl Form {
     fn checkboxes(&self, name: &str) -> Vec<(String, bool)> {
         self.inputs
             .iter()
-            .filter(|t| {
-                t.attr("type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("checkbox"))
-            })
+            .filter(|t| t.is_type("checkbox"))
             .filter(|t| t.attr("name") == Some(name))
             .map(|t| {
                 (
@@ -709,102 +641,47 @@ impl Form {
 
 /// Every form of a page.
 fn forms(html: &str) -> Vec<Form> {
-    let mut out = Vec::new();
-    let mut current: Option<Form> = None;
-    for tag in tags(html) {
-        match tag.name.as_str() {
-            "form" => {
-                out.extend(current.take());
-                current = Some(Form {
-                    action: tag.attr("action").unwrap_or("").to_owned(),
-                    inputs: Vec::new(),
-                });
-            }
-            "/form" => out.extend(current.take()),
-            "input" => {
-                if let Some(f) = current.as_mut() {
-                    f.inputs.push(tag);
-                }
-            }
-            _ => {}
-        }
-    }
-    out.extend(current);
-    out
+    let doc = parse(html);
+    elements(doc.root_element(), "form")
+        .map(|form| Form {
+            action: form.value().attr("action").unwrap_or("").to_owned(),
+            inputs: elements(form, "input").map(Input::of).collect(),
+        })
+        .collect()
 }
 
-/// HTML character references: the named ones askama writes, and numeric ones.
-fn unescape(s: &str) -> String {
-    if !s.contains('&') {
-        return s.to_owned();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let end = rest
-            .char_indices()
-            .take(12)
-            .find(|(_, c)| *c == ';')
-            .map(|(i, _)| i);
-        let decoded = end.and_then(|end| {
-            let entity = &rest[1..end];
-            let c = match entity {
-                "amp" => Some('&'),
-                "lt" => Some('<'),
-                "gt" => Some('>'),
-                "quot" => Some('"'),
-                "apos" => Some('\''),
-                "nbsp" => Some(' '),
-                _ => match entity.strip_prefix('#') {
-                    Some(hex) if hex.starts_with(['x', 'X']) => u32::from_str_radix(&hex[1..], 16)
-                        .ok()
-                        .and_then(char::from_u32),
-                    Some(dec) => dec.parse().ok().and_then(char::from_u32),
-                    None => None,
-                },
-            };
-            c.map(|c| (c, end))
-        });
-        match decoded {
-            Some((c, end)) => {
-                out.push(c);
-                rest = &rest[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+/// Which links [`visible_text`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Links {
+    Keep,
+    /// Links are navigation, not news: left out of a page's message.
+    Drop,
 }
 
-/// The text a person reads: tags dropped (a heading ends with ": "),
-/// references decoded, whitespace collapsed.
-fn text_of(html: &str) -> String {
-    let mut raw = String::with_capacity(html.len());
-    let mut rest = html;
-    while let Some(at) = rest.find('<') {
-        raw.push_str(&rest[..at]);
-        let Some(end) = rest[at..].find('>') else {
-            rest = "";
-            break;
-        };
-        let tag = rest[at + 1..at + end].trim().to_ascii_lowercase();
-        if matches!(tag.as_str(), "/h1" | "/h2" | "/h3")
-            && !raw.trim_end().ends_with(['.', '?', '!', ':'])
-        {
-            raw.push(':');
+/// The text a person reads in `root`: element boundaries are spaces, a
+/// heading ends with ": " unless it ends a sentence, whitespace collapsed.
+fn visible_text(root: ElementRef<'_>, links: Links) -> String {
+    fn walk(e: ElementRef<'_>, links: Links, out: &mut String) {
+        let name = e.value().name();
+        if links == Links::Drop && name == "a" {
+            return;
         }
-        raw.push(' ');
-        rest = &rest[at + end + 1..];
+        out.push(' ');
+        for child in e.children() {
+            if let Some(text) = child.value().as_text() {
+                out.push_str(text);
+            } else if let Some(element) = ElementRef::wrap(child) {
+                walk(element, links, out);
+            }
+        }
+        if matches!(name, "h1" | "h2" | "h3") && !out.trim_end().ends_with(['.', '?', '!', ':']) {
+            out.push(':');
+        }
+        out.push(' ');
     }
-    raw.push_str(rest);
-    unescape(&raw)
-        .split_whitespace()
+    let mut raw = String::new();
+    walk(root, links, &mut raw);
+    raw.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
         .replace(" :", ":")
@@ -812,56 +689,29 @@ fn text_of(html: &str) -> String {
         .to_owned()
 }
 
-/// `html` without its `<a …>…</a>` elements (links are navigation, not news).
-fn without_links(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut rest = html;
-    while let Some(at) = rest.find("<a ") {
-        out.push_str(&rest[..at]);
-        match rest[at..].find("</a>") {
-            Some(end) => rest = &rest[at + end + 4..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+/// The text of a whole page.
+fn text_of(html: &str) -> String {
+    visible_text(parse(html).root_element(), Links::Keep)
 }
 
 /// What the page tells the person: its `role="alert"` element (an error
 /// message, or an error page's title and message), else its heading, else
 /// its text; clipped.
 fn page_message(html: &str) -> String {
-    let main = match (html.find("<main"), html.find("</main>")) {
-        (Some(a), Some(b)) if a < b => &html[a..b],
-        _ => html,
-    };
-    let mut message = String::new();
-    if let Some(at) = main.find("role=\"alert\"")
-        && let Some(open) = main[..at].rfind('<')
-    {
-        let name: String = main[open + 1..]
-            .chars()
-            .take_while(char::is_ascii_alphanumeric)
-            .collect();
-        if let Some(gt) = main[at..].find('>') {
-            let inner = at + gt + 1;
-            let end = main[inner..]
-                .find(&format!("</{name}>"))
-                .map_or(main.len(), |e| inner + e);
-            message = text_of(&without_links(&main[inner..end]));
-        }
-    }
+    let doc = parse(html);
+    let root = doc.root_element();
+    let main = elements(root, "main").next().unwrap_or(root);
+    let alert = main
+        .descendent_elements()
+        .find(|e| e.value().attr("role") == Some("alert"));
+    let mut message = alert.map_or_else(String::new, |a| visible_text(a, Links::Drop));
     if message.is_empty()
-        && let (Some(a), Some(b)) = (main.find("<h1"), main.find("</h1>"))
-        && a < b
+        && let Some(h1) = elements(main, "h1").next()
     {
-        message = text_of(&main[a..b]);
+        message = visible_text(h1, Links::Keep);
     }
     if message.is_empty() {
-        message = text_of(main);
+        message = visible_text(main, Links::Keep);
     }
     if message.is_empty() {
         return "(an empty page)".to_owned();
@@ -916,26 +766,24 @@ mod tests {
     }
 
     #[test]
-    fn tags_read_quoted_unquoted_and_bare_attributes() {
-        let t = tags(
-            r#"<!-- <input name="no"> --><INPUT Type=hidden name='a' value="1 > 2" required/></form>"#,
+    fn inputs_read_quoted_unquoted_and_bare_attributes() {
+        let f = forms(
+            r#"<form action=/x><!-- <input type="hidden" name="no"> --><INPUT Type=hidden name='a' value="1 > 2" required/><input type=checkbox name=s value=v CHECKED></form>"#,
         );
-        assert_eq!(t.len(), 2);
-        assert_eq!(t[0].name, "input");
-        assert_eq!(t[0].attr("type"), Some("hidden"));
-        assert_eq!(t[0].attr("name"), Some("a"));
-        assert_eq!(t[0].attr("value"), Some("1 > 2"));
-        assert_eq!(t[0].attr("required"), Some(""));
-        assert_eq!(t[1].name, "/form");
-        // Unterminated input does not panic.
-        assert_eq!(tags("<input name=\"x").len(), 1);
-        assert!(tags("a < b <").is_empty());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].action, "/x");
+        assert_eq!(f[0].hidden(), vec![("a".to_owned(), "1 > 2".to_owned())]);
+        assert_eq!(f[0].inputs[0].attr("required"), Some(""));
+        assert_eq!(f[0].checkboxes("s"), vec![("v".to_owned(), true)]);
+        // Broken markup does not panic, and yields what a browser would.
+        assert_eq!(forms("<form><input name=\"x").len(), 1);
+        assert!(forms("a < b <").is_empty());
     }
 
     #[test]
     fn references_are_decoded() {
         assert_eq!(
-            unescape("a &amp; b &lt;c&gt; &#34;d&#39; &#x27;e&#X27; &bogus; & ü"),
+            text_of("<p>a &amp; b &lt;c&gt; &#34;d&#39; &#x27;e&#X27; &bogus; & ü</p>"),
             "a & b <c> \"d' 'e' &bogus; & ü"
         );
     }
@@ -969,6 +817,102 @@ mod tests {
         assert_eq!(page_message(""), "(an empty page)");
         let long = "x".repeat(2 * MAX_MESSAGE);
         assert!(page_message(&long).ends_with("…\""));
+    }
+
+    /// Pages as a pactd dev server served them, one device authorization
+    /// approved and one denied (testdata/pactd-pages; their CSRF tokens and
+    /// ids are from that throwaway server).
+    mod real_pages {
+        use super::*;
+
+        const CODE_ENTRY: &str = include_str!("../testdata/pactd-pages/code-entry.html");
+        const SIGN_IN: &str = include_str!("../testdata/pactd-pages/sign-in.html");
+        const CONSENT: &str = include_str!("../testdata/pactd-pages/consent.html");
+        const DONE_ALLOWED: &str = include_str!("../testdata/pactd-pages/done-allowed.html");
+        const DONE_DECLINED: &str = include_str!("../testdata/pactd-pages/done-declined.html");
+        const CODE_USED: &str = include_str!("../testdata/pactd-pages/code-used.html");
+
+        fn form_with(html: &str, field: &str) -> Form {
+            forms(html)
+                .into_iter()
+                .find(|f| f.has_input(field))
+                .unwrap()
+        }
+
+        #[test]
+        fn the_code_entry_form_carries_the_code_and_the_csrf_token() {
+            let f = form_with(CODE_ENTRY, "user_code");
+            assert_eq!(f.action, "/device");
+            assert_eq!(
+                f.hidden(),
+                vec![(
+                    "csrf".to_owned(),
+                    "KRwk9J4vchzNBiiHF2SylbzJWC8nKb_cANKpaFPl0Zs".to_owned()
+                )]
+            );
+            let code = f
+                .inputs
+                .iter()
+                .find(|i| i.attr("name") == Some("user_code"));
+            assert_eq!(code.and_then(|i| i.attr("value")), Some("JNMJ-QCKP"));
+            assert_eq!(page_message(CODE_ENTRY), "\"Connect your agent\"");
+        }
+
+        #[test]
+        fn the_sign_in_form_is_found_beside_the_hidden_passkey_section() {
+            let f = forms(SIGN_IN)
+                .into_iter()
+                .find(|f| f.has_input("email") && f.has_input("password"))
+                .unwrap();
+            assert_eq!(f.action, "/login");
+            let names: Vec<String> = f.hidden().into_iter().map(|(k, _)| k).collect();
+            assert_eq!(names, ["csrf", "brand", "next"]);
+            assert!(
+                f.hidden()
+                    .contains(&("next".to_owned(), "/device/consent".to_owned()))
+            );
+            // The passkey section's status line is role="status", not an
+            // alert: the message is the heading.
+            assert_eq!(page_message(SIGN_IN), "\"Sign in to Demo Store\"");
+        }
+
+        #[test]
+        fn the_consent_form_is_the_one_with_scopes_not_the_sign_out_form() {
+            let all = forms(CONSENT);
+            assert_eq!(all.len(), 2);
+            assert_eq!(all[0].action, "/device/not-you");
+            assert!(all[0].checkboxes("scope").is_empty());
+            let f = &all[1];
+            assert_eq!(f.action, "/device/consent");
+            assert_eq!(
+                f.checkboxes("scope"),
+                vec![
+                    ("orders:cancel".to_owned(), true),
+                    ("orders:read".to_owned(), true)
+                ]
+            );
+            let names: Vec<String> = f.hidden().into_iter().map(|(k, _)| k).collect();
+            assert_eq!(names, ["csrf", "authorization"]);
+            assert_eq!(shown_user_code(CONSENT).as_deref(), Some("JNMJ-QCKP"));
+        }
+
+        #[test]
+        fn the_done_pages_say_what_was_decided() {
+            assert!(text_of(DONE_ALLOWED).contains("You allowed Capture Agent to act for you"));
+            assert!(!text_of(DONE_ALLOWED).contains("You declined"));
+            assert!(text_of(DONE_DECLINED).contains("You declined."));
+            assert!(!text_of(DONE_DECLINED).contains("You allowed"));
+        }
+
+        #[test]
+        fn an_error_page_is_quoted_without_its_navigation() {
+            assert_eq!(
+                page_message(CODE_USED),
+                "\"This code has already been used: This request has already been answered, so \
+                 there is nothing more to do with this code. If your agent still needs your \
+                 permission, ask it for a new code.\""
+            );
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! connection or a transaction), so callers decide the transaction boundaries.
 //! Migrations are embedded in the binary.
 
+pub mod admin_factors;
 pub mod admin_search;
 pub mod admins;
 pub mod agents;
@@ -14,7 +15,6 @@ pub mod conversations;
 pub mod demo_orders;
 pub mod device_authorizations;
 pub mod grants;
-pub mod local_cluster;
 pub mod logos;
 pub mod merchant;
 pub mod nodes;

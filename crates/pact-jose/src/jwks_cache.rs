@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use pact_clock::Clock;
 use reqwest::{Client, Url};
-use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::alg::Alg;
 use crate::error::JwksError;
@@ -111,6 +112,8 @@ enum Decision {
 pub struct JwksCache {
     policy: JwksPolicy,
     client: Client,
+    /// Freshness, cooldowns and backoff are measured on this clock.
+    clock: Clock,
     entries: RwLock<HashMap<String, Arc<Entry>>>,
     fetches: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
@@ -135,6 +138,11 @@ impl JwksCache {
     /// Build the cache and its one HTTP client (no redirects, timeout, the
     /// SSRF-guarded DNS resolver). Fails on an inconsistent policy.
     pub fn new(policy: JwksPolicy) -> Result<Self, JwksError> {
+        Self::with_clock(policy, Clock::system())
+    }
+
+    /// [`JwksCache::new`], measuring time on `clock`.
+    pub fn with_clock(policy: JwksPolicy, clock: Clock) -> Result<Self, JwksError> {
         if policy.min_ttl > policy.max_ttl {
             return Err(JwksError::InvalidPolicy("min_ttl exceeds max_ttl"));
         }
@@ -148,6 +156,7 @@ impl JwksCache {
         Ok(Self {
             policy,
             client,
+            clock,
             entries: RwLock::new(HashMap::new()),
             fetches: Arc::new(AtomicU64::new(0)),
             failures: Arc::new(AtomicU64::new(0)),
@@ -206,14 +215,26 @@ impl JwksCache {
         // The fetch runs in its own task, holding the single-flight guard, so a
         // caller that goes away (client disconnect, request timeout) neither
         // aborts a fetch other requests are waiting on nor lets a second one start.
-        let task = tokio::spawn(refresh(
-            Arc::clone(&entry),
-            self.client.clone(),
-            self.policy.clone(),
-            Arc::clone(&self.fetches),
-            Arc::clone(&self.failures),
-            guard,
-        ));
+        // A spawned task has no current span: the fetch's span is made here,
+        // as a child of the request that waits for it. The host only, as for
+        // every outbound call.
+        let span = tracing::debug_span!(
+            "jwks.fetch",
+            otel.kind = "client",
+            server.address = entry.url.host_str().unwrap_or(""),
+        );
+        let task = tokio::spawn(
+            refresh(
+                Arc::clone(&entry),
+                self.client.clone(),
+                self.policy.clone(),
+                self.clock.clone(),
+                Arc::clone(&self.fetches),
+                Arc::clone(&self.failures),
+                guard,
+            )
+            .instrument(span),
+        );
         let outcome = task.await.unwrap_or(Err(JwksError::Unavailable));
         match outcome {
             Ok(keys) => keys.find(kid, alg).ok_or(JwksError::UnknownKey),
@@ -224,7 +245,7 @@ impl JwksCache {
                         error = %error_chain(&err),
                         "JWKS refresh failed; serving the cached keys"
                     );
-                    self.serve_stale(&snapshot, kid, alg, Instant::now())
+                    self.serve_stale(&snapshot, kid, alg, self.clock.instant())
                 }
                 None => Err(err),
             },
@@ -266,7 +287,7 @@ impl JwksCache {
 
     /// The cache rules, as a pure function of one state snapshot.
     fn decide(&self, state: &State, kid: Option<&str>, alg: Alg) -> Decision {
-        let now = Instant::now();
+        let now = self.clock.instant();
         let cooling = state
             .last_attempt
             .is_some_and(|at| now.saturating_duration_since(at) < self.policy.unknown_kid_cooldown);
@@ -335,13 +356,14 @@ async fn refresh(
     entry: Arc<Entry>,
     client: Client,
     policy: JwksPolicy,
+    clock: Clock,
     fetches: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
     _guard: tokio::sync::OwnedMutexGuard<()>,
 ) -> Result<Arc<KeySet>, JwksError> {
     fetches.fetch_add(1, Ordering::Relaxed);
     let result = fetch_jwks(&client, entry.url.clone(), &policy).await;
-    let now = Instant::now();
+    let now = clock.instant();
     match result {
         Ok(fetched) => {
             let keys = Arc::new(fetched.keys);

@@ -88,6 +88,8 @@ pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
 
 /// Fetches `uri` under the SSRF guard. `allow_loopback` as for the JWKS
 /// cache (tests and local development only).
+/// Traced as a `logo.fetch` span with no fields: the URI is not recorded.
+#[tracing::instrument(name = "logo.fetch", level = "debug", skip_all)]
 pub async fn fetch_logo(uri: &str, allow_loopback: bool) -> Result<Logo, LogoError> {
     let url = check_jwks_uri(uri, allow_loopback).map_err(LogoError::from_guard)?;
     let client = Client::builder()

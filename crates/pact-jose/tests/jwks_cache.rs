@@ -3,16 +3,25 @@
 mod support;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use pact_clock::TestClock;
 use pact_jose::{Alg, JwksCache, JwksError, JwksPolicy};
 use support::{JwksServer, jwks, loopback_policy};
 use tokio::io::AsyncWriteExt;
-use tokio::time::{Instant, sleep};
 
 #[allow(clippy::expect_used)] // test setup
 fn cache(policy: JwksPolicy) -> Arc<JwksCache> {
-    Arc::new(JwksCache::new(policy).expect("cache"))
+    timed_cache(policy).0
+}
+
+/// A cache on a test clock: time passes when the test says so.
+#[allow(clippy::expect_used)] // test setup
+fn timed_cache(policy: JwksPolicy) -> (Arc<JwksCache>, TestClock) {
+    let clock = TestClock::new();
+    let cache = JwksCache::with_clock(policy, clock.clone().into()).expect("cache");
+    (Arc::new(cache), clock)
 }
 
 #[tokio::test]
@@ -35,7 +44,7 @@ async fn warm_cache_serves_lookups_without_fetching() {
 #[tokio::test]
 async fn rotated_key_is_fetched_once_after_the_cooldown() {
     let server = JwksServer::start(jwks(&["k1"])).await;
-    let cache = cache(JwksPolicy {
+    let (cache, clock) = timed_cache(JwksPolicy {
         unknown_kid_cooldown: Duration::from_millis(500),
         ..loopback_policy()
     });
@@ -51,7 +60,7 @@ async fn rotated_key_is_fetched_once_after_the_cooldown() {
     assert!(matches!(early, Err(JwksError::UnknownKey)), "{early:?}");
     assert_eq!(cache.fetch_count(), 1);
 
-    sleep(Duration::from_millis(600)).await;
+    clock.advance(Duration::from_millis(600));
     let key = cache
         .key_for(&uri, Some("k2"), Alg::Es256)
         .await
@@ -72,7 +81,7 @@ async fn rotated_key_is_fetched_once_after_the_cooldown() {
 async fn hammering_unknown_kids_refetches_at_most_once_per_cooldown() {
     let server = JwksServer::start(jwks(&["k1"])).await;
     let cooldown = Duration::from_millis(300);
-    let cache = cache(JwksPolicy {
+    let (cache, clock) = timed_cache(JwksPolicy {
         unknown_kid_cooldown: cooldown,
         ..loopback_policy()
     });
@@ -82,31 +91,48 @@ async fn hammering_unknown_kids_refetches_at_most_once_per_cooldown() {
         .await
         .expect("warm");
 
-    let started = Instant::now();
+    // Four workers ask for unknown kids as fast as they can while the clock
+    // moves through 1.2 s of cooldowns in 10 ms ticks; each tick lasts until
+    // the workers have made at least four more lookups.
+    let started = clock.instant();
+    let done = Arc::new(AtomicBool::new(false));
+    let lookups = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for w in 0..4 {
-        let cache = Arc::clone(&cache);
-        let uri = uri.clone();
+        let (cache, uri) = (Arc::clone(&cache), uri.clone());
+        let (done, lookups) = (Arc::clone(&done), Arc::clone(&lookups));
         workers.push(tokio::spawn(async move {
             let mut i = 0u32;
-            while started.elapsed() < Duration::from_millis(1200) {
+            while !done.load(Ordering::SeqCst) {
                 let kid = format!("random-{w}-{i}");
                 let got = cache.key_for(&uri, Some(&kid), Alg::Es256).await;
                 assert!(matches!(got, Err(JwksError::UnknownKey)), "{got:?}");
                 i += 1;
-                sleep(Duration::from_millis(2)).await;
+                lookups.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
             }
-            i
         }));
     }
-    let mut lookups = 0;
-    for worker in workers {
-        lookups += worker.await.expect("worker");
+    for _ in 0..120 {
+        clock.advance(Duration::from_millis(10));
+        let target = lookups.load(Ordering::SeqCst) + 4;
+        while lookups.load(Ordering::SeqCst) < target {
+            tokio::task::yield_now().await;
+        }
     }
-    let elapsed = started.elapsed();
+    done.store(true, Ordering::SeqCst);
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+    let lookups = lookups.load(Ordering::SeqCst);
+    let elapsed = clock.instant() - started;
     let refetches = cache.fetch_count() - 1;
     let allowed = (elapsed.as_millis() / cooldown.as_millis()) as u64 + 1;
     assert!(lookups > 100, "only {lookups} lookups");
+    assert!(
+        refetches >= 1,
+        "a cooldown passed: the unknown kids were refetched"
+    );
     assert!(
         refetches <= allowed,
         "{refetches} refetches in {elapsed:?} (allowed {allowed})"
@@ -132,7 +158,7 @@ fn short_ttl_policy() -> JwksPolicy {
 #[tokio::test]
 async fn stale_keys_are_served_while_the_endpoint_fails() {
     let mut server = JwksServer::start(jwks(&["k1"])).await;
-    let cache = cache(short_ttl_policy());
+    let (cache, clock) = timed_cache(short_ttl_policy());
     let uri = server.jwks_url();
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
@@ -141,7 +167,7 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
 
     // 500 once stale: the old key is still served.
     server.set(|s| s.status = 500);
-    sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     let key = cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -167,7 +193,7 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
         s.status = 200;
         s.body = "<html>maintenance</html>".to_owned();
     });
-    sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -176,7 +202,7 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
 
     // The endpoint goes away entirely: still the old key.
     server.stop().await;
-    sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -187,7 +213,7 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
 #[tokio::test]
 async fn stale_keys_are_not_served_forever() {
     let mut server = JwksServer::start(jwks(&["k1"])).await;
-    let cache = cache(JwksPolicy {
+    let (cache, clock) = timed_cache(JwksPolicy {
         min_ttl: Duration::from_millis(100),
         max_ttl: Duration::from_millis(600),
         default_ttl: Duration::from_millis(100),
@@ -200,13 +226,13 @@ async fn stale_keys_are_not_served_forever() {
         .await
         .expect("warm");
     server.stop().await;
-    sleep(Duration::from_millis(200)).await;
+    clock.advance(Duration::from_millis(200));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
         .expect("stale within the limit");
     // Past ttl + max_ttl (700 ms) the key is no longer trusted.
-    sleep(Duration::from_millis(700)).await;
+    clock.advance(Duration::from_millis(700));
     let gone = cache.key_for(&uri, Some("k1"), Alg::Es256).await;
     assert!(gone.is_err(), "{gone:?}");
 }
@@ -215,13 +241,14 @@ async fn stale_keys_are_not_served_forever() {
 async fn cache_control_below_the_floor_does_not_cause_refetches() {
     let server = JwksServer::start(jwks(&["k1"])).await;
     server.set(|s| s.cache_control = Some("max-age=1".to_owned()));
-    let cache = cache(loopback_policy()); // 60 s floor
+    let (cache, clock) = timed_cache(loopback_policy()); // 60 s floor
     let uri = server.jwks_url();
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
         .expect("warm");
-    sleep(Duration::from_millis(1500)).await;
+    // Well past the one second asked for, still within the floor.
+    clock.advance(Duration::from_secs(30));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -233,7 +260,7 @@ async fn cache_control_below_the_floor_does_not_cause_refetches() {
 async fn cache_control_max_age_above_the_floor_is_honoured() {
     let server = JwksServer::start(jwks(&["k1"])).await;
     server.set(|s| s.cache_control = Some("public, max-age=2".to_owned()));
-    let cache = cache(JwksPolicy {
+    let (cache, clock) = timed_cache(JwksPolicy {
         min_ttl: Duration::from_millis(100),
         ..loopback_policy()
     });
@@ -242,13 +269,13 @@ async fn cache_control_max_age_above_the_floor_is_honoured() {
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
         .expect("warm");
-    sleep(Duration::from_millis(500)).await;
+    clock.advance(Duration::from_millis(500));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
         .expect("fresh");
     assert_eq!(cache.fetch_count(), 1);
-    sleep(Duration::from_millis(1800)).await;
+    clock.advance(Duration::from_millis(1800));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -315,7 +342,7 @@ async fn redirects_are_not_followed() {
 async fn failed_cold_fetch_is_an_error_then_backs_off() {
     let server = JwksServer::start(jwks(&["k1"])).await;
     server.set(|s| s.status = 404);
-    let cache = cache(JwksPolicy {
+    let (cache, clock) = timed_cache(JwksPolicy {
         unknown_kid_cooldown: Duration::from_millis(200),
         ..loopback_policy()
     });
@@ -327,7 +354,7 @@ async fn failed_cold_fetch_is_an_error_then_backs_off() {
     assert_eq!(cache.fetch_count(), 1);
     // After the cooldown, and once the endpoint is fixed, it recovers.
     server.set(|s| s.status = 200);
-    sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     cache
         .key_for(&uri, Some("k1"), Alg::Es256)
         .await
@@ -338,10 +365,11 @@ async fn failed_cold_fetch_is_an_error_then_backs_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_lookups_share_one_fetch() {
     let server = JwksServer::start(jwks(&["k1"])).await;
-    server.set(|s| s.delay = Duration::from_millis(150));
+    // The first fetch stays in flight until every caller has asked.
+    server.hold();
     let cache = cache(loopback_policy());
     let uri = server.jwks_url();
-    let barrier = Arc::new(tokio::sync::Barrier::new(50));
+    let barrier = Arc::new(tokio::sync::Barrier::new(51));
     let mut tasks = Vec::new();
     for _ in 0..50 {
         let (cache, uri, barrier) = (Arc::clone(&cache), uri.clone(), Arc::clone(&barrier));
@@ -350,6 +378,13 @@ async fn concurrent_first_lookups_share_one_fetch() {
             cache.key_for(&uri, Some("k1"), Alg::Es256).await
         }));
     }
+    barrier.wait().await;
+    server.hit(1).await;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(server.hits(), 1, "the callers wait for the one fetch");
+    server.release();
     for task in tasks {
         let key = task.await.expect("task").expect("key");
         assert_eq!(key.kid(), Some("k1"));
@@ -361,18 +396,24 @@ async fn concurrent_first_lookups_share_one_fetch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_caller_does_not_abort_the_shared_fetch() {
     let server = JwksServer::start(jwks(&["k1"])).await;
-    server.set(|s| s.delay = Duration::from_millis(300));
+    server.hold();
     let cache = cache(loopback_policy());
     let uri = server.jwks_url();
     let first = {
         let (cache, uri) = (Arc::clone(&cache), uri.clone());
         tokio::spawn(async move { cache.key_for(&uri, Some("k1"), Alg::Es256).await })
     };
-    sleep(Duration::from_millis(50)).await;
+    // The first caller's fetch has reached the endpoint: cancel the caller.
+    server.hit(1).await;
     first.abort();
-    let key = cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
+    let second = {
+        let (cache, uri) = (Arc::clone(&cache), uri.clone());
+        tokio::spawn(async move { cache.key_for(&uri, Some("k1"), Alg::Es256).await })
+    };
+    server.release();
+    let key = second
         .await
+        .expect("task")
         .expect("key from the fetch the cancelled caller started");
     assert_eq!(key.kid(), Some("k1"));
     assert_eq!(cache.fetch_count(), 1);

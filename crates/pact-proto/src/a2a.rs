@@ -49,6 +49,12 @@ impl AgentMessage {
     }
 }
 
+/// The header that carries the delegation token (PACT §5.5:
+/// `X-A2A-User-Delegation: Bearer <token>`). Spelled in lower case, as
+/// `http::HeaderName` keeps it and as it goes on the wire; field names are
+/// case-insensitive (RFC 9110 §5.1), so the Provider matches any spelling.
+pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
+
 pub const ROLE_USER: &str = "ROLE_USER";
 pub const ROLE_AGENT: &str = "ROLE_AGENT";
 pub const TASK_STATE_AUTH_REQUIRED: &str = "TASK_STATE_AUTH_REQUIRED";

@@ -111,6 +111,18 @@ pub struct TokenResponse {
     pub authorization_details: Option<Value>,
 }
 
+/// RFC 8628 §3.5: `slow_down` adds 5 seconds to the polling interval, "for
+/// this and all subsequent requests". Signed because pactd stores intervals
+/// in a PostgreSQL `integer`.
+pub const SLOW_DOWN_STEP_SECS: i32 = 5;
+
+/// pactd's user-code alphabet (PACT §5.1 leaves it to the Provider; RFC 8628
+/// §6.1 advises a short, unambiguous one): 20 consonants, no vowels so no
+/// words form, shown as `XXXX-XXXX`.
+pub const USER_CODE_ALPHABET: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
+/// Letters in a pactd user code (about 34.5 bits with [`USER_CODE_ALPHABET`]).
+pub const USER_CODE_LENGTH: usize = 8;
+
 pub const GRANT_TYPE_DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 pub const GRANT_TYPE_REFRESH_TOKEN: &str = "refresh_token";
 

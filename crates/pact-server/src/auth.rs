@@ -63,7 +63,7 @@ pub async fn authenticate(
     headers: &HeaderMap,
     brand_id: &str,
 ) -> Result<Caller, ApiError> {
-    let now = crate::now_unix();
+    let now = state.clock.now().unix_timestamp();
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| {
         tracing::debug!("PA-JWT rejected: no single Bearer credential");
         ApiError::Unauthorized
@@ -105,7 +105,7 @@ pub async fn authenticate(
             &pa.iss,
             &pa.sub,
             crate::rate_limit::AgentLimits::of(&agent),
-            std::time::Instant::now(),
+            state.clock.instant(),
         )
         .map_err(|wait| ApiError::RateLimited {
             retry_after_secs: wait.as_secs().saturating_add(1),

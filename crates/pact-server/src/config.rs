@@ -8,8 +8,8 @@ use std::sync::Arc;
 use pact_jose::{JwksPolicy, MasterKey};
 
 use crate::client_ip::TrustedProxies;
+use crate::page_limits::PageLimitSettings;
 use crate::rate_limit::RateLimits;
-use crate::web::limits::PageLimitSettings;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -160,6 +160,22 @@ impl Config {
         format!("{}/device", self.public_url)
     }
 
+    /// The WebAuthn relying party for the public URL. WebAuthn RP ids are
+    /// domain names (WebAuthn Level 2 §5.1.2), so an IP-address host gets
+    /// none and passkeys are not offered.
+    pub fn relying_party(&self) -> Option<webauthn_rs::Webauthn> {
+        let origin = url::Url::parse(&self.public_url).ok()?;
+        let host = origin.host_str()?.to_owned();
+        if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
+            return None;
+        }
+        webauthn_rs::WebauthnBuilder::new(&host, &origin)
+            .ok()?
+            .rp_name(&self.provider_name)
+            .build()
+            .ok()
+    }
+
     pub fn card_url(&self, brand_id: &str) -> String {
         format!(
             "{}/.well-known/agent-card.json",
@@ -183,5 +199,15 @@ mod tests {
         assert_eq!(default_max_connections(Some(100)), 64);
         assert_eq!(default_max_connections(Some(1 << 20)), 16_384);
         assert_eq!(default_max_connections(None), 896);
+    }
+
+    #[test]
+    fn no_relying_party_for_an_ip_address() {
+        let key = Arc::new(MasterKey::generate().unwrap());
+        let addr: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let mut config = Config::for_listen(addr, key);
+        assert!(config.relying_party().is_none());
+        config.public_url = "http://localhost:8080".into();
+        assert!(config.relying_party().is_some());
     }
 }

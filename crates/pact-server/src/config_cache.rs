@@ -35,6 +35,9 @@ pub struct ConfigCache {
     /// arrive in commit order, so once a probe's own payload is here every
     /// change committed before it has been applied (see the tests' `settle`).
     last_heard: std::sync::Mutex<String>,
+    /// Counts notifications heard and changes of liveness, so that whoever
+    /// waits for one (the tests' `settle`) is woken instead of polling.
+    events: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -98,6 +101,13 @@ impl ConfigCache {
             Err(poisoned) => poisoned.into_inner(),
         };
         payload.clone_into(&mut last);
+        drop(last);
+        self.events.send_modify(|n| *n += 1);
+    }
+
+    /// Wakes on every notification heard and every change of liveness.
+    pub fn events(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.events.subscribe()
     }
 
     /// The payload of the last change notification heard.
@@ -118,6 +128,7 @@ impl ConfigCache {
     pub fn set_live(&self, live: bool) {
         self.invalidate();
         self.live.store(live, Ordering::Release);
+        self.events.send_modify(|n| *n += 1);
     }
 
     fn ticket(&self) -> Ticket {

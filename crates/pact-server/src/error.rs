@@ -32,6 +32,13 @@ pub enum ApiError {
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl ApiError {
+    /// Anything unexpected: logged where the response is made, never shown.
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
 impl From<A2aError> for ApiError {
     fn from(e: A2aError) -> Self {
         Self::A2a(e)
@@ -46,7 +53,7 @@ impl From<sqlx::Error> for ApiError {
                 Self::Unavailable
             }
             pact_db::Failure::BadInput => Self::A2a(A2aError::invalid_params(BAD_INPUT)),
-            pact_db::Failure::Other => Self::Internal(Box::new(e)),
+            pact_db::Failure::Other => Self::internal(e),
         }
     }
 }

@@ -15,7 +15,7 @@ pub async fn run(state: AppState) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        sweep(&state, OffsetDateTime::now_utc()).await;
+        sweep(&state, state.clock.now()).await;
     }
 }
 
@@ -66,7 +66,7 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(removed = n, "removed the rows of nodes gone silent"),
         Err(e) => tracing::warn!(error = %e, "node list cleanup failed"),
     }
-    if let Err(e) = state.keys.refresh(&state.db).await {
+    if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
         tracing::warn!(error = %e, "periodic key reload failed");
     }
 }

@@ -87,8 +87,11 @@ pub struct KeyStore {
 
 impl KeyStore {
     /// Loads the keys, creating the first one if there is none yet.
-    pub async fn load(db: &PgPool, master: Arc<MasterKey>) -> Result<Self, KeyError> {
-        let now = OffsetDateTime::now_utc();
+    pub async fn load(
+        db: &PgPool,
+        master: Arc<MasterKey>,
+        now: OffsetDateTime,
+    ) -> Result<Self, KeyError> {
         ensure_first_key(db, &master, now).await?;
         let snapshot = build_snapshot(db, &master, now).await?;
         Ok(Self {
@@ -105,8 +108,8 @@ impl KeyStore {
     }
 
     /// Re-reads the keys (on a `pactd_keys` notification, or periodically).
-    pub async fn refresh(&self, db: &PgPool) -> Result<(), KeyError> {
-        let snapshot = Arc::new(build_snapshot(db, &self.master, OffsetDateTime::now_utc()).await?);
+    pub async fn refresh(&self, db: &PgPool, now: OffsetDateTime) -> Result<(), KeyError> {
+        let snapshot = Arc::new(build_snapshot(db, &self.master, now).await?);
         match self.snapshot.write() {
             Ok(mut s) => *s = snapshot,
             Err(poisoned) => *poisoned.into_inner() = snapshot,

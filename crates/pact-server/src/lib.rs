@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod admin;
 pub mod agent;
 pub mod auth;
+pub mod authorizations;
 pub mod client_ip;
 pub mod config;
 pub mod config_cache;
@@ -24,6 +25,7 @@ pub mod mail;
 pub mod merchant;
 pub mod nodes;
 pub mod oauth;
+pub mod page_limits;
 pub mod rate_limit;
 pub mod receipt_log;
 pub mod revocation;
@@ -31,6 +33,7 @@ pub mod router;
 pub mod serve;
 pub mod state;
 pub mod telemetry;
+pub mod trace_context;
 pub mod web;
 pub mod who;
 
@@ -38,8 +41,3 @@ pub use config::Config;
 pub use router::router;
 pub use serve::{serve, shutdown_signal};
 pub use state::AppState;
-
-/// Current time as unix seconds; handlers read the clock once and pass it down.
-pub fn now_unix() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
-use time::OffsetDateTime;
 
 use crate::state::AppState;
 
@@ -62,7 +61,7 @@ async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
                 Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
             },
             Some(_) => {
-                if let Err(e) = state.keys.refresh(&state.db).await {
+                if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
                     tracing::error!(error = %e, "reloading signing keys failed");
                 }
             }
@@ -79,10 +78,10 @@ async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
 /// Reloads what notifications would have told us. Access tokens live at most
 /// an hour, so older revocations cannot matter to a token any more.
 async fn resync(state: &AppState) -> Result<(), sqlx::Error> {
-    let since = OffsetDateTime::now_utc() - time::Duration::hours(2);
+    let since = state.clock.now() - time::Duration::hours(2);
     let revoked = pact_db::grants::recently_revoked(&state.db, since).await?;
     state.revocations.replace(revoked);
-    if let Err(e) = state.keys.refresh(&state.db).await {
+    if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
         tracing::error!(error = %e, "reloading signing keys failed");
     }
     Ok(())

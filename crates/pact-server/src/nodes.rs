@@ -89,7 +89,7 @@ pub async fn run(state: AppState) {
         if !due {
             continue;
         }
-        if let Err(e) = beat(&state, OffsetDateTime::now_utc()).await {
+        if let Err(e) = beat(&state, state.clock.now()).await {
             tracing::warn!(error = %e, "node heartbeat failed");
         }
         // Tried: the next try is at the next beat (or listener change), so a

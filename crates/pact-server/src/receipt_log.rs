@@ -91,7 +91,7 @@ pub async fn run(state: AppState) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = publish(&state, OffsetDateTime::now_utc()).await {
+        if let Err(e) = publish(&state, state.clock.now()).await {
             tracing::warn!(error = ?e, "publishing the receipt tree head failed");
         }
     }
@@ -168,9 +168,8 @@ pub async fn publish(
         .keys
         .current()
         .signing_key(now)
-        .map_err(|e| ApiError::Internal(Box::new(e)))?;
-    let jws =
-        pact_jose::sign_tree_head(&key, &head).map_err(|e| ApiError::Internal(Box::new(e)))?;
+        .map_err(ApiError::internal)?;
+    let jws = pact_jose::sign_tree_head(&key, &head).map_err(ApiError::internal)?;
     let stored = StoredTreeHead {
         tree_size: as_i64(size)?,
         root_hash: root.to_vec(),

@@ -16,6 +16,9 @@ use uuid::Uuid;
 #[derive(Default)]
 pub struct RevocationView {
     revoked: RwLock<HashSet<Uuid>>,
+    /// Counts changes, so that whoever waits for one (a test watching a
+    /// revocation reach a node) is woken instead of polling.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl RevocationView {
@@ -31,6 +34,7 @@ impl RevocationView {
             Ok(mut set) => set.insert(grant),
             Err(poisoned) => poisoned.into_inner().insert(grant),
         };
+        self.changes.send_modify(|n| *n += 1);
     }
 
     /// Replaces the whole view (after a reconnect).
@@ -40,6 +44,12 @@ impl RevocationView {
             Ok(mut set) => *set = fresh,
             Err(poisoned) => *poisoned.into_inner() = fresh,
         }
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Wakes on every change of the view.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     pub fn len(&self) -> usize {

@@ -8,12 +8,13 @@
 use axum::Router;
 use axum::http::{HeaderName, StatusCode, header};
 use axum::routing::{get, post};
+use pact_proto::a2a::DELEGATION_HEADER;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, OnResponse, TraceLayer};
 
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -24,15 +25,14 @@ use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
 use crate::web;
-use crate::{db_health, health};
-
-/// Headers that carry credentials; marked sensitive so no layer ever logs them.
-pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
+use crate::{db_health, health, trace_context};
 
 pub fn router(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
     let config = &state.config;
+    let trusted = config.trusted_proxies.clone();
     let layers = ServiceBuilder::new()
+        // Headers that carry credentials: marked sensitive so no layer logs them.
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
             header::COOKIE,
@@ -40,15 +40,13 @@ pub fn router(state: AppState) -> Router {
         ]))
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                // The path only: query strings can carry user codes.
-                let id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
-            }),
+            TraceLayer::new_for_http()
+                // Method, route pattern and request id only: the raw path
+                // carries ids and the query can carry user codes.
+                .make_span_with(move |req: &axum::http::Request<_>| {
+                    trace_context::request_span(req, &trusted)
+                })
+                .on_response(RecordStatus),
         )
         .layer(PropagateRequestIdLayer::new(request_id))
         .layer(TimeoutLayer::with_status_code(
@@ -183,6 +181,13 @@ pub fn router(state: AppState) -> Router {
             "/a2a/{brand}/turns/{turn}/tools/{tool}",
             post(gateway::call_tool),
         )
+        // the same gateway over MCP Streamable HTTP (merchant/mcp.rs)
+        .route(
+            "/a2a/{brand}/turns/{turn}/mcp",
+            post(crate::merchant::mcp::post)
+                .get(crate::merchant::mcp::get_not_offered)
+                .delete(crate::merchant::mcp::delete),
+        )
         // the receipt log: signed tree heads and proofs, public (receipt_log.rs)
         .route("/receipts/tree-head", get(crate::receipt_log::tree_head))
         .route(
@@ -211,6 +216,22 @@ pub fn router(state: AppState) -> Router {
     app.layer(layers).with_state(state)
 }
 
+/// tower-http's own response event (at DEBUG), then the status on the span.
+#[derive(Clone, Copy)]
+struct RecordStatus;
+
+impl<B> OnResponse<B> for RecordStatus {
+    fn on_response(
+        self,
+        res: &axum::http::Response<B>,
+        latency: std::time::Duration,
+        span: &tracing::Span,
+    ) {
+        DefaultOnResponse::default().on_response(res, latency, span);
+        trace_context::record_status(span, res.status());
+    }
+}
+
 /// PACT §4: an unmatched A2A or OAuth path is a bare 404 with no body; any
 /// other path is a person's browser, which gets a page saying so.
 async fn not_found(uri: axum::http::Uri) -> Response {
@@ -230,7 +251,18 @@ async fn not_found(uri: axum::http::Uri) -> Response {
 /// percent-decoded (`%00` would otherwise reach PostgreSQL, which refuses
 /// NUL in text): such a path names nothing we serve, so it is the bare 404
 /// of an unmatched route (PACT §4, last row), before anything else runs.
+///
+/// Running after routing and before anything that reads the database, it
+/// also names the request span by the matched route
+/// (`trace_context::record_route`).
 async fn refuse_control_bytes_in_path(req: Request, next: Next) -> Response {
+    trace_context::record_route(
+        &tracing::Span::current(),
+        req.method(),
+        req.extensions()
+            .get::<axum::extract::MatchedPath>()
+            .map(axum::extract::MatchedPath::as_str),
+    );
     let path = req.uri().path();
     if percent_decode(path.as_bytes())
         .into_iter()

@@ -15,6 +15,8 @@ use crate::revocation::RevocationView;
 pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
+    /// The node's one time source: handlers read it once and pass `now` down.
+    pub clock: pact_clock::Clock,
     pub config: Config,
     pub db: PgPool,
     pub jwks: JwksCache,
@@ -26,7 +28,7 @@ pub struct Inner {
     /// Agents, brands, scopes and merchant settings, kept while the change
     /// listener is connected (see `config_cache.rs`).
     pub config_cache: crate::config_cache::ConfigCache,
-    pub page_limits: crate::web::limits::PageLimits,
+    pub page_limits: crate::page_limits::PageLimits,
     pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
@@ -74,11 +76,22 @@ impl AppState {
         db: PgPool,
         agents: BrandAgents,
     ) -> Result<Self, StateError> {
-        let jwks = JwksCache::new(config.jwks.clone())?;
+        Self::with_clock(config, db, agents, pact_clock::Clock::system()).await
+    }
+
+    /// With custom brand agents and a clock of the caller's (tests move a
+    /// [`pact_clock::TestClock`] forward instead of sleeping).
+    pub async fn with_clock(
+        config: Config,
+        db: PgPool,
+        agents: BrandAgents,
+        clock: pact_clock::Clock,
+    ) -> Result<Self, StateError> {
+        let jwks = JwksCache::with_clock(config.jwks.clone(), clock.clone())?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
-        let keys = KeyStore::load(&db, config.master_key.clone()).await?;
-        let webauthn = crate::web::passkeys::relying_party(&config);
+        let keys = KeyStore::load(&db, config.master_key.clone(), clock.now()).await?;
+        let webauthn = config.relying_party();
         if webauthn.is_none() {
             tracing::warn!(
                 public_url = %config.public_url,
@@ -92,7 +105,9 @@ impl AppState {
             .as_ref()
             .map(crate::mail::Mailer::new)
             .transpose()?;
+        let node = crate::nodes::NodeIdentity::new(clock.now());
         Ok(Self(Arc::new(Inner {
+            clock,
             db,
             jwks,
             pa_rules,
@@ -101,7 +116,7 @@ impl AppState {
             keys,
             revocations: RevocationView::default(),
             config_cache: crate::config_cache::ConfigCache::default(),
-            page_limits: crate::web::limits::PageLimits::new(&config.page_limits),
+            page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
             db_health: crate::db_health::DbHealth::default(),
             webauthn,
             config,
@@ -109,7 +124,7 @@ impl AppState {
             outbound,
             mailer,
             receipt_log: Default::default(),
-            node: crate::nodes::NodeIdentity::new(time::OffsetDateTime::now_utc()),
+            node,
         })))
     }
 

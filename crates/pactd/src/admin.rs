@@ -385,14 +385,28 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             let overlap = overlap_secs.map_or(defaults.key_overlap, std::time::Duration::from_secs);
             let retain = retain_secs.map_or(defaults.key_retention, std::time::Duration::from_secs);
             let now = OffsetDateTime::now_utc();
-            let kid = pact_server::keys::rotate(
-                pool,
+            let signs_from = now + time::Duration::try_from(overlap)?;
+            // The key and its audit entry commit together, as the console's
+            // and the admin API's rotation do (admin/api/keys.rs): a rotation
+            // never happens without its trace.
+            let mut tx = pool.begin().await?;
+            let kid = pact_server::keys::rotate_in(
+                &mut tx,
                 &master,
                 now,
                 time::Duration::try_from(overlap)?,
                 time::Duration::try_from(retain)?,
             )
             .await?;
+            audit(
+                &mut *tx,
+                "key.rotate",
+                &kid,
+                None,
+                serde_json::json!({"signs_from": rfc3339(signs_from)}),
+            )
+            .await?;
+            tx.commit().await?;
             println!(
                 "new signing key {kid}: published now, signs from {}",
                 rfc3339(now + time::Duration::try_from(overlap)?)

@@ -126,7 +126,13 @@ pub async fn run(pool: &PgPool, c: &AdminCommand) -> anyhow::Result<()> {
         }
         AdminCommand::List => {
             for a in pact_db::admins::list(pool).await? {
-                let factor = if a.has_totp() { "totp" } else { "no-totp-yet" };
+                let passkeys = pact_db::admin_factors::count_passkeys(pool, a.id).await?;
+                let factor = match (a.has_totp(), passkeys) {
+                    (true, 0) => "totp".to_owned(),
+                    (true, n) => format!("totp+{n}-passkey(s)"),
+                    (false, 0) => "no-totp-yet".to_owned(),
+                    (false, n) => format!("{n}-passkey(s)"),
+                };
                 let state = a.disabled_at.map_or_else(
                     || "-".to_owned(),
                     |t| format!("disabled-since {}", rfc3339(t)),

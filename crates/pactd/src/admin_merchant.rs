@@ -212,6 +212,12 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
                 .map(serde_json::from_str::<serde_json::Value>)
                 .transpose()
                 .context("invalid --input-schema JSON")?;
+            // Every call's arguments are validated against it, and MCP clients
+            // list it as the tool's inputSchema: refuse one that cannot serve.
+            if let Some(schema) = &schema {
+                pact_server::merchant::schema::check(schema)
+                    .map_err(|e| anyhow::anyhow!("invalid --input-schema: {e}"))?;
+            }
             let mut types = authz_details::types_from_settings(&brand.settings);
             add_enforce_rules(&mut types, name, scope.as_deref(), &pairs)?;
             let mut tx = pool.begin().await?;

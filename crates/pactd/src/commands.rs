@@ -169,7 +169,7 @@ fn print_dev_banner(config: &Config, local_db: bool) {
     } else {
         "DATABASE_URL"
     };
-    let passkeys = if pact_server::web::passkeys::relying_party(config).is_some() {
+    let passkeys = if config.relying_party().is_some() {
         "available"
     } else {
         "off (the public URL is an IP address; use a host name such as localhost)"

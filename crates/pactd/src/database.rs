@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use pact_db::local_cluster::{ClusterOptions, LocalCluster};
 use pact_db::{PgPool, PoolSettings};
+use pact_devdb::{ClusterOptions, LocalCluster};
 
 pub struct Database {
     pub pool: PgPool,

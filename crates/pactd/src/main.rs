@@ -9,6 +9,7 @@ mod commands;
 mod database;
 mod healthcheck;
 mod master_key;
+mod otel;
 mod rewrap;
 mod settings;
 
@@ -16,7 +17,28 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    init_tracing(cli.log_format);
+    // Traces are exported by the servers only, and only when asked for.
+    let provider = if matches!(cli.command, cli::Command::Serve(_) | cli::Command::Dev(_)) {
+        match otel::from_env() {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    init_tracing(cli.log_format, provider.as_ref());
+    let code = run(cli);
+    // After the drain: what the last requests traced is sent before the exit.
+    if let Some(provider) = provider {
+        otel::shutdown(&provider);
+    }
+    code
+}
+
+fn run(cli: cli::Cli) -> std::process::ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -38,19 +60,43 @@ fn main() -> std::process::ExitCode {
 
 /// Human-readable logs by default, JSON with `--log-format json`
 /// (`PACTD_LOG_FORMAT=json`); level from `RUST_LOG`. Logs never carry tokens:
-/// handlers log reasons and ids only.
-fn init_tracing(format: cli::LogFormat) {
+/// handlers log reasons and ids only. With trace export on, the log lines of
+/// a request carry its `trace_id` and `span_id` (fields of the `http` span),
+/// and the OpenTelemetry layers get their own filter, so `RUST_LOG` decides
+/// what is logged and not what is traced.
+fn init_tracing(
+    format: cli::LogFormat,
+    provider: Option<&opentelemetry_sdk::trace::SdkTracerProvider>,
+) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
-    use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let Some(provider) = provider else {
+        // No export: the plain subscriber, as cheap as before tracing existed.
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr);
+        if format == cli::LogFormat::Json {
+            builder.json().init();
+        } else {
+            builder.init();
+        }
+        return;
+    };
+    pact_server::trace_context::enable();
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    if format == cli::LogFormat::Json {
-        builder.json().init();
+    let fmt = if format == cli::LogFormat::Json {
+        fmt.json().boxed()
     } else {
-        builder.init();
-    }
+        fmt.boxed()
+    };
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(otel::layers(provider))
+        .init();
 }

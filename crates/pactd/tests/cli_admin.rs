@@ -314,3 +314,75 @@ async fn revoking_a_grant_and_disabling_an_agent_from_the_command_line_are_audit
         ]
     );
 }
+
+/// `pactd keys rotate` leaves the same trace as the console's and the admin
+/// API's rotation: `key.rotate` with the new kid, committed with the key.
+/// A refused rotation (no master key) rotates nothing and logs nothing.
+#[tokio::test]
+async fn rotating_the_signing_key_from_the_command_line_is_audited() {
+    let app = TestApp::spawn().await;
+    let keys_before = pact_db::signing_keys::all(&app.db).await.unwrap().len();
+    refused(&app, &["keys", "rotate"], None).await;
+    let entries: i64 = sqlx::query_scalar("select count(*) from audit_log")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(entries, 0);
+    assert_eq!(
+        pact_db::signing_keys::all(&app.db).await.unwrap().len(),
+        keys_before
+    );
+
+    let mut cmd = Command::new(PACTD);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PACTD_") {
+            cmd.env_remove(&key);
+        }
+    }
+    let out = cmd
+        .args(["keys", "rotate", "--overlap-secs", "0"])
+        .env("DATABASE_URL", &app.db_url)
+        .env("PACTD_MASTER_KEY", app.master_key.to_base64())
+        .env("USER", "ops-person")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kid = stdout
+        .strip_prefix("new signing key ")
+        .and_then(|rest| rest.split(':').next())
+        .unwrap()
+        .to_owned();
+    let rows: Vec<(String, String, String, Option<String>, serde_json::Value)> = sqlx::query_as(
+        "select actor_kind, actor, action, target, detail from audit_log order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let (kind, actor, action, target, detail) = &rows[0];
+    assert_eq!(
+        (kind.as_str(), actor.as_str(), action.as_str()),
+        ("cli", "ops-person", "key.rotate")
+    );
+    assert_eq!(target.as_deref(), Some(kid.as_str()));
+    assert!(detail["signs_from"].is_string(), "{detail}");
+    // The audited kid is the key that was made.
+    assert!(
+        pact_db::signing_keys::all(&app.db)
+            .await
+            .unwrap()
+            .iter()
+            .any(|k| k.kid == kid)
+    );
+}

@@ -178,6 +178,39 @@ async fn an_operator_puts_the_example_merchant_behind_a_brand() {
     )
     .await;
     assert!(err.contains("no authorization_details type"), "{err}");
+    // An input schema must be a JSON Schema for an object that compiles without
+    // fetching anything (a remote $ref would make pactd call out).
+    for (schema, why) in [
+        (r#"{"type":"string"}"#, "\"type\": \"object\""),
+        (
+            r#"{"type":"object","properties":{"a":{"type":"nope"}}}"#,
+            "JSON Schema",
+        ),
+        (
+            r#"{"type":"object","properties":{"a":{"$ref":"http://169.254.169.254/x"}}}"#,
+            "JSON Schema",
+        ),
+    ] {
+        let err = refused(
+            &app,
+            &[
+                "brand",
+                "tool",
+                "add",
+                "demo",
+                "x",
+                "--url",
+                &format!("{base}/x"),
+                "--input-schema",
+                schema,
+            ],
+        )
+        .await;
+        assert!(
+            err.contains("invalid --input-schema") && err.contains(why),
+            "{err}"
+        );
+    }
     let list = ok(&app, &["brand", "tool", "list", "demo"]).await;
     assert!(list.contains("cancel_order\torders:cancel"), "{list}");
     assert!(list.contains("lookup_orders\torders:read"), "{list}");

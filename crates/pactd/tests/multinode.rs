@@ -783,7 +783,7 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
 /// Where initdb really is (it may be a symlink on PATH): pg_basebackup sits
 /// next to it, not necessarily on PATH.
 fn pg_bin_dir() -> PathBuf {
-    let bins = pact_db::local_cluster::LocalCluster::find_binaries()
+    let bins = pact_devdb::LocalCluster::find_binaries()
         .expect("the PostgreSQL server binaries (apt-get install -y postgresql)");
     let initdb = std::fs::canonicalize(&bins.initdb).unwrap_or(bins.initdb);
     initdb.parent().unwrap().to_owned()

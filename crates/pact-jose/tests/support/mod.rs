@@ -1,11 +1,11 @@
-//! A real JWKS endpoint on 127.0.0.1:0 that counts its hits and can be told
-//! to change what it serves, plus generated public keys to serve.
+//! A real JWKS endpoint on 127.0.0.1:0 that counts its hits, can be told to
+//! change what it serves or to hold its answers until released, plus
+//! generated public keys to serve.
 //! Test scaffolding: a failed setup step should stop the test loudly.
 
 #![allow(clippy::expect_used)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,13 +26,14 @@ pub struct Served {
     pub status: u16,
     pub body: String,
     pub cache_control: Option<String>,
-    pub delay: Duration,
 }
 
 #[derive(Clone)]
 struct ServerState {
     served: Arc<Mutex<Served>>,
-    hits: Arc<AtomicU64>,
+    hits: Arc<tokio::sync::watch::Sender<u64>>,
+    /// `false` while answers are held (see [`JwksServer::hold`]).
+    open: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 pub struct JwksServer {
@@ -49,9 +50,9 @@ impl JwksServer {
                 status: 200,
                 body,
                 cache_control: None,
-                delay: Duration::ZERO,
             })),
-            hits: Arc::new(AtomicU64::new(0)),
+            hits: Arc::new(tokio::sync::watch::Sender::new(0)),
+            open: Arc::new(tokio::sync::watch::Sender::new(true)),
         };
         let app = Router::new()
             .route("/jwks.json", get(serve_jwks))
@@ -81,7 +82,24 @@ impl JwksServer {
 
     /// Hits on /jwks.json so far.
     pub fn hits(&self) -> u64 {
-        self.state.hits.load(Ordering::SeqCst)
+        *self.state.hits.borrow()
+    }
+
+    /// Returns once /jwks.json has been hit `n` times (the request is then
+    /// in the server's hands: answered, or held).
+    pub async fn hit(&self, n: u64) {
+        let mut hits = self.state.hits.subscribe();
+        hits.wait_for(|h| *h >= n).await.expect("server state");
+    }
+
+    /// Requests are counted but not answered until [`JwksServer::release`]:
+    /// a fetch stays in flight for as long as the test needs.
+    pub fn hold(&self) {
+        self.state.open.send_replace(false);
+    }
+
+    pub fn release(&self) {
+        self.state.open.send_replace(true);
     }
 
     pub fn set(&self, change: impl FnOnce(&mut Served)) {
@@ -107,11 +125,10 @@ impl Drop for JwksServer {
 }
 
 async fn serve_jwks(State(state): State<ServerState>) -> Response {
-    state.hits.fetch_add(1, Ordering::SeqCst);
+    state.hits.send_modify(|h| *h += 1);
+    let mut open = state.open.subscribe();
+    open.wait_for(|open| *open).await.expect("server state");
     let served = state.served.lock().expect("lock").clone();
-    if !served.delay.is_zero() {
-        tokio::time::sleep(served.delay).await;
-    }
     let status = StatusCode::from_u16(served.status).expect("status");
     let mut response = (status, served.body).into_response();
     response.headers_mut().insert(

@@ -45,7 +45,7 @@ pub async fn get_card(
         skills,
         delegation,
     });
-    let body = serde_json::to_value(&card).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let body = serde_json::to_value(&card).map_err(ApiError::internal)?;
     let mut res = crate::error::a2a_json(StatusCode::OK, &body);
     let headers = res.headers_mut();
     // The card is public and changes rarely (PACT §2, pactd choice).

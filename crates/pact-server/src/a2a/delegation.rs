@@ -1,13 +1,14 @@
 //! Checking the `X-A2A-User-Delegation` token (PACT §5.5 step 2).
 
 use axum::http::{HeaderMap, HeaderName};
+use pact_proto::a2a::DELEGATION_HEADER;
 use uuid::Uuid;
 
 use crate::agent::Delegation;
 use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
-use crate::router::DELEGATION_HEADER;
 use crate::state::AppState;
+
 
 /// A verified token, before the grant row is re-checked in the turn's transaction.
 #[derive(Clone, Debug)]
@@ -24,14 +25,11 @@ pub fn verify_token(
 ) -> Result<pact_proto::oauth::DelegationClaims, pact_jose::DelegationError> {
     pact_jose::verify_delegation_token(
         token,
-        state
-            .keys
-            .current()
-            .published(time::OffsetDateTime::now_utc()),
+        state.keys.current().published(state.clock.now()),
         &state.config.oauth_issuer(&caller.brand.id),
         &state.config.interface_url(&caller.brand.id),
         &caller.pa.iss,
-        crate::now_unix(),
+        state.clock.now().unix_timestamp(),
     )
 }
 

@@ -10,10 +10,6 @@ use crate::agent::{Delegation, GateRecord};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
-    ApiError::Internal(Box::new(e))
-}
-
 /// Where a receipt belongs.
 pub struct TurnRef<'a> {
     pub pa_issuer: &'a str,
@@ -72,12 +68,16 @@ pub async fn build(
         brand: state.config.interface_url(brand_id),
         scopes_used: record.used_scopes.iter().cloned().collect(),
         actions: record.actions.clone(),
-        ts: now.format(&Rfc3339).map_err(internal)?,
+        ts: now.format(&Rfc3339).map_err(ApiError::internal)?,
         prev: head.as_ref().map(|h| pact_jose::receipt_hash(&h.jws)),
     };
-    let key = state.keys.current().signing_key(now).map_err(internal)?;
-    let receipt = pact_jose::sign_receipt(&key, claims).map_err(internal)?;
-    let claims_json = serde_json::to_value(&receipt.claims).map_err(internal)?;
+    let key = state
+        .keys
+        .current()
+        .signing_key(now)
+        .map_err(ApiError::internal)?;
+    let receipt = pact_jose::sign_receipt(&key, claims).map_err(ApiError::internal)?;
+    let claims_json = serde_json::to_value(&receipt.claims).map_err(ApiError::internal)?;
     let row = ChainedReceipt {
         grant_id: delegation.grant_id,
         seq: head.map_or(1, |h| h.seq + 1),

@@ -31,12 +31,13 @@ use pact_proto::a2a::{
     parse_send_message,
 };
 use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
 use crate::agent::{AgentError, Delegation, GateRecord, Outcome, ToolGate, Turn};
 use crate::auth::Caller;
+use crate::authorizations::{self, IssueError};
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
@@ -57,10 +58,6 @@ pub async fn send_message(
         .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
     let reply = run_turn(&state, &caller, presented.as_ref(), &incoming, &request_id).await?;
     Ok(a2a_json(StatusCode::OK, &reply))
-}
-
-fn internal(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
-    ApiError::Internal(Box::new(e))
 }
 
 /// What phase 1 found.
@@ -150,7 +147,7 @@ async fn begin<'p>(
 ) -> Result<Begin<'p>, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
 
     // The database is the truth about the grant (the token may outlive a revocation).
     let delegation = match presented {
@@ -277,11 +274,17 @@ async fn run_claimed(
             offered: &offered,
             request_id,
         };
-        crate::merchant::turn::run(state, turn).await.map_err(|e| {
-            // For the operator: the brand and the cause; never a secret or token.
-            tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
-            ApiError::AgentUnavailable
-        })?
+        crate::merchant::turn::run(state, turn)
+            .instrument(tracing::debug_span!(
+                "brand_agent",
+                pact.agent_kind = "webhook"
+            ))
+            .await
+            .map_err(|e| {
+                // For the operator: the brand and the cause; never a secret or token.
+                tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
+                ApiError::AgentUnavailable
+            })?
     } else {
         let agent = state.agents.for_brand(brand).ok_or_else(|| {
             ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
@@ -296,10 +299,14 @@ async fn run_claimed(
             context_id: &context_id,
             text: &incoming.text,
         };
-        let Outcome::Reply(text) = agent.respond(turn, &mut gate).await.map_err(|e| match e {
-            AgentError::DatabaseUnavailable => ApiError::Unavailable,
-            e @ AgentError::Failed(_) => internal(e),
-        })?;
+        let Outcome::Reply(text) = agent
+            .respond(turn, &mut gate)
+            .instrument(tracing::debug_span!("brand_agent", pact.agent_kind = %brand.agent_kind))
+            .await
+            .map_err(|e| match e {
+                AgentError::DatabaseUnavailable => ApiError::Unavailable,
+                e @ AgentError::Failed(_) => ApiError::internal(e),
+            })?;
         (text, gate.into_record())
     };
 
@@ -392,7 +399,7 @@ async fn store(
     let brand = &r.caller.brand;
     let context_id = r.conversation_id.to_string();
     let mut message = AgentMessage::new(r.reply_id.clone(), context_id.clone(), r.text.to_owned());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let receipt = match r.delegation {
         None => None,
         Some(d) => {
@@ -413,7 +420,7 @@ async fn store(
             let mut metadata = Map::new();
             metadata.insert(
                 "pact.receipt".to_owned(),
-                serde_json::to_value(receipt).map_err(internal)?,
+                serde_json::to_value(receipt).map_err(ApiError::internal)?,
             );
             message.metadata = Some(metadata);
             Some(row)
@@ -437,7 +444,7 @@ async fn store(
             })
         }
     };
-    let body = serde_json::to_value(&response).map_err(internal)?;
+    let body = serde_json::to_value(&response).map_err(ApiError::internal)?;
     let stored = match &receipt {
         None => {
             conversations::finish_turn(
@@ -473,10 +480,22 @@ async fn step_up(
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<(String, String), Stored> {
-    let now = OffsetDateTime::now_utc();
-    let link =
-        crate::oauth::device_authorization::step_up_link(state, conn, caller, &record.missing, now)
-            .await?;
+    let now = state.clock.now();
+    let request = authorizations::Request {
+        brand_id: &caller.brand.id,
+        pa_issuer: &caller.pa.iss,
+        pa_sub: &caller.pa.sub,
+        scopes: &record.missing,
+        kind: authorizations::Kind::StepUp,
+    };
+    // Inside the transaction that stores the turn's reply: the task and its
+    // authorization are stored together or not at all. A drawn user code
+    // already live has aborted that transaction: the caller runs it again.
+    let link = match authorizations::issue(conn, &state.config, request, now).await {
+        Ok(link) => link,
+        Err(IssueError::CodeTaken) => return Err(Stored::Retry),
+        Err(IssueError::Database(e)) => return Err(Stored::from(e)),
+    };
     metrics::counter!("pactd_step_ups_total").increment(1);
     let wanted: Vec<&str> = scope_rows
         .iter()

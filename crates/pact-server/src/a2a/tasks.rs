@@ -27,7 +27,7 @@ pub async fn list_tasks(_caller: Caller, Query(q): Query<ListQuery>) -> Result<R
         page_size,
         total_size: 0,
     };
-    let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let body = serde_json::to_value(body).map_err(ApiError::internal)?;
     Ok(a2a_json(StatusCode::OK, &body))
 }
 

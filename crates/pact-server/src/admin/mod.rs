@@ -3,6 +3,7 @@
 //! brand customers; every action lands in the audit log.
 
 pub mod api;
+pub mod brand_settings;
 pub mod console;
 pub mod credential;
 pub mod receipts_export;

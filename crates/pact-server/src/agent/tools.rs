@@ -157,6 +157,28 @@ impl GateRecord {
     }
 }
 
+/// The scope half of [`check_call`], without arguments: whether a call of a
+/// tool needing `scope` may happen at all under this turn's delegation (what
+/// an MCP `tools/list` reports per tool). `Ok(None)`: a public tool;
+/// `Ok(Some(d))`: the delegation holds the scope (its `authorization_details`
+/// may still refuse particular arguments).
+pub fn scope_rule<'d>(
+    offered: &BTreeSet<String>,
+    delegation: Option<&'d Delegation>,
+    scope: Option<&str>,
+) -> Result<Option<&'d Delegation>, ToolError> {
+    let Some(scope) = scope else {
+        return Ok(None);
+    };
+    if !offered.contains(scope) {
+        return Err(ToolError::Unavailable);
+    }
+    match delegation.filter(|d| d.scopes.contains(scope)) {
+        Some(d) => Ok(Some(d)),
+        None => Err(ToolError::MissingScope(scope.to_owned())),
+    }
+}
+
 /// The gate's rule, for built-in tools and for a merchant's tools behind the
 /// webhook gateway alike, checked against the real arguments before anything
 /// runs (PACT §5.5, §5.7):
@@ -177,11 +199,8 @@ pub fn check_call(
     let Some(scope) = scope else {
         return Ok(());
     };
-    if !offered.contains(scope) {
-        return Err(ToolError::Unavailable);
-    }
-    let Some(delegation) = delegation.filter(|d| d.scopes.contains(scope)) else {
-        return Err(ToolError::MissingScope(scope.to_owned()));
+    let Some(delegation) = scope_rule(offered, delegation, Some(scope))? else {
+        return Ok(());
     };
     if !authz_details::permits(delegation.authorization_details.as_ref(), types, tool, args) {
         tracing::info!(tool, grant = %delegation.grant_id, "tool call refused by authorization_details");

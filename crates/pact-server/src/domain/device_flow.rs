@@ -2,8 +2,7 @@
 
 use time::{Duration, OffsetDateTime};
 
-/// How much `slow_down` adds to the interval (RFC 8628 §3.5: "by 5 seconds").
-pub const SLOW_DOWN_STEP_SECS: i32 = 5;
+pub use pact_proto::oauth::SLOW_DOWN_STEP_SECS;
 /// Upper bound, so a misbehaving client cannot grow it without limit.
 pub const MAX_INTERVAL_SECS: i32 = 60;
 

@@ -4,8 +4,7 @@
 
 use rand::Rng;
 
-pub const ALPHABET: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
-pub const LEN: usize = 8;
+pub use pact_proto::oauth::{USER_CODE_ALPHABET as ALPHABET, USER_CODE_LENGTH as LEN};
 
 /// A fresh code, uniformly drawn (the range is exact, so no modulo bias).
 pub fn generate() -> String {

@@ -9,16 +9,20 @@
 //! turn's A2A reply into the step-up task, or 403 `not_permitted`). Then the
 //! call is forwarded, signed like the turn, and `{tool, argsHash}` recorded
 //! for the turn's receipt (PACT §5.6).
+//!
+//! [`run_call`] is that whole sequence after the token check; the JSON route
+//! here and the MCP endpoint (`merchant::mcp`) both call it, so the two
+//! interfaces cannot drift apart.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{MAX_TOOL_RESPONSE_BYTES, http, signing};
+use super::live_turns::LiveTurn;
+use super::{MAX_TOOL_RESPONSE_BYTES, http, schema, signing};
 use crate::agent::ToolError;
 use crate::agent::tools::check_call;
 use crate::auth::bearer;
@@ -45,7 +49,7 @@ pub async fn call_tool(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(token) = bearer(&headers, &header::AUTHORIZATION) else {
         return unauthorized();
     };
@@ -59,21 +63,80 @@ pub async fn call_tool(
             return unauthorized();
         }
     };
-    let Some(tool) = turn.tools.iter().find(|t| t.name == tool_name) else {
-        return reply(
+    let args: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => Value::Null,
+    };
+    match run_call(&state, &turn, &tool_name, args, &request_id(&headers), now).await {
+        Ok(out) => reply(StatusCode::OK, &out),
+        Err(CallRefusal::UnknownTool) => reply(
             StatusCode::NOT_FOUND,
             &json!({"error": "unknown_tool", "tool": tool_name}),
-        );
-    };
-    let args: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            return reply(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "invalid_arguments", "error_description": "the body must be a JSON object"}),
-            );
+        ),
+        Err(CallRefusal::InvalidArguments(why)) => reply(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": "invalid_arguments", "error_description": why}),
+        ),
+        Err(CallRefusal::Gate(e)) => {
+            let body = match e {
+                ToolError::MissingScope(scope) => json!({"error": "missing_scope", "scope": scope}),
+                ToolError::NotPermitted => json!({"error": "not_permitted"}),
+                _ => json!({"error": "not_available"}),
+            };
+            reply(StatusCode::FORBIDDEN, &body)
         }
+        Err(CallRefusal::Failed) => {
+            reply(StatusCode::BAD_GATEWAY, &json!({"error": "tool_failed"}))
+        }
+    }
+}
+
+/// The request id to hand on to the merchant (`x-request-id`, set by the layer stack).
+pub fn request_id(headers: &HeaderMap) -> String {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned)
+}
+
+/// Why a tool call of a turn did not run.
+#[derive(Debug)]
+pub enum CallRefusal {
+    /// The brand has no tool of that name.
+    UnknownTool,
+    /// Not a JSON object, or outside the tool's input schema (the text says where).
+    InvalidArguments(String),
+    /// The gate's refusal: missing scope (the step-up), not permitted by the
+    /// `authorization_details`, or a scope the brand does not offer.
+    Gate(ToolError),
+    /// The merchant's tool failed, timed out, answered too much or not JSON;
+    /// logged with the cause, not recorded in the receipt.
+    Failed,
+}
+
+/// One tool call of a turn whose token has been checked: the tool exists,
+/// the arguments are an object within the tool's input schema, the gate's
+/// rule holds (scope and `authorization_details` against these arguments,
+/// PACT §5.5, §5.7; a missing scope joins the turn's step-up set); then the
+/// call is forwarded signed, its response capped, and recorded for the
+/// receipt (PACT §5.6). Nothing reaches the merchant unless every check passed.
+pub async fn run_call(
+    state: &AppState,
+    turn: &LiveTurn,
+    tool_name: &str,
+    args: Value,
+    request_id: &str,
+    now: OffsetDateTime,
+) -> Result<Value, CallRefusal> {
+    let brand_id = turn.brand_id.as_str();
+    let Some(tool) = turn.tools.iter().find(|t| t.name == tool_name) else {
+        return Err(CallRefusal::UnknownTool);
     };
+    // Schema first: the gate's details rule then reads arguments of the declared shape.
+    if let Err(why) = schema::validate(tool.input_schema.as_ref(), &args) {
+        tracing::info!(brand = %brand_id, tool = %tool.name, "tool call refused: arguments outside the schema");
+        return Err(CallRefusal::InvalidArguments(why));
+    }
     // A revocation heard of during the turn ends the delegation's authority now.
     let delegation = turn
         .delegation
@@ -89,18 +152,9 @@ pub async fn call_tool(
     ) {
         turn.with_record(|r| r.refused(&e));
         tracing::info!(brand = %brand_id, tool = %tool.name, refusal = %e, "tool call refused");
-        let body = match e {
-            ToolError::MissingScope(scope) => json!({"error": "missing_scope", "scope": scope}),
-            ToolError::NotPermitted => json!({"error": "not_permitted"}),
-            _ => json!({"error": "not_available"}),
-        };
-        return reply(StatusCode::FORBIDDEN, &body);
+        return Err(CallRefusal::Gate(e));
     }
 
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
     let forward = json!({
         "type": "pact.tool_call",
         "requestId": request_id,
@@ -114,25 +168,20 @@ pub async fn call_tool(
     });
     let failed = |cause: &dyn std::fmt::Display| {
         tracing::warn!(brand = %brand_id, tool = %tool.name, cause = %cause, "merchant tool call failed");
-        reply(StatusCode::BAD_GATEWAY, &json!({"error": "tool_failed"}))
+        CallRefusal::Failed
     };
-    let secrets = match super::signing_secrets(&state, &brand_id, now).await {
-        Ok(s) => s,
-        Err(e) => return failed(&e),
-    };
-    let Ok(bytes) = serde_json::to_vec(&forward) else {
-        return failed(&"encoding");
-    };
-    let signed = match signing::sign_all(
+    let secrets = super::signing_secrets(state, brand_id, now)
+        .await
+        .map_err(|e| failed(&e))?;
+    let bytes = serde_json::to_vec(&forward).map_err(|_| failed(&"encoding"))?;
+    let signed = signing::sign_all(
         &secrets,
         &format!("msg_{}", Uuid::new_v4().simple()),
         now.unix_timestamp(),
         &bytes,
-    ) {
-        Ok(s) => s,
-        Err(e) => return failed(&e),
-    };
-    let result = http::post_signed(
+    )
+    .map_err(|e| failed(&e))?;
+    let (status, out) = http::post_signed(
         &state.outbound,
         &tool.url,
         state.config.jwks.allow_loopback,
@@ -141,17 +190,13 @@ pub async fn call_tool(
         turn.tool_timeout,
         MAX_TOOL_RESPONSE_BYTES,
     )
-    .await;
-    let (status, out) = match result {
-        Ok(r) => r,
-        Err(e) => return failed(&e),
-    };
+    .await
+    .map_err(|e| failed(&e))?;
     if !status.is_success() {
-        return failed(&http::CallError::Status(status.as_u16()));
+        return Err(failed(&http::CallError::Status(status.as_u16())));
     }
-    let Ok(out) = serde_json::from_slice::<Value>(&out) else {
-        return failed(&"the tool's response is not JSON");
-    };
+    let out = serde_json::from_slice::<Value>(&out)
+        .map_err(|_| failed(&"the tool's response is not JSON"))?;
     turn.with_record(|r| r.ran(&tool.name, tool.scope.as_deref(), &args));
-    reply(StatusCode::OK, &out)
+    Ok(out)
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, StatusCode};
+use tracing::Instrument;
 
 use super::signing::SignedHeaders;
 
@@ -67,6 +68,13 @@ pub async fn post_signed(
 ) -> Result<(StatusCode, Vec<u8>), CallError> {
     let url = pact_jose::check_jwks_uri(url, allow_loopback)
         .map_err(|e| CallError::Refused(e.to_string()))?;
+    // The host only: a merchant may put a credential in its URL's path or query.
+    let span = tracing::debug_span!(
+        "merchant.call",
+        otel.kind = "client",
+        server.address = url.host_str().unwrap_or(""),
+        http.response.status_code = tracing::field::Empty,
+    );
     let exchange = async {
         let sig = HeaderValue::from_str(&signed.signature)
             .map_err(|_| CallError::Transport("bad signature header".to_owned()))?;
@@ -76,11 +84,14 @@ pub async fn post_signed(
             .header("webhook-id", signed.id.as_str())
             .header("webhook-timestamp", signed.timestamp.to_string())
             .header("webhook-signature", sig)
+            // W3C Trace Context: the merchant's spans join this turn's trace.
+            .headers(crate::trace_context::outbound_headers())
             .body(body)
             .send()
             .await
             .map_err(transport)?;
         let status = res.status();
+        tracing::Span::current().record("http.response.status_code", status.as_u16());
         if res.content_length().is_some_and(|l| l > max as u64) {
             return Err(CallError::TooLarge(max));
         }
@@ -93,7 +104,7 @@ pub async fn post_signed(
         }
         Ok((status, out))
     };
-    tokio::time::timeout(timeout, exchange)
+    tokio::time::timeout(timeout, exchange.instrument(span))
         .await
         .map_err(|_| CallError::Timeout)?
 }

@@ -36,6 +36,9 @@ pub struct LiveTurn {
     setup: TurnSetup,
     /// What ran, what was refused: shared with the turn, read when it ends.
     pub record: Mutex<GateRecord>,
+    /// The turn's MCP sessions (`merchant::mcp`): session id → negotiated
+    /// protocol version. They live inside the turn, so they die with it.
+    pub mcp_sessions: Mutex<HashMap<String, String>>,
 }
 
 impl std::ops::Deref for LiveTurn {
@@ -108,6 +111,7 @@ impl LiveTurns {
             token_hash: hash(&token),
             setup,
             record: Mutex::new(GateRecord::default()),
+            mcp_sessions: Mutex::new(HashMap::new()),
         });
         self.lock().insert(turn.id, turn.clone());
         Some(TurnGuard {

@@ -12,6 +12,8 @@ pub mod credentials;
 pub mod gateway;
 pub mod http;
 pub mod live_turns;
+pub mod mcp;
+pub mod schema;
 pub mod signing;
 pub mod turn;
 

@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::live_turns::TurnSetup;
@@ -50,7 +49,7 @@ pub async fn run(
     t: WebhookTurn<'_>,
 ) -> Result<(String, GateRecord), TurnFailure> {
     let brand = &t.caller.brand;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let setup = state
         .config_cache
         .merchant(&state.db, &brand.id)
@@ -97,6 +96,11 @@ pub async fn run(
         state.config.interface_url(&brand.id),
         live.turn.id
     );
+    let mcp_url = format!(
+        "{}/turns/{}/mcp",
+        state.config.interface_url(&brand.id),
+        live.turn.id
+    );
     let body = json!({
         "type": "pact.turn",
         "requestId": t.request_id,
@@ -122,6 +126,7 @@ pub async fn run(
         })),
         "tools": {
             "url": tools_url,
+            "mcpUrl": mcp_url,
             "token": live.token,
             "expiresAt": (now + timeout).unix_timestamp(),
             "available": available,

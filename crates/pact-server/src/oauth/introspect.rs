@@ -15,7 +15,6 @@ use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::oauth_json;
@@ -101,14 +100,11 @@ pub async fn introspect(
     let iface = state.config.interface_url(&brand_id);
     let Ok(claims) = pact_jose::verify_delegation_token(
         token,
-        state
-            .keys
-            .current()
-            .published(time::OffsetDateTime::now_utc()),
+        state.keys.current().published(state.clock.now()),
         &issuer,
         &iface,
         &pa,
-        crate::now_unix(),
+        state.clock.now().unix_timestamp(),
     ) else {
         return inactive();
     };
@@ -129,7 +125,7 @@ pub async fn introspect(
         }
     };
     let live = grant.is_some_and(|g| {
-        g.is_active(OffsetDateTime::now_utc())
+        g.is_active(state.clock.now())
             && g.brand_id == brand_id
             && g.pa_issuer == claims.client_id
             && g.user_sub == claims.sub

@@ -10,12 +10,7 @@ use uuid::Uuid;
 
 use super::OAuthFailure;
 use crate::domain::{scopes, secrets};
-use crate::error::ApiError;
 use crate::state::AppState;
-
-fn internal(e: impl std::error::Error + Send + Sync + 'static) -> OAuthFailure {
-    OAuthFailure::Api(ApiError::Internal(Box::new(e)))
-}
 
 /// Issues a pair inside the caller's transaction. `scope` narrows the access
 /// token (RFC 6749 §6) but never widens it; the refresh token keeps the grant's.
@@ -43,8 +38,13 @@ pub async fn token_pair(
         jti: Uuid::new_v4().to_string(),
         authorization_details: grant.authorization_details.clone(),
     };
-    let key = state.keys.current().signing_key(now).map_err(internal)?;
-    let access_token = pact_jose::sign_delegation_token(&key, &claims).map_err(internal)?;
+    let key = state
+        .keys
+        .current()
+        .signing_key(now)
+        .map_err(OAuthFailure::internal)?;
+    let access_token =
+        pact_jose::sign_delegation_token(&key, &claims).map_err(OAuthFailure::internal)?;
     let (refresh_token, refresh_hash) = secrets::new_secret();
     pact_db::grants::insert_refresh_token(&mut *tx, &refresh_hash, grant.id, grant.expires_at)
         .await?;

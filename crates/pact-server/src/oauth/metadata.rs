@@ -62,8 +62,7 @@ pub async fn metadata(
         response_types_supported: vec![],
         authorization_details_types_supported: (!types.is_empty()).then_some(types),
     };
-    let body = serde_json::to_value(body)
-        .map_err(|e| OAuthFailure::Api(ApiError::Internal(Box::new(e))))?;
+    let body = serde_json::to_value(body).map_err(OAuthFailure::internal)?;
     Ok(public_json(&body))
 }
 
@@ -79,7 +78,7 @@ pub async fn jwks(
         &state
             .keys
             .current()
-            .published(time::OffsetDateTime::now_utc())
+            .published(state.clock.now())
             .jwks_document(),
     ))
 }
@@ -100,6 +99,6 @@ pub async fn receipt_keys(
     offered_scopes(&state, &brand_id).await?;
     let keys = crate::keys::all_public_keys(&state.db)
         .await
-        .map_err(|e| OAuthFailure::Api(ApiError::Internal(Box::new(e))))?;
+        .map_err(OAuthFailure::internal)?;
     Ok(public_json(&keys.jwks_document()))
 }

@@ -40,6 +40,11 @@ impl OAuthFailure {
     pub fn new(code: OAuthErrorCode, description: impl Into<String>) -> Self {
         Self::Protocol(OAuthError::new(code, description))
     }
+
+    /// Anything unexpected: answered as on A2A routes (`ApiError::internal`).
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Api(ApiError::internal(e))
+    }
 }
 
 impl From<ApiError> for OAuthFailure {

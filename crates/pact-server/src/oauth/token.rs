@@ -34,7 +34,7 @@ pub async fn token(
         &caller.pa.iss,
         true,
     )?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     match grant_type.as_str() {
         GRANT_TYPE_DEVICE_CODE => {
             let code = form

@@ -225,7 +225,7 @@ pub async fn page(
         None => known_brand(&app, &brand_id).await?,
     };
     let subject = person.subject();
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
 
     let scope_text: HashMap<String, String> = pact_db::scopes::list(&app.db, &brand.id)
         .await?
@@ -547,7 +547,7 @@ pub async fn confirm_revoke(
         ));
     };
     let (brand, _, grant) = own_grant(&app, session, &id).await?;
-    if !grant.is_active(OffsetDateTime::now_utc()) {
+    if !grant.is_active(app.clock.now()) {
         return Ok(Redirect::to("/account").into_response());
     }
     let agent_name = pact_db::agents::find(&app.db, &grant.pa_issuer)

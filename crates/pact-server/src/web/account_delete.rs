@@ -67,7 +67,7 @@ async fn page(
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let active = pact_db::grants::list(
         &app.db,
         pact_db::grants::GrantFilter {
@@ -123,7 +123,7 @@ pub async fn delete(
     if form.get("confirm") != Some("yes") {
         return Ok(Redirect::to("/account/delete").into_response());
     }
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     if !reauthenticated(&user, session, form.get("password").unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
             "That password is not right. Nothing was deleted."

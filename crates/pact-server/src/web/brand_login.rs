@@ -218,7 +218,7 @@ pub async fn assertion(
         Some(t) => t,
         None => return Ok(refused(Refusal::Malformed("no assertion field"))),
     };
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let accepted = match verify(&app, &token, browser.handoff.as_deref(), now).await {
         Ok(a) => a,
         Err(Refusal::Db(e)) => return Err(PageError::from(e)),

@@ -20,7 +20,6 @@
 //! * `GET /device/done` tells them to go back to their agent.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
 
 use askama::Template;
 use axum::body::Bytes;
@@ -286,7 +285,7 @@ fn limit_code_entry(app: &AppState, visitor: &Visitor<'_>, ip: &ClientIp) -> Res
         Visitor::Anonymous(t) => t.limit_key(),
     };
     app.page_limits
-        .code_attempt(&visitor_key, &ip.limit_key(), Instant::now())
+        .code_attempt(&visitor_key, &ip.limit_key(), app.clock.instant())
         .map_err(|secs| PageError::TooMany {
             retry_after_secs: secs,
             message: format!(
@@ -373,7 +372,7 @@ pub async fn confirm(
         if code_was_used(&app, &code).await? {
             return Ok(used_code(NO_BRAND, signed_in));
         }
-        app.page_limits.code_missed(Instant::now());
+        app.page_limits.code_missed(app.clock.instant());
         return Ok(entry_again(
             &browser,
             visitor.csrf(),
@@ -388,7 +387,7 @@ pub async fn confirm(
     if auth.status != "pending" {
         return Ok(used_code(&brand.name, signed_in));
     }
-    if auth.expires_at <= OffsetDateTime::now_utc() {
+    if auth.expires_at <= app.clock.now() {
         return Ok(expired_code(&brand.name, signed_in));
     }
     let (session, cookie) = match visitor {
@@ -452,7 +451,7 @@ async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     if auth.status != "pending" {
         return Ok(Loaded::Respond(used_code(&brand.name, signed_in)));
     }
-    if auth.expires_at <= OffsetDateTime::now_utc() {
+    if auth.expires_at <= app.clock.now() {
         return Ok(Loaded::Respond(expired_code(&brand.name, signed_in)));
     }
     let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
@@ -480,7 +479,7 @@ async fn consent_page(
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let agent = pact_db::agents::find(&app.db, &d.auth.pa_issuer).await?;
     // Names and descriptions are registered by operators, but shown visibly
     // all the same: the person must see what the text really holds.
@@ -616,7 +615,7 @@ pub async fn decide(
                 .to_owned(),
         ));
     }
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     match form.get("action") {
         Some("deny") => {
             consent::deny(&app, d.auth.id, Some(&d.user_sub), now)

@@ -283,7 +283,7 @@ pub fn totp_secret(state: &AppState, user: &User) -> Result<Option<Vec<u8>>, Pag
         .master_key
         .open(sealed, user.id.as_bytes())
         .map(Some)
-        .map_err(|e| PageError::Internal(Box::new(e)))
+        .map_err(PageError::internal)
 }
 
 // ---------------------------------------------------------------------------
@@ -394,14 +394,18 @@ pub async fn post_login(
         ));
     }
 
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &ip.limit_key()) {
+    if let Err(secs) = limits::check(
+        &state.page_limits.sign_in_per_ip,
+        &ip.limit_key(),
+        state.clock.instant(),
+    ) {
         let msg = wait_message("Too many sign-in attempts from your network.", secs);
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
 
     // Everything below treats a known and an unknown email alike: the same
     // counters, the same queries, the same argon2 work, the same answers.
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let keys = FailureKeys::new(&brand.id, &email, &ip.limit_key());
     let (from_address_lock, account_lock) = failure_locks(&state, &keys, now).await?;
     if let Some(secs) = from_address_lock {
@@ -658,11 +662,12 @@ pub async fn post_second_factor(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &user.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if let Some(secs) = lockout::locked_for(user.locked_until, now) {
         let retry = u64::try_from(secs).unwrap_or(60);
         return Ok(page(

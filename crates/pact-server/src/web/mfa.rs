@@ -210,7 +210,7 @@ pub async fn get_totp(
     browser: Browser,
 ) -> Result<Response, PageError> {
     let next = security::safe_next(q.next.as_deref());
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
         Ok(v) => v,
         Err(redirect) => return Ok(redirect),
@@ -249,7 +249,7 @@ pub async fn post_totp(
 ) -> Result<Response, PageError> {
     let (_, form) = guard_post(&state, &headers, &browser, &body)?;
     let next = security::safe_next(form.get("next"));
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
         Ok(v) => v,
         Err(redirect) => return Ok(redirect),
@@ -281,6 +281,7 @@ pub async fn post_totp(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &user.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return setup
@@ -382,7 +383,7 @@ pub async fn post_recovery_codes(
 ) -> Result<Response, PageError> {
     let (s, form) = guard_post(&state, &headers, &browser, &body)?;
     let next = security::safe_next(form.get("next"));
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(Who::SignedIn(user)) = who(&state, s).await? else {
         return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
     };

@@ -13,7 +13,6 @@ pub mod assets;
 pub mod brand_login;
 pub mod device;
 pub mod form;
-pub mod limits;
 pub mod login;
 pub mod logos;
 pub mod mfa;
@@ -24,5 +23,7 @@ pub mod password_reset;
 pub mod security;
 pub mod session;
 
+/// The pages' rate limits live below the web layer, in the node's state.
+pub use crate::page_limits as limits;
 pub use page::{PageError, render};
 pub use session::Browser;

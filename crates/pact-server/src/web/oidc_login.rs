@@ -284,7 +284,7 @@ pub async fn login_page(
         Ok(d) => d,
         Err(e) => return Ok(unreachable_provider(&brand.name, &e)),
     };
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let (state, state_hash) = secrets::new_secret();
     let (nonce, _) = secrets::new_secret();
     let (verifier, _) = secrets::new_secret();
@@ -501,7 +501,7 @@ pub async fn callback(
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let done = match verify_callback(
         &app,
         &brand_id,
@@ -801,7 +801,7 @@ pub async fn backchannel_logout(
             Some("this brand does not sign in through an OpenID provider"),
         ));
     };
-    let now = OffsetDateTime::now_utc();
+    let now = app.clock.now();
     let parsed = match pact_jose::parse_oidc_token(&token) {
         Ok(p) => p,
         Err(e) => {

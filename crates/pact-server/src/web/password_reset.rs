@@ -139,7 +139,11 @@ pub async fn post_forgot(
     }
     // The sign-in budget per address: asking for links is as costly to us
     // as guessing passwords, and an attacker could use us to flood a mailbox.
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &ip.limit_key()) {
+    if let Err(secs) = limits::check(
+        &state.page_limits.sign_in_per_ip,
+        &ip.limit_key(),
+        state.clock.instant(),
+    ) {
         let msg = wait_message("Too many requests from your network.", secs);
         return Ok(page(Some(&msg), StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
@@ -160,7 +164,7 @@ async fn send_link(state: &AppState, brand: &Brand, email: &str) -> Result<(), S
     let Some(mailer) = state.mailer.as_ref() else {
         return Ok(());
     };
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let user = pact_db::users::find_by_email(&state.db, &brand.id, email)
         .await
         .map_err(|e| e.to_string())?;
@@ -253,7 +257,7 @@ pub async fn get_reset(
 ) -> Result<Response, PageError> {
     not_offered(&state)?;
     let token = q.token.unwrap_or_default();
-    let Some((_, brand)) = link_owner(&state, &token, OffsetDateTime::now_utc()).await? else {
+    let Some((_, brand)) = link_owner(&state, &token, state.clock.now()).await? else {
         return Err(dead_link());
     };
     let (csrf, cookie) = session::form_csrf(&state, &browser);
@@ -280,7 +284,7 @@ pub async fn post_reset(
     not_offered(&state)?;
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
     let token = form.get("token").unwrap_or("").to_owned();
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some((user, brand)) = link_owner(&state, &token, now).await? else {
         return Err(dead_link());
     };

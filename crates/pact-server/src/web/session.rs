@@ -115,12 +115,8 @@ impl FromRequestParts<AppState> for Browser {
             .map(str::to_owned);
         let session = match cookie_value(&parts.headers, cookie_name(secure)) {
             Some(raw) if well_formed(raw) => {
-                pact_db::sessions::find_live(
-                    &state.db,
-                    &secrets::hash(raw),
-                    OffsetDateTime::now_utc(),
-                )
-                .await?
+                pact_db::sessions::find_live(&state.db, &secrets::hash(raw), state.clock.now())
+                    .await?
             }
             _ => None,
         };
@@ -237,14 +233,9 @@ async fn insert(
     if let Some(old) = old {
         pact_db::sessions::delete(&mut *tx, &old.id_hash).await?;
     }
-    let session = pact_db::sessions::insert(
-        &mut *tx,
-        &hash,
-        csrf,
-        &state,
-        OffsetDateTime::now_utc() + LIFETIME,
-    )
-    .await?;
+    let session =
+        pact_db::sessions::insert(&mut *tx, &hash, csrf, &state, app.clock.now() + LIFETIME)
+            .await?;
     tx.commit().await?;
     Ok((session, set_cookie(app, &raw)))
 }

@@ -8,7 +8,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
@@ -35,7 +34,7 @@ pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
 ) -> Result<Json<Value>, AdminApiError> {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let mut items = Vec::new();
     for a in pact_db::agents::list(&state.db).await? {
         let (grants, people) = pact_db::admin_search::active_for_agent(
@@ -119,7 +118,7 @@ pub async fn register_with_links(
         name,
         links,
         logo.as_ref(),
-        OffsetDateTime::now_utc(),
+        state.clock.now(),
     )
     .await?;
     pact_db::audit::record(

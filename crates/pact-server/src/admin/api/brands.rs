@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
+use crate::admin::brand_settings::{self, EditError, ToolDefinition};
 use crate::admin::role::{Actor, Role};
+use crate::domain::authz_details::DetailsType;
 use crate::state::AppState;
 
 /// The brand's grant lifetime in days and whether it is the server default
@@ -57,6 +59,7 @@ pub async fn visible(
 async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Value, sqlx::Error> {
     let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
     let (days, default) = grant_lifetime(state, b);
+    let (types, tools) = brand_settings::describe(&state.db, b).await?;
     Ok(json!({
         "id": b.id,
         "name": b.name,
@@ -64,6 +67,15 @@ async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Valu
         "grant_lifetime_days": days,
         "grant_lifetime_is_default": default,
         "scopes": scopes.iter().map(scope_json).collect::<Vec<_>>(),
+        "details_types": types,
+        "tools": tools.iter().map(|t| json!({
+            "name": t.name,
+            "scope": t.scope,
+            "url": t.url,
+            "description": t.description,
+            "enforce": t.enforce,
+            "input_schema": t.input_schema,
+        })).collect::<Vec<_>>(),
     }))
 }
 
@@ -227,4 +239,133 @@ pub async fn remove_scope(
         return Err(AdminApiError::NotFound);
     }
     Ok(Json(brand_json(&state, &b).await?))
+}
+
+impl From<EditError> for AdminApiError {
+    fn from(e: EditError) -> Self {
+        match e {
+            EditError::Invalid(m) => AdminApiError::invalid(m),
+            EditError::Missing => AdminApiError::NotFound,
+            EditError::Db(e) => e.into(),
+        }
+    }
+}
+
+/// The brand of an owner's edit: the role first (refused and recorded before
+/// anything is looked up), then the brand, "not found" outside the caller's.
+async fn brand_to_edit(
+    state: &AppState,
+    caller: &ApiCaller,
+    action: &str,
+    brand: &str,
+) -> Result<pact_db::brands::Brand, AdminApiError> {
+    caller.require(state, Role::Owner, action).await?;
+    visible(state, &caller.actor, brand)
+        .await?
+        .ok_or(AdminApiError::NotFound)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantLifetime {
+    /// 1–365, or null for the server's default.
+    pub days: Option<i64>,
+}
+
+/// `POST /brands/{brand}/grant-lifetime` (owner), as `pactd brand set
+/// --grant-ttl-days`: how long the brand's new grants last.
+pub async fn set_grant_lifetime(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "brand.grant_lifetime", &brand).await?;
+    let req: GrantLifetime = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_grant_lifetime(&mut tx, &caller.actor, Some(&caller.ip), &b, req.days)
+        .await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetailsTypeDefinition {
+    pub type_name: String,
+    pub declaration: DetailsType,
+}
+
+/// The brand as it is now, after an edit.
+async fn fresh_json(state: &AppState, brand_id: &str) -> Result<Json<Value>, AdminApiError> {
+    let b = pact_db::brands::find(&state.db, brand_id)
+        .await?
+        .ok_or(AdminApiError::NotFound)?;
+    Ok(Json(brand_json(state, &b).await?))
+}
+
+/// `POST /brands/{brand}/details-types` (owner), as `pactd brand
+/// details-type add`: declare or replace an RFC 9396 type.
+pub async fn put_details_type(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "details_type.upsert", &brand).await?;
+    let def: DetailsTypeDefinition = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::upsert_details_type(
+        &mut tx,
+        &caller.actor,
+        Some(&caller.ip),
+        &b,
+        &def.type_name,
+        def.declaration,
+    )
+    .await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+/// `POST /brands/{brand}/details-types/{type}/remove` (owner).
+pub async fn remove_details_type(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path((brand, type_name)): Path<(String, String)>,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "details_type.remove", &brand).await?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::remove_details_type(&mut tx, &caller.actor, Some(&caller.ip), &b, &type_name)
+        .await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+/// `POST /brands/{brand}/tools` (owner), as `pactd brand tool add`.
+pub async fn put_tool(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "tool.upsert", &brand).await?;
+    let def: ToolDefinition = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::upsert_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, def).await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+/// `POST /brands/{brand}/tools/{tool}/remove` (owner).
+pub async fn remove_tool(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path((brand, tool)): Path<(String, String)>,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "tool.remove", &brand).await?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::remove_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, &tool).await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
 }

@@ -6,7 +6,6 @@ use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
 use serde_json::Value;
-use time::OffsetDateTime;
 
 use super::error::AdminApiError;
 use crate::admin::credential;
@@ -38,7 +37,7 @@ impl FromRequestParts<AppState> for ApiCaller {
             })
             .ok_or(AdminApiError::Unauthenticated)?;
         let hash = credential::hash_presented(presented).ok_or(AdminApiError::Unauthenticated)?;
-        let now = OffsetDateTime::now_utc();
+        let now = state.clock.now();
         let cred = pact_db::admins::use_credential(&state.db, &hash, now)
             .await?
             .ok_or(AdminApiError::Unauthenticated)?;

@@ -56,7 +56,7 @@ pub async fn find(
         ));
     };
     let brand = q.get("brand").map(String::as_str);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let found =
         admin_search::find_customers(&state.db, caller.actor.within(), brand, needle).await?;
     caller
@@ -80,7 +80,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminApiError> {
     let u = visible_customer(&state, &caller, &id).await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let passkeys = pact_db::sessions::credentials_of(&state.db, u.id)
         .await?
         .len();

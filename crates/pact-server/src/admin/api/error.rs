@@ -22,6 +22,13 @@ pub enum AdminApiError {
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl AdminApiError {
+    /// Anything unexpected: logged, answered as a bare 500.
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
 impl From<sqlx::Error> for AdminApiError {
     fn from(e: sqlx::Error) -> Self {
         match pact_db::classify(&e) {
@@ -29,7 +36,7 @@ impl From<sqlx::Error> for AdminApiError {
             pact_db::Failure::BadInput => {
                 Self::Invalid("invalid_request", crate::error::BAD_INPUT.to_owned())
             }
-            pact_db::Failure::Other => Self::Internal(Box::new(e)),
+            pact_db::Failure::Other => Self::internal(e),
         }
     }
 }

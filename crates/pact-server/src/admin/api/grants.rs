@@ -61,7 +61,7 @@ pub async fn list(
         &uri,
         &["brand", "customer", "agent", "state", "cursor", "limit"],
     )?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let limit = params::limit(&q)?;
     let grant_state =
         match q.get("state") {
@@ -132,14 +132,14 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminApiError> {
     let g = visible_grant(&state, &caller, &id).await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: each receipt's signature by a published key and the chain
     // of `prev` hashes, checked here so staff need no other tool.
     let keys = crate::keys::all_public_keys(&state.db)
         .await
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+        .map_err(AdminApiError::internal)?;
     let breaks = crate::domain::receipt_chain::verify(&receipts, &keys);
     let mut out = grant_json(&g, now);
     out["receipt_chain"] = json!({
@@ -192,7 +192,7 @@ pub async fn receipts(
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     let keys = crate::keys::all_public_keys(&state.db)
         .await
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+        .map_err(AdminApiError::internal)?;
     let broken: Vec<i32> = crate::domain::receipt_chain::verify(&receipts, &keys)
         .iter()
         .map(|b| b.seq)

@@ -32,7 +32,7 @@ pub async fn list(
     caller: ApiCaller,
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Viewer, "key.list").await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let items: Vec<Value> = crate::keys::list(&state.db, now)
         .await?
         .iter()
@@ -57,13 +57,11 @@ pub async fn rotate_now(
     now: OffsetDateTime,
 ) -> Result<KeyInfo, AdminApiError> {
     let d = &state.config.delegation;
-    let overlap = time::Duration::try_from(d.key_overlap)
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
-    let retain = time::Duration::try_from(d.key_retention)
-        .map_err(|e| AdminApiError::Internal(Box::new(e)))?;
+    let overlap = time::Duration::try_from(d.key_overlap).map_err(AdminApiError::internal)?;
+    let retain = time::Duration::try_from(d.key_retention).map_err(AdminApiError::internal)?;
     let key_error = |e| match e {
         crate::keys::KeyError::Db(e) => AdminApiError::from(e),
-        other => AdminApiError::Internal(Box::new(other)),
+        other => AdminApiError::internal(other),
     };
     let mut tx = state.db.begin().await?;
     let kid = crate::keys::rotate_in(&mut tx, &state.config.master_key, now, overlap, retain)
@@ -98,6 +96,6 @@ pub async fn rotate(
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Owner, "key.rotate").await?;
     caller.require_unlimited(&state, "key.rotate").await?;
-    let key = rotate_now(&state, &caller.actor, &caller.ip, OffsetDateTime::now_utc()).await?;
+    let key = rotate_now(&state, &caller.actor, &caller.ip, state.clock.now()).await?;
     Ok(Json(key_json(&key)))
 }

@@ -5,7 +5,6 @@
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
@@ -32,7 +31,7 @@ pub async fn list(
     caller: ApiCaller,
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Viewer, "node.list").await?;
-    let nodes = crate::nodes::list(&state.db, OffsetDateTime::now_utc()).await?;
+    let nodes = crate::nodes::list(&state.db, state.clock.now()).await?;
     caller
         .record(&state.db, "node.list", None, None, json!({}))
         .await?;

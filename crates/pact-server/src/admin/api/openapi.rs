@@ -25,6 +25,8 @@ pub async fn serve(State(state): State<AppState>) -> Json<Value> {
 const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
 /// RFC 6749 §3.3 scope-token, bounded to 128 characters.
 const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
+/// An `authorization_details` type name: no spaces or control characters.
+const TYPE_NAME_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f]{1,128}$";
 const UUID_PATTERN: &str =
     "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 
@@ -107,6 +109,14 @@ const GRANT_REQUIRED: &[&str] = &[
 ];
 
 fn schemas() -> Value {
+    let mut all = base_schemas();
+    if let (Some(all), Value::Object(more)) = (all.as_object_mut(), brand_setting_schemas()) {
+        all.extend(more);
+    }
+    all
+}
+
+fn base_schemas() -> Value {
     let mut detail = grant_props();
     detail.push(("authorization_details", json!({})));
     detail.push((
@@ -277,6 +287,8 @@ fn schemas() -> Value {
             ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
             ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
             ("has_totp", s("boolean")),
+            ("passkeys", s("integer")),
+            ("recovery_codes_left", s("integer")),
             ("disabled_at", nullable_time()),
             ("created_at", time()),
         ], &["email", "role", "brands", "has_totp"]),
@@ -325,7 +337,14 @@ fn schemas() -> Value {
             ("grant_lifetime_days", s("integer")),
             ("grant_lifetime_is_default", s("boolean")),
             ("scopes", json!({ "type": "array", "items": reference("Scope") })),
-        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "scopes"]),
+            ("details_types", json!({
+                "type": "object",
+                "description": "RFC 9396 authorization_details types by name.",
+                "additionalProperties": reference("DetailsType")
+            })),
+            ("tools", json!({ "type": "array", "items": reference("Tool") })),
+        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "scopes",
+             "details_types", "tools"]),
         "BrandList": list_of("Brand"),
         "ScopeDefinition": json!({
             "type": "object",
@@ -344,6 +363,95 @@ fn schemas() -> Value {
             ("name", s("string")),
             ("revoked", s("boolean")),
         ], &["name", "revoked"]),
+    })
+}
+
+/// The schemas of a brand's settings (types, tools, grant lifetime), apart
+/// from [`base_schemas`] to stay within `json!`'s recursion limit.
+fn brand_setting_schemas() -> Value {
+    json!({
+        "DetailsType": json!({
+            "type": "object",
+            "properties": {
+                "scope": { "type": "string", "description": "The scope the type refines." },
+                "description": {
+                    "type": "string",
+                    "description": "Words for consent; `{field}` is replaced by the entry's values."
+                },
+                "fields": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {
+                            "type": { "enum": ["string", "string_array"] },
+                            "required": { "type": "boolean" }
+                        },
+                        "required": ["type"],
+                        "additionalProperties": false
+                    }
+                },
+                "enforce": {
+                    "type": "array",
+                    "description": "The tool gate's rules: tool T's argument `arg` must be one of field `field`'s values.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "tool": { "type": "string" },
+                            "arg": { "type": "string" },
+                            "field": { "type": "string" }
+                        },
+                        "required": ["tool", "arg", "field"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["scope", "fields"],
+            "additionalProperties": false
+        }),
+        "Tool": object(&[
+            ("name", s("string")),
+            ("scope", nullable("string")),
+            ("url", s("string")),
+            ("description", s("string")),
+            ("enforce", json!({})),
+            ("input_schema", json!({})),
+        ], &["name", "url"]),
+        "GrantLifetime": json!({
+            "type": "object",
+            "properties": {
+                "days": {
+                    "type": ["integer", "null"], "minimum": 1, "maximum": 365,
+                    "description": "How long new grants last; null: the server's default."
+                }
+            },
+            "required": ["days"],
+            "additionalProperties": false
+        }),
+        "DetailsTypeDefinition": json!({
+            "type": "object",
+            "properties": {
+                "type_name": { "type": "string", "minLength": 1, "maxLength": 128, "pattern": TYPE_NAME_PATTERN },
+                "declaration": reference("DetailsType")
+            },
+            "required": ["type_name", "declaration"],
+            "additionalProperties": false
+        }),
+        "ToolDefinition": json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" },
+                "scope": { "type": ["string", "null"], "description": "The scope a call needs; none: a public tool." },
+                "url": { "type": "string", "description": "Where pactd forwards allowed calls (https)." },
+                "description": { "type": "string", "maxLength": 1000, "pattern": NO_CONTROL },
+                "enforce": {
+                    "type": "array", "items": { "type": "string", "pattern": "^[^=]+=.+$" },
+                    "description": "FIELD=ARG: the call's argument ARG must be one of the granted authorization_details field FIELD's values."
+                },
+                "input_schema": { "type": ["object", "null"], "description": "A JSON Schema of the arguments, given to the agent." }
+            },
+            "required": ["name", "url"],
+            "additionalProperties": false
+        }),
     })
 }
 
@@ -383,6 +491,18 @@ fn operation(op: &Operation) -> Value {
         parameters.push(json!({
             "name": "scope", "in": "path", "required": true,
             "schema": { "type": "string", "pattern": SCOPE_PATTERN }
+        }));
+    }
+    if op.path.contains("{type}") {
+        parameters.push(json!({
+            "name": "type", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": TYPE_NAME_PATTERN }
+        }));
+    }
+    if op.path.contains("{tool}") {
+        parameters.push(json!({
+            "name": "tool", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" }
         }));
     }
     if op.path.contains("{id}") {

@@ -20,20 +20,22 @@ pub async fn list_admins(
 ) -> Result<Json<Value>, AdminApiError> {
     caller.require(&state, Role::Owner, "admin.list").await?;
     caller.require_unlimited(&state, "admin.list").await?;
-    let items: Vec<Value> = pact_db::admins::list(&state.db)
-        .await?
-        .iter()
-        .map(|a| {
-            json!({
-                "email": a.email,
-                "role": a.role,
-                "brands": a.brands,
-                "has_totp": a.has_totp(),
-                "disabled_at": a.disabled_at.map(rfc3339),
-                "created_at": rfc3339(a.created_at),
-            })
-        })
-        .collect();
+    let mut items: Vec<Value> = Vec::new();
+    for a in pact_db::admins::list(&state.db).await? {
+        // How many of each factor, never what they are.
+        let passkeys = pact_db::admin_factors::count_passkeys(&state.db, a.id).await?;
+        let codes = pact_db::admin_factors::unused_recovery_codes(&state.db, a.id).await?;
+        items.push(json!({
+            "email": a.email,
+            "role": a.role,
+            "brands": a.brands,
+            "has_totp": a.has_totp(),
+            "passkeys": passkeys,
+            "recovery_codes_left": codes,
+            "disabled_at": a.disabled_at.map(rfc3339),
+            "created_at": rfc3339(a.created_at),
+        }));
+    }
     caller
         .record(&state.db, "admin.list", None, None, json!({}))
         .await?;

@@ -4,6 +4,8 @@
 //! goes through the same database functions as the admin API and lands in
 //! the audit log under the admin's email.
 
+pub mod brand_edit;
+pub mod factors;
 pub mod pages;
 pub mod session;
 pub mod signin;
@@ -34,6 +36,19 @@ pub fn routes() -> Router<AppState> {
             get(signin::get_totp_setup).post(signin::post_totp_setup),
         )
         .route("/admin/sign-out", post(signin::post_sign_out))
+        .route("/admin/account", get(factors::account))
+        .route(
+            "/admin/passkeys/register/start",
+            post(factors::register_start),
+        )
+        .route(
+            "/admin/passkeys/register/finish",
+            post(factors::register_finish),
+        )
+        .route("/admin/passkeys/{id}/delete", post(factors::delete_passkey))
+        .route("/admin/passkeys/login/start", post(factors::login_start))
+        .route("/admin/passkeys/login/finish", post(factors::login_finish))
+        .route("/admin/recovery-codes", post(factors::new_recovery_codes))
         .route(
             "/admin/agents",
             get(pages::agents).post(pages::register_agent),
@@ -61,6 +76,23 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/admin/brands/{id}/scopes/remove",
             post(pages::remove_scope),
+        )
+        .route(
+            "/admin/brands/{id}/grant-lifetime",
+            post(brand_edit::grant_lifetime),
+        )
+        .route(
+            "/admin/brands/{id}/details-types",
+            post(brand_edit::upsert_details_type),
+        )
+        .route(
+            "/admin/brands/{id}/details-types/remove",
+            post(brand_edit::remove_details_type),
+        )
+        .route("/admin/brands/{id}/tools", post(brand_edit::upsert_tool))
+        .route(
+            "/admin/brands/{id}/tools/remove",
+            post(brand_edit::remove_tool),
         )
         .route("/admin/keys", get(pages::keys))
         .route("/admin/keys/rotate", post(pages::rotate_key))

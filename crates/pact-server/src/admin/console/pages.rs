@@ -31,7 +31,7 @@ pub struct Nav {
     pub is_owner: bool,
 }
 
-fn nav(who: &SignedIn) -> Nav {
+pub(super) fn nav(who: &SignedIn) -> Nav {
     Nav {
         email: who.admin.email.clone(),
         role: who.actor.role.as_str(),
@@ -118,7 +118,7 @@ pub struct NodeLine {
 
 pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
     let nodes = crate::nodes::list(&state.db, now).await?;
     let page = OverviewPage {
@@ -174,7 +174,7 @@ struct AgentsPage {
 
 pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let mut rows = Vec::new();
     for a in pact_db::agents::list(&state.db).await? {
         let (grants, people) =
@@ -236,8 +236,7 @@ pub async fn confirm_disable(
         .await?
         .ok_or_else(not_found)?;
     let (grants, people) =
-        admin_search::active_for_agent(&state.db, None, &a.issuer, OffsetDateTime::now_utc())
-            .await?;
+        admin_search::active_for_agent(&state.db, None, &a.issuer, state.clock.now()).await?;
     let page = ConfirmDisablePage {
         nav: nav(&who),
         agent: AgentRow {
@@ -409,7 +408,7 @@ pub async fn grants(
     Query(q): Query<GrantQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let brand = blank_to_none(&q.brand);
     let grant_state = blank_to_none(&q.state).and_then(GrantState::parse);
     let after = blank_to_none(&q.cursor).and_then(|c| parse_grant_cursor(c).ok());
@@ -515,7 +514,7 @@ pub async fn grant(
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: signatures and the chain, checked on the page.
@@ -686,7 +685,7 @@ pub async fn customers(
     Query(q): Query<CustomerQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let needle = blank_to_none(&q.q).unwrap_or("").to_owned();
     let found = if needle.is_empty() {
         Vec::new()
@@ -884,7 +883,7 @@ struct KeysPage {
 
 pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let opt = |t: Option<OffsetDateTime>| t.map(rfc3339).unwrap_or_else(|| "—".into());
     let keys = crate::keys::list(&state.db, now)
         .await?
@@ -935,7 +934,7 @@ pub async fn rotate_key(
             "Rotating the signing key needs the owner role, for every brand.".into(),
         ));
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     crate::admin::api::keys::rotate_now(&state, &who.actor, &staff.ip, now)
         .await
         .map_err(api_to_page)?;
@@ -1012,6 +1011,17 @@ struct BrandPage {
     lifetime_days: i64,
     lifetime_default: bool,
     scopes: Vec<pact_db::scopes::BrandScope>,
+    /// RFC 9396 types: (name, scope, declaration as JSON).
+    types: Vec<(String, String, String)>,
+    tools: Vec<ToolLine>,
+}
+
+pub struct ToolLine {
+    pub name: String,
+    pub scope: String,
+    pub url: String,
+    pub description: String,
+    pub enforce: String,
 }
 
 async fn owned_brand(
@@ -1035,9 +1045,39 @@ pub async fn brand(
     let who = signed_in_or_redirect!(&state, &staff);
     let b = owned_brand(&state, &who, &id).await?;
     let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
+    let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
     let page = BrandPage {
         nav: nav(&who),
         scopes: pact_db::scopes::list(&state.db, &b.id).await?,
+        types: types
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.clone(),
+                    t.scope.clone(),
+                    serde_json::to_string(t).unwrap_or_default(),
+                )
+            })
+            .collect(),
+        tools: tools
+            .into_iter()
+            .map(|t| ToolLine {
+                enforce: t
+                    .enforce
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+                name: t.name,
+                scope: t.scope.unwrap_or_else(|| "public".to_owned()),
+                url: t.url,
+                description: t.description,
+            })
+            .collect(),
         id: b.id,
         name: b.name,
         description: b.description,
@@ -1048,7 +1088,7 @@ pub async fn brand(
 }
 
 /// A refused change to a brand is audited like the API's (`<action>.denied`).
-async fn brand_change_allowed(
+pub(super) async fn brand_change_allowed(
     state: &AppState,
     who: &SignedIn,
     ip: &str,

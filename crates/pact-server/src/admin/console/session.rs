@@ -71,7 +71,7 @@ impl FromRequestParts<AppState> for Staff {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        let now = OffsetDateTime::now_utc();
+        let now = state.clock.now();
         let session = match cookie_value(&parts.headers, cookie_name(secure(state))) {
             Some(raw) if raw.len() == 43 => {
                 pact_db::admins::find_session(&state.db, &secrets::hash(raw), now).await?

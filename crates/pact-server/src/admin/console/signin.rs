@@ -1,9 +1,11 @@
-//! Console sign-in: email and password, then the authenticator app (set up
-//! at the first sign-in if the account has none). No console page opens
-//! without both.
+//! Console sign-in: email and password, then a second factor: the
+//! authenticator app, a passkey (admin/console/factors.rs) or a single-use
+//! recovery code. An account with no factor sets up the app at its first
+//! sign-in. No console page opens without both steps.
 //!
 //! * `GET/POST /admin/sign-in`
-//! * `GET/POST /admin/second-factor` — a TOTP code (RFC 6238)
+//! * `GET/POST /admin/second-factor` — a TOTP code (RFC 6238) or a recovery
+//!   code; the page also offers the account's passkeys
 //! * `GET/POST /admin/totp-setup` — first sign-in: scan, confirm a code
 //! * `POST /admin/sign-out`
 //!
@@ -52,6 +54,24 @@ struct SignInPage<'a> {
 struct SecondFactorPage<'a> {
     csrf: &'a str,
     error: Option<&'a str>,
+    has_totp: bool,
+    /// The account has passkeys and this site is a WebAuthn relying party.
+    passkeys: bool,
+    recovery_codes: bool,
+}
+
+/// Which second factors the account has: (TOTP, passkeys, unused recovery codes).
+async fn factors_of(state: &AppState, admin: &Admin) -> Result<(bool, i64, i64), PageError> {
+    let passkeys = pact_db::admin_factors::count_passkeys(&state.db, admin.id).await?;
+    let codes = pact_db::admin_factors::unused_recovery_codes(&state.db, admin.id).await?;
+    Ok((admin.has_totp(), passkeys, codes))
+}
+
+/// The account can sign in with a factor it has: TOTP, or a passkey while
+/// this site is a relying party. (Recovery codes are for a lost factor, not
+/// a factor of their own: an account with only codes sets up the app.)
+fn has_factor(state: &AppState, totp: bool, passkeys: i64) -> bool {
+    totp || (passkeys > 0 && state.webauthn.is_some())
 }
 
 #[derive(Template)]
@@ -103,14 +123,18 @@ pub async fn post_sign_in(
         };
         with_headers(render(&page, status), None, retry)
     };
-    if let Err(secs) = limits::check(&state.page_limits.sign_in_per_ip, &staff.limit_key) {
+    if let Err(secs) = limits::check(
+        &state.page_limits.sign_in_per_ip,
+        &staff.limit_key,
+        state.clock.instant(),
+    ) {
         let msg = wait_message("Too many sign-in attempts.", secs);
         return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
     // Everything below treats a known and an unknown email alike: the same
     // counters (accounts/lockout.rs, kept in the database so they hold
     // across nodes), the same argon2 work, the same answers.
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let keys = FailureKeys::new(STAFF, &email, &staff.limit_key);
     let rows = pact_db::sign_in_failures::find(
         &state.db,
@@ -178,8 +202,10 @@ pub async fn post_sign_in(
     };
     // While the email is locked (guessed at from many addresses), the right
     // password leads on only to an existing second factor.
+    let (totp_on, passkeys, _) = factors_of(&state, &admin).await?;
+    let enrolled = has_factor(&state, totp_on, passkeys);
     if let Some(secs) = account_lock
-        && !admin.has_totp()
+        && !enrolled
     {
         return Ok(locked(secs));
     }
@@ -189,7 +215,7 @@ pub async fn post_sign_in(
         return Ok(locked(secs.unsigned_abs()));
     }
     let cookie = session::start(&state, staff.session.as_ref(), admin.id, true, now).await?;
-    let next = if admin.has_totp() {
+    let next = if enrolled {
         "/admin/second-factor"
     } else {
         "/admin/totp-setup"
@@ -198,7 +224,7 @@ pub async fn post_sign_in(
 }
 
 /// The half-signed-in admin of this session, or where to go instead.
-async fn pending(
+pub(super) async fn pending(
     state: &AppState,
     staff: &Staff,
 ) -> Result<Result<(AdminSession, Admin), Response>, PageError> {
@@ -222,12 +248,16 @@ pub async fn get_second_factor(
         Ok(v) => v,
         Err(r) => return Ok(r),
     };
-    if !admin.has_totp() {
+    let (totp_on, passkeys, codes) = factors_of(&state, &admin).await?;
+    if !has_factor(&state, totp_on, passkeys) {
         return Ok(see_other("/admin/totp-setup", None));
     }
     let page = SecondFactorPage {
         csrf: &s.csrf_token,
         error: None,
+        has_totp: totp_on,
+        passkeys: passkeys > 0 && state.webauthn.is_some(),
+        recovery_codes: codes > 0,
     };
     Ok(render(&page, StatusCode::OK))
 }
@@ -243,14 +273,18 @@ pub async fn post_second_factor(
         Ok(v) => v,
         Err(r) => return Ok(r),
     };
+    let (totp_on, passkeys, codes) = factors_of(&state, &admin).await?;
     let again = |error: &str, status: StatusCode, retry: Option<u64>| {
         let page = SecondFactorPage {
             csrf: &s.csrf_token,
             error: Some(error),
+            has_totp: totp_on,
+            passkeys: passkeys > 0 && state.webauthn.is_some(),
+            recovery_codes: codes > 0,
         };
         with_headers(render(&page, status), None, retry)
     };
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
         let msg = wait_message(
             "This account is locked after failed sign-ins.",
@@ -262,8 +296,15 @@ pub async fn post_second_factor(
             Some(secs.unsigned_abs()),
         ));
     }
+    if let Some(typed) = form.get("recovery_code") {
+        return recovery_sign_in(&state, &staff, &s, &admin, typed, now, again).await;
+    }
     let Some(sealed) = &admin.totp_secret_sealed else {
-        return Ok(see_other("/admin/totp-setup", None));
+        return Ok(again(
+            "This account has no authenticator app: use a passkey or a recovery code.",
+            StatusCode::BAD_REQUEST,
+            None,
+        ));
     };
     let secret = state
         .config
@@ -297,7 +338,65 @@ pub async fn post_second_factor(
             None,
         ));
     }
-    complete(&state, &staff, &s, &admin, now).await
+    complete(&state, &staff, &s, &admin, now, "totp").await
+}
+
+/// A recovery code in place of the second factor: single use (spent in the
+/// same statement that checks it), a wrong one counts as a failed sign-in
+/// towards the lock like a wrong TOTP code, and the audit log says one was
+/// used and how many are left, never which.
+async fn recovery_sign_in(
+    state: &AppState,
+    staff: &Staff,
+    s: &AdminSession,
+    admin: &Admin,
+    typed: &str,
+    now: OffsetDateTime,
+    again: impl Fn(&str, StatusCode, Option<u64>) -> Response,
+) -> Result<Response, PageError> {
+    if let Err(secs) = limits::check(
+        &state.page_limits.second_factor_per_user,
+        &admin.id.to_string(),
+    ) {
+        let msg = wait_message("Too many code attempts.", secs);
+        return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
+    let hash = crate::accounts::recovery::hash(typed);
+    if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &hash, now).await? {
+        let (failed, until) = lockout::after_failure(admin.failed_logins, now);
+        pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
+        audit_event(
+            state,
+            "admin",
+            &admin.email,
+            "admin.sign_in_failed",
+            &staff.ip,
+            json!({"step": "recovery code"}),
+        )
+        .await?;
+        return Ok(again(
+            "That recovery code didn't work: it is wrong or was already used.",
+            StatusCode::UNAUTHORIZED,
+            None,
+        ));
+    }
+    let left = pact_db::admin_factors::unused_recovery_codes(&state.db, admin.id).await?;
+    audit_event(
+        state,
+        "admin",
+        &admin.email,
+        "admin.recovery_code_used",
+        &staff.ip,
+        json!({"left": left}),
+    )
+    .await?;
+    let cookie = sign_in(state, staff, s, admin, now, "recovery code").await?;
+    // To the account page, which says how many codes are left: a code used
+    // by someone else is how an admin learns the codes leaked.
+    Ok(see_other(
+        "/admin/account?done=recovery-code-used",
+        Some(cookie),
+    ))
 }
 
 /// Both factors proven: a new session id, signed in; failures forgotten.
@@ -307,7 +406,23 @@ async fn complete(
     s: &AdminSession,
     admin: &Admin,
     now: OffsetDateTime,
+    factor: &str,
 ) -> Result<Response, PageError> {
+    let cookie = sign_in(state, staff, s, admin, now, factor).await?;
+    Ok(see_other("/admin", Some(cookie)))
+}
+
+/// Signs the pending session in (a new id, `mfa_at = now`), clears the
+/// failure count, records `admin.sign_in` with the factor used. Returns the
+/// new cookie.
+pub(super) async fn sign_in(
+    state: &AppState,
+    staff: &Staff,
+    s: &AdminSession,
+    admin: &Admin,
+    now: OffsetDateTime,
+    factor: &str,
+) -> Result<axum::http::HeaderValue, PageError> {
     pact_db::admins::clear_failures(&state.db, admin.id).await?;
     let cookie = session::start(state, Some(s), admin.id, false, now).await?;
     audit_event(
@@ -316,10 +431,10 @@ async fn complete(
         &admin.email,
         "admin.sign_in",
         &staff.ip,
-        json!({}),
+        json!({"factor": factor}),
     )
     .await?;
-    Ok(see_other("/admin", Some(cookie)))
+    Ok(cookie)
 }
 
 async fn render_setup(
@@ -357,7 +472,10 @@ pub async fn get_totp_setup(
         Ok(v) => v,
         Err(r) => return Ok(r),
     };
-    if admin.has_totp() {
+    // Setting up the app completes the sign-in, so it is open only to an
+    // account with no factor: with a passkey, the passkey must be used.
+    let (totp_on, passkeys, _) = factors_of(&state, &admin).await?;
+    if has_factor(&state, totp_on, passkeys) {
         return Ok(see_other("/admin/second-factor", None));
     }
     let secret = totp::new_secret().map_err(PageError::internal)?;
@@ -388,7 +506,10 @@ pub async fn post_totp_setup(
         Ok(v) => v,
         Err(r) => return Ok(r),
     };
-    if admin.has_totp() {
+    // Setting up the app completes the sign-in, so it is open only to an
+    // account with no factor: with a passkey, the passkey must be used.
+    let (totp_on, passkeys, _) = factors_of(&state, &admin).await?;
+    if has_factor(&state, totp_on, passkeys) {
         return Ok(see_other("/admin/second-factor", None));
     }
     let expired = || PageError::BadRequest("This setup page has expired. Open it again.".into());
@@ -404,6 +525,7 @@ pub async fn post_totp_setup(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &admin.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return render_setup(
@@ -416,7 +538,7 @@ pub async fn post_totp_setup(
         )
         .await;
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let Some(step) = totp::verify(
         &secret,
         form.get("code").unwrap_or(""),
@@ -450,7 +572,7 @@ pub async fn post_totp_setup(
         json!({}),
     )
     .await?;
-    complete(&state, &staff, &s, &admin, now).await
+    complete(&state, &staff, &s, &admin, now, "totp").await
 }
 
 pub async fn post_sign_out(

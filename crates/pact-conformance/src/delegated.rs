@@ -6,26 +6,26 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use pact_client::card::DelegationInfo;
+use pact_client::http::{Request, Response};
+use pact_client::jwt::{b64, decode_unverified};
+use pact_client::oauth::{self, AuthServer, PollOutcome};
 use pact_jose::ProviderKeySet;
 use pact_proto::ErrorReason;
-use pact_proto::oauth::{DeviceAuthorizationResponse, GRANT_TYPE_DEVICE_CODE, TokenResponse};
+use pact_proto::a2a::DELEGATION_HEADER;
+use pact_proto::oauth::{
+    DeviceAuthorizationResponse, GRANT_TYPE_DEVICE_CODE, TokenResponse, USER_CODE_ALPHABET,
+    USER_CODE_LENGTH,
+};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::expect::{self, Problem, Verdict, during, fail, skip};
-use super::forge;
-use super::identity::split_iface;
-use super::rules::RuleId as R;
-use super::runner::{Kind, Runner, check, message_body, scope_set};
-use super::{Account, ApprovalRequest, ApprovalStatus, Decision, Profile};
-use crate::card::DelegationInfo;
-use crate::client::DELEGATION_HEADER;
-use crate::http::{Request, Response};
-use crate::jwt::{b64, decode_unverified};
-use crate::oauth::{self, AuthServer, PollOutcome};
-
-/// pactd's user-code alphabet (PACT §5.1).
-const USER_CODE_ALPHABET: &str = "BCDFGHJKLMNPQRSTVWXZ";
+use crate::expect::{self, Problem, Verdict, during, fail, skip};
+use crate::forge;
+use crate::identity::split_iface;
+use crate::rules::RuleId as R;
+use crate::runner::{Kind, Runner, check, message_body, scope_set};
+use crate::{Account, ApprovalRequest, ApprovalStatus, Decision, Profile};
 
 const PHASE_DEVICE: &[R] = &[
     R::DeviceAuthorization,
@@ -59,24 +59,35 @@ const PHASE_GRANT: &[R] = &[
 const PHASE_SECOND: &[R] = &[R::ContextOtherUser, R::RefreshReuseRevokes];
 const PHASE_STEP_UP: &[R] = &[R::StepUpTask, R::StepUpContextOpen];
 
-/// What the §5 checks share.
+/// What every §5 check reads: fixed once discovery is done, never written
+/// by a check. What one phase learns for a later one is that phase's
+/// return value ([`Expiring`], [`StepUp`], [`Grant`], [`FirstTurn`]).
 struct Flow {
     d: DelegationInfo,
     /// Every scope the card offers.
     scopes: Vec<String>,
+    /// The RFC 8414 metadata (`None` when §5.metadata could not read it).
     server: Option<AuthServer>,
+    /// The Provider's keys (`None` when §5.4.jwks could not read them).
     keys: Option<ProviderKeySet>,
     /// The PA's user for the delegated flows.
     sub: String,
+}
+
+/// The unapproved code of the device phase, checked for `expired_token`
+/// once it has expired, at the end of the run.
+struct Expiring {
+    dev: DeviceAuthorizationResponse,
+    at: Instant,
+}
+
+/// What the step-up without a token (§5.5) left for the grant.
+#[derive(Default)]
+struct StepUp {
     /// The context of the step-up task.
-    step_ctx: Option<String>,
+    ctx: Option<String>,
     /// `pact.missingScopes` of the step-up task.
     needed: Vec<String>,
-    /// The context bound to the primary account, and the messageId of its
-    /// first delegated turn (with its request body).
-    bound: Option<(String, Value)>,
-    /// The unapproved code of the device phase, and when it expires.
-    expiring: Option<(DeviceAuthorizationResponse, Instant)>,
 }
 
 fn reason_of(p: &Problem) -> String {
@@ -109,24 +120,20 @@ pub async fn run(r: &mut Runner<'_>) {
         );
         return;
     };
-    let mut f = Flow {
-        scopes: d.scopes.keys().cloned().collect(),
-        d,
-        server: None,
-        keys: None,
-        sub: r.sub("delegated"),
-        step_ctx: None,
-        needed: Vec::new(),
-        bound: None,
-        expiring: None,
-    };
-
+    let scopes: Vec<String> = d.scopes.keys().cloned().collect();
     let t = Instant::now();
-    let v = metadata(r, &mut f).await;
+    let (v, server) = metadata(r, &d, &scopes).await;
     r.record(R::Metadata, t, v);
     let t = Instant::now();
-    let v = jwks(r, &mut f).await;
+    let (v, keys) = jwks(r, server.as_ref()).await;
     r.record(R::Jwks, t, v);
+    let f = Flow {
+        scopes,
+        d,
+        server,
+        keys,
+        sub: r.sub("delegated"),
+    };
 
     let device_url = f.d.device_authorization_url.clone();
     let token_url = f.d.token_url.clone();
@@ -168,19 +175,24 @@ pub async fn run(r: &mut Runner<'_>) {
     check!(r, R::DetailsUnknownType, details_refused(r, &f, true).await);
     check!(r, R::DetailsMalformed, details_refused(r, &f, false).await);
 
-    if r.wants_some(PHASE_DEVICE) {
-        device_phase(r, &mut f).await;
-    }
-    if r.wants_some(PHASE_STEP_UP) || r.wants_some(PHASE_GRANT) || r.wants_some(PHASE_SECOND) {
-        step_up_phase(r, &mut f).await;
-    }
+    let expiring = if r.wants_some(PHASE_DEVICE) {
+        device_phase(r, &f).await
+    } else {
+        None
+    };
+    let step_up =
+        if r.wants_some(PHASE_STEP_UP) || r.wants_some(PHASE_GRANT) || r.wants_some(PHASE_SECOND) {
+            step_up_phase(r, &f).await
+        } else {
+            StepUp::default()
+        };
     check!(r, R::AccessDenied, denied(r, &f).await);
     if r.wants_some(PHASE_GRANT) || r.wants_some(PHASE_SECOND) {
-        grant_phase(r, &mut f).await;
+        grant_phase(r, &f, &step_up).await;
     }
-    if let Some((dev, at)) = f.expiring.take() {
+    if let Some(code) = expiring {
         let t = Instant::now();
-        let v = expired(r, &f, &dev, at).await;
+        let v = expired(r, &f, &code).await;
         r.record(R::ExpiredToken, t, v);
     }
 }
@@ -220,25 +232,50 @@ async fn poll(
     .await
 }
 
-async fn metadata(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
-    let res = r.send(Request::get(&f.d.metadata_url), Kind::Plain).await?;
-    let v = expect::ok_json(&res).map_err(|p| during("RFC 8414 metadata", p))?;
-    let server = oauth::parse_metadata(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
+/// §5.metadata: the verdict, and the metadata whenever it parsed (a
+/// mismatch with the card is a FAIL, yet the endpoints are still usable).
+async fn metadata(
+    r: &mut Runner<'_>,
+    d: &DelegationInfo,
+    scopes: &[String],
+) -> (Verdict, Option<AuthServer>) {
+    let read = async {
+        let res = r.send(Request::get(&d.metadata_url), Kind::Plain).await?;
+        let v = expect::ok_json(&res).map_err(|p| during("RFC 8414 metadata", p))?;
+        let server = oauth::parse_metadata(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
+        Ok::<_, Problem>((res, v, server))
+    };
+    match read.await {
+        Err(p) => (Err(p), None),
+        Ok((res, v, server)) => (
+            metadata_problems(d, scopes, &res, &v, &server),
+            Some(server),
+        ),
+    }
+}
+
+fn metadata_problems(
+    d: &DelegationInfo,
+    scopes: &[String],
+    res: &Response,
+    v: &Value,
+    server: &AuthServer,
+) -> Verdict {
     let mut problems = Vec::new();
-    if server.device_authorization_endpoint != f.d.device_authorization_url {
+    if server.device_authorization_endpoint != d.device_authorization_url {
         problems.push(format!(
             "device_authorization_endpoint {} ≠ the card's deviceAuthorizationUrl {}",
-            server.device_authorization_endpoint, f.d.device_authorization_url
+            server.device_authorization_endpoint, d.device_authorization_url
         ));
     }
-    if server.token_endpoint != f.d.token_url {
+    if server.token_endpoint != d.token_url {
         problems.push(format!(
             "token_endpoint {} ≠ the card's tokenUrl {}",
-            server.token_endpoint, f.d.token_url
+            server.token_endpoint, d.token_url
         ));
     }
     if let Some(supported) = v.get("scopes_supported").and_then(Value::as_array) {
-        for s in &f.scopes {
+        for s in scopes {
             if !supported.iter().any(|x| x.as_str() == Some(s)) {
                 problems.push(format!("scopes_supported lacks the card's scope {s}"));
             }
@@ -251,24 +288,32 @@ async fn metadata(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
     {
         problems.push("grant_types_supported lacks the device_code grant".to_owned());
     }
-    f.server = Some(server);
     if problems.is_empty() {
         Ok(String::new())
     } else {
-        Err(fail(problems.join("; "), Some(&res)))
+        Err(fail(problems.join("; "), Some(res)))
     }
 }
 
-async fn jwks(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
-    let Some(server) = f.server.clone() else {
-        return Err(skip("no metadata (§5.metadata), so no jwks_uri"));
+/// §5.4.jwks: the verdict, and the Provider's keys when they were read.
+async fn jwks(
+    r: &mut Runner<'_>,
+    server: Option<&AuthServer>,
+) -> (Verdict, Option<ProviderKeySet>) {
+    let Some(server) = server else {
+        return (Err(skip("no metadata (§5.metadata), so no jwks_uri")), None);
     };
-    let res = r.send(Request::get(&server.jwks_uri), Kind::Plain).await?;
-    let v = expect::ok_json(&res)?;
-    let keys = oauth::keyset_from_jwks(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
-    let n = v.get("keys").and_then(Value::as_array).map_or(0, Vec::len);
-    f.keys = Some(keys);
-    Ok(format!("{n} key(s)"))
+    let read = async {
+        let res = r.send(Request::get(&server.jwks_uri), Kind::Plain).await?;
+        let v = expect::ok_json(&res)?;
+        let keys = oauth::keyset_from_jwks(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
+        let n = v.get("keys").and_then(Value::as_array).map_or(0, Vec::len);
+        Ok::<_, Problem>((keys, n))
+    };
+    match read.await {
+        Ok((keys, n)) => (Ok(format!("{n} key(s)")), Some(keys)),
+        Err(p) => (Err(p), None),
+    }
 }
 
 /// PACT §5.7: unknown types or fields and malformed details are refused.
@@ -405,8 +450,9 @@ fn granted(outcome: PollOutcome) -> Result<(TokenResponse, Response), Problem> {
 }
 
 /// The device authorization, pending, slow_down and expiry checks, on
-/// one code nobody approves.
-async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
+/// one code nobody approves. Returns that code when its expiry is to be
+/// checked at the end of the run.
+async fn device_phase(r: &mut Runner<'_>, f: &Flow) -> Option<Expiring> {
     let t = Instant::now();
     let started = start(r, f, &f.scopes.clone()).await;
     let issued_at = Instant::now();
@@ -433,7 +479,7 @@ async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
             PHASE_DEVICE,
             "no device authorization (§5.1.device-authorization)",
         );
-        return;
+        return None;
     };
     let token_url = f.d.token_url.clone();
     // The interval this client keeps to: RFC 8628 §3.5 has the client add
@@ -507,30 +553,29 @@ async fn device_phase(r: &mut Runner<'_>, f: &mut Flow) {
     }
 
     // The code expires while the other flows run; checked at the end.
-    if r.wants(R::ExpiredToken) {
-        let wait = Duration::from_secs(dev.expires_in);
-        if wait > r.cfg.max_wait {
-            let why = format!(
-                "device codes live {} s, longer than the longest wait of this run ({} s)",
-                dev.expires_in,
-                r.cfg.max_wait.as_secs()
-            );
-            r.record(R::ExpiredToken, Instant::now(), Err(skip(why)));
-        } else {
-            f.expiring = Some((dev, issued_at + wait));
-        }
+    if !r.wants(R::ExpiredToken) {
+        return None;
     }
+    let wait = Duration::from_secs(dev.expires_in);
+    if wait > r.cfg.max_wait {
+        let why = format!(
+            "device codes live {} s, longer than the longest wait of this run ({} s)",
+            dev.expires_in,
+            r.cfg.max_wait.as_secs()
+        );
+        r.record(R::ExpiredToken, Instant::now(), Err(skip(why)));
+        return None;
+    }
+    Some(Expiring {
+        dev,
+        at: issued_at + wait,
+    })
 }
 
 /// RFC 8628 §3.5 `expired_token`, once the unapproved code has expired.
-async fn expired(
-    r: &mut Runner<'_>,
-    f: &Flow,
-    dev: &DeviceAuthorizationResponse,
-    at: Instant,
-) -> Verdict {
-    tokio::time::sleep_until((at + Duration::from_millis(1500)).into()).await;
-    let res = poll(r, f, &f.d.token_url.clone(), &dev.device_code).await?;
+async fn expired(r: &mut Runner<'_>, f: &Flow, code: &Expiring) -> Verdict {
+    tokio::time::sleep_until((code.at + Duration::from_millis(1500)).into()).await;
+    let res = poll(r, f, &f.d.token_url.clone(), &code.dev.device_code).await?;
     expect::oauth_error(&res, "expired_token", 400)?;
     Ok(String::new())
 }
@@ -570,17 +615,19 @@ fn device_response_problems(res: &Response, dev: &DeviceAuthorizationResponse) -
 /// pactd: `XXXX-XXXX` from the 20 consonants, and links to `{public_url}/device`.
 fn pactd_codes(dev: &DeviceAuthorizationResponse) -> Verdict {
     let code = &dev.user_code;
-    let shaped = code.len() == 9
-        && code.chars().enumerate().all(|(i, c)| {
-            if i == 4 {
-                c == '-'
+    let half = USER_CODE_LENGTH / 2;
+    let shaped = code.len() == USER_CODE_LENGTH + 1
+        && code.bytes().enumerate().all(|(i, c)| {
+            if i == half {
+                c == b'-'
             } else {
-                USER_CODE_ALPHABET.contains(c)
+                USER_CODE_ALPHABET.contains(&c)
             }
         });
     if !shaped {
+        let alphabet = String::from_utf8_lossy(USER_CODE_ALPHABET);
         return Err(fail(
-            format!("user_code {code:?} is not XXXX-XXXX of {USER_CODE_ALPHABET}"),
+            format!("user_code {code:?} is not XXXX-XXXX of {alphabet}"),
             None,
         ));
     }
@@ -671,16 +718,22 @@ fn pactd_urls(
 }
 
 /// §5.5 step-up without a token.
-async fn step_up_phase(r: &mut Runner<'_>, f: &mut Flow) {
+async fn step_up_phase(r: &mut Runner<'_>, f: &Flow) -> StepUp {
     let t = Instant::now();
-    let v = step_up_task(r, f).await;
+    let mut step_up = StepUp::default();
+    let v = step_up_task(r, f, &mut step_up).await;
     r.record(R::StepUpTask, t, v);
-    check!(r, R::StepUpContextOpen, step_up_context_open(r, f).await);
+    check!(
+        r,
+        R::StepUpContextOpen,
+        step_up_context_open(r, f, &step_up).await
+    );
+    step_up
 }
 
 /// PACT §5.5: after a step-up the conversation stays open.
-async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow) -> Verdict {
-    let Some(ctx) = f.step_ctx.clone() else {
+async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) -> Verdict {
+    let Some(ctx) = step_up.ctx.clone() else {
         return Err(skip("no step-up task (§5.5.step-up-task)"));
     };
     let prompt = r.cfg.public_prompt.clone();
@@ -694,7 +747,9 @@ async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow) -> Verdict {
     Ok(String::new())
 }
 
-async fn step_up_task(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
+/// §5.5.step-up-task; fills `found` with what the task names, even when
+/// the task breaks a rule (the grant still follows it).
+async fn step_up_task(r: &mut Runner<'_>, f: &Flow, found: &mut StepUp) -> Verdict {
     let prompt = r.cfg.scoped_prompt.clone();
     let sub = f.sub.clone();
     let res = r.say(&sub, &prompt, None, None).await?;
@@ -712,13 +767,13 @@ async fn step_up_task(r: &mut Runner<'_>, f: &mut Flow) -> Verdict {
     };
     let ctx = task.get("contextId").and_then(Value::as_str).unwrap_or("");
     if !ctx.is_empty() {
-        f.step_ctx = Some(ctx.to_owned());
+        found.ctx = Some(ctx.to_owned());
     }
-    let missing: Vec<String> = crate::oauth::strings(
+    let missing: Vec<String> = oauth::strings(
         task.get("metadata")
             .and_then(|m| m.get("pact.missingScopes")),
     );
-    f.needed = missing.clone();
+    found.needed = missing.clone();
     let mut problems = Vec::new();
     if task
         .get("id")
@@ -801,104 +856,178 @@ async fn denied(r: &mut Runner<'_>, f: &Flow) -> Verdict {
     }
 }
 
-/// The main grant and everything done with it.
-async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
-    // Approve exactly what the scoped prompt needs when that is less than
-    // everything, so the granted scope is visibly less than requested.
-    let needed: BTreeSet<&String> = f.needed.iter().collect();
-    let all: BTreeSet<&String> = f.scopes.iter().collect();
-    let approve: Vec<String> =
-        if !needed.is_empty() && needed.len() < all.len() && needed.is_subset(&all) {
-            f.needed.clone()
-        } else {
-            f.scopes.clone()
-        };
-    let t = Instant::now();
-    let requested = f.scopes.clone();
-    let dev = match ask(
-        r,
-        f,
-        "the main grant (§5.3–§5.6)",
-        &requested,
-        Decision::Approve {
-            scopes: approve.clone(),
-        },
-        Account::Primary,
-    )
-    .await
-    {
-        Ok(dev) => dev,
-        Err(p) => {
-            let why = reason_of(&p);
-            r.record(R::TokenResponse, t, Err(p));
-            r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
-            r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
-            return;
-        }
+/// The main grant (§5.3) and everything done with it (§5.4–§5.6), in the
+/// order a PA meets them: redeem the code, look at the token, send with it,
+/// check the receipts, refresh, let a second account try the context,
+/// revoke. Each step records its own checks.
+async fn grant_phase(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) {
+    let Some(grant) = main_grant(r, f, step_up).await else {
+        return;
     };
-    // Another brand's token endpoint must not know this code (before it is redeemed).
+    token_checks(r, f, &grant).await;
+    let turn = first_turn(r, f, &grant, step_up).await;
+    if let Some(turn) = &turn {
+        receipt_checks(r, f, &grant, turn).await;
+    }
+    let token = grant.tokens.access_token.as_str();
+    check!(
+        r,
+        R::TamperedTokenRefused,
+        tampered_token(r, f, token).await
+    );
+    check!(
+        r,
+        R::TokenOtherBrandRefused,
+        token_other_brand(r, f, token).await
+    );
+    let ctx = turn.as_ref().and_then(|t| t.ctx.as_deref());
+    let refreshed = refresh_checks(r, f, &grant, ctx).await;
+    if r.wants_some(PHASE_SECOND) {
+        let bound = turn.as_ref().and_then(FirstTurn::bound);
+        second_account(r, f, &grant.approved, bound).await;
+    }
+    let current = refreshed.as_ref().unwrap_or(&grant.tokens);
+    check!(r, R::RevokedGrantRefused, revoked(r, f, current).await);
+}
+
+/// The main grant: what was asked for and approved, and what came back.
+struct Grant {
+    requested: Vec<String>,
+    approved: Vec<String>,
+    device_code: String,
+    tokens: TokenResponse,
+    /// The access token's claims, read without verifying, to compare the
+    /// receipts with (§5.4.delegation-token verifies them).
+    claims: Value,
+}
+
+/// What to approve: exactly what the scoped prompt needs when that is less
+/// than everything, so the granted scope is visibly less than requested.
+fn scopes_to_approve(all: &[String], needed: &[String]) -> Vec<String> {
+    let needed_set: BTreeSet<&String> = needed.iter().collect();
+    let all_set: BTreeSet<&String> = all.iter().collect();
+    if !needed_set.is_empty() && needed_set.len() < all_set.len() && needed_set.is_subset(&all_set)
+    {
+        needed.to_vec()
+    } else {
+        all.to_vec()
+    }
+}
+
+/// Records `p` as check `id` and SKIPs every check in `rest` with why: the
+/// grant they all need did not happen.
+fn no_grant(r: &mut Runner<'_>, id: R, t: Instant, p: Problem, rest: &[&[R]], what: &str) {
+    let why = format!("{what}: {}", reason_of(&p));
+    r.record(id, t, Err(p));
+    for ids in rest {
+        r.skip_all(ids, &why);
+    }
+}
+
+/// Asks for the main grant and redeems it (§5.3.token-response), trying
+/// the code at another brand first while it is still unredeemed
+/// (§5.3.foreign-code). `None` when no grant came: then every check that
+/// needs one is SKIP.
+async fn main_grant(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) -> Option<Grant> {
+    let requested = f.scopes.clone();
+    let approved = scopes_to_approve(&f.scopes, &step_up.needed);
+    let give_up = |r: &mut Runner<'_>, t, p| {
+        no_grant(
+            r,
+            R::TokenResponse,
+            t,
+            p,
+            &[PHASE_GRANT, PHASE_SECOND],
+            "no grant",
+        );
+    };
+    let t = Instant::now();
+    let decision = Decision::Approve {
+        scopes: approved.clone(),
+    };
+    let purpose = "the main grant (§5.3–§5.6)";
+    let dev = ask(r, f, purpose, &requested, decision, Account::Primary).await;
+    let dev = dev.map_err(|p| give_up(r, t, p)).ok()?;
     check!(
         r,
         R::ForeignCode,
         foreign_code(r, f, &dev.device_code).await
     );
     let t = Instant::now();
-    let (tokens, res) = match decided(r, f, &dev).await.and_then(granted) {
-        Ok(x) => x,
-        Err(p) => {
-            let why = reason_of(&p);
-            r.record(R::TokenResponse, t, Err(p));
-            r.skip_all(PHASE_GRANT, &format!("no grant: {why}"));
-            r.skip_all(PHASE_SECOND, &format!("no grant: {why}"));
-            return;
-        }
-    };
+    let redeemed = decided(r, f, &dev).await.and_then(granted);
+    let (tokens, res) = redeemed.map_err(|p| give_up(r, t, p)).ok()?;
     r.record(R::TokenResponse, t, token_response_problems(&res, &tokens));
+    let claims = decode_unverified(&tokens.access_token)
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    Some(Grant {
+        requested,
+        approved,
+        device_code: dev.device_code,
+        tokens,
+        claims,
+    })
+}
+
+/// What the token response and the token say before the token is used:
+/// the scope, single redemption, the token's claims and header, and the
+/// PA-JWT still required beside it (§5.5 step 1).
+async fn token_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant) {
     check!(
         r,
         R::ScopeMayBeLess,
-        scope_less(&tokens, &requested, &approve)
+        scope_less(&g.tokens, &g.requested, &g.approved)
     );
     check!(r, R::RedeemTwice, {
         let token_url = f.d.token_url.clone();
-        let sent = poll(r, f, &token_url, &dev.device_code).await;
+        let sent = poll(r, f, &token_url, &g.device_code).await;
         expect::answered_oauth_error(sent, "invalid_grant", 400)
     });
-    let token_claims = decode_unverified(&tokens.access_token)
-        .map(|(_, c)| c)
-        .unwrap_or_default();
-    check!(r, R::DelegationToken, delegation_token(r, f, &tokens));
-    check!(r, R::PactdHeader, {
-        match decode_unverified(&tokens.access_token) {
-            None => Err(fail("the access token is not a JWT", None)),
-            Some((h, _)) => {
-                if h.get("typ").and_then(Value::as_str) != Some("at+jwt") {
-                    Err(fail(
-                        format!("typ is {:?}, not \"at+jwt\"", h.get("typ")),
-                        None,
-                    ))
-                } else if !h.get("kid").is_some_and(Value::is_string) {
-                    Err(fail("the header has no kid", None))
-                } else {
-                    Ok(String::new())
-                }
-            }
-        }
-    });
+    check!(r, R::DelegationToken, delegation_token(r, f, &g.tokens));
+    check!(r, R::PactdHeader, pactd_header(&g.tokens.access_token));
     check!(r, R::PaJwtCheckedFirst, {
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
         let req = r
             .a2a_request(Method::POST, "message:send", None)
-            .header(DELEGATION_HEADER, format!("Bearer {}", tokens.access_token))
+            .header(
+                DELEGATION_HEADER,
+                format!("Bearer {}", g.tokens.access_token),
+            )
             .json(body);
         expect::answered_bare_401(r.send(req, Kind::A2a).await)
             .map_err(|p| during("a delegation token without a PA-JWT", p))
     });
+}
 
-    // Re-send in the step-up's context with the token (PACT §5.5).
+/// pactd (RFC 9068 §2.1): the token's header says `typ: at+jwt` and names its key.
+fn pactd_header(access_token: &str) -> Verdict {
+    let Some((h, _)) = decode_unverified(access_token) else {
+        return Err(fail("the access token is not a JWT", None));
+    };
+    if h.get("typ").and_then(Value::as_str) != Some("at+jwt") {
+        Err(fail(
+            format!("typ is {:?}, not \"at+jwt\"", h.get("typ")),
+            None,
+        ))
+    } else if !h.get("kid").is_some_and(Value::is_string) {
+        Err(fail("the header has no kid", None))
+    } else {
+        Ok(String::new())
+    }
+}
+
+/// §5.5.step-up-resend: the first delegated turn, re-sent with the token in
+/// the step-up's context. `None` when no reply came; the receipt checks,
+/// which need one, are then SKIP.
+async fn first_turn(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    g: &Grant,
+    step_up: &StepUp,
+) -> Option<FirstTurn> {
     let t = Instant::now();
-    let first = delegated_turn(r, f, &tokens.access_token, f.step_ctx.clone(), None).await;
-    let verdict = match (&first, &f.step_ctx) {
+    let sent = delegated_turn(r, f, &g.tokens.access_token, step_up.ctx.clone(), None).await;
+    let verdict = match (&sent, &step_up.ctx) {
         (Err(p), _) => Err(p.clone()),
         (Ok(_), None) => Err(skip(
             "no step-up task to follow (§5.5.step-up-task); sent in a new context",
@@ -912,8 +1041,20 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
         }
     };
     r.record(R::StepUpResend, t, verdict);
-    let (first_res, first_msg, first_body) = match first {
-        Ok((res, m, body)) => (Some(res), m, body),
+    match sent {
+        Ok((res, message, body)) => Some(FirstTurn {
+            ctx: message
+                .get("contextId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            receipt: message
+                .get("metadata")
+                .and_then(|m| m.get("pact.receipt"))
+                .cloned(),
+            res,
+            body,
+            message,
+        }),
         Err(p) => {
             let why = format!("no delegated reply: {}", reason_of(&p));
             r.skip_all(
@@ -925,58 +1066,42 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
                 ],
                 &why,
             );
-            (None, Value::Null, Value::Null)
+            None
         }
-    };
-    let ctx = first_msg
-        .get("contextId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(c) = &ctx {
-        f.bound = Some((c.clone(), first_body.clone()));
     }
-    let receipt1 = first_msg
-        .get("metadata")
-        .and_then(|m| m.get("pact.receipt"))
-        .cloned();
+}
+
+/// §5.6: the first turn's receipt, its signature, a retry, and the chain.
+async fn receipt_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant, turn: &FirstTurn) {
     check!(
         r,
         R::ReceiptPresent,
-        receipt_present(first_res.as_ref(), receipt1.as_ref())
+        receipt_present(Some(&turn.res), turn.receipt.as_ref())
     );
     check!(
         r,
         R::ReceiptVerifies,
-        receipt_verifies(r, f, receipt1.as_ref(), &token_claims, &tokens)
+        receipt_verifies(r, f, turn.receipt.as_ref(), &g.claims, &g.tokens)
     );
-    let turn = FirstTurn {
-        ctx: ctx.clone(),
-        body: first_body.clone(),
-        message: first_msg.clone(),
-        receipt: receipt1.clone(),
-    };
+    let token = g.tokens.access_token.as_str();
     check!(
         r,
         R::ReceiptOnRetry,
-        receipt_on_retry(r, f, &tokens.access_token, &turn).await
+        receipt_on_retry(r, f, token, turn).await
     );
-    check!(
-        r,
-        R::ReceiptChain,
-        receipt_chain(r, f, &tokens.access_token, &turn).await
-    );
-    check!(
-        r,
-        R::TamperedTokenRefused,
-        tampered_token(r, f, &tokens.access_token).await
-    );
-    check!(
-        r,
-        R::TokenOtherBrandRefused,
-        token_other_brand(r, f, &tokens.access_token).await
-    );
+    check!(r, R::ReceiptChain, receipt_chain(r, f, token, turn).await);
+}
+
+/// §5.3.refresh and pactd's rotation. The refreshed tokens, when refresh
+/// worked: the rest of the run goes on with them.
+async fn refresh_checks(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    g: &Grant,
+    ctx: Option<&str>,
+) -> Option<TokenResponse> {
     let t = Instant::now();
-    let refreshed = refresh_check(r, f, &tokens, ctx.as_deref()).await;
+    let refreshed = refresh_check(r, f, &g.tokens, ctx).await;
     r.record(
         R::Refresh,
         t,
@@ -988,27 +1113,33 @@ async fn grant_phase(r: &mut Runner<'_>, f: &mut Flow) {
     check!(r, R::PactdRefreshRotates, {
         match &refreshed {
             Err(_) => Err(skip("no refresh (§5.3.refresh)")),
-            Ok(new) if new.refresh_token == tokens.refresh_token => Err(fail(
+            Ok(new) if new.refresh_token == g.tokens.refresh_token => Err(fail(
                 "the refresh kept the same refresh token (RFC 6749 §6 allows it; pactd rotates)",
                 None,
             )),
             Ok(_) => Ok("a new refresh token".to_owned()),
         }
     });
-    let current = refreshed.unwrap_or(tokens);
-
-    if r.wants_some(PHASE_SECOND) {
-        second_account(r, f, &approve).await;
-    }
-    check!(r, R::RevokedGrantRefused, revoked(r, f, &current).await);
+    refreshed.ok()
 }
 
 /// The first delegated turn of the main grant.
 struct FirstTurn {
+    /// The context the reply names.
     ctx: Option<String>,
+    res: Response,
+    /// The request body (to retry the same messageId).
     body: Value,
     message: Value,
     receipt: Option<Value>,
+}
+
+impl FirstTurn {
+    /// The context now bound to the primary account, and the request that
+    /// bound it (§5.5: one user per context).
+    fn bound(&self) -> Option<(&str, &Value)> {
+        self.ctx.as_deref().map(|c| (c, &self.body))
+    }
 }
 
 /// PACT §5.3: another brand's token endpoint does not know this code.
@@ -1439,38 +1570,40 @@ async fn oauth_refresh(
 }
 
 /// A second account at the brand, for one-user-per-context and refresh reuse.
-async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
+async fn second_account(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    approve: &[String],
+    bound: Option<(&str, &Value)>,
+) {
+    let give_up = |r: &mut Runner<'_>, t, p| {
+        no_grant(
+            r,
+            R::ContextOtherUser,
+            t,
+            p,
+            &[PHASE_SECOND],
+            "no second grant",
+        );
+    };
     let t = Instant::now();
-    let dev = match ask(
+    let decision = Decision::Approve {
+        scopes: approve.to_vec(),
+    };
+    let purpose = R::ContextOtherUser.name();
+    let dev = ask(r, f, purpose, approve, decision, Account::Secondary).await;
+    let Some(dev) = dev.map_err(|p| give_up(r, t, p)).ok() else {
+        return;
+    };
+    let redeemed = decided(r, f, &dev).await.and_then(granted);
+    let Some((tokens, _)) = redeemed.map_err(|p| give_up(r, t, p)).ok() else {
+        return;
+    };
+    check!(
         r,
-        f,
-        R::ContextOtherUser.name(),
-        approve,
-        Decision::Approve {
-            scopes: approve.to_vec(),
-        },
-        Account::Secondary,
-    )
-    .await
-    {
-        Ok(dev) => dev,
-        Err(p) => {
-            let why = reason_of(&p);
-            r.record(R::ContextOtherUser, t, Err(p));
-            r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
-            return;
-        }
-    };
-    let tokens = match decided(r, f, &dev).await.and_then(granted) {
-        Ok((tokens, _)) => tokens,
-        Err(p) => {
-            let why = reason_of(&p);
-            r.record(R::ContextOtherUser, t, Err(p));
-            r.skip_all(PHASE_SECOND, &format!("no second grant: {why}"));
-            return;
-        }
-    };
-    check!(r, R::ContextOtherUser, other_user(r, f, &tokens).await);
+        R::ContextOtherUser,
+        other_user(r, f, &tokens, bound).await
+    );
     check!(
         r,
         R::RefreshReuseRevokes,
@@ -1480,19 +1613,24 @@ async fn second_account(r: &mut Runner<'_>, f: &mut Flow, approve: &[String]) {
 
 /// PACT §5.5: a context that has run as one user refuses another, and a
 /// retry never hands the first user's stored reply to the second.
-async fn other_user(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
-    let Some((ctx, first_body)) = f.bound.clone() else {
+async fn other_user(
+    r: &mut Runner<'_>,
+    f: &Flow,
+    t: &TokenResponse,
+    bound: Option<(&str, &Value)>,
+) -> Verdict {
+    let Some((ctx, first_body)) = bound else {
         return Err(skip(
             "no context ran as the first account (§5.5.step-up-resend)",
         ));
     };
     let sub = f.sub.clone();
-    let body = message_body(&r.cfg.scoped_prompt.clone(), Some(&ctx), None);
+    let body = message_body(&r.cfg.scoped_prompt.clone(), Some(ctx), None);
     let res = r.post_message(&sub, body, Some(&t.access_token)).await?;
     expect::a2a_error(&res, ErrorReason::InvalidParams, None)
         .map_err(|p| during("another account's token in the first account's context", p))?;
     let res = r
-        .post_message(&sub, first_body, Some(&t.access_token))
+        .post_message(&sub, first_body.clone(), Some(&t.access_token))
         .await?;
     expect::a2a_error(&res, ErrorReason::InvalidParams, None).map_err(|p| {
         during(

@@ -1,19 +1,19 @@
 //! PACT §2 (the Agent Card) and §3 (personal-agent identity): the card's
 //! shape, and every forged or malformed PA-JWT getting the bare 401.
 
+use pact_client::card;
+use pact_client::http::Request;
+use pact_client::jwks_server::JwksServer;
+use pact_client::jwt::unix_now;
+use pact_client::keys::AgentKey;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::Profile;
-use super::expect::{self, Problem, Verdict, during, fail, skip};
-use super::forge;
-use super::rules::RuleId as R;
-use super::runner::{Kind, Runner, check, message_body};
-use crate::card;
-use crate::http::Request;
-use crate::jwks_server::JwksServer;
-use crate::jwt::unix_now;
-use crate::keys::AgentKey;
+use crate::Profile;
+use crate::expect::{self, Problem, Verdict, during, fail, skip};
+use crate::forge;
+use crate::rules::RuleId as R;
+use crate::runner::{Kind, Runner, check, message_body};
 
 /// `({public_url}/a2a, brand)` when the interface URL has the §1 form.
 pub fn split_iface(iface: &str) -> Option<(String, String)> {
@@ -175,13 +175,23 @@ pub async fn token_checks(r: &mut Runner<'_>) {
     if r.wants_some(&[R::JkuIgnored, R::JkuNotFetched]) {
         jku(r).await;
     }
-    check!(r, R::OversizedRefused, { oversized(r).await });
-    check!(r, R::PactdOversized401, {
-        match r.oversized_shape.take() {
-            Some(shape) => shape,
-            None => Err(skip("no refusal of a 16 KiB PA-JWT (§3.oversized-refused)")),
-        }
+    // One oversized request answers both checks: the refusal (PACT), then
+    // its shape (pactd's bare 401).
+    let mut shape = None;
+    check!(r, R::OversizedRefused, {
+        let refused = oversized(r).await;
+        let verdict = refused
+            .as_ref()
+            .map(|o| o.note.clone())
+            .map_err(Clone::clone);
+        shape = refused.ok().map(|o| o.bare_401);
+        verdict
     });
+    check!(
+        r,
+        R::PactdOversized401,
+        shape.unwrap_or_else(|| Err(skip("no refusal of a 16 KiB PA-JWT (§3.oversized-refused)")))
+    );
     check!(r, R::IssUnknownRefused, {
         let issuer = r.signer.issuer.clone();
         let near = match issuer.strip_suffix('/') {
@@ -416,7 +426,7 @@ async fn foreign_key(r: &mut Runner<'_>, under_our_kid: bool) -> Verdict {
     } else {
         foreign.kid().to_owned()
     };
-    let token = crate::jwt::compact_es256(
+    let token = pact_client::jwt::compact_es256(
         &json!({"alg": "ES256", "typ": "JWT", "kid": kid}),
         &claims,
         &foreign,
@@ -495,22 +505,30 @@ async fn jku_refused(r: &mut Runner<'_>) -> Result<(usize, String), Problem> {
     let sub = r.sub("jku");
     let header = json!({"alg": "ES256", "typ": "JWT", "kid": attacker.kid(), "jku": server.uri(),
                         "x5u": server.uri(), "jwk": attacker.public_jwk()});
-    let token =
-        crate::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker).map_err(build_err)?;
+    let token = pact_client::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker)
+        .map_err(build_err)?;
     refused(r, "jku/x5u/jwk naming the attacker's key", &token).await?;
     // The same under the PA's own kid: still only the registered JWKS counts.
     let header = json!({"alg": "ES256", "typ": "JWT", "kid": r.cfg.identity.key.kid(),
                         "jku": server.uri(), "jwk": attacker.public_jwk()});
-    let token =
-        crate::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker).map_err(build_err)?;
+    let token = pact_client::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker)
+        .map_err(build_err)?;
     refused(r, "jku/jwk under the PA's kid", &token).await?;
     Ok((server.hits(), server.uri()))
+}
+
+/// How a 16 KiB PA-JWT was refused.
+struct Oversized {
+    /// The §3.oversized-refused note.
+    note: String,
+    /// Whether the refusal was the bare 401 (`§3.pactd-oversized-401`).
+    bare_401: Verdict,
 }
 
 /// PACT §3 sets no size limit, so any 4xx refusal of a 16 KiB PA-JWT is
 /// right (an HTTP layer's 431 included; RFC 6585 §5); the bare 401 is
 /// pactd's answer, checked at its own level.
-async fn oversized(r: &mut Runner<'_>) -> Verdict {
+async fn oversized(r: &mut Runner<'_>) -> Result<Oversized, Problem> {
     r.auth_gate()?;
     let sub = r.sub("oversized");
     let token = r.jwt_with(&sub, |_, c| c["pad"] = json!("x".repeat(16 * 1024)))?;
@@ -530,10 +548,10 @@ async fn oversized(r: &mut Runner<'_>) -> Verdict {
             Some(&res),
         ));
     }
-    let shape = expect::bare_401(&res).map(|()| "the bare 401".to_owned());
-    let note = format!("refused with HTTP {}", res.status);
-    r.oversized_shape = Some(shape);
-    Ok(note)
+    Ok(Oversized {
+        note: format!("refused with HTTP {}", res.status),
+        bare_401: expect::bare_401(&res).map(|()| "the bare 401".to_owned()),
+    })
 }
 
 /// PACT §3: authenticate before reading the body.

@@ -141,9 +141,9 @@ impl PageLimits {
 }
 
 /// Seconds to wait, when limited.
-pub fn check(limiter: &KeyedLimiter, key: &str) -> Result<(), u64> {
+pub fn check(limiter: &KeyedLimiter, key: &str, now: Instant) -> Result<(), u64> {
     limiter
-        .check(key, Instant::now())
+        .check(key, now)
         .map_err(|wait| wait.as_secs().saturating_add(1))
 }
 

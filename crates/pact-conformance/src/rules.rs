@@ -33,11 +33,11 @@ impl Level {
     }
 
     /// What this level makes of a broken rule.
-    pub fn broken(self) -> super::Outcome {
+    pub fn broken(self) -> crate::Outcome {
         match self {
-            Self::Must => super::Outcome::Fail,
-            Self::Should => super::Outcome::Warn,
-            Self::Pactd => super::Outcome::Info,
+            Self::Must => crate::Outcome::Fail,
+            Self::Should => crate::Outcome::Warn,
+            Self::Pactd => crate::Outcome::Info,
         }
     }
 }
@@ -511,7 +511,7 @@ mod tests {
     /// `cargo run -p pact-agent -- conformance --list-checks --markdown > docs/conformance-checks.md`.
     #[test]
     fn the_committed_docs_list_every_check_as_the_runner_does() {
-        let committed = include_str!("../../../../docs/conformance-checks.md");
+        let committed = include_str!("../../../docs/conformance-checks.md");
         assert!(
             committed == markdown(),
             "docs/conformance-checks.md is stale: run `cargo run -p pact-agent -- conformance \

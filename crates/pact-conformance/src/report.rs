@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use pact_client::http::Evidence;
 use serde::Serialize;
 use serde_json::json;
 
-use super::rules::{Level, RuleId, section_of};
-use crate::http::Evidence;
+use crate::rules::{Level, RuleId, section_of};
 
 /// How a check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use pact_client::http::{Evidence, Response};
 use pact_proto::ErrorReason;
 use serde_json::Value;
-
-use crate::http::{Evidence, Response};
 
 /// Why a check did not pass.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@
 //! never names or strings PACT does not fix.
 //!
 //! ```text
-//! let report = pact_agent::conformance::run(config, &approver).await;
+//! let report = pact_conformance::run(config, &approver).await;
 //! ```
 //!
 //! The run needs a registered identity: the Provider must know the agent's
@@ -20,8 +20,7 @@
 //!
 //! The Delegated profile needs a person (or a test) to approve device
 //! authorizations: an [`Approver`]. [`InteractiveApprover`] prints the link
-//! and waits; [`PactdLoginApprover`] signs in to pactd's own pages and
-//! clicks Approve or Deny there; [`CommandApprover`] runs a program (a
+//! and waits; [`CommandApprover`] runs a program (a
 //! script driving any provider's pages) with the request in its
 //! environment; a test passes its own.
 
@@ -46,8 +45,7 @@ pub use command::CommandApprover;
 pub use report::{Check, Outcome, Report, xml_escape};
 pub use rules::{Level, Rule, RuleId, markdown as checks_markdown};
 
-use crate::pactd_login::{DeviceLink, LoginAccount, PactdBrowser, PageDecision};
-use crate::state::Identity;
+use pact_client::state::Identity;
 
 /// Called as each check ends.
 pub type Progress = Arc<dyn Fn(&Check) + Send + Sync>;
@@ -218,7 +216,7 @@ impl Approver for InteractiveApprover {
             eprintln!("Open:  {}", r.verification_uri_complete);
             eprintln!("   or  {} and enter {}", r.verification_uri, r.user_code);
             if self.qr
-                && let Some(q) = crate::qr::render(&r.verification_uri_complete)
+                && let Some(q) = pact_client::qr::render(&r.verification_uri_complete)
             {
                 eprintln!("{q}");
             }
@@ -242,74 +240,6 @@ impl Approver for InteractiveApprover {
             }
             eprintln!("Waiting…");
             ApprovalStatus::Asked
-        })
-    }
-}
-
-/// Decides on pactd's own pages over HTTP, as the person would: opens the
-/// link, confirms the code, signs in with a built-in account (password, then
-/// an authenticator code when asked), ticks the scopes it was told to, and
-/// presses Approve or Deny ([`crate::pactd_login`]). Each account keeps its
-/// session between decisions, like a person's browser.
-///
-/// The one-user-per-context check (§5.5) needs a second account; without
-/// one it SKIPs with that reason.
-pub struct PactdLoginApprover {
-    primary: PactdBrowser,
-    secondary: Option<PactdBrowser>,
-}
-
-impl fmt::Debug for PactdLoginApprover {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PactdLoginApprover")
-            .field("primary", &self.primary.email())
-            .field(
-                "secondary",
-                &self.secondary.as_ref().map(PactdBrowser::email),
-            )
-            .finish()
-    }
-}
-
-impl PactdLoginApprover {
-    pub fn new(primary: LoginAccount, secondary: Option<LoginAccount>) -> anyhow::Result<Self> {
-        Ok(Self {
-            primary: PactdBrowser::new(primary)?,
-            secondary: secondary.map(PactdBrowser::new).transpose()?,
-        })
-    }
-}
-
-impl Approver for PactdLoginApprover {
-    fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalStatus> {
-        Box::pin(async move {
-            let browser = match (r.account, &self.secondary) {
-                (Account::Primary, _) => &self.primary,
-                (Account::Secondary, Some(b)) => b,
-                (Account::Secondary, None) => {
-                    return ApprovalStatus::Unavailable(
-                        "needs a second account at the brand: pass --second-login-email (and \
-                         --second-login-password, --second-totp-secret)"
-                            .to_owned(),
-                    );
-                }
-            };
-            let link = DeviceLink {
-                verification_uri_complete: Some(r.verification_uri_complete.as_str()),
-                verification_uri: &r.verification_uri,
-                user_code: &r.user_code,
-            };
-            let decision = match &r.decision {
-                Decision::Approve { scopes } => PageDecision::Approve(scopes.clone()),
-                Decision::Deny => PageDecision::Deny,
-            };
-            match browser.decide(link, &decision).await {
-                Ok(_) => ApprovalStatus::Done,
-                Err(e) => ApprovalStatus::Failed(format!(
-                    "pactd-login as {} failed to {e}",
-                    browser.email()
-                )),
-            }
         })
     }
 }

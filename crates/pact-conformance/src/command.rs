@@ -32,7 +32,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt as _;
 use tokio::process::Command;
 
-use super::{Account, ApprovalRequest, ApprovalStatus, Approver, BoxFuture, Decision};
+use crate::{Account, ApprovalRequest, ApprovalStatus, Approver, BoxFuture, Decision};
 
 /// The exit status that means "cannot decide this one" (SKIP, not FAIL).
 pub const EXIT_UNAVAILABLE: i32 = 3;

@@ -5,17 +5,17 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use pact_client::card::{self, CardInfo};
+use pact_client::http::{Evidence, Http, Request, Response};
+use pact_client::jwks_server::JwksServer;
+use pact_client::jwt::Signer;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::expect::{self, Problem, Verdict, fail, skip};
-use super::report::{Check, Outcome, Report};
-use super::rules::RuleId;
-use super::{Approver, Config, JwksServing};
-use crate::card::{self, CardInfo};
-use crate::http::{Evidence, Http, Request, Response};
-use crate::jwks_server::JwksServer;
-use crate::jwt::Signer;
+use crate::expect::{self, Problem, Verdict, fail, skip};
+use crate::report::{Check, Outcome, Report};
+use crate::rules::RuleId;
+use crate::{Approver, Config, JwksServing};
 
 /// Runs `$body` (a [`Verdict`]) and records it as check `$id` (a
 /// [`RuleId`]), unless the run does not want that check.
@@ -23,7 +23,7 @@ macro_rules! check {
     ($runner:expr, $id:expr, $body:expr) => {
         if $runner.wants($id) {
             let started = ::std::time::Instant::now();
-            let verdict: $crate::conformance::expect::Verdict = $body;
+            let verdict: $crate::expect::Verdict = $body;
             $runner.record($id, started, verdict);
         }
     };
@@ -85,9 +85,6 @@ pub struct Runner<'a> {
     pub a2a_seen: Vec<Seen>,
     pub oauth_seen: Vec<Seen>,
     pub limited_seen: Vec<(Evidence, Vec<Option<String>>)>,
-    /// Whether the refusal of an oversized PA-JWT was the bare 401
-    /// (`§3.pactd-oversized-401`).
-    pub oversized_shape: Option<Verdict>,
 }
 
 impl<'a> Runner<'a> {
@@ -115,7 +112,6 @@ impl<'a> Runner<'a> {
             a2a_seen: Vec::new(),
             oauth_seen: Vec::new(),
             limited_seen: Vec::new(),
-            oversized_shape: None,
         })
     }
 
@@ -320,7 +316,7 @@ impl<'a> Runner<'a> {
             .a2a_request(Method::POST, "message:send", Some(&jwt))
             .json(body);
         if let Some(t) = delegation {
-            req = req.header(crate::client::DELEGATION_HEADER, format!("Bearer {t}"));
+            req = req.header(pact_proto::a2a::DELEGATION_HEADER, format!("Bearer {t}"));
         }
         self.send(req, Kind::A2a).await
     }
@@ -343,11 +339,11 @@ impl<'a> Runner<'a> {
         if self.stop.is_some() {
             return;
         }
-        super::identity::card_checks(self).await;
-        super::identity::token_checks(self).await;
-        super::messages::message_checks(self).await;
-        super::delegated::run(self).await;
-        super::messages::aggregate_checks(self);
+        crate::identity::card_checks(self).await;
+        crate::identity::token_checks(self).await;
+        crate::messages::message_checks(self).await;
+        crate::delegated::run(self).await;
+        crate::messages::aggregate_checks(self);
     }
 
     async fn setup(&mut self) {
@@ -361,8 +357,10 @@ impl<'a> Runner<'a> {
                     }
                     // Already served there (e.g. by `pact-agent serve-jwks`)?
                     Err(_) if self.serves_our_key(addr).await => {
-                        self.jwks_uri =
-                            Some(format!("http://{addr}{}", crate::jwks_server::JWKS_PATH));
+                        self.jwks_uri = Some(format!(
+                            "http://{addr}{}",
+                            pact_client::jwks_server::JWKS_PATH
+                        ));
                     }
                     Err(e) => {
                         let why = format!("cannot serve the agent's JWKS on {addr}: {e:#}");
@@ -437,7 +435,7 @@ impl<'a> Runner<'a> {
     /// `true` when `http://{addr}/.well-known/jwks.json` already publishes
     /// this agent's key.
     async fn serves_our_key(&self, addr: std::net::SocketAddr) -> bool {
-        let url = format!("http://{addr}{}", crate::jwks_server::JWKS_PATH);
+        let url = format!("http://{addr}{}", pact_client::jwks_server::JWKS_PATH);
         let kid = self.cfg.identity.key.kid();
         match self.http.send(Request::get(url)).await {
             Ok(res) if res.status == 200 => res.json().is_some_and(|v| {

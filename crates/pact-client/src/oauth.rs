@@ -19,8 +19,9 @@ use serde_json::Value;
 use crate::http::{Http, Request, Response};
 use crate::jwt::{Signer, b64_decode};
 
-/// RFC 8628 §3.5: `slow_down` adds 5 seconds to the interval, for good.
-pub const SLOW_DOWN_STEP_SECS: u64 = 5;
+/// RFC 8628 §3.5: `slow_down` adds 5 seconds to the interval, for good
+/// (the wire constant, as the client counts seconds).
+pub const SLOW_DOWN_STEP_SECS: u64 = pact_proto::oauth::SLOW_DOWN_STEP_SECS.unsigned_abs() as u64;
 
 /// The brand's authorization server, from its RFC 8414 metadata.
 #[derive(Clone, Debug)]

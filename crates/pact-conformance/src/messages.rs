@@ -1,14 +1,14 @@
 //! PACT §4 (messages and the other A2A operations) and §6 (errors), plus the
 //! checks over every response of the run.
 
+use pact_proto::A2A_CONTENT_TYPE;
 use pact_proto::ErrorReason;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::expect::{self, Verdict, during, fail, skip};
-use super::rules::RuleId as R;
-use super::runner::{Kind, Runner, check, message_body};
-use crate::A2A_CONTENT_TYPE;
+use crate::expect::{self, Verdict, during, fail, skip};
+use crate::rules::RuleId as R;
+use crate::runner::{Kind, Runner, Seen, check, message_body};
 
 /// PACT §4.
 pub async fn message_checks(r: &mut Runner<'_>) {
@@ -397,7 +397,7 @@ async fn simple_op(
 async fn list_tasks(
     r: &mut Runner<'_>,
     query: &str,
-) -> Result<(crate::http::Response, Value), expect::Problem> {
+) -> Result<(pact_client::http::Response, Value), expect::Problem> {
     let sub = r.sub("tasks");
     let jwt = r.jwt(&sub)?;
     let req = r.a2a_request(Method::GET, &format!("tasks{query}"), Some(&jwt));
@@ -510,69 +510,40 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             None => Ok(format!("{} A2A responses", seen.len())),
         }
     });
-    check!(r, R::ErrorEnvelope, {
-        let errors: Vec<_> = r
-            .a2a_seen
-            .iter()
-            .filter(|s| s.status != 200)
-            .cloned()
-            .collect();
-        let mut verdict = if errors.is_empty() {
-            Err(skip("no A2A error was seen"))
-        } else {
-            Ok(format!("{} A2A errors", errors.len()))
-        };
-        for s in &errors {
-            if let Err(why) = envelope_problem(s.status, s.body.as_ref()) {
-                verdict = Err(expect::Problem::Fail {
-                    reason: why,
-                    evidence: Some(Box::new(s.evidence.clone())),
-                });
-                break;
-            }
-        }
-        verdict
-    });
-    check!(r, R::ReasonStatusTable, {
-        let errors: Vec<_> = r
-            .a2a_seen
-            .iter()
-            .filter(|s| s.status != 200)
-            .cloned()
-            .collect();
-        let mut verdict = if errors.is_empty() {
-            Err(skip("no A2A error was seen"))
-        } else {
-            Ok(String::new())
-        };
-        for s in &errors {
-            if let Err(why) = table_problem(s.status, s.body.as_ref()) {
-                verdict = Err(expect::Problem::Fail {
-                    reason: why,
-                    evidence: Some(Box::new(s.evidence.clone())),
-                });
-                break;
-            }
-        }
-        verdict
-    });
+    let a2a_errors: Vec<Seen> = r
+        .a2a_seen
+        .iter()
+        .filter(|s| s.status != 200)
+        .cloned()
+        .collect();
+    check!(
+        r,
+        R::ErrorEnvelope,
+        every_response(
+            &a2a_errors,
+            "no A2A error was seen",
+            format!("{} A2A errors", a2a_errors.len()),
+            envelope_problem,
+        )
+    );
+    check!(
+        r,
+        R::ReasonStatusTable,
+        every_response(
+            &a2a_errors,
+            "no A2A error was seen",
+            String::new(),
+            table_problem,
+        )
+    );
     check!(r, R::ErrorShape, {
         let errors = r.oauth_seen.clone();
-        let mut verdict = if errors.is_empty() {
-            Err(skip("no OAuth error was seen"))
-        } else {
-            Ok(format!("{} OAuth errors", errors.len()))
-        };
-        for s in &errors {
-            if let Err(why) = oauth_error_problem(s.status, s.body.as_ref()) {
-                verdict = Err(expect::Problem::Fail {
-                    reason: why,
-                    evidence: Some(Box::new(s.evidence.clone())),
-                });
-                break;
-            }
-        }
-        verdict
+        every_response(
+            &errors,
+            "no OAuth error was seen",
+            format!("{} OAuth errors", errors.len()),
+            oauth_error_problem,
+        )
     });
     check!(r, R::RateLimit429, {
         if r.limited_seen.is_empty() {
@@ -598,6 +569,30 @@ pub fn aggregate_checks(r: &mut Runner<'_>) {
             }
         }
     });
+}
+
+/// A check over every response of a kind: the first one `problem` finds
+/// fault with fails it, with that response as evidence; `passed` when none
+/// does; SKIP (`none` says why) when there was no such response.
+fn every_response(
+    seen: &[Seen],
+    none: &str,
+    passed: String,
+    problem: fn(u16, Option<&Value>) -> Result<(), String>,
+) -> Verdict {
+    if seen.is_empty() {
+        return Err(skip(none));
+    }
+    let broken = seen
+        .iter()
+        .find_map(|s| problem(s.status, s.body.as_ref()).err().map(|why| (why, s)));
+    match broken {
+        Some((reason, s)) => Err(expect::Problem::Fail {
+            reason,
+            evidence: Some(Box::new(s.evidence.clone())),
+        }),
+        None => Ok(passed),
+    }
 }
 
 /// PACT §6: `{"error": {"code", "status", "message", "details": [{"@type",

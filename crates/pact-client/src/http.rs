@@ -40,7 +40,7 @@ const SECRET_FIELDS: [&str; 7] = [
     "client_secret",
 ];
 /// Request headers that carry credentials: shown only as their scheme and size.
-const CREDENTIAL_HEADERS: [&str; 2] = ["authorization", "x-a2a-user-delegation"];
+const CREDENTIAL_HEADERS: [&str; 2] = ["authorization", pact_proto::a2a::DELEGATION_HEADER];
 /// Longest request body excerpt.
 const MAX_SENT_BODY: usize = 300;
 

@@ -6,9 +6,8 @@ use openssl::hash::MessageDigest;
 use openssl::pkey::{PKey, Private};
 use openssl::rsa::Rsa;
 use openssl::sign::Signer as OsslSigner;
+use pact_client::jwt::b64;
 use serde_json::Value;
-
-use crate::jwt::b64;
 
 /// `header.payload` as base64url segments.
 pub fn signing_input(header: &Value, claims: &Value) -> String {
@@ -55,7 +54,7 @@ pub fn rs256(header: &Value, claims: &Value, key: &PKey<Private>) -> Result<Stri
 /// The token with one bit of its signature flipped.
 pub fn flip_signature_bit(token: &str) -> Option<String> {
     let (input, sig) = token.rsplit_once('.')?;
-    let mut bytes = crate::jwt::b64_decode(sig)?;
+    let mut bytes = pact_client::jwt::b64_decode(sig)?;
     let i = bytes.len() / 3;
     *bytes.get_mut(i)? ^= 0x01;
     Some(format!("{input}.{}", b64(&bytes)))

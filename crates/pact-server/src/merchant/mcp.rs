@@ -1,0 +1,493 @@
+//! `{iface}/turns/{turn}/mcp`: the turn's tool gateway as an MCP server, for
+//! a merchant's agent that speaks the Model Context Protocol.
+//!
+//! Transport: MCP 2025-11-25 "Streamable HTTP" (basic/transports). Each
+//! JSON-RPC 2.0 message is one POST; a request is answered with one
+//! `application/json` JSON-RPC response, a notification or a response with
+//! `202 Accepted` and no body. pactd never sends requests of its own, so it
+//! offers no SSE stream: GET is `405 Method Not Allowed`, which the
+//! transport allows. Batches (JSON arrays) were removed in 2025-06-18 and
+//! are refused.
+//!
+//! Authentication is the turn token as a bearer token, checked by the same
+//! `LiveTurns::authorize` as the JSON gateway (this turn, this brand, still
+//! running, not expired: else 401). Sessions (`Mcp-Session-Id`, assigned at
+//! `initialize`) are stored inside the live turn, so every session dies with
+//! its turn. After `initialize` every POST must carry its session id (else
+//! 400; an unknown one is 404, as the transport's session rules say) and the
+//! negotiated `MCP-Protocol-Version` (else 400). A present `Origin` other
+//! than pactd's own is refused with 403 (the transport's DNS-rebinding rule).
+//!
+//! `tools/list` lists the brand's tools with their input schemas and, in
+//! `_meta["pactd/grant"]`, whether this turn's grant allows each.
+//! `tools/call` runs `gateway::run_call`, the very sequence the JSON route
+//! runs: schema, scope and `authorization_details` against the real
+//! arguments, then the signed forward, the size cap and the receipt record.
+//! A refusal is a tool result with `isError: true` (MCP 2025-11-25 "Tools",
+//! error handling: execution and input errors go back to the model); a
+//! missing scope also makes the turn's A2A reply the step-up task (PACT §5.4).
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::gateway::{self, CallRefusal};
+use super::live_turns::LiveTurn;
+use super::schema;
+use crate::agent::ToolError;
+use crate::agent::tools::scope_rule;
+use crate::auth::bearer;
+use crate::state::AppState;
+
+/// The revisions pactd speaks, newest first; `initialize` answers with the
+/// client's when listed here, else with the newest (MCP lifecycle, version
+/// negotiation).
+pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
+/// A turn is short; a handful of sessions is plenty and bounds the memory a
+/// token holder can make the node keep.
+const MAX_SESSIONS_PER_TURN: usize = 4;
+
+static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+static VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+// JSON-RPC 2.0 §5.1 error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    crate::oauth::oauth_json(status, body)
+}
+
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    json_response(
+        status,
+        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+    )
+}
+
+fn rpc_result(id: Value, result: Value) -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    )
+}
+
+fn empty(status: StatusCode) -> Response {
+    let mut res = Response::new(Body::empty());
+    *res.status_mut() = status;
+    res
+}
+
+fn unauthorized() -> Response {
+    let mut res = json_response(
+        StatusCode::UNAUTHORIZED,
+        &json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": INVALID_REQUEST, "message": "invalid turn token"}}),
+    );
+    res.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer realm="pact-tools", error="invalid_token""#),
+    );
+    res
+}
+
+/// GET would open a server-to-client SSE stream; pactd has nothing to send
+/// on one, and the transport lets a server answer 405.
+pub async fn get_not_offered() -> Response {
+    let mut res = empty(StatusCode::METHOD_NOT_ALLOWED);
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    res
+}
+
+/// The transport's DNS-rebinding rule: a request that names an `Origin` must
+/// name pactd's own (a browser page elsewhere must not drive a turn).
+fn origin_ok(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let ours = url::Url::parse(&state.config.public_url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    origin.to_str().is_ok_and(|o| !ours.is_empty() && o == ours)
+}
+
+/// Origin, then the turn token: the turn this request may act in.
+fn admit(
+    state: &AppState,
+    brand_id: &str,
+    turn_id: &str,
+    headers: &HeaderMap,
+    now: OffsetDateTime,
+) -> Result<std::sync::Arc<LiveTurn>, Box<Response>> {
+    if !origin_ok(state, headers) {
+        tracing::info!(brand = %brand_id, "MCP request refused: foreign Origin");
+        return Err(Box::new(rpc_error(
+            StatusCode::FORBIDDEN,
+            Value::Null,
+            INVALID_REQUEST,
+            "Origin not allowed",
+        )));
+    }
+    let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
+    let turn_id = Uuid::parse_str(turn_id).map_err(|_| Box::new(unauthorized()))?;
+    state
+        .live_turns
+        .authorize(turn_id, brand_id, token, now)
+        .map_err(|why| {
+            tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
+            Box::new(unauthorized())
+        })
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The session a POST after `initialize` belongs to: its id must be one this
+/// turn issued, and the protocol version header the one negotiated.
+fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    let Some(id) = header_str(headers, &SESSION_HEADER) else {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "Mcp-Session-Id header required (send initialize first)",
+        )));
+    };
+    let version = turn
+        .mcp_sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(id)
+        .cloned();
+    let Some(version) = version else {
+        return Err(Box::new(rpc_error(
+            StatusCode::NOT_FOUND,
+            Value::Null,
+            INVALID_REQUEST,
+            "unknown or ended session",
+        )));
+    };
+    if header_str(headers, &VERSION_HEADER) != Some(version.as_str()) {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "MCP-Protocol-Version header missing or not the negotiated version",
+        )));
+    }
+    Ok(())
+}
+
+/// `Accept` must allow a JSON answer (clients list `application/json` and
+/// `text/event-stream`; pactd always answers JSON).
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    values.filter_map(|v| v.to_str().ok()).any(|v| {
+        v.split(',').any(|item| {
+            let media = item.split(';').next().unwrap_or("").trim();
+            media.eq_ignore_ascii_case("application/json")
+                || media.eq_ignore_ascii_case("application/*")
+                || media == "*/*"
+        })
+    })
+}
+
+fn is_json_content(headers: &HeaderMap) -> bool {
+    header_str(headers, &header::CONTENT_TYPE).is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    })
+}
+
+pub async fn post(
+    State(state): State<AppState>,
+    Path((brand_id, turn_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let now = OffsetDateTime::now_utc();
+    let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
+        Ok(t) => t,
+        Err(res) => return *res,
+    };
+    if !is_json_content(&headers) {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Value::Null,
+            INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    if !accepts_json(&headers) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            Value::Null,
+            INVALID_REQUEST,
+            "Accept must allow application/json",
+        );
+    }
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                PARSE_ERROR,
+                "Parse error",
+            );
+        }
+    };
+    let Value::Object(message) = message else {
+        // Arrays too: JSON-RPC batching is not part of MCP since 2025-06-18.
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "one JSON-RPC message object per POST",
+        );
+    };
+    let id = message.get("id").cloned();
+    // MCP: a request id is a string or an integer, never null.
+    let id_ok = match &id {
+        None => true,
+        Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        Some(_) => false,
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !id_ok {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request",
+        );
+    }
+    let method = message.get("method").and_then(Value::as_str);
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let (method, id) = match (method, id) {
+        (Some("initialize"), Some(id)) => return initialize(&turn, id, &params),
+        (Some(m), Some(id)) => (m, id),
+        // A notification (no id), or a response to a request: pactd sends
+        // none, so there is nothing to match it with. Both are accepted with
+        // 202 once the session checks pass.
+        (m, None)
+            if m.is_some() || message.contains_key("result") || message.contains_key("error") =>
+        {
+            return match session(&turn, &headers) {
+                Ok(()) => empty(StatusCode::ACCEPTED),
+                Err(res) => *res,
+            };
+        }
+        _ => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request",
+            );
+        }
+    };
+    if let Err(res) = session(&turn, &headers) {
+        return *res;
+    }
+    match method {
+        "ping" => rpc_result(id, json!({})),
+        "tools/list" => rpc_result(id, tools_list(&state, &turn)),
+        "tools/call" => {
+            let Some(name) = params.get("name").and_then(Value::as_str) else {
+                return rpc_error(StatusCode::OK, id, INVALID_PARAMS, "params.name required");
+            };
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let request_id = gateway::request_id(&headers);
+            match gateway::run_call(&state, &turn, name, args, &request_id, now).await {
+                Ok(out) => rpc_result(id, tool_result(out)),
+                Err(CallRefusal::UnknownTool) => rpc_error(
+                    StatusCode::OK,
+                    id,
+                    INVALID_PARAMS,
+                    &format!("Unknown tool: {name}"),
+                ),
+                Err(refusal) => rpc_result(id, tool_error(refusal)),
+            }
+        }
+        _ => rpc_error(StatusCode::OK, id, METHOD_NOT_FOUND, "Method not found"),
+    }
+}
+
+/// Ends one session of the turn (the transport's explicit termination).
+pub async fn delete(
+    State(state): State<AppState>,
+    Path((brand_id, turn_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let now = OffsetDateTime::now_utc();
+    let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
+        Ok(t) => t,
+        Err(res) => return *res,
+    };
+    let Some(id) = header_str(&headers, &SESSION_HEADER) else {
+        return empty(StatusCode::BAD_REQUEST);
+    };
+    let removed = turn
+        .mcp_sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(id);
+    if removed.is_some() {
+        empty(StatusCode::NO_CONTENT)
+    } else {
+        empty(StatusCode::NOT_FOUND)
+    }
+}
+
+fn initialize(turn: &LiveTurn, id: Value, params: &Value) -> Response {
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let version = asked
+        .filter(|v| PROTOCOL_VERSIONS.contains(v))
+        .unwrap_or(PROTOCOL_VERSIONS[0])
+        .to_owned();
+    let mut bytes = [0u8; 24];
+    if openssl::rand::rand_bytes(&mut bytes).is_err() {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            id,
+            -32603,
+            "Internal error",
+        );
+    }
+    // Visible ASCII only, as the transport requires of session ids.
+    let session_id =
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
+    {
+        let mut sessions = turn
+            .mcp_sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if sessions.len() >= MAX_SESSIONS_PER_TURN {
+            return rpc_error(
+                StatusCode::OK,
+                id,
+                INVALID_REQUEST,
+                "too many MCP sessions for this turn",
+            );
+        }
+        sessions.insert(session_id.clone(), version.clone());
+    }
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {
+            "name": "pactd",
+            "title": format!("{} tools (pactd)", turn.brand_id),
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+        "instructions": "The tools of this brand for one turn. A call the person has not \
+            allowed is refused with isError; a missing scope makes your reply a request for \
+            the person's approval, so tell them you need their permission.",
+    });
+    let mut res = rpc_result(id, result);
+    if let Ok(v) = HeaderValue::from_str(&session_id) {
+        res.headers_mut().insert(SESSION_HEADER.clone(), v);
+    }
+    res
+}
+
+/// The brand's tools, each with whether this turn's grant allows it.
+fn tools_list(state: &AppState, turn: &LiveTurn) -> Value {
+    let delegation = turn
+        .delegation
+        .as_ref()
+        .filter(|d| !state.revocations.is_revoked(d.grant_id));
+    let tools: Vec<Value> = turn
+        .tools
+        .iter()
+        .map(|tool| {
+            let (allowed, reason) =
+                match scope_rule(&turn.offered, delegation, tool.scope.as_deref()) {
+                    Ok(None) => (true, "public"),
+                    Ok(Some(_)) => (true, "granted"),
+                    Err(ToolError::MissingScope(_)) => (false, "missing_scope"),
+                    Err(_) => (false, "unavailable"),
+                };
+            let mut entry = Map::new();
+            entry.insert("name".into(), json!(tool.name));
+            if !tool.description.is_empty() {
+                entry.insert("description".into(), json!(tool.description));
+            }
+            entry.insert(
+                "inputSchema".into(),
+                schema::or_any_object(tool.input_schema.as_ref()),
+            );
+            entry.insert(
+                "_meta".into(),
+                json!({"pactd/grant": {
+                    "allowed": allowed,
+                    "reason": reason,
+                    "scope": tool.scope,
+                    // Held scopes may still be limited to particular arguments (PACT §5.7).
+                    "limitedByAuthorizationDetails": allowed
+                        && delegation.is_some_and(|d| d.authorization_details.is_some())
+                        && tool.scope.is_some(),
+                }}),
+            );
+            Value::Object(entry)
+        })
+        .collect();
+    json!({"tools": tools})
+}
+
+/// A tool's JSON answer as an MCP result: the JSON as text (what every client
+/// shows the model) and, for an object, as `structuredContent` too.
+fn tool_result(out: Value) -> Value {
+    let text = out.to_string();
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    if out.is_object() {
+        result["structuredContent"] = out;
+    }
+    result
+}
+
+/// A refusal as an MCP tool error, with the same `error` codes the JSON route uses.
+fn tool_error(refusal: CallRefusal) -> Value {
+    let (text, detail) = match refusal {
+        CallRefusal::Gate(ToolError::MissingScope(scope)) => (
+            format!(
+                "missing scope {scope}: the person has not allowed this yet; your reply to \
+                 this turn becomes a request for their approval"
+            ),
+            json!({"error": "missing_scope", "scope": scope}),
+        ),
+        CallRefusal::Gate(ToolError::NotPermitted) => (
+            "not permitted: the person's approval does not cover these arguments".to_owned(),
+            json!({"error": "not_permitted"}),
+        ),
+        CallRefusal::Gate(_) => (
+            "not available at this brand".to_owned(),
+            json!({"error": "not_available"}),
+        ),
+        CallRefusal::InvalidArguments(why) => (
+            format!("invalid arguments: {why}"),
+            json!({"error": "invalid_arguments", "error_description": why}),
+        ),
+        CallRefusal::Failed | CallRefusal::UnknownTool => (
+            "the tool failed; nothing was recorded".to_owned(),
+            json!({"error": "tool_failed"}),
+        ),
+    };
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": detail, "isError": true})
+}
