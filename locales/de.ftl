@@ -393,3 +393,10 @@ pk-err-no-such = Einen solchen Passkey gibt es nicht.
 pk-err-step-up = Um Ihre Passkeys zu ändern, bestätigen Sie zuerst, dass Sie es sind: Geben Sie erneut einen Code aus Ihrer Authenticator-App ein, oder melden Sie sich ab und mit einem Passkey wieder an.
 pk-err-unknown-passkey = Dieser Passkey wurde nicht erkannt. Verwenden Sie einen anderen Passkey oder melden Sie sich mit Ihrem Passwort an.
 pk-err-login-ceremony = Diese Anmeldeanfrage ist abgelaufen oder wurde bereits verwendet. Bitte versuchen Sie es noch einmal.
+
+## Anmeldung beim OpenID-Anbieter der Marke (oidc_no_mfa.html)
+oidc-nomfa-title = Kein zweiter Faktor von { $brand }
+oidc-nomfa-heading = Ihre Anmeldung enthielt keinen zweiten Faktor
+oidc-nomfa-body = Sie sind bei { $brand } angemeldet, aber dessen Anmeldedienst hat keinen zweiten Faktor bestätigt (etwa einen Code aus einer App oder einen Sicherheitsschlüssel), obwohl wir danach gefragt haben. Berechtigungen, die einen zweiten Faktor erfordern, können mit dieser Anmeldung nicht erteilt werden.
+oidc-nomfa-next = Gehen Sie zurück zur Anfrage und entfernen Sie die Haken bei diesen Berechtigungen, oder richten Sie bei { $brand } einen zweiten Faktor ein und melden Sie sich erneut an.
+oidc-nomfa-back = Zurück zur Anfrage

@@ -393,3 +393,10 @@ pk-err-unknown-passkey = This passkey was not recognised. Use another passkey or
 pk-err-login-ceremony = This sign-in request has expired or was already used. Please try again.
 pk-err-no-such = There is no such passkey.
 pk-err-step-up = To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.
+
+## Sign-in at the brand's OpenID provider (oidc_no_mfa.html)
+oidc-nomfa-title = No second factor from { $brand }
+oidc-nomfa-heading = Your sign-in did not include a second factor
+oidc-nomfa-body = You are signed in to { $brand }, but its sign-in service did not confirm a second factor (such as a code from an app or a security key), even though we asked for one. Permissions that need a second factor cannot be approved in this sign-in.
+oidc-nomfa-next = Go back to the request and untick them, or set up a second factor with { $brand } and sign in again.
+oidc-nomfa-back = Back to the request

@@ -279,6 +279,20 @@ try {
     await page.getByRole('button', { name: 'Approve' }).click();
     await expectHeading('Done');
     result.elsewhere = elsewhere;
+  } else if (journey === 'oidc') {
+    // Sign-in at the brand's OpenID provider (tests/oidc/provider.mjs): out
+    // to the provider's form on another site, back through pactd's
+    // callback, then consent as usual.
+    await openLinkAndConfirm();
+    await expectHeading('Sign in to');
+    await snap('oidc-leave');
+    await page.getByRole('link', { name: /^Sign in at / }).click();
+    await page.getByLabel('User').fill(input.login);
+    await page.getByLabel('Password', { exact: true }).fill(input.password);
+    await snap('oidc-provider-login');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await consent(input.untick);
+    result.url = page.url();
   } else if (journey === 'login-csrf') {
     // The victim enters their own code and reaches the brand-login hand-off.
     await openLinkAndConfirm();

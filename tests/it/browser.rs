@@ -48,7 +48,7 @@ fn ensure_playwright() {
 }
 
 /// Runs one journey; panics with the script's stderr unless it succeeds.
-async fn journey(name: &str, mut input: Value) -> Value {
+pub(crate) async fn journey(name: &str, mut input: Value) -> Value {
     ensure_playwright();
     let dir = input["shots_name"].as_str().unwrap_or(name).to_owned();
     let shots = workspace().join("target/browser-screenshots").join(dir);
@@ -88,7 +88,7 @@ async fn journey(name: &str, mut input: Value) -> Value {
 
 /// pactd on `http://localhost:PORT` (a WebAuthn relying party needs a domain
 /// name), with the demo brand offering delegation.
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     let app = TestApp::spawn_with(|c| {
         c.public_url = format!("http://localhost:{}", c.listen.port());
     })

@@ -18,6 +18,7 @@ mod mcp;
 mod merchant;
 mod messages;
 mod node_cache;
+mod oidc_login;
 mod ops;
 mod pa_jwt_attacks;
 mod pages_account;

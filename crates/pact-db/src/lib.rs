@@ -9,6 +9,7 @@ pub mod admin_search;
 pub mod admins;
 pub mod agents;
 pub mod audit;
+pub mod brand_oidc;
 pub mod brands;
 pub mod conversations;
 pub mod demo_orders;

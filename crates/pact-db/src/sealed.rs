@@ -15,6 +15,7 @@ pub const SEALED_COLUMNS: &[(&str, &str)] = &[
     ("users", "totp_secret_sealed"),
     ("brand_webhook_secrets", "sealed"),
     ("admins", "totp_secret_sealed"),
+    ("brand_oidc", "client_secret_sealed"),
 ];
 
 /// The sealing context (AEAD associated data) of a console account's TOTP

@@ -22,6 +22,7 @@ mod jwks_fetch;
 mod keys;
 mod logo_fetch;
 pub mod merkle;
+mod oidc;
 mod pa_jwt;
 mod provider_keys;
 mod receipt;
@@ -57,6 +58,11 @@ pub use jwks_cache::{JwksCache, JwksPolicy};
 pub use keys::{KeySet, VerifyingKey};
 pub use logo_fetch::{
     LOGO_FETCH_TIMEOUT, Logo, LogoError, MAX_LOGO_BYTES, fetch_logo, sniff_image,
+};
+pub use oidc::{
+    BACKCHANNEL_LOGOUT_EVENT, IdToken, IdTokenExpect, LOGOUT_TOKEN_TYP, LogoutToken,
+    MAX_OIDC_TOKEN_BYTES, MAX_TOKEN_AGE_SECS, OIDC_SKEW_SECS, OidcTokenError, parse_oidc_token,
+    verify_id_token, verify_logout_token,
 };
 pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
 pub use provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};

@@ -200,6 +200,17 @@ impl UnverifiedPaJwt {
         rules: &PaJwtRules,
         now: i64,
     ) -> Result<PaClaims, PaJwtError> {
+        self.verify_signature(key)?;
+        check_claims(&self.issuer, &self.payload, rules, now)
+    }
+
+    /// The signature checks of [`UnverifiedPaJwt::verify`] alone, for tokens
+    /// whose claims follow other rules (OpenID Connect ID and logout tokens):
+    /// on success the payload is trusted to come from the key's owner.
+    pub(crate) fn verify_signature(
+        &self,
+        key: &VerifyingKey,
+    ) -> Result<&Map<String, Value>, PaJwtError> {
         if key.alg() != self.alg {
             return Err(PaJwtError::KeyAlgMismatch);
         }
@@ -211,6 +222,12 @@ impl UnverifiedPaJwt {
         if !key.verify_signature(self.signing_input.as_bytes(), &self.signature) {
             return Err(PaJwtError::BadSignature);
         }
-        check_claims(&self.issuer, &self.payload, rules, now)
+        Ok(&self.payload)
+    }
+
+    /// The header segment as received, for the `typ` check of token kinds
+    /// that have one (the signature covers it).
+    pub(crate) fn header_segment(&self) -> &str {
+        self.signing_input.split('.').next().unwrap_or("")
     }
 }

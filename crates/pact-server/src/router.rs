@@ -104,6 +104,12 @@ pub fn router(state: AppState) -> Router {
         .route("/lang/{code}", get(web::i18n::switch))
         .route("/device/not-you", post(web::device::not_you))
         .route("/device/assertion", post(web::brand_login::assertion))
+        // web: sign-in through a brand's OpenID provider (web/oidc_login.rs)
+        .route("/oidc/{brand}/callback", get(web::oidc_login::callback))
+        .route(
+            "/oidc/{brand}/backchannel-logout",
+            post(web::oidc_login::backchannel_logout),
+        )
         // web: connected agents, passkeys (web/account.rs, web/passkeys.rs)
         .route("/account", get(web::account::page))
         .route(

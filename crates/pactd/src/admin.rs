@@ -124,7 +124,9 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
                 args,
             )
             .await?;
-            if !agent_changed || has_settings(args) {
+            let oidc_changed =
+                crate::admin_oidc::set(pool, || master_key::for_admin(cli, data_dir), args).await?;
+            if !(agent_changed || oidc_changed) || has_settings(args) {
                 brand_set(pool, args).await?;
             }
         }
@@ -484,6 +486,9 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                 bail!("no active grant {id}");
             }
         }
+        GrantsCommand::RevokeUser { brand_id, user_id } => {
+            crate::admin_oidc::revoke_user(pool, brand_id, user_id).await?;
+        }
     }
     Ok(())
 }
@@ -662,6 +667,7 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     if changes.is_empty() {
         bail!(
             "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
+             --login-oidc-issuer with --login-oidc-client-id and --login-oidc-client-secret-file, \
              --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
              --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"
         );

@@ -217,6 +217,13 @@ pub enum GrantsCommand {
     },
     /// Revoke a grant at once, on every node.
     Revoke { grant_id: String },
+    /// Revoke every grant of one person at a brand, on every node, and end
+    /// their pactd sessions there (for an account deleted at the merchant).
+    RevokeUser {
+        brand_id: String,
+        /// The person's id at the brand: the delegation tokens' `sub`.
+        user_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -449,9 +456,38 @@ pub struct BrandSetArgs {
         conflicts_with = "no_external_login"
     )]
     pub login_jwks_uri: Option<String>,
-    /// Use pactd's built-in accounts again (removes --login-url and --login-jwks-uri).
+    /// Use pactd's built-in accounts again (removes --login-url and
+    /// --login-jwks-uri, and the OpenID provider settings).
     #[arg(long)]
     pub no_external_login: bool,
+    /// Sign customers in with the merchant's OpenID provider at this issuer
+    /// (discovered through <issuer>/.well-known/openid-configuration);
+    /// register <public URL>/oidc/<brand>/callback there as the redirect URI.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["login_oidc_client_id", "login_oidc_client_secret_file"],
+        conflicts_with_all = ["no_external_login", "login_url"]
+    )]
+    pub login_oidc_issuer: Option<String>,
+    /// pactd's client id at the provider.
+    #[arg(long, value_name = "ID", requires = "login_oidc_issuer")]
+    pub login_oidc_client_id: Option<String>,
+    /// A file holding the client secret (one line); stored sealed with the master key.
+    #[arg(long, value_name = "FILE", requires = "login_oidc_issuer")]
+    pub login_oidc_client_secret_file: Option<PathBuf>,
+    /// The scope requested at the provider [default: "openid"]; must include openid.
+    #[arg(long, value_name = "SCOPE", requires = "login_oidc_issuer")]
+    pub login_oidc_scope: Option<String>,
+    /// The ID token claim that becomes the person's id at the brand (the
+    /// delegation token's sub): sub, email (only when email_verified), or
+    /// another claim [default: sub].
+    #[arg(long, value_name = "CLAIM", requires = "login_oidc_issuer")]
+    pub user_claim: Option<String>,
+    /// An acr value that counts as a second factor (repeatable); also sent
+    /// as acr_values when a permission needs one.
+    #[arg(long, value_name = "VALUE", requires = "login_oidc_issuer")]
+    pub mfa_acr: Vec<String>,
     /// How long new grants last, 1–365 days.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
     pub grant_ttl_days: Option<i64>,

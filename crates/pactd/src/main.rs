@@ -3,6 +3,7 @@
 mod admin;
 mod admin_accounts;
 mod admin_merchant;
+mod admin_oidc;
 mod cli;
 mod commands;
 mod database;

@@ -113,6 +113,15 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
         }
         counts.add(&outcome);
     }
+    for (brand_id, sealed) in pact_db::brand_oidc::lock_client_secrets(&mut tx).await? {
+        let aad = pact_db::brand_oidc::client_secret_aad(&brand_id);
+        let outcome = reseal(old, &new, &sealed, &aad)?
+            .ok_or_else(|| unreadable(format!("the OpenID client secret of brand {brand_id}")))?;
+        if let Resealed::Now(value) = &outcome {
+            pact_db::brand_oidc::set_client_secret(&mut tx, &brand_id, value).await?;
+        }
+        counts.add(&outcome);
+    }
     tx.commit()
         .await
         .context("the rewrap was not committed; nothing was changed")?;

@@ -1991,3 +1991,190 @@ async fn an_agents_own_rate_limits_are_set_kept_and_cleared() {
         unknown.describe()
     );
 }
+
+/// `brand set --login-oidc-*`: bad settings refused, the secret sealed (never
+/// printed), the mode left with `--no-external-login`; `grants revoke-user`
+/// revokes every grant of one person at a brand, which the running node
+/// refuses at once, and ends their sessions there.
+#[tokio::test(flavor = "multi_thread")]
+async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_access() {
+    let app = pact_tests::TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    let db = app.db_url.clone();
+    let key = app.master_key.to_base64();
+    let dir = Scratch::new("oidc");
+    let secret_path = dir.file("secret");
+    std::fs::write(&secret_path, "oidc-secret-9b7e\n").unwrap();
+    let secret = secret_path.to_str().unwrap();
+    let base = |issuer: &'static str| {
+        vec![
+            "brand",
+            "set",
+            "demo",
+            "--login-oidc-issuer",
+            issuer,
+            "--login-oidc-client-id",
+            "pactd",
+        ]
+    };
+
+    for (extra, issuer, says) in [
+        (vec![], "http://id.shop.example", "use https"),
+        (vec![], "https://id.shop.example?x=1", "no query"),
+        (
+            vec!["--login-oidc-scope", "email profile"],
+            "https://id.shop.example",
+            "must include openid",
+        ),
+        (
+            vec!["--user-claim", "two words"],
+            "https://id.shop.example",
+            "invalid --user-claim",
+        ),
+    ] {
+        let mut args = base(issuer);
+        args.extend(["--login-oidc-client-secret-file", secret]);
+        args.extend(extra);
+        let out = run(pactd_serving(&db, &key), &args).await;
+        assert!(out.failed().contains(says), "{}", out.describe());
+    }
+    let no_secret = run(pactd_serving(&db, &key), &base("https://id.shop.example")).await;
+    assert!(
+        no_secret
+            .failed()
+            .contains("--login-oidc-client-secret-file"),
+        "{}",
+        no_secret.describe()
+    );
+    assert!(
+        pact_db::brand_oidc::find(&app.db, "demo")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let mut args = base("https://id.shop.example");
+    args.extend([
+        "--login-oidc-client-secret-file",
+        secret,
+        "--login-oidc-scope",
+        "openid  email",
+        "--user-claim",
+        "email",
+        "--mfa-acr",
+        "urn:shop:mfa",
+        "--mfa-acr",
+        "urn:shop:hwk",
+    ]);
+    let out = run(pactd_serving(&db, &key), &args).await;
+    let said = out.succeeded();
+    assert!(said.contains("/oidc/demo/callback"), "{}", out.describe());
+    assert!(!said.contains("oidc-secret-9b7e") && !out.stderr.contains("oidc-secret-9b7e"));
+    let row = pact_db::brand_oidc::find(&app.db, "demo")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.scope, "openid email");
+    assert_eq!(row.user_claim, "email");
+    assert_eq!(row.mfa_acr, ["urn:shop:mfa", "urn:shop:hwk"]);
+    assert!(
+        !row.client_secret_sealed
+            .windows(16)
+            .any(|w| w == b"oidc-secret-9b7e")
+    );
+    let opened = app
+        .master_key
+        .open(
+            &row.client_secret_sealed,
+            &pact_db::brand_oidc::client_secret_aad("demo"),
+        )
+        .unwrap();
+    assert_eq!(opened, b"oidc-secret-9b7e");
+    // Sealed for this brand: it does not open as another brand's.
+    assert!(
+        app.master_key
+            .open(
+                &row.client_secret_sealed,
+                &pact_db::brand_oidc::client_secret_aad("other")
+            )
+            .is_err()
+    );
+    run(
+        pactd_on(&db),
+        &["brand", "set", "demo", "--no-external-login"],
+    )
+    .await
+    .succeeded();
+    assert!(
+        pact_db::brand_oidc::find(&app.db, "demo")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // revoke-user: two grants of one person (two agents), one of someone else.
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example/one").await;
+    let pa2 = app.registered_pa("https://pa.example/two").await;
+    let gone = app
+        .connect(&pa, "pa-u", "shop-user-1", &["orders:read"])
+        .await;
+    app.connect(&pa2, "pa-u", "shop-user-1", &["orders:read"])
+        .await;
+    let kept = app
+        .connect(&pa, "pa-v", "shop-user-2", &["orders:read"])
+        .await;
+    let (raw, hash) = pact_server::domain::secrets::new_secret();
+    drop(raw);
+    pact_db::sessions::insert(
+        &app.db,
+        &hash,
+        "csrf",
+        &pact_db::sessions::SessionState {
+            brand_id: Some("demo".into()),
+            external_sub: Some("shop-user-1".into()),
+            ..Default::default()
+        },
+        time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+
+    let out = run(
+        pactd_on(&db),
+        &["grants", "revoke-user", "demo", "shop-user-1"],
+    )
+    .await;
+    assert!(
+        out.succeeded()
+            .contains("revoked 2 grant(s) of \"shop-user-1\" and ended 1 session(s)"),
+        "{}",
+        out.describe()
+    );
+    let send = |pa: &TestPa, sub: &'static str, tokens: &Value, id: &'static str| {
+        let token = tokens["access_token"].as_str().unwrap().to_owned();
+        let pa_jwt = pa.token(sub, app.audience());
+        let app = &app;
+        async move {
+            app.send_delegated("demo", &pa_jwt, &token, id, "my orders", None)
+                .await
+                .status()
+        }
+    };
+    assert_eq!(send(&pa, "pa-u", &gone, "m1").await, 401);
+    assert_eq!(send(&pa, "pa-v", &kept, "m2").await, 200);
+    let sessions: i64 = sqlx::query_scalar("select count(*) from sessions")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 0);
+    let unknown = run(
+        pactd_on(&db),
+        &["grants", "revoke-user", "nope", "shop-user-1"],
+    )
+    .await;
+    assert!(
+        unknown.failed().contains("unknown brand"),
+        "{}",
+        unknown.describe()
+    );
+}

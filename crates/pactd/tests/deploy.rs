@@ -597,8 +597,8 @@ async fn secrets_come_from_files_the_key_file_is_made_once_and_healthcheck_follo
 // ---------------------------------------------------------------------------
 
 /// Which of the stored sealed values open with `key`: (signing keys, TOTP,
-/// webhook, console TOTP) counts.
-async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 4] {
+/// webhook, console TOTP, OpenID client secrets) counts.
+async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 5] {
     let mut tx = pool.begin().await.unwrap();
     let keys = pact_db::sealed::lock_signing_keys(&mut tx).await.unwrap();
     let totp = pact_db::sealed::lock_totp_secrets(&mut tx).await.unwrap();
@@ -606,6 +606,9 @@ async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 4] {
         .await
         .unwrap();
     let admins = pact_db::sealed::lock_admin_totp_secrets(&mut tx)
+        .await
+        .unwrap();
+    let oidc = pact_db::brand_oidc::lock_client_secrets(&mut tx)
         .await
         .unwrap();
     tx.rollback().await.unwrap();
@@ -623,6 +626,12 @@ async fn opening_with(pool: &sqlx::PgPool, key: &MasterKey) -> [usize; 4] {
         admins
             .iter()
             .filter(|(id, s)| key.open(s, &pact_db::sealed::admin_totp_aad(*id)).is_ok())
+            .count(),
+        oidc.iter()
+            .filter(|(brand, s)| {
+                key.open(s, &pact_db::brand_oidc::client_secret_aad(brand))
+                    .is_ok()
+            })
             .count(),
     ]
 }
@@ -699,9 +708,36 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     let public_url = app.state.config.public_url.clone();
     let audience = app.audience().to_owned();
     app.stop().await;
-    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1]);
 
     let dir = Scratch::new("rewrap");
+    // And a brand's OpenID client secret, sealed by `brand set` (never printed).
+    let secret_file = dir.write("oidc-secret", "oidc-client-secret-5d1e\n");
+    let mut set = pactd();
+    set.env("DATABASE_URL", &db_url)
+        .env("PACTD_MASTER_KEY", old.to_base64());
+    let out = run(
+        set,
+        &[
+            "brand",
+            "set",
+            "demo",
+            "--login-oidc-issuer",
+            "https://id.shop.example",
+            "--login-oidc-client-id",
+            "pactd",
+            "--login-oidc-client-secret-file",
+            secret_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let said = out.succeeded();
+    assert!(said.contains("/oidc/demo/callback"), "{}", out.describe());
+    assert!(
+        !said.contains("oidc-client-secret-5d1e")
+            && !out.stderr.contains("oidc-client-secret-5d1e")
+    );
+    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1, 1]);
+
     let new_key = MasterKey::generate().unwrap();
     let new_file = dir.write("new.key", &new_key.to_base64());
     let new_path = new_file.to_str().unwrap();
@@ -755,8 +791,8 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         "{}",
         err.describe()
     );
-    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1]);
-    assert_eq!(opening_with(&pool, &new_key).await, [0, 0, 0, 0]);
+    assert_eq!(opening_with(&pool, &old).await, [1, 1, 1, 1, 1]);
+    assert_eq!(opening_with(&pool, &new_key).await, [0, 0, 0, 0, 0]);
     sqlx::query("delete from brand_webhook_secrets where id = $1")
         .bind(bad_id)
         .execute(&pool)
@@ -770,12 +806,12 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     )
     .await;
     assert!(
-        done.succeeded().contains("re-sealed 4 secret(s)"),
+        done.succeeded().contains("re-sealed 5 secret(s)"),
         "{}",
         done.describe()
     );
-    assert_eq!(opening_with(&pool, &old).await, [0, 0, 0, 0]);
-    assert_eq!(opening_with(&pool, &new_key).await, [1, 1, 1, 1]);
+    assert_eq!(opening_with(&pool, &old).await, [0, 0, 0, 0, 0]);
+    assert_eq!(opening_with(&pool, &new_key).await, [1, 1, 1, 1, 1]);
     let again = run(
         with_old(),
         &["keys", "rewrap", "--new-master-key-file", new_path],
@@ -784,7 +820,7 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     assert!(
         again
             .succeeded()
-            .contains("re-sealed 0 secret(s) under the new master key (4 already were)"),
+            .contains("re-sealed 0 secret(s) under the new master key (5 already were)"),
         "{}",
         again.describe()
     );

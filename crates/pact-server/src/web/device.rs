@@ -38,6 +38,7 @@ use time::macros::format_description;
 use super::brand_login::{self, BrandLogin};
 use super::form::Fields;
 use super::i18n;
+use super::oidc_login;
 use super::page::{ErrorPage, PageError, render};
 use super::security::{self, Visitor};
 use super::session::mfa_is_recent;
@@ -224,13 +225,18 @@ fn login_redirect(brand_id: &str) -> Response {
     see_other(&format!("/login?brand={brand_id}&next=/device/consent"))
 }
 
-/// Where to go to sign in for this authorization's brand.
+/// Where to go to sign in for this authorization's brand: its OpenID
+/// provider, its own login, or pactd's `/login`.
 async fn sign_in_first(
     app: &AppState,
     browser: &Browser,
+    session: &Session,
     brand: &Brand,
     auth: &DeviceAuthorization,
 ) -> Result<Response, PageError> {
+    if let Some(cfg) = pact_db::brand_oidc::find(&app.db, &brand.id).await? {
+        return oidc_login::login_page(app, session, brand, &cfg, auth, None).await;
+    }
     match BrandLogin::from_settings(&brand.settings) {
         Some(login) => {
             brand_login::login_page(app, browser, brand, &login, auth, None, StatusCode::OK).await
@@ -423,7 +429,7 @@ pub async fn confirm(
     let res = if signed_in_as(&app, &session, &brand.id).await?.is_some() {
         see_other("/device/consent")
     } else {
-        sign_in_first(&app, &browser, &brand, &auth).await?
+        sign_in_first(&app, &browser, &session, &brand, &auth).await?
     };
     Ok(with_cookie(res, cookie))
 }
@@ -469,7 +475,7 @@ async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     }
     let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
         return Ok(Loaded::Respond(
-            sign_in_first(app, browser, &brand, &auth).await?,
+            sign_in_first(app, browser, &s, &brand, &auth).await?,
         ));
     };
     Ok(Loaded::Ready(Box::new(Deciding {
@@ -671,6 +677,11 @@ async fn approve(
     if needs_mfa && !mfa_is_recent(&d.session, now) {
         if d.session.user_id.is_some() {
             return Ok(see_other(&step_up_url(&ticked)));
+        }
+        // The brand's OpenID provider: ask it for a sign-in with a second factor.
+        if let Some(cfg) = pact_db::brand_oidc::find(&app.db, &d.brand.id).await? {
+            return oidc_login::login_page(app, &d.session, &d.brand, &cfg, &d.auth, Some(&ticked))
+                .await;
         }
         // Brand's own login: only the brand can check a second factor.
         if let Some(login) = BrandLogin::from_settings(&d.brand.settings) {

@@ -17,6 +17,7 @@ pub mod i18n;
 pub mod login;
 pub mod logos;
 pub mod mfa;
+pub mod oidc_login;
 pub mod page;
 pub mod passkeys;
 pub mod password_reset;
