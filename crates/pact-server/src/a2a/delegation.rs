@@ -9,7 +9,6 @@ use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-
 /// A verified token, before the grant row is re-checked in the turn's transaction.
 #[derive(Clone, Debug)]
 pub struct Presented {

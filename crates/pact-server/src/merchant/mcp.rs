@@ -217,7 +217,7 @@ pub async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
         Ok(t) => t,
         Err(res) => return *res,
@@ -335,7 +335,7 @@ pub async fn delete(
     Path((brand_id, turn_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
         Ok(t) => t,
         Err(res) => return *res,

@@ -243,6 +243,7 @@ struct LeavePage<'a> {
     user_code: String,
     link: String,
     notice: Option<&'a str>,
+    look: crate::who::Look,
 }
 
 #[derive(Template)]
@@ -265,6 +266,7 @@ fn unreachable_provider(brand_name: &str, e: &ProviderError) -> Response {
         message: "We could not reach this shop's sign-in service, so nothing was changed. \
                   Please try again in a few minutes.",
         signed_in: false,
+        look: crate::web::i18n::known_look(),
     };
     render(&page, StatusCode::BAD_GATEWAY)
 }
@@ -346,6 +348,7 @@ pub async fn login_page(
             "One of these permissions needs a second factor. Sign in again, with your second factor, \
              to approve it — or go back and untick it."
         }),
+        look: crate::who::Look::of(&brand.settings),
     };
     let status = if step_up.is_some() {
         StatusCode::FORBIDDEN
@@ -465,6 +468,7 @@ fn refused(r: Refusal) -> Result<Response, PageError> {
         title,
         message: &message,
         signed_in: false,
+        look: crate::web::i18n::known_look(),
     };
     Ok(render(&page, status))
 }

@@ -43,7 +43,7 @@ use crate::admin::api::params::rfc3339;
 use crate::state::AppState;
 use crate::web::login::{see_other, wait_message};
 use crate::web::passkeys::{
-    self, PasskeyError, CEREMONY_LIFETIME, CSRF_HEADER, LoginFinish, MAX_PASSKEYS, RegisterFinish,
+    self, CEREMONY_LIFETIME, CSRF_HEADER, LoginFinish, MAX_PASSKEYS, PasskeyError, RegisterFinish,
     json_ok,
 };
 use crate::web::{PageError, limits, render, security};
@@ -151,7 +151,7 @@ pub async fn account(
     let Some(who) = staff.signed_in(&state).await? else {
         return Ok(see_other("/admin/sign-in", None));
     };
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let stored = pact_db::admin_factors::passkeys_of(&state.db, who.admin.id).await?;
     let codes_left = pact_db::admin_factors::unused_recovery_codes(&state.db, who.admin.id).await?;
     let done = match q.done.as_deref() {
@@ -206,7 +206,7 @@ pub async fn register_start(
     let webauthn = relying_party(&state)?;
     let session = check_json_request(&state, &headers, &staff)?;
     let who = signed_in_json(&state, &staff).await?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if needs_step_up(&state, &who, now).await? {
         return Err(PasskeyError::forbidden(STEP_UP));
     }
@@ -252,7 +252,7 @@ pub async fn register_finish(
     let Json(body) =
         body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
     let name = passkeys::passkey_name(body.name.as_deref())?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if needs_step_up(&state, &who, now).await? {
         return Err(PasskeyError::forbidden(STEP_UP));
     }
@@ -270,7 +270,8 @@ pub async fn register_finish(
     )
     .await?
     .ok_or_else(expired)?;
-    let ceremony: RegisterCeremony = serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    let ceremony: RegisterCeremony =
+        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
     if ceremony.admin != who.admin.id {
         return Err(expired());
     }
@@ -324,7 +325,7 @@ pub async fn delete_passkey(
     if !stored.iter().any(|p| p.id == id) {
         return Err(none());
     }
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if needs_step_up(&state, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
@@ -370,7 +371,7 @@ pub async fn new_recovery_codes(
     let Some(who) = staff.signed_in(&state).await? else {
         return Ok(see_other("/admin/sign-in", None));
     };
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     if needs_step_up(&state, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
@@ -430,6 +431,7 @@ async fn pending_json(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &admin.id.to_string(),
+        state.clock.instant(),
     ) {
         return Err(PageError::TooMany {
             retry_after_secs: secs,
@@ -451,7 +453,7 @@ pub async fn login_start(
 ) -> Result<Response, PasskeyError> {
     let webauthn = relying_party(&state)?;
     let session = check_json_request(&state, &headers, &staff)?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (_, admin) = pending_json(&state, &staff, now).await?;
     let stored = pact_db::admin_factors::passkeys_of(&state.db, admin.id).await?;
     let keys: Vec<_> = stored
@@ -496,7 +498,7 @@ pub async fn login_finish(
 ) -> Result<Response, PasskeyError> {
     let webauthn = relying_party(&state)?;
     let session = check_json_request(&state, &headers, &staff)?;
-    let now = OffsetDateTime::now_utc();
+    let now = state.clock.now();
     let (s, admin) = pending_json(&state, &staff, now).await?;
     let Json(body) =
         body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
@@ -514,7 +516,8 @@ pub async fn login_finish(
             "This sign-in request has expired or was already used. Please try again.",
         )
     })?;
-    let ceremony: LoginCeremony = serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    let ceremony: LoginCeremony =
+        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
     let verified = if ceremony.admin == admin.id {
         webauthn
             .finish_passkey_authentication(&body.credential, &ceremony.authentication)

@@ -357,6 +357,7 @@ async fn recovery_sign_in(
     if let Err(secs) = limits::check(
         &state.page_limits.second_factor_per_user,
         &admin.id.to_string(),
+        state.clock.instant(),
     ) {
         let msg = wait_message("Too many code attempts.", secs);
         return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
