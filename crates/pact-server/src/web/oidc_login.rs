@@ -888,7 +888,7 @@ mod tests {
     fn pkce_s256_matches_rfc_7636_appendix_b() {
         assert_eq!(
             s256_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHoeRbWf0UQDN_kFEj3h4wM"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
 
