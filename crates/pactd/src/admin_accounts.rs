@@ -155,6 +155,34 @@ pub async fn run(pool: &PgPool, c: &AdminCommand) -> anyhow::Result<()> {
             tx.commit().await?;
             println!("removed admin {email}; their console sessions are ended");
         }
+        AdminCommand::ResetFactors { email } => {
+            let email = crate::admin::normalise_email(email)?;
+            let mut tx = pool.begin().await?;
+            let Some(admin) = pact_db::admins::find_by_email(&mut *tx, &email).await? else {
+                bail!("no admin with email {email:?}");
+            };
+            pact_db::admins::set_totp(&mut *tx, admin.id, None).await?;
+            let passkeys = pact_db::admin_factors::passkeys_of(&mut *tx, admin.id).await?;
+            for p in &passkeys {
+                pact_db::admin_factors::delete_passkey(&mut *tx, admin.id, p.id).await?;
+            }
+            pact_db::admin_factors::replace_recovery_codes(&mut tx, admin.id, &[]).await?;
+            // A session signed in with the old factors must not outlive them.
+            let sessions = pact_db::admins::delete_sessions_of(&mut *tx, admin.id).await?;
+            audit(
+                &mut *tx,
+                "admin.reset_factors",
+                &email,
+                json!({ "passkeys": passkeys.len(), "sessions": sessions }),
+            )
+            .await?;
+            tx.commit().await?;
+            println!(
+                "removed the second factors of {email} ({} passkey(s)); {sessions} session(s) ended; \
+                 the next sign-in sets up an authenticator app",
+                passkeys.len()
+            );
+        }
         AdminCommand::Credential(c) => credential_command(pool, c).await?,
     }
     Ok(())

@@ -115,6 +115,11 @@ pub enum AdminCommand {
     List,
     /// Remove a console account (its sessions end at once).
     Remove { email: String },
+    /// Remove every second factor of a console account (authenticator app,
+    /// passkeys, recovery codes) and end its sessions: the way back in for
+    /// staff who lost both their device and their recovery codes. The next
+    /// sign-in with the password sets up an authenticator app again.
+    ResetFactors { email: String },
     /// Admin API credentials.
     #[command(subcommand)]
     Credential(AdminCredentialCommand),

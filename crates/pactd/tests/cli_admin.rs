@@ -386,3 +386,112 @@ async fn rotating_the_signing_key_from_the_command_line_is_audited() {
             .any(|k| k.kid == kid)
     );
 }
+
+#[tokio::test]
+async fn resetting_an_admins_factors_removes_every_factor_and_session_and_is_audited() {
+    let app = TestApp::spawn().await;
+    ok(
+        &app,
+        &["admin", "add", "ana@example.com", "--role", "owner"],
+        Some("correct horse battery"),
+    )
+    .await;
+    ok(
+        &app,
+        &["admin", "add", "bo@example.com", "--role", "viewer"],
+        Some("another good password"),
+    )
+    .await;
+    let ana = pact_db::admins::find_by_email(&app.db, "ana@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let bo = pact_db::admins::find_by_email(&app.db, "bo@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    // Both have every kind of factor and a signed-in session.
+    for (admin, n) in [(&ana, 1u8), (&bo, 2u8)] {
+        pact_db::admins::set_totp(&app.db, admin.id, Some(&[n; 40]))
+            .await
+            .unwrap();
+        pact_db::admin_factors::insert_passkey(
+            &app.db,
+            admin.id,
+            &[n; 16],
+            &serde_json::json!({}),
+            "laptop",
+        )
+        .await
+        .unwrap();
+        let mut conn = app.db.acquire().await.unwrap();
+        pact_db::admin_factors::replace_recovery_codes(&mut conn, admin.id, &[vec![n; 32]])
+            .await
+            .unwrap();
+        pact_db::admins::insert_session(
+            &app.db,
+            &[n; 32],
+            "csrf",
+            Some(admin.id),
+            None,
+            Some(time::OffsetDateTime::now_utc()),
+            time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+        )
+        .await
+        .unwrap();
+    }
+
+    let out = ok(&app, &["admin", "reset-factors", "Ana@Example.com"], None).await;
+    assert!(
+        out.contains("removed the second factors of ana@example.com"),
+        "{out}"
+    );
+    let err = refused(
+        &app,
+        &["admin", "reset-factors", "nobody@example.com"],
+        None,
+    )
+    .await;
+    assert!(err.contains("no admin"), "{err}");
+
+    let count = |table: &'static str, id| {
+        let db = app.db.clone();
+        async move {
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "select count(*) from {table} where admin_id = $1"
+            )))
+            .bind(id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+            n
+        }
+    };
+    let ana = pact_db::admins::find(&app.db, ana.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!ana.has_totp());
+    for table in ["admin_passkeys", "admin_recovery_codes", "admin_sessions"] {
+        assert_eq!(count(table, ana.id).await, 0, "{table} of the reset admin");
+        // Another admin keeps everything.
+        assert_eq!(count(table, bo.id).await, 1, "{table} of another admin");
+    }
+    let bo = pact_db::admins::find(&app.db, bo.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(bo.has_totp());
+
+    let (actor, target, detail): (String, String, serde_json::Value) = sqlx::query_as(
+        "select actor, target, detail from audit_log where action = 'admin.reset_factors'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (actor.as_str(), target.as_str()),
+        ("ops-person", "ana@example.com")
+    );
+    assert_eq!(detail, serde_json::json!({ "passkeys": 1, "sessions": 1 }));
+}

@@ -29,6 +29,7 @@ use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
 use super::i18n;
+use super::login;
 use super::page::{PageError, render};
 use super::passkeys;
 use super::security;
@@ -191,11 +192,6 @@ async fn known_brand(app: &AppState, id: &str) -> Result<Brand, PageError> {
     Ok(brand)
 }
 
-fn login_redirect(brand: &str) -> Response {
-    // Brand ids are URL-safe by construction (checked in `known_brand`).
-    Redirect::to(&format!("/login?brand={brand}&next=/account")).into_response()
-}
-
 /// `GET /account[?brand=B]`.
 pub async fn page(
     State(app): State<AppState>,
@@ -215,7 +211,7 @@ pub async fn page(
             (s, brand_id, person)
         }
         (Some((s, (brand_id, person))), None) => (s, brand_id, person),
-        (_, Some(asked)) => return Ok(login_redirect(&asked.id)),
+        (_, Some(asked)) => return Ok(login::to_sign_in(&asked.id, "/account")),
         (None, None) => {
             return Err(PageError::BadRequest(i18n::t("acc-err-which-store")));
         }

@@ -25,7 +25,7 @@ use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
@@ -38,6 +38,7 @@ use time::macros::format_description;
 use super::brand_login::{self, BrandLogin};
 use super::form::Fields;
 use super::i18n;
+use super::login;
 use super::oidc_login;
 use super::page::{ErrorPage, PageError, render};
 use super::security::{self, Visitor};
@@ -137,11 +138,9 @@ fn with_cookie(mut res: Response, cookie: Option<HeaderValue>) -> Response {
     res
 }
 
+/// `303 See Other` to one of our own pages, never cached.
 fn see_other(to: &str) -> Response {
-    let mut res = Redirect::to(to).into_response();
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    res
+    login::see_other(to, None)
 }
 
 /// A calm page for a state the person cannot act on (expired, used…), in
@@ -221,10 +220,6 @@ async fn signed_in_as(
     Ok(s.external_sub.clone().map(|sub| (sub.clone(), sub)))
 }
 
-fn login_redirect(brand_id: &str) -> Response {
-    see_other(&format!("/login?brand={brand_id}&next=/device/consent"))
-}
-
 /// Where to go to sign in for this authorization's brand: its OpenID
 /// provider, its own login, or pactd's `/login`.
 async fn sign_in_first(
@@ -241,15 +236,7 @@ async fn sign_in_first(
         Some(login) => {
             brand_login::login_page(app, browser, brand, &login, auth, None, StatusCode::OK).await
         }
-        None => Ok(login_redirect(&brand.id)),
-    }
-}
-
-/// `https://pa.example` for `https://pa.example/agents/1`.
-fn origin_of(issuer: &str) -> String {
-    match url::Url::parse(issuer) {
-        Ok(u) if u.host().is_some() => u.origin().ascii_serialization(),
-        _ => issuer.to_owned(),
+        None => Ok(login::to_sign_in(&brand.id, "/device/consent")),
     }
 }
 
@@ -571,7 +558,7 @@ async fn consent_page(
         csrf: &d.session.csrf_token,
         authorization: d.auth.id.to_string(),
         agent_name: &agent_name,
-        agent_origin: &origin_of(&d.auth.pa_issuer),
+        agent_origin: &security::origin_of(&d.auth.pa_issuer),
         agent_logo: meta
             .logo_sha256
             .as_deref()
@@ -839,18 +826,5 @@ mod tests {
             query_param(Some(back), "scopes").unwrap(),
             "a&b orders:read"
         );
-    }
-
-    #[test]
-    fn issuer_origin_is_scheme_host_port() {
-        assert_eq!(
-            origin_of("https://pa.example/agents/1"),
-            "https://pa.example"
-        );
-        assert_eq!(
-            origin_of("http://127.0.0.1:8080/x"),
-            "http://127.0.0.1:8080"
-        );
-        assert_eq!(origin_of("not a url"), "not a url");
     }
 }

@@ -130,6 +130,11 @@ pub fn login_path(brand_id: Option<&str>, next: &str) -> String {
     }
 }
 
+/// `303 See Other` to the sign-in page of `brand_id`, back to `next` after.
+pub fn to_sign_in(brand_id: &str, next: &str) -> Response {
+    see_other(&login_path(Some(brand_id), next), None)
+}
+
 /// `303 See Other` to a same-origin path, optionally setting the session cookie.
 pub fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {
     let mut res = StatusCode::SEE_OTHER.into_response();

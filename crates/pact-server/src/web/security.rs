@@ -40,11 +40,13 @@ pub async fn headers(req: Request, next: Next) -> Response {
     res
 }
 
-/// The `scheme://host[:port]` of the public URL.
-pub fn origin_of(public_url: &str) -> String {
-    match url::Url::parse(public_url) {
-        Ok(u) => u.origin().ascii_serialization(),
-        Err(_) => public_url.trim_end_matches('/').to_owned(),
+/// The `scheme://host[:port]` of a URL (our public URL, a PA's issuer):
+/// `https://pa.example` for `https://pa.example/agents/1`. What has no host
+/// is shown as given, without a trailing slash.
+pub fn origin_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) if u.host().is_some() => u.origin().ascii_serialization(),
+        _ => url.trim_end_matches('/').to_owned(),
     }
 }
 
@@ -167,6 +169,19 @@ pub fn safe_next(next: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn issuer_origin_is_scheme_host_port() {
+        assert_eq!(
+            origin_of("https://pa.example/agents/1"),
+            "https://pa.example"
+        );
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080/x"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(origin_of("not a url"), "not a url");
+        assert_eq!(origin_of("https://pactd.example/"), "https://pactd.example");
+    }
 
     #[test]
     fn only_same_origin_paths_are_followed() {
