@@ -107,8 +107,8 @@ reset-submit = Neues Passwort speichern
 
 ## Second factor (second_factor.html)
 mfa-title = Zweiter Schritt
-mfa-step-up-heading = Bestätigen Sie, dass Sie es sind
-mfa-step-up-text = Dafür ist ein zweiter Faktor aus den letzten Minuten nötig.
+mfa-reconfirm-heading = Bestätigen Sie, dass Sie es sind
+mfa-reconfirm-text = Dafür ist ein zweiter Faktor aus den letzten Minuten nötig.
 mfa-back-link = Zurück zur Anfrage,
 mfa-back-text = um stattdessen den Haken bei der Berechtigung zu entfernen, die ihn erfordert.
 mfa-heading = Noch ein Schritt
@@ -202,10 +202,10 @@ acc-passkeys = Passkeys
 acc-no-passkeys = Sie haben noch keine Passkeys. Mit einem Passkey melden Sie sich über die Bildschirmsperre Ihres Geräts an, statt mit Passwort und Code.
 acc-passkey-dates = Hinzugefügt { $added } · Zuletzt genutzt { $used }
 acc-passkey-remove = Entfernen
-acc-passkey-step-up = Um Passkeys hinzuzufügen oder zu entfernen, bestätigen Sie zuerst, dass Sie es sind:
-acc-passkey-step-up-code = Geben Sie einen Code aus Ihrer Authenticator-App ein
-acc-passkey-step-up-or = , oder
-acc-passkey-step-up-passkey = melden Sie sich ab und mit einem Passkey wieder an.
+acc-passkey-reconfirm = Um Passkeys hinzuzufügen oder zu entfernen, bestätigen Sie zuerst, dass Sie es sind:
+acc-passkey-reconfirm-code = Geben Sie einen Code aus Ihrer Authenticator-App ein
+acc-passkey-reconfirm-or = , oder
+acc-passkey-reconfirm-passkey = melden Sie sich ab und mit einem Passkey wieder an.
 acc-passkey-name = Name für den neuen Passkey (optional)
 acc-passkey-name-example = Zum Beispiel: Mein Laptop
 acc-passkey-add = Passkey hinzufügen
@@ -268,7 +268,7 @@ totp-err-wrong = Dieser Code hat nicht funktioniert. Prüfen Sie, ob die Uhr Ihr
 del-err-external = Ihr Konto wird von der eigenen Anmeldung der Marke verwaltet, nicht hier: Löschen Sie es dort. Den Zugriff einzelner Agenten entziehen Sie auf der Seite „Verbundene Agenten“.
 del-err-signed-out = Melden Sie sich an, um Ihr Konto zu verwalten.
 del-err-password = Dieses Passwort stimmt nicht. Es wurde nichts gelöscht.
-del-err-step-up = Bestätigen Sie zuerst erneut Ihren zweiten Faktor (ab- und wieder anmelden) und löschen Sie dann. Es wurde nichts gelöscht.
+del-err-reconfirm = Bestätigen Sie zuerst erneut Ihren zweiten Faktor (ab- und wieder anmelden) und löschen Sie dann. Es wurde nichts gelöscht.
 del-done-title = Ihr Konto wurde gelöscht
 del-done = Der Zugriff aller Agenten ist beendet, und Ihre E-Mail-Adresse, Anmeldemethoden und Sitzungen sind gelöscht.
 
@@ -390,7 +390,7 @@ pk-err-too-many-attempts = Zu viele Anmeldeversuche. Bitte warten Sie einen Mome
 pk-err-no-brand = Öffnen Sie die Anmeldeseite über die Website Ihres Shops.
 pk-err-unknown-brand = Unbekannte Marke.
 pk-err-no-such = Einen solchen Passkey gibt es nicht.
-pk-err-step-up = Um Ihre Passkeys zu ändern, bestätigen Sie zuerst, dass Sie es sind: Geben Sie erneut einen Code aus Ihrer Authenticator-App ein, oder melden Sie sich ab und mit einem Passkey wieder an.
+pk-err-reconfirm = Um Ihre Passkeys zu ändern, bestätigen Sie zuerst, dass Sie es sind: Geben Sie erneut einen Code aus Ihrer Authenticator-App ein, oder melden Sie sich ab und mit einem Passkey wieder an.
 pk-err-unknown-passkey = Dieser Passkey wurde nicht erkannt. Verwenden Sie einen anderen Passkey oder melden Sie sich mit Ihrem Passwort an.
 pk-err-login-ceremony = Diese Anmeldeanfrage ist abgelaufen oder wurde bereits verwendet. Bitte versuchen Sie es noch einmal.
 

@@ -107,8 +107,8 @@ reset-submit = Set the new password
 
 ## Second factor (second_factor.html)
 mfa-title = Second step
-mfa-step-up-heading = Confirm it's you
-mfa-step-up-text = This needs a second factor from the last few minutes.
+mfa-reconfirm-heading = Confirm it's you
+mfa-reconfirm-text = This needs a second factor from the last few minutes.
 mfa-back-link = Go back to the request
 mfa-back-text = to untick the permission that needs it instead.
 mfa-heading = One more step
@@ -202,10 +202,10 @@ acc-passkeys = Passkeys
 acc-no-passkeys = You have no passkeys yet. A passkey lets you sign in with your device's screen lock instead of a password and code.
 acc-passkey-dates = Added { $added } · Last used { $used }
 acc-passkey-remove = Remove
-acc-passkey-step-up = To add or remove passkeys, first confirm it's you:
-acc-passkey-step-up-code = enter a code from your authenticator app
-acc-passkey-step-up-or = , or
-acc-passkey-step-up-passkey = sign out and sign in again with a passkey.
+acc-passkey-reconfirm = To add or remove passkeys, first confirm it's you:
+acc-passkey-reconfirm-code = enter a code from your authenticator app
+acc-passkey-reconfirm-or = , or
+acc-passkey-reconfirm-passkey = sign out and sign in again with a passkey.
 acc-passkey-name = Name for the new passkey (optional)
 acc-passkey-name-example = For example: My laptop
 acc-passkey-add = Add a passkey
@@ -268,7 +268,7 @@ totp-err-wrong = That code didn't work. Check that your phone's clock is right a
 del-err-external = Your account is kept by the brand's own sign-in, not here: delete it there. You can remove each agent's access on the Connected agents page.
 del-err-signed-out = Sign in to manage your account.
 del-err-password = That password is not right. Nothing was deleted.
-del-err-step-up = Verify your second factor again first (sign out and in), then delete. Nothing was deleted.
+del-err-reconfirm = Verify your second factor again first (sign out and in), then delete. Nothing was deleted.
 del-done-title = Your account was deleted
 del-done = Every agent's access has ended, and your email, sign-in methods and sessions are erased.
 
@@ -392,7 +392,7 @@ pk-err-unknown-brand = Unknown brand.
 pk-err-unknown-passkey = This passkey was not recognised. Use another passkey or sign in with your password.
 pk-err-login-ceremony = This sign-in request has expired or was already used. Please try again.
 pk-err-no-such = There is no such passkey.
-pk-err-step-up = To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.
+pk-err-reconfirm = To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.
 
 ## Sign-in at the brand's OpenID provider (oidc_no_mfa.html)
 oidc-nomfa-title = No second factor from { $brand }

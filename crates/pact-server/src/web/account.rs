@@ -135,7 +135,7 @@ pub struct MfaView {
     pub recovery_codes_left: i64,
     pub passkeys: Vec<PasskeyView>,
     /// Adding or removing a passkey needs the second factor again first.
-    pub step_up_needed: bool,
+    pub reconfirm_needed: bool,
     /// Where the account is signed in.
     pub browsers: Vec<BrowserView>,
 }
@@ -279,7 +279,7 @@ pub async fn page(
                 browsers,
                 has_totp: user.has_totp(),
                 recovery_codes_left,
-                step_up_needed: passkeys::needs_step_up(
+                reconfirm_needed: passkeys::needs_reconfirm(
                     user.has_totp(),
                     stored.len(),
                     session.mfa_at,

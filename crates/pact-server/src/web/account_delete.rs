@@ -121,7 +121,7 @@ pub async fn delete(
         let why = if user.password_hash.is_some() {
             i18n::t("del-err-password")
         } else {
-            i18n::t("del-err-step-up")
+            i18n::t("del-err-reconfirm")
         };
         return page(
             &app,

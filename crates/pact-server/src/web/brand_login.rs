@@ -24,7 +24,7 @@
 //! * `jti` = a string never seen before for this brand (single use);
 //! * `iat`, `exp` with `exp - iat <= 300` s, 30 s clock skew; `nbf` if present;
 //! * optionally `amr` (RFC 8176): when it holds `"mfa"` the brand vouches for a
-//!   second factor, which satisfies step-up for `requires_mfa` scopes.
+//!   second factor, which satisfies the recent second factor that `requires_mfa` scopes need.
 //!
 //! Verification reuses pact-jose: `parse_pa_jwt` gives the strict compact-form
 //! and header rules (size cap, ES256/RS256 only, no `crit`, `kid`, never `jku`/

@@ -258,7 +258,7 @@ fn relative(then: OffsetDateTime, now: OffsetDateTime) -> String {
 }
 
 /// `/login/second-factor?next=<encoded /device/consent?scopes=a+b>`.
-fn step_up_url(ticked: &BTreeSet<String>) -> String {
+fn reconfirm_url(ticked: &BTreeSet<String>) -> String {
     let joined = ticked.iter().cloned().collect::<Vec<_>>().join(" ");
     let back = format!(
         "/device/consent?{}",
@@ -663,7 +663,7 @@ async fn approve(
         .any(|s| s.requires_mfa && ticked.contains(&s.scope_id));
     if needs_mfa && !mfa_is_recent(&d.session, now) {
         if d.session.user_id.is_some() {
-            return Ok(see_other(&step_up_url(&ticked)));
+            return Ok(see_other(&reconfirm_url(&ticked)));
         }
         // The brand's OpenID provider: ask it for a sign-in with a second factor.
         if let Some(cfg) = pact_db::brand_oidc::find(&app.db, &d.brand.id).await? {
@@ -812,12 +812,12 @@ mod tests {
     }
 
     #[test]
-    fn step_up_keeps_the_ticks_in_an_encoded_next() {
+    fn reconfirm_keeps_the_ticks_in_an_encoded_next() {
         let ticked: BTreeSet<String> = ["orders:read", "a&b"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
-        let url = step_up_url(&ticked);
+        let url = reconfirm_url(&ticked);
         let q = url.strip_prefix("/login/second-factor?").unwrap();
         let next = query_param(Some(q), "next").unwrap();
         assert_eq!(security::safe_next(Some(&next)), next);

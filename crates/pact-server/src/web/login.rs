@@ -4,7 +4,7 @@
 //!
 //! * `GET/POST /login?brand=B&next=/path`
 //! * `GET/POST /login/second-factor?next=/path` — TOTP or a recovery code;
-//!   also the step-up for an already signed-in session (consent sends people
+//!   also the reconfirmation ("confirm it's you") for an already signed-in session (consent sends people
 //!   here when a scope `requires_mfa`).
 //! * `POST /logout`
 //!
@@ -130,9 +130,10 @@ pub fn login_path(brand_id: Option<&str>, next: &str) -> String {
     }
 }
 
-/// `303 See Other` to the sign-in page of `brand_id`, back to `next` after.
-pub fn to_sign_in(brand_id: &str, next: &str) -> Response {
-    see_other(&login_path(Some(brand_id), next), None)
+/// `303 See Other` to the sign-in page of `brand_id`, back to one of our own
+/// fixed paths after (`/account`, `/device/consent`: nothing to encode).
+pub fn to_sign_in(brand_id: &str, next: &'static str) -> Response {
+    see_other(&format!("/login?brand={}&next={next}", enc(brand_id)), None)
 }
 
 /// `303 See Other` to a same-origin path, optionally setting the session cookie.
@@ -580,8 +581,9 @@ pub struct SecondFactorPage<'a> {
     pub error: Option<&'a str>,
     /// The account has an authenticator app (otherwise: set one up first).
     pub has_totp: bool,
-    /// Already signed in: this is a step-up ("confirm it's you").
-    pub step_up: bool,
+    /// Already signed in: this reconfirms the second factor ("confirm it's you"),
+    /// not the scope step-up of PACT §5.5.
+    pub reconfirm: bool,
     pub enrol_path: String,
     pub look: crate::who::Look,
 }
@@ -623,7 +625,7 @@ pub async fn get_second_factor(
         next: &next,
         error: None,
         has_totp: who.user().has_totp(),
-        step_up: matches!(who, Who::SignedIn(_)),
+        reconfirm: matches!(who, Who::SignedIn(_)),
         enrol_path,
     };
     Ok(render(&page, StatusCode::OK))
@@ -664,7 +666,7 @@ pub async fn post_second_factor(
             next: &next,
             error: Some(error),
             has_totp: user.has_totp(),
-            step_up: matches!(who, Who::SignedIn(_)),
+            reconfirm: matches!(who, Who::SignedIn(_)),
             enrol_path: enrol_path.clone(),
         };
         with_headers(render(&p, status), None, retry)

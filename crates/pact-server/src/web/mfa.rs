@@ -157,7 +157,7 @@ async fn enroller(
     };
     let to_second_factor = see_other(&format!("/login/second-factor?next={}", enc(&here)), None);
     match &who {
-        // Has a factor: prove it first (sign-in, or a recent step-up to replace it).
+        // Has a factor: prove it first (sign-in, or a recent reconfirmation to replace it).
         Who::Pending(u) if u.has_totp() => Ok(Err(to_second_factor)),
         Who::SignedIn(u) if u.has_totp() && !mfa_is_recent(s, now) => Ok(Err(to_second_factor)),
         _ => Ok(Ok((who, s.clone()))),

@@ -55,8 +55,8 @@ const KIND_AUTHENTICATE: &str = "authenticate";
 
 /// Whether adding or removing a passkey must first verify a second factor
 /// again: the account has one (TOTP or a passkey) and none was verified in
-/// this session within [`super::session::STEP_UP_WINDOW`].
-pub fn needs_step_up(
+/// this session within [`super::session::RECONFIRM_WINDOW`].
+pub fn needs_reconfirm(
     has_totp: bool,
     passkeys: usize,
     mfa_at: Option<OffsetDateTime>,
@@ -204,7 +204,7 @@ pub(crate) fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
     }
 }
 
-const STEP_UP_MESSAGE: &str = "pk-err-step-up";
+const RECONFIRM_MESSAGE: &str = "pk-err-reconfirm";
 
 /// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
 /// `navigator.credentials.create`, plus `ceremonyId`.
@@ -218,8 +218,8 @@ pub async fn register_start(
     let user = account_of(&app, &session).await?;
     let now = app.clock.now();
     let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
-    if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PasskeyError::forbidden(&i18n::t(STEP_UP_MESSAGE)));
+    if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
+        return Err(PasskeyError::forbidden(&i18n::t(RECONFIRM_MESSAGE)));
     }
     if stored.len() >= MAX_PASSKEYS {
         return Err(PasskeyError::bad_request(&i18n::t("pk-err-too-many")));
@@ -553,8 +553,8 @@ pub async fn delete(
         return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     let now = app.clock.now();
-    if needs_step_up(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PageError::Forbidden(i18n::t(STEP_UP_MESSAGE)));
+    if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
+        return Err(PageError::Forbidden(i18n::t(RECONFIRM_MESSAGE)));
     }
     if !pact_db::sessions::delete_credential(&app.db, user.id, id).await? {
         return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
@@ -570,16 +570,16 @@ mod tests {
     #[test]
     fn step_up_is_needed_only_with_a_factor_and_no_recent_verification() {
         let now = OffsetDateTime::now_utc();
-        assert!(!needs_step_up(false, 0, None, now));
-        assert!(needs_step_up(true, 0, None, now));
-        assert!(needs_step_up(false, 1, None, now));
-        assert!(!needs_step_up(
+        assert!(!needs_reconfirm(false, 0, None, now));
+        assert!(needs_reconfirm(true, 0, None, now));
+        assert!(needs_reconfirm(false, 1, None, now));
+        assert!(!needs_reconfirm(
             true,
             1,
             Some(now - Duration::minutes(5)),
             now
         ));
-        assert!(needs_step_up(
+        assert!(needs_reconfirm(
             true,
             1,
             Some(now - Duration::minutes(11)),

@@ -20,18 +20,18 @@ pub const LIFETIME: Duration = Duration::hours(12);
 pub const HANDOFF_LIFETIME: Duration = Duration::minutes(15);
 /// A half-finished sign-in (password accepted, second factor to come) lives briefly.
 pub const PENDING_LIFETIME: Duration = Duration::minutes(15);
-/// How recent a second factor must be for a step-up (consent to a
+/// How recent a second factor must be to reconfirm ("confirm it's you": consent to a
 /// `requires_mfa` scope, changing second factors).
-pub const STEP_UP_WINDOW: Duration = Duration::minutes(10);
+pub const RECONFIRM_WINDOW: Duration = Duration::minutes(10);
 
-/// A second factor was verified in this session within [`STEP_UP_WINDOW`]
+/// A second factor was verified in this session within [`RECONFIRM_WINDOW`]
 /// (a minute of clock skew between nodes tolerated).
 pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
     mfa_at_is_recent(session.mfa_at, now)
 }
 
 pub fn mfa_at_is_recent(mfa_at: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
-    mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= STEP_UP_WINDOW)
+    mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= RECONFIRM_WINDOW)
 }
 
 /// What the request's cookies refer to, if anything live.

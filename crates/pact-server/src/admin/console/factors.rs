@@ -103,13 +103,13 @@ async fn record(
 
 /// Whether this session verified a second factor recently enough to change
 /// the account's factors (the customers' rule, web/passkeys.rs).
-async fn needs_step_up(
+async fn needs_reconfirm(
     state: &AppState,
     who: &SignedIn,
     now: OffsetDateTime,
 ) -> Result<bool, PageError> {
     let count = pact_db::admin_factors::count_passkeys(&state.db, who.admin.id).await?;
-    Ok(passkeys::needs_step_up(
+    Ok(passkeys::needs_reconfirm(
         who.admin.has_totp(),
         usize::try_from(count).unwrap_or(usize::MAX),
         who.session.mfa_at,
@@ -133,7 +133,7 @@ struct AccountPage {
     has_totp: bool,
     passkeys_enabled: bool,
     passkeys: Vec<PasskeyLine>,
-    step_up: bool,
+    reconfirm: bool,
     codes_left: i64,
     done: Option<&'static str>,
 }
@@ -175,7 +175,7 @@ pub async fn account(
                 last_used: p.last_used_at.map_or_else(|| "never".to_owned(), rfc3339),
             })
             .collect(),
-        step_up: needs_step_up(&state, &who, now).await?,
+        reconfirm: needs_reconfirm(&state, &who, now).await?,
         codes_left,
         done,
     };
@@ -207,7 +207,7 @@ pub async fn register_start(
     let session = check_json_request(&state, &headers, &staff)?;
     let who = signed_in_json(&state, &staff).await?;
     let now = state.clock.now();
-    if needs_step_up(&state, &who, now).await? {
+    if needs_reconfirm(&state, &who, now).await? {
         return Err(PasskeyError::forbidden(STEP_UP));
     }
     let stored = pact_db::admin_factors::passkeys_of(&state.db, who.admin.id).await?;
@@ -253,7 +253,7 @@ pub async fn register_finish(
         body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
     let name = passkeys::passkey_name(body.name.as_deref())?;
     let now = state.clock.now();
-    if needs_step_up(&state, &who, now).await? {
+    if needs_reconfirm(&state, &who, now).await? {
         return Err(PasskeyError::forbidden(STEP_UP));
     }
     let expired = || {
@@ -326,7 +326,7 @@ pub async fn delete_passkey(
         return Err(none());
     }
     let now = state.clock.now();
-    if needs_step_up(&state, &who, now).await? {
+    if needs_reconfirm(&state, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
     // The console needs a second factor: the last one is not removed.
@@ -372,7 +372,7 @@ pub async fn new_recovery_codes(
         return Ok(see_other("/admin/sign-in", None));
     };
     let now = state.clock.now();
-    if needs_step_up(&state, &who, now).await? {
+    if needs_reconfirm(&state, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
     let codes = recovery::generate();
