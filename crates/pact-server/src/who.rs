@@ -198,14 +198,19 @@ pub async fn store_links(
 /// Refreshes a platform's logo in the background when its copy is older
 /// than [`LOGO_TTL`]. The page that asks is not delayed: it shows the copy
 /// it has (or the initial) and the next page gets the new one.
-pub fn refresh_in_background(app: &AppState, issuer: &str, m: &AgentMetadata, now: OffsetDateTime) {
+pub fn refresh_in_background(
+    state: &AppState,
+    issuer: &str,
+    m: &AgentMetadata,
+    now: OffsetDateTime,
+) {
     if m.logo_uri.is_none() || m.logo_fetched_at.is_some_and(|t| t > now - LOGO_TTL) {
         return;
     }
-    let app = app.clone();
+    let state = state.clone();
     let issuer = issuer.to_owned();
     tokio::spawn(async move {
-        if let Err(e) = refresh(&app, &issuer, now).await {
+        if let Err(e) = refresh(&state, &issuer, now).await {
             tracing::warn!(issuer = %issuer, error = %e, "agent logo refresh failed");
         }
     });
@@ -213,18 +218,18 @@ pub fn refresh_in_background(app: &AppState, issuer: &str, m: &AgentMetadata, no
 
 /// One refresh: claim it (one node does it), fetch under the node's guard
 /// (loopback only when the node allows loopback JWKS), store if accepted.
-pub async fn refresh(app: &AppState, issuer: &str, now: OffsetDateTime) -> Result<(), String> {
-    let Some(uri) = pact_db::agents::claim_logo_refresh(&app.db, issuer, now, now - LOGO_TTL)
+pub async fn refresh(state: &AppState, issuer: &str, now: OffsetDateTime) -> Result<(), String> {
+    let Some(uri) = pact_db::agents::claim_logo_refresh(&state.db, issuer, now, now - LOGO_TTL)
         .await
         .map_err(|e| e.to_string())?
     else {
         return Ok(());
     };
-    let logo = pact_jose::fetch_logo(&uri, app.config.jwks.allow_loopback)
+    let logo = pact_jose::fetch_logo(&uri, state.config.jwks.allow_loopback)
         .await
         .map_err(|e| e.to_string())?;
     let name = sha256_hex(&logo.bytes);
-    let mut tx = app.db.begin().await.map_err(|e| e.to_string())?;
+    let mut tx = state.db.begin().await.map_err(|e| e.to_string())?;
     pact_db::logos::put(&mut *tx, &name, logo.content_type, &logo.bytes)
         .await
         .map_err(|e| e.to_string())?;

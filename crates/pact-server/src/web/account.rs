@@ -60,14 +60,14 @@ impl Person {
 /// The person a session is signed in as, at its brand; `None` when it is not
 /// signed in (anonymous, or only the password is verified so far).
 pub async fn signed_in_person(
-    app: &AppState,
+    state: &AppState,
     session: &Session,
 ) -> Result<Option<(String, Person)>, PageError> {
     let Some(brand) = session.brand_id.clone() else {
         return Ok(None);
     };
     if let Some(user_id) = session.user_id {
-        let user = pact_db::users::find(&app.db, user_id).await?;
+        let user = pact_db::users::find(&state.db, user_id).await?;
         return Ok(user
             .filter(|u| u.brand_id == brand && !u.is_disabled())
             .map(|u| (brand, Person::Account(u))));
@@ -180,12 +180,12 @@ fn notice_for(done: Option<&str>) -> Option<String> {
     Some(i18n::t(key))
 }
 
-async fn known_brand(app: &AppState, id: &str) -> Result<Brand, PageError> {
+async fn known_brand(state: &AppState, id: &str) -> Result<Brand, PageError> {
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-store"));
     if !pact_db::brands::is_valid_brand_id(id) {
         return Err(not_found());
     }
-    let brand = pact_db::brands::find(&app.db, id)
+    let brand = pact_db::brands::find(&state.db, id)
         .await?
         .ok_or_else(not_found)?;
     i18n::brand_known(&brand.name, crate::who::Look::of(&brand.settings));
@@ -194,16 +194,16 @@ async fn known_brand(app: &AppState, id: &str) -> Result<Brand, PageError> {
 
 /// `GET /account[?brand=B]`.
 pub async fn page(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     Query(query): Query<AccountQuery>,
 ) -> Result<Response, PageError> {
     let asked = match query.brand.as_deref() {
-        Some(b) => Some(known_brand(&app, b).await?),
+        Some(b) => Some(known_brand(&state, b).await?),
         None => None,
     };
     let signed = match &browser.session {
-        Some(s) => signed_in_person(&app, s).await?.map(|p| (s, p)),
+        Some(s) => signed_in_person(&state, s).await?.map(|p| (s, p)),
         None => None,
     };
     let (session, brand_id, person) = match (signed, &asked) {
@@ -218,18 +218,18 @@ pub async fn page(
     };
     let brand = match asked {
         Some(b) => b,
-        None => known_brand(&app, &brand_id).await?,
+        None => known_brand(&state, &brand_id).await?,
     };
     let subject = person.subject();
-    let now = app.clock.now();
+    let now = state.clock.now();
 
-    let scope_text: HashMap<String, String> = pact_db::scopes::list(&app.db, &brand.id)
+    let scope_text: HashMap<String, String> = pact_db::scopes::list(&state.db, &brand.id)
         .await?
         .into_iter()
         .map(|s| (s.scope_id, s.description))
         .collect();
     let mut grants = pact_db::grants::list(
-        &app.db,
+        &state.db,
         GrantFilter {
             brand_id: Some(&brand.id),
             user_sub: Some(&subject),
@@ -242,7 +242,7 @@ pub async fn page(
     let mut agent_names: HashMap<String, String> = HashMap::new();
     for g in &grants {
         if !agent_names.contains_key(&g.pa_issuer) {
-            let name = pact_db::agents::find(&app.db, &g.pa_issuer)
+            let name = pact_db::agents::find(&state.db, &g.pa_issuer)
                 .await?
                 .map(|a| a.name)
                 .filter(|n| !n.trim().is_empty())
@@ -251,7 +251,7 @@ pub async fn page(
         }
     }
     let receipts =
-        pact_db::receipts::recent_for_user(&app.db, &brand.id, &subject, RECENT_RECEIPTS).await?;
+        pact_db::receipts::recent_for_user(&state.db, &brand.id, &subject, RECENT_RECEIPTS).await?;
     let receipts = receipt_views(&receipts, &grants, &agent_names, &scope_text);
     let (current, past) = split_grants(&grants, now);
     let views = |list: Vec<&Grant>| -> Vec<GrantView> {
@@ -263,10 +263,10 @@ pub async fn page(
 
     let (email, mfa) = match &person {
         Person::Account(user) => {
-            let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
+            let stored = pact_db::sessions::credentials_of(&state.db, user.id).await?;
             let recovery_codes_left =
-                pact_db::users::unused_recovery_codes(&app.db, user.id).await?;
-            let browsers = pact_db::sessions::signed_in_of(&app.db, user.id, now)
+                pact_db::users::unused_recovery_codes(&state.db, user.id).await?;
+            let browsers = pact_db::sessions::signed_in_of(&state.db, user.id, now)
                 .await?
                 .into_iter()
                 .map(|b| BrowserView {
@@ -313,7 +313,7 @@ pub async fn page(
         past,
         receipts,
         mfa,
-        passkeys_enabled: app.webauthn.is_some(),
+        passkeys_enabled: state.webauthn.is_some(),
     };
     Ok(render(&page, StatusCode::OK))
 }
@@ -491,16 +491,16 @@ pub fn action_in_words(tool: &str) -> String {
 /// `POST /account/sessions/sign-out-others`: ends every other browser's
 /// session of this account (a lost laptop, a shared computer).
 pub async fn sign_out_others(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
-    let Some((_, Person::Account(user))) = signed_in_person(&app, session).await? else {
+    let (session, _) = security::guard_post(&state, &headers, &browser, &body)?;
+    let Some((_, Person::Account(user))) = signed_in_person(&state, session).await? else {
         return Err(PageError::Forbidden(i18n::t("acc-err-sessions-signed-out")));
     };
-    let ended = pact_db::sessions::delete_others(&app.db, user.id, &session.id_hash).await?;
+    let ended = pact_db::sessions::delete_others(&state.db, user.id, &session.id_hash).await?;
     tracing::info!(user = %user.id, ended, "signed out of the other browsers");
     Ok(Redirect::to("/account?done=signed-out-others").into_response())
 }
@@ -519,18 +519,18 @@ struct RevokeConfirmPage {
 
 /// The person's own grant `id` at their brand, or a 404 page.
 async fn own_grant(
-    app: &AppState,
+    state: &AppState,
     session: &Session,
     id: &str,
 ) -> Result<(Brand, Person, Grant), PageError> {
-    let Some((brand_id, person)) = signed_in_person(app, session).await? else {
+    let Some((brand_id, person)) = signed_in_person(state, session).await? else {
         return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
     // The brand first: a 404 below is then shown in the brand's look.
-    let brand = known_brand(app, &brand_id).await?;
+    let brand = known_brand(state, &brand_id).await?;
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-grant"));
     let id: Uuid = id.parse().map_err(|_| not_found())?;
-    let grant = pact_db::grants::find(&app.db, id)
+    let grant = pact_db::grants::find(&state.db, id)
         .await?
         .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
         .ok_or_else(not_found)?;
@@ -540,23 +540,23 @@ async fn own_grant(
 /// `GET /account/grants/{id}/revoke`: asks before removing access (a form,
 /// so it works without JavaScript).
 pub async fn confirm_revoke(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
         return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
-    let (brand, _, grant) = own_grant(&app, session, &id).await?;
-    if !grant.is_active(app.clock.now()) {
+    let (brand, _, grant) = own_grant(&state, session, &id).await?;
+    if !grant.is_active(state.clock.now()) {
         return Ok(Redirect::to("/account").into_response());
     }
-    let agent_name = pact_db::agents::find(&app.db, &grant.pa_issuer)
+    let agent_name = pact_db::agents::find(&state.db, &grant.pa_issuer)
         .await?
         .map(|a| a.name)
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| security::origin_of(&grant.pa_issuer));
-    let scope_text: HashMap<String, String> = pact_db::scopes::list(&app.db, &brand.id)
+    let scope_text: HashMap<String, String> = pact_db::scopes::list(&state.db, &brand.id)
         .await?
         .into_iter()
         .map(|s| (s.scope_id, s.description))
@@ -583,20 +583,20 @@ pub async fn confirm_revoke(
 /// this node's view learns it at once. Every live grant of that agent for
 /// this person goes, since the page shows them as one connection.
 pub async fn revoke(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (session, form) = security::guard_post(&app, &headers, &browser, &body)?;
-    let (brand, person, grant) = own_grant(&app, session, &id).await?;
+    let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let (brand, person, grant) = own_grant(&state, session, &id).await?;
     if form.get("confirm") != Some("yes") {
         // Only the confirmation page's button says yes.
         return Ok(Redirect::to(&format!("/account/grants/{}/revoke", grant.id)).into_response());
     }
     let revoked = pact_db::grants::revoke_connection(
-        &app.db,
+        &state.db,
         &brand.id,
         &grant.pa_issuer,
         &person.subject(),
@@ -604,9 +604,9 @@ pub async fn revoke(
     )
     .await?;
     for id in &revoked {
-        app.revocations.insert(*id);
+        state.revocations.insert(*id);
     }
-    app.revocations.insert(grant.id);
+    state.revocations.insert(grant.id);
     tracing::info!(grant = %grant.id, revoked = revoked.len(), "agent access revoked by the user");
     Ok(Redirect::to("/account?done=revoked").into_response())
 }

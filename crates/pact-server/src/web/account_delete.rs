@@ -41,10 +41,10 @@ struct DeletePage<'a> {
 }
 
 /// The signed-in built-in account of this session, with its brand's name.
-async fn own_account(app: &AppState, session: &Session) -> Result<(String, User), PageError> {
-    match signed_in_person(app, session).await? {
+async fn own_account(state: &AppState, session: &Session) -> Result<(String, User), PageError> {
+    match signed_in_person(state, session).await? {
         Some((brand_id, Person::Account(user))) => {
-            let (name, _) = super::login::brand_view(app, Some(&brand_id)).await?;
+            let (name, _) = super::login::brand_view(state, Some(&brand_id)).await?;
             Ok((name, user))
         }
         Some((_, Person::External(_))) => Err(PageError::BadRequest(i18n::t("del-err-external"))),
@@ -53,16 +53,16 @@ async fn own_account(app: &AppState, session: &Session) -> Result<(String, User)
 }
 
 async fn page(
-    app: &AppState,
+    state: &AppState,
     session: &Session,
     brand_name: &str,
     user: &User,
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let now = app.clock.now();
+    let now = state.clock.now();
     let active = pact_db::grants::list(
-        &app.db,
+        &state.db,
         pact_db::grants::GrantFilter {
             brand_id: Some(&user.brand_id),
             user_sub: Some(&user.subject()),
@@ -85,12 +85,15 @@ async fn page(
 }
 
 /// `GET /account/delete`: what deleting means, and the confirmation form.
-pub async fn confirm(State(app): State<AppState>, browser: Browser) -> Result<Response, PageError> {
+pub async fn confirm(
+    State(state): State<AppState>,
+    browser: Browser,
+) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
         return Ok(Redirect::to("/account").into_response());
     };
-    let (brand_name, user) = own_account(&app, session).await?;
-    page(&app, session, &brand_name, &user, None, StatusCode::OK).await
+    let (brand_name, user) = own_account(&state, session).await?;
+    page(&state, session, &brand_name, &user, None, StatusCode::OK).await
 }
 
 /// Whether this request proves it is the person, not only their browser.
@@ -106,17 +109,17 @@ fn reauthenticated(user: &User, session: &Session, given: &str, now: OffsetDateT
 
 /// `POST /account/delete` (from the confirmation page).
 pub async fn delete(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (session, form) = security::guard_post(&app, &headers, &browser, &body)?;
-    let (brand_name, user) = own_account(&app, session).await?;
+    let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let (brand_name, user) = own_account(&state, session).await?;
     if form.get("confirm") != Some("yes") {
         return Ok(Redirect::to("/account/delete").into_response());
     }
-    let now = app.clock.now();
+    let now = state.clock.now();
     if !reauthenticated(&user, session, form.get("password").unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
             i18n::t("del-err-password")
@@ -124,7 +127,7 @@ pub async fn delete(
             i18n::t("del-err-reconfirm")
         };
         return page(
-            &app,
+            &state,
             session,
             &brand_name,
             &user,
@@ -133,7 +136,7 @@ pub async fn delete(
         )
         .await;
     }
-    let mut tx = app.db.begin().await?;
+    let mut tx = state.db.begin().await?;
     // Locked so that a grant approved in another tab cannot slip between the
     // revocation and the removal.
     pact_db::users::lock(&mut *tx, user.id).await?;
@@ -147,7 +150,7 @@ pub async fn delete(
     pact_db::users::delete(&mut *tx, user.id).await?;
     tx.commit().await?;
     for id in &revoked {
-        app.revocations.insert(*id);
+        state.revocations.insert(*id);
     }
     tracing::info!(brand = %user.brand_id, revoked = revoked.len(), "account deleted by its owner");
     let done = ErrorPage {
@@ -159,6 +162,6 @@ pub async fn delete(
     };
     let mut res = render(&done, StatusCode::OK);
     res.headers_mut()
-        .append(header::SET_COOKIE, session::clear_cookie(&app));
+        .append(header::SET_COOKIE, session::clear_cookie(&state));
     Ok(res)
 }

@@ -152,7 +152,7 @@ struct ExternalLoginPage<'a> {
 /// The page that sends the person to the brand's own login for `auth`, and
 /// the hand-off cookie that binds the trip to this browser.
 pub async fn login_page(
-    app: &AppState,
+    state: &AppState,
     browser: &Browser,
     brand: &Brand,
     login: &BrandLogin,
@@ -160,16 +160,16 @@ pub async fn login_page(
     notice: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
+    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("ext-an-agent"), |a| a.name);
-    let (handoff, cookie) = session::handoff(app, browser);
+    let (handoff, cookie) = session::handoff(state, browser);
     let page = ExternalLoginPage {
         brand_name: &brand.name,
         signed_in: browser.signed_in(),
         agent_name: &agent_name,
         user_code: user_code::display(&auth.user_code),
         link: login.link(
-            &app.config.public_url,
+            &state.config.public_url,
             &auth.user_code,
             &handoff_state(&handoff, auth.id),
         ),
@@ -213,7 +213,7 @@ struct Accepted {
 
 /// `POST /device/assertion`.
 pub async fn assertion(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     body: Bytes,
 ) -> Result<Response, PageError> {
@@ -221,14 +221,14 @@ pub async fn assertion(
         Some(t) => t,
         None => return Ok(refused(Refusal::Malformed("no assertion field"))),
     };
-    let now = app.clock.now();
-    let accepted = match verify(&app, &token, browser.handoff.as_deref(), now).await {
+    let now = state.clock.now();
+    let accepted = match verify(&state, &token, browser.handoff.as_deref(), now).await {
         Ok(a) => a,
         Err(Refusal::Db(e)) => return Err(PageError::from(e)),
         Err(r) => return Ok(refused(r)),
     };
     let (_, cookie) = session::start(
-        &app,
+        &state,
         browser.session.as_ref(),
         SessionState {
             brand_id: Some(accepted.brand_id),
@@ -242,7 +242,7 @@ pub async fn assertion(
     let mut res = Redirect::to("/device/consent").into_response();
     res.headers_mut().append(header::SET_COOKIE, cookie);
     res.headers_mut()
-        .append(header::SET_COOKIE, session::clear_handoff(&app));
+        .append(header::SET_COOKIE, session::clear_handoff(&state));
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(res)
@@ -330,12 +330,12 @@ fn bounded_string<'a>(
 }
 
 async fn verify(
-    app: &AppState,
+    state: &AppState,
     token: &str,
     handoff: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Accepted, Refusal> {
-    let audience = assertion_url(&app.config.public_url);
+    let audience = assertion_url(&state.config.public_url);
     let rules = PaJwtRules {
         audience,
         max_lifetime_secs: MAX_LIFETIME_SECS,
@@ -348,13 +348,13 @@ async fn verify(
     let payload = payload_of(token)?;
     let typed = bounded_string(&payload, "user_code", "user_code missing")?;
     let code = user_code::normalise(typed).ok_or(Refusal::Invalid("user_code malformed"))?;
-    let auth = pact_db::device_authorizations::find_live_by_user_code(&app.db, &code)
+    let auth = pact_db::device_authorizations::find_live_by_user_code(&state.db, &code)
         .await?
         .ok_or(Refusal::Invalid("unknown user_code"))?;
     if auth.status != "pending" || auth.expires_at <= now {
         return Err(Refusal::Invalid("authorization not pending"));
     }
-    let brand = pact_db::brands::find(&app.db, &auth.brand_id)
+    let brand = pact_db::brands::find(&state.db, &auth.brand_id)
         .await?
         .ok_or(Refusal::Invalid("unknown brand"))?;
     let login =
@@ -362,7 +362,7 @@ async fn verify(
     if parsed.issuer() != login.issuer {
         return Err(Refusal::Invalid("iss is not the brand's login issuer"));
     }
-    let key = app
+    let key = state
         .jwks
         .key_for(&login.jwks_uri, parsed.kid(), parsed.alg())
         .await
@@ -380,7 +380,7 @@ async fn verify(
     let jti = bounded_string(&payload, "jti", "jti missing")?;
     // The browser binding, checked before the jti is spent so that a posted
     // stranger's assertion changes nothing at all.
-    let state = match payload.get("state") {
+    let returned_state = match payload.get("state") {
         Some(Value::String(s)) if !s.is_empty() => s.as_str(),
         _ => return Err(Refusal::NotThisBrowser("state missing")),
     };
@@ -388,7 +388,8 @@ async fn verify(
         return Err(Refusal::NotThisBrowser("no hand-off cookie"));
     };
     let expected = handoff_state(handoff, auth.id);
-    if expected.len() != state.len() || !openssl::memcmp::eq(expected.as_bytes(), state.as_bytes())
+    if expected.len() != returned_state.len()
+        || !openssl::memcmp::eq(expected.as_bytes(), returned_state.as_bytes())
     {
         return Err(Refusal::NotThisBrowser("state is not this browser's"));
     }
@@ -401,7 +402,7 @@ async fn verify(
     };
     let keep_until = OffsetDateTime::from_unix_timestamp(claims.exp.saturating_add(SKEW_SECS))
         .map_err(|_| Refusal::Invalid("exp out of range"))?;
-    if !pact_db::users::claim_assertion_jti(&app.db, &brand.id, jti, keep_until).await? {
+    if !pact_db::users::claim_assertion_jti(&state.db, &brand.id, jti, keep_until).await? {
         return Err(Refusal::Invalid("jti replayed"));
     }
     Ok(Accepted {

@@ -176,7 +176,7 @@ fn used_code(brand: Option<&Brand>, signed_in: bool) -> Response {
 
 /// The brand the browser is signed in to, for the code-entry page's look.
 async fn signed_in_brand(
-    app: &AppState,
+    state: &AppState,
     browser: &Browser,
 ) -> Result<(String, who::Look), PageError> {
     let brand_id = browser
@@ -184,7 +184,7 @@ async fn signed_in_brand(
         .as_ref()
         .filter(|_| browser.signed_in())
         .and_then(|s| s.brand_id.as_deref());
-    super::login::brand_view(app, brand_id).await
+    super::login::brand_view(state, brand_id).await
 }
 
 fn consent_error(e: ConsentError) -> PageError {
@@ -204,7 +204,7 @@ fn consent_error(e: ConsentError) -> PageError {
 /// The session's user id at the brand, when it is signed in for `brand_id`.
 /// The second element labels the person on the page.
 async fn signed_in_as(
-    app: &AppState,
+    state: &AppState,
     s: &Session,
     brand_id: &str,
 ) -> Result<Option<(String, String)>, PageError> {
@@ -212,7 +212,7 @@ async fn signed_in_as(
         return Ok(None);
     }
     if let Some(uid) = s.user_id {
-        return Ok(pact_db::users::find(&app.db, uid)
+        return Ok(pact_db::users::find(&state.db, uid)
             .await?
             .filter(|u| u.brand_id == brand_id)
             .map(|u| (u.subject(), u.email)));
@@ -223,18 +223,18 @@ async fn signed_in_as(
 /// Where to go to sign in for this authorization's brand: its OpenID
 /// provider, its own login, or pactd's `/login`.
 async fn sign_in_first(
-    app: &AppState,
+    state: &AppState,
     browser: &Browser,
     session: &Session,
     brand: &Brand,
     auth: &DeviceAuthorization,
 ) -> Result<Response, PageError> {
-    if let Some(cfg) = pact_db::brand_oidc::find(&app.db, &brand.id).await? {
-        return oidc_login::login_page(app, session, brand, &cfg, auth, None).await;
+    if let Some(cfg) = pact_db::brand_oidc::find(&state.db, &brand.id).await? {
+        return oidc_login::login_page(state, session, brand, &cfg, auth, None).await;
     }
     match BrandLogin::from_settings(&brand.settings) {
         Some(login) => {
-            brand_login::login_page(app, browser, brand, &login, auth, None, StatusCode::OK).await
+            brand_login::login_page(state, browser, brand, &login, auth, None, StatusCode::OK).await
         }
         None => Ok(login::to_sign_in(&brand.id, "/device/consent")),
     }
@@ -276,13 +276,18 @@ fn reconfirm_url(ticked: &BTreeSet<String>) -> String {
 
 /// Code entry's limits (see `web/limits.rs` for why a flood of wrong codes
 /// cannot refuse a person with a valid one).
-fn limit_code_entry(app: &AppState, visitor: &Visitor<'_>, ip: &ClientIp) -> Result<(), PageError> {
+fn limit_code_entry(
+    state: &AppState,
+    visitor: &Visitor<'_>,
+    ip: &ClientIp,
+) -> Result<(), PageError> {
     let visitor_key = match visitor {
         Visitor::Session(s) => URL_SAFE_NO_PAD.encode(&s.id_hash),
         Visitor::Anonymous(t) => t.limit_key(),
     };
-    app.page_limits
-        .code_attempt(&visitor_key, &ip.limit_key(), app.clock.instant())
+    state
+        .page_limits
+        .code_attempt(&visitor_key, &ip.limit_key(), state.clock.instant())
         .map_err(|secs| PageError::TooMany {
             retry_after_secs: secs,
             message: i18n::t1("device-err-too-many", "n", secs),
@@ -293,17 +298,17 @@ fn limit_code_entry(app: &AppState, visitor: &Visitor<'_>, ip: &ClientIp) -> Res
 
 /// `GET /device` and `GET /device?user_code=…` (never acts on the code).
 pub async fn entry(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
-    let (csrf, cookie) = session::form_csrf(&app, &browser);
+    let (csrf, cookie) = session::form_csrf(&state, &browser);
     let typed = query_param(query.as_deref(), "user_code").unwrap_or_default();
     let code = match user_code::normalise(&typed) {
         Some(c) => user_code::display(&c),
         None => typed.chars().take(32).collect(),
     };
-    let (brand_name, look) = signed_in_brand(&app, &browser).await?;
+    let (brand_name, look) = signed_in_brand(&state, &browser).await?;
     let page = DevicePage {
         brand_name: &brand_name,
         signed_in: browser.signed_in(),
@@ -316,7 +321,7 @@ pub async fn entry(
 }
 
 async fn entry_again(
-    app: &AppState,
+    state: &AppState,
     browser: &Browser,
     csrf: &str,
     typed: &str,
@@ -324,7 +329,7 @@ async fn entry_again(
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let typed: String = typed.chars().take(32).collect();
-    let (brand_name, look) = signed_in_brand(app, browser).await?;
+    let (brand_name, look) = signed_in_brand(state, browser).await?;
     let page = DevicePage {
         brand_name: &brand_name,
         signed_in: browser.signed_in(),
@@ -338,27 +343,27 @@ async fn entry_again(
 
 /// Whether a code was used by an authorization that is no longer live
 /// (denied or redeemed); such codes are not found by the live lookup.
-async fn code_was_used(app: &AppState, code: &str) -> Result<bool, sqlx::Error> {
-    pact_db::device_authorizations::user_code_was_used(&app.db, code).await
+async fn code_was_used(state: &AppState, code: &str) -> Result<bool, sqlx::Error> {
+    pact_db::device_authorizations::user_code_was_used(&state.db, code).await
 }
 
 /// `POST /device`: confirm the code. An anonymous visitor gets a session
 /// only here, once a valid code gives it something to remember.
 pub async fn confirm(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     ip: ClientIp,
     browser: Browser,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (visitor, form) = security::guard_form_post(&app, &headers, &browser, &body)?;
-    limit_code_entry(&app, &visitor, &ip)?;
+    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    limit_code_entry(&state, &visitor, &ip)?;
 
     let typed = form.get("user_code").unwrap_or("");
     let signed_in = browser.signed_in();
     let Some(code) = user_code::normalise(typed) else {
         return entry_again(
-            &app,
+            &state,
             &browser,
             visitor.csrf(),
             typed,
@@ -367,16 +372,16 @@ pub async fn confirm(
         )
         .await;
     };
-    let Some(auth) = consent::find_by_user_code(&app, &code)
+    let Some(auth) = consent::find_by_user_code(&state, &code)
         .await
         .map_err(consent_error)?
     else {
-        if code_was_used(&app, &code).await? {
+        if code_was_used(&state, &code).await? {
             return Ok(used_code(None, signed_in));
         }
-        app.page_limits.code_missed(app.clock.instant());
+        state.page_limits.code_missed(state.clock.instant());
         return entry_again(
-            &app,
+            &state,
             &browser,
             visitor.csrf(),
             typed,
@@ -385,24 +390,25 @@ pub async fn confirm(
         )
         .await;
     };
-    let brand = pact_db::brands::find(&app.db, &auth.brand_id)
+    let brand = pact_db::brands::find(&state.db, &auth.brand_id)
         .await?
         .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
     i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
     if auth.status != "pending" {
         return Ok(used_code(Some(&brand), signed_in));
     }
-    if auth.expires_at <= app.clock.now() {
+    if auth.expires_at <= state.clock.now() {
         return Ok(expired_code(Some(&brand), signed_in));
     }
     let (session, cookie) = match visitor {
         Visitor::Session(s) => {
-            pact_db::sessions::set_device_authorization(&app.db, &s.id_hash, Some(auth.id)).await?;
+            pact_db::sessions::set_device_authorization(&state.db, &s.id_hash, Some(auth.id))
+                .await?;
             (s.clone(), None)
         }
         Visitor::Anonymous(token) => {
             let (s, cookie) = session::start_from_form(
-                &app,
+                &state,
                 &token,
                 SessionState {
                     device_authorization_id: Some(auth.id),
@@ -413,10 +419,10 @@ pub async fn confirm(
             (s, Some(cookie))
         }
     };
-    let res = if signed_in_as(&app, &session, &brand.id).await?.is_some() {
+    let res = if signed_in_as(&state, &session, &brand.id).await?.is_some() {
         see_other("/device/consent")
     } else {
-        sign_in_first(&app, &browser, &session, &brand, &auth).await?
+        sign_in_first(&state, &browser, &session, &brand, &auth).await?
     };
     Ok(with_cookie(res, cookie))
 }
@@ -439,30 +445,30 @@ enum Loaded {
 
 /// The authorization this browser is deciding on, if it can be decided and
 /// the person is signed in for its brand; otherwise the page to show instead.
-async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
+async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     let Some(s) = browser.session.clone() else {
         return Ok(Loaded::Respond(see_other("/device")));
     };
     let Some(id) = s.device_authorization_id else {
         return Ok(Loaded::Respond(see_other("/device")));
     };
-    let Some(auth) = pact_db::device_authorizations::find(&app.db, id).await? else {
+    let Some(auth) = pact_db::device_authorizations::find(&state.db, id).await? else {
         return Ok(Loaded::Respond(see_other("/device")));
     };
     let signed_in = browser.signed_in();
-    let brand = pact_db::brands::find(&app.db, &auth.brand_id)
+    let brand = pact_db::brands::find(&state.db, &auth.brand_id)
         .await?
         .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
     i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
     if auth.status != "pending" {
         return Ok(Loaded::Respond(used_code(Some(&brand), signed_in)));
     }
-    if auth.expires_at <= app.clock.now() {
+    if auth.expires_at <= state.clock.now() {
         return Ok(Loaded::Respond(expired_code(Some(&brand), signed_in)));
     }
-    let Some((user_sub, user_label)) = signed_in_as(app, &s, &brand.id).await? else {
+    let Some((user_sub, user_label)) = signed_in_as(state, &s, &brand.id).await? else {
         return Ok(Loaded::Respond(
-            sign_in_first(app, browser, &s, &brand, &auth).await?,
+            sign_in_first(state, browser, &s, &brand, &auth).await?,
         ));
     };
     Ok(Loaded::Ready(Box::new(Deciding {
@@ -474,29 +480,29 @@ async fn load(app: &AppState, browser: &Browser) -> Result<Loaded, PageError> {
     })))
 }
 
-async fn brand_scopes(app: &AppState, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
-    Ok(pact_db::scopes::list(&app.db, brand_id).await?)
+async fn brand_scopes(state: &AppState, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
+    Ok(pact_db::scopes::list(&state.db, brand_id).await?)
 }
 
 async fn consent_page(
-    app: &AppState,
+    state: &AppState,
     d: &Deciding,
     chosen: Option<&BTreeSet<String>>,
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let now = app.clock.now();
-    let agent = pact_db::agents::find(&app.db, &d.auth.pa_issuer).await?;
+    let now = state.clock.now();
+    let agent = pact_db::agents::find(&state.db, &d.auth.pa_issuer).await?;
     // Names and descriptions are registered by operators, but shown visibly
     // all the same: the person must see what the text really holds.
     let agent_name = agent.map_or_else(
         || i18n::t("consent-unregistered-agent"),
         |a| hidden_chars::visible(&a.name),
     );
-    let meta = pact_db::agents::metadata(&app.db, &d.auth.pa_issuer)
+    let meta = pact_db::agents::metadata(&state.db, &d.auth.pa_issuer)
         .await?
         .unwrap_or_default();
-    who::refresh_in_background(app, &d.auth.pa_issuer, &meta, now);
+    who::refresh_in_background(state, &d.auth.pa_issuer, &meta, now);
     let links = [
         ("consent-homepage", &meta.homepage_uri),
         ("consent-privacy", &meta.policy_uri),
@@ -515,7 +521,7 @@ async fn consent_page(
         .chars()
         .find(|c| c.is_alphanumeric())
         .map_or_else(|| "?".to_owned(), |c| c.to_uppercase().collect());
-    let offered = brand_scopes(app, &d.brand.id).await?;
+    let offered = brand_scopes(state, &d.brand.id).await?;
     let describe = |id: &str| {
         let text = offered
             .iter()
@@ -547,8 +553,9 @@ async fn consent_page(
         .unwrap_or_default();
     // Information only: an existing grant never approves anything by itself.
     let mut already_ids = BTreeSet::new();
-    for g in pact_db::grants::active_for(&app.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
-        .await?
+    for g in
+        pact_db::grants::active_for(&state.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
+            .await?
     {
         already_ids.extend(g.scopes.into_iter().filter(|s| d.auth.scopes.contains(s)));
     }
@@ -586,11 +593,11 @@ async fn consent_page(
 
 /// `GET /device/consent[?scopes=a+b]` (the ticks to restore after step-up).
 pub async fn show(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
-    let d = match load(&app, &browser).await? {
+    let d = match load(&state, &browser).await? {
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
@@ -600,18 +607,18 @@ pub async fn show(
             .map(str::to_owned)
             .collect()
     });
-    consent_page(&app, &d, chosen.as_ref(), None, StatusCode::OK).await
+    consent_page(&state, &d, chosen.as_ref(), None, StatusCode::OK).await
 }
 
 /// `POST /device/consent`: Approve (the ticked scopes) or Deny.
 pub async fn decide(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (_, form) = security::guard_post(&app, &headers, &browser, &body)?;
-    let d = match load(&app, &browser).await? {
+    let (_, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let d = match load(&state, &browser).await? {
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
@@ -621,22 +628,22 @@ pub async fn decide(
         tracing::info!(authorization = %d.auth.id, "consent refused: the form was for another request");
         return Err(PageError::Forbidden(i18n::t("consent-err-other-request")));
     }
-    let now = app.clock.now();
+    let now = state.clock.now();
     match form.get("action") {
         Some("deny") => {
-            consent::deny(&app, d.auth.id, Some(&d.user_sub), now)
+            consent::deny(&state, d.auth.id, Some(&d.user_sub), now)
                 .await
                 .map_err(consent_error)?;
             tracing::info!(authorization = %d.auth.id, brand = %d.brand.id, "device authorization denied");
             Ok(see_other("/device/done"))
         }
-        Some("approve") => approve(&app, &browser, &d, &form, now).await,
+        Some("approve") => approve(&state, &browser, &d, &form, now).await,
         _ => Err(PageError::BadRequest(i18n::t("consent-err-no-action"))),
     }
 }
 
 async fn approve(
-    app: &AppState,
+    state: &AppState,
     browser: &Browser,
     d: &Deciding,
     form: &Fields,
@@ -645,7 +652,7 @@ async fn approve(
     let ticked: BTreeSet<String> = form.all("scope").map(str::to_owned).collect();
     if ticked.is_empty() {
         return consent_page(
-            app,
+            state,
             d,
             Some(&ticked),
             Some(&i18n::t("consent-err-none-ticked")),
@@ -657,7 +664,7 @@ async fn approve(
     if !ticked.is_subset(&requested) {
         return Err(consent_error(ConsentError::ScopesNotRequested));
     }
-    let offered = brand_scopes(app, &d.brand.id).await?;
+    let offered = brand_scopes(state, &d.brand.id).await?;
     let needs_mfa = offered
         .iter()
         .any(|s| s.requires_mfa && ticked.contains(&s.scope_id));
@@ -666,14 +673,21 @@ async fn approve(
             return Ok(see_other(&reconfirm_url(&ticked)));
         }
         // The brand's OpenID provider: ask it for a sign-in with a second factor.
-        if let Some(cfg) = pact_db::brand_oidc::find(&app.db, &d.brand.id).await? {
-            return oidc_login::login_page(app, &d.session, &d.brand, &cfg, &d.auth, Some(&ticked))
-                .await;
+        if let Some(cfg) = pact_db::brand_oidc::find(&state.db, &d.brand.id).await? {
+            return oidc_login::login_page(
+                state,
+                &d.session,
+                &d.brand,
+                &cfg,
+                &d.auth,
+                Some(&ticked),
+            )
+            .await;
         }
         // Brand's own login: only the brand can check a second factor.
         if let Some(login) = BrandLogin::from_settings(&d.brand.settings) {
             return brand_login::login_page(
-                app,
+                state,
                 browser,
                 &d.brand,
                 &login,
@@ -686,7 +700,7 @@ async fn approve(
         return Err(PageError::Forbidden(i18n::t("consent-err-mfa")));
     }
     let grant = consent::approve(
-        app,
+        state,
         Approval {
             authorization_id: d.auth.id,
             user_sub: &d.user_sub,
@@ -709,12 +723,12 @@ async fn approve(
 /// (PACT §5.2: the grant is for the person who approves). A plain form, so
 /// it works without JavaScript.
 pub async fn not_you(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     browser: Browser,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let (old, form) = security::guard_post(&app, &headers, &browser, &body)?;
+    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
     let Some(id) = old.device_authorization_id else {
         return Ok(see_other("/device"));
     };
@@ -726,7 +740,7 @@ pub async fn not_you(
     }
     // A new session id (rotation), signed out, carrying only the request.
     let (_, cookie) = session::start(
-        &app,
+        &state,
         Some(old),
         SessionState {
             device_authorization_id: Some(id),
@@ -741,34 +755,34 @@ pub async fn not_you(
 // ---------------------------------------------------------------- done
 
 /// `GET /device/done`.
-pub async fn done(State(app): State<AppState>, browser: Browser) -> Result<Response, PageError> {
+pub async fn done(State(state): State<AppState>, browser: Browser) -> Result<Response, PageError> {
     let signed_in = browser.signed_in();
     let auth = match browser
         .session
         .as_ref()
         .and_then(|s| s.device_authorization_id)
     {
-        Some(id) => pact_db::device_authorizations::find(&app.db, id).await?,
+        Some(id) => pact_db::device_authorizations::find(&state.db, id).await?,
         None => None,
     };
     let Some(auth) = auth.filter(|a| a.status != "pending") else {
         return Ok(see_other("/device"));
     };
-    let brand = pact_db::brands::find(&app.db, &auth.brand_id).await?;
+    let brand = pact_db::brands::find(&state.db, &auth.brand_id).await?;
     let brand_name = brand.as_ref().map_or(NO_BRAND, |b| b.name.as_str());
     let look = brand
         .as_ref()
         .map_or_else(who::Look::none, |b| who::Look::of(&b.settings));
-    let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
+    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("done-your-agent"), |a| a.name);
     let approved = auth.status == "approved" || auth.status == "redeemed";
     let granted = match (approved, auth.grant_id) {
         (true, Some(gid)) => {
-            let scopes = pact_db::grants::find(&app.db, gid)
+            let scopes = pact_db::grants::find(&state.db, gid)
                 .await?
                 .map(|g| g.scopes)
                 .unwrap_or_default();
-            let offered = brand_scopes(&app, &auth.brand_id).await?;
+            let offered = brand_scopes(&state, &auth.brand_id).await?;
             // Everything the agent may now do, not only this request's part:
             // an approval can extend an earlier grant.
             scopes

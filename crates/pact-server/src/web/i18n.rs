@@ -487,12 +487,12 @@ fn qvalue(v: &str) -> Option<u16> {
 
 /// The layer that runs every request inside its [`Ctx`], and names the
 /// language of a page in `Content-Language` (RFC 9110 §8.5).
-pub async fn scope(State(app): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn scope(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let staff = req.uri().path().starts_with("/admin");
     let lang = if staff {
         Lang::En
     } else {
-        negotiate(req.headers(), session::is_secure(&app))
+        negotiate(req.headers(), session::is_secure(&state))
     };
     let here = req
         .uri()
@@ -536,14 +536,14 @@ pub struct SwitchQuery {
 /// the language, so it needs no CSRF token (a forged link can at worst switch
 /// someone's pages to another language, which the same switch undoes).
 pub async fn switch(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     Path(code): Path<String>,
     Query(q): Query<SwitchQuery>,
 ) -> Result<Response, PageError> {
     let Some(lang) = Lang::from_code(&code) else {
         return Err(PageError::NotFound(t("err-no-such-language")));
     };
-    let secure = session::is_secure(&app);
+    let secure = session::is_secure(&state);
     let cookie = format!(
         "{}={}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax{}",
         cookie_name(secure),

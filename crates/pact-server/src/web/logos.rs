@@ -38,11 +38,11 @@ fn fixed(mut res: Response, content_type: HeaderValue) -> Response {
 }
 
 /// `GET /logos/{sha256}`: only names of the stored form reach the database.
-pub async fn logo(State(app): State<AppState>, Path(name): Path<String>) -> Response {
+pub async fn logo(State(state): State<AppState>, Path(name): Path<String>) -> Response {
     if !who::is_logo_name(&name) {
         return not_found();
     }
-    match pact_db::logos::get(&app.db, &name).await {
+    match pact_db::logos::get(&state.db, &name).await {
         Ok(Some(logo)) => {
             // The table only admits the four sniffed raster types.
             let Ok(ct) = HeaderValue::from_str(&logo.content_type) else {

@@ -158,17 +158,17 @@ pub(crate) fn json_ok(body: Value) -> Response {
     res
 }
 
-fn relying_party_of(app: &AppState) -> Result<&Webauthn, PasskeyError> {
-    app.webauthn.as_ref().ok_or_else(PasskeyError::not_found)
+fn relying_party_of(state: &AppState) -> Result<&Webauthn, PasskeyError> {
+    state.webauthn.as_ref().ok_or_else(PasskeyError::not_found)
 }
 
 /// Origin, then a live session whose CSRF token the script sent.
 fn check_request(
-    app: &AppState,
+    state: &AppState,
     headers: &HeaderMap,
     browser: Result<Browser, PageError>,
 ) -> Result<Session, PasskeyError> {
-    security::check_origin(headers, &app.config.public_url)?;
+    security::check_origin(headers, &state.config.public_url)?;
     let session = browser?
         .session
         .ok_or_else(|| PasskeyError::forbidden(&i18n::t("pk-err-session")))?;
@@ -178,11 +178,11 @@ fn check_request(
 }
 
 /// The built-in account the session is signed in with, at its brand.
-async fn account_of(app: &AppState, session: &Session) -> Result<User, PasskeyError> {
+async fn account_of(state: &AppState, session: &Session) -> Result<User, PasskeyError> {
     let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
         return Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out")));
     };
-    match pact_db::users::find(&app.db, user_id).await? {
+    match pact_db::users::find(&state.db, user_id).await? {
         Some(user) if user.brand_id == brand => Ok(user),
         _ => Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out"))),
     }
@@ -209,15 +209,15 @@ const RECONFIRM_MESSAGE: &str = "pk-err-reconfirm";
 /// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
 /// `navigator.credentials.create`, plus `ceremonyId`.
 pub async fn register_start(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
 ) -> Result<Response, PasskeyError> {
-    let webauthn = relying_party_of(&app)?;
-    let session = check_request(&app, &headers, browser)?;
-    let user = account_of(&app, &session).await?;
-    let now = app.clock.now();
-    let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
+    let webauthn = relying_party_of(&state)?;
+    let session = check_request(&state, &headers, browser)?;
+    let user = account_of(&state, &session).await?;
+    let now = state.clock.now();
+    let stored = pact_db::sessions::credentials_of(&state.db, user.id).await?;
     if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
         return Err(PasskeyError::forbidden(&i18n::t(RECONFIRM_MESSAGE)));
     }
@@ -226,15 +226,15 @@ pub async fn register_start(
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     let (mut body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
-    let state = serde_json::to_value(&registration).map_err(PasskeyError::internal)?;
+    let ceremony_state = serde_json::to_value(&registration).map_err(PasskeyError::internal)?;
     let ceremony = Uuid::new_v4();
     pact_db::sessions::insert_ceremony(
-        &app.db,
+        &state.db,
         ceremony,
         &session.id_hash,
         KIND_REGISTER,
         Some(user.id),
-        &state,
+        &ceremony_state,
         now + CEREMONY_LIFETIME,
     )
     .await?;
@@ -309,19 +309,19 @@ pub(crate) fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> 
 
 /// `POST /passkeys/register/finish` ← `{ceremonyId, name, credential}`.
 pub async fn register_finish(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
     body: Result<Json<RegisterFinish>, JsonRejection>,
 ) -> Result<Response, PasskeyError> {
-    let webauthn = relying_party_of(&app)?;
-    let session = check_request(&app, &headers, browser)?;
+    let webauthn = relying_party_of(&state)?;
+    let session = check_request(&state, &headers, browser)?;
     let Json(body) = body.map_err(|_| PasskeyError::bad_request(&i18n::t("pk-err-answer")))?;
-    let user = account_of(&app, &session).await?;
+    let user = account_of(&state, &session).await?;
     let name = passkey_name(body.name.as_deref())?;
-    let now = app.clock.now();
+    let now = state.clock.now();
     let ceremony = pact_db::sessions::take_ceremony(
-        &app.db,
+        &state.db,
         body.ceremony_id,
         &session.id_hash,
         KIND_REGISTER,
@@ -333,8 +333,14 @@ pub async fn register_finish(
     let registration: PasskeyRegistration =
         serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
     let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
-    match pact_db::sessions::insert_credential(&app.db, user.id, passkey.cred_id(), &stored, &name)
-        .await
+    match pact_db::sessions::insert_credential(
+        &state.db,
+        user.id,
+        passkey.cred_id(),
+        &stored,
+        &name,
+    )
+    .await
     {
         Ok(()) => {}
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
@@ -369,8 +375,13 @@ fn client_key(ip: &ClientIp) -> String {
     format!("passkey {}", ip.limit_key())
 }
 
-fn rate_limit(app: &AppState, key: &str) -> Result<(), PasskeyError> {
-    limits::check(&app.page_limits.sign_in_per_ip, key, app.clock.instant()).map_err(|secs| {
+fn rate_limit(state: &AppState, key: &str) -> Result<(), PasskeyError> {
+    limits::check(
+        &state.page_limits.sign_in_per_ip,
+        key,
+        state.clock.instant(),
+    )
+    .map_err(|secs| {
         PageError::TooMany {
             retry_after_secs: secs,
             message: i18n::t("pk-err-too-many-attempts"),
@@ -383,17 +394,17 @@ fn rate_limit(app: &AppState, key: &str) -> Result<(), PasskeyError> {
 /// `RequestChallengeResponse` for `navigator.credentials.get`, plus
 /// `ceremonyId`.
 pub async fn login_start(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     ip: ClientIp,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
     Query(query): Query<LoginQuery>,
 ) -> Result<Response, PasskeyError> {
-    let webauthn = relying_party_of(&app)?;
-    security::check_origin(&headers, &app.config.public_url)?;
+    let webauthn = relying_party_of(&state)?;
+    security::check_origin(&headers, &state.config.public_url)?;
     let browser = browser?;
     let given = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
-    rate_limit(&app, &client_key(&ip))?;
+    rate_limit(&state, &client_key(&ip))?;
     // An anonymous visitor's first session starts here, where a ceremony
     // needs somewhere to live; its CSRF token stays the page's form token.
     let (session, cookie) = match browser.session {
@@ -403,7 +414,7 @@ pub async fn login_start(
         }
         None => {
             let token = session::check_form_token(&browser, given)?;
-            let (s, c) = session::start_from_form(&app, &token, SessionState::default()).await?;
+            let (s, c) = session::start_from_form(&state, &token, SessionState::default()).await?;
             (s, Some(c))
         }
     };
@@ -411,7 +422,7 @@ pub async fn login_start(
         .brand
         .filter(|b| pact_db::brands::is_valid_brand_id(b))
         .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-no-brand")))?;
-    if pact_db::brands::find(&app.db, &brand).await?.is_none() {
+    if pact_db::brands::find(&state.db, &brand).await?.is_none() {
         return Err(PasskeyError::new(
             StatusCode::NOT_FOUND,
             &i18n::t("pk-err-unknown-brand"),
@@ -422,21 +433,21 @@ pub async fn login_start(
         .map_err(PasskeyError::internal)?;
     // The page asks from a button (a modal request), not from autofill.
     challenge.mediation = None;
-    let state = serde_json::to_value(LoginCeremony {
+    let ceremony_state = serde_json::to_value(LoginCeremony {
         brand,
         next: query.next.map(|n| security::safe_next(Some(&n))),
         authentication,
     })
     .map_err(PasskeyError::internal)?;
     let ceremony = Uuid::new_v4();
-    let now = app.clock.now();
+    let now = state.clock.now();
     pact_db::sessions::insert_ceremony(
-        &app.db,
+        &state.db,
         ceremony,
         &session.id_hash,
         KIND_AUTHENTICATE,
         None,
-        &state,
+        &ceremony_state,
         now + CEREMONY_LIFETIME,
     )
     .await?;
@@ -461,20 +472,20 @@ const NOT_RECOGNISED: &str = "pk-err-unknown-passkey";
 /// `POST /passkeys/login/finish` ← `{ceremonyId, credential}` →
 /// `{"redirect": next}` with a new, signed-in session cookie.
 pub async fn login_finish(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     ip: ClientIp,
     headers: HeaderMap,
     browser: Result<Browser, PageError>,
     body: Result<Json<LoginFinish>, JsonRejection>,
 ) -> Result<Response, PasskeyError> {
-    let webauthn = relying_party_of(&app)?;
-    let session = check_request(&app, &headers, browser)?;
-    rate_limit(&app, &client_key(&ip))?;
+    let webauthn = relying_party_of(&state)?;
+    let session = check_request(&state, &headers, browser)?;
+    rate_limit(&state, &client_key(&ip))?;
     let Json(body) = body.map_err(|_| PasskeyError::bad_request(&i18n::t("pk-err-answer")))?;
-    let now = app.clock.now();
+    let now = state.clock.now();
     // Single use: taken (deleted) before anything is checked.
     let ceremony = pact_db::sessions::take_ceremony(
-        &app.db,
+        &state.db,
         body.ceremony_id,
         &session.id_hash,
         KIND_AUTHENTICATE,
@@ -488,11 +499,11 @@ pub async fn login_finish(
     let (user_id, credential_id) = webauthn
         .identify_discoverable_authentication(&body.credential)
         .map_err(|_| refused())?;
-    let user = pact_db::users::find(&app.db, user_id)
+    let user = pact_db::users::find(&state.db, user_id)
         .await?
         .filter(|u| u.brand_id == ceremony.brand && !u.is_disabled())
         .ok_or_else(refused)?;
-    let stored = pact_db::sessions::credentials_of(&app.db, user.id)
+    let stored = pact_db::sessions::credentials_of(&state.db, user.id)
         .await?
         .into_iter()
         .find(|c| c.credential_id == credential_id)
@@ -508,9 +519,9 @@ pub async fn login_finish(
     // webauthn-rs refuses) and the backup flags; also records last use.
     passkey.update_credential(&result);
     let updated = serde_json::to_value(&passkey).map_err(PasskeyError::internal)?;
-    pact_db::sessions::update_credential(&app.db, &stored.credential_id, &updated).await?;
+    pact_db::sessions::update_credential(&state.db, &stored.credential_id, &updated).await?;
     let (_, cookie) = session::start(
-        &app,
+        &state,
         Some(&session),
         SessionState {
             brand_id: Some(user.brand_id.clone()),
@@ -532,31 +543,31 @@ pub async fn login_finish(
 
 /// `POST /account/passkeys/{id}/delete` (a form on the account page).
 pub async fn delete(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    if app.webauthn.is_none() {
+    if state.webauthn.is_none() {
         return Err(PageError::NotFound(i18n::t("pk-err-unavailable")));
     }
-    let (session, _) = security::guard_post(&app, &headers, &browser, &body)?;
-    let user = account_of(&app, session)
+    let (session, _) = security::guard_post(&state, &headers, &browser, &body)?;
+    let user = account_of(&state, session)
         .await
         .map_err(|e| PageError::Forbidden(e.message))?;
     let Ok(id) = id.parse::<Uuid>() else {
         return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     };
-    let stored = pact_db::sessions::credentials_of(&app.db, user.id).await?;
+    let stored = pact_db::sessions::credentials_of(&state.db, user.id).await?;
     if !stored.iter().any(|c| c.id == id) {
         return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
-    let now = app.clock.now();
+    let now = state.clock.now();
     if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
         return Err(PageError::Forbidden(i18n::t(RECONFIRM_MESSAGE)));
     }
-    if !pact_db::sessions::delete_credential(&app.db, user.id, id).await? {
+    if !pact_db::sessions::delete_credential(&state.db, user.id, id).await? {
         return Err(PageError::NotFound(i18n::t("pk-err-no-such")));
     }
     tracing::info!(user = %user.id, "passkey removed");

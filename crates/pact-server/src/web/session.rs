@@ -155,12 +155,12 @@ fn cookie(
 /// The browser's hand-off secret, with the `Set-Cookie` that creates it when
 /// it has none yet. An existing one is kept, so two tabs on their way to the
 /// brand's login do not undo each other.
-pub fn handoff(app: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+pub fn handoff(state: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
     if let Some(raw) = &browser.handoff {
         return (raw.clone(), None);
     }
     let (raw, _) = secrets::new_secret();
-    let secure = is_secure(app);
+    let secure = is_secure(state);
     let line = format!(
         "{}={raw}; Path=/; HttpOnly; Max-Age={}{}",
         handoff_cookie_name(secure),
@@ -176,8 +176,8 @@ pub fn handoff(app: &AppState, browser: &Browser) -> (String, Option<HeaderValue
 }
 
 /// The `Set-Cookie` that removes the hand-off secret once it has been used.
-pub fn clear_handoff(app: &AppState) -> HeaderValue {
-    let secure = is_secure(app);
+pub fn clear_handoff(state: &AppState) -> HeaderValue {
+    let secure = is_secure(state);
     let line = format!(
         "{}=; Path=/; HttpOnly; Max-Age=0{}",
         handoff_cookie_name(secure),
@@ -200,44 +200,44 @@ pub fn clear_cookie(state: &AppState) -> HeaderValue {
     cookie(state, cookie_name, "", 0)
 }
 
-/// Starts a new session with `state` (replacing `old` if given) and returns
+/// Starts a new session at `level` (replacing `old` if given) and returns
 /// it with the `Set-Cookie` header value. Used for every rotation.
 pub async fn start(
-    app: &AppState,
+    state: &AppState,
     old: Option<&Session>,
-    state: SessionState,
+    level: SessionState,
 ) -> Result<(Session, HeaderValue), PageError> {
     let (csrf, _) = secrets::new_secret();
-    insert(app, old, state, &csrf).await
+    insert(state, old, level, &csrf).await
 }
 
 /// The first session of an anonymous visitor, made only once they do
 /// something that needs state (a code entered, a sign-in begun). It keeps
 /// the form token as its CSRF token, so pages already open stay usable.
 pub async fn start_from_form(
-    app: &AppState,
+    state: &AppState,
     form: &FormToken,
-    state: SessionState,
+    level: SessionState,
 ) -> Result<(Session, HeaderValue), PageError> {
-    insert(app, None, state, &form.0).await
+    insert(state, None, level, &form.0).await
 }
 
 async fn insert(
-    app: &AppState,
+    state: &AppState,
     old: Option<&Session>,
-    state: SessionState,
+    level: SessionState,
     csrf: &str,
 ) -> Result<(Session, HeaderValue), PageError> {
     let (raw, hash) = secrets::new_secret();
-    let mut tx = app.db.begin().await?;
+    let mut tx = state.db.begin().await?;
     if let Some(old) = old {
         pact_db::sessions::delete(&mut *tx, &old.id_hash).await?;
     }
     let session =
-        pact_db::sessions::insert(&mut *tx, &hash, csrf, &state, app.clock.now() + LIFETIME)
+        pact_db::sessions::insert(&mut *tx, &hash, csrf, &level, state.clock.now() + LIFETIME)
             .await?;
     tx.commit().await?;
-    Ok((session, set_cookie(app, &raw)))
+    Ok((session, set_cookie(state, &raw)))
 }
 
 /// An anonymous visitor's form token: 256 random bits in a cookie that the
@@ -262,7 +262,7 @@ impl FormToken {
 /// The CSRF token for a form on this page: the session's when there is one,
 /// otherwise the anonymous form token (with the `Set-Cookie` that creates it
 /// when the browser has none yet).
-pub fn form_csrf(app: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+pub fn form_csrf(state: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
     if let Some(s) = &browser.session {
         return (s.csrf_token.clone(), None);
     }
@@ -270,7 +270,7 @@ pub fn form_csrf(app: &AppState, browser: &Browser) -> (String, Option<HeaderVal
         return (t.clone(), None);
     }
     let (raw, _) = secrets::new_secret();
-    let set = cookie(app, form_cookie_name, &raw, LIFETIME.whole_seconds());
+    let set = cookie(state, form_cookie_name, &raw, LIFETIME.whole_seconds());
     (raw, Some(set))
 }
 
