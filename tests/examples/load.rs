@@ -58,7 +58,7 @@ const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 const USAGE: &str = "\
 usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
-            [--device-codes K] [--sequential R] [--markdown FILE]
+            [--device-codes K] [--sequential R] [--prefill N] [--markdown FILE]
 
   --seconds N        duration of each timed phase [10]
   --concurrency C    concurrent workers [16]
@@ -68,6 +68,9 @@ usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
                      (the limiter allows 10 req/s per (PA, sub))
   --device-codes K   pending device authorizations to poll [500]
   --sequential R     requests in each sequential (concurrency 1) run [500]
+  --prefill N        before the phases, store N old device authorizations and
+                     N old receipts (of N/100 expired grants), to show that no
+                     request's cost grows with the tables [0]
   --markdown FILE    also write the results table (markdown) to FILE
 
 Needs the release pactd: cargo build --release -p pactd (or PACTD_BIN=path).";
@@ -80,6 +83,7 @@ struct Args {
     subs: usize,
     device_codes: usize,
     sequential: usize,
+    prefill: u64,
     markdown: Option<PathBuf>,
 }
 
@@ -91,6 +95,7 @@ fn parse_args() -> anyhow::Result<Args> {
         subs: 32,
         device_codes: 500,
         sequential: 500,
+        prefill: 0,
         markdown: None,
     };
     let mut it = std::env::args().skip(1);
@@ -116,6 +121,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--subs" => a.subs = usize::try_from(num()?)?,
             "--device-codes" => a.device_codes = usize::try_from(num()?)?,
             "--sequential" => a.sequential = usize::try_from(num()?)?,
+            "--prefill" => a.prefill = num()?,
             "--markdown" => a.markdown = Some(PathBuf::from(value)),
             _ => bail!("unknown argument {flag:?}\n\n{USAGE}"),
         }
@@ -126,6 +132,83 @@ fn parse_args() -> anyhow::Result<Args> {
         a.pas = a.concurrency;
     }
     Ok(a)
+}
+
+// ---------------------------------------------------------------------------
+// History: the tables as a server that has run for a while holds them.
+
+/// Stores `n` device authorizations as a busy hour leaves them (housekeeping
+/// removes what was decided or expired over an hour ago, so a full table is a
+/// recent one): a third pending with live user codes, the rest decided half
+/// an hour ago, every tenth a step-up one, spread over the PAs. Also `n` old
+/// receipts in chains of 100 on `n / 100` expired grants, each with its
+/// conversation. The receipts bypass the receipt log's queue (its trigger is
+/// off during the insert): the log is the tree-head job's business, not a
+/// request's, and a million queued leaves would have that job working
+/// through them during the phases.
+async fn prefill(pool: &sqlx::PgPool, issuers: &[String], n: u64) -> anyhow::Result<()> {
+    let n = i64::try_from(n)?;
+    let grants = (n / 100).max(1);
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, \
+             user_code, scopes, status, interval_secs, last_polled_at, expires_at, created_at, \
+             origin, decided_at, user_sub) \
+         select gen_random_uuid(), 'demo', ($1::text[])[1 + i % cardinality($1::text[])], \
+             'old-' || (i % 5000), sha256(('prefill-' || i)::bytea), \
+             (select string_agg(substr('BCDFGHJKLMNPQRSTVWXZ', \
+                 1 + ((i / power(20, k)::bigint) % 20)::int, 1), '' order by k) \
+              from generate_series(0, 7) k), \
+             array['orders:read'], (array['redeemed', 'denied', 'pending'])[1 + i % 3], 5, \
+             now() - interval '30 minutes', now() + interval '2 hours', \
+             now() - interval '35 minutes', \
+             case when i % 10 = 0 then 'step_up' else 'client' end, \
+             case when i % 3 = 2 then null else now() - interval '30 minutes' end, \
+             'old-user-' || (i % 5000) \
+         from generate_series(1, $2::bigint) i",
+    )
+    .bind(issuers)
+    .bind(n)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, created_at, expires_at) \
+         select ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'demo', \
+             ($1::text[])[1 + g % cardinality($1::text[])], 'old-user-' || g, \
+             array['orders:read'], now() - interval '40 days', now() - interval '10 days' \
+         from generate_series(1, $2::bigint) g",
+    )
+    .bind(issuers)
+    .bind(grants)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+         select id, brand_id, pa_issuer, 'old-pa-user', user_sub from grants \
+         where user_sub like 'old-user-%'",
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("alter table receipts disable trigger receipts_log_pending")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims, created_at) \
+         select g.id, s, g.id, 'old-' || s, \
+             'eyJhbGciOiJFUzI1NiJ9.' || encode(sha256((g.id::text || s)::bytea), 'hex') || '.sig', \
+             jsonb_build_object('seq', s, 'grant', g.id), now() - interval '20 days' \
+         from grants g, generate_series(1, 100) s where g.user_sub like 'old-user-%' \
+         limit $1",
+    )
+    .bind(n)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("alter table receipts enable trigger receipts_log_pending")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    sqlx::query("analyze").execute(pool).await?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -976,6 +1059,17 @@ async fn main() -> anyhow::Result<()> {
     let sync_commit: String = sqlx::query_scalar("show synchronous_commit")
         .fetch_one(&pool)
         .await?;
+    if args.prefill > 0 {
+        let issuers: Vec<String> = pas.iter().map(|p| p.issuer.clone()).collect();
+        let started = Instant::now();
+        prefill(&pool, &issuers, args.prefill).await?;
+        eprintln!(
+            "prefilled {} device authorizations and {} receipts in {:.0} s",
+            args.prefill,
+            args.prefill,
+            started.elapsed().as_secs_f64()
+        );
+    }
     let probe = CpuProbe {
         pactd_pid: server.pid.to_string(),
         pool: pool.clone(),

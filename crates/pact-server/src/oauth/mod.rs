@@ -173,3 +173,42 @@ pub fn check_client_id(
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The RFC 6749 error a token or device request gets for its `client_id`.
+    fn client_id_error(client_id: Option<&str>, required: bool) -> Option<OAuthErrorCode> {
+        match check_client_id(client_id, "https://pa.example", required) {
+            Ok(()) => None,
+            Err(OAuthFailure::Protocol(e)) => Some(e.error),
+            Err(OAuthFailure::Api(e)) => panic!("not an OAuth error: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn client_id_is_the_authenticated_pas_issuer() {
+        use OAuthErrorCode::{InvalidClient, InvalidRequest};
+        // (client_id sent, required by the endpoint, the error or None)
+        let rules = [
+            (Some("https://pa.example"), true, None),
+            (Some("https://pa.example"), false, None),
+            // Another PA's id, even a prefix or a case variant of ours, is not ours.
+            (Some("https://other.example"), true, Some(InvalidClient)),
+            (Some("https://pa.example/"), false, Some(InvalidClient)),
+            (Some("HTTPS://PA.EXAMPLE"), true, Some(InvalidClient)),
+            (Some(""), true, Some(InvalidClient)),
+            // Absent: refused where RFC 8628 §3.4 requires it, else the PA-JWT says who.
+            (None, true, Some(InvalidRequest)),
+            (None, false, None),
+        ];
+        for (sent, required, want) in rules {
+            assert_eq!(
+                client_id_error(sent, required),
+                want,
+                "client_id {sent:?}, required {required}"
+            );
+        }
+    }
+}
