@@ -189,8 +189,24 @@ pub fn permits(details: Option<&Value>, types: &DetailsTypes, tool: &str, args: 
     true
 }
 
-/// Plain-words sentences for consent, one per entry.
-pub fn describe(details: &Value, types: &DetailsTypes) -> Vec<String> {
+/// What to say of an entry that has no sentence of its own; the caller words
+/// it in the page's language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unworded<'a> {
+    /// A type the brand does not register (refused at request time; only an
+    /// older stored authorization can still hold one).
+    UnknownType(&'a str),
+    /// A registered type without a description.
+    Undescribed(&'a str),
+}
+
+/// Plain-words sentences for consent, one per entry (RFC 9396 §7: the user
+/// must be able to see what they grant).
+pub fn describe(
+    details: &Value,
+    types: &DetailsTypes,
+    unworded: impl Fn(Unworded<'_>) -> String,
+) -> Vec<String> {
     let Some(entries) = details.as_array() else {
         return vec![];
     };
@@ -199,10 +215,10 @@ pub fn describe(details: &Value, types: &DetailsTypes) -> Vec<String> {
         .map(|e| {
             let type_name = e.get("type").and_then(Value::as_str).unwrap_or("");
             let Some(t) = types.get(type_name) else {
-                return format!("Restriction of type {type_name}");
+                return super::hidden_chars::visible(&unworded(Unworded::UnknownType(type_name)));
             };
             let mut text = if t.description.is_empty() {
-                format!("Limited by {type_name}")
+                unworded(Unworded::Undescribed(type_name))
             } else {
                 t.description.clone()
             };
@@ -326,9 +342,27 @@ mod tests {
     #[test]
     fn consent_wording_fills_in_the_values() {
         let d = json!([{"type":"order_cancellation","order_ids":["DEMO-1","DEMO-2"]}]);
+        let unworded = |u: Unworded<'_>| match u {
+            Unworded::UnknownType(t) => format!("unknown {t}"),
+            Unworded::Undescribed(t) => format!("undescribed {t}"),
+        };
         assert_eq!(
-            describe(&d, &demo_types()),
+            describe(&d, &demo_types(), unworded),
             vec!["Cancel only these orders: DEMO-1, DEMO-2"]
+        );
+        // Without a sentence of its own, the caller's wording names the type.
+        let mut types = demo_types();
+        if let Some(t) = types.get_mut("order_cancellation") {
+            t.description.clear();
+        }
+        let d = json!([{"type":"order_cancellation"}, {"type":"gone\u{202e}"}]);
+        assert_eq!(
+            describe(&d, &types, unworded),
+            vec![
+                "undescribed order_cancellation",
+                // Even a stored odd type name is shown with its hidden characters visible.
+                "unknown gone[U+202E]",
+            ]
         );
     }
 }

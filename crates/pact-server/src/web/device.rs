@@ -548,6 +548,14 @@ async fn consent_page(
             authz_details::describe(
                 details,
                 &authz_details::types_from_settings(&d.brand.settings),
+                |u| match u {
+                    authz_details::Unworded::UnknownType(t) => {
+                        i18n::t1("consent-detail-unknown-type", "type", t)
+                    }
+                    authz_details::Unworded::Undescribed(t) => {
+                        i18n::t1("consent-detail-undescribed", "type", t)
+                    }
+                },
             )
         })
         .unwrap_or_default();
