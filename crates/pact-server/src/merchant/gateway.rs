@@ -301,16 +301,14 @@ async fn forward_mcp(
         return Err("encoding".to_owned());
     };
     let signer = mcp_client::Signer::new(secrets, context, now.unix_timestamp());
-    mcp_client::call_tool(
-        &state.outbound,
-        &tool.url,
-        state.config.jwks.allow_loopback,
-        &signer,
-        remote,
-        args,
-        turn.tool_timeout,
-        MAX_TOOL_RESPONSE_BYTES,
-    )
-    .await
-    .map_err(|e| e.to_string())
+    let server = mcp_client::Server {
+        http: &state.outbound,
+        url: &tool.url,
+        allow_loopback: state.config.jwks.allow_loopback,
+        timeout: turn.tool_timeout,
+        max: MAX_TOOL_RESPONSE_BYTES,
+    };
+    mcp_client::call_tool(server, &signer, remote, args)
+        .await
+        .map_err(|e| e.to_string())
 }

@@ -347,37 +347,39 @@ async fn read_sse_response(
     ))
 }
 
-/// The checked URL and the session for it.
-fn session<'a>(
-    http: &'a Client,
-    url: &str,
-    allow_loopback: bool,
-    signer: &'a Signer<'a>,
-    max: usize,
-) -> Result<Session<'a>, McpError> {
-    let url = pact_jose::check_jwks_uri(url, allow_loopback)
-        .map_err(|e| CallError::Refused(e.to_string()))?;
-    Ok(Session {
-        http,
-        url,
-        signer,
-        session_id: None,
-        version: None,
-        next_id: 0,
-        max,
-    })
+/// A merchant's MCP server and the limits of one exchange with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Server<'a> {
+    /// pactd's outbound client (`http::build_client`: the guarded resolver).
+    pub http: &'a Client,
+    pub url: &'a str,
+    pub allow_loopback: bool,
+    /// The whole exchange, `initialize` to the answer.
+    pub timeout: Duration,
+    /// Bytes read per response.
+    pub max: usize,
+}
+
+impl<'a> Server<'a> {
+    /// The checked URL and a session for it.
+    fn session(&self, signer: &'a Signer<'a>) -> Result<Session<'a>, McpError> {
+        let url = pact_jose::check_jwks_uri(self.url, self.allow_loopback)
+            .map_err(|e| CallError::Refused(e.to_string()))?;
+        Ok(Session {
+            http: self.http,
+            url,
+            signer,
+            session_id: None,
+            version: None,
+            next_id: 0,
+            max: self.max,
+        })
+    }
 }
 
 /// The server's tools, every page of `tools/list` (at most [`MAX_TOOLS`]).
-pub async fn list_tools(
-    http: &Client,
-    url: &str,
-    allow_loopback: bool,
-    signer: &Signer<'_>,
-    timeout: Duration,
-    max: usize,
-) -> Result<Vec<Value>, McpError> {
-    let mut s = session(http, url, allow_loopback, signer, max)?;
+pub async fn list_tools(server: Server<'_>, signer: &Signer<'_>) -> Result<Vec<Value>, McpError> {
+    let mut s = server.session(signer)?;
     let exchange = async {
         s.open().await?;
         let mut tools = Vec::new();
@@ -411,7 +413,7 @@ pub async fn list_tools(
         }
         Err(McpError::protocol("tools/list pages do not end"))
     };
-    let out = tokio::time::timeout(timeout, exchange)
+    let out = tokio::time::timeout(server.timeout, exchange)
         .await
         .map_err(|_| CallError::Timeout)?;
     s.close();
@@ -421,16 +423,12 @@ pub async fn list_tools(
 /// Calls `name` at the server; the `CallToolResult` as pactd hands it on:
 /// `content`, `structuredContent` when it is an object, and `isError`.
 pub async fn call_tool(
-    http: &Client,
-    url: &str,
-    allow_loopback: bool,
+    server: Server<'_>,
     signer: &Signer<'_>,
     name: &str,
     args: &Value,
-    timeout: Duration,
-    max: usize,
 ) -> Result<Value, McpError> {
-    let mut s = session(http, url, allow_loopback, signer, max)?;
+    let mut s = server.session(signer)?;
     let exchange = async {
         s.open().await?;
         s.send(
@@ -440,7 +438,7 @@ pub async fn call_tool(
         )
         .await
     };
-    let out = tokio::time::timeout(timeout, exchange)
+    let out = tokio::time::timeout(server.timeout, exchange)
         .await
         .map_err(|_| CallError::Timeout);
     s.close();

@@ -146,10 +146,16 @@ pub async fn fetch(
     context.insert("type".into(), json!("pact.mcp_import"));
     context.insert("brand".into(), json!(brand_id));
     let signer = Signer::new(secrets, context, timestamp);
-    let listed =
-        mcp_client::list_tools(http, url, allow_loopback, &signer, timeout, MAX_LIST_BYTES)
-            .await
-            .map_err(|e| invalid(format!("reading tools/list from {url}: {e}")))?;
+    let server = mcp_client::Server {
+        http,
+        url,
+        allow_loopback,
+        timeout,
+        max: MAX_LIST_BYTES,
+    };
+    let listed = mcp_client::list_tools(server, &signer)
+        .await
+        .map_err(|e| invalid(format!("reading tools/list from {url}: {e}")))?;
     check_listed(&listed)
 }
 
