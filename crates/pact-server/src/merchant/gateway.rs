@@ -312,3 +312,18 @@ async fn forward_mcp(
         .await
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_route_answers_an_mcp_tools_structured_content_or_its_whole_result() {
+        let structured =
+            json!({"content": [], "structuredContent": {"ok": true}, "isError": false});
+        assert_eq!(CallOutput::Mcp(structured).into_json(), json!({"ok": true}));
+        let text_only = json!({"content": [{"type": "text", "text": "hi"}], "isError": false});
+        assert_eq!(CallOutput::Mcp(text_only.clone()).into_json(), text_only);
+        assert_eq!(CallOutput::Json(json!([1])).into_json(), json!([1]));
+    }
+}

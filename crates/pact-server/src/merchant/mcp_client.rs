@@ -31,6 +31,7 @@ use reqwest::Client;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::http::{CallError, transport};
@@ -302,44 +303,63 @@ async fn read_capped(res: &mut reqwest::Response, max: usize) -> Result<Vec<u8>,
     Ok(out)
 }
 
-/// Reads server-sent events (HTML Living Standard, "Server-sent events":
-/// lines, `data:` fields joined by newlines, an empty line ends an event)
-/// until one carries the response to request `id`. Other messages (progress,
-/// logging) are skipped; all bytes read count against `max`.
+/// Server-sent events (HTML Living Standard, "Server-sent events": `data:`
+/// fields joined by newlines, an empty line ends an event), fed chunk by
+/// chunk: each complete event's data. Lines end in LF or CRLF; a lone CR,
+/// which the format also allows, is not split on (an answer in that form
+/// fails as "ended without the response", never as a wrong one).
+#[derive(Debug, Default)]
+struct SseEvents {
+    pending: Vec<u8>,
+    data: String,
+}
+
+impl SseEvents {
+    /// Feeds a chunk; the data of every event it completes.
+    fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.pending.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    events.push(std::mem::take(&mut self.data));
+                }
+            } else if let Some(value) = line.strip_prefix("data:") {
+                if !self.data.is_empty() {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            }
+            // `event:`, `id:`, `retry:` and `:` comments carry nothing pactd needs.
+        }
+        events
+    }
+}
+
+/// Reads the event stream until an event carries the response to request
+/// `id`; other messages (progress, logging) are skipped, and every byte read
+/// counts against `max`.
 async fn read_sse_response(
     res: &mut reqwest::Response,
     id: i64,
     max: usize,
 ) -> Result<Value, McpError> {
     let mut read = 0usize;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut data = String::new();
+    let mut events = SseEvents::default();
     while let Some(chunk) = res.chunk().await.map_err(transport)? {
         read += chunk.len();
         if read > max {
             return Err(CallError::TooLarge(max).into());
         }
-        pending.extend_from_slice(&chunk);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if !data.is_empty() {
-                    if let Ok(v) = serde_json::from_str::<Value>(&data)
-                        && is_response_to(&v, id)
-                    {
-                        return Ok(v);
-                    }
-                    data.clear();
-                }
-            } else if let Some(value) = line.strip_prefix("data:") {
-                if !data.is_empty() {
-                    data.push('\n');
-                }
-                data.push_str(value.strip_prefix(' ').unwrap_or(value));
+        for data in events.feed(&chunk) {
+            if let Ok(v) = serde_json::from_str::<Value>(&data)
+                && is_response_to(&v, id)
+            {
+                return Ok(v);
             }
-            // `event:`, `id:`, `retry:` and `:` comments carry nothing pactd needs.
         }
     }
     Err(McpError::protocol(
@@ -429,6 +449,12 @@ pub async fn call_tool(
     args: &Value,
 ) -> Result<Value, McpError> {
     let mut s = server.session(signer)?;
+    // The host only, as for URL tools: a merchant may put a credential in its URL's path or query.
+    let span = tracing::debug_span!(
+        "merchant.mcp_call",
+        otel.kind = "client",
+        server.address = s.url.host_str().unwrap_or(""),
+    );
     let exchange = async {
         s.open().await?;
         s.send(
@@ -437,7 +463,8 @@ pub async fn call_tool(
             false,
         )
         .await
-    };
+    }
+    .instrument(span);
     let out = tokio::time::timeout(server.timeout, exchange)
         .await
         .map_err(|_| CallError::Timeout);
@@ -484,6 +511,15 @@ mod tests {
         );
         // Another body, another context: the signature covers the body through its hash.
         assert_ne!(signer.sign(b"{\"a\":2}").unwrap().context, s.context);
+    }
+
+    #[test]
+    fn events_are_split_across_chunks_and_line_endings() {
+        let mut sse = SseEvents::default();
+        assert!(sse.feed(b"event: message\r\nda").is_empty());
+        assert!(sse.feed(b"ta: {\"a\":\r\ndata:1}\r\n").is_empty());
+        assert_eq!(sse.feed(b"\r\n: comment\n\ndata: x\n"), ["{\"a\":\n1}"]);
+        assert_eq!(sse.feed(b"\n"), ["x"]);
     }
 
     #[test]
