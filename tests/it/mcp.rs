@@ -7,7 +7,6 @@
 //! origins, sessions and protocol versions that were never negotiated,
 //! arguments outside the schema or the granted details, oversized answers.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,100 +14,16 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use pact_db::merchant::BrandTool;
-use pact_jose::ProviderKeySet;
-use pact_proto::oauth::{Receipt, ReceiptClaims};
 use pact_tests::TestApp;
 use reqwest::Response;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio::sync::{Semaphore, mpsc};
+
+use crate::journey::{NodeService, grant, ok_json, text, verified_receipt};
 
 const ISS: &str = "https://pa.example/mcp";
 const SUB: &str = "pa-user-1";
 const VERSION: &str = "2025-11-25";
-
-/// `npm ci` once per test run when the locked MCP SDK is not installed yet
-/// (.ci/run installs it up front).
-fn ensure_sdk(dir: &str) {
-    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    READY.get_or_init(|| {
-        let dir = std::path::Path::new(dir);
-        if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
-            return;
-        }
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(dir)
-            .status()
-            .expect("npm is needed for the MCP tests (apt-get install -y nodejs npm)");
-        assert!(status.success(), "npm ci failed in tests/mcp");
-    });
-}
-
-/// The brand agent of tests/mcp, running as its own process.
-struct McpAgent {
-    base: String,
-    _child: Child,
-}
-
-impl McpAgent {
-    async fn start(whsec: &str) -> Self {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp");
-        ensure_sdk(dir);
-        let mut child = Command::new("node")
-            .arg(format!("{dir}/brand-agent.mjs"))
-            .args(["--port", "0"])
-            .env("MERCHANT_WEBHOOK_SECRET", whsec)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs the brand agent");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("the brand agent starts")
-            .unwrap()
-            .expect("it prints its port");
-        let port: u16 = line
-            .strip_prefix("listening on port ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        Self {
-            base: format!("http://127.0.0.1:{port}"),
-            _child: child,
-        }
-    }
-
-    async fn seen(&self, message_id: &str) -> Value {
-        let stats: Value = reqwest::get(format!("{}/stats", self.base))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        stats["turns"][message_id].clone()
-    }
-}
-
-async fn ok_json(res: Response) -> Value {
-    let status = res.status();
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-fn text(message: &Value) -> &str {
-    message["parts"][0]["text"].as_str().unwrap()
-}
-
-async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
-    let receipt: Receipt =
-        serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
-    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
-    pact_jose::verify_receipt(&receipt, &keys).unwrap()
-}
 
 /// The entry of a tools list with this name.
 fn named(tools: &Value, name: &str) -> Value {
@@ -121,21 +36,6 @@ fn named(tools: &Value, name: &str) -> Value {
         .clone()
 }
 
-async fn grant(
-    app: &TestApp,
-    pa: &pact_tests::TestPa,
-    scopes: &[&str],
-    details: Option<&Value>,
-) -> String {
-    let auth = app
-        .device_authorize(pa, SUB, &scopes.join(" "), details)
-        .await;
-    app.approve(&auth.user_code, "ann", scopes).await;
-    let (status, body) = app.poll(pa, SUB, &auth.device_code).await;
-    assert_eq!(status, 200, "{body}");
-    body["access_token"].as_str().unwrap().to_owned()
-}
-
 /// The journey through an off-the-shelf MCP client: lookup allowed
 /// and receipted; cancel refused with an MCP tool error naming the scope and
 /// the A2A reply a step-up; after approval the cancel reaches the merchant's
@@ -145,12 +45,12 @@ async fn an_official_mcp_client_runs_the_delegated_journey() {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
     let m = app.merchant_brand("demo").await;
-    let agent = McpAgent::start(&m.secret).await;
+    let agent = NodeService::brand_agent(&m.secret).await;
     app.set_agent("demo", &format!("{}/pact", agent.base), None)
         .await;
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
-    let read = grant(&app, &pa, &["orders:read"], None).await;
+    let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
 
     let v = ok_json(
         app.send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
@@ -225,7 +125,15 @@ async fn an_official_mcp_client_runs_the_delegated_journey() {
 
     // The person approves cancelling SHOP-1001; the same agent, the same SDK, now allowed.
     let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]);
-    let both = grant(&app, &pa, &["orders:read", "orders:cancel"], Some(&details)).await;
+    let both = grant(
+        &app,
+        &pa,
+        SUB,
+        "ann",
+        &["orders:read", "orders:cancel"],
+        Some(&details),
+    )
+    .await;
     let v = ok_json(
         app.send_delegated(
             "demo",
@@ -373,7 +281,7 @@ async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
     app.set_agent("demo", &agent_url, None).await;
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
-    let delegation = grant(&app, &pa, &["orders:read"], None).await;
+    let delegation = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
 
     let app = Arc::new(app);
     let (a1, a2) = (app.clone(), app.clone());
@@ -667,6 +575,9 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
                 description: format!("{name} for tests"),
                 enforce: json!([]),
                 input_schema: schema,
+                kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
+                remote_name: None,
+                mapped: true,
             },
         )
         .await
@@ -678,7 +589,15 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1002"]}]);
-    let token = grant(&app, &pa, &["orders:read", "orders:cancel"], Some(&details)).await;
+    let token = grant(
+        &app,
+        &pa,
+        SUB,
+        "ann",
+        &["orders:read", "orders:cancel"],
+        Some(&details),
+    )
+    .await;
 
     let app = Arc::new(app);
     let a1 = app.clone();

@@ -16,14 +16,14 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use pact_jose::ProviderKeySet;
-use pact_proto::oauth::{Receipt, ReceiptClaims};
 use pact_server::merchant::signing::WebhookSecret;
 use pact_tests::TestApp;
 use pact_tests::merchant::Merchant;
 use reqwest::Response;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
+
+use crate::journey::{grant, ok_json, text, verified_receipt};
 
 const ISS: &str = "https://pa.example/merchant";
 const SUB: &str = "pa-user-1";
@@ -35,46 +35,11 @@ async fn shop_app() -> (TestApp, Merchant) {
     (app, m)
 }
 
-async fn ok_json(res: Response) -> Value {
-    let status = res.status();
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-fn text(message: &Value) -> &str {
-    message["parts"][0]["text"].as_str().unwrap()
-}
-
-async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
-    let receipt: Receipt =
-        serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
-    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
-    pact_jose::verify_receipt(&receipt, &keys).unwrap()
-}
-
 async fn message_rows(app: &TestApp) -> i64 {
     sqlx::query_scalar("select count(*) from messages")
         .fetch_one(&app.db)
         .await
         .unwrap()
-}
-
-/// Device authorization (with details) → approval of `scopes` as `user` → token.
-async fn grant(
-    app: &TestApp,
-    pa: &pact_tests::TestPa,
-    user: &str,
-    scopes: &[&str],
-    details: Option<&Value>,
-) -> String {
-    let auth = app
-        .device_authorize(pa, SUB, &scopes.join(" "), details)
-        .await;
-    app.approve(&auth.user_code, user, scopes).await;
-    let (status, body) = app.poll(pa, SUB, &auth.device_code).await;
-    assert_eq!(status, 200, "{body}");
-    body["access_token"].as_str().unwrap().to_owned()
 }
 
 async fn introspect(app: &TestApp, basic: Option<(&str, &str)>, token: &str) -> Response {
@@ -111,7 +76,7 @@ async fn the_delegated_journey_runs_through_the_example_merchant() {
     let (app, m) = shop_app().await;
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
-    let read = grant(&app, &pa, "ann", &["orders:read"], None).await;
+    let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
 
     let v = ok_json(
         app.send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
@@ -164,6 +129,7 @@ async fn the_delegated_journey_runs_through_the_example_merchant() {
     let both = grant(
         &app,
         &pa,
+        SUB,
         "ann",
         &["orders:read", "orders:cancel"],
         Some(&details),
@@ -241,7 +207,7 @@ async fn introspection_needs_a_brand_credential_and_says_little_about_bad_tokens
     let (app, _m) = shop_app().await;
     app.add_brand("acme", "Acme").await;
     let pa = app.registered_pa(ISS).await;
-    let token = grant(&app, &pa, "ann", &["orders:read"], None).await;
+    let token = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
     let (id, secret) = credential(&app, "demo").await;
     let (acme_id, acme_secret) = credential(&app, "acme").await;
 
@@ -319,7 +285,7 @@ async fn details_that_do_not_cover_the_arguments_forward_nothing() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1002"]}]);
-    let token = grant(&app, &pa, "ann", &["orders:cancel"], Some(&details)).await;
+    let token = grant(&app, &pa, SUB, "ann", &["orders:cancel"], Some(&details)).await;
     let v = ok_json(
         app.send_delegated("demo", &pa_jwt, &token, "m1", "cancel SHOP-1001", None)
             .await,
@@ -580,7 +546,7 @@ async fn a_turn_token_is_useless_outside_its_turn() {
     app.set_agent("demo", &agent_url, None).await;
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
-    let delegation = grant(&app, &pa, "ann", &["orders:read"], None).await;
+    let delegation = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
 
     let app = Arc::new(app);
     let (a1, a2) = (app.clone(), app.clone());

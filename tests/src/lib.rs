@@ -8,6 +8,7 @@ pub mod db;
 pub mod delegation;
 pub mod logo_server;
 pub mod merchant;
+pub mod node;
 pub mod pa;
 pub mod pages;
 pub mod smtp_sink;

@@ -139,6 +139,9 @@ impl TestApp {
                     description: String::new(),
                     enforce: json!([]),
                     input_schema: None,
+                    kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
+                    remote_name: None,
+                    mapped: true,
                 },
             )
             .await

@@ -148,6 +148,11 @@ pub async fn insert_secret(
         .map(|_| ())
 }
 
+/// How pactd reaches a tool (`brand_tools.kind`).
+pub const TOOL_KIND_URL: &str = "url";
+/// A tool on the merchant's MCP server: `url` is the server, `remote_name` the tool there.
+pub const TOOL_KIND_MCP: &str = "mcp";
+
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BrandTool {
     pub brand_id: String,
@@ -157,16 +162,48 @@ pub struct BrandTool {
     pub description: String,
     pub enforce: serde_json::Value,
     pub input_schema: Option<serde_json::Value>,
+    /// [`TOOL_KIND_URL`] or [`TOOL_KIND_MCP`].
+    pub kind: String,
+    /// The tool's name at the merchant's MCP server (kind `mcp` only).
+    pub remote_name: Option<String>,
+    /// False for an imported tool no one has given a scope yet: refused for
+    /// everyone (deny by default, migration 0020).
+    pub mapped: bool,
 }
 
-const TOOL_COLS: &str = "brand_id, name, scope, url, description, enforce, input_schema";
+impl BrandTool {
+    /// A tool pactd reaches by POSTing the signed `pact.tool_call` to `url`.
+    pub fn at_url(brand_id: &str, name: &str, scope: Option<&str>, url: &str) -> Self {
+        Self {
+            brand_id: brand_id.to_owned(),
+            name: name.to_owned(),
+            scope: scope.map(str::to_owned),
+            url: url.to_owned(),
+            description: String::new(),
+            enforce: serde_json::json!([]),
+            input_schema: None,
+            kind: TOOL_KIND_URL.to_owned(),
+            remote_name: None,
+            mapped: true,
+        }
+    }
+
+    pub fn is_mcp(&self) -> bool {
+        self.kind == TOOL_KIND_MCP
+    }
+}
+
+const TOOL_COLS: &str =
+    "brand_id, name, scope, url, description, enforce, input_schema, kind, remote_name, mapped";
 
 pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()> {
     sqlx::query(
-        "insert into brand_tools (brand_id, name, scope, url, description, enforce, input_schema) \
-         values ($1, $2, $3, $4, $5, $6, $7) on conflict (brand_id, name) do update set \
+        "insert into brand_tools (brand_id, name, scope, url, description, enforce, input_schema, \
+         kind, remote_name, mapped) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (brand_id, name) do update set \
          scope = excluded.scope, url = excluded.url, description = excluded.description, \
-         enforce = excluded.enforce, input_schema = excluded.input_schema",
+         enforce = excluded.enforce, input_schema = excluded.input_schema, kind = excluded.kind, \
+         remote_name = excluded.remote_name, mapped = excluded.mapped",
     )
     .bind(&t.brand_id)
     .bind(&t.name)
@@ -175,9 +212,31 @@ pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()>
     .bind(&t.description)
     .bind(&t.enforce)
     .bind(&t.input_schema)
+    .bind(&t.kind)
+    .bind(&t.remote_name)
+    .bind(t.mapped)
     .execute(db)
     .await
     .map(|_| ())
+}
+
+/// Gives a tool its scope (`None`: public) and makes it usable; false when
+/// the brand has no such tool.
+pub async fn set_tool_scope(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    name: &str,
+    scope: Option<&str>,
+) -> DbResult<bool> {
+    let done = sqlx::query(
+        "update brand_tools set scope = $3, mapped = true where brand_id = $1 and name = $2",
+    )
+    .bind(brand_id)
+    .bind(name)
+    .bind(scope)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandTool>> {

@@ -137,6 +137,23 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             let master = master_key::for_admin(cli, data_dir)?;
             crate::admin_merchant::rotate_secret(pool, &master, brand_id, grace).await?;
         }
+        BrandCommand::Tool(crate::cli::ToolCommand::ImportMcp {
+            brand_id,
+            url,
+            scope_map,
+            allow_loopback,
+        }) => {
+            let master = master_key::for_admin(cli, data_dir)?;
+            crate::admin_merchant::import_mcp(
+                pool,
+                &master,
+                brand_id,
+                url,
+                scope_map,
+                *allow_loopback,
+            )
+            .await?;
+        }
         BrandCommand::Tool(c) => crate::admin_merchant::tool(pool, c).await?,
         BrandCommand::Credential(c) => crate::admin_merchant::credential(pool, c).await?,
     }

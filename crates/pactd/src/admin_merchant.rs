@@ -231,6 +231,9 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
                     description: description.clone(),
                     enforce: serde_json::json!(enforce),
                     input_schema: schema,
+                    kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
+                    remote_name: None,
+                    mapped: true,
                 },
             )
             .await?;
@@ -249,15 +252,54 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
         }
         ToolCommand::List { brand_id } => {
             for t in pact_db::merchant::list_tools(pool, brand_id).await? {
+                let scope = if t.mapped {
+                    t.scope.as_deref().unwrap_or("public")
+                } else {
+                    "UNMAPPED"
+                };
+                let at = match &t.remote_name {
+                    Some(remote) => format!("mcp:{remote}@{}", t.url),
+                    None => t.url.clone(),
+                };
                 println!(
-                    "{}\t{}\t{}\t{}\t{}",
-                    t.name,
-                    t.scope.as_deref().unwrap_or("public"),
-                    t.url,
-                    t.enforce,
-                    t.description
+                    "{}\t{scope}\t{at}\t{}\t{}",
+                    t.name, t.enforce, t.description
                 );
             }
+        }
+        ToolCommand::SetScope {
+            brand_id,
+            name,
+            scope,
+            public,
+        } => {
+            let scope = if *public { None } else { scope.as_deref() };
+            if let Some(s) = scope {
+                let scopes = pact_db::scopes::list(pool, brand_id).await?;
+                if !scopes.iter().any(|x| x.scope_id == s) {
+                    bail!("brand {brand_id:?} has no scope {s:?}; add it first");
+                }
+            }
+            let mut tx = pool.begin().await?;
+            if !pact_db::merchant::set_tool_scope(&mut *tx, brand_id, name, scope).await? {
+                bail!("brand {brand_id:?} has no tool {name:?}");
+            }
+            crate::admin_accounts::audit_cli(
+                &mut *tx,
+                "tool.set_scope",
+                name,
+                Some(brand_id),
+                serde_json::json!({"scope": scope}),
+            )
+            .await?;
+            tx.commit().await?;
+            println!(
+                "tool {name} on {brand_id}: {}",
+                scope.unwrap_or("public (anyone's turn may call it)")
+            );
+        }
+        ToolCommand::ImportMcp { .. } => {
+            bail!("import-mcp needs the master key; run through `pactd brand tool import-mcp`")
         }
         ToolCommand::Remove { brand_id, name } => {
             let brand = pact_db::brands::find(pool, brand_id)
@@ -278,6 +320,100 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             .await?;
             tx.commit().await?;
             println!("removed tool {name} from {brand_id}");
+        }
+    }
+    Ok(())
+}
+
+/// `brand tool import-mcp`: reads the server's tools (signed with the
+/// brand's webhook secret, so the server can tell the request is pactd's),
+/// checks them all, and registers them in one transaction with its audit
+/// entry; prints what is still unmapped and how to map it.
+pub async fn import_mcp(
+    pool: &PgPool,
+    master: &MasterKey,
+    brand_id: &str,
+    url: &str,
+    scope_map: &[String],
+    allow_loopback: bool,
+) -> anyhow::Result<()> {
+    use pact_server::merchant::mcp_import;
+    let edit = |e: pact_server::admin::brand_settings::EditError| match e {
+        pact_server::admin::brand_settings::EditError::Invalid(m) => anyhow::anyhow!(m),
+        pact_server::admin::brand_settings::EditError::Missing => anyhow::anyhow!("not found"),
+        pact_server::admin::brand_settings::EditError::Db(e) => anyhow::Error::new(e),
+    };
+    pact_db::brands::find(pool, brand_id)
+        .await?
+        .with_context(|| format!("no brand {brand_id:?}"))?;
+    check_merchant_url("--url", url)?;
+    let pairs = mcp_import::parse_scope_map(scope_map).map_err(edit)?;
+    let now = OffsetDateTime::now_utc();
+    let mut secrets = Vec::new();
+    for r in pact_db::merchant::signing_secrets(pool, brand_id, now).await? {
+        secrets.push(
+            WebhookSecret::open(master, &r.sealed, brand_id, r.id)
+                .map_err(|e| anyhow::anyhow!("opening the webhook secret: {e}"))?,
+        );
+    }
+    if secrets.is_empty() {
+        bail!(
+            "brand {brand_id:?} has no webhook secret to sign with; set its agent first \
+             (pactd brand set {brand_id} --agent-url URL)"
+        );
+    }
+    let http = pact_server::merchant::http::build_client(allow_loopback)
+        .context("building the HTTP client")?;
+    let tools = mcp_import::fetch(
+        &http,
+        url,
+        allow_loopback,
+        &secrets,
+        brand_id,
+        now.unix_timestamp(),
+        std::time::Duration::from_secs(15),
+    )
+    .await
+    .map_err(edit)?;
+    let mut tx = pool.begin().await?;
+    let report = mcp_import::apply(&mut tx, brand_id, url, &tools, &pairs)
+        .await
+        .map_err(edit)?;
+    let mut detail = report.to_json();
+    detail["url"] = serde_json::json!(url);
+    crate::admin_accounts::audit_cli(&mut *tx, "tool.import_mcp", url, Some(brand_id), detail)
+        .await?;
+    tx.commit().await?;
+    for (name, scope) in &report.added {
+        println!(
+            "added {name}: {}",
+            scope
+                .as_deref()
+                .unwrap_or("UNMAPPED (refused for everyone)")
+        );
+    }
+    for name in &report.updated {
+        println!("updated {name} (description and input schema)");
+    }
+    for (name, old, new) in &report.rescoped {
+        println!(
+            "scope of {name}: {} → {new}",
+            old.as_deref().unwrap_or("unmapped")
+        );
+    }
+    for name in &report.gone {
+        println!(
+            "note: the server no longer lists {name}; calls to it will fail \
+             (pactd brand tool remove {brand_id} {name})"
+        );
+    }
+    if !report.unmapped.is_empty() {
+        println!(
+            "{} tool(s) stay unusable until you give each a scope:",
+            report.unmapped.len()
+        );
+        for name in &report.unmapped {
+            println!("  pactd brand tool set-scope {brand_id} {name} SCOPE   (or --public)");
         }
     }
     Ok(())

@@ -412,6 +412,32 @@ pub enum ToolCommand {
         #[arg(long, value_name = "JSON")]
         input_schema: Option<String>,
     },
+    /// Register every tool of the merchant's MCP server (its tools/list); pactd then calls
+    /// the server's tools/call for allowed calls. Tools without --scope-map stay unusable
+    /// until mapped with `set-scope`.
+    ImportMcp {
+        brand_id: String,
+        /// The server's Streamable HTTP endpoint (https).
+        #[arg(long)]
+        url: String,
+        /// TOOL=SCOPE: the scope a call of TOOL needs (repeatable).
+        #[arg(long, value_name = "TOOL=SCOPE")]
+        scope_map: Vec<String>,
+        /// Accept a loopback server (development, like `--allow-loopback-jwks`).
+        #[arg(long)]
+        allow_loopback: bool,
+    },
+    /// Give a tool the scope its calls need (or make it public), e.g. an imported MCP tool.
+    SetScope {
+        brand_id: String,
+        name: String,
+        /// One of the brand's scopes.
+        #[arg(required_unless_present = "public", conflicts_with = "public")]
+        scope: Option<String>,
+        /// Anyone's turn may call it, with or without a delegation.
+        #[arg(long)]
+        public: bool,
+    },
     List {
         brand_id: String,
     },

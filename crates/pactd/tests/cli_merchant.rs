@@ -291,3 +291,108 @@ async fn an_operator_puts_the_example_merchant_behind_a_brand() {
         "the demo agent again: {v}"
     );
 }
+
+/// `brand tool import-mcp` against the example MCP server (examples/mcp-server):
+/// refused without `--allow-loopback` and when the server is down (nothing
+/// registered); then the tools are registered, the unmapped one is named
+/// with the command that maps it, `set-scope` maps it, and both changes are
+/// in the audit log.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_imports_the_tools_of_an_mcp_server() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let out = ok(
+        &app,
+        &[
+            "brand",
+            "set",
+            "demo",
+            "--agent-url",
+            "http://127.0.0.1:9/pact",
+        ],
+    )
+    .await;
+    let server = pact_tests::node::NodeService::example_mcp_server(&whsec(&out)).await;
+    let url = format!("{}/mcp", server.base);
+    let import = ["brand", "tool", "import-mcp", "demo", "--url", url.as_str()];
+
+    let err = refused(&app, &import).await;
+    assert!(err.contains("SSRF guard"), "{err}");
+    let err = refused(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "import-mcp",
+            "demo",
+            "--url",
+            "http://127.0.0.1:1/mcp",
+            "--allow-loopback",
+        ],
+    )
+    .await;
+    assert!(err.contains("unreachable"), "{err}");
+    assert_eq!(server.stats().await["lists"], 0);
+    assert_eq!(ok(&app, &["brand", "tool", "list", "demo"]).await, "");
+
+    let mut args = import.to_vec();
+    args.extend([
+        "--allow-loopback",
+        "--scope-map",
+        "lookup_orders=orders:read",
+    ]);
+    let out = ok(&app, &args).await;
+    assert!(out.contains("added lookup_orders: orders:read"), "{out}");
+    assert!(out.contains("added cancel_order: UNMAPPED"), "{out}");
+    assert!(
+        out.contains("pactd brand tool set-scope demo cancel_order SCOPE"),
+        "{out}"
+    );
+    let list = ok(&app, &["brand", "tool", "list", "demo"]).await;
+    assert!(
+        list.contains(&format!("cancel_order\tUNMAPPED\tmcp:cancel_order@{url}")),
+        "{list}"
+    );
+
+    let err = refused(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "set-scope",
+            "demo",
+            "cancel_order",
+            "orders:nope",
+        ],
+    )
+    .await;
+    assert!(err.contains("no scope"), "{err}");
+    refused(
+        &app,
+        &["brand", "tool", "set-scope", "demo", "cancel_order"],
+    )
+    .await;
+    let out = ok(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "set-scope",
+            "demo",
+            "cancel_order",
+            "orders:cancel",
+        ],
+    )
+    .await;
+    assert!(out.contains("orders:cancel"), "{out}");
+    let list = ok(&app, &["brand", "tool", "list", "demo"]).await;
+    assert!(list.contains("cancel_order\torders:cancel\tmcp:"), "{list}");
+
+    let actions: Vec<String> = sqlx::query_scalar(
+        "select action from audit_log where brand_id = 'demo' and action like 'tool.%' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(actions, ["tool.import_mcp", "tool.set_scope"]);
+}

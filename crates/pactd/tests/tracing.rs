@@ -366,6 +366,9 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
             description: String::new(),
             enforce: json!([]),
             input_schema: None,
+            kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
+            remote_name: None,
+            mapped: true,
         },
     )
     .await

@@ -326,6 +326,9 @@ pub async fn upsert_tool(
             description: def.description.clone(),
             enforce: json!(def.enforce),
             input_schema: def.input_schema.clone(),
+            kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
+            remote_name: None,
+            mapped: true,
         },
     )
     .await?;

@@ -22,10 +22,12 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use pact_db::merchant::BrandTool;
+
 use super::live_turns::LiveTurn;
-use super::{MAX_TOOL_RESPONSE_BYTES, http, schema, signing};
-use crate::agent::ToolError;
+use super::{MAX_TOOL_RESPONSE_BYTES, http, mcp_client, schema, signing};
 use crate::agent::tools::check_call;
+use crate::agent::{Delegation, ToolError};
 use crate::auth::bearer;
 use crate::state::AppState;
 
@@ -69,7 +71,7 @@ pub async fn call_tool(
         Err(_) => Value::Null,
     };
     match run_call(&state, &turn, &tool_name, args, &request_id(&headers), now).await {
-        Ok(out) => reply(StatusCode::OK, &out),
+        Ok(out) => reply(StatusCode::OK, &out.into_json()),
         Err(CallRefusal::UnknownTool) => reply(
             StatusCode::NOT_FOUND,
             &json!({"error": "unknown_tool", "tool": tool_name}),
@@ -128,11 +130,17 @@ pub async fn run_call(
     args: Value,
     request_id: &str,
     now: OffsetDateTime,
-) -> Result<Value, CallRefusal> {
+) -> Result<CallOutput, CallRefusal> {
     let brand_id = turn.brand_id.as_str();
     let Some(tool) = turn.tools.iter().find(|t| t.name == tool_name) else {
         return Err(CallRefusal::UnknownTool);
     };
+    // Imported from an MCP server and never given a scope: nobody's call
+    // runs until an admin maps it (deny by default).
+    if !tool.mapped {
+        tracing::info!(brand = %brand_id, tool = %tool.name, "tool call refused: tool not mapped to a scope");
+        return Err(CallRefusal::Gate(ToolError::Unavailable));
+    }
     // Schema first: the gate's details rule then reads arguments of the declared shape.
     if let Err(why) = schema::validate(tool.input_schema.as_ref(), &args) {
         tracing::info!(brand = %brand_id, tool = %tool.name, "tool call refused: arguments outside the schema");
@@ -156,17 +164,6 @@ pub async fn run_call(
         return Err(CallRefusal::Gate(e));
     }
 
-    let forward = json!({
-        "type": "pact.tool_call",
-        "requestId": request_id,
-        "brand": brand_id,
-        "tool": tool.name,
-        "args": args,
-        "userId": delegation.map(|d| d.user_sub.as_str()),
-        "grantId": delegation.map(|d| d.grant_id),
-        "contextId": turn.context_id,
-        "messageId": turn.message_id,
-    });
     let failed = |cause: &dyn std::fmt::Display| {
         tracing::warn!(brand = %brand_id, tool = %tool.name, cause = %cause, "merchant tool call failed");
         CallRefusal::Failed
@@ -174,14 +171,82 @@ pub async fn run_call(
     let secrets = super::signing_secrets(state, brand_id, now)
         .await
         .map_err(|e| failed(&e))?;
-    let bytes = serde_json::to_vec(&forward).map_err(|_| failed(&"encoding"))?;
+    let out = if tool.is_mcp() {
+        CallOutput::Mcp(
+            forward_mcp(
+                state, turn, tool, delegation, &args, request_id, &secrets, now,
+            )
+            .await
+            .map_err(|e| failed(&e))?,
+        )
+    } else {
+        CallOutput::Json(
+            forward_url(
+                state, turn, tool, delegation, &args, request_id, &secrets, now,
+            )
+            .await
+            .map_err(|e| failed(&e))?,
+        )
+    };
+    // Recorded once the merchant answered (a tool error of an MCP server
+    // included: the call reached it), never for a failure (PACT §5.6).
+    turn.with_record(|r| r.ran(&tool.name, tool.scope.as_deref(), &args));
+    Ok(out)
+}
+
+/// A tool's answer: the JSON of a URL tool, or the `CallToolResult` of a
+/// tool on the merchant's MCP server (`content`, `structuredContent`, `isError`).
+#[derive(Debug)]
+pub enum CallOutput {
+    Json(Value),
+    Mcp(Value),
+}
+
+impl CallOutput {
+    /// What the JSON route answers: a URL tool's JSON; for an MCP tool its
+    /// `structuredContent` when it has one, else the whole result.
+    pub fn into_json(self) -> Value {
+        match self {
+            Self::Json(v) => v,
+            Self::Mcp(mut r) => match r.get_mut("structuredContent").map(Value::take) {
+                Some(s) if s.is_object() => s,
+                _ => r,
+            },
+        }
+    }
+}
+
+/// The signed `pact.tool_call` POSTed to a URL tool; its JSON answer.
+#[allow(clippy::too_many_arguments)]
+async fn forward_url(
+    state: &AppState,
+    turn: &LiveTurn,
+    tool: &BrandTool,
+    delegation: Option<&Delegation>,
+    args: &Value,
+    request_id: &str,
+    secrets: &[signing::WebhookSecret],
+    now: OffsetDateTime,
+) -> Result<Value, String> {
+    let forward = json!({
+        "type": "pact.tool_call",
+        "requestId": request_id,
+        "brand": turn.brand_id,
+        "tool": tool.name,
+        "args": args,
+        "userId": delegation.map(|d| d.user_sub.as_str()),
+        "grantId": delegation.map(|d| d.grant_id),
+        "contextId": turn.context_id,
+        "messageId": turn.message_id,
+    });
+    let bytes = serde_json::to_vec(&forward).map_err(|_| "encoding".to_owned())?;
     let signed = signing::sign_all(
-        &secrets,
+        secrets,
         &format!("msg_{}", Uuid::new_v4().simple()),
         now.unix_timestamp(),
         &bytes,
     )
-    .map_err(|e| failed(&e))?;
+    .map_err(|e| e.to_string())?;
     let (status, out) = http::post_signed(
         &state.outbound,
         &tool.url,
@@ -192,12 +257,73 @@ pub async fn run_call(
         MAX_TOOL_RESPONSE_BYTES,
     )
     .await
-    .map_err(|e| failed(&e))?;
+    .map_err(|e| e.to_string())?;
     if !status.is_success() {
-        return Err(failed(&http::CallError::Status(status.as_u16())));
+        return Err(http::CallError::Status(status.as_u16()).to_string());
     }
-    let out = serde_json::from_slice::<Value>(&out)
-        .map_err(|_| failed(&"the tool's response is not JSON"))?;
-    turn.with_record(|r| r.ran(&tool.name, tool.scope.as_deref(), &args));
-    Ok(out)
+    serde_json::from_slice::<Value>(&out).map_err(|_| "the tool's response is not JSON".to_owned())
+}
+
+/// The call at the merchant's MCP server (`mcp_client`), with who it is for
+/// in the signed `pact-context` header (docs/mcp.md lists every member).
+#[allow(clippy::too_many_arguments)]
+async fn forward_mcp(
+    state: &AppState,
+    turn: &LiveTurn,
+    tool: &BrandTool,
+    delegation: Option<&Delegation>,
+    args: &Value,
+    request_id: &str,
+    secrets: &[signing::WebhookSecret],
+    now: OffsetDateTime,
+) -> Result<Value, String> {
+    let remote = tool
+        .remote_name
+        .as_deref()
+        .ok_or_else(|| "an MCP tool without its remote name".to_owned())?;
+    let context = json!({
+        "type": "pact.mcp_call",
+        "requestId": request_id,
+        "brand": turn.brand_id,
+        "turnId": turn.id,
+        "tool": tool.name,
+        "remoteTool": remote,
+        "scope": tool.scope,
+        "paIssuer": turn.pa_issuer,
+        "userId": delegation.map(|d| d.user_sub.as_str()),
+        "grantId": delegation.map(|d| d.grant_id),
+        "scopes": delegation.map(|d| &d.scopes),
+        "authorizationDetails": delegation.and_then(|d| d.authorization_details.as_ref()),
+        "contextId": turn.context_id,
+        "messageId": turn.message_id,
+    });
+    let Value::Object(context) = context else {
+        return Err("encoding".to_owned());
+    };
+    let signer = mcp_client::Signer::new(secrets, context, now.unix_timestamp());
+    let server = mcp_client::Server {
+        http: &state.outbound,
+        url: &tool.url,
+        allow_loopback: state.config.jwks.allow_loopback,
+        timeout: turn.tool_timeout,
+        max: MAX_TOOL_RESPONSE_BYTES,
+    };
+    mcp_client::call_tool(server, &signer, remote, args)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_route_answers_an_mcp_tools_structured_content_or_its_whole_result() {
+        let structured =
+            json!({"content": [], "structuredContent": {"ok": true}, "isError": false});
+        assert_eq!(CallOutput::Mcp(structured).into_json(), json!({"ok": true}));
+        let text_only = json!({"content": [{"type": "text", "text": "hi"}], "isError": false});
+        assert_eq!(CallOutput::Mcp(text_only.clone()).into_json(), text_only);
+        assert_eq!(CallOutput::Json(json!([1])).into_json(), json!([1]));
+    }
 }

@@ -41,7 +41,7 @@ pub fn build_client(allow_loopback: bool) -> Result<Client, reqwest::Error> {
         .build()
 }
 
-fn transport(e: reqwest::Error) -> CallError {
+pub(crate) fn transport(e: reqwest::Error) -> CallError {
     if e.is_timeout() {
         CallError::Timeout
     } else if e.is_connect() {

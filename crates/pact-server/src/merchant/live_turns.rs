@@ -60,6 +60,9 @@ pub struct TurnSetup {
     pub tool_timeout: std::time::Duration,
     pub context_id: String,
     pub message_id: String,
+    /// The personal agent's platform (its PA-JWT issuer), named to the
+    /// merchant's MCP server with each call.
+    pub pa_issuer: String,
 }
 
 #[derive(Default)]
@@ -193,6 +196,7 @@ mod tests {
             tool_timeout: std::time::Duration::from_secs(1),
             context_id: "c".into(),
             message_id: "m".into(),
+            pa_issuer: "https://pa.example".into(),
         }
     }
 

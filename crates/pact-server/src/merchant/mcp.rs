@@ -18,7 +18,8 @@
 //! negotiated `MCP-Protocol-Version` (else 400). A present `Origin` other
 //! than pactd's own is refused with 403 (the transport's DNS-rebinding rule).
 //!
-//! `tools/list` lists the brand's tools with their input schemas and, in
+//! `tools/list` lists the brand's tools (not those imported from the
+//! merchant's MCP server and never mapped to a scope) with their input schemas and, in
 //! `_meta["pactd/grant"]`, whether this turn's grant allows each.
 //! `tools/call` runs `gateway::run_call`, the very sequence the JSON route
 //! runs: schema, scope and `authorization_details` against the real
@@ -35,7 +36,7 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::gateway::{self, CallRefusal};
+use super::gateway::{self, CallOutput, CallRefusal};
 use super::live_turns::LiveTurn;
 use super::schema;
 use crate::agent::ToolError;
@@ -315,7 +316,9 @@ pub async fn post(
                 .unwrap_or_else(|| json!({}));
             let request_id = gateway::request_id(&headers);
             match gateway::run_call(&state, &turn, name, args, &request_id, now).await {
-                Ok(out) => rpc_result(id, tool_result(out)),
+                Ok(CallOutput::Json(out)) => rpc_result(id, tool_result(out)),
+                // A tool on the merchant's MCP server: its own result, as it sent it.
+                Ok(CallOutput::Mcp(result)) => rpc_result(id, result),
                 Err(CallRefusal::UnknownTool) => rpc_error(
                     StatusCode::OK,
                     id,
@@ -413,9 +416,11 @@ fn tools_list(state: &AppState, turn: &LiveTurn) -> Value {
         .delegation
         .as_ref()
         .filter(|d| !state.revocations.is_revoked(d.grant_id));
+    // A tool imported without a scope is callable by nobody: not listed (deny by default).
     let tools: Vec<Value> = turn
         .tools
         .iter()
+        .filter(|tool| tool.mapped)
         .map(|tool| {
             let (allowed, reason) =
                 match scope_rule(&turn.offered, delegation, tool.scope.as_deref()) {

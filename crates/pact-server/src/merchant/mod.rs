@@ -13,6 +13,8 @@ pub mod gateway;
 pub mod http;
 pub mod live_turns;
 pub mod mcp;
+pub mod mcp_client;
+pub mod mcp_import;
 pub mod schema;
 pub mod signing;
 pub mod turn;

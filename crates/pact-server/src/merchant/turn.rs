@@ -69,8 +69,10 @@ pub async fn run(
     let tool_timeout =
         Duration::from_millis(u64::try_from(agent.tool_timeout_ms).unwrap_or(10_000));
     let context_id = t.conversation_id.to_string();
+    // An imported tool nobody has mapped to a scope is not offered (deny by default).
     let available: Vec<Value> = tools
         .iter()
+        .filter(|tool| tool.mapped)
         .map(|tool| {
             json!({"name": tool.name, "description": tool.description, "scope": tool.scope,
                    "inputSchema": tool.input_schema})
@@ -89,6 +91,7 @@ pub async fn run(
             tool_timeout,
             context_id: context_id.clone(),
             message_id: t.message_id.to_owned(),
+            pa_issuer: t.caller.pa.iss.clone(),
         })
         .ok_or(TurnFailure::Setup("random generator failed".to_owned()))?;
     let tools_url = format!(

@@ -75,6 +75,9 @@ async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Valu
             "description": t.description,
             "enforce": t.enforce,
             "input_schema": t.input_schema,
+            "kind": t.kind,
+            "remote_name": t.remote_name,
+            "mapped": t.mapped,
         })).collect::<Vec<_>>(),
     }))
 }

@@ -415,6 +415,11 @@ fn brand_setting_schemas() -> Value {
             ("description", s("string")),
             ("enforce", json!({})),
             ("input_schema", json!({})),
+            ("kind", json!({"type": "string", "enum": ["url", "mcp"],
+                "description": "url: pactd POSTs the signed call to url; mcp: url is the merchant's MCP server."})),
+            ("remote_name", nullable("string")),
+            ("mapped", json!({"type": "boolean",
+                "description": "false: imported from an MCP server without a scope; refused for everyone until mapped."})),
         ], &["name", "url"]),
         "GrantLifetime": json!({
             "type": "object",

@@ -1073,8 +1073,17 @@ pub async fn brand(
                     })
                     .unwrap_or_default(),
                 name: t.name,
-                scope: t.scope.unwrap_or_else(|| "public".to_owned()),
-                url: t.url,
+                // An imported MCP tool without a scope is refused, not public.
+                url: if t.kind == pact_db::merchant::TOOL_KIND_MCP {
+                    format!("MCP {} ({})", t.url, t.remote_name.unwrap_or_default())
+                } else {
+                    t.url
+                },
+                scope: if t.mapped {
+                    t.scope.unwrap_or_else(|| "public".to_owned())
+                } else {
+                    "unmapped (refused until a scope is set)".to_owned()
+                },
                 description: t.description,
             })
             .collect(),

@@ -1,0 +1,52 @@
+//! What the merchant journeys share (merchant.rs, mcp.rs, mcp_server.rs):
+//! grants through the device flow, replies and their verified receipts;
+//! the Node processes written with the official MCP SDK come from
+//! `pact_tests::node`.
+
+use pact_jose::ProviderKeySet;
+use pact_proto::oauth::{Receipt, ReceiptClaims};
+use pact_tests::TestApp;
+use reqwest::Response;
+use serde_json::Value;
+
+pub use pact_tests::node::NodeService;
+
+/// The JSON of a `200`, else a failure showing the body.
+pub async fn ok_json(res: Response) -> Value {
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The text of an A2A message's first part.
+pub fn text(message: &Value) -> &str {
+    message["parts"][0]["text"].as_str().unwrap()
+}
+
+/// The message's receipt, verified with the provider's published keys.
+pub async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
+    let receipt: Receipt =
+        serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
+    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
+    pact_jose::verify_receipt(&receipt, &keys).unwrap()
+}
+
+/// Device authorization for `sub` (with details) → approval of `scopes` as
+/// `user` → the delegation token.
+pub async fn grant(
+    app: &TestApp,
+    pa: &pact_tests::TestPa,
+    sub: &str,
+    user: &str,
+    scopes: &[&str],
+    details: Option<&Value>,
+) -> String {
+    let auth = app
+        .device_authorize(pa, sub, &scopes.join(" "), details)
+        .await;
+    app.approve(&auth.user_code, user, scopes).await;
+    let (status, body) = app.poll(pa, sub, &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    body["access_token"].as_str().unwrap().to_owned()
+}
