@@ -248,13 +248,18 @@ pub async fn discover(app: &AppState, issuer: &str) -> Result<Discovered, Provid
     })
 }
 
-/// Whether the provider takes the brand's client authentication: the method
-/// must be among `token_endpoint_auth_methods_supported`, and for
-/// `private_key_jwt` ES256 among `token_endpoint_auth_signing_alg_values_supported`
-/// when the provider lists them (Discovery §3; pactd's keys are P-256, so it
-/// cannot sign RS256). Checked before anyone is sent to the provider: a code
-/// that could not be redeemed would be a wasted sign-in.
+/// Whether the provider takes a `private_key_jwt` client: the method among
+/// `token_endpoint_auth_methods_supported` (Discovery §3: when absent, only
+/// `client_secret_basic`), and ES256 among
+/// `token_endpoint_auth_signing_alg_values_supported` when the provider lists
+/// them (pactd's keys are P-256, so it cannot sign RS256). Checked before
+/// anyone is sent to the provider: a code that could not be redeemed would be
+/// a wasted sign-in. A `client_secret_basic` brand is not checked, so its
+/// sign-in behaves as before this method existed.
 pub fn check_client_auth(cfg: &BrandOidc, found: &Discovered) -> Result<(), ProviderError> {
+    if cfg.client_auth != client_auth::PRIVATE_KEY_JWT {
+        return Ok(());
+    }
     if !found.token_endpoint_auth_methods.contains(&cfg.client_auth) {
         return Err(provider_error(format!(
             "discovery: the provider does not accept {} at its token endpoint \
@@ -263,8 +268,7 @@ pub fn check_client_auth(cfg: &BrandOidc, found: &Discovered) -> Result<(), Prov
             found.token_endpoint_auth_methods.join(" ")
         )));
     }
-    if cfg.client_auth == client_auth::PRIVATE_KEY_JWT
-        && let Some(algs) = &found.token_endpoint_auth_signing_algs
+    if let Some(algs) = &found.token_endpoint_auth_signing_algs
         && !algs.iter().any(|a| a == CLIENT_ASSERTION_ALG)
     {
         return Err(provider_error(format!(
