@@ -1194,7 +1194,9 @@ async fn a_german_browser_gets_the_openid_refusals_in_german() {
 /// node-oidc-provider (its login form; ann for the primary account, bob for
 /// the secondary), comes back, and ticks exactly the scopes the runner
 /// asks for, or denies. A permission that needs a second factor sends the
-/// browser back to the provider, where it signs in with the one-time code.
+/// browser back to the provider, where it signs in with the one-time code
+/// (the delegated profile itself never approves such a permission at the
+/// demo brand: its grants are `orders:read`).
 /// Each account keeps its own browser (cookies at pactd and at the provider).
 struct OidcApprover {
     base_url: String,
