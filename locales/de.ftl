@@ -402,3 +402,19 @@ oidc-nomfa-heading = Ihre Anmeldung enthielt keinen zweiten Faktor
 oidc-nomfa-body = Sie sind bei { $brand } angemeldet, aber dessen Anmeldedienst hat keinen zweiten Faktor bestätigt (etwa einen Code aus einer App oder einen Sicherheitsschlüssel), obwohl wir danach gefragt haben. Berechtigungen, die einen zweiten Faktor erfordern, können mit dieser Anmeldung nicht erteilt werden.
 oidc-nomfa-next = Gehen Sie zurück zur Anfrage und entfernen Sie die Haken bei diesen Berechtigungen, oder richten Sie bei { $brand } einen zweiten Faktor ein und melden Sie sich erneut an.
 oidc-nomfa-back = Zurück zur Anfrage
+
+## Anmeldung beim OpenID-Anbieter der Marke, Meldungen (web/oidc_login.rs)
+oidc-step-up-notice = Eine dieser Berechtigungen erfordert einen zweiten Faktor. Melden Sie sich erneut mit Ihrem zweiten Faktor an, um sie zu erteilen – oder gehen Sie zurück und entfernen Sie den Haken.
+oidc-err-unavailable-title = Anmeldung nicht verfügbar
+oidc-err-unreachable = Wir konnten den Anmeldedienst dieses Shops nicht erreichen; es wurde nichts geändert. Bitte versuchen Sie es in ein paar Minuten noch einmal.
+oidc-err-provider = Wir konnten die Anmeldung beim Anmeldedienst dieses Shops nicht abschließen; es wurde nichts geändert. Bitte versuchen Sie es in ein paar Minuten noch einmal.
+oidc-err-not-accepted-title = Anmeldung nicht angenommen
+oidc-err-malformed = Die Anmeldung kam in einer Form zurück, die wir nicht verstehen; es wurde nichts geändert. Beginnen Sie noch einmal mit dem Code, den Ihr Agent angezeigt hat.
+oidc-err-unknown = Diese Anmeldung wurde bereits verwendet, ist abgelaufen oder wurde nie hier begonnen; es wurde nichts geändert. Beginnen Sie noch einmal mit dem Code, den Ihr Agent angezeigt hat.
+oidc-err-not-this-browser = Diese Anmeldung wurde nicht in diesem Browser begonnen; es wurde nichts geändert, und Sie wurden nicht angemeldet. Wenn Sie einen Code Ihres eigenen Agenten eingeben wollten, geben Sie ihn hier noch einmal ein und melden Sie sich auf der folgenden Seite an.
+oidc-err-stale-title = Diese Anfrage kann nicht mehr beantwortet werden
+oidc-err-stale = Die Anfrage, für die diese Anmeldung gedacht war, ist abgelaufen, wurde bereits beantwortet, oder seitdem wurde ein anderer Code eingegeben. Es wurde nichts geändert. Bitten Sie Ihren Agenten um einen neuen Code, wenn er Ihre Erlaubnis noch braucht.
+oidc-err-invalid = Wir konnten diese Anmeldung nicht bestätigen; es wurde nichts geändert, und Sie wurden nicht angemeldet. Beginnen Sie noch einmal mit dem Code, den Ihr Agent angezeigt hat.
+oidc-err-provider-said-title = Anmeldung nicht abgeschlossen
+oidc-err-provider-said = Der Anmeldedienst hat die Anmeldung beendet, ohne Sie anzumelden (Meldung: { $code }). Es wurde nichts geändert. Beginnen Sie noch einmal mit dem Code, den Ihr Agent angezeigt hat.
+

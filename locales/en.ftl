@@ -402,3 +402,19 @@ oidc-nomfa-heading = Your sign-in did not include a second factor
 oidc-nomfa-body = You are signed in to { $brand }, but its sign-in service did not confirm a second factor (such as a code from an app or a security key), even though we asked for one. Permissions that need a second factor cannot be approved in this sign-in.
 oidc-nomfa-next = Go back to the request and untick them, or set up a second factor with { $brand } and sign in again.
 oidc-nomfa-back = Back to the request
+
+## Sign-in at the brand's OpenID provider, messages (web/oidc_login.rs)
+oidc-step-up-notice = One of these permissions needs a second factor. Sign in again, with your second factor, to approve it — or go back and untick it.
+oidc-err-unavailable-title = Sign-in is unavailable
+oidc-err-unreachable = We could not reach this shop's sign-in service, so nothing was changed. Please try again in a few minutes.
+oidc-err-provider = We could not complete the sign-in with this shop's sign-in service, so nothing was changed. Please try again in a few minutes.
+oidc-err-not-accepted-title = Sign-in not accepted
+oidc-err-malformed = The sign-in did not come back in a form we understand, so nothing was changed. Start again from the code your agent showed you.
+oidc-err-unknown = This sign-in was already used, has expired, or was never started here, so nothing was changed. Start again from the code your agent showed you.
+oidc-err-not-this-browser = This sign-in was not started in this browser, so nothing was changed and you were not signed in. If you were entering a code from your own agent, enter it again here and sign in from the page that follows.
+oidc-err-stale-title = This request can no longer be answered
+oidc-err-stale = The request this sign-in was for has expired, was already answered, or another code was entered since. Nothing was changed. Ask your agent for a new code if it still needs your permission.
+oidc-err-invalid = We could not confirm this sign-in, so nothing was changed and you were not signed in. Start again from the code your agent showed you.
+oidc-err-provider-said-title = Sign-in not completed
+oidc-err-provider-said = The sign-in service ended the sign-in without signing you in (it said: { $code }). Nothing was changed. Start again from the code your agent showed you.
+

@@ -31,7 +31,7 @@ const ISSUER: &str = "https://conformance-pa.example";
 const PASSWORD: &str = "correct horse battery staple";
 
 /// An identity made by `pact-agent` in a fresh state directory.
-fn new_identity(audience: &str) -> (Home, Identity) {
+pub(crate) fn new_identity(audience: &str) -> (Home, Identity) {
     let home =
         Home::at(std::env::temp_dir().join(format!("pact-agent-it-{}", uuid::Uuid::new_v4())));
     let identity = home
@@ -47,7 +47,7 @@ fn new_identity(audience: &str) -> (Home, Identity) {
 
 /// pactd with the demo brand delegating, a second brand with a scope, and
 /// the agent registered (issuer + the JWKS URI it serves).
-async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) {
+pub(crate) async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) {
     // A short RFC 8628 interval keeps the run fast; 2 s (not 1) leaves room
     // on a loaded machine for "poll again at once" to still be too fast. Codes
     // live 20 s, so §5.3.expired-token is exercised too: the unapproved
@@ -81,7 +81,7 @@ async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) {
     (app, home, identity, jwks)
 }
 
-fn pactd_config(app: &TestApp, identity: &Identity, profile: Profile) -> Config {
+pub(crate) fn pactd_config(app: &TestApp, identity: &Identity, profile: Profile) -> Config {
     let mut c = Config::new(
         app.state.config.card_url("demo"),
         identity.clone(),
@@ -96,7 +96,7 @@ fn pactd_config(app: &TestApp, identity: &Identity, profile: Profile) -> Config 
 /// Every check passed, pactd's own conventions and recommendations
 /// included (no WARN, no INFO), except SKIPs of exactly these rules (with a
 /// reason).
-fn assert_passes(report: &Report, allowed_skips: &[&str]) {
+pub(crate) fn assert_passes(report: &Report, allowed_skips: &[&str]) {
     println!("{}", report.to_text(true));
     for c in &report.checks {
         match c.outcome {
@@ -128,7 +128,7 @@ fn assert_passes(report: &Report, allowed_skips: &[&str]) {
 }
 
 /// The rules that cannot be exercised against pactd from outside.
-const UNEXERCISABLE: [&str; 2] = [
+pub(crate) const UNEXERCISABLE: [&str; 2] = [
     // No PACT operation closes a conversation.
     "§4.closed-context",
     // Not provoked: it would take a flood of requests.

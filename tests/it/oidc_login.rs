@@ -21,6 +21,7 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use pact_agent::conformance;
 use pact_tests::pa::{PaKey, compact, now};
 use pact_tests::pages::{Browser, location, set_cookie};
 use pact_tests::{TestApp, TestPa};
@@ -32,6 +33,8 @@ const PA_ISS: &str = "https://pa.example/agents/oidc";
 const PA_SUB: &str = "pa-user-oidc";
 const CLIENT_ID: &str = "pactd-test-client";
 const CLIENT_SECRET: &str = "test-client-secret-3c0d9a1f5e7b2468ac";
+/// The provider's second client for pactd, authenticating with private_key_jwt.
+const JWT_CLIENT_ID: &str = "pactd-jwt-client";
 
 struct Setup {
     app: TestApp,
@@ -47,6 +50,19 @@ async fn setup() -> Setup {
 
 /// Puts the demo brand in OpenID mode, the secret sealed as `pactd brand set` seals it.
 async fn configure(app: &TestApp, issuer: &str, user_claim: &str, mfa_acr: &[&str]) {
+    configure_auth(app, issuer, user_claim, mfa_acr, None).await;
+}
+
+/// … with `private_key_jwt` as the client `JWT_CLIENT_ID` when `jwt_aud`
+/// names the assertion's audience (`token_endpoint` or `issuer`).
+async fn configure_auth(
+    app: &TestApp,
+    issuer: &str,
+    user_claim: &str,
+    mfa_acr: &[&str],
+    jwt_aud: Option<&str>,
+) {
+    use pact_db::brand_oidc::{assertion_aud, client_auth};
     let sealed = app
         .master_key
         .seal(
@@ -55,13 +71,24 @@ async fn configure(app: &TestApp, issuer: &str, user_claim: &str, mfa_acr: &[&st
         )
         .unwrap();
     let mfa_acr: Vec<String> = mfa_acr.iter().map(|s| (*s).to_owned()).collect();
+    let (client_id, secret, method, aud) = match jwt_aud {
+        None => (
+            CLIENT_ID,
+            Some(sealed.as_slice()),
+            client_auth::CLIENT_SECRET_BASIC,
+            assertion_aud::TOKEN_ENDPOINT,
+        ),
+        Some(aud) => (JWT_CLIENT_ID, None, client_auth::PRIVATE_KEY_JWT, aud),
+    };
     pact_db::brand_oidc::upsert(
         &app.db,
         &pact_db::brand_oidc::NewBrandOidc {
             brand_id: "demo",
             issuer,
-            client_id: CLIENT_ID,
-            client_secret_sealed: &sealed,
+            client_id,
+            client_secret_sealed: secret,
+            client_auth: method,
+            assertion_aud: aud,
             scope: "openid email",
             user_claim,
             mfa_acr: &mfa_acr,
@@ -116,6 +143,11 @@ async fn node_provider(app: &TestApp) -> NodeProvider {
         .env(
             "OIDC_BACKCHANNEL_URI",
             pact_server::web::oidc_login::backchannel_logout_uri(public, "demo"),
+        )
+        .env("OIDC_JWT_CLIENT_ID", JWT_CLIENT_ID)
+        .env(
+            "OIDC_JWT_JWKS_URI",
+            format!("{}/a2a/demo/oauth/jwks.json", public.trim_end_matches('/')),
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -176,9 +208,20 @@ fn absolute(base: &str, to: &str) -> String {
 /// provider's login form, signs in as `login` (with the one-time code when
 /// `otp`).
 async fn through_provider(b: &Browser, app: &TestApp, url: &str, login: &str, otp: bool) -> String {
+    back_from_provider(b, &app.base_url, url, login, otp).await
+}
+
+/// [`through_provider`] for pactd at `base_url`.
+async fn back_from_provider(
+    b: &Browser,
+    base_url: &str,
+    url: &str,
+    login: &str,
+    otp: bool,
+) -> String {
     let mut url = url.to_owned();
     for _ in 0..20 {
-        if url.starts_with(&app.base_url) {
+        if url.starts_with(base_url) {
             return url;
         }
         let res = b.client.get(&url).send().await.unwrap();
@@ -484,6 +527,104 @@ async fn back_channel_logout_from_the_provider_ends_the_session() {
     assert_eq!(res.status(), 303, "signed out: back to code entry");
 }
 
+/// Makes pactd sign with a key it does not publish: a new key that is
+/// already active but whose `unpublish_at` has passed. Returns its kid.
+async fn sign_with_an_unpublished_key(app: &TestApp) -> String {
+    let key = pact_jose::ProviderKey::generate().unwrap();
+    let sealed = app
+        .master_key
+        .seal(&key.private_pkcs8_der(), key.kid().as_bytes())
+        .unwrap();
+    let now = app.state.clock.now();
+    pact_db::signing_keys::insert(
+        &app.db,
+        key.kid(),
+        &key.public_jwk(),
+        &sealed,
+        now - time::Duration::seconds(1),
+    )
+    .await
+    .unwrap();
+    sqlx::query("update signing_keys set unpublish_at = $2 where kid = $1")
+        .bind(key.kid())
+        .bind(now - time::Duration::seconds(1))
+        .execute(&app.db)
+        .await
+        .unwrap();
+    app.state.keys.refresh(&app.db, now).await.unwrap();
+    let snapshot = app.state.keys.current();
+    assert_eq!(snapshot.signing_key(now).unwrap().kid(), key.kid());
+    assert!(
+        !snapshot
+            .published(now)
+            .jwks_document()
+            .to_string()
+            .contains(key.kid())
+    );
+    key.kid().to_owned()
+}
+
+/// `private_key_jwt` at node-oidc-provider, whose client for pactd has
+/// pactd's published JWKS as its `jwks_uri` and no secret: while pactd signs
+/// with a key it does not publish, the provider refuses the code exchange
+/// and no one is signed in; with the published key the whole approval goes
+/// through.
+#[tokio::test]
+async fn private_key_jwt_signs_the_person_in_only_with_a_published_key() {
+    let s = setup().await;
+    let op = node_provider(&s.app).await;
+    configure_auth(&s.app, &op.issuer, "sub", &[], Some("token_endpoint")).await;
+    let auth = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+        .await;
+    let b = Browser::new(&s.app);
+    let (status, html) = page(enter_code(&b, &auth.user_code).await).await;
+    assert_eq!(status, 200, "{html}");
+    assert_eq!(
+        query_value(&provider_link(&html, &op.issuer), "client_id").as_deref(),
+        Some(JWT_CLIENT_ID)
+    );
+
+    let rogue = sign_with_an_unpublished_key(&s.app).await;
+    let callback =
+        through_provider(&b, &s.app, &provider_link(&html, &op.issuer), "ann", false).await;
+    let res = b.client.get(&callback).send().await.unwrap();
+    assert_eq!(res.status(), 401, "the provider refused the assertion");
+    assert!(set_cookie(&res).is_none());
+    assert_eq!(signed_in_sessions(&s.app).await, 0);
+    assert_eq!(status_of(&s.app, &auth.user_code).await, "pending");
+
+    // pactd signs with its published key again: the same person gets through.
+    sqlx::query("delete from signing_keys where kid = $1")
+        .bind(&rogue)
+        .execute(&s.app.db)
+        .await
+        .unwrap();
+    s.app
+        .state
+        .keys
+        .refresh(&s.app.db, s.app.state.clock.now())
+        .await
+        .unwrap();
+    let link = fresh_link(&b, &op.issuer).await;
+    let callback = through_provider(&b, &s.app, &link, "ann", false).await;
+    let res = b.client.get(&callback).send().await.unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/device/consent");
+    let res = b
+        .submit(
+            "/device/consent",
+            "/device/consent",
+            &[("action", "approve"), ("scope", "orders:read")],
+        )
+        .await;
+    assert_eq!(location(&res), "/device/done");
+    let (status, body) = s.app.poll(&s.pa, PA_SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(token_payload(&body)["sub"], "ann-7f3a");
+}
+
 /// The same journey in Chromium: pactd on `localhost`, the provider on
 /// `127.0.0.1`, so the trip out and back is cross-site as in production
 /// (the session cookie is `SameSite=Lax`, sent on the provider's redirect
@@ -530,6 +671,8 @@ struct FakeProvider {
     key: PaKey,
     /// When set, the discovery document names another issuer.
     lie: Arc<Mutex<bool>>,
+    /// More members of the discovery document.
+    extra: Arc<Mutex<Value>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
     _server: tokio::task::JoinHandle<()>,
@@ -540,6 +683,7 @@ struct FakeState {
     issuer: String,
     jwk: Value,
     lie: Arc<Mutex<bool>>,
+    extra: Arc<Mutex<Value>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
 }
@@ -552,6 +696,7 @@ async fn fake_provider() -> FakeProvider {
         issuer: issuer.clone(),
         jwk: serde_json::from_str(&key.public_jwk().to_string()).unwrap(),
         lie: Arc::default(),
+        extra: Arc::new(Mutex::new(json!({}))),
         next: Arc::default(),
         seen: Arc::default(),
     };
@@ -564,13 +709,17 @@ async fn fake_provider() -> FakeProvider {
                 } else {
                     s.issuer.clone()
                 };
-                axum::Json(json!({
+                let mut doc = json!({
                     "issuer": named,
                     "authorization_endpoint": format!("{}/authorize", s.issuer),
                     "token_endpoint": format!("{}/token", s.issuer),
                     "jwks_uri": format!("{}/jwks", s.issuer),
                     "code_challenge_methods_supported": ["S256"],
-                }))
+                });
+                for (k, v) in s.extra.lock().unwrap().as_object().unwrap() {
+                    doc[k] = v.clone();
+                }
+                axum::Json(doc)
             }),
         )
         .route(
@@ -601,6 +750,7 @@ async fn fake_provider() -> FakeProvider {
         issuer,
         key,
         lie: state.lie,
+        extra: state.extra,
         next: state.next,
         seen: state.seen,
         _server: server,
@@ -849,4 +999,361 @@ async fn bad_id_tokens_are_refused_and_sign_no_one_in() {
     assert_eq!(post(logout.clone()).await.unwrap().status(), 200);
     assert_eq!(signed_in_sessions(&s.app).await, 0);
     assert_eq!(post(logout).await.unwrap().status(), 400);
+}
+
+/// The client assertion pactd sends (OpenID Connect Core §9, RFC 7523 §3):
+/// in the form with its type and no `Authorization` header; ES256 under a
+/// kid of pactd's published JWKS, whose key verifies it; iss = sub = the
+/// client id; one aud, the token endpoint or, when chosen, the issuer; a
+/// fresh jti each time; a minute to live. A provider that does not offer
+/// private_key_jwt, or ES256 for it, gets no one sent to it.
+#[tokio::test]
+async fn the_client_assertion_is_fresh_signed_by_a_published_key_and_names_the_provider() {
+    let s = setup().await;
+    let op = fake_provider().await;
+    *op.extra.lock().unwrap() = json!({
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "private_key_jwt"],
+        "token_endpoint_auth_signing_alg_values_supported": ["RS256", "ES256"],
+    });
+    let jwks: Value = s
+        .app
+        .http
+        .get(format!("{}/a2a/demo/oauth/jwks.json", s.app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let published =
+        pact_jose::ProviderKeySet::from_public_jwks(jwks["keys"].as_array().unwrap()).unwrap();
+
+    let mut jtis = Vec::new();
+    for (aud_mode, aud) in [
+        ("token_endpoint", format!("{}/token", op.issuer)),
+        ("issuer", op.issuer.clone()),
+    ] {
+        configure_auth(&s.app, &op.issuer, "sub", &[], Some(aud_mode)).await;
+        let auth = s
+            .app
+            .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+            .await;
+        let b = Browser::new(&s.app);
+        assert_eq!(enter_code(&b, &auth.user_code).await.status(), 200);
+        let link = fresh_link(&b, &op.issuer).await;
+        let state = query_value(&link, "state").unwrap();
+        let nonce = query_value(&link, "nonce").unwrap();
+        let mut claims = op.claims(&nonce);
+        claims["aud"] = json!(JWT_CLIENT_ID);
+        *op.next.lock().unwrap() = Some(op.sign(&claims));
+        let res = b
+            .get(&format!("/oidc/demo/callback?code=c-1&state={state}"))
+            .await;
+        assert_eq!(res.status(), 303, "{aud_mode}");
+
+        let (auth_header, body) = op.seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(auth_header, "", "no client secret is sent");
+        let form: Vec<(String, String)> = url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+        let field = |n: &str| {
+            let found: Vec<&String> = form
+                .iter()
+                .filter(|(k, _)| k == n)
+                .map(|(_, v)| v)
+                .collect();
+            assert_eq!(found.len(), 1, "{n} once");
+            found[0].clone()
+        };
+        assert_eq!(
+            field("client_assertion_type"),
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        assert_eq!(field("client_id"), JWT_CLIENT_ID);
+        let assertion = field("client_assertion");
+        let part = |i: usize| -> Value {
+            serde_json::from_slice(
+                &URL_SAFE_NO_PAD
+                    .decode(assertion.split('.').nth(i).unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        let header = part(0);
+        assert_eq!(header["alg"], "ES256");
+        let payload = published.verify_compact(&assertion, "JWT").unwrap();
+        let claims: Value = serde_json::from_slice(&payload).unwrap();
+        assert_eq!(claims, part(1));
+        assert_eq!(claims["iss"], JWT_CLIENT_ID);
+        assert_eq!(claims["sub"], JWT_CLIENT_ID);
+        assert_eq!(claims["aud"], json!(aud), "{aud_mode}");
+        let iat = claims["iat"].as_i64().unwrap();
+        assert!((iat - now()).abs() <= 5);
+        assert_eq!(claims["exp"].as_i64().unwrap() - iat, 60);
+        let jti = claims["jti"].as_str().unwrap().to_owned();
+        assert!(jti.len() >= 43, "256 random bits");
+        jtis.push(jti);
+    }
+    assert_ne!(jtis[0], jtis[1], "a new jti for every assertion");
+
+    // Providers that cannot take pactd's assertion: nobody is sent there.
+    for extra in [
+        json!({"token_endpoint_auth_methods_supported": ["client_secret_basic"]}),
+        json!({}),
+        json!({
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            "token_endpoint_auth_signing_alg_values_supported": ["RS256", "PS256"],
+        }),
+    ] {
+        *op.extra.lock().unwrap() = extra.clone();
+        let auth = s
+            .app
+            .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+            .await;
+        let b = Browser::new(&s.app);
+        let (status, html) = page(enter_code(&b, &auth.user_code).await).await;
+        assert_eq!(status, 502, "{extra}: {html}");
+        assert!(
+            !html.contains(&op.issuer),
+            "{extra}: no link to the provider"
+        );
+    }
+}
+
+/// The OpenID sign-in's refusals speak the person's language: a replayed
+/// callback in a browser set to German (the switch's cookie), and an unknown
+/// state for one that asks for German in `Accept-Language`.
+#[tokio::test]
+async fn a_german_browser_gets_the_openid_refusals_in_german() {
+    let s = setup().await;
+    let op = fake_provider().await;
+    configure(&s.app, &op.issuer, "sub", &[]).await;
+    let auth = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+        .await;
+    let b = Browser::new(&s.app);
+    let base = reqwest::Url::parse(&s.app.base_url).unwrap();
+    b.jar.add_cookie_str("pactd_lang=de; Path=/", &base);
+    let (status, html) = page(enter_code(&b, &auth.user_code).await).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("<html lang=\"de\""), "{html}");
+    let link = provider_link(&html, &op.issuer);
+    let state = query_value(&link, "state").unwrap();
+    let nonce = query_value(&link, "nonce").unwrap();
+    *op.next.lock().unwrap() = Some(op.sign(&op.claims(&nonce)));
+    let callback = format!("/oidc/demo/callback?code=c-1&state={state}");
+    assert_eq!(b.get(&callback).await.status(), 303);
+    let res = b.get(&callback).await;
+    assert_eq!(res.status(), 400);
+    assert_eq!(res.headers()["content-language"], "de");
+    let html = res.text().await.unwrap();
+    assert!(html.contains("Anmeldung nicht angenommen"), "{html}");
+    assert!(
+        html.contains("Diese Anmeldung wurde bereits verwendet"),
+        "{html}"
+    );
+    assert!(!html.contains("Sign-in not accepted"), "{html}");
+
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "accept-language",
+        reqwest::header::HeaderValue::from_static("de-CH, en;q=0.5"),
+    );
+    let german = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let res = german
+        .get(format!("{}{callback}", s.app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("nie hier begonnen"), "{html}");
+    // The provider's own error, in German, quoting its code.
+    let res = german
+        .get(format!(
+            "{}/oidc/demo/callback?error=access_denied",
+            s.app.base_url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("Anmeldung nicht angenommen"), "{html}");
+}
+
+// ------------------------------------------------------------------ the conformance suite
+
+/// Decides the conformance runner's device authorizations the way a person
+/// at a brand in OpenID mode does: enters the code at pactd, signs in at
+/// node-oidc-provider (its login form; ann for the primary account, bob for
+/// the secondary), comes back, and ticks exactly the scopes the runner
+/// asks for, or denies. A permission that needs a second factor sends the
+/// browser back to the provider, where it signs in with the one-time code
+/// (the delegated profile itself never approves such a permission at the
+/// demo brand: its grants are `orders:read`).
+/// Each account keeps its own browser (cookies at pactd and at the provider).
+struct OidcApprover {
+    base_url: String,
+    issuer: String,
+    primary: tokio::sync::Mutex<Browser>,
+    secondary: tokio::sync::Mutex<Browser>,
+}
+
+impl OidcApprover {
+    fn new(app: &TestApp, issuer: &str) -> Self {
+        Self {
+            base_url: app.base_url.clone(),
+            issuer: issuer.to_owned(),
+            primary: tokio::sync::Mutex::new(Browser::new(app)),
+            secondary: tokio::sync::Mutex::new(Browser::new(app)),
+        }
+    }
+
+    async fn decide(&self, r: &conformance::ApprovalRequest) -> Result<(), String> {
+        let (browser, login) = match r.account {
+            conformance::Account::Primary => (&self.primary, "ann"),
+            conformance::Account::Secondary => (&self.secondary, "bob"),
+        };
+        let b = browser.lock().await;
+        // The link the agent shows: pactd's code entry, the code confirmed.
+        let res = b
+            .submit("/device", "/device", &[("user_code", r.user_code.as_str())])
+            .await;
+        let status = res.status().as_u16();
+        if status == 200 {
+            // Not signed in for the brand yet: the page links to the provider.
+            let html = res.text().await.map_err(|e| e.to_string())?;
+            self.sign_in(&b, &html, login, false).await?;
+        } else if status != 303 {
+            return Err(format!(
+                "code entry answered {status}: {}",
+                res.text().await.unwrap_or_default()
+            ));
+        }
+        let mut fields: Vec<(&str, &str)> = Vec::new();
+        match &r.decision {
+            conformance::Decision::Approve { scopes } => {
+                fields.push(("action", "approve"));
+                fields.extend(scopes.iter().map(|s| ("scope", s.as_str())));
+            }
+            conformance::Decision::Deny => fields.push(("action", "deny")),
+        }
+        let mut page = "/device/consent".to_owned();
+        for _ in 0..3 {
+            let (status, html) = b.get_html(&page).await;
+            if status != 200 {
+                return Err(format!("consent page {page} answered {status}: {html}"));
+            }
+            let wanted = r.user_code.replace('-', "");
+            if !html.replace('-', "").contains(&wanted) {
+                return Err(format!("the consent page is not for {}", r.user_code));
+            }
+            let res = b.submit(&page, "/device/consent", &fields).await;
+            match res.status().as_u16() {
+                303 if location(&res) == "/device/done" => return Ok(()),
+                403 => {
+                    // A permission needs a second factor: sign in again with it.
+                    let html = res.text().await.map_err(|e| e.to_string())?;
+                    page = self.sign_in(&b, &html, login, true).await?;
+                }
+                other => {
+                    return Err(format!(
+                        "the decision answered {other}: {}",
+                        res.text().await.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        Err("pactd kept asking for a second factor".to_owned())
+    }
+
+    /// From a page linking to the provider, through its login, back to
+    /// pactd's callback; returns where pactd sends the browser next.
+    async fn sign_in(
+        &self,
+        b: &Browser,
+        html: &str,
+        login: &str,
+        otp: bool,
+    ) -> Result<String, String> {
+        let link = provider_link(html, &self.issuer);
+        let callback = back_from_provider(b, &self.base_url, &link, login, otp).await;
+        let res = b
+            .client
+            .get(&callback)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if res.status() != 303 {
+            return Err(format!(
+                "the callback answered {}: {}",
+                res.status(),
+                res.text().await.unwrap_or_default()
+            ));
+        }
+        Ok(location(&res))
+    }
+}
+
+impl conformance::Approver for OidcApprover {
+    fn approve<'a>(
+        &'a self,
+        r: &'a conformance::ApprovalRequest,
+    ) -> conformance::BoxFuture<'a, conformance::ApprovalStatus> {
+        Box::pin(async move {
+            match self.decide(r).await {
+                Ok(()) => conformance::ApprovalStatus::Done,
+                Err(why) => conformance::ApprovalStatus::Failed(why),
+            }
+        })
+    }
+}
+
+/// `pact-agent conformance`'s delegated profile against a brand whose
+/// customers sign in at the merchant's OpenID provider (node-oidc-provider,
+/// pactd authenticating with private_key_jwt): every check passes, as it
+/// does with pactd's own accounts, and the grants went to the provider's
+/// two accounts.
+#[tokio::test]
+async fn the_conformance_delegated_profile_passes_against_a_brand_in_oidc_mode() {
+    let (app, home, identity, _jwks) = crate::conformance::pactd_with_agent().await;
+    let op = node_provider(&app).await;
+    configure_auth(&app, &op.issuer, "sub", &[], Some("token_endpoint")).await;
+    let approver = OidcApprover::new(&app, &op.issuer);
+    let started = std::time::Instant::now();
+    let report = conformance::run(
+        crate::conformance::pactd_config(&app, &identity, conformance::Profile::Delegated),
+        &approver,
+    )
+    .await;
+    println!(
+        "delegated profile, OpenID mode: {:.1} s, {}",
+        started.elapsed().as_secs_f64(),
+        report.summary()
+    );
+    crate::conformance::assert_passes(&report, &crate::conformance::UNEXERCISABLE);
+    for name in [
+        "§5.3.access-denied",
+        "§5.3.scope-may-be-less",
+        "§5.5.context-other-user",
+        "§5.3.expired-token",
+    ] {
+        assert_eq!(
+            report.get(name).unwrap().outcome,
+            conformance::Outcome::Pass,
+            "{name}"
+        );
+    }
+    let users: Vec<String> = sqlx::query_scalar("select distinct user_sub from grants order by 1")
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(users, ["ann-7f3a", "bob-91c2"]);
+    std::fs::remove_dir_all(home.dir()).ok();
 }

@@ -6,6 +6,9 @@
 //
 // Configuration comes from the environment:
 //   OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_REDIRECT_URI, OIDC_BACKCHANNEL_URI
+// and, optionally, a second client for pactd that authenticates with
+// private_key_jwt (OpenID Connect Core §9) against pactd's published keys:
+//   OIDC_JWT_CLIENT_ID, OIDC_JWT_JWKS_URI
 // It listens on a free loopback port and prints one JSON line
 // {"issuer": "http://127.0.0.1:PORT"} on standard output once ready.
 
@@ -39,17 +42,34 @@ const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
-const provider = new Provider(issuer, {
-  clients: [{
-    client_id: env('OIDC_CLIENT_ID'),
-    client_secret: env('OIDC_CLIENT_SECRET'),
+const clients = [{
+  client_id: env('OIDC_CLIENT_ID'),
+  client_secret: env('OIDC_CLIENT_SECRET'),
+  redirect_uris: [env('OIDC_REDIRECT_URI')],
+  response_types: ['code'],
+  grant_types: ['authorization_code'],
+  token_endpoint_auth_method: 'client_secret_basic',
+  backchannel_logout_uri: env('OIDC_BACKCHANNEL_URI'),
+  backchannel_logout_session_required: true,
+}];
+if (process.env.OIDC_JWT_CLIENT_ID) {
+  // The provider fetches the client's keys from jwks_uri (pactd's JWKS) and
+  // accepts only ES256 assertions from it.
+  clients.push({
+    client_id: process.env.OIDC_JWT_CLIENT_ID,
     redirect_uris: [env('OIDC_REDIRECT_URI')],
     response_types: ['code'],
     grant_types: ['authorization_code'],
-    token_endpoint_auth_method: 'client_secret_basic',
+    token_endpoint_auth_method: 'private_key_jwt',
+    token_endpoint_auth_signing_alg: 'ES256',
+    jwks_uri: env('OIDC_JWT_JWKS_URI'),
     backchannel_logout_uri: env('OIDC_BACKCHANNEL_URI'),
     backchannel_logout_session_required: true,
-  }],
+  });
+}
+
+const provider = new Provider(issuer, {
+  clients,
   pkce: { required: () => true },
   // Claims of the granted scopes go into the ID token itself, as Keycloak,
   // Auth0 and Entra ID do by default.

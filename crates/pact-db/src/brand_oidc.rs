@@ -16,20 +16,37 @@ pub fn client_secret_aad(brand_id: &str) -> Vec<u8> {
     format!("pactd brand oidc client secret\n{brand_id}").into_bytes()
 }
 
+/// `client_auth`: how pactd authenticates at the provider's token endpoint.
+pub mod client_auth {
+    /// RFC 6749 §2.3.1: HTTP Basic with the client secret.
+    pub const CLIENT_SECRET_BASIC: &str = "client_secret_basic";
+    /// OpenID Connect Core 1.0 §9, RFC 7523 §2.2: a JWT signed with pactd's key.
+    pub const PRIVATE_KEY_JWT: &str = "private_key_jwt";
+}
+
+/// `assertion_aud`: what a private_key_jwt assertion names as its audience.
+pub mod assertion_aud {
+    pub const TOKEN_ENDPOINT: &str = "token_endpoint";
+    pub const ISSUER: &str = "issuer";
+}
+
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BrandOidc {
     pub brand_id: String,
     pub issuer: String,
     pub client_id: String,
-    pub client_secret_sealed: Vec<u8>,
+    /// Present exactly when `client_auth` is `client_secret_basic`.
+    pub client_secret_sealed: Option<Vec<u8>>,
+    pub client_auth: String,
+    pub assertion_aud: String,
     pub scope: String,
     pub user_claim: String,
     pub mfa_acr: Vec<String>,
     pub updated_at: OffsetDateTime,
 }
 
-const COLS: &str =
-    "brand_id, issuer, client_id, client_secret_sealed, scope, user_claim, mfa_acr, updated_at";
+const COLS: &str = "brand_id, issuer, client_id, client_secret_sealed, client_auth, assertion_aud, \
+     scope, user_claim, mfa_acr, updated_at";
 
 pub async fn find(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandOidc>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -46,7 +63,10 @@ pub struct NewBrandOidc<'a> {
     pub brand_id: &'a str,
     pub issuer: &'a str,
     pub client_id: &'a str,
-    pub client_secret_sealed: &'a [u8],
+    /// `None` for `private_key_jwt`.
+    pub client_secret_sealed: Option<&'a [u8]>,
+    pub client_auth: &'a str,
+    pub assertion_aud: &'a str,
     pub scope: &'a str,
     pub user_claim: &'a str,
     pub mfa_acr: &'a [String],
@@ -54,16 +74,20 @@ pub struct NewBrandOidc<'a> {
 
 pub async fn upsert(db: impl PgExecutor<'_>, c: &NewBrandOidc<'_>) -> DbResult<()> {
     sqlx::query(
-        "insert into brand_oidc (brand_id, issuer, client_id, client_secret_sealed, scope, user_claim, mfa_acr) \
-         values ($1, $2, $3, $4, $5, $6, $7) on conflict (brand_id) do update set \
+        "insert into brand_oidc (brand_id, issuer, client_id, client_secret_sealed, client_auth, \
+         assertion_aud, scope, user_claim, mfa_acr) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (brand_id) do update set \
          issuer = excluded.issuer, client_id = excluded.client_id, \
-         client_secret_sealed = excluded.client_secret_sealed, scope = excluded.scope, \
+         client_secret_sealed = excluded.client_secret_sealed, client_auth = excluded.client_auth, \
+         assertion_aud = excluded.assertion_aud, scope = excluded.scope, \
          user_claim = excluded.user_claim, mfa_acr = excluded.mfa_acr, updated_at = now()",
     )
     .bind(c.brand_id)
     .bind(c.issuer)
     .bind(c.client_id)
     .bind(c.client_secret_sealed)
+    .bind(c.client_auth)
+    .bind(c.assertion_aud)
     .bind(c.scope)
     .bind(c.user_claim)
     .bind(c.mfa_acr)
@@ -82,9 +106,11 @@ pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
 }
 
 /// Every sealed client secret, locked until the transaction ends (`pactd keys rewrap`).
+/// A brand using `private_key_jwt` has none.
 pub async fn lock_client_secrets(db: &mut sqlx::PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
     sqlx::query_as(
-        "select brand_id, client_secret_sealed from brand_oidc order by brand_id for update",
+        "select brand_id, client_secret_sealed from brand_oidc \
+         where client_secret_sealed is not null order by brand_id for update",
     )
     .fetch_all(db)
     .await

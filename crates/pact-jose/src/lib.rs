@@ -60,7 +60,8 @@ pub use logo_fetch::{
     LOGO_FETCH_TIMEOUT, Logo, LogoError, MAX_LOGO_BYTES, fetch_logo, sniff_image,
 };
 pub use oidc::{
-    BACKCHANNEL_LOGOUT_EVENT, IdToken, IdTokenExpect, LOGOUT_TOKEN_TYP, LogoutToken,
+    BACKCHANNEL_LOGOUT_EVENT, CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_LIFETIME_SECS,
+    CLIENT_ASSERTION_TYPE, ClientAssertion, IdToken, IdTokenExpect, LOGOUT_TOKEN_TYP, LogoutToken,
     MAX_OIDC_TOKEN_BYTES, MAX_TOKEN_AGE_SECS, OIDC_SKEW_SECS, OidcTokenError, parse_oidc_token,
     verify_id_token, verify_logout_token,
 };

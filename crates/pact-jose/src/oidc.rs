@@ -291,6 +291,58 @@ pub fn verify_logout_token(
     Ok(LogoutToken { sub, sid, jti, exp })
 }
 
+// ---------------------------------------------------------------- private_key_jwt
+
+/// RFC 7523 §2.2: the `client_assertion_type` of a JWT client assertion.
+pub const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+/// How long a client assertion lives. It is made just before the one token
+/// request that carries it; a minute covers the request and modest clock
+/// skew at the provider (RFC 7523 §3 rule 4 asks for an `exp`; Auth0 and
+/// Entra ID accept at most a few minutes).
+pub const CLIENT_ASSERTION_LIFETIME_SECS: i64 = 60;
+/// The JWS `alg` pactd signs client assertions with: its own keys are P-256.
+pub const CLIENT_ASSERTION_ALG: &str = "ES256";
+
+/// What a `private_key_jwt` client assertion says (OpenID Connect Core 1.0
+/// §9; RFC 7523 §3). `iss` and `sub` are both the client id: the client
+/// asserts its own identity (RFC 7523 §2.2, RFC 7521 §5.2).
+#[derive(Debug, serde::Serialize)]
+pub struct ClientAssertion<'a> {
+    pub iss: &'a str,
+    pub sub: &'a str,
+    /// One audience, never a list: a single value leaves no room for an
+    /// assertion meant for one server to be accepted by another
+    /// (draft-ietf-oauth-rfc7523bis makes this a MUST).
+    pub aud: &'a str,
+    /// Unique per assertion, so the provider can refuse a replay (Core §9).
+    pub jti: &'a str,
+    pub iat: i64,
+    pub exp: i64,
+}
+
+impl<'a> ClientAssertion<'a> {
+    pub fn new(client_id: &'a str, aud: &'a str, jti: &'a str, now: i64) -> Self {
+        Self {
+            iss: client_id,
+            sub: client_id,
+            aud,
+            jti,
+            iat: now,
+            exp: now + CLIENT_ASSERTION_LIFETIME_SECS,
+        }
+    }
+
+    /// The compact JWS, signed with `key` (ES256, header `kid` = the key's
+    /// thumbprint, which the provider finds at pactd's published JWKS).
+    /// `typ` is `JWT` (RFC 7519 §5.1): pactd's own tokens carry their own
+    /// explicit types, which their verifiers require, so an assertion can
+    /// never pass for one of them.
+    pub fn sign(&self, key: &crate::ProviderKey) -> Result<String, crate::ProviderKeyError> {
+        let payload = serde_json::to_vec(self).map_err(|_| crate::ProviderKeyError::Encode)?;
+        key.sign_compact("JWT", &payload)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -543,5 +595,34 @@ mod tests {
         let mut jwt = key.header();
         jwt["typ"] = json!("JWT");
         assert!(logout(&key, &jwt, &logout_claims()).is_err(), "typ JWT");
+    }
+
+    #[test]
+    fn a_client_assertion_names_the_client_twice_and_lives_a_minute() {
+        let key = crate::ProviderKey::generate().unwrap();
+        let jws = ClientAssertion::new("pactd-demo", "https://id.shop.example/token", "j-1", NOW)
+            .sign(&key)
+            .unwrap();
+        let part = |i: usize| -> Value {
+            serde_json::from_slice(
+                &URL_SAFE_NO_PAD
+                    .decode(jws.split('.').nth(i).unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            part(0),
+            json!({"alg": "ES256", "typ": "JWT", "kid": key.kid()})
+        );
+        assert_eq!(
+            part(1),
+            json!({"iss": "pactd-demo", "sub": "pactd-demo", "aud": "https://id.shop.example/token",
+                   "jti": "j-1", "iat": NOW, "exp": NOW + 60})
+        );
+        // It verifies with the published key, and only as a plain JWT.
+        let set = crate::ProviderKeySet::from_public_jwks(&[key.public_jwk()]).unwrap();
+        assert!(set.verify_compact(&jws, "JWT").is_ok());
+        assert!(set.verify_compact(&jws, crate::DELEGATION_TYP).is_err());
     }
 }

@@ -10,7 +10,8 @@ use pact_jose::MasterKey;
 use serde_json::Value;
 
 use crate::admin_accounts::audit_cli as audit;
-use crate::cli::BrandSetArgs;
+use crate::cli::{BrandSetArgs, OidcAssertionAud, OidcClientAuth};
+use pact_db::brand_oidc::{assertion_aud, client_auth};
 
 /// A client secret is a few dozen characters; the cap stops a wrong path
 /// (a disk image, a log) from being read whole and sealed.
@@ -101,12 +102,43 @@ pub async fn set(
         }
         return Ok(false);
     }
-    let (Some(issuer), Some(client_id), Some(secret_file)) = (
-        &a.login_oidc_issuer,
-        &a.login_oidc_client_id,
-        &a.login_oidc_client_secret_file,
-    ) else {
+    let (Some(issuer), Some(client_id)) = (&a.login_oidc_issuer, &a.login_oidc_client_id) else {
         return Ok(false);
+    };
+    let method = a
+        .login_oidc_client_auth
+        .unwrap_or(OidcClientAuth::ClientSecretBasic);
+    // A secret where none is used would sit sealed in the database for
+    // nothing; a missing one would fail every sign-in. Both are refused here.
+    let secret_file = match (method, &a.login_oidc_client_secret_file) {
+        (OidcClientAuth::ClientSecretBasic, Some(f)) => Some(f),
+        (OidcClientAuth::ClientSecretBasic, None) => bail!(
+            "--login-oidc-client-secret-file is needed for client_secret_basic \
+             (or use --login-oidc-client-auth private_key_jwt)"
+        ),
+        (OidcClientAuth::PrivateKeyJwt, Some(_)) => bail!(
+            "--login-oidc-client-secret-file is not used with private_key_jwt: pactd signs \
+             with its own key (leave the flag out)"
+        ),
+        (OidcClientAuth::PrivateKeyJwt, None) => None,
+    };
+    if a.login_oidc_assertion_aud.is_some() && method != OidcClientAuth::PrivateKeyJwt {
+        bail!(
+            "--login-oidc-assertion-aud applies to --login-oidc-client-auth private_key_jwt only"
+        );
+    }
+    let (method, aud) = match method {
+        OidcClientAuth::ClientSecretBasic => (
+            client_auth::CLIENT_SECRET_BASIC,
+            assertion_aud::TOKEN_ENDPOINT,
+        ),
+        OidcClientAuth::PrivateKeyJwt => (
+            client_auth::PRIVATE_KEY_JWT,
+            match a.login_oidc_assertion_aud {
+                Some(OidcAssertionAud::Issuer) => assertion_aud::ISSUER,
+                Some(OidcAssertionAud::TokenEndpoint) | None => assertion_aud::TOKEN_ENDPOINT,
+            },
+        ),
     };
     check_issuer(issuer)?;
     check_token("--login-oidc-client-id", client_id, 255)?;
@@ -116,14 +148,21 @@ pub async fn set(
     for acr in &a.mfa_acr {
         check_token("--mfa-acr", acr, 255)?;
     }
-    let secret = read_secret(secret_file)?;
-    let master = master()?;
-    let sealed = master
-        .seal(
-            secret.as_bytes(),
-            &pact_db::brand_oidc::client_secret_aad(&a.brand_id),
-        )
-        .map_err(|e| anyhow::anyhow!("sealing the client secret: {e}"))?;
+    let sealed = match secret_file {
+        Some(file) => {
+            let secret = read_secret(file)?;
+            let master = master()?;
+            Some(
+                master
+                    .seal(
+                        secret.as_bytes(),
+                        &pact_db::brand_oidc::client_secret_aad(&a.brand_id),
+                    )
+                    .map_err(|e| anyhow::anyhow!("sealing the client secret: {e}"))?,
+            )
+        }
+        None => None,
+    };
     let mut tx = pool.begin().await?;
     pact_db::brand_oidc::upsert(
         &mut *tx,
@@ -131,7 +170,9 @@ pub async fn set(
             brand_id: &a.brand_id,
             issuer,
             client_id,
-            client_secret_sealed: &sealed,
+            client_secret_sealed: sealed.as_deref(),
+            client_auth: method,
+            assertion_aud: aud,
             scope: &scope,
             user_claim,
             mfa_acr: &a.mfa_acr,
@@ -147,14 +188,27 @@ pub async fn set(
         &a.brand_id,
         Some(&a.brand_id),
         serde_json::json!({"issuer": issuer, "client_id": client_id, "scope": scope,
-                           "user_claim": user_claim, "mfa_acr": a.mfa_acr}),
+                           "user_claim": user_claim, "mfa_acr": a.mfa_acr,
+                           "client_auth": method, "assertion_aud": aud}),
     )
     .await?;
     tx.commit().await?;
     println!(
-        "{}: customers sign in at {issuer} (client {client_id}, scope \"{scope}\", user id from `{user_claim}`)",
+        "{}: customers sign in at {issuer} (client {client_id}, {method}, scope \"{scope}\", user id from `{user_claim}`)",
         a.brand_id
     );
+    if method == client_auth::PRIVATE_KEY_JWT {
+        println!(
+            "register at the provider: token endpoint authentication private_key_jwt with ES256, \
+             jwks_uri <public URL>/a2a/{}/oauth/jwks.json (assertion aud: the provider's {})",
+            a.brand_id,
+            if aud == assertion_aud::ISSUER {
+                "issuer"
+            } else {
+                "token endpoint URL"
+            }
+        );
+    }
     println!(
         "register at the provider: redirect URI <public URL>/oidc/{0}/callback, \
          back-channel logout URI <public URL>/oidc/{0}/backchannel-logout",

@@ -76,6 +76,22 @@ pub enum Command {
     Admin(AdminCommand),
 }
 
+/// `--login-oidc-client-auth`: the token endpoint's client authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OidcClientAuth {
+    #[value(name = "client_secret_basic")]
+    ClientSecretBasic,
+    #[value(name = "private_key_jwt")]
+    PrivateKeyJwt,
+}
+
+/// `--login-oidc-assertion-aud`: the `aud` of a private_key_jwt assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OidcAssertionAud {
+    TokenEndpoint,
+    Issuer,
+}
+
 /// The format of log lines on standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -497,16 +513,34 @@ pub struct BrandSetArgs {
     #[arg(
         long,
         value_name = "URL",
-        requires_all = ["login_oidc_client_id", "login_oidc_client_secret_file"],
+        requires = "login_oidc_client_id",
         conflicts_with_all = ["no_external_login", "login_url"]
     )]
     pub login_oidc_issuer: Option<String>,
     /// pactd's client id at the provider.
     #[arg(long, value_name = "ID", requires = "login_oidc_issuer")]
     pub login_oidc_client_id: Option<String>,
-    /// A file holding the client secret (one line); stored sealed with the master key.
+    /// A file holding the client secret (one line); stored sealed with the
+    /// master key. Needed for client_secret_basic only.
     #[arg(long, value_name = "FILE", requires = "login_oidc_issuer")]
     pub login_oidc_client_secret_file: Option<PathBuf>,
+    /// How pactd authenticates at the provider's token endpoint:
+    /// client_secret_basic (with --login-oidc-client-secret-file), or
+    /// private_key_jwt (an assertion signed with pactd's own key; register
+    /// <public URL>/a2a/<brand>/oauth/jwks.json as the client's jwks_uri)
+    /// [default: client_secret_basic].
+    #[arg(
+        long,
+        value_name = "METHOD",
+        value_enum,
+        requires = "login_oidc_issuer"
+    )]
+    pub login_oidc_client_auth: Option<OidcClientAuth>,
+    /// The private_key_jwt assertion's aud: token-endpoint (OpenID Connect
+    /// Core §9; what Entra ID and Keycloak take) or issuer (what Auth0 takes)
+    /// [default: token-endpoint].
+    #[arg(long, value_name = "AUD", value_enum, requires = "login_oidc_issuer")]
+    pub login_oidc_assertion_aud: Option<OidcAssertionAud>,
     /// The scope requested at the provider [default: "openid"]; must include openid.
     #[arg(long, value_name = "SCOPE", requires = "login_oidc_issuer")]
     pub login_oidc_scope: Option<String>,

@@ -2076,28 +2076,69 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
     assert_eq!(row.scope, "openid email");
     assert_eq!(row.user_claim, "email");
     assert_eq!(row.mfa_acr, ["urn:shop:mfa", "urn:shop:hwk"]);
-    assert!(
-        !row.client_secret_sealed
-            .windows(16)
-            .any(|w| w == b"oidc-secret-9b7e")
-    );
+    assert_eq!(row.client_auth, "client_secret_basic");
+    let sealed = row.client_secret_sealed.clone().unwrap();
+    assert!(!sealed.windows(16).any(|w| w == b"oidc-secret-9b7e"));
     let opened = app
         .master_key
-        .open(
-            &row.client_secret_sealed,
-            &pact_db::brand_oidc::client_secret_aad("demo"),
-        )
+        .open(&sealed, &pact_db::brand_oidc::client_secret_aad("demo"))
         .unwrap();
     assert_eq!(opened, b"oidc-secret-9b7e");
     // Sealed for this brand: it does not open as another brand's.
     assert!(
         app.master_key
-            .open(
-                &row.client_secret_sealed,
-                &pact_db::brand_oidc::client_secret_aad("other")
-            )
+            .open(&sealed, &pact_db::brand_oidc::client_secret_aad("other"))
             .is_err()
     );
+
+    // private_key_jwt: no secret (one given is refused, not stored), the
+    // assertion's audience chosen, the jwks_uri to register printed.
+    let mut args = base("https://id.shop.example");
+    args.extend([
+        "--login-oidc-client-auth",
+        "private_key_jwt",
+        "--login-oidc-client-secret-file",
+        secret,
+    ]);
+    let out = run(pactd_serving(&db, &key), &args).await;
+    assert!(
+        out.failed().contains("not used with private_key_jwt"),
+        "{}",
+        out.describe()
+    );
+    let mut args = base("https://id.shop.example");
+    args.extend([
+        "--login-oidc-assertion-aud",
+        "issuer",
+        "--login-oidc-client-secret-file",
+        secret,
+    ]);
+    let out = run(pactd_serving(&db, &key), &args).await;
+    assert!(
+        out.failed().contains("private_key_jwt only"),
+        "{}",
+        out.describe()
+    );
+    let mut args = base("https://id.shop.example");
+    args.extend([
+        "--login-oidc-client-auth",
+        "private_key_jwt",
+        "--login-oidc-assertion-aud",
+        "issuer",
+    ]);
+    let out = run(pactd_serving(&db, &key), &args).await;
+    assert!(
+        out.succeeded().contains("/a2a/demo/oauth/jwks.json"),
+        "{}",
+        out.describe()
+    );
+    let row = pact_db::brand_oidc::find(&app.db, "demo")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.client_auth, "private_key_jwt");
+    assert_eq!(row.assertion_aud, "issuer");
+    assert!(row.client_secret_sealed.is_none());
     run(
         pactd_on(&db),
         &["brand", "set", "demo", "--no-external-login"],

@@ -1,6 +1,7 @@
 //! Sign-in with the merchant's own OpenID provider (OpenID Connect Core 1.0,
 //! authorization code flow; RFC 7636 PKCE with S256; a confidential client
-//! authenticating with `client_secret_basic`, RFC 6749 §2.3.1).
+//! authenticating with `client_secret_basic`, RFC 6749 §2.3.1, or with
+//! `private_key_jwt`, Core §9 and RFC 7523 §2.2, signed with pactd's own key).
 //!
 //! A brand in this mode has a `brand_oidc` row (`pactd brand set
 //! --login-oidc-*`). After the person confirms a code at `/device`, the page
@@ -34,7 +35,17 @@
 //!   token to `/oidc/{brand}/backchannel-logout`, which ends the pactd
 //!   sessions that came from that provider session (or that person).
 //!
-//! Every failure is a page saying nothing was changed; the session is only
+//! * `private_key_jwt`: the assertion is signed with the key that signs
+//!   delegation tokens at that moment, so the provider verifies it with the
+//!   brand's published JWKS (`<public URL>/a2a/<brand>/oauth/jwks.json`,
+//!   registered there as the client's `jwks_uri`), which follows key
+//!   rotation by itself: a new key is published before it signs anything.
+//!   `iss` = `sub` = the client id, one `aud` (see [`assertion_audience`]),
+//!   a random `jti`, `iat` and an `exp` a minute later. The provider's
+//!   discovery document must offer the method and, when it lists them,
+//!   ES256; otherwise nobody is sent to the provider and the log says why.
+//!
+//! Every failure is a page (in the person's language) saying nothing was changed; the session is only
 //! created (rotated, `session::start`) once everything has verified, so a
 //! refused callback never leaves a half-signed-in browser, and nothing is
 //! ever approved here: approval stays the consent page's explicit click.
@@ -50,16 +61,20 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use pact_db::brand_oidc::{BrandOidc, Trip, TripLookup};
+use pact_db::brand_oidc::{BrandOidc, Trip, TripLookup, assertion_aud, client_auth};
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::DeviceAuthorization;
 use pact_db::sessions::{Session, SessionState};
-use pact_jose::{IdTokenExpect, OIDC_SKEW_SECS, OidcTokenError};
+use pact_jose::{
+    CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_TYPE, ClientAssertion, IdTokenExpect, OIDC_SKEW_SECS,
+    OidcTokenError,
+};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use url::Url;
 
+use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::session::{self, Browser};
 use crate::domain::{secrets, user_code};
@@ -107,6 +122,11 @@ pub struct Discovered {
     pub authorization_endpoint: Url,
     pub token_endpoint: String,
     pub jwks_uri: String,
+    /// `token_endpoint_auth_methods_supported` (Discovery §3: when absent,
+    /// only `client_secret_basic`).
+    pub token_endpoint_auth_methods: Vec<String>,
+    /// `token_endpoint_auth_signing_alg_values_supported`, when listed.
+    pub token_endpoint_auth_signing_algs: Option<Vec<String>>,
 }
 
 /// Why talking to the provider failed. Logged; never shown in detail.
@@ -205,12 +225,76 @@ pub async fn discover(app: &AppState, issuer: &str) -> Result<Discovered, Provid
             "discovery: the provider does not offer PKCE S256",
         ));
     }
+    let strings = |name: &str| match doc.get(name) {
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        ),
+        _ => None,
+    };
     Ok(Discovered {
         issuer: issuer.to_owned(),
         authorization_endpoint,
         token_endpoint,
         jwks_uri,
+        token_endpoint_auth_methods: strings("token_endpoint_auth_methods_supported")
+            .unwrap_or_else(|| vec![client_auth::CLIENT_SECRET_BASIC.to_owned()]),
+        token_endpoint_auth_signing_algs: strings(
+            "token_endpoint_auth_signing_alg_values_supported",
+        ),
     })
+}
+
+/// Whether the provider takes a `private_key_jwt` client: the method among
+/// `token_endpoint_auth_methods_supported` (Discovery §3: when absent, only
+/// `client_secret_basic`), and ES256 among
+/// `token_endpoint_auth_signing_alg_values_supported` when the provider lists
+/// them (pactd's keys are P-256, so it cannot sign RS256). Checked before
+/// anyone is sent to the provider: a code that could not be redeemed would be
+/// a wasted sign-in. A `client_secret_basic` brand is not checked, so its
+/// sign-in behaves as before this method existed.
+pub fn check_client_auth(cfg: &BrandOidc, found: &Discovered) -> Result<(), ProviderError> {
+    if cfg.client_auth != client_auth::PRIVATE_KEY_JWT {
+        return Ok(());
+    }
+    if !found.token_endpoint_auth_methods.contains(&cfg.client_auth) {
+        return Err(provider_error(format!(
+            "discovery: the provider does not accept {} at its token endpoint \
+             (token_endpoint_auth_methods_supported: {})",
+            cfg.client_auth,
+            found.token_endpoint_auth_methods.join(" ")
+        )));
+    }
+    if let Some(algs) = &found.token_endpoint_auth_signing_algs
+        && !algs.iter().any(|a| a == CLIENT_ASSERTION_ALG)
+    {
+        return Err(provider_error(format!(
+            "discovery: the provider does not accept {CLIENT_ASSERTION_ALG} client assertions \
+             (token_endpoint_auth_signing_alg_values_supported: {}); pactd signs them with its \
+             P-256 key",
+            algs.join(" ")
+        )));
+    }
+    Ok(())
+}
+
+/// The `aud` of a client assertion. OpenID Connect Core §9 says it SHOULD be
+/// the token endpoint's URL; RFC 7523 §3 only asks for a value that
+/// identifies the authorization server, which the issuer identifier does.
+/// Providers disagree (Entra ID wants the token endpoint, Auth0 its issuer),
+/// so the brand chooses; the default is Core's. Either way it is one string,
+/// and the assertion is only ever sent to the token endpoint of the
+/// discovery document whose `issuer` is the configured one, so it names the
+/// server that receives it.
+pub fn assertion_audience<'a>(cfg: &BrandOidc, trip: &'a Trip) -> &'a str {
+    if cfg.assertion_aud == assertion_aud::ISSUER {
+        &trip.issuer
+    } else {
+        &trip.token_endpoint
+    }
 }
 
 /// Where the person's browser is sent: https (http only to loopback, in
@@ -242,7 +326,7 @@ struct LeavePage<'a> {
     agent_name: &'a str,
     user_code: String,
     link: String,
-    notice: Option<&'a str>,
+    notice: Option<String>,
     look: crate::who::Look,
 }
 
@@ -262,11 +346,10 @@ fn unreachable_provider(brand_name: &str, e: &ProviderError) -> Response {
     tracing::warn!(error = %e.0, "OpenID provider unavailable");
     let page = ErrorPage {
         brand_name,
-        title: "Sign-in is unavailable",
-        message: "We could not reach this shop's sign-in service, so nothing was changed. \
-                  Please try again in a few minutes.",
+        title: &i18n::t("oidc-err-unavailable-title"),
+        message: &i18n::t("oidc-err-unreachable"),
         signed_in: false,
-        look: crate::web::i18n::known_look(),
+        look: i18n::known_look(),
     };
     render(&page, StatusCode::BAD_GATEWAY)
 }
@@ -282,7 +365,10 @@ pub async fn login_page(
     auth: &DeviceAuthorization,
     step_up: Option<&BTreeSet<String>>,
 ) -> Result<Response, PageError> {
-    let found = match discover(app, &cfg.issuer).await {
+    let found = match discover(app, &cfg.issuer)
+        .await
+        .and_then(|d| check_client_auth(cfg, &d).map(|()| d))
+    {
         Ok(d) => d,
         Err(e) => return Ok(unreachable_provider(&brand.name, &e)),
     };
@@ -337,17 +423,14 @@ pub async fn login_page(
         }
     }
     let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
-    let agent_name = agent.map_or_else(|| "An agent".to_owned(), |a| a.name);
+    let agent_name = agent.map_or_else(|| i18n::t("ext-an-agent"), |a| a.name);
     let page = LeavePage {
         brand_name: &brand.name,
         signed_in: session.user_id.is_some() || session.external_sub.is_some(),
         agent_name: &agent_name,
         user_code: user_code::display(&auth.user_code),
         link: link.to_string(),
-        notice: step_up.map(|_| {
-            "One of these permissions needs a second factor. Sign in again, with your second factor, \
-             to approve it — or go back and untick it."
-        }),
+        notice: step_up.map(|_| i18n::t("oidc-step-up-notice")),
         look: crate::who::Look::of(&brand.settings),
     };
     let status = if step_up.is_some() {
@@ -398,77 +481,65 @@ impl From<ProviderError> for Refusal {
     }
 }
 
+/// The page for a refused callback, in the person's language; the reason
+/// (never a secret) goes to the log only.
 fn refused(r: Refusal) -> Result<Response, PageError> {
-    let (status, reason, title, message): (StatusCode, String, &str, String) = match r {
+    let not_accepted = || i18n::t("oidc-err-not-accepted-title");
+    let (status, reason, title, message): (StatusCode, String, String, String) = match r {
         Refusal::Page(e) => return Err(e),
         Refusal::Malformed(why) => (
             StatusCode::BAD_REQUEST,
             why.to_owned(),
-            "Sign-in not accepted",
-            "The sign-in did not come back in a form we understand, so nothing was changed. \
-             Start again from the code your agent showed you."
-                .to_owned(),
+            not_accepted(),
+            i18n::t("oidc-err-malformed"),
         ),
         Refusal::Unknown => (
             StatusCode::BAD_REQUEST,
             "unknown, used or expired state".to_owned(),
-            "Sign-in not accepted",
-            "This sign-in was already used, has expired, or was never started here, so nothing was changed. \
-             Start again from the code your agent showed you."
-                .to_owned(),
+            not_accepted(),
+            i18n::t("oidc-err-unknown"),
         ),
         Refusal::NotThisBrowser(why) => (
             StatusCode::FORBIDDEN,
             why.to_owned(),
-            "Sign-in not accepted",
-            "This sign-in was not started in this browser, so nothing was changed and you were not signed in. \
-             If you were entering a code from your own agent, enter it again here and sign in from the page that follows."
-                .to_owned(),
+            not_accepted(),
+            i18n::t("oidc-err-not-this-browser"),
         ),
         Refusal::Stale(why) => (
             StatusCode::BAD_REQUEST,
             why.to_owned(),
-            "This request can no longer be answered",
-            "The request this sign-in was for has expired, was already answered, or another code was entered since. \
-             Nothing was changed. Ask your agent for a new code if it still needs your permission."
-                .to_owned(),
+            i18n::t("oidc-err-stale-title"),
+            i18n::t("oidc-err-stale"),
         ),
         Refusal::Invalid(why) => (
             StatusCode::UNAUTHORIZED,
             why,
-            "Sign-in not accepted",
-            "We could not confirm this sign-in, so nothing was changed and you were not signed in. \
-             Start again from the code your agent showed you."
-                .to_owned(),
+            not_accepted(),
+            i18n::t("oidc-err-invalid"),
         ),
-        Refusal::ProviderSaid(code) => {
-            let message = format!(
-                "The sign-in service ended the sign-in without signing you in (it said: {code}). \
-                 Nothing was changed. Start again from the code your agent showed you."
-            );
-            (
-                StatusCode::BAD_REQUEST,
-                format!("provider error {code}"),
-                "Sign-in not completed",
-                message,
-            )
-        }
+        Refusal::ProviderSaid(code) => (
+            StatusCode::BAD_REQUEST,
+            format!("provider error {code}"),
+            i18n::t("oidc-err-provider-said-title"),
+            i18n::t1("oidc-err-provider-said", "code", &code),
+        ),
         Refusal::Provider(e) => (
             StatusCode::BAD_GATEWAY,
             e.0,
-            "Sign-in is unavailable",
-            "We could not complete the sign-in with this shop's sign-in service, so nothing was changed. \
-             Please try again in a few minutes."
-                .to_owned(),
+            i18n::t("oidc-err-unavailable-title"),
+            i18n::t("oidc-err-provider"),
         ),
     };
     tracing::info!(reason = %reason, "OpenID sign-in refused");
+    let (brand_name, look) = i18n::ctx()
+        .brand
+        .unwrap_or_else(|| ("pactd".to_owned(), crate::who::Look::none()));
     let page = ErrorPage {
-        brand_name: "pactd",
-        title,
+        brand_name: &brand_name,
+        title: &title,
         message: &message,
         signed_in: false,
-        look: crate::web::i18n::known_look(),
+        look,
     };
     Ok(render(&page, status))
 }
@@ -631,21 +702,8 @@ async fn verify_callback(
     if cfg.issuer != trip.issuer {
         return Err(Refusal::Stale("brand's provider changed during the trip"));
     }
-    let secret = app
-        .config
-        .master_key
-        .open(
-            &cfg.client_secret_sealed,
-            &pact_db::brand_oidc::client_secret_aad(brand_id),
-        )
-        .map_err(|_| {
-            Refusal::Page(PageError::Internal(
-                "the brand's client secret does not open with the master key".into(),
-            ))
-        })?;
-    let secret = String::from_utf8(secret)
-        .map_err(|_| Refusal::Page(PageError::Internal("the client secret is not UTF-8".into())))?;
-    let id_token = redeem(app, &cfg, &trip, &code, &secret).await?;
+    let client = client_authentication(app, &cfg, &trip, now)?;
+    let id_token = redeem(app, &cfg, &trip, &code, &client).await?;
     let parsed =
         pact_jose::parse_oidc_token(&id_token).map_err(|e| Refusal::Invalid(e.to_string()))?;
     let key = app
@@ -694,32 +752,107 @@ pub fn user_id_from(claims: &Map<String, Value>, claim: &str) -> Result<String, 
     Ok(value)
 }
 
+/// How the token request proves it comes from pactd (RFC 6749 §2.3).
+enum ClientAuth {
+    /// `client_secret_basic`: the `Authorization` header's credentials.
+    Basic(String),
+    /// `private_key_jwt`: the signed client assertion.
+    Assertion(String),
+}
+
+/// The brand's client authentication for one token request: the secret
+/// opened with the master key, or a fresh assertion signed with the key that
+/// signs at `now` (published at the brand's JWKS, which the provider knows
+/// as this client's `jwks_uri`).
+fn client_authentication(
+    app: &AppState,
+    cfg: &BrandOidc,
+    trip: &Trip,
+    now: OffsetDateTime,
+) -> Result<ClientAuth, Refusal> {
+    let internal = |why: &str| Refusal::Page(PageError::Internal(why.to_owned().into()));
+    if cfg.client_auth == client_auth::PRIVATE_KEY_JWT {
+        let key = app
+            .keys
+            .current()
+            .signing_key(now)
+            .map_err(|e| Refusal::Page(PageError::internal(e)))?;
+        // Core §9: a jti the provider has not seen; 256 random bits.
+        let (jti, _) = secrets::new_secret();
+        let assertion = ClientAssertion::new(
+            &cfg.client_id,
+            assertion_audience(cfg, trip),
+            &jti,
+            now.unix_timestamp(),
+        )
+        .sign(&key)
+        .map_err(|e| Refusal::Page(PageError::internal(e)))?;
+        return Ok(ClientAuth::Assertion(assertion));
+    }
+    let sealed = cfg
+        .client_secret_sealed
+        .as_deref()
+        .ok_or_else(|| internal("the brand has no client secret"))?;
+    let secret = app
+        .config
+        .master_key
+        .open(
+            sealed,
+            &pact_db::brand_oidc::client_secret_aad(&cfg.brand_id),
+        )
+        .map_err(|_| internal("the brand's client secret does not open with the master key"))?;
+    let secret =
+        String::from_utf8(secret).map_err(|_| internal("the client secret is not UTF-8"))?;
+    // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    Ok(ClientAuth::Basic(STANDARD.encode(format!(
+        "{}:{}",
+        enc(&cfg.client_id),
+        enc(&secret)
+    ))))
+}
+
 /// RFC 6749 §4.1.3 with RFC 7636 §4.5: trade the code for tokens at the
-/// token endpoint, authenticating with `client_secret_basic` (§2.3.1: both
-/// parts form-urlencoded before base64). Returns the ID token.
+/// token endpoint, authenticating as [`client_authentication`] made ready.
+/// Returns the ID token.
 async fn redeem(
     app: &AppState,
     cfg: &BrandOidc,
     trip: &Trip,
     code: &str,
-    secret: &str,
+    client: &ClientAuth,
 ) -> Result<String, Refusal> {
     let url = server_url(app, &trip.token_endpoint, "token_endpoint")?;
-    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-    let basic = STANDARD.encode(format!("{}:{}", enc(&cfg.client_id), enc(secret)));
-    let form = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("grant_type", "authorization_code")
-        .append_pair("code", code)
-        .append_pair(
-            "redirect_uri",
-            &redirect_uri(&app.config.public_url, &cfg.brand_id),
-        )
-        .append_pair("code_verifier", &trip.code_verifier)
-        .finish();
+    // The serializer is not `Send`: it lives only in this block, not across
+    // the request's await.
+    let form = {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("grant_type", "authorization_code")
+            .append_pair("code", code)
+            .append_pair(
+                "redirect_uri",
+                &redirect_uri(&app.config.public_url, &cfg.brand_id),
+            )
+            .append_pair("code_verifier", &trip.code_verifier);
+        if let ClientAuth::Assertion(assertion) = client {
+            // RFC 7521 §4.2 / RFC 7523 §2.2: the assertion and its type in
+            // the form; client_id too, which RFC 7521 §4.2 allows and some
+            // providers expect.
+            form.append_pair("client_id", &cfg.client_id)
+                .append_pair("client_assertion_type", CLIENT_ASSERTION_TYPE)
+                .append_pair("client_assertion", assertion);
+        }
+        form.finish()
+    };
+    let mut request = app.outbound.post(url);
+    if let ClientAuth::Basic(credentials) = client {
+        request = request.header(
+            header::AUTHORIZATION.as_str(),
+            format!("Basic {credentials}"),
+        );
+    }
     let (status, body) = bounded(
-        app.outbound
-            .post(url)
-            .header(header::AUTHORIZATION.as_str(), format!("Basic {basic}"))
+        request
             .header(
                 header::CONTENT_TYPE.as_str(),
                 "application/x-www-form-urlencoded",
