@@ -139,9 +139,9 @@ fn provider_error(what: impl Into<String>) -> ProviderError {
 
 /// A URL pactd's server calls: the jwksUri rules (https, or http to
 /// loopback in development; no user info) and, on every connection, the
-/// guarded resolver of `app.outbound`.
-fn server_url(app: &AppState, raw: &str, name: &str) -> Result<Url, ProviderError> {
-    pact_jose::check_jwks_uri(raw, app.jwks.policy().allow_loopback)
+/// guarded resolver of `state.outbound`.
+fn server_url(state: &AppState, raw: &str, name: &str) -> Result<Url, ProviderError> {
+    pact_jose::check_jwks_uri(raw, state.jwks.policy().allow_loopback)
         .map_err(|e| provider_error(format!("{name}: {e}")))
 }
 
@@ -187,14 +187,14 @@ fn json_object(body: &[u8], what: &str) -> Result<Map<String, Value>, ProviderEr
 /// and keep what the code flow needs. §4.3: the document's `issuer` must be
 /// exactly the configured one (else a document could speak for another
 /// provider). PKCE S256 must be offered when the document lists methods.
-pub async fn discover(app: &AppState, issuer: &str) -> Result<Discovered, ProviderError> {
+pub async fn discover(state: &AppState, issuer: &str) -> Result<Discovered, ProviderError> {
     let url = format!(
         "{}/.well-known/openid-configuration",
         issuer.trim_end_matches('/')
     );
-    let url = server_url(app, &url, "discovery URL")?;
+    let url = server_url(state, &url, "discovery URL")?;
     let (status, body) = bounded(
-        app.outbound
+        state.outbound
             .get(url)
             .header(header::ACCEPT.as_str(), "application/json"),
         "discovery",
@@ -212,12 +212,12 @@ pub async fn discover(app: &AppState, issuer: &str) -> Result<Discovered, Provid
     }
     let authorization_endpoint = text("authorization_endpoint")
         .ok_or_else(|| provider_error("discovery: no authorization_endpoint"))?;
-    let authorization_endpoint = browser_url(app, &authorization_endpoint)?;
+    let authorization_endpoint = browser_url(state, &authorization_endpoint)?;
     let token_endpoint =
         text("token_endpoint").ok_or_else(|| provider_error("discovery: no token_endpoint"))?;
-    server_url(app, &token_endpoint, "token_endpoint")?;
+    server_url(state, &token_endpoint, "token_endpoint")?;
     let jwks_uri = text("jwks_uri").ok_or_else(|| provider_error("discovery: no jwks_uri"))?;
-    server_url(app, &jwks_uri, "jwks_uri")?;
+    server_url(state, &jwks_uri, "jwks_uri")?;
     if let Some(Value::Array(methods)) = doc.get("code_challenge_methods_supported")
         && !methods.iter().any(|m| m == "S256")
     {
@@ -299,11 +299,11 @@ pub fn assertion_audience<'a>(cfg: &BrandOidc, trip: &'a Trip) -> &'a str {
 
 /// Where the person's browser is sent: https (http only to loopback, in
 /// development), no user info, no fragment (RFC 6749 §3.1).
-fn browser_url(app: &AppState, raw: &str) -> Result<Url, ProviderError> {
+fn browser_url(state: &AppState, raw: &str) -> Result<Url, ProviderError> {
     let url = Url::parse(raw).map_err(|_| provider_error("authorization_endpoint: not a URL"))?;
     let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
     let scheme_ok = url.scheme() == "https"
-        || (url.scheme() == "http" && loopback && app.jwks.policy().allow_loopback);
+        || (url.scheme() == "http" && loopback && state.jwks.policy().allow_loopback);
     if !scheme_ok
         || !url.username().is_empty()
         || url.password().is_some()
@@ -358,25 +358,25 @@ fn unreachable_provider(brand_name: &str, e: &ProviderError) -> Response {
 /// `step_up`, the trip asks for a fresh sign-in with a second factor and
 /// brings the ticked scopes back to the consent page.
 pub async fn login_page(
-    app: &AppState,
+    state: &AppState,
     session: &Session,
     brand: &Brand,
     cfg: &BrandOidc,
     auth: &DeviceAuthorization,
     step_up: Option<&BTreeSet<String>>,
 ) -> Result<Response, PageError> {
-    let found = match discover(app, &cfg.issuer)
+    let found = match discover(state, &cfg.issuer)
         .await
         .and_then(|d| check_client_auth(cfg, &d).map(|()| d))
     {
         Ok(d) => d,
         Err(e) => return Ok(unreachable_provider(&brand.name, &e)),
     };
-    let now = app.clock.now();
-    let (state, state_hash) = secrets::new_secret();
+    let now = state.clock.now();
+    let (oauth_state, state_hash) = secrets::new_secret();
     let (nonce, _) = secrets::new_secret();
     let (verifier, _) = secrets::new_secret();
-    let mut db = app.db.acquire().await?;
+    let mut db = state.db.acquire().await?;
     pact_db::brand_oidc::begin_trip(
         &mut db,
         &Trip {
@@ -405,10 +405,10 @@ pub async fn login_page(
             .append_pair("client_id", &cfg.client_id)
             .append_pair(
                 "redirect_uri",
-                &redirect_uri(&app.config.public_url, &brand.id),
+                &redirect_uri(&state.config.public_url, &brand.id),
             )
             .append_pair("scope", &cfg.scope)
-            .append_pair("state", &state)
+            .append_pair("state", &oauth_state)
             .append_pair("nonce", &nonce)
             .append_pair("code_challenge", &s256_challenge(&verifier))
             .append_pair("code_challenge_method", "S256");
@@ -422,7 +422,7 @@ pub async fn login_page(
             }
         }
     }
-    let agent = pact_db::agents::find(&app.db, &auth.pa_issuer).await?;
+    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("ext-an-agent"), |a| a.name);
     let page = LeavePage {
         brand_name: &brand.name,
@@ -571,14 +571,14 @@ struct SignedIn {
 
 /// `GET /oidc/{brand}/callback?code=…&state=…[&iss=…]` (or `error=…`).
 pub async fn callback(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     Path(brand_id): Path<String>,
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
-    let now = app.clock.now();
+    let now = state.clock.now();
     let done = match verify_callback(
-        &app,
+        &state,
         &brand_id,
         &browser,
         query.as_deref().unwrap_or(""),
@@ -590,7 +590,7 @@ pub async fn callback(
         Err(r) => return refused(r),
     };
     let (new_session, cookie) = session::start(
-        &app,
+        &state,
         browser.session.as_ref(),
         SessionState {
             brand_id: Some(done.brand_id.clone()),
@@ -602,7 +602,7 @@ pub async fn callback(
     )
     .await?;
     pact_db::brand_oidc::link_session(
-        &app.db,
+        &state.db,
         &new_session.id_hash,
         &done.brand_id,
         &done.provider_sub,
@@ -611,7 +611,7 @@ pub async fn callback(
     .await?;
     tracing::info!(brand = %done.brand_id, mfa = done.mfa, "signed in through the brand's OpenID provider");
     let mut res = if done.trip.mfa_requested && !done.mfa {
-        let brand = pact_db::brands::find(&app.db, &done.brand_id).await?;
+        let brand = pact_db::brands::find(&state.db, &done.brand_id).await?;
         let page = NoMfaPage {
             brand_name: brand.as_ref().map_or("pactd", |b| b.name.as_str()),
             signed_in: true,
@@ -637,19 +637,19 @@ pub async fn callback(
 }
 
 async fn verify_callback(
-    app: &AppState,
+    state: &AppState,
     brand_id: &str,
     browser: &Browser,
     query: &str,
     now: OffsetDateTime,
 ) -> Result<SignedIn, Refusal> {
-    let state = single(query, "state")?.ok_or(Refusal::Malformed("no state"))?;
+    let oauth_state = single(query, "state")?.ok_or(Refusal::Malformed("no state"))?;
     let session_hash = browser.session.as_ref().map(|s| s.id_hash.as_slice());
     // The trip is spent here whatever follows: a code or state seen once is
     // never good again (RFC 9700 §4.5.3, §2.1.1).
-    let mut db = app.db.acquire().await?;
+    let mut db = state.db.acquire().await?;
     let trip =
-        match pact_db::brand_oidc::take_trip(&mut db, &secrets::hash(&state), session_hash, now)
+        match pact_db::brand_oidc::take_trip(&mut db, &secrets::hash(&oauth_state), session_hash, now)
             .await?
         {
             TripLookup::Taken(t) => *t,
@@ -688,13 +688,13 @@ async fn verify_callback(
     if session.device_authorization_id != Some(trip.device_authorization_id) {
         return Err(Refusal::Stale("the session moved on to another request"));
     }
-    let auth = pact_db::device_authorizations::find(&app.db, trip.device_authorization_id)
+    let auth = pact_db::device_authorizations::find(&state.db, trip.device_authorization_id)
         .await?
         .ok_or(Refusal::Stale("authorization gone"))?;
     if auth.status != "pending" || auth.expires_at <= now || auth.brand_id != brand_id {
         return Err(Refusal::Stale("authorization not pending"));
     }
-    let cfg = pact_db::brand_oidc::find(&app.db, brand_id)
+    let cfg = pact_db::brand_oidc::find(&state.db, brand_id)
         .await?
         .ok_or(Refusal::Stale(
             "brand no longer signs in through a provider",
@@ -702,11 +702,11 @@ async fn verify_callback(
     if cfg.issuer != trip.issuer {
         return Err(Refusal::Stale("brand's provider changed during the trip"));
     }
-    let client = client_authentication(app, &cfg, &trip, now)?;
-    let id_token = redeem(app, &cfg, &trip, &code, &client).await?;
+    let client = client_authentication(state, &cfg, &trip, now)?;
+    let id_token = redeem(state, &cfg, &trip, &code, &client).await?;
     let parsed =
         pact_jose::parse_oidc_token(&id_token).map_err(|e| Refusal::Invalid(e.to_string()))?;
-    let key = app
+    let key = state
         .jwks
         .key_for(&trip.jwks_uri, parsed.kid(), parsed.alg())
         .await
@@ -765,14 +765,14 @@ enum ClientAuth {
 /// signs at `now` (published at the brand's JWKS, which the provider knows
 /// as this client's `jwks_uri`).
 fn client_authentication(
-    app: &AppState,
+    state: &AppState,
     cfg: &BrandOidc,
     trip: &Trip,
     now: OffsetDateTime,
 ) -> Result<ClientAuth, Refusal> {
     let internal = |why: &str| Refusal::Page(PageError::Internal(why.to_owned().into()));
     if cfg.client_auth == client_auth::PRIVATE_KEY_JWT {
-        let key = app
+        let key = state
             .keys
             .current()
             .signing_key(now)
@@ -793,7 +793,7 @@ fn client_authentication(
         .client_secret_sealed
         .as_deref()
         .ok_or_else(|| internal("the brand has no client secret"))?;
-    let secret = app
+    let secret = state
         .config
         .master_key
         .open(
@@ -816,13 +816,13 @@ fn client_authentication(
 /// token endpoint, authenticating as [`client_authentication`] made ready.
 /// Returns the ID token.
 async fn redeem(
-    app: &AppState,
+    state: &AppState,
     cfg: &BrandOidc,
     trip: &Trip,
     code: &str,
     client: &ClientAuth,
 ) -> Result<String, Refusal> {
-    let url = server_url(app, &trip.token_endpoint, "token_endpoint")?;
+    let url = server_url(state, &trip.token_endpoint, "token_endpoint")?;
     // The serializer is not `Send`: it lives only in this block, not across
     // the request's await.
     let form = {
@@ -831,7 +831,7 @@ async fn redeem(
             .append_pair("code", code)
             .append_pair(
                 "redirect_uri",
-                &redirect_uri(&app.config.public_url, &cfg.brand_id),
+                &redirect_uri(&state.config.public_url, &cfg.brand_id),
             )
             .append_pair("code_verifier", &trip.code_verifier);
         if let ClientAuth::Assertion(assertion) = client {
@@ -844,7 +844,7 @@ async fn redeem(
         }
         form.finish()
     };
-    let mut request = app.outbound.post(url);
+    let mut request = state.outbound.post(url);
     if let ClientAuth::Basic(credentials) = client {
         request = request.header(
             header::AUTHORIZATION.as_str(),
@@ -910,7 +910,7 @@ fn logout_answer(status: StatusCode, error: Option<&str>) -> Response {
 /// (Back-Channel Logout §2.5). Server to server: no cookie, Origin or CSRF
 /// token; the signed, single-use logout token is the authentication.
 pub async fn backchannel_logout(
-    State(app): State<AppState>,
+    State(state): State<AppState>,
     Path(brand_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, PageError> {
@@ -932,13 +932,13 @@ pub async fn backchannel_logout(
             Some("no logout_token"),
         ));
     };
-    let Some(cfg) = pact_db::brand_oidc::find(&app.db, &brand_id).await? else {
+    let Some(cfg) = pact_db::brand_oidc::find(&state.db, &brand_id).await? else {
         return Ok(logout_answer(
             StatusCode::BAD_REQUEST,
             Some("this brand does not sign in through an OpenID provider"),
         ));
     };
-    let now = app.clock.now();
+    let now = state.clock.now();
     let parsed = match pact_jose::parse_oidc_token(&token) {
         Ok(p) => p,
         Err(e) => {
@@ -949,7 +949,7 @@ pub async fn backchannel_logout(
             ));
         }
     };
-    let found = match discover(&app, &cfg.issuer).await {
+    let found = match discover(&state, &cfg.issuer).await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(brand = %brand_id, error = %e.0, "OpenID provider unavailable for a logout");
@@ -959,7 +959,7 @@ pub async fn backchannel_logout(
             ));
         }
     };
-    let key = match app
+    let key = match state
         .jwks
         .key_for(&found.jwks_uri, parsed.kid(), parsed.alg())
         .await
@@ -994,7 +994,7 @@ pub async fn backchannel_logout(
     let keep_until = OffsetDateTime::from_unix_timestamp(logout.exp.saturating_add(OIDC_SKEW_SECS))
         .unwrap_or(now);
     let jti = format!("oidc-logout\n{}", logout.jti);
-    if !pact_db::users::claim_assertion_jti(&app.db, &brand_id, &jti, keep_until).await? {
+    if !pact_db::users::claim_assertion_jti(&state.db, &brand_id, &jti, keep_until).await? {
         tracing::info!(brand = %brand_id, "logout token replayed");
         return Ok(logout_answer(
             StatusCode::BAD_REQUEST,
@@ -1002,7 +1002,7 @@ pub async fn backchannel_logout(
         ));
     }
     let ended = pact_db::brand_oidc::end_sessions(
-        &app.db,
+        &state.db,
         &brand_id,
         logout.sub.as_deref(),
         logout.sid.as_deref(),
