@@ -194,7 +194,8 @@ pub async fn discover(state: &AppState, issuer: &str) -> Result<Discovered, Prov
     );
     let url = server_url(state, &url, "discovery URL")?;
     let (status, body) = bounded(
-        state.outbound
+        state
+            .outbound
             .get(url)
             .header(header::ACCEPT.as_str(), "application/json"),
         "discovery",
@@ -648,16 +649,20 @@ async fn verify_callback(
     // The trip is spent here whatever follows: a code or state seen once is
     // never good again (RFC 9700 §4.5.3, §2.1.1).
     let mut db = state.db.acquire().await?;
-    let trip =
-        match pact_db::brand_oidc::take_trip(&mut db, &secrets::hash(&oauth_state), session_hash, now)
-            .await?
-        {
-            TripLookup::Taken(t) => *t,
-            TripLookup::OtherSession => {
-                return Err(Refusal::NotThisBrowser("state of another browser's trip"));
-            }
-            TripLookup::Unknown => return Err(Refusal::Unknown),
-        };
+    let trip = match pact_db::brand_oidc::take_trip(
+        &mut db,
+        &secrets::hash(&oauth_state),
+        session_hash,
+        now,
+    )
+    .await?
+    {
+        TripLookup::Taken(t) => *t,
+        TripLookup::OtherSession => {
+            return Err(Refusal::NotThisBrowser("state of another browser's trip"));
+        }
+        TripLookup::Unknown => return Err(Refusal::Unknown),
+    };
     drop(db);
     if trip.brand_id != brand_id {
         return Err(Refusal::Malformed("callback path names another brand"));
