@@ -19,7 +19,7 @@ use time::{Duration, OffsetDateTime};
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(#[from] pact_db::Error),
     #[error("signing key {kid} cannot be unsealed with the configured master key")]
     Unseal { kid: String },
     #[error("key material: {0}")]
@@ -315,8 +315,15 @@ pub fn describe(rows: &[SigningKeyRow], now: OffsetDateTime) -> Vec<KeyInfo> {
 }
 
 /// [`describe`] of the keys in the database.
-pub async fn list(db: &PgPool, now: OffsetDateTime) -> Result<Vec<KeyInfo>, sqlx::Error> {
+pub async fn list(db: &PgPool, now: OffsetDateTime) -> Result<Vec<KeyInfo>, pact_db::Error> {
     Ok(describe(&pact_db::signing_keys::all(db).await?, now))
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for KeyError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Db(e.into())
+    }
 }
 
 #[cfg(test)]

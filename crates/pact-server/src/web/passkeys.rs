@@ -129,8 +129,8 @@ impl From<PageError> for PasskeyError {
     }
 }
 
-impl From<sqlx::Error> for PasskeyError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for PasskeyError {
+    fn from(e: pact_db::Error) -> Self {
         PageError::from(e).into()
     }
 }
@@ -337,7 +337,7 @@ pub async fn register_finish(
         .await
     {
         Ok(()) => {}
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+        Err(e) if e.is_unique_violation() => {
             return Err(PasskeyError::new(
                 StatusCode::CONFLICT,
                 &i18n::t("pk-err-duplicate"),
@@ -561,6 +561,13 @@ pub async fn delete(
     }
     tracing::info!(user = %user.id, "passkey removed");
     Ok(Redirect::to("/account?done=passkey-removed").into_response())
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for PasskeyError {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
+    }
 }
 
 #[cfg(test)]
