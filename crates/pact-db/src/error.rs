@@ -140,3 +140,28 @@ impl<T> ResultExt<T> for Result<T, Error> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_row_is_not_found_and_reads_as_before() {
+        let e = Error::from(sqlx::Error::RowNotFound);
+        assert!(matches!(e, Error::NotFound(_)));
+        assert_eq!(e.to_string(), sqlx::Error::RowNotFound.to_string());
+        assert_eq!(e.constraint(), None);
+        assert_eq!(e.code(), None);
+    }
+
+    #[test]
+    fn a_lost_connection_is_other_and_unavailable() {
+        let e = Error::from(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "eof",
+        )));
+        assert!(matches!(e, Error::Other(_)));
+        assert!(!e.is_unique_violation());
+        assert_eq!(crate::classify(&e), crate::Failure::Unavailable);
+    }
+}
