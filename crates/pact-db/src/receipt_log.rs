@@ -90,7 +90,7 @@ pub struct Entry {
 pub async fn entries(db: impl PgExecutor<'_>) -> DbResult<Vec<Entry>> {
     sqlx::query_as!(
         Entry,
-        "select l.log_index, l.receipt_id, l.leaf_hash, r.jws \
+        "select l.log_index, l.receipt_id, l.leaf_hash, r.jws as \"jws?\" \
          from receipt_log l left join receipts r on r.id = l.receipt_id order by l.log_index",
     )
     .fetch_all(db)
