@@ -197,6 +197,12 @@ pub fn is_unique_violation(err: &Error) -> bool {
     err.is_unique_violation()
 }
 
+/// One round trip: the database answers (readiness, and the probe while it is down).
+pub async fn ping(db: impl sqlx::PgExecutor<'_>) -> DbResult<()> {
+    sqlx::query!("select 1 as one").fetch_one(db).await?;
+    Ok(())
+}
+
 /// How many embedded migrations the database has not applied yet.
 pub async fn pending_migrations(pool: &PgPool) -> DbResult<usize> {
     let exists: bool =

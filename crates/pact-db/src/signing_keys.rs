@@ -16,6 +16,15 @@ pub struct SigningKeyRow {
     pub unpublish_at: Option<OffsetDateTime>,
 }
 
+/// Serialises the creation of the first key until the transaction ends: nodes
+/// starting together on an empty database then make exactly one.
+pub async fn lock_creation(db: impl PgExecutor<'_>) -> DbResult<()> {
+    sqlx::query!("select pg_advisory_xact_lock(hashtext('pactd:signing_keys'))")
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 pub async fn insert(
     db: impl PgExecutor<'_>,
     kid: &str,

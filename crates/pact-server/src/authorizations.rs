@@ -188,10 +188,3 @@ pub async fn issue(
         }
     }
 }
-
-/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
-impl From<sqlx::Error> for IssueError {
-    fn from(e: sqlx::Error) -> Self {
-        pact_db::Error::from(e).into()
-    }
-}

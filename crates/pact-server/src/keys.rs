@@ -197,9 +197,7 @@ async fn ensure_first_key(
     now: OffsetDateTime,
 ) -> Result<(), KeyError> {
     let mut tx = db.begin().await?;
-    sqlx::query("select pg_advisory_xact_lock(hashtext('pactd:signing_keys'))")
-        .execute(&mut *tx)
-        .await?;
+    pact_db::signing_keys::lock_creation(&mut *tx).await?;
     if pact_db::signing_keys::all(&mut *tx).await?.is_empty() {
         let key = ProviderKey::generate()?;
         let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;

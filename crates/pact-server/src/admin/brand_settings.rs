@@ -370,13 +370,6 @@ pub async fn describe(
     Ok((authz_details::types_from_settings(&brand.settings), tools))
 }
 
-/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
-impl From<sqlx::Error> for EditError {
-    fn from(e: sqlx::Error) -> Self {
-        pact_db::Error::from(e).into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -412,13 +412,6 @@ async fn verify(
     })
 }
 
-/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
-impl From<sqlx::Error> for Refusal {
-    fn from(e: sqlx::Error) -> Self {
-        pact_db::Error::from(e).into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -559,13 +559,6 @@ pub async fn delete(
     Ok(Redirect::to("/account?done=passkey-removed").into_response())
 }
 
-/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
-impl From<sqlx::Error> for PasskeyError {
-    fn from(e: sqlx::Error) -> Self {
-        pact_db::Error::from(e).into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
