@@ -8,6 +8,48 @@ use uuid::Uuid;
 use crate::DbResult;
 use crate::sign_in_state::{self, Accounts};
 
+/// A staff account's or API credential's role, the text of the `role` columns
+/// (their CHECK constraints, migrations/0012, allow exactly these three).
+/// Ordered: each role may do everything the ones before it may.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, sqlx::Type, serde::Serialize)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads everything within its brands.
+    Viewer,
+    /// Also revokes grants, disables agents, unlocks customers and resets
+    /// their second factors.
+    Operator,
+    /// Also registers agents and manages admins and credentials.
+    Owner,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "viewer" => Some(Self::Viewer),
+            "operator" => Some(Self::Operator),
+            "owner" => Some(Self::Owner),
+            _ => None,
+        }
+    }
+
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Viewer => "viewer",
+            Self::Operator => "operator",
+            Self::Owner => "owner",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One staff account of the console.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Admin {
@@ -16,8 +58,7 @@ pub struct Admin {
     pub password_hash: String,
     pub totp_secret_sealed: Option<Vec<u8>>,
     pub totp_last_step: Option<i64>,
-    /// `owner`, `operator` or `viewer`.
-    pub role: String,
+    pub role: Role,
     /// `None`: every brand.
     pub brands: Option<Vec<String>>,
     pub failed_logins: i32,
@@ -37,18 +78,18 @@ pub async fn insert(
     id: Uuid,
     email: &str,
     password_hash: &str,
-    role: &str,
+    role: Role,
     brands: Option<&[String]>,
 ) -> DbResult<Admin> {
     sqlx::query_as!(
         Admin,
         "insert into admins (id, email, password_hash, role, brands) values ($1, $2, $3, $4, $5) \
-         returning id, email, password_hash, totp_secret_sealed, totp_last_step, role, brands, \
+         returning id, email, password_hash, totp_secret_sealed, totp_last_step, role as \"role: Role\", brands, \
                           failed_logins, locked_until, disabled_at, created_at",
         id,
         email,
         password_hash,
-        role,
+        role as Role,
         brands,
     )
     .fetch_one(db)
@@ -59,7 +100,7 @@ pub async fn insert(
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Admin>> {
     sqlx::query_as!(
         Admin,
-        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role, brands, \
+        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role as \"role: Role\", brands, \
                           failed_logins, locked_until, disabled_at, created_at from admins where id = $1",
         id,
     )
@@ -71,7 +112,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Admin>> 
 pub async fn find_by_email(db: impl PgExecutor<'_>, email: &str) -> DbResult<Option<Admin>> {
     sqlx::query_as!(
         Admin,
-        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role, brands, \
+        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role as \"role: Role\", brands, \
                           failed_logins, locked_until, disabled_at, created_at from admins where email = $1",
         email,
     )
@@ -83,7 +124,7 @@ pub async fn find_by_email(db: impl PgExecutor<'_>, email: &str) -> DbResult<Opt
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Admin>> {
     sqlx::query_as!(
         Admin,
-        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role, brands, \
+        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role as \"role: Role\", brands, \
                           failed_logins, locked_until, disabled_at, created_at from admins order by email",
     )
     .fetch_all(db)
@@ -134,7 +175,7 @@ pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> 
 pub struct Credential {
     pub id: Uuid,
     pub name: String,
-    pub role: String,
+    pub role: Role,
     pub brands: Option<Vec<String>>,
     pub created_at: OffsetDateTime,
     pub last_used_at: Option<OffsetDateTime>,
@@ -145,17 +186,17 @@ pub async fn insert_credential(
     db: impl PgExecutor<'_>,
     id: Uuid,
     name: &str,
-    role: &str,
+    role: Role,
     brands: Option<&[String]>,
     secret_hash: &[u8],
 ) -> DbResult<Credential> {
     sqlx::query_as!(
         Credential,
         "insert into admin_credentials (id, name, role, brands, secret_hash) values ($1, $2, $3, $4, $5) \
-         returning id, name, role, brands, created_at, last_used_at, revoked_at",
+         returning id, name, role as \"role: Role\", brands, created_at, last_used_at, revoked_at",
         id,
         name,
-        role,
+        role as Role,
         brands,
         secret_hash,
     )
@@ -173,7 +214,7 @@ pub async fn use_credential(
     sqlx::query_as!(
         Credential,
         "update admin_credentials set last_used_at = $2 where secret_hash = $1 and revoked_at is null \
-         returning id, name, role, brands, created_at, last_used_at, revoked_at",
+         returning id, name, role as \"role: Role\", brands, created_at, last_used_at, revoked_at",
         secret_hash,
         now,
     )
@@ -185,7 +226,7 @@ pub async fn use_credential(
 pub async fn list_credentials(db: impl PgExecutor<'_>) -> DbResult<Vec<Credential>> {
     sqlx::query_as!(
         Credential,
-        "select id, name, role, brands, created_at, last_used_at, revoked_at from admin_credentials order by name",
+        "select id, name, role as \"role: Role\", brands, created_at, last_used_at, revoked_at from admin_credentials order by name",
     )
     .fetch_all(db)
     .await
