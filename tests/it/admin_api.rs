@@ -29,7 +29,7 @@ pub(crate) async fn credential(
         &app.db,
         Uuid::new_v4(),
         name,
-        role,
+        pact_db::admins::Role::parse(role).unwrap(),
         brands.as_deref(),
         &hash,
     )

@@ -77,6 +77,7 @@ async fn run_journey(journey: &str, input: &mut Value) -> Value {
 /// (sealed as the console seals it); returns its secret in hex.
 async fn add_admin(app: &TestApp, email: &str, role: &str, totp: bool) -> String {
     let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
+    let role = pact_db::admins::Role::parse(role).unwrap();
     let admin = pact_db::admins::insert(&app.db, Uuid::new_v4(), email, &hash, role, None)
         .await
         .unwrap();

@@ -18,7 +18,7 @@ pub(crate) async fn add_admin(app: &TestApp, email: &str, role: &str, brands: Op
         Uuid::new_v4(),
         email,
         &hash,
-        role,
+        pact_db::admins::Role::parse(role).unwrap(),
         brands.as_deref(),
     )
     .await

@@ -45,9 +45,16 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_answer() {
     let app = TestApp::spawn().await;
     app.enable_demo_delegation().await;
     let (secret, hash) = pact_server::admin::credential::new_secret();
-    pact_db::admins::insert_credential(&app.db, Uuid::new_v4(), "fuzz", "owner", None, &hash)
-        .await
-        .unwrap();
+    pact_db::admins::insert_credential(
+        &app.db,
+        Uuid::new_v4(),
+        "fuzz",
+        pact_db::admins::Role::Owner,
+        None,
+        &hash,
+    )
+    .await
+    .unwrap();
     let pa = app.registered_pa("https://pa.example").await;
     app.node_connect("demo", &pa, "pa-sub", "alice", &["orders:read"], None)
         .await;

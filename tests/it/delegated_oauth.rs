@@ -302,7 +302,7 @@ async fn user_codes_are_two_dashed_groups_of_four_alphabet_letters_and_differ_pe
         assert_eq!(auth.body["interval"], 1);
         let stored = authorization(&app, &auth.user_code).await;
         assert_eq!(stored.user_code, auth.user_code.replace('-', ""));
-        assert_eq!(stored.status, "pending");
+        assert_eq!(stored.status.as_str(), "pending");
         assert_eq!(stored.pa_issuer, ISS);
         assert_eq!(stored.pa_sub, "u1");
         assert_eq!(stored.scopes, vec!["orders:read".to_owned()]);
@@ -452,7 +452,10 @@ async fn a_denied_authorization_polls_as_access_denied() {
         "access_denied",
     );
     assert_eq!(grants(&app).await, 0);
-    assert_eq!(authorization(&app, &auth.user_code).await.status, "denied");
+    assert_eq!(
+        authorization(&app, &auth.user_code).await.status.as_str(),
+        "denied"
+    );
 }
 
 /// PACT §5.3, §7: an expired code is `expired_token`, whether the user never
@@ -472,7 +475,10 @@ async fn an_expired_device_code_polls_as_expired_token() {
     }
     assert_eq!(count(&app, "select count(*) from refresh_tokens").await, 0);
     assert_eq!(
-        authorization(&app, &approved.user_code).await.status,
+        authorization(&app, &approved.user_code)
+            .await
+            .status
+            .as_str(),
         "approved"
     );
 }
@@ -514,7 +520,7 @@ async fn a_device_code_is_redeemed_once_and_then_is_invalid_grant() {
     );
     assert_eq!(count(&app, "select count(*) from refresh_tokens").await, 1);
     assert_eq!(
-        authorization(&app, &auth.user_code).await.status,
+        authorization(&app, &auth.user_code).await.status.as_str(),
         "redeemed"
     );
 }
@@ -705,7 +711,7 @@ async fn a_token_request_with_a_wrong_or_missing_client_id_is_refused_and_redeem
     .await;
     assert_error(&got, 400, "invalid_request");
     assert_eq!(
-        authorization(&app, &auth.user_code).await.status,
+        authorization(&app, &auth.user_code).await.status.as_str(),
         "approved"
     );
     assert_eq!(poll(&app, &pa, "u1", &auth.device_code).await.0, 200);
@@ -1347,7 +1353,7 @@ async fn consent_cannot_grant_what_was_not_requested_and_a_refusal_changes_nothi
 
     assert_eq!(grants(&app).await, 0);
     let stored = authorization(&app, &auth.user_code).await;
-    assert_eq!(stored.status, "pending");
+    assert_eq!(stored.status.as_str(), "pending");
     assert_eq!((stored.user_sub, stored.grant_id), (None, None));
     // Still decidable: the person can approve what was asked.
     let g = app
@@ -1417,7 +1423,7 @@ async fn consent_cannot_decide_an_authorization_twice_or_after_it_expired() {
     );
     assert_eq!(first.user_sub.as_deref(), Some("alice"));
     assert_eq!(
-        authorization(&app, &denied.user_code).await.status,
+        authorization(&app, &denied.user_code).await.status.as_str(),
         "denied"
     );
     let late = authorization(&app, &late.user_code).await;

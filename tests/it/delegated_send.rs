@@ -166,6 +166,8 @@ async fn order_status(app: &TestApp, user: &str, order_id: &str) -> String {
         .unwrap()
         .unwrap()
         .status
+        .as_str()
+        .to_owned()
 }
 
 // ---------------------------------------------------------------------------
@@ -706,7 +708,7 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
     assert_eq!(auth.pa_issuer, ISS);
     assert_eq!(auth.pa_sub, SUB);
     assert_eq!(auth.scopes, vec!["orders:read".to_owned()]);
-    assert_eq!(auth.status, "pending");
+    assert_eq!(auth.status.as_str(), "pending");
     assert!(auth.expires_at > OffsetDateTime::now_utc());
     assert!(
         text(message).contains(link),

@@ -9,6 +9,7 @@ mod admin_schemathesis;
 mod browser;
 mod card;
 mod conformance;
+mod db_errors;
 mod delegated_flow;
 mod delegated_oauth;
 mod delegated_send;

@@ -21,22 +21,25 @@ pub struct AdminPasskey {
     pub last_used_at: Option<OffsetDateTime>,
 }
 
-const PASSKEY_COLS: &str = "id, admin_id, credential_id, passkey, name, created_at, last_used_at";
-
 pub async fn passkeys_of(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbResult<Vec<AdminPasskey>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {PASSKEY_COLS} from admin_passkeys where admin_id = $1 order by created_at, id"
-    )))
-    .bind(admin_id)
+    sqlx::query_as!(
+        AdminPasskey,
+        "select id, admin_id, credential_id, passkey, name, created_at, last_used_at from admin_passkeys where admin_id = $1 order by created_at, id",
+        admin_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn count_passkeys(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbResult<i64> {
-    sqlx::query_scalar("select count(*) from admin_passkeys where admin_id = $1")
-        .bind(admin_id)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        "select count(*) as \"n!\" from admin_passkeys where admin_id = $1",
+        admin_id,
+    )
+    .fetch_one(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// A new passkey; a credential id already registered (to anyone) is a
@@ -48,17 +51,19 @@ pub async fn insert_passkey(
     passkey: &serde_json::Value,
     name: &str,
 ) -> DbResult<AdminPasskey> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as!(
+        AdminPasskey,
         "insert into admin_passkeys (id, admin_id, credential_id, passkey, name) \
-         values ($1, $2, $3, $4, $5) returning {PASSKEY_COLS}"
-    )))
-    .bind(Uuid::new_v4())
-    .bind(admin_id)
-    .bind(credential_id)
-    .bind(passkey)
-    .bind(name)
+         values ($1, $2, $3, $4, $5) returning id, admin_id, credential_id, passkey, name, created_at, last_used_at",
+        Uuid::new_v4(),
+        admin_id,
+        credential_id,
+        passkey,
+        name,
+    )
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The passkey's state after a sign-in (signature counter, backup flags),
@@ -70,17 +75,18 @@ pub async fn update_passkey(
     passkey: &serde_json::Value,
     now: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "update admin_passkeys set passkey = $3, last_used_at = $4 \
          where admin_id = $1 and credential_id = $2",
+        admin_id,
+        credential_id,
+        passkey,
+        now,
     )
-    .bind(admin_id)
-    .bind(credential_id)
-    .bind(passkey)
-    .bind(now)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Removes one of the account's own passkeys: the name it had, or `None`
@@ -90,11 +96,14 @@ pub async fn delete_passkey(
     admin_id: Uuid,
     id: Uuid,
 ) -> DbResult<Option<String>> {
-    sqlx::query_scalar("delete from admin_passkeys where admin_id = $1 and id = $2 returning name")
-        .bind(admin_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_scalar!(
+        "delete from admin_passkeys where admin_id = $1 and id = $2 returning name",
+        admin_id,
+        id,
+    )
+    .fetch_optional(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// Replaces the account's recovery codes (the old ones stop working).
@@ -103,16 +112,18 @@ pub async fn replace_recovery_codes(
     admin_id: Uuid,
     hashes: &[Vec<u8>],
 ) -> DbResult<()> {
-    sqlx::query("delete from admin_recovery_codes where admin_id = $1")
-        .bind(admin_id)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query(
+    sqlx::query!(
+        "delete from admin_recovery_codes where admin_id = $1",
+        admin_id,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
         "insert into admin_recovery_codes (admin_id, code_hash) \
          select $1, h from unnest($2::bytea[]) as h on conflict do nothing",
+        admin_id,
+        hashes,
     )
-    .bind(admin_id)
-    .bind(hashes)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -126,23 +137,24 @@ pub async fn use_recovery_code(
     hash: &[u8],
     now: OffsetDateTime,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update admin_recovery_codes set used_at = $3 \
          where admin_id = $1 and code_hash = $2 and used_at is null",
+        admin_id,
+        hash,
+        now,
     )
-    .bind(admin_id)
-    .bind(hash)
-    .bind(now)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbResult<i64> {
-    sqlx::query_scalar(
-        "select count(*) from admin_recovery_codes where admin_id = $1 and used_at is null",
+    sqlx::query_scalar!(
+        "select count(*) as \"n!\" from admin_recovery_codes where admin_id = $1 and used_at is null",
+        admin_id,
     )
-    .bind(admin_id)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }

@@ -60,9 +60,6 @@ pub struct GrantSearch<'a> {
     pub limit: i64,
 }
 
-const GRANT_COLS: &str = "id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                          expires_at, last_used_at, revoked_at, revoked_reason";
-
 /// Newest first; `limit` rows at most.
 pub async fn grants(
     db: impl PgExecutor<'_>,
@@ -70,8 +67,10 @@ pub async fn grants(
     now: OffsetDateTime,
 ) -> DbResult<Vec<Grant>> {
     let (after_at, after_id) = s.after.unzip();
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {GRANT_COLS} from grants \
+    sqlx::query_as!(
+        Grant,
+        "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                          expires_at, last_used_at, revoked_at, revoked_reason from grants \
          where ($1::text[] is null or brand_id = any($1)) and ($2::text is null or brand_id = $2) \
          and ($3::text[] is null or user_sub = any($3)) and ($4::text is null or pa_issuer = $4) \
          and ($5::text is null \
@@ -79,19 +78,20 @@ pub async fn grants(
               or ($5 = 'revoked' and revoked_at is not null) \
               or ($5 = 'expired' and revoked_at is null and expires_at <= $6)) \
          and ($7::timestamptz is null or (created_at, id) < ($7, $8)) \
-         order by created_at desc, id desc limit $9"
-    )))
-    .bind(s.within)
-    .bind(s.brand_id)
-    .bind(s.user_subs)
-    .bind(s.pa_issuer)
-    .bind(s.state.map(GrantState::as_str))
-    .bind(now)
-    .bind(after_at)
-    .bind(after_id)
-    .bind(s.limit)
+         order by created_at desc, id desc limit $9",
+        s.within,
+        s.brand_id,
+        s.user_subs,
+        s.pa_issuer,
+        s.state.map(GrantState::as_str),
+        now,
+        after_at,
+        after_id,
+        s.limit,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The live grants of one agent within the caller's brands, and how many
@@ -102,16 +102,17 @@ pub async fn active_for_agent(
     pa_issuer: &str,
     now: OffsetDateTime,
 ) -> DbResult<(i64, i64)> {
-    sqlx::query_as(
-        "select count(*), count(distinct (brand_id, user_sub)) from grants \
-         where pa_issuer = $1 and revoked_at is null and expires_at > $2 \
+    let r = sqlx::query!(
+        "select count(*) as \"grants!\", count(distinct (brand_id, user_sub)) as \"people!\" \
+         from grants where pa_issuer = $1 and revoked_at is null and expires_at > $2 \
          and ($3::text[] is null or brand_id = any($3))",
+        pa_issuer,
+        now,
+        within,
     )
-    .bind(pa_issuer)
-    .bind(now)
-    .bind(within)
     .fetch_one(db)
-    .await
+    .await?;
+    Ok((r.grants, r.people))
 }
 
 /// Counts for the overview page.
@@ -131,27 +132,26 @@ pub async fn overview(
     within: Option<&[String]>,
     now: OffsetDateTime,
 ) -> DbResult<Overview> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Overview,
         "select \
-           (select count(*) from brands where $1::text[] is null or id = any($1)) as brands, \
-           (select count(*) from agents) as agents, \
-           (select count(*) from agents where enabled) as agents_enabled, \
+           (select count(*) from brands where $1::text[] is null or id = any($1)) as \"brands!\", \
+           (select count(*) from agents) as \"agents!\", \
+           (select count(*) from agents where enabled) as \"agents_enabled!\", \
            (select count(*) from grants where revoked_at is null and expires_at > $2 \
-              and ($1::text[] is null or brand_id = any($1))) as active_grants, \
+              and ($1::text[] is null or brand_id = any($1))) as \"active_grants!\", \
            (select count(*) from grants where created_at > $2 - interval '1 day' \
-              and ($1::text[] is null or brand_id = any($1))) as approved_last_day, \
+              and ($1::text[] is null or brand_id = any($1))) as \"approved_last_day!\", \
            (select count(*) from grants where revoked_at > $2 - interval '1 day' \
-              and ($1::text[] is null or brand_id = any($1))) as revoked_last_day, \
-           (select count(*) from users where $1::text[] is null or brand_id = any($1)) as customers",
+              and ($1::text[] is null or brand_id = any($1))) as \"revoked_last_day!\", \
+           (select count(*) from users where $1::text[] is null or brand_id = any($1)) as \"customers!\"",
+        within,
+        now,
     )
-    .bind(within)
-    .bind(now)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
-
-const USER_COLS: &str = "id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
-                         failed_logins, locked_until, created_at, disabled_at";
 
 /// Customers whose email, id or external id is `query` (exact; emails
 /// compared lower-cased), within the caller's brands, at most 100.
@@ -162,17 +162,20 @@ pub async fn find_customers(
     query: &str,
 ) -> DbResult<Vec<User>> {
     let as_id = query.parse::<Uuid>().ok();
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {USER_COLS} from users where ($1::text[] is null or brand_id = any($1)) \
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                         failed_logins, locked_until, created_at, disabled_at from users where ($1::text[] is null or brand_id = any($1)) \
          and ($2::text is null or brand_id = $2) \
-         and (email = lower($3) or external_id = $3 or id = $4) order by brand_id, email limit 100"
-    )))
-    .bind(within)
-    .bind(brand_id)
-    .bind(query)
-    .bind(as_id)
+         and (email = lower($3) or external_id = $3 or id = $4) order by brand_id, email limit 100",
+        within,
+        brand_id,
+        query,
+        as_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The customer with this id, only if it is within the caller's brands.
@@ -181,13 +184,16 @@ pub async fn customer(
     within: Option<&[String]>,
     id: Uuid,
 ) -> DbResult<Option<User>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {USER_COLS} from users where id = $1 and ($2::text[] is null or brand_id = any($2))"
-    )))
-    .bind(id)
-    .bind(within)
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                         failed_logins, locked_until, created_at, disabled_at from users where id = $1 and ($2::text[] is null or brand_id = any($2))",
+        id,
+        within,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// How a grant came about: its device authorization, if pactd still has it.
@@ -199,21 +205,25 @@ pub struct Approval {
 }
 
 pub async fn approval_of(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<Approval>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Approval,
         "select decided_at, request_ip from device_authorizations where grant_id = $1 \
          order by decided_at desc nulls last limit 1",
+        grant_id,
     )
-    .bind(grant_id)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Ends every browser session of a customer (signed in or half signed in).
 pub async fn sign_out_customer(db: impl PgExecutor<'_>, user_id: Uuid) -> DbResult<u64> {
-    let done = sqlx::query("delete from sessions where user_id = $1 or pending_user_id = $1")
-        .bind(user_id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "delete from sessions where user_id = $1 or pending_user_id = $1",
+        user_id,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected())
 }
 
@@ -224,13 +234,14 @@ pub async fn active_grant_count(
     user_sub: &str,
     now: OffsetDateTime,
 ) -> DbResult<i64> {
-    sqlx::query_scalar(
-        "select count(*) from grants where brand_id = $1 and user_sub = $2 \
+    sqlx::query_scalar!(
+        "select count(*) as \"n!\" from grants where brand_id = $1 and user_sub = $2 \
          and revoked_at is null and expires_at > $3",
+        brand_id,
+        user_sub,
+        now,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(now)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }

@@ -21,8 +21,6 @@ pub struct Agent {
     pub user_burst: Option<f64>,
 }
 
-const COLS: &str = "issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst";
-
 /// A rate and its burst, as stored on the agent (`None` = the node's default).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct AgentLimit {
@@ -55,15 +53,15 @@ pub async fn set_limits(
     pa: Option<AgentLimit>,
     user: Option<AgentLimit>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update agents set pa_rate = $2, pa_burst = $3, user_rate = $4, user_burst = $5, \
          updated_at = now() where issuer = $1",
+        issuer,
+        pa.map(|l| l.rate),
+        pa.map(|l| l.burst),
+        user.map(|l| l.rate),
+        user.map(|l| l.burst),
     )
-    .bind(issuer)
-    .bind(pa.map(|l| l.rate))
-    .bind(pa.map(|l| l.burst))
-    .bind(user.map(|l| l.rate))
-    .bind(user.map(|l| l.burst))
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -77,43 +75,51 @@ pub async fn upsert(
     jwks_uri: &str,
     name: &str,
 ) -> DbResult<Agent> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as!(
+        Agent,
         "insert into agents (issuer, jwks_uri, name) values ($1, $2, $3) \
          on conflict (issuer) do update set jwks_uri = excluded.jwks_uri, name = excluded.name, \
-         updated_at = now() returning {COLS}"
-    )))
-    .bind(issuer)
-    .bind(jwks_uri)
-    .bind(name)
+         updated_at = now() returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst",
+        issuer,
+        jwks_uri,
+        name,
+    )
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agent>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from agents where issuer = $1"
-    )))
-    .bind(issuer)
+    sqlx::query_as!(
+        Agent,
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst from agents where issuer = $1",
+        issuer,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Agent>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from agents order by issuer"
-    )))
+    sqlx::query_as!(
+        Agent,
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst from agents order by issuer",
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Enables or disables a PA; false when the issuer is unknown. The table
 /// trigger announces the change so every node drops its cached view at once.
 pub async fn set_enabled(db: impl PgExecutor<'_>, issuer: &str, enabled: bool) -> DbResult<bool> {
-    let done = sqlx::query("update agents set enabled = $2, updated_at = now() where issuer = $1")
-        .bind(issuer)
-        .bind(enabled)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "update agents set enabled = $2, updated_at = now() where issuer = $1",
+        issuer,
+        enabled,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -151,7 +157,8 @@ pub async fn find_with_brand(
     issuer: &str,
     brand_id: &str,
 ) -> DbResult<AgentAndBrand> {
-    let row: AgentAndBrandRow = sqlx::query_as(
+    let row: AgentAndBrandRow = sqlx::query_as!(
+        AgentAndBrandRow,
         "select a.issuer, a.jwks_uri, a.name as agent_name, a.enabled, \
                 a.created_at as agent_created_at, a.updated_at as agent_updated_at, \
                 a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, \
@@ -160,9 +167,9 @@ pub async fn find_with_brand(
          from (select 1) as one \
          left join agents a on a.issuer = $1 \
          left join brands b on b.id = $2",
+        issuer,
+        brand_id,
     )
-    .bind(issuer)
-    .bind(brand_id)
     .fetch_one(db)
     .await?;
     let agent = match (
@@ -236,13 +243,15 @@ pub struct AgentMetadata {
 }
 
 pub async fn metadata(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<AgentMetadata>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        AgentMetadata,
         "select homepage_uri, logo_uri, policy_uri, tos_uri, logo_sha256, logo_fetched_at \
          from agents where issuer = $1",
+        issuer,
     )
-    .bind(issuer)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Sets the platform's links. A changed `logo_uri` forgets the stored logo
@@ -254,17 +263,17 @@ pub async fn set_metadata(
     m: &AgentMetadata,
     fetched_at: Option<OffsetDateTime>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update agents set homepage_uri = $2, logo_uri = $3, policy_uri = $4, tos_uri = $5, \
          logo_sha256 = $6, logo_fetched_at = $7, updated_at = now() where issuer = $1",
+        issuer,
+        m.homepage_uri,
+        m.logo_uri,
+        m.policy_uri,
+        m.tos_uri,
+        m.logo_sha256,
+        fetched_at,
     )
-    .bind(issuer)
-    .bind(&m.homepage_uri)
-    .bind(&m.logo_uri)
-    .bind(&m.policy_uri)
-    .bind(&m.tos_uri)
-    .bind(&m.logo_sha256)
-    .bind(fetched_at)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -279,15 +288,16 @@ pub async fn claim_logo_refresh(
     now: OffsetDateTime,
     stale_before: OffsetDateTime,
 ) -> DbResult<Option<String>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "update agents set logo_fetched_at = $2 where issuer = $1 and logo_uri is not null \
-         and (logo_fetched_at is null or logo_fetched_at < $3) returning logo_uri",
+         and (logo_fetched_at is null or logo_fetched_at < $3) returning logo_uri as \"logo_uri!\"",
+        issuer,
+        now,
+        stale_before,
     )
-    .bind(issuer)
-    .bind(now)
-    .bind(stale_before)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Stores a refreshed logo, unless `logo_uri` changed meanwhile.
@@ -297,13 +307,13 @@ pub async fn set_logo(
     logo_uri: &str,
     sha256: &str,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update agents set logo_sha256 = $3 where issuer = $1 and logo_uri = $2 \
          and logo_sha256 is distinct from $3",
+        issuer,
+        logo_uri,
+        sha256,
     )
-    .bind(issuer)
-    .bind(logo_uri)
-    .bind(sha256)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -32,20 +32,21 @@ pub struct NewEntry<'a> {
 }
 
 pub async fn record(db: impl PgExecutor<'_>, e: &NewEntry<'_>) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into audit_log (actor_kind, actor, action, target, brand_id, detail, client_addr) \
          values ($1, $2, $3, $4, $5, $6, $7)",
+        e.actor_kind,
+        e.actor,
+        e.action,
+        e.target,
+        e.brand_id,
+        &e.detail,
+        e.client_addr,
     )
-    .bind(e.actor_kind)
-    .bind(e.actor)
-    .bind(e.action)
-    .bind(e.target)
-    .bind(e.brand_id)
-    .bind(&e.detail)
-    .bind(e.client_addr)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, Default)]
@@ -73,21 +74,23 @@ pub async fn list(db: impl PgExecutor<'_>, f: &Filter<'_>) -> DbResult<Vec<Entry
         )
     });
     let action_exact = f.action.filter(|a| !a.ends_with('.'));
-    sqlx::query_as(
+    sqlx::query_as!(
+        Entry,
         "select id, at, actor_kind, actor, action, target, brand_id, detail, client_addr from audit_log \
          where ($1::text[] is null or brand_id = any($1)) and ($2::text is null or actor = $2) \
          and ($3::text is null or action = $3) and ($4::text is null or action like $4) \
          and ($5::text is null or target = $5) and ($6::text is null or brand_id = $6) \
          and ($7::bigint is null or id < $7) order by id desc limit $8",
+        f.brands,
+        f.actor,
+        action_exact,
+        action_prefix,
+        f.target,
+        f.brand_id,
+        f.before_id,
+        f.limit,
     )
-    .bind(f.brands)
-    .bind(f.actor)
-    .bind(action_exact)
-    .bind(action_prefix)
-    .bind(f.target)
-    .bind(f.brand_id)
-    .bind(f.before_id)
-    .bind(f.limit)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }

@@ -45,16 +45,16 @@ pub struct BrandOidc {
     pub updated_at: OffsetDateTime,
 }
 
-const COLS: &str = "brand_id, issuer, client_id, client_secret_sealed, client_auth, assertion_aud, \
-     scope, user_claim, mfa_acr, updated_at";
-
 pub async fn find(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandOidc>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from brand_oidc where brand_id = $1"
-    )))
-    .bind(brand_id)
+    sqlx::query_as!(
+        BrandOidc,
+        "select brand_id, issuer, client_id, client_secret_sealed, client_auth, assertion_aud, \
+         scope, user_claim, mfa_acr, updated_at from brand_oidc where brand_id = $1",
+        brand_id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// What `pactd brand set --login-oidc-*` stores.
@@ -73,7 +73,7 @@ pub struct NewBrandOidc<'a> {
 }
 
 pub async fn upsert(db: impl PgExecutor<'_>, c: &NewBrandOidc<'_>) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into brand_oidc (brand_id, issuer, client_id, client_secret_sealed, client_auth, \
          assertion_aud, scope, user_claim, mfa_acr) \
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (brand_id) do update set \
@@ -81,25 +81,25 @@ pub async fn upsert(db: impl PgExecutor<'_>, c: &NewBrandOidc<'_>) -> DbResult<(
          client_secret_sealed = excluded.client_secret_sealed, client_auth = excluded.client_auth, \
          assertion_aud = excluded.assertion_aud, scope = excluded.scope, \
          user_claim = excluded.user_claim, mfa_acr = excluded.mfa_acr, updated_at = now()",
+        c.brand_id,
+        c.issuer,
+        c.client_id,
+        c.client_secret_sealed,
+        c.client_auth,
+        c.assertion_aud,
+        c.scope,
+        c.user_claim,
+        c.mfa_acr,
     )
-    .bind(c.brand_id)
-    .bind(c.issuer)
-    .bind(c.client_id)
-    .bind(c.client_secret_sealed)
-    .bind(c.client_auth)
-    .bind(c.assertion_aud)
-    .bind(c.scope)
-    .bind(c.user_claim)
-    .bind(c.mfa_acr)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Leaves the mode; true when the brand was in it.
 pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
-    let done = sqlx::query("delete from brand_oidc where brand_id = $1")
-        .bind(brand_id)
+    let done = sqlx::query!("delete from brand_oidc where brand_id = $1", brand_id,)
         .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)
@@ -108,12 +108,16 @@ pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
 /// Every sealed client secret, locked until the transaction ends (`pactd keys rewrap`).
 /// A brand using `private_key_jwt` has none.
 pub async fn lock_client_secrets(db: &mut sqlx::PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
-    sqlx::query_as(
-        "select brand_id, client_secret_sealed from brand_oidc \
+    let rows = sqlx::query!(
+        "select brand_id, client_secret_sealed as \"client_secret_sealed!\" from brand_oidc \
          where client_secret_sealed is not null order by brand_id for update",
     )
     .fetch_all(db)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.brand_id, r.client_secret_sealed))
+        .collect())
 }
 
 pub async fn set_client_secret(
@@ -121,12 +125,15 @@ pub async fn set_client_secret(
     brand_id: &str,
     sealed: &[u8],
 ) -> DbResult<()> {
-    sqlx::query("update brand_oidc set client_secret_sealed = $2 where brand_id = $1")
-        .bind(brand_id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update brand_oidc set client_secret_sealed = $2 where brand_id = $1",
+        brand_id,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// One browser's trip to the provider.
@@ -147,39 +154,39 @@ pub struct Trip {
     pub expires_at: OffsetDateTime,
 }
 
-const TRIP_COLS: &str = "state_hash, session_hash, brand_id, device_authorization_id, nonce, \
-     code_verifier, issuer, token_endpoint, jwks_uri, mfa_requested, return_scopes, created_at, expires_at";
-
 /// Records a trip. A session has at most one trip under way: starting another
 /// (a reload, a step-up) ends the earlier one, so an older `state` cannot be
 /// used any more. Expired trips of anyone are swept on the way.
 pub async fn begin_trip(db: &mut sqlx::PgConnection, t: &Trip) -> DbResult<()> {
-    sqlx::query("delete from brand_oidc_logins where session_hash = $1 or expires_at <= $2")
-        .bind(&t.session_hash)
-        .bind(t.created_at)
-        .execute(&mut *db)
-        .await?;
-    sqlx::query(
+    sqlx::query!(
+        "delete from brand_oidc_logins where session_hash = $1 or expires_at <= $2",
+        &t.session_hash,
+        t.created_at,
+    )
+    .execute(&mut *db)
+    .await?;
+    sqlx::query!(
         "insert into brand_oidc_logins (state_hash, session_hash, brand_id, device_authorization_id, nonce, \
          code_verifier, issuer, token_endpoint, jwks_uri, mfa_requested, return_scopes, created_at, expires_at) \
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        &t.state_hash,
+        &t.session_hash,
+        &t.brand_id,
+        t.device_authorization_id,
+        &t.nonce,
+        &t.code_verifier,
+        &t.issuer,
+        &t.token_endpoint,
+        &t.jwks_uri,
+        t.mfa_requested,
+        &t.return_scopes,
+        t.created_at,
+        t.expires_at,
     )
-    .bind(&t.state_hash)
-    .bind(&t.session_hash)
-    .bind(&t.brand_id)
-    .bind(t.device_authorization_id)
-    .bind(&t.nonce)
-    .bind(&t.code_verifier)
-    .bind(&t.issuer)
-    .bind(&t.token_endpoint)
-    .bind(&t.jwks_uri)
-    .bind(t.mfa_requested)
-    .bind(&t.return_scopes)
-    .bind(t.created_at)
-    .bind(t.expires_at)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// What a `state` coming back refers to.
@@ -201,24 +208,26 @@ pub async fn take_trip(
     now: OffsetDateTime,
 ) -> DbResult<TripLookup> {
     if let Some(session_hash) = session_hash {
-        let taken: Option<Trip> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        let taken: Option<Trip> = sqlx::query_as!(
+            Trip,
             "delete from brand_oidc_logins where state_hash = $1 and session_hash = $2 \
-             and expires_at > $3 returning {TRIP_COLS}"
-        )))
-        .bind(state_hash)
-        .bind(session_hash)
-        .bind(now)
+             and expires_at > $3 returning state_hash, session_hash, brand_id, device_authorization_id, nonce, \
+     code_verifier, issuer, token_endpoint, jwks_uri, mfa_requested, return_scopes, created_at, expires_at",
+            state_hash,
+            session_hash,
+            now,
+        )
         .fetch_optional(&mut *db)
         .await?;
         if let Some(t) = taken {
             return Ok(TripLookup::Taken(Box::new(t)));
         }
     }
-    let other: Option<bool> = sqlx::query_scalar(
-        "select true from brand_oidc_logins where state_hash = $1 and expires_at > $2",
+    let other: Option<bool> = sqlx::query_scalar!(
+        "select true as \"found!\" from brand_oidc_logins where state_hash = $1 and expires_at > $2",
+        state_hash,
+        now,
     )
-    .bind(state_hash)
-    .bind(now)
     .fetch_optional(db)
     .await?;
     Ok(if other.is_some() {
@@ -236,18 +245,19 @@ pub async fn link_session(
     provider_sub: &str,
     sid: Option<&str>,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into brand_oidc_sessions (session_hash, brand_id, provider_sub, sid) values ($1, $2, $3, $4) \
          on conflict (session_hash) do update set brand_id = excluded.brand_id, \
          provider_sub = excluded.provider_sub, sid = excluded.sid",
+        session_hash,
+        brand_id,
+        provider_sub,
+        sid,
     )
-    .bind(session_hash)
-    .bind(brand_id)
-    .bind(provider_sub)
-    .bind(sid)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Back-Channel Logout 1.0 §2.7: ends the pactd sessions at `brand_id` that
@@ -261,15 +271,15 @@ pub async fn end_sessions(
     provider_sub: Option<&str>,
     sid: Option<&str>,
 ) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "delete from sessions where id_hash in (select session_hash from brand_oidc_sessions \
          where brand_id = $1 and ( \
            ($3::text is not null and sid = $3 and ($2::text is null or provider_sub = $2)) \
            or ($2::text is not null and provider_sub = $2 and ($3::text is null or sid is null))))",
+        brand_id,
+        provider_sub,
+        sid,
     )
-    .bind(brand_id)
-    .bind(provider_sub)
-    .bind(sid)
     .execute(db)
     .await?;
     Ok(done.rows_affected())
@@ -282,12 +292,12 @@ pub async fn end_user_sessions(
     brand_id: &str,
     user_sub: &str,
 ) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "delete from sessions s where s.brand_id = $1 and (s.external_sub = $2 or s.user_id in \
          (select u.id from users u where u.brand_id = $1 and coalesce(u.external_id, u.id::text) = $2))",
+        brand_id,
+        user_sub,
     )
-    .bind(brand_id)
-    .bind(user_sub)
     .execute(db)
     .await?;
     Ok(done.rows_affected())

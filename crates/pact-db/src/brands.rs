@@ -30,15 +30,17 @@ pub async fn insert(
     name: &str,
     description: &str,
 ) -> DbResult<Brand> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Brand,
         "insert into brands (id, name, description) values ($1, $2, $3) \
          returning id, name, description, agent_kind, settings, created_at",
+        id,
+        name,
+        description,
     )
-    .bind(id)
-    .bind(name)
-    .bind(description)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Inserts the brand unless it exists; true when it was created.
@@ -48,32 +50,36 @@ pub async fn insert_if_missing(
     name: &str,
     description: &str,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "insert into brands (id, name, description) values ($1, $2, $3) on conflict (id) do nothing",
+        id,
+        name,
+        description,
     )
-    .bind(id)
-    .bind(name)
-    .bind(description)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn find(db: impl PgExecutor<'_>, id: &str) -> DbResult<Option<Brand>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Brand,
         "select id, name, description, agent_kind, settings, created_at from brands where id = $1",
+        id,
     )
-    .bind(id)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Brand>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Brand,
         "select id, name, description, agent_kind, settings, created_at from brands order by id",
     )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Replaces one top-level key of the brand's settings; false when the brand is unknown.
@@ -83,12 +89,12 @@ pub async fn set_setting(
     key: &str,
     value: &serde_json::Value,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update brands set settings = jsonb_set(settings, array[$2], $3, true) where id = $1",
+        id,
+        key,
+        value,
     )
-    .bind(id)
-    .bind(key)
-    .bind(value)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -22,16 +22,18 @@ pub async fn create(
     pa_issuer: &str,
     pa_sub: &str,
 ) -> DbResult<Conversation> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Conversation,
         "insert into conversations (id, brand_id, pa_issuer, pa_sub) values ($1, $2, $3, $4) \
          returning id, brand_id, pa_issuer, pa_sub, user_sub, closed",
+        id,
+        brand_id,
+        pa_issuer,
+        pa_sub,
     )
-    .bind(id)
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(pa_sub)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The first turn of a new context (PACT §4, no `contextId`): creates the
@@ -39,23 +41,24 @@ pub async fn create(
 /// claims the turn, in one statement (a new context has no earlier message to
 /// look up, and nobody else can know its id yet).
 pub async fn create_with_turn(db: impl PgExecutor<'_>, c: NewTurnContext<'_>) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
                     values ($1, $2, $3, $4, $5) returning id) \
          insert into messages (conversation_id, message_id, request_text, grant_id) \
          select id, $6, $7, $8 from c",
+        c.id,
+        c.brand_id,
+        c.pa_issuer,
+        c.pa_sub,
+        c.user_sub,
+        c.message_id,
+        c.request_text,
+        c.grant_id,
     )
-    .bind(c.id)
-    .bind(c.brand_id)
-    .bind(c.pa_issuer)
-    .bind(c.pa_sub)
-    .bind(c.user_sub)
-    .bind(c.message_id)
-    .bind(c.request_text)
-    .bind(c.grant_id)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug)]
@@ -82,25 +85,28 @@ pub async fn lock_owned(
     pa_issuer: &str,
     pa_sub: &str,
 ) -> DbResult<Option<Conversation>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Conversation,
         "select id, brand_id, pa_issuer, pa_sub, user_sub, closed from conversations \
          where id = $1 and brand_id = $2 and pa_issuer = $3 and pa_sub = $4 for update",
+        id,
+        brand_id,
+        pa_issuer,
+        pa_sub,
     )
-    .bind(id)
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(pa_sub)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Closes a conversation; later turns get `UNSUPPORTED_OPERATION`.
 pub async fn close(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<bool> {
-    let done =
-        sqlx::query("update conversations set closed = true, updated_at = now() where id = $1")
-            .bind(id)
-            .execute(db)
-            .await?;
+    let done = sqlx::query!(
+        "update conversations set closed = true, updated_at = now() where id = $1",
+        id,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -115,21 +121,28 @@ pub async fn find_message(
     conversation_id: Uuid,
     message_id: &str,
 ) -> DbResult<Option<SeenMessage>> {
-    sqlx::query_as("select reply from messages where conversation_id = $1 and message_id = $2")
-        .bind(conversation_id)
-        .bind(message_id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        SeenMessage,
+        "select reply from messages where conversation_id = $1 and message_id = $2",
+        conversation_id,
+        message_id,
+    )
+    .fetch_optional(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// Binds the context to the brand user it first ran as under delegation (PACT §5.5).
 pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbResult<()> {
-    sqlx::query("update conversations set user_sub = $2 where id = $1 and user_sub is null")
-        .bind(id)
-        .bind(user_sub)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update conversations set user_sub = $2 where id = $1 and user_sub is null",
+        id,
+        user_sub,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Claims a turn: inserts the message without a reply (a running turn). False
@@ -143,14 +156,14 @@ pub async fn claim_turn(
     request_text: &str,
     grant_id: Option<Uuid>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "insert into messages (conversation_id, message_id, request_text, grant_id) \
          values ($1, $2, $3, $4) on conflict (conversation_id, message_id) do nothing",
+        conversation_id,
+        message_id,
+        request_text,
+        grant_id,
     )
-    .bind(conversation_id)
-    .bind(message_id)
-    .bind(request_text)
-    .bind(grant_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -164,15 +177,15 @@ pub async fn finish_turn(
     reply_message_id: &str,
     reply: &serde_json::Value,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "with touched as (update conversations set updated_at = now() where id = $1) \
          update messages set reply_message_id = $3, reply = $4, replied_at = now() \
          where conversation_id = $1 and message_id = $2 and reply is null",
+        conversation_id,
+        message_id,
+        reply_message_id,
+        reply,
     )
-    .bind(conversation_id)
-    .bind(message_id)
-    .bind(reply_message_id)
-    .bind(reply)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -191,7 +204,7 @@ pub async fn finish_turn_with_receipt(
     reply: &serde_json::Value,
     receipt: &crate::receipts::NewReceipt<'_>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "with g as (update grants set last_used_at = now() where id = $1 returning id), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
                select g.id, $2, $3, $4, $5, $6 from g \
@@ -201,15 +214,15 @@ pub async fn finish_turn_with_receipt(
          update messages set reply_message_id = $7, reply = $8, replied_at = now() \
          where conversation_id = $3 and message_id = $4 and reply is null \
          and exists (select 1 from r)",
+        receipt.grant_id,
+        receipt.seq,
+        receipt.conversation_id,
+        receipt.message_id,
+        receipt.jws,
+        receipt.claims,
+        reply_message_id,
+        reply,
     )
-    .bind(receipt.grant_id)
-    .bind(receipt.seq)
-    .bind(receipt.conversation_id)
-    .bind(receipt.message_id)
-    .bind(receipt.jws)
-    .bind(receipt.claims)
-    .bind(reply_message_id)
-    .bind(reply)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -221,14 +234,15 @@ pub async fn abandon_turn(
     conversation_id: Uuid,
     message_id: &str,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "delete from messages where conversation_id = $1 and message_id = $2 and reply is null",
+        conversation_id,
+        message_id,
     )
-    .bind(conversation_id)
-    .bind(message_id)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Claims left behind by a node that stopped mid-turn: older than `before`
@@ -237,10 +251,12 @@ pub async fn delete_stale_claims(
     db: impl PgExecutor<'_>,
     before: time::OffsetDateTime,
 ) -> DbResult<u64> {
-    let done = sqlx::query("delete from messages where reply is null and created_at < $1")
-        .bind(before)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "delete from messages where reply is null and created_at < $1",
+        before,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected())
 }
 
@@ -258,14 +274,16 @@ pub async fn history(
     conversation_id: Uuid,
     limit: i64,
 ) -> DbResult<Vec<PastTurn>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        PastTurn,
         "select message_id, request_text, reply from ( \
            select id, message_id, request_text, reply from messages \
            where conversation_id = $1 and reply is not null order by id desc limit $2 \
          ) t order by id",
+        conversation_id,
+        limit,
     )
-    .bind(conversation_id)
-    .bind(limit)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }

@@ -6,13 +6,37 @@ use time::Date;
 
 use crate::DbResult;
 
+/// An order's state, the text of the `status` column (its CHECK constraint, migrations/0002,
+/// allows exactly these four); tool results show it in the same words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type, serde::Serialize)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    Processing,
+    Shipped,
+    Delivered,
+    Cancelled,
+}
+
+impl OrderStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Processing => "processing",
+            Self::Shipped => "shipped",
+            Self::Delivered => "delivered",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct DemoOrder {
     pub order_id: String,
     pub placed_on: Date,
     pub items: String,
     pub total_cents: i32,
-    pub status: String,
+    pub status: OrderStatus,
 }
 
 pub async fn for_user(
@@ -20,14 +44,16 @@ pub async fn for_user(
     brand_id: &str,
     user_sub: &str,
 ) -> DbResult<Vec<DemoOrder>> {
-    sqlx::query_as(
-        "select order_id, placed_on, items, total_cents, status from demo_orders \
+    sqlx::query_as!(
+        DemoOrder,
+        "select order_id, placed_on, items, total_cents, status as \"status: OrderStatus\" from demo_orders \
          where brand_id = $1 and user_sub = $2 order by placed_on desc, order_id",
+        brand_id,
+        user_sub,
     )
-    .bind(brand_id)
-    .bind(user_sub)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find(
@@ -36,15 +62,17 @@ pub async fn find(
     user_sub: &str,
     order_id: &str,
 ) -> DbResult<Option<DemoOrder>> {
-    sqlx::query_as(
-        "select order_id, placed_on, items, total_cents, status from demo_orders \
+    sqlx::query_as!(
+        DemoOrder,
+        "select order_id, placed_on, items, total_cents, status as \"status: OrderStatus\" from demo_orders \
          where brand_id = $1 and user_sub = $2 and order_id = $3",
+        brand_id,
+        user_sub,
+        order_id,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(order_id)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn insert(
@@ -53,20 +81,21 @@ pub async fn insert(
     user_sub: &str,
     o: &DemoOrder,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into demo_orders (brand_id, user_sub, order_id, placed_on, items, total_cents, status) \
          values ($1, $2, $3, $4, $5, $6, $7) on conflict do nothing",
+        brand_id,
+        user_sub,
+        &o.order_id,
+        o.placed_on,
+        &o.items,
+        o.total_cents,
+        o.status as OrderStatus,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(&o.order_id)
-    .bind(o.placed_on)
-    .bind(&o.items)
-    .bind(o.total_cents)
-    .bind(&o.status)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Cancels an order that has not shipped; false when it was not cancellable.
@@ -76,13 +105,13 @@ pub async fn cancel(
     user_sub: &str,
     order_id: &str,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update demo_orders set status = 'cancelled' where brand_id = $1 and user_sub = $2 and order_id = $3 \
          and status = 'processing'",
+        brand_id,
+        user_sub,
+        order_id,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(order_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

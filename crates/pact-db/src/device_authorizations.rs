@@ -6,6 +6,33 @@ use uuid::Uuid;
 
 use crate::DbResult;
 
+/// Where a request stands (RFC 8628 §3.5), stored as the text of the `status` column, whose
+/// CHECK constraint (migrations/0002) allows exactly these four.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Status {
+    /// Waiting for the person.
+    Pending,
+    /// The person approved; the next poll redeems it.
+    Approved,
+    /// The person said no.
+    Denied,
+    /// The tokens were issued; a code is redeemed at most once.
+    Redeemed,
+}
+
+impl Status {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Redeemed => "redeemed",
+        }
+    }
+}
+
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DeviceAuthorization {
     pub id: Uuid,
@@ -15,7 +42,7 @@ pub struct DeviceAuthorization {
     pub user_code: String,
     pub scopes: Vec<String>,
     pub authorization_details: Option<serde_json::Value>,
-    pub status: String,
+    pub status: Status,
     pub interval_secs: i32,
     pub last_polled_at: Option<OffsetDateTime>,
     pub expires_at: OffsetDateTime,
@@ -25,10 +52,6 @@ pub struct DeviceAuthorization {
     pub user_sub: Option<String>,
     pub grant_id: Option<Uuid>,
 }
-
-const COLS: &str = "id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, status, \
-                    interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id";
 
 #[derive(Clone, Debug)]
 pub struct NewDeviceAuthorization<'a> {
@@ -50,26 +73,27 @@ pub struct NewDeviceAuthorization<'a> {
 /// Inserts; a unique violation on the live user code means the caller drew a
 /// code already in use and should draw again.
 pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, user_code, \
          scopes, authorization_details, interval_secs, expires_at, request_ip, origin) \
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        d.id,
+        d.brand_id,
+        d.pa_issuer,
+        d.pa_sub,
+        d.device_code_hash,
+        d.user_code,
+        d.scopes,
+        d.authorization_details,
+        d.interval_secs,
+        d.expires_at,
+        d.request_ip,
+        if d.step_up { "step_up" } else { "client" },
     )
-    .bind(d.id)
-    .bind(d.brand_id)
-    .bind(d.pa_issuer)
-    .bind(d.pa_sub)
-    .bind(d.device_code_hash)
-    .bind(d.user_code)
-    .bind(d.scopes)
-    .bind(d.authorization_details)
-    .bind(d.interval_secs)
-    .bind(d.expires_at)
-    .bind(d.request_ip)
-    .bind(if d.step_up { "step_up" } else { "client" })
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// PACT §5.5: after a step-up task the PA runs §5.1 again for the missing
@@ -89,7 +113,8 @@ pub async fn take_over_or_insert(
     d: NewDeviceAuthorization<'_>,
     now: OffsetDateTime,
 ) -> DbResult<Created> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Created,
         "with taken as ( \
            update device_authorizations set device_code_hash = $5, origin = 'client' \
            where id = (select id from device_authorizations \
@@ -104,22 +129,25 @@ pub async fn take_over_or_insert(
            select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'client' \
            where not exists (select 1 from taken) \
            returning user_code, expires_at, interval_secs, false as taken_over) \
-         select * from taken union all select * from inserted",
+         select user_code as \"user_code!\", expires_at as \"expires_at!\", \
+           interval_secs as \"interval_secs!\", taken_over as \"taken_over!\" from taken \
+         union all select * from inserted",
+        d.id,
+        d.brand_id,
+        d.pa_issuer,
+        d.pa_sub,
+        d.device_code_hash,
+        d.user_code,
+        d.scopes,
+        d.authorization_details,
+        d.interval_secs,
+        d.expires_at,
+        d.request_ip,
+        now,
     )
-    .bind(d.id)
-    .bind(d.brand_id)
-    .bind(d.pa_issuer)
-    .bind(d.pa_sub)
-    .bind(d.device_code_hash)
-    .bind(d.user_code)
-    .bind(d.scopes)
-    .bind(d.authorization_details)
-    .bind(d.interval_secs)
-    .bind(d.expires_at)
-    .bind(d.request_ip)
-    .bind(now)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// What [`take_over_or_insert`] did.
@@ -142,26 +170,28 @@ pub async fn live_step_up(
     scopes: &[String],
     now: OffsetDateTime,
 ) -> DbResult<Option<LiveStepUp>> {
-    sqlx::query_as(
-        "select user_code, status, expires_at, interval_secs from device_authorizations \
+    sqlx::query_as!(
+        LiveStepUp,
+        "select user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status in ('pending', 'approved') and expires_at > $5 \
          and scopes @> $4 and scopes <@ $4 and authorization_details is null \
          order by status = 'approved' desc, created_at desc limit 1",
+        brand_id,
+        pa_issuer,
+        pa_sub,
+        scopes,
+        now,
     )
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(pa_sub)
-    .bind(scopes)
-    .bind(now)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct LiveStepUp {
     pub user_code: String,
-    pub status: String,
+    pub status: Status,
     pub expires_at: OffsetDateTime,
     pub interval_secs: i32,
 }
@@ -172,12 +202,16 @@ pub async fn lock_by_device_code(
     db: impl PgExecutor<'_>,
     hash: &[u8],
 ) -> DbResult<Option<DeviceAuthorization>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from device_authorizations where device_code_hash = $1 for update"
-    )))
-    .bind(hash)
+    sqlx::query_as!(
+        DeviceAuthorization,
+        "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
+                    status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id from device_authorizations where device_code_hash = $1 for update",
+        hash,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The authorization a device code names, without a lock: a poll reads it,
@@ -186,12 +220,16 @@ pub async fn find_by_device_code(
     db: impl PgExecutor<'_>,
     hash: &[u8],
 ) -> DbResult<Option<DeviceAuthorization>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from device_authorizations where device_code_hash = $1"
-    )))
-    .bind(hash)
+    sqlx::query_as!(
+        DeviceAuthorization,
+        "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
+                    status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id from device_authorizations where device_code_hash = $1",
+        hash,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Records a pending poll, only if the row is still as it was read (still
@@ -205,16 +243,16 @@ pub async fn record_poll_if_unchanged(
     at: OffsetDateTime,
     interval_secs: i32,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update device_authorizations set last_polled_at = $3, interval_secs = $4 \
          where id = $1 and status = 'pending' and last_polled_at is not distinct from $2 \
          and interval_secs = $5",
+        id,
+        seen.0,
+        at,
+        interval_secs,
+        seen.1,
     )
-    .bind(id)
-    .bind(seen.0)
-    .bind(at)
-    .bind(interval_secs)
-    .bind(seen.1)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -225,43 +263,56 @@ pub async fn find_live_by_user_code(
     db: impl PgExecutor<'_>,
     user_code: &str,
 ) -> DbResult<Option<DeviceAuthorization>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
-         order by created_at desc limit 1"
-    )))
-    .bind(user_code)
+    sqlx::query_as!(
+        DeviceAuthorization,
+        "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
+                    status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+         order by created_at desc limit 1",
+        user_code,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Whether a decided authorization (denied or redeemed) used this code; such
 /// codes are no longer live but deserve a clearer page than "unknown".
 pub async fn user_code_was_used(db: impl PgExecutor<'_>, user_code: &str) -> DbResult<bool> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "select exists (select 1 from device_authorizations \
-         where user_code = $1 and status in ('denied', 'redeemed'))",
+         where user_code = $1 and status in ('denied', 'redeemed')) as \"used!\"",
+        user_code,
     )
-    .bind(user_code)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAuthorization>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from device_authorizations where id = $1 for update"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        DeviceAuthorization,
+        "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
+                    status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id from device_authorizations where id = $1 for update",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAuthorization>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from device_authorizations where id = $1"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        DeviceAuthorization,
+        "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
+                    status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
+                    user_sub, grant_id from device_authorizations where id = $1",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Records a poll; `interval_secs` grows on `slow_down` (RFC 8628 §3.5).
@@ -271,15 +322,16 @@ pub async fn record_poll(
     at: OffsetDateTime,
     interval_secs: i32,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "update device_authorizations set last_polled_at = $2, interval_secs = $3 where id = $1",
+        id,
+        at,
+        interval_secs,
     )
-    .bind(id)
-    .bind(at)
-    .bind(interval_secs)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn set_approved(
@@ -288,13 +340,13 @@ pub async fn set_approved(
     user_sub: &str,
     grant_id: Uuid,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update device_authorizations set status = 'approved', decided_at = now(), user_sub = $2, grant_id = $3 \
          where id = $1 and status = 'pending'",
+        id,
+        user_sub,
+        grant_id,
     )
-    .bind(id)
-    .bind(user_sub)
-    .bind(grant_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -305,36 +357,37 @@ pub async fn set_denied(
     id: Uuid,
     user_sub: Option<&str>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update device_authorizations set status = 'denied', decided_at = now(), user_sub = $2 \
          where id = $1 and status = 'pending'",
+        id,
+        user_sub,
     )
-    .bind(id)
-    .bind(user_sub)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn set_redeemed(db: impl PgExecutor<'_>, id: Uuid, at: OffsetDateTime) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "update device_authorizations set status = 'redeemed', last_polled_at = $2 where id = $1",
+        id,
+        at,
     )
-    .bind(id)
-    .bind(at)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Deletes authorizations that expired more than `grace` ago, and redeemed or
 /// denied ones older than that: nothing can be done with them any more.
 pub async fn delete_stale(db: impl PgExecutor<'_>, before: OffsetDateTime) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "delete from device_authorizations where expires_at < $1 \
          or (status in ('redeemed', 'denied') and coalesce(decided_at, created_at) < $1)",
+        before,
     )
-    .bind(before)
     .execute(db)
     .await?;
     Ok(done.rows_affected())

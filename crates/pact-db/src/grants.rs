@@ -28,9 +28,6 @@ impl Grant {
     }
 }
 
-const COLS: &str = "id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason";
-
 #[derive(Clone, Debug)]
 pub struct NewGrant<'a> {
     pub id: Uuid,
@@ -43,39 +40,48 @@ pub struct NewGrant<'a> {
 }
 
 pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as!(
+        Grant,
         "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, authorization_details, expires_at) \
-         values ($1, $2, $3, $4, $5, $6, $7) returning {COLS}"
-    )))
-    .bind(g.id)
-    .bind(g.brand_id)
-    .bind(g.pa_issuer)
-    .bind(g.user_sub)
-    .bind(g.scopes)
-    .bind(g.authorization_details)
-    .bind(g.expires_at)
+         values ($1, $2, $3, $4, $5, $6, $7) returning id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason",
+        g.id,
+        g.brand_id,
+        g.pa_issuer,
+        g.user_sub,
+        g.scopes,
+        g.authorization_details,
+        g.expires_at,
+    )
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from grants where id = $1"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        Grant,
+        "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason from grants where id = $1",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Locks the grant row: receipts of one grant are chained, so turns under one
 /// grant append in order.
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from grants where id = $1 for update"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        Grant,
+        "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason from grants where id = $1 for update",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The live grants of one user for one PA at one brand, newest first.
@@ -86,16 +92,19 @@ pub async fn active_for(
     user_sub: &str,
     now: OffsetDateTime,
 ) -> DbResult<Vec<Grant>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from grants where brand_id = $1 and pa_issuer = $2 and user_sub = $3 \
-         and revoked_at is null and expires_at > $4 order by created_at desc"
-    )))
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(user_sub)
-    .bind(now)
+    sqlx::query_as!(
+        Grant,
+        "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason from grants where brand_id = $1 and pa_issuer = $2 and user_sub = $3 \
+         and revoked_at is null and expires_at > $4 order by created_at desc",
+        brand_id,
+        pa_issuer,
+        user_sub,
+        now,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, Default)]
@@ -106,16 +115,19 @@ pub struct GrantFilter<'a> {
 }
 
 pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<Grant>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from grants where ($1::text is null or brand_id = $1) \
+    sqlx::query_as!(
+        Grant,
+        "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason from grants where ($1::text is null or brand_id = $1) \
          and ($2::text is null or user_sub = $2) and ($3::text is null or pa_issuer = $3) \
-         order by created_at desc"
-    )))
-    .bind(f.brand_id)
-    .bind(f.user_sub)
-    .bind(f.pa_issuer)
+         order by created_at desc",
+        f.brand_id,
+        f.user_sub,
+        f.pa_issuer,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Why a grant was revoked, as stored in `revoked_reason`. The account page
@@ -139,11 +151,11 @@ pub mod reason {
 /// Revokes one grant; false when it was unknown or already revoked. The table
 /// trigger announces it on `pactd_revocations`.
 pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update grants set revoked_at = now(), revoked_reason = $2 where id = $1 and revoked_at is null",
+        id,
+        reason,
     )
-    .bind(id)
-    .bind(reason)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -151,17 +163,17 @@ pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult
 
 /// Revokes the live grants of the same (brand, PA, user) created before `newer`.
 pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update grants set revoked_at = now(), revoked_reason = $6 \
          where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and id <> $4 \
          and created_at <= $5 and revoked_at is null",
+        &newer.brand_id,
+        &newer.pa_issuer,
+        &newer.user_sub,
+        newer.id,
+        newer.created_at,
+        reason::SUPERSEDED,
     )
-    .bind(&newer.brand_id)
-    .bind(&newer.pa_issuer)
-    .bind(&newer.user_sub)
-    .bind(newer.id)
-    .bind(newer.created_at)
-    .bind(reason::SUPERSEDED)
     .execute(db)
     .await?;
     Ok(done.rows_affected())
@@ -176,16 +188,17 @@ pub async fn revoke_connection(
     user_sub: &str,
     reason: &str,
 ) -> DbResult<Vec<Uuid>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "update grants set revoked_at = now(), revoked_reason = $4 \
          where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and revoked_at is null returning id",
+        brand_id,
+        pa_issuer,
+        user_sub,
+        reason,
     )
-    .bind(brand_id)
-    .bind(pa_issuer)
-    .bind(user_sub)
-    .bind(reason)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Revokes every live grant of one person at a brand (their account was
@@ -197,15 +210,16 @@ pub async fn revoke_all_for_user(
     user_sub: &str,
     reason: &str,
 ) -> DbResult<Vec<Uuid>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "update grants set revoked_at = now(), revoked_reason = $3 \
          where brand_id = $1 and user_sub = $2 and revoked_at is null returning id",
+        brand_id,
+        user_sub,
+        reason,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(reason)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Revokes every live grant of a PA (when the PA is disabled).
@@ -214,11 +228,11 @@ pub async fn revoke_all_for_agent(
     pa_issuer: &str,
     reason: &str,
 ) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update grants set revoked_at = now(), revoked_reason = $2 where pa_issuer = $1 and revoked_at is null",
+        pa_issuer,
+        reason,
     )
-    .bind(pa_issuer)
-    .bind(reason)
     .execute(db)
     .await?;
     Ok(done.rows_affected())
@@ -229,18 +243,21 @@ pub async fn recently_revoked(
     db: impl PgExecutor<'_>,
     since: OffsetDateTime,
 ) -> DbResult<Vec<Uuid>> {
-    sqlx::query_scalar("select id from grants where revoked_at is not null and revoked_at > $1")
-        .bind(since)
-        .fetch_all(db)
-        .await
+    sqlx::query_scalar!(
+        "select id from grants where revoked_at is not null and revoked_at > $1",
+        since,
+    )
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
 }
 
 pub async fn touch(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
-    sqlx::query("update grants set last_used_at = now() where id = $1")
-        .bind(id)
+    sqlx::query!("update grants set last_used_at = now() where id = $1", id,)
         .execute(db)
         .await
         .map(|_| ())
+        .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -257,13 +274,16 @@ pub async fn insert_refresh_token(
     grant_id: Uuid,
     expires_at: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query("insert into refresh_tokens (token_hash, grant_id, expires_at) values ($1, $2, $3)")
-        .bind(token_hash)
-        .bind(grant_id)
-        .bind(expires_at)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "insert into refresh_tokens (token_hash, grant_id, expires_at) values ($1, $2, $3)",
+        token_hash,
+        grant_id,
+        expires_at,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Locks a refresh token row so two concurrent uses serialise: one wins, the
@@ -272,28 +292,37 @@ pub async fn lock_refresh_token(
     db: impl PgExecutor<'_>,
     token_hash: &[u8],
 ) -> DbResult<Option<RefreshToken>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        RefreshToken,
         "select token_hash, grant_id, expires_at, used_at from refresh_tokens where token_hash = $1 for update",
+        token_hash,
     )
-    .bind(token_hash)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn mark_refresh_token_used(db: impl PgExecutor<'_>, token_hash: &[u8]) -> DbResult<()> {
-    sqlx::query("update refresh_tokens set used_at = now() where token_hash = $1")
-        .bind(token_hash)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update refresh_tokens set used_at = now() where token_hash = $1",
+        token_hash,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn find_refresh_token(
     db: impl PgExecutor<'_>,
     token_hash: &[u8],
 ) -> DbResult<Option<RefreshToken>> {
-    sqlx::query_as("select token_hash, grant_id, expires_at, used_at from refresh_tokens where token_hash = $1")
-        .bind(token_hash)
+    sqlx::query_as!(
+        RefreshToken,
+        "select token_hash, grant_id, expires_at, used_at from refresh_tokens where token_hash = $1",
+        token_hash,
+    )
         .fetch_optional(db)
         .await
+    .map_err(Into::into)
 }

@@ -2,7 +2,34 @@
 //!
 //! Queries are plain async functions that take an executor (a pool, a
 //! connection or a transaction), so callers decide the transaction boundaries.
-//! Migrations are embedded in the binary.
+//! Migrations are embedded in the binary. Functions return [`DbResult`], whose
+//! [`Error`] sorts failures (not found, unique / foreign-key / check violation
+//! with the constraint's name, serialization failure); callers match on that or
+//! use [`ResultExt::on_constraint`], never on `sqlx::Error`.
+//!
+//! # Adding a query
+//!
+//! SQL is checked at compile time against the schema of `migrations/`: write
+//! `sqlx::query!`, `sqlx::query_as!(Row, ...)` or `sqlx::query_scalar!` with
+//! the SQL as a string literal (no `format!`; repeat the column list), and
+//! let the column types decide the Rust types. Where PostgreSQL cannot know
+//! nullability (expressions, `returning` of a CTE, outer joins), say it:
+//! `count(*) as "n!"`, `u.email as "email?"`. A status column with a fixed
+//! set of values is a Rust enum deriving `sqlx::Type` (see
+//! [`device_authorizations::Status`]), read with `status as "status: Status"`
+//! and bound as `status as Status`. Only SQL whose shape is built at run time
+//! (optional filters) stays `sqlx::query` / `QueryBuilder`, with a comment.
+//!
+//! The build never connects to a database: `.cargo/config.toml` sets
+//! `SQLX_OFFLINE=true`, and the macros read the query descriptions committed
+//! in `.sqlx/`. After adding or changing a query or a migration, run
+//! `scripts/sqlx-prepare` (it migrates a fresh database, on `DATABASE_URL`'s
+//! server or a throwaway cluster, and rewrites `.sqlx/`) and commit `.sqlx/`
+//! with the change. `.ci/run` runs `scripts/sqlx-prepare --check`, which fails
+//! when `.sqlx/` is stale. Checked macros belong in this crate only: the
+//! script compiles no other crate online.
+
+mod error;
 
 pub mod admin_factors;
 pub mod admin_search;
@@ -37,7 +64,9 @@ pub use sqlx::{PgPool, Postgres, Transaction};
 /// The migrations in `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
-pub type DbResult<T> = Result<T, sqlx::Error>;
+pub use error::{Error, ResultExt};
+
+pub type DbResult<T> = Result<T, Error>;
 
 /// Opens a pool. Connections are made lazily after a first successful ping so a
 /// wrong URL fails at start-up, not on the first request.
@@ -83,7 +112,7 @@ impl Default for PoolSettings {
 const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
 
 pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool> {
-    let options: PgConnectOptions = url.parse()?;
+    let options: PgConnectOptions = url.parse().map_err(Error::from)?;
     let options = options.application_name("pactd");
     PgPoolOptions::new()
         .max_connections(settings.max_connections.max(1))
@@ -103,6 +132,7 @@ pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool
         })
         .connect_with(options)
         .await
+        .map_err(Error::from)
 }
 
 /// What a database error means for the request that met it.
@@ -120,8 +150,8 @@ pub enum Failure {
 
 /// Sorts an error by SQLSTATE (PostgreSQL manual, Appendix A) and by the
 /// pool's own failures.
-pub fn classify(err: &sqlx::Error) -> Failure {
-    match err {
+pub fn classify(err: &Error) -> Failure {
+    match err.as_sqlx() {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::Io(_)
@@ -163,17 +193,24 @@ pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
 }
 
 /// True when the error is a unique-constraint violation (SQLSTATE 23505).
-pub fn is_unique_violation(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Database(db) if db.code().as_deref() == Some("23505"))
+pub fn is_unique_violation(err: &Error) -> bool {
+    err.is_unique_violation()
+}
+
+/// One round trip: the database answers (readiness, and the probe while it is down).
+pub async fn ping(db: impl sqlx::PgExecutor<'_>) -> DbResult<()> {
+    sqlx::query!("select 1 as one").fetch_one(db).await?;
+    Ok(())
 }
 
 /// How many embedded migrations the database has not applied yet.
 pub async fn pending_migrations(pool: &PgPool) -> DbResult<usize> {
-    let exists: bool = sqlx::query_scalar("select to_regclass('_sqlx_migrations') is not null")
-        .fetch_one(pool)
-        .await?;
+    let exists: bool =
+        sqlx::query_scalar!("select to_regclass('_sqlx_migrations') is not null as \"exists!\"",)
+            .fetch_one(pool)
+            .await?;
     let applied: Vec<i64> = if exists {
-        sqlx::query_scalar("select version from _sqlx_migrations where success")
+        sqlx::query_scalar!("select version from _sqlx_migrations where success",)
             .fetch_all(pool)
             .await?
     } else {

@@ -16,12 +16,14 @@ pub struct BrandAgent {
 }
 
 pub async fn find_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandAgent>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        BrandAgent,
         "select brand_id, url, agent_timeout_ms, tool_timeout_ms from brand_agents where brand_id = $1",
+        brand_id,
     )
-    .bind(brand_id)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Points the brand at its agent and switches it to the webhook kind.
@@ -33,21 +35,22 @@ pub async fn set_agent(
     agent_timeout_ms: Option<i32>,
     tool_timeout_ms: Option<i32>,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "with kind as (update brands set agent_kind = 'webhook' where id = $1) \
          insert into brand_agents (brand_id, url, agent_timeout_ms, tool_timeout_ms) \
          values ($1, $2, coalesce($3, 20000), coalesce($4, 10000)) \
          on conflict (brand_id) do update set url = excluded.url, \
            agent_timeout_ms = coalesce($3, brand_agents.agent_timeout_ms), \
            tool_timeout_ms = coalesce($4, brand_agents.tool_timeout_ms), updated_at = now()",
+        brand_id,
+        url,
+        agent_timeout_ms,
+        tool_timeout_ms,
     )
-    .bind(brand_id)
-    .bind(url)
-    .bind(agent_timeout_ms)
-    .bind(tool_timeout_ms)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Changes only the timeouts of a brand that already has an agent URL.
@@ -57,13 +60,13 @@ pub async fn set_timeouts(
     agent_timeout_ms: Option<i32>,
     tool_timeout_ms: Option<i32>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update brand_agents set agent_timeout_ms = coalesce($2, agent_timeout_ms), \
          tool_timeout_ms = coalesce($3, tool_timeout_ms), updated_at = now() where brand_id = $1",
+        brand_id,
+        agent_timeout_ms,
+        tool_timeout_ms,
     )
-    .bind(brand_id)
-    .bind(agent_timeout_ms)
-    .bind(tool_timeout_ms)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -71,10 +74,12 @@ pub async fn set_timeouts(
 
 /// Back to the built-in demo agent (the URL and secrets are kept).
 pub async fn use_demo_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
-    let done = sqlx::query("update brands set agent_kind = 'demo' where id = $1")
-        .bind(brand_id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "update brands set agent_kind = 'demo' where id = $1",
+        brand_id,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -93,24 +98,28 @@ pub async fn signing_secrets(
     brand_id: &str,
     now: OffsetDateTime,
 ) -> DbResult<Vec<WebhookSecret>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        WebhookSecret,
         "select id, brand_id, sealed, created_at, retired_at from brand_webhook_secrets \
          where brand_id = $1 and (retired_at is null or retired_at > $2) \
          order by retired_at is not null, created_at desc",
+        brand_id,
+        now,
     )
-    .bind(brand_id)
-    .bind(now)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
-    sqlx::query_scalar(
-        "select exists (select 1 from brand_webhook_secrets where brand_id = $1 and retired_at is null)",
+    sqlx::query_scalar!(
+        "select exists (select 1 from brand_webhook_secrets where brand_id = $1 and retired_at is null) \
+         as \"exists!\"",
+        brand_id,
     )
-    .bind(brand_id)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Retires the current secret at `retire_at` (its grace end), and brings
@@ -122,12 +131,12 @@ pub async fn retire_current_secret(
     brand_id: &str,
     retire_at: OffsetDateTime,
 ) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update brand_webhook_secrets set retired_at = $2 \
          where brand_id = $1 and (retired_at is null or retired_at > $2)",
+        brand_id,
+        retire_at,
     )
-    .bind(brand_id)
-    .bind(retire_at)
     .execute(db)
     .await?;
     Ok(done.rows_affected())
@@ -139,13 +148,16 @@ pub async fn insert_secret(
     brand_id: &str,
     sealed: &[u8],
 ) -> DbResult<()> {
-    sqlx::query("insert into brand_webhook_secrets (id, brand_id, sealed) values ($1, $2, $3)")
-        .bind(id)
-        .bind(brand_id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "insert into brand_webhook_secrets (id, brand_id, sealed) values ($1, $2, $3)",
+        id,
+        brand_id,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// How pactd reaches a tool (`brand_tools.kind`).
@@ -193,31 +205,29 @@ impl BrandTool {
     }
 }
 
-const TOOL_COLS: &str =
-    "brand_id, name, scope, url, description, enforce, input_schema, kind, remote_name, mapped";
-
 pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into brand_tools (brand_id, name, scope, url, description, enforce, input_schema, \
          kind, remote_name, mapped) \
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (brand_id, name) do update set \
          scope = excluded.scope, url = excluded.url, description = excluded.description, \
          enforce = excluded.enforce, input_schema = excluded.input_schema, kind = excluded.kind, \
          remote_name = excluded.remote_name, mapped = excluded.mapped",
+        t.brand_id,
+        t.name,
+        t.scope,
+        t.url,
+        t.description,
+        t.enforce,
+        t.input_schema,
+        t.kind,
+        t.remote_name,
+        t.mapped,
     )
-    .bind(&t.brand_id)
-    .bind(&t.name)
-    .bind(&t.scope)
-    .bind(&t.url)
-    .bind(&t.description)
-    .bind(&t.enforce)
-    .bind(&t.input_schema)
-    .bind(&t.kind)
-    .bind(&t.remote_name)
-    .bind(t.mapped)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Gives a tool its scope (`None`: public) and makes it usable; false when
@@ -228,32 +238,37 @@ pub async fn set_tool_scope(
     name: &str,
     scope: Option<&str>,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update brand_tools set scope = $3, mapped = true where brand_id = $1 and name = $2",
+        brand_id,
+        name,
+        scope,
     )
-    .bind(brand_id)
-    .bind(name)
-    .bind(scope)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandTool>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {TOOL_COLS} from brand_tools where brand_id = $1 order by name"
-    )))
-    .bind(brand_id)
+    sqlx::query_as!(
+        BrandTool,
+        "select brand_id, name, scope, url, description, enforce, input_schema, kind, remote_name, \
+         mapped from brand_tools where brand_id = $1 order by name",
+        brand_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn remove_tool(db: impl PgExecutor<'_>, brand_id: &str, name: &str) -> DbResult<bool> {
-    let done = sqlx::query("delete from brand_tools where brand_id = $1 and name = $2")
-        .bind(brand_id)
-        .bind(name)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "delete from brand_tools where brand_id = $1 and name = $2",
+        brand_id,
+        name,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -267,8 +282,6 @@ pub struct ApiCredential {
     pub revoked_at: Option<OffsetDateTime>,
 }
 
-const CRED_COLS: &str = "client_id, brand_id, name, secret_hash, created_at, revoked_at";
-
 pub async fn insert_credential(
     db: impl PgExecutor<'_>,
     client_id: &str,
@@ -276,40 +289,45 @@ pub async fn insert_credential(
     name: &str,
     secret_hash: &[u8],
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into brand_api_credentials (client_id, brand_id, name, secret_hash) values ($1, $2, $3, $4)",
+        client_id,
+        brand_id,
+        name,
+        secret_hash,
     )
-    .bind(client_id)
-    .bind(brand_id)
-    .bind(name)
-    .bind(secret_hash)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn find_credential(
     db: impl PgExecutor<'_>,
     client_id: &str,
 ) -> DbResult<Option<ApiCredential>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {CRED_COLS} from brand_api_credentials where client_id = $1"
-    )))
-    .bind(client_id)
+    sqlx::query_as!(
+        ApiCredential,
+        "select client_id, brand_id, name, secret_hash, created_at, revoked_at from brand_api_credentials where client_id = $1",
+        client_id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn list_credentials(
     db: impl PgExecutor<'_>,
     brand_id: &str,
 ) -> DbResult<Vec<ApiCredential>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {CRED_COLS} from brand_api_credentials where brand_id = $1 order by created_at"
-    )))
-    .bind(brand_id)
+    sqlx::query_as!(
+        ApiCredential,
+        "select client_id, brand_id, name, secret_hash, created_at, revoked_at from brand_api_credentials where brand_id = $1 order by created_at",
+        brand_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn revoke_credential(
@@ -317,12 +335,12 @@ pub async fn revoke_credential(
     brand_id: &str,
     client_id: &str,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update brand_api_credentials set revoked_at = now() \
          where brand_id = $1 and client_id = $2 and revoked_at is null",
+        brand_id,
+        client_id,
     )
-    .bind(brand_id)
-    .bind(client_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

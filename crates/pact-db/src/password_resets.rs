@@ -14,17 +14,18 @@ pub async fn insert(
     now: OffsetDateTime,
     expires_at: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into password_resets (token_hash, user_id, created_at, expires_at) \
          values ($1, $2, $3, $4)",
+        token_hash,
+        user_id,
+        now,
+        expires_at,
     )
-    .bind(token_hash)
-    .bind(user_id)
-    .bind(now)
-    .bind(expires_at)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Links sent to this account since `since` (used or not): the mail budget.
@@ -33,13 +34,14 @@ pub async fn sent_since(
     user_id: Uuid,
     since: OffsetDateTime,
 ) -> DbResult<i64> {
-    sqlx::query_scalar(
-        "select count(*) from password_resets where user_id = $1 and created_at >= $2",
+    sqlx::query_scalar!(
+        "select count(*) as \"n!\" from password_resets where user_id = $1 and created_at >= $2",
+        user_id,
+        since,
     )
-    .bind(user_id)
-    .bind(since)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The account a live link (unused, unexpired) belongs to.
@@ -48,14 +50,15 @@ pub async fn live_user(
     token_hash: &[u8],
     now: OffsetDateTime,
 ) -> DbResult<Option<Uuid>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "select user_id from password_resets \
          where token_hash = $1 and used_at is null and expires_at > $2",
+        token_hash,
+        now,
     )
-    .bind(token_hash)
-    .bind(now)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Marks a live link used, atomically: of two concurrent uses exactly one
@@ -65,15 +68,16 @@ pub async fn consume(
     token_hash: &[u8],
     now: OffsetDateTime,
 ) -> DbResult<Option<Uuid>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "update password_resets set used_at = $2 \
          where token_hash = $1 and used_at is null and expires_at > $2 \
          returning user_id",
+        token_hash,
+        now,
     )
-    .bind(token_hash)
-    .bind(now)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Every other link of the account dies once a new password is set.
@@ -82,19 +86,22 @@ pub async fn end_all_for(
     user_id: Uuid,
     now: OffsetDateTime,
 ) -> DbResult<u64> {
-    sqlx::query("update password_resets set used_at = $2 where user_id = $1 and used_at is null")
-        .bind(user_id)
-        .bind(now)
-        .execute(db)
-        .await
-        .map(|r| r.rows_affected())
+    sqlx::query!(
+        "update password_resets set used_at = $2 where user_id = $1 and used_at is null",
+        user_id,
+        now,
+    )
+    .execute(db)
+    .await
+    .map(|r| r.rows_affected())
+    .map_err(Into::into)
 }
 
 /// Housekeeping: links that expired a day ago are of no use, even as a count.
 pub async fn sweep(db: impl PgExecutor<'_>, before: OffsetDateTime) -> DbResult<u64> {
-    sqlx::query("delete from password_resets where expires_at < $1")
-        .bind(before)
+    sqlx::query!("delete from password_resets where expires_at < $1", before,)
         .execute(db)
         .await
         .map(|r| r.rows_affected())
+        .map_err(Into::into)
 }

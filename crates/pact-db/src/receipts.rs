@@ -18,16 +18,16 @@ pub struct StoredReceipt {
     pub created_at: OffsetDateTime,
 }
 
-const COLS: &str = "id, grant_id, seq, conversation_id, message_id, jws, claims, created_at";
-
 /// The newest receipt of a grant (the chain's head). Call with the grant row locked.
 pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<StoredReceipt>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from receipts where grant_id = $1 order by seq desc limit 1"
-    )))
-    .bind(grant_id)
+    sqlx::query_as!(
+        StoredReceipt,
+        "select id, grant_id, seq, conversation_id, message_id, jws, claims, created_at from receipts where grant_id = $1 order by seq desc limit 1",
+        grant_id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug)]
@@ -41,28 +41,31 @@ pub struct NewReceipt<'a> {
 }
 
 pub async fn insert(db: impl PgExecutor<'_>, r: NewReceipt<'_>) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) values ($1, $2, $3, $4, $5, $6)",
+        r.grant_id,
+        r.seq,
+        r.conversation_id,
+        r.message_id,
+        r.jws,
+        r.claims,
     )
-    .bind(r.grant_id)
-    .bind(r.seq)
-    .bind(r.conversation_id)
-    .bind(r.message_id)
-    .bind(r.jws)
-    .bind(r.claims)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// A grant's receipts in chain order; all grants' when `grant_id` is `None`.
 pub async fn list(db: impl PgExecutor<'_>, grant_id: Option<Uuid>) -> DbResult<Vec<StoredReceipt>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from receipts where ($1::uuid is null or grant_id = $1) order by grant_id, seq"
-    )))
-    .bind(grant_id)
+    sqlx::query_as!(
+        StoredReceipt,
+        "select id, grant_id, seq, conversation_id, message_id, jws, claims, created_at from receipts where ($1::uuid is null or grant_id = $1) order by grant_id, seq",
+        grant_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// The most recent receipts of a user's grants at a brand (for the account page).
@@ -72,14 +75,16 @@ pub async fn recent_for_user(
     user_sub: &str,
     limit: i64,
 ) -> DbResult<Vec<StoredReceipt>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        StoredReceipt,
         "select r.id, r.grant_id, r.seq, r.conversation_id, r.message_id, r.jws, r.claims, r.created_at \
          from receipts r join grants g on g.id = r.grant_id \
          where g.brand_id = $1 and g.user_sub = $2 order by r.created_at desc limit $3",
+        brand_id,
+        user_sub,
+        limit,
     )
-    .bind(brand_id)
-    .bind(user_sub)
-    .bind(limit)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }

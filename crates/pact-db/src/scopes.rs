@@ -25,36 +25,41 @@ pub async fn upsert(
     description: &str,
     requires_mfa: bool,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into brand_scopes (brand_id, scope_id, description, requires_mfa) values ($1, $2, $3, $4) \
          on conflict (brand_id, scope_id) do update set description = excluded.description, \
          requires_mfa = excluded.requires_mfa",
+        brand_id,
+        scope_id,
+        description,
+        requires_mfa,
     )
-    .bind(brand_id)
-    .bind(scope_id)
-    .bind(description)
-    .bind(requires_mfa)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str, scope_id: &str) -> DbResult<bool> {
-    let done = sqlx::query("delete from brand_scopes where brand_id = $1 and scope_id = $2")
-        .bind(brand_id)
-        .bind(scope_id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "delete from brand_scopes where brand_id = $1 and scope_id = $2",
+        brand_id,
+        scope_id,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn list(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandScope>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        BrandScope,
         "select scope_id, description, requires_mfa from brand_scopes where brand_id = $1 order by scope_id",
+        brand_id,
     )
-    .bind(brand_id)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 #[cfg(test)]

@@ -27,73 +27,103 @@ pub fn admin_totp_aad(admin_id: Uuid) -> Vec<u8> {
 
 /// Every signing key's sealed private part, locked until the transaction ends.
 pub async fn lock_signing_keys(db: &mut PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
-    sqlx::query_as("select kid, private_sealed from signing_keys order by kid for update")
+    let rows = sqlx::query!("select kid, private_sealed from signing_keys order by kid for update")
         .fetch_all(db)
-        .await
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.kid, r.private_sealed))
+        .collect())
 }
 
 pub async fn set_signing_key(db: &mut PgConnection, kid: &str, sealed: &[u8]) -> DbResult<()> {
-    sqlx::query("update signing_keys set private_sealed = $2 where kid = $1")
-        .bind(kid)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update signing_keys set private_sealed = $2 where kid = $1",
+        kid,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Every user's sealed TOTP secret, locked until the transaction ends.
 pub async fn lock_totp_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, Vec<u8>)>> {
-    sqlx::query_as(
-        "select id, totp_secret_sealed from users where totp_secret_sealed is not null \
-         order by id for update",
+    let rows = sqlx::query!(
+        "select id, totp_secret_sealed as \"totp_secret_sealed!\" from users \
+         where totp_secret_sealed is not null order by id for update",
     )
     .fetch_all(db)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.id, r.totp_secret_sealed))
+        .collect())
 }
 
 /// Replaces the sealed form only; unlike `users::set_totp` it keeps the last
 /// accepted step, so a re-sealed secret still refuses a replayed code.
 pub async fn set_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
-    sqlx::query("update users set totp_secret_sealed = $2 where id = $1")
-        .bind(id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update users set totp_secret_sealed = $2 where id = $1",
+        id,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Every webhook secret (current, in grace and retired), locked until the transaction ends.
 pub async fn lock_webhook_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, String, Vec<u8>)>> {
-    sqlx::query_as("select id, brand_id, sealed from brand_webhook_secrets order by id for update")
-        .fetch_all(db)
-        .await
+    let rows = sqlx::query!(
+        "select id, brand_id, sealed from brand_webhook_secrets order by id for update"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.id, r.brand_id, r.sealed))
+        .collect())
 }
 
 pub async fn set_webhook_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
-    sqlx::query("update brand_webhook_secrets set sealed = $2 where id = $1")
-        .bind(id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update brand_webhook_secrets set sealed = $2 where id = $1",
+        id,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Every console account's sealed TOTP secret, locked until the transaction ends.
 pub async fn lock_admin_totp_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, Vec<u8>)>> {
-    sqlx::query_as(
-        "select id, totp_secret_sealed from admins where totp_secret_sealed is not null \
-         order by id for update",
+    let rows = sqlx::query!(
+        "select id, totp_secret_sealed as \"totp_secret_sealed!\" from admins \
+         where totp_secret_sealed is not null order by id for update",
     )
     .fetch_all(db)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.id, r.totp_secret_sealed))
+        .collect())
 }
 
 /// Replaces the sealed form only, keeping the last accepted step (replays stay refused).
 pub async fn set_admin_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> DbResult<()> {
-    sqlx::query("update admins set totp_secret_sealed = $2 where id = $1")
-        .bind(id)
-        .bind(sealed)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update admins set totp_secret_sealed = $2 where id = $1",
+        id,
+        sealed,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }

@@ -20,9 +20,6 @@ pub struct Session {
     pub expires_at: OffsetDateTime,
 }
 
-const COLS: &str = "id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
-                    device_authorization_id, created_at, expires_at";
-
 /// What a new session starts with (sign-in rotates the id and carries the rest over).
 #[derive(Clone, Debug, Default)]
 pub struct SessionState {
@@ -41,21 +38,24 @@ pub async fn insert(
     state: &SessionState,
     expires_at: OffsetDateTime,
 ) -> DbResult<Session> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as!(
+        Session,
         "insert into sessions (id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
-         device_authorization_id, expires_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning {COLS}"
-    )))
-    .bind(id_hash)
-    .bind(csrf_token)
-    .bind(&state.brand_id)
-    .bind(state.user_id)
-    .bind(&state.external_sub)
-    .bind(state.pending_user_id)
-    .bind(state.mfa_at)
-    .bind(state.device_authorization_id)
-    .bind(expires_at)
+         device_authorization_id, expires_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
+                    device_authorization_id, created_at, expires_at",
+        id_hash,
+        csrf_token,
+        state.brand_id,
+        state.user_id,
+        state.external_sub,
+        state.pending_user_id,
+        state.mfa_at,
+        state.device_authorization_id,
+        expires_at,
+    )
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 /// A live session by the hash of its cookie value.
@@ -64,13 +64,16 @@ pub async fn find_live(
     id_hash: &[u8],
     now: OffsetDateTime,
 ) -> DbResult<Option<Session>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "update sessions set last_seen_at = $2 where id_hash = $1 and expires_at > $2 returning {COLS}"
-    )))
-    .bind(id_hash)
-    .bind(now)
+    sqlx::query_as!(
+        Session,
+        "update sessions set last_seen_at = $2 where id_hash = $1 and expires_at > $2 returning id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
+                    device_authorization_id, created_at, expires_at",
+        id_hash,
+        now,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 /// One signed-in browser of a person, for the account page.
@@ -87,34 +90,37 @@ pub async fn signed_in_of(
     user_id: Uuid,
     now: OffsetDateTime,
 ) -> DbResult<Vec<SignedIn>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        SignedIn,
         "select id_hash, created_at, last_seen_at from sessions \
          where user_id = $1 and expires_at > $2 order by last_seen_at desc limit 50",
+        user_id,
+        now,
     )
-    .bind(user_id)
-    .bind(now)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Signs a person out of every browser but `keep`; returns how many.
 pub async fn delete_others(db: impl PgExecutor<'_>, user_id: Uuid, keep: &[u8]) -> DbResult<u64> {
-    sqlx::query(
+    sqlx::query!(
         "delete from sessions where (user_id = $1 or pending_user_id = $1) and id_hash <> $2",
+        user_id,
+        keep,
     )
-    .bind(user_id)
-    .bind(keep)
     .execute(db)
     .await
     .map(|r| r.rows_affected())
+    .map_err(Into::into)
 }
 
 pub async fn delete(db: impl PgExecutor<'_>, id_hash: &[u8]) -> DbResult<()> {
-    sqlx::query("delete from sessions where id_hash = $1")
-        .bind(id_hash)
+    sqlx::query!("delete from sessions where id_hash = $1", id_hash,)
         .execute(db)
         .await
         .map(|_| ())
+        .map_err(Into::into)
 }
 
 pub async fn set_device_authorization(
@@ -122,12 +128,15 @@ pub async fn set_device_authorization(
     id_hash: &[u8],
     id: Option<Uuid>,
 ) -> DbResult<()> {
-    sqlx::query("update sessions set device_authorization_id = $2 where id_hash = $1")
-        .bind(id_hash)
-        .bind(id)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update sessions set device_authorization_id = $2 where id_hash = $1",
+        id_hash,
+        id,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn set_mfa_at(
@@ -135,27 +144,31 @@ pub async fn set_mfa_at(
     id_hash: &[u8],
     at: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query("update sessions set mfa_at = $2 where id_hash = $1")
-        .bind(id_hash)
-        .bind(at)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update sessions set mfa_at = $2 where id_hash = $1",
+        id_hash,
+        at,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Removes expired sessions, WebAuthn ceremonies and brand-assertion `jti`s
 /// (kept until their assertion's `exp` plus skew, after which a replay fails
 /// the expiry check anyway) in one statement.
 pub async fn delete_expired(db: impl PgExecutor<'_>, now: OffsetDateTime) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "with c as (delete from webauthn_ceremonies where expires_at <= $1), \
          j as (delete from brand_assertion_jtis where expires_at <= $1) \
          delete from sessions where expires_at <= $1",
+        now,
     )
-    .bind(now)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -177,18 +190,19 @@ pub async fn insert_ceremony(
     state: &serde_json::Value,
     expires_at: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into webauthn_ceremonies (id, session_hash, kind, user_id, state, expires_at) values ($1, $2, $3, $4, $5, $6)",
+        id,
+        session_hash,
+        kind,
+        user_id,
+        state,
+        expires_at,
     )
-    .bind(id)
-    .bind(session_hash)
-    .bind(kind)
-    .bind(user_id)
-    .bind(state)
-    .bind(expires_at)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Takes a ceremony (single use): deleted as it is read, and only by the
@@ -200,16 +214,18 @@ pub async fn take_ceremony(
     kind: &str,
     now: OffsetDateTime,
 ) -> DbResult<Option<Ceremony>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Ceremony,
         "delete from webauthn_ceremonies where id = $1 and session_hash = $2 and kind = $3 and expires_at > $4 \
          returning id, session_hash, kind, user_id, state, expires_at",
+        id,
+        session_hash,
+        kind,
+        now,
     )
-    .bind(id)
-    .bind(session_hash)
-    .bind(kind)
-    .bind(now)
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -224,13 +240,15 @@ pub struct Credential {
 }
 
 pub async fn credentials_of(db: impl PgExecutor<'_>, user_id: Uuid) -> DbResult<Vec<Credential>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Credential,
         "select id, user_id, credential_id, passkey, name, created_at, last_used_at from webauthn_credentials \
          where user_id = $1 order by created_at",
+        user_id,
     )
-    .bind(user_id)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn insert_credential(
@@ -240,17 +258,18 @@ pub async fn insert_credential(
     passkey: &serde_json::Value,
     name: &str,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into webauthn_credentials (id, user_id, credential_id, passkey, name) values ($1, $2, $3, $4, $5)",
+        Uuid::new_v4(),
+        user_id,
+        credential_id,
+        passkey,
+        name,
     )
-    .bind(Uuid::new_v4())
-    .bind(user_id)
-    .bind(credential_id)
-    .bind(passkey)
-    .bind(name)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Stores the passkey's updated counter/state after a successful sign-in.
@@ -259,19 +278,24 @@ pub async fn update_credential(
     credential_id: &[u8],
     passkey: &serde_json::Value,
 ) -> DbResult<()> {
-    sqlx::query("update webauthn_credentials set passkey = $2, last_used_at = now() where credential_id = $1")
-        .bind(credential_id)
-        .bind(passkey)
+    sqlx::query!(
+        "update webauthn_credentials set passkey = $2, last_used_at = now() where credential_id = $1",
+        credential_id,
+        passkey,
+    )
         .execute(db)
         .await
         .map(|_| ())
+        .map_err(Into::into)
 }
 
 pub async fn delete_credential(db: impl PgExecutor<'_>, user_id: Uuid, id: Uuid) -> DbResult<bool> {
-    let done = sqlx::query("delete from webauthn_credentials where user_id = $1 and id = $2")
-        .bind(user_id)
-        .bind(id)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "delete from webauthn_credentials where user_id = $1 and id = $2",
+        user_id,
+        id,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -14,12 +14,14 @@ pub struct Failures {
 
 /// The rows for these keys (missing keys have no failures).
 pub async fn find(db: impl PgExecutor<'_>, keys: &[Vec<u8>]) -> DbResult<Vec<Failures>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Failures,
         "select key_hash, failed, locked_until from sign_in_failures where key_hash = any($1)",
+        keys,
     )
-    .bind(keys)
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Counts one more failure for `key_hash` and returns the new count; the
@@ -30,15 +32,16 @@ pub async fn increment(
     key_hash: &[u8],
     now: OffsetDateTime,
 ) -> DbResult<i32> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "insert into sign_in_failures (key_hash, failed, updated_at) values ($1, 1, $2) \
          on conflict (key_hash) do update set failed = sign_in_failures.failed + 1, updated_at = $2 \
          returning failed",
+        key_hash,
+        now,
     )
-    .bind(key_hash)
-    .bind(now)
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn lock_until(
@@ -46,27 +49,36 @@ pub async fn lock_until(
     key_hash: &[u8],
     until: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query("update sign_in_failures set locked_until = $2 where key_hash = $1")
-        .bind(key_hash)
-        .bind(until)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update sign_in_failures set locked_until = $2 where key_hash = $1",
+        key_hash,
+        until,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 pub async fn clear(db: impl PgExecutor<'_>, keys: &[Vec<u8>]) -> DbResult<()> {
-    sqlx::query("delete from sign_in_failures where key_hash = any($1)")
-        .bind(keys)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "delete from sign_in_failures where key_hash = any($1)",
+        keys,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Housekeeping: forgets failures nobody has added to for a day.
 pub async fn sweep(db: impl PgExecutor<'_>, older_than: OffsetDateTime) -> DbResult<u64> {
-    sqlx::query("delete from sign_in_failures where updated_at < $1 and (locked_until is null or locked_until < $1)")
-        .bind(older_than)
+    sqlx::query!(
+        "delete from sign_in_failures where updated_at < $1 and (locked_until is null or locked_until < $1)",
+        older_than,
+    )
         .execute(db)
         .await
         .map(|r| r.rows_affected())
+        .map_err(Into::into)
 }

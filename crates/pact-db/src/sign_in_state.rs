@@ -9,21 +9,13 @@ use uuid::Uuid;
 
 use crate::DbResult;
 
-/// Which kind of account.
+/// Which kind of account. Each function below holds one checked statement per
+/// table (the statements differ only in the table's name), so both stay
+/// checked at compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accounts {
     Users,
     Admins,
-}
-
-impl Accounts {
-    /// The table: a constant, never input, so formatting it into SQL is safe.
-    fn table(self) -> &'static str {
-        match self {
-            Self::Users => "users",
-            Self::Admins => "admins",
-        }
-    }
 }
 
 /// A failed sign-in: the new count and, when the rule says so, a lock.
@@ -34,27 +26,37 @@ pub async fn record_failure(
     failed_logins: i32,
     locked_until: Option<OffsetDateTime>,
 ) -> DbResult<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "update {} set failed_logins = $2, locked_until = $3 where id = $1",
-        accounts.table()
-    )))
-    .bind(id)
-    .bind(failed_logins)
-    .bind(locked_until)
-    .execute(db)
-    .await
-    .map(|_| ())
+    let query = match accounts {
+        Accounts::Users => sqlx::query!(
+            "update users set failed_logins = $2, locked_until = $3 where id = $1",
+            id,
+            failed_logins,
+            locked_until,
+        ),
+        Accounts::Admins => sqlx::query!(
+            "update admins set failed_logins = $2, locked_until = $3 where id = $1",
+            id,
+            failed_logins,
+            locked_until,
+        ),
+    };
+    query.execute(db).await?;
+    Ok(())
 }
 
 pub async fn clear_failures(db: impl PgExecutor<'_>, accounts: Accounts, id: Uuid) -> DbResult<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "update {} set failed_logins = 0, locked_until = null where id = $1",
-        accounts.table()
-    )))
-    .bind(id)
-    .execute(db)
-    .await
-    .map(|_| ())
+    let query = match accounts {
+        Accounts::Users => sqlx::query!(
+            "update users set failed_logins = 0, locked_until = null where id = $1",
+            id,
+        ),
+        Accounts::Admins => sqlx::query!(
+            "update admins set failed_logins = 0, locked_until = null where id = $1",
+            id,
+        ),
+    };
+    query.execute(db).await?;
+    Ok(())
 }
 
 /// A new (or no) TOTP secret, sealed; the last accepted step is forgotten
@@ -65,15 +67,20 @@ pub async fn set_totp(
     id: Uuid,
     sealed: Option<&[u8]>,
 ) -> DbResult<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "update {} set totp_secret_sealed = $2, totp_last_step = null where id = $1",
-        accounts.table()
-    )))
-    .bind(id)
-    .bind(sealed)
-    .execute(db)
-    .await
-    .map(|_| ())
+    let query = match accounts {
+        Accounts::Users => sqlx::query!(
+            "update users set totp_secret_sealed = $2, totp_last_step = null where id = $1",
+            id,
+            sealed,
+        ),
+        Accounts::Admins => sqlx::query!(
+            "update admins set totp_secret_sealed = $2, totp_last_step = null where id = $1",
+            id,
+            sealed,
+        ),
+    };
+    query.execute(db).await?;
+    Ok(())
 }
 
 /// Records the accepted time step only if it is newer than the last one:
@@ -84,14 +91,20 @@ pub async fn advance_totp_step(
     id: Uuid,
     step: i64,
 ) -> DbResult<bool> {
-    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "update {} set totp_last_step = $2 \
-         where id = $1 and (totp_last_step is null or totp_last_step < $2)",
-        accounts.table()
-    )))
-    .bind(id)
-    .bind(step)
-    .execute(db)
-    .await?;
+    let query = match accounts {
+        Accounts::Users => sqlx::query!(
+            "update users set totp_last_step = $2 \
+             where id = $1 and (totp_last_step is null or totp_last_step < $2)",
+            id,
+            step,
+        ),
+        Accounts::Admins => sqlx::query!(
+            "update admins set totp_last_step = $2 \
+             where id = $1 and (totp_last_step is null or totp_last_step < $2)",
+            id,
+            step,
+        ),
+    };
+    let done = query.execute(db).await?;
     Ok(done.rows_affected() == 1)
 }

@@ -16,8 +16,14 @@ pub struct SigningKeyRow {
     pub unpublish_at: Option<OffsetDateTime>,
 }
 
-const COLS: &str =
-    "kid, public_jwk, private_sealed, created_at, activates_at, retired_at, unpublish_at";
+/// Serialises the creation of the first key until the transaction ends: nodes
+/// starting together on an empty database then make exactly one.
+pub async fn lock_creation(db: impl PgExecutor<'_>) -> DbResult<()> {
+    sqlx::query!("select pg_advisory_xact_lock(hashtext('pactd:signing_keys'))")
+        .execute(db)
+        .await?;
+    Ok(())
+}
 
 pub async fn insert(
     db: impl PgExecutor<'_>,
@@ -26,25 +32,28 @@ pub async fn insert(
     private_sealed: &[u8],
     activates_at: OffsetDateTime,
 ) -> DbResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "insert into signing_keys (kid, public_jwk, private_sealed, activates_at) values ($1, $2, $3, $4)",
+        kid,
+        public_jwk,
+        private_sealed,
+        activates_at,
     )
-    .bind(kid)
-    .bind(public_jwk)
-    .bind(private_sealed)
-    .bind(activates_at)
     .execute(db)
     .await
     .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Every key ever made, newest first (receipt verification needs retired keys too).
 pub async fn all(db: impl PgExecutor<'_>) -> DbResult<Vec<SigningKeyRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from signing_keys order by activates_at desc, created_at desc"
-    )))
+    sqlx::query_as!(
+        SigningKeyRow,
+        "select kid, public_jwk, private_sealed, created_at, activates_at, retired_at, unpublish_at from signing_keys order by activates_at desc, created_at desc",
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 /// Marks every key that signs before `at` as retired at `at`, to be unpublished at `unpublish_at`.
@@ -54,13 +63,13 @@ pub async fn retire_older(
     at: OffsetDateTime,
     unpublish_at: OffsetDateTime,
 ) -> DbResult<u64> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update signing_keys set retired_at = $2, unpublish_at = $3 \
          where kid <> $1 and retired_at is null",
+        new_kid,
+        at,
+        unpublish_at,
     )
-    .bind(new_kid)
-    .bind(at)
-    .bind(unpublish_at)
     .execute(db)
     .await?;
     Ok(done.rows_affected())

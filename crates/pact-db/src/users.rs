@@ -42,9 +42,6 @@ impl User {
     }
 }
 
-const COLS: &str = "id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
-                    failed_logins, locked_until, created_at, disabled_at";
-
 pub async fn insert(
     db: impl PgExecutor<'_>,
     id: Uuid,
@@ -53,35 +50,44 @@ pub async fn insert(
     external_id: Option<&str>,
     password_hash: &str,
 ) -> DbResult<User> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    sqlx::query_as!(
+        User,
         "insert into users (id, brand_id, email, external_id, password_hash) values ($1, $2, $3, $4, $5) \
-         returning {COLS}"
-    )))
-    .bind(id)
-    .bind(brand_id)
-    .bind(email)
-    .bind(external_id)
-    .bind(password_hash)
+         returning id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at, disabled_at",
+        id,
+        brand_id,
+        email,
+        external_id,
+        password_hash,
+    )
     .fetch_one(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<User>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from users where id = $1"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at, disabled_at from users where id = $1",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<User>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from users where id = $1 for update"
-    )))
-    .bind(id)
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at, disabled_at from users where id = $1 for update",
+        id,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn find_by_email(
@@ -89,31 +95,40 @@ pub async fn find_by_email(
     brand_id: &str,
     email: &str,
 ) -> DbResult<Option<User>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from users where brand_id = $1 and email = $2"
-    )))
-    .bind(brand_id)
-    .bind(email)
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at, disabled_at from users where brand_id = $1 and email = $2",
+        brand_id,
+        email,
+    )
     .fetch_optional(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn list(db: impl PgExecutor<'_>, brand_id: Option<&str>) -> DbResult<Vec<User>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {COLS} from users where ($1::text is null or brand_id = $1) order by brand_id, email"
-    )))
-    .bind(brand_id)
+    sqlx::query_as!(
+        User,
+        "select id, brand_id, email, external_id, password_hash, totp_secret_sealed, totp_last_step, \
+                    failed_logins, locked_until, created_at, disabled_at from users where ($1::text is null or brand_id = $1) order by brand_id, email",
+        brand_id,
+    )
     .fetch_all(db)
     .await
+    .map_err(Into::into)
 }
 
 pub async fn set_password_hash(db: impl PgExecutor<'_>, id: Uuid, hash: &str) -> DbResult<()> {
-    sqlx::query("update users set password_hash = $2 where id = $1")
-        .bind(id)
-        .bind(hash)
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::query!(
+        "update users set password_hash = $2 where id = $1",
+        id,
+        hash,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 // Failed attempts and TOTP: the same columns and rules as the other kind
@@ -147,20 +162,22 @@ pub async fn advance_totp_step(db: impl PgExecutor<'_>, id: Uuid, step: i64) -> 
 /// and signs the user out everywhere, since a reset usually means a factor
 /// was lost or stolen.
 pub async fn reset_mfa(db: &mut sqlx::PgConnection, id: Uuid) -> DbResult<()> {
-    sqlx::query("delete from sessions where user_id = $1 or pending_user_id = $1")
-        .bind(id)
+    sqlx::query!(
+        "delete from sessions where user_id = $1 or pending_user_id = $1",
+        id,
+    )
+    .execute(&mut *db)
+    .await?;
+    sqlx::query!(
+        "update users set totp_secret_sealed = null, totp_last_step = null where id = $1",
+        id,
+    )
+    .execute(&mut *db)
+    .await?;
+    sqlx::query!("delete from webauthn_credentials where user_id = $1", id,)
         .execute(&mut *db)
         .await?;
-    sqlx::query("update users set totp_secret_sealed = null, totp_last_step = null where id = $1")
-        .bind(id)
-        .execute(&mut *db)
-        .await?;
-    sqlx::query("delete from webauthn_credentials where user_id = $1")
-        .bind(id)
-        .execute(&mut *db)
-        .await?;
-    sqlx::query("delete from recovery_codes where user_id = $1")
-        .bind(id)
+    sqlx::query!("delete from recovery_codes where user_id = $1", id,)
         .execute(&mut *db)
         .await?;
     Ok(())
@@ -172,37 +189,41 @@ pub async fn replace_recovery_codes(
     id: Uuid,
     hashes: &[Vec<u8>],
 ) -> DbResult<()> {
-    sqlx::query("delete from recovery_codes where user_id = $1")
-        .bind(id)
+    sqlx::query!("delete from recovery_codes where user_id = $1", id,)
         .execute(&mut *db)
         .await?;
     for h in hashes {
-        sqlx::query("insert into recovery_codes (user_id, code_hash) values ($1, $2)")
-            .bind(id)
-            .bind(h)
-            .execute(&mut *db)
-            .await?;
+        sqlx::query!(
+            "insert into recovery_codes (user_id, code_hash) values ($1, $2)",
+            id,
+            h,
+        )
+        .execute(&mut *db)
+        .await?;
     }
     Ok(())
 }
 
 /// Uses a recovery code; false when unknown or already used.
 pub async fn use_recovery_code(db: impl PgExecutor<'_>, id: Uuid, hash: &[u8]) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "update recovery_codes set used_at = now() where user_id = $1 and code_hash = $2 and used_at is null",
+        id,
+        hash,
     )
-    .bind(id)
-    .bind(hash)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<i64> {
-    sqlx::query_scalar("select count(*) from recovery_codes where user_id = $1 and used_at is null")
-        .bind(id)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        "select count(*) as \"n!\" from recovery_codes where user_id = $1 and used_at is null",
+        id,
+    )
+    .fetch_one(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// Remembers a brand login assertion's `jti`; false when it was seen before (replay).
@@ -212,12 +233,12 @@ pub async fn claim_assertion_jti(
     jti: &str,
     expires_at: OffsetDateTime,
 ) -> DbResult<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "insert into brand_assertion_jtis (brand_id, jti, expires_at) values ($1, $2, $3) on conflict do nothing",
+        brand_id,
+        jti,
+        expires_at,
     )
-    .bind(brand_id)
-    .bind(jti)
-    .bind(expires_at)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -230,16 +251,20 @@ pub async fn set_disabled(
     id: Uuid,
     disabled_at: Option<OffsetDateTime>,
 ) -> DbResult<()> {
-    sqlx::query("update users set disabled_at = $2 where id = $1")
-        .bind(id)
-        .bind(disabled_at)
+    sqlx::query!(
+        "update users set disabled_at = $2 where id = $1",
+        id,
+        disabled_at,
+    )
+    .execute(&mut *db)
+    .await?;
+    if disabled_at.is_some() {
+        sqlx::query!(
+            "delete from sessions where user_id = $1 or pending_user_id = $1",
+            id,
+        )
         .execute(&mut *db)
         .await?;
-    if disabled_at.is_some() {
-        sqlx::query("delete from sessions where user_id = $1 or pending_user_id = $1")
-            .bind(id)
-            .execute(&mut *db)
-            .await?;
     }
     Ok(())
 }
@@ -248,8 +273,7 @@ pub async fn set_disabled(
 /// factors, recovery codes, sessions and ceremonies. Grants and receipts name
 /// only the opaque brand user id and are kept (revoked) as evidence.
 pub async fn delete(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<bool> {
-    let done = sqlx::query("delete from users where id = $1")
-        .bind(id)
+    let done = sqlx::query!("delete from users where id = $1", id,)
         .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use pact_db::device_authorizations::Status as AuthStatus;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -63,11 +64,11 @@ pub enum IssueError {
     #[error("the drawn user code is already live")]
     CodeTaken,
     #[error("database: {0}")]
-    Database(#[source] sqlx::Error),
+    Database(#[source] pact_db::Error),
 }
 
-impl From<sqlx::Error> for IssueError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for IssueError {
+    fn from(e: pact_db::Error) -> Self {
         if pact_db::is_unique_violation(&e) {
             Self::CodeTaken
         } else {
@@ -112,7 +113,7 @@ pub async fn issue(
         )
         .await?
     {
-        let approved = live.status == "approved";
+        let approved = live.status == AuthStatus::Approved;
         return Ok(issued(
             None,
             &live.user_code,

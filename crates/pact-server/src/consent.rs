@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use pact_db::device_authorizations::DeviceAuthorization;
+use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::grants::{Grant, NewGrant};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -27,7 +27,7 @@ pub enum ConsentError {
     #[error("only requested authorization_details can be granted")]
     DetailsNotRequested,
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(#[from] pact_db::Error),
 }
 
 /// What the user approved: a non-empty subset of the requested scopes and,
@@ -193,13 +193,20 @@ pub async fn find_by_user_code(
 }
 
 fn check_decidable(auth: &DeviceAuthorization, now: OffsetDateTime) -> Result<(), ConsentError> {
-    if auth.status != "pending" {
+    if auth.status != AuthStatus::Pending {
         return Err(ConsentError::AlreadyDecided);
     }
     if auth.expires_at <= now {
         return Err(ConsentError::Expired);
     }
     Ok(())
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for ConsentError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Db(e.into())
+    }
 }
 
 #[cfg(test)]
@@ -213,7 +220,7 @@ mod tests {
     use super::*;
 
     fn authorization(
-        status: &str,
+        status: AuthStatus,
         expires_in: Duration,
         now: OffsetDateTime,
     ) -> DeviceAuthorization {
@@ -225,7 +232,7 @@ mod tests {
             user_code: "BCDF-GHJK".to_owned(),
             scopes: vec!["orders:read".to_owned()],
             authorization_details: None,
-            status: status.to_owned(),
+            status,
             interval_secs: 5,
             last_polled_at: None,
             expires_at: now + expires_in,
@@ -241,26 +248,32 @@ mod tests {
     fn only_a_pending_unexpired_authorization_can_be_decided() {
         let now = OffsetDateTime::now_utc();
         let cases = [
-            ("pending", Duration::minutes(5), true),
-            ("pending", Duration::ZERO, false), // expires_at == now is expired (RFC 8628 §3.5)
-            ("pending", Duration::seconds(-1), false),
-            ("approved", Duration::minutes(5), false),
-            ("denied", Duration::minutes(5), false),
+            (AuthStatus::Pending, Duration::minutes(5), true),
+            (AuthStatus::Pending, Duration::ZERO, false), // expires_at == now is expired (RFC 8628 §3.5)
+            (AuthStatus::Pending, Duration::seconds(-1), false),
+            (AuthStatus::Approved, Duration::minutes(5), false),
+            (AuthStatus::Denied, Duration::minutes(5), false),
         ];
         for (status, expires_in, decidable) in cases {
             let auth = authorization(status, expires_in, now);
             assert_eq!(
                 check_decidable(&auth, now).is_ok(),
                 decidable,
-                "{status} expiring in {expires_in}"
+                "{status:?} expiring in {expires_in}"
             );
         }
         assert!(matches!(
-            check_decidable(&authorization("approved", Duration::minutes(5), now), now),
+            check_decidable(
+                &authorization(AuthStatus::Approved, Duration::minutes(5), now),
+                now
+            ),
             Err(ConsentError::AlreadyDecided)
         ));
         assert!(matches!(
-            check_decidable(&authorization("pending", Duration::ZERO, now), now),
+            check_decidable(
+                &authorization(AuthStatus::Pending, Duration::ZERO, now),
+                now
+            ),
             Err(ConsentError::Expired)
         ));
     }

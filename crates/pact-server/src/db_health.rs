@@ -60,10 +60,9 @@ pub async fn probe(state: AppState) {
         }
         while state.db_health.is_down() {
             tokio::time::sleep(PROBE_EVERY).await;
-            let ok =
-                tokio::time::timeout(PROBE_TIMEOUT, sqlx::query("select 1").execute(&state.db))
-                    .await
-                    .is_ok_and(|r| r.is_ok());
+            let ok = tokio::time::timeout(PROBE_TIMEOUT, pact_db::ping(&state.db))
+                .await
+                .is_ok_and(|r| r.is_ok());
             if ok {
                 state.db_health.mark_up();
             }

@@ -45,8 +45,8 @@ impl From<A2aError> for ApiError {
     }
 }
 
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for ApiError {
+    fn from(e: pact_db::Error) -> Self {
         match pact_db::classify(&e) {
             pact_db::Failure::Unavailable => {
                 tracing::warn!(error = %e, "database unavailable");
@@ -159,5 +159,12 @@ impl IntoResponse for ApiError {
                 Self::A2a(A2aError::internal()).into_response()
             }
         }
+    }
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
     }
 }

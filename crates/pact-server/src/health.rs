@@ -15,7 +15,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str)
     if state.db_health.is_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
     }
-    match sqlx::query("select 1").execute(&state.db).await {
+    match pact_db::ping(&state.db).await {
         Ok(_) => (StatusCode::OK, "ready"),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");

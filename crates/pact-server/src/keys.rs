@@ -19,7 +19,7 @@ use time::{Duration, OffsetDateTime};
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(#[from] pact_db::Error),
     #[error("signing key {kid} cannot be unsealed with the configured master key")]
     Unseal { kid: String },
     #[error("key material: {0}")]
@@ -197,9 +197,7 @@ async fn ensure_first_key(
     now: OffsetDateTime,
 ) -> Result<(), KeyError> {
     let mut tx = db.begin().await?;
-    sqlx::query("select pg_advisory_xact_lock(hashtext('pactd:signing_keys'))")
-        .execute(&mut *tx)
-        .await?;
+    pact_db::signing_keys::lock_creation(&mut *tx).await?;
     if pact_db::signing_keys::all(&mut *tx).await?.is_empty() {
         let key = ProviderKey::generate()?;
         let sealed = master.seal(&key.private_pkcs8_der(), key.kid().as_bytes())?;
@@ -315,8 +313,15 @@ pub fn describe(rows: &[SigningKeyRow], now: OffsetDateTime) -> Vec<KeyInfo> {
 }
 
 /// [`describe`] of the keys in the database.
-pub async fn list(db: &PgPool, now: OffsetDateTime) -> Result<Vec<KeyInfo>, sqlx::Error> {
+pub async fn list(db: &PgPool, now: OffsetDateTime) -> Result<Vec<KeyInfo>, pact_db::Error> {
     Ok(describe(&pact_db::signing_keys::all(db).await?, now))
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for KeyError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Db(e.into())
+    }
 }
 
 #[cfg(test)]

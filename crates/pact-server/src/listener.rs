@@ -41,7 +41,7 @@ pub async fn run(state: AppState) {
     }
 }
 
-async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
+async fn listen(state: &AppState) -> Result<(), pact_db::Error> {
     let mut listener = PgListener::connect_with(&state.db).await?;
     listener
         .listen_all([REVOCATIONS_CHANNEL, KEYS_CHANNEL, CONFIG_CHANNEL])
@@ -77,7 +77,7 @@ async fn listen(state: &AppState) -> Result<(), sqlx::Error> {
 
 /// Reloads what notifications would have told us. Access tokens live at most
 /// an hour, so older revocations cannot matter to a token any more.
-async fn resync(state: &AppState) -> Result<(), sqlx::Error> {
+async fn resync(state: &AppState) -> Result<(), pact_db::Error> {
     let since = state.clock.now() - time::Duration::hours(2);
     let revoked = pact_db::grants::recently_revoked(&state.db, since).await?;
     state.revocations.replace(revoked);

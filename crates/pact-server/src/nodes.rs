@@ -60,7 +60,7 @@ fn hostname() -> String {
 }
 
 /// Writes this node's row now.
-pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), sqlx::Error> {
+pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), pact_db::Error> {
     let n = &state.node;
     pact_db::nodes::heartbeat(
         &state.db,
@@ -113,7 +113,10 @@ impl NodeView {
     }
 }
 
-pub async fn list(db: &pact_db::PgPool, now: OffsetDateTime) -> Result<Vec<NodeView>, sqlx::Error> {
+pub async fn list(
+    db: &pact_db::PgPool,
+    now: OffsetDateTime,
+) -> Result<Vec<NodeView>, pact_db::Error> {
     Ok(pact_db::nodes::list(db)
         .await?
         .into_iter()

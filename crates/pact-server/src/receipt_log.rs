@@ -435,7 +435,10 @@ fn when(ms: i64) -> String {
 /// JWS, not read from the log). Truncating the receipts, deleting a whole
 /// grant's chain, editing or reordering receipts is reported together with
 /// the head that proves it.
-pub async fn audit(db: &pact_db::PgPool, keys: &ProviderKeySet) -> Result<LogAudit, sqlx::Error> {
+pub async fn audit(
+    db: &pact_db::PgPool,
+    keys: &ProviderKeySet,
+) -> Result<LogAudit, pact_db::Error> {
     let entries = db_log::entries(db).await?;
     let heads = db_log::heads(db).await?;
     let mut out = LogAudit {

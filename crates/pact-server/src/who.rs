@@ -148,7 +148,7 @@ pub async fn register_platform(
     links: &LinkFlags,
     logo: Option<&pact_jose::Logo>,
     now: OffsetDateTime,
-) -> Result<(pact_db::agents::Agent, Option<AgentMetadata>), sqlx::Error> {
+) -> Result<(pact_db::agents::Agent, Option<AgentMetadata>), pact_db::Error> {
     let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, name).await?;
     let meta = if links.any() {
         Some(store_links(tx, issuer, links, logo, now).await?)
@@ -166,7 +166,7 @@ pub async fn store_links(
     flags: &LinkFlags,
     logo: Option<&pact_jose::Logo>,
     now: OffsetDateTime,
-) -> Result<AgentMetadata, sqlx::Error> {
+) -> Result<AgentMetadata, pact_db::Error> {
     let mut m = pact_db::agents::metadata(&mut *tx, issuer)
         .await?
         .unwrap_or_default();

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
-use pact_db::PgPool;
+use anyhow::{Context, anyhow, bail};
+use pact_db::{PgPool, ResultExt};
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
 use pact_server::domain::hidden_chars;
@@ -75,13 +75,12 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
                     "invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit"
                 );
             }
-            match pact_db::brands::insert(pool, brand_id, name, description).await {
-                Ok(b) => println!("added brand {} ({})", b.id, b.name),
-                Err(e) if pact_db::is_unique_violation(&e) => {
-                    bail!("brand {brand_id:?} already exists")
-                }
-                Err(e) => return Err(e.into()),
-            }
+            let b = pact_db::brands::insert(pool, brand_id, name, description)
+                .await
+                .on_constraint("brands_pkey", |_| {
+                    anyhow!("brand {brand_id:?} already exists")
+                })?;
+            println!("added brand {} ({})", b.id, b.name);
         }
         BrandCommand::List => {
             for b in pact_db::brands::list(pool).await? {

@@ -94,7 +94,7 @@ pub async fn run(pool: &PgPool, c: &AdminCommand) -> anyhow::Result<()> {
                 Uuid::new_v4(),
                 &email,
                 &hash,
-                role.as_str(),
+                role,
                 brands.as_deref(),
             )
             .await
@@ -202,7 +202,7 @@ async fn credential_command(pool: &PgPool, c: &AdminCredentialCommand) -> anyhow
                 &mut *tx,
                 Uuid::new_v4(),
                 name,
-                role.as_str(),
+                role,
                 brands.as_deref(),
                 &hash,
             )

@@ -695,10 +695,16 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     )
     .await
     .unwrap();
-    let admin =
-        pact_db::admins::insert(&pool, Uuid::new_v4(), "ops@example.com", "x", "owner", None)
-            .await
-            .unwrap();
+    let admin = pact_db::admins::insert(
+        &pool,
+        Uuid::new_v4(),
+        "ops@example.com",
+        "x",
+        pact_db::admins::Role::Owner,
+        None,
+    )
+    .await
+    .unwrap();
     let admin_totp = old
         .seal(b"console totp", &pact_db::sealed::admin_totp_aad(admin.id))
         .unwrap();

@@ -1050,10 +1050,11 @@ async fn a_promoted_replica_takes_over_without_restarting_pactd() {
     // wrong server while the router catches up.
     {
         let standby = pact_db::connect(&replica.url("pactd"), 1).await.unwrap();
-        let err = sqlx::query("insert into brands (id, name) values ('x', 'x')")
+        let err: pact_db::Error = sqlx::query("insert into brands (id, name) values ('x', 'x')")
             .execute(&standby)
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .into();
         assert_eq!(
             pact_db::classify(&err),
             pact_db::Failure::Unavailable,

@@ -372,8 +372,8 @@ enum Stored {
     Failed(ApiError),
 }
 
-impl From<sqlx::Error> for Stored {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for Stored {
+    fn from(e: pact_db::Error) -> Self {
         if pact_db::is_unique_violation(&e) {
             Self::Retry
         } else {
@@ -518,4 +518,11 @@ async fn step_up(
         )
     };
     Ok((link.verification_uri_complete, text))
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for Stored {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
+    }
 }

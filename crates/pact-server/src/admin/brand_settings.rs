@@ -21,11 +21,11 @@ pub enum EditError {
     Invalid(String),
     /// The brand has no such type or tool.
     Missing,
-    Db(sqlx::Error),
+    Db(pact_db::Error),
 }
 
-impl From<sqlx::Error> for EditError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for EditError {
+    fn from(e: pact_db::Error) -> Self {
         Self::Db(e)
     }
 }
@@ -71,7 +71,7 @@ async fn audit(
     target: &str,
     brand_id: &str,
     detail: Value,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), pact_db::Error> {
     pact_db::audit::record(
         &mut *tx,
         &pact_db::audit::NewEntry {
@@ -368,7 +368,7 @@ pub async fn remove_tool(
 pub async fn describe(
     db: &pact_db::PgPool,
     brand: &Brand,
-) -> Result<(DetailsTypes, Vec<BrandTool>), sqlx::Error> {
+) -> Result<(DetailsTypes, Vec<BrandTool>), pact_db::Error> {
     let tools = pact_db::merchant::list_tools(db, &brand.id).await?;
     Ok((authz_details::types_from_settings(&brand.settings), tools))
 }

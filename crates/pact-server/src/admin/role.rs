@@ -1,36 +1,8 @@
 //! Staff roles and brand limits: who may do what to which brand's objects.
 //! Plain functions, tested without a server.
 
-/// Ordered: each role may do everything the ones before it may.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    /// Reads everything within its brands.
-    Viewer,
-    /// Also revokes grants, disables agents, unlocks customers and resets
-    /// their second factors.
-    Operator,
-    /// Also registers agents and manages admins and credentials.
-    Owner,
-}
-
-impl Role {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "viewer" => Some(Self::Viewer),
-            "operator" => Some(Self::Operator),
-            "owner" => Some(Self::Owner),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Viewer => "viewer",
-            Self::Operator => "operator",
-            Self::Owner => "owner",
-        }
-    }
-}
+/// The roles as stored (pact-db reads and writes the column's text).
+pub use pact_db::admins::Role;
 
 /// Who is acting, with what role, limited to which brands.
 #[derive(Clone, Debug, PartialEq, Eq)]

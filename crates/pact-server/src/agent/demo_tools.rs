@@ -1,6 +1,6 @@
 //! The demo store's account tools, over the `demo_orders` table.
 
-use pact_db::demo_orders::{self, DemoOrder};
+use pact_db::demo_orders::{self, DemoOrder, OrderStatus as Stored};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
@@ -18,7 +18,7 @@ pub const DEMO_SCOPES: [(&str, &str); 2] = [
     (ORDERS_CANCEL, "Cancel orders that have not shipped yet"),
 ];
 
-fn db_err(e: sqlx::Error) -> ToolError {
+fn db_err(e: pact_db::Error) -> ToolError {
     match pact_db::classify(&e) {
         pact_db::Failure::Unavailable => {
             tracing::warn!(error = %e, "database unavailable during a tool call");
@@ -41,21 +41,21 @@ pub fn seed_orders(brand_id: &str, user_sub: &str) -> Vec<DemoOrder> {
             placed_on: date(Month::November, 25),
             items: "Trail running shoes (size 42)".to_owned(),
             total_cents: 12_900,
-            status: "processing".to_owned(),
+            status: Stored::Processing,
         },
         DemoOrder {
             order_id: format!("DEMO-{}", base + 1),
             placed_on: date(Month::November, 18),
             items: "Rain jacket, 2 pairs of socks".to_owned(),
             total_cents: 8_450,
-            status: "shipped".to_owned(),
+            status: Stored::Shipped,
         },
         DemoOrder {
             order_id: format!("DEMO-{}", base + 2),
             placed_on: date(Month::October, 30),
             items: "Water bottle".to_owned(),
             total_cents: 1_500,
-            status: "delivered".to_owned(),
+            status: Stored::Delivered,
         },
     ]
 }
@@ -176,13 +176,13 @@ mod tests {
 
     #[test]
     fn a_lost_database_is_the_retryable_failure_not_a_tool_bug() {
-        let lost = sqlx::Error::Io(std::io::Error::new(
+        let lost = pact_db::Error::from(sqlx::Error::Io(std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
             "expected to read 5 bytes, got 0 bytes at EOF",
-        ));
+        )));
         assert!(matches!(db_err(lost), ToolError::DatabaseUnavailable));
         assert!(matches!(
-            db_err(sqlx::Error::RowNotFound),
+            db_err(sqlx::Error::RowNotFound.into()),
             ToolError::Failed(_)
         ));
     }

@@ -6,25 +6,8 @@ pub use pact_proto::oauth::SLOW_DOWN_STEP_SECS;
 /// Upper bound, so a misbehaving client cannot grow it without limit.
 pub const MAX_INTERVAL_SECS: i32 = 60;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Pending,
-    Approved,
-    Denied,
-    Redeemed,
-}
-
-impl Status {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(Self::Pending),
-            "approved" => Some(Self::Approved),
-            "denied" => Some(Self::Denied),
-            "redeemed" => Some(Self::Redeemed),
-            _ => None,
-        }
-    }
-}
+/// The stored status, as pact-db reads it (the column's CHECK constraint admits only these).
+pub use pact_db::device_authorizations::Status;
 
 #[derive(Clone, Copy, Debug)]
 pub struct PollState {

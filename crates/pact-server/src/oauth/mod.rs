@@ -53,8 +53,8 @@ impl From<ApiError> for OAuthFailure {
     }
 }
 
-impl From<sqlx::Error> for OAuthFailure {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for OAuthFailure {
+    fn from(e: pact_db::Error) -> Self {
         match ApiError::from(e) {
             // RFC 6749 §5.2: input we cannot use is the client's invalid_request.
             ApiError::A2a(_) => Self::new(OAuthErrorCode::InvalidRequest, crate::error::BAD_INPUT),
@@ -171,6 +171,13 @@ pub fn check_client_id(
             "client_id is required",
         )),
         None => Ok(()),
+    }
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for OAuthFailure {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
     }
 }
 

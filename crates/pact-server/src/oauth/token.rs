@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use super::{OAuthCaller, OAuthFailure, check_client_id, form, issue, oauth_json, offered_scopes};
 use crate::auth::Caller;
-use crate::domain::device_flow::{self, PollDecision, PollState, Status};
+use crate::domain::device_flow::{self, PollDecision, PollState};
 use crate::domain::secrets;
 use crate::state::AppState;
 
@@ -125,8 +125,7 @@ fn poll_decision(
     auth: &pact_db::device_authorizations::DeviceAuthorization,
     now: OffsetDateTime,
 ) -> Result<PollDecision, OAuthFailure> {
-    let status = Status::parse(&auth.status)
-        .ok_or_else(|| err(OAuthErrorCode::ServerError, "corrupt authorization state"))?;
+    let status = auth.status;
     Ok(device_flow::decide(
         PollState {
             status,

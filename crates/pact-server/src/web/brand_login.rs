@@ -47,7 +47,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
-use pact_db::device_authorizations::DeviceAuthorization;
+use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::sessions::SessionState;
 use pact_jose::{PaJwtError, PaJwtRules};
 use serde_json::{Map, Value};
@@ -193,11 +193,11 @@ enum Refusal {
     /// 403: a genuine assertion, but not for this browser (no `state`, or
     /// one made for another browser's trip to the brand's login).
     NotThisBrowser(&'static str),
-    Db(sqlx::Error),
+    Db(pact_db::Error),
 }
 
-impl From<sqlx::Error> for Refusal {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for Refusal {
+    fn from(e: pact_db::Error) -> Self {
         Self::Db(e)
     }
 }
@@ -351,7 +351,7 @@ async fn verify(
     let auth = pact_db::device_authorizations::find_live_by_user_code(&state.db, &code)
         .await?
         .ok_or(Refusal::Invalid("unknown user_code"))?;
-    if auth.status != "pending" || auth.expires_at <= now {
+    if auth.status != AuthStatus::Pending || auth.expires_at <= now {
         return Err(Refusal::Invalid("authorization not pending"));
     }
     let brand = pact_db::brands::find(&state.db, &auth.brand_id)

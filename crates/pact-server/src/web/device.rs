@@ -29,7 +29,7 @@ use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
-use pact_db::device_authorizations::DeviceAuthorization;
+use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};
 use time::OffsetDateTime;
@@ -343,7 +343,7 @@ async fn entry_again(
 
 /// Whether a code was used by an authorization that is no longer live
 /// (denied or redeemed); such codes are not found by the live lookup.
-async fn code_was_used(state: &AppState, code: &str) -> Result<bool, sqlx::Error> {
+async fn code_was_used(state: &AppState, code: &str) -> Result<bool, pact_db::Error> {
     pact_db::device_authorizations::user_code_was_used(&state.db, code).await
 }
 
@@ -394,7 +394,7 @@ pub async fn confirm(
         .await?
         .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
     i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
-    if auth.status != "pending" {
+    if auth.status != AuthStatus::Pending {
         return Ok(used_code(Some(&brand), signed_in));
     }
     if auth.expires_at <= state.clock.now() {
@@ -460,7 +460,7 @@ async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> 
         .await?
         .ok_or_else(|| PageError::NotFound(i18n::t("device-err-no-brand")))?;
     i18n::brand_known(&brand.name, who::Look::of(&brand.settings));
-    if auth.status != "pending" {
+    if auth.status != AuthStatus::Pending {
         return Ok(Loaded::Respond(used_code(Some(&brand), signed_in)));
     }
     if auth.expires_at <= state.clock.now() {
@@ -773,7 +773,7 @@ pub async fn done(State(state): State<AppState>, browser: Browser) -> Result<Res
         Some(id) => pact_db::device_authorizations::find(&state.db, id).await?,
         None => None,
     };
-    let Some(auth) = auth.filter(|a| a.status != "pending") else {
+    let Some(auth) = auth.filter(|a| a.status != AuthStatus::Pending) else {
         return Ok(see_other("/device"));
     };
     let brand = pact_db::brands::find(&state.db, &auth.brand_id).await?;
@@ -783,7 +783,7 @@ pub async fn done(State(state): State<AppState>, browser: Browser) -> Result<Res
         .map_or_else(who::Look::none, |b| who::Look::of(&b.settings));
     let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("done-your-agent"), |a| a.name);
-    let approved = auth.status == "approved" || auth.status == "redeemed";
+    let approved = auth.status == AuthStatus::Approved || auth.status == AuthStatus::Redeemed;
     let granted = match (approved, auth.grant_id) {
         (true, Some(gid)) => {
             let scopes = pact_db::grants::find(&state.db, gid)

@@ -63,7 +63,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use pact_db::brand_oidc::{BrandOidc, Trip, TripLookup, assertion_aud, client_auth};
 use pact_db::brands::Brand;
-use pact_db::device_authorizations::DeviceAuthorization;
+use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::sessions::{Session, SessionState};
 use pact_jose::{
     CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_TYPE, ClientAssertion, IdTokenExpect, OIDC_SKEW_SECS,
@@ -464,8 +464,8 @@ enum Refusal {
     Page(PageError),
 }
 
-impl From<sqlx::Error> for Refusal {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for Refusal {
+    fn from(e: pact_db::Error) -> Self {
         Self::Page(PageError::from(e))
     }
 }
@@ -696,7 +696,7 @@ async fn verify_callback(
     let auth = pact_db::device_authorizations::find(&state.db, trip.device_authorization_id)
         .await?
         .ok_or(Refusal::Stale("authorization gone"))?;
-    if auth.status != "pending" || auth.expires_at <= now || auth.brand_id != brand_id {
+    if auth.status != AuthStatus::Pending || auth.expires_at <= now || auth.brand_id != brand_id {
         return Err(Refusal::Stale("authorization not pending"));
     }
     let cfg = pact_db::brand_oidc::find(&state.db, brand_id)
@@ -1015,6 +1015,13 @@ pub async fn backchannel_logout(
     .await?;
     tracing::info!(brand = %brand_id, sessions = ended, "back-channel logout");
     Ok(logout_answer(StatusCode::OK, None))
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for Refusal {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
+    }
 }
 
 #[cfg(test)]

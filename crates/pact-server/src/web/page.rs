@@ -58,8 +58,8 @@ pub enum PageError {
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<sqlx::Error> for PageError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for PageError {
+    fn from(e: pact_db::Error) -> Self {
         match crate::error::ApiError::from(e) {
             crate::error::ApiError::Unavailable => Self::Unavailable,
             crate::error::ApiError::A2a(_) => Self::BadRequest(super::i18n::t("err-unacceptable")),
@@ -129,5 +129,12 @@ impl IntoResponse for PageError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         res
+    }
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for PageError {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
     }
 }

@@ -19,6 +19,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use pact_db::ResultExt;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
 use serde::{Deserialize, Serialize};
@@ -129,8 +130,8 @@ impl From<PageError> for PasskeyError {
     }
 }
 
-impl From<sqlx::Error> for PasskeyError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for PasskeyError {
+    fn from(e: pact_db::Error) -> Self {
         PageError::from(e).into()
     }
 }
@@ -333,24 +334,13 @@ pub async fn register_finish(
     let registration: PasskeyRegistration =
         serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
     let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
-    match pact_db::sessions::insert_credential(
-        &state.db,
-        user.id,
-        passkey.cred_id(),
-        &stored,
-        &name,
-    )
-    .await
-    {
-        Ok(()) => {}
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-            return Err(PasskeyError::new(
-                StatusCode::CONFLICT,
-                &i18n::t("pk-err-duplicate"),
-            ));
-        }
-        Err(e) => return Err(e.into()),
-    }
+    // The same authenticator registered twice: a credential id belongs to one account only
+    // (WebAuthn §7.1, "Registering a New Credential").
+    pact_db::sessions::insert_credential(&state.db, user.id, passkey.cred_id(), &stored, &name)
+        .await
+        .on_constraint("webauthn_credentials_credential_id_key", |_| {
+            PasskeyError::new(StatusCode::CONFLICT, &i18n::t("pk-err-duplicate"))
+        })?;
     tracing::info!(user = %user.id, "passkey added");
     Ok(json_ok(
         json!({ "ok": true, "redirect": "/account?done=passkey-added" }),

@@ -49,14 +49,14 @@ pub async fn visible(
     state: &AppState,
     actor: &Actor,
     brand_id: &str,
-) -> Result<Option<pact_db::brands::Brand>, sqlx::Error> {
+) -> Result<Option<pact_db::brands::Brand>, pact_db::Error> {
     if !actor.sees_brand(brand_id) || !pact_db::brands::is_valid_brand_id(brand_id) {
         return Ok(None);
     }
     pact_db::brands::find(&state.db, brand_id).await
 }
 
-async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Value, sqlx::Error> {
+async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Value, pact_db::Error> {
     let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
     let (days, default) = grant_lifetime(state, b);
     let (types, tools) = brand_settings::describe(&state.db, b).await?;
@@ -194,7 +194,7 @@ async fn record(
     target: &str,
     brand_id: &str,
     detail: Value,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), pact_db::Error> {
     pact_db::audit::record(
         db,
         &pact_db::audit::NewEntry {

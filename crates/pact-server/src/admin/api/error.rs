@@ -29,8 +29,8 @@ impl AdminApiError {
     }
 }
 
-impl From<sqlx::Error> for AdminApiError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<pact_db::Error> for AdminApiError {
+    fn from(e: pact_db::Error) -> Self {
         match pact_db::classify(&e) {
             pact_db::Failure::Unavailable => Self::Unavailable,
             pact_db::Failure::BadInput => {
@@ -103,5 +103,12 @@ impl IntoResponse for AdminApiError {
             _ => {}
         }
         res
+    }
+}
+
+/// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<sqlx::Error> for AdminApiError {
+    fn from(e: sqlx::Error) -> Self {
+        pact_db::Error::from(e).into()
     }
 }

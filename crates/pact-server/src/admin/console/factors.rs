@@ -27,6 +27,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
+use pact_db::ResultExt;
 use pact_db::admins::{Admin, AdminSession};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -277,7 +278,7 @@ pub async fn register_finish(
     }
     let (passkey, stored) =
         passkeys::finish_registration(webauthn, &body.credential, &ceremony.registration)?;
-    let row = match pact_db::admin_factors::insert_passkey(
+    let row = pact_db::admin_factors::insert_passkey(
         &state.db,
         who.admin.id,
         passkey.cred_id(),
@@ -285,16 +286,9 @@ pub async fn register_finish(
         &name,
     )
     .await
-    {
-        Ok(row) => row,
-        Err(e) if pact_db::is_unique_violation(&e) => {
-            return Err(PasskeyError::new(
-                StatusCode::CONFLICT,
-                "This passkey is already registered.",
-            ));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    .on_constraint("admin_passkeys_credential_id_key", |_| {
+        PasskeyError::new(StatusCode::CONFLICT, "This passkey is already registered.")
+    })?;
     record(
         &state,
         &who,

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use pact_db::admins::{Admin, AdminSession};
 use time::{Duration, OffsetDateTime};
 
-use crate::admin::role::{Actor, Role};
+use crate::admin::role::Actor;
 use crate::client_ip::ClientIp;
 use crate::domain::secrets;
 use crate::state::AppState;
@@ -114,9 +114,7 @@ impl Staff {
         if admin.disabled_at.is_some() {
             return Ok(None);
         }
-        let Some(role) = Role::parse(&admin.role) else {
-            return Ok(None);
-        };
+        let role = admin.role;
         Ok(Some(SignedIn {
             session: s.clone(),
             actor: Actor {
