@@ -535,6 +535,9 @@ async fn sign_with_an_unpublished_key(app: &TestApp) -> String {
         .master_key
         .seal(&key.private_pkcs8_der(), key.kid().as_bytes())
         .unwrap();
+    // The node's first key activated when the app started, on the wall clock;
+    // a second later on the node's clock the new key is unambiguously the newest.
+    app.clock.advance(std::time::Duration::from_secs(2));
     let now = app.state.clock.now();
     pact_db::signing_keys::insert(
         &app.db,

@@ -166,57 +166,44 @@ async fn require_brand(pool: &PgPool, brand_id: &str) -> anyhow::Result<pact_db:
 }
 
 async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<()> {
-    let (brand_id, edit): (&str, Option<(&str, Option<DetailsType>)>) = match c {
-        DetailsTypeCommand::Add {
-            brand_id,
-            type_name,
-            json,
-        } => {
-            let t: DetailsType = serde_json::from_str(json).context("invalid type declaration")?;
-            authz_details::check_type(&t)
-                .map_err(|e| anyhow::anyhow!("invalid type declaration: {e}"))?;
-            (brand_id, Some((type_name, Some(t))))
-        }
-        DetailsTypeCommand::Remove {
-            brand_id,
-            type_name,
-        } => (brand_id, Some((type_name, None))),
-        DetailsTypeCommand::List { brand_id } => (brand_id, None),
+    use pact_server::admin::brand_settings;
+    let brand_id = match c {
+        DetailsTypeCommand::Add { brand_id, .. }
+        | DetailsTypeCommand::Remove { brand_id, .. }
+        | DetailsTypeCommand::List { brand_id } => brand_id,
     };
     let brand = require_brand(pool, brand_id).await?;
-    let mut types = authz_details::types_from_settings(&brand.settings);
-    match edit {
-        None => {
-            for (name, t) in &types {
+    let actor = crate::admin_accounts::cli_as_actor();
+    let mut tx = pool.begin().await?;
+    match c {
+        DetailsTypeCommand::List { .. } => {
+            for (name, t) in &authz_details::types_from_settings(&brand.settings) {
                 println!("{name}\t{}\t{}", t.scope, serde_json::to_string(t)?);
             }
             return Ok(());
         }
-        Some((name, Some(t))) => {
-            let scopes = pact_db::scopes::list(pool, brand_id).await?;
-            if !scopes.iter().any(|s| s.scope_id == t.scope) {
-                bail!(
-                    "brand {brand_id:?} has no scope {:?}; add it first",
-                    t.scope
-                );
-            }
-            types.insert(name.to_owned(), t);
-            println!("declared authorization_details type {name} on {brand_id}");
+        DetailsTypeCommand::Add {
+            type_name, json, ..
+        } => {
+            let t: DetailsType = serde_json::from_str(json).context("invalid type declaration")?;
+            brand_settings::upsert_details_type(&mut tx, &actor, None, &brand, type_name, t)
+                .await
+                .map_err(crate::admin_merchant::edit_error)?;
+            println!("declared authorization_details type {type_name} on {brand_id}");
         }
-        Some((name, None)) => {
-            if types.remove(name).is_none() {
-                bail!("brand {brand_id:?} has no type {name:?}");
-            }
-            println!("removed authorization_details type {name} from {brand_id}");
+        DetailsTypeCommand::Remove { type_name, .. } => {
+            brand_settings::remove_details_type(&mut tx, &actor, None, &brand, type_name)
+                .await
+                .map_err(|e| match e {
+                    brand_settings::EditError::Missing => {
+                        anyhow!("brand {brand_id:?} has no type {type_name:?}")
+                    }
+                    other => crate::admin_merchant::edit_error(other),
+                })?;
+            println!("removed authorization_details type {type_name} from {brand_id}");
         }
     }
-    pact_db::brands::set_setting(
-        pool,
-        brand_id,
-        authz_details::SETTINGS_KEY,
-        &serde_json::to_value(&types)?,
-    )
-    .await?;
+    tx.commit().await?;
     Ok(())
 }
 

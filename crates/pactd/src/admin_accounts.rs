@@ -16,6 +16,18 @@ fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
 }
 
+/// The command line as an actor of the brand-settings edits the console and
+/// the API make too: whoever can run `pactd` with the database's credentials
+/// holds every role for every brand.
+pub(crate) fn cli_as_actor() -> pact_server::admin::role::Actor {
+    pact_server::admin::role::Actor {
+        kind: "cli",
+        name: cli_actor(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    }
+}
+
 /// Who ran the command, as the audit log shows it: the operating-system user.
 fn cli_actor() -> String {
     std::env::var("USER")

@@ -3,9 +3,8 @@
 
 use anyhow::{Context, bail};
 use pact_db::PgPool;
-use pact_db::merchant::BrandTool;
 use pact_jose::MasterKey;
-use pact_server::domain::authz_details::{self, EnforceRule};
+use pact_server::admin::brand_settings;
 use pact_server::merchant::credentials;
 use pact_server::merchant::signing::WebhookSecret;
 use time::OffsetDateTime;
@@ -138,40 +137,13 @@ pub async fn rotate_secret(
     Ok(())
 }
 
-/// `--enforce FIELD=ARG` becomes a rule in every details type of the brand
-/// that refines the tool's scope and has FIELD, where the gate reads it.
-fn add_enforce_rules(
-    types: &mut authz_details::DetailsTypes,
-    tool: &str,
-    scope: Option<&str>,
-    pairs: &[(String, String)],
-) -> anyhow::Result<()> {
-    for t in types.values_mut() {
-        t.enforce.retain(|r| r.tool != tool);
+/// A refused brand-settings edit as the command line reports it.
+pub(crate) fn edit_error(e: brand_settings::EditError) -> anyhow::Error {
+    match e {
+        brand_settings::EditError::Invalid(m) => anyhow::anyhow!(m),
+        brand_settings::EditError::Missing => anyhow::anyhow!("not found"),
+        brand_settings::EditError::Db(e) => anyhow::Error::new(e),
     }
-    for (field, arg) in pairs {
-        let Some(scope) = scope else {
-            bail!("--enforce needs --scope: a public tool has no authorization_details");
-        };
-        let mut found = false;
-        for t in types.values_mut() {
-            if t.scope == scope && t.fields.contains_key(field) {
-                t.enforce.push(EnforceRule {
-                    tool: tool.to_owned(),
-                    arg: arg.clone(),
-                    field: field.clone(),
-                });
-                found = true;
-            }
-        }
-        if !found {
-            bail!(
-                "no authorization_details type of scope {scope:?} has a field {field:?}; \
-                 declare one first with `pactd brand details-type add`"
-            );
-        }
-    }
-    Ok(())
 }
 
 pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
@@ -188,62 +160,34 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             let brand = pact_db::brands::find(pool, brand_id)
                 .await?
                 .with_context(|| format!("no brand {brand_id:?}"))?;
-            if !pact_db::brands::is_valid_brand_id(name) {
-                bail!("invalid tool name {name:?}: use 1–63 of a-z, 0-9, '-' and '_'");
-            }
             check_merchant_url("--url", url)?;
-            if let Some(s) = scope {
-                let scopes = pact_db::scopes::list(pool, brand_id).await?;
-                if !scopes.iter().any(|x| &x.scope_id == s) {
-                    bail!("brand {brand_id:?} has no scope {s:?}; add it first");
-                }
-            }
-            let pairs: Vec<(String, String)> = enforce
-                .iter()
-                .map(|p| {
-                    p.split_once('=')
-                        .filter(|(f, a)| !f.is_empty() && !a.is_empty())
-                        .map(|(f, a)| (f.to_owned(), a.to_owned()))
-                        .with_context(|| format!("invalid --enforce {p:?}: use FIELD=ARG"))
-                })
-                .collect::<anyhow::Result<_>>()?;
             let schema = input_schema
                 .as_deref()
                 .map(serde_json::from_str::<serde_json::Value>)
                 .transpose()
                 .context("invalid --input-schema JSON")?;
-            // Every call's arguments are validated against it, and MCP clients
-            // list it as the tool's inputSchema: refuse one that cannot serve.
+            // Checked here too, to name the flag; brand_settings checks it again.
             if let Some(schema) = &schema {
                 pact_server::merchant::schema::check(schema)
                     .map_err(|e| anyhow::anyhow!("invalid --input-schema: {e}"))?;
             }
-            let mut types = authz_details::types_from_settings(&brand.settings);
-            add_enforce_rules(&mut types, name, scope.as_deref(), &pairs)?;
             let mut tx = pool.begin().await?;
-            pact_db::merchant::upsert_tool(
-                &mut *tx,
-                &BrandTool {
-                    brand_id: brand_id.clone(),
+            brand_settings::upsert_tool(
+                &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                None,
+                &brand,
+                brand_settings::ToolDefinition {
                     name: name.clone(),
                     scope: scope.clone(),
                     url: url.clone(),
                     description: description.clone(),
-                    enforce: serde_json::json!(enforce),
+                    enforce: enforce.clone(),
                     input_schema: schema,
-                    kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
-                    remote_name: None,
-                    mapped: true,
                 },
             )
-            .await?;
-            pact_db::brands::set_setting(
-                &mut *tx,
-                brand_id,
-                authz_details::SETTINGS_KEY,
-                &serde_json::to_value(&types)?,
-            )
-            .await?;
+            .await
+            .map_err(edit_error)?;
             tx.commit().await?;
             println!(
                 "tool {name} on {brand_id}: {} → {url}",
@@ -305,19 +249,21 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             let brand = pact_db::brands::find(pool, brand_id)
                 .await?
                 .with_context(|| format!("no brand {brand_id:?}"))?;
-            let mut types = authz_details::types_from_settings(&brand.settings);
-            add_enforce_rules(&mut types, name, None, &[])?;
             let mut tx = pool.begin().await?;
-            if !pact_db::merchant::remove_tool(&mut *tx, brand_id, name).await? {
-                bail!("brand {brand_id:?} has no tool {name:?}");
-            }
-            pact_db::brands::set_setting(
-                &mut *tx,
-                brand_id,
-                authz_details::SETTINGS_KEY,
-                &serde_json::to_value(&types)?,
+            brand_settings::remove_tool(
+                &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                None,
+                &brand,
+                name,
             )
-            .await?;
+            .await
+            .map_err(|e| match e {
+                brand_settings::EditError::Missing => {
+                    anyhow::anyhow!("brand {brand_id:?} has no tool {name:?}")
+                }
+                other => edit_error(other),
+            })?;
             tx.commit().await?;
             println!("removed tool {name} from {brand_id}");
         }
@@ -338,11 +284,7 @@ pub async fn import_mcp(
     allow_loopback: bool,
 ) -> anyhow::Result<()> {
     use pact_server::merchant::mcp_import;
-    let edit = |e: pact_server::admin::brand_settings::EditError| match e {
-        pact_server::admin::brand_settings::EditError::Invalid(m) => anyhow::anyhow!(m),
-        pact_server::admin::brand_settings::EditError::Missing => anyhow::anyhow!("not found"),
-        pact_server::admin::brand_settings::EditError::Db(e) => anyhow::Error::new(e),
-    };
+    let edit = edit_error;
     pact_db::brands::find(pool, brand_id)
         .await?
         .with_context(|| format!("no brand {brand_id:?}"))?;
@@ -481,27 +423,5 @@ mod tests {
         assert_eq!(parse_duration("0s").unwrap(), time::Duration::ZERO);
         assert!(parse_duration("1w").is_err());
         assert!(parse_duration("h").is_err());
-    }
-
-    #[test]
-    fn enforce_pairs_become_rules_of_matching_types() {
-        let mut types = authz_details::demo_types();
-        let pairs = vec![("order_ids".to_owned(), "order_id".to_owned())];
-        add_enforce_rules(&mut types, "cancel", Some("orders:cancel"), &pairs).unwrap();
-        let t = &types["order_cancellation"];
-        assert!(
-            t.enforce
-                .iter()
-                .any(|r| r.tool == "cancel" && r.arg == "order_id")
-        );
-        assert!(add_enforce_rules(&mut types, "x", Some("orders:read"), &pairs).is_err());
-        assert!(add_enforce_rules(&mut types, "x", None, &pairs).is_err());
-        add_enforce_rules(&mut types, "cancel", None, &[]).unwrap();
-        assert!(
-            !types["order_cancellation"]
-                .enforce
-                .iter()
-                .any(|r| r.tool == "cancel")
-        );
     }
 }

@@ -1501,6 +1501,18 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
         "{}",
         types.describe()
     );
+    // Declared through the same edit as the console's and the API's: audited.
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "select actor_kind, action from audit_log where brand_id = 'acme' \
+         and target = 'order_view' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        audited,
+        [("cli".to_owned(), "details_type.upsert".to_owned())]
+    );
 
     // A real grant with three chained receipts, made through pactd's endpoints.
     app.enable_demo_delegation().await;

@@ -284,6 +284,26 @@ async fn an_operator_puts_the_example_merchant_behind_a_brand() {
         .unwrap()
         .unwrap();
     assert!(!brand.settings.to_string().contains("cancel_order"));
+    let err = refused(&app, &["brand", "tool", "remove", "demo", "cancel_order"]).await;
+    assert!(err.contains("has no tool"), "{err}");
+    // The same edits as the console's and the API's, with their audit entries;
+    // a refused one leaves none.
+    let audited: Vec<(String, String, String)> = sqlx::query_as(
+        "select actor_kind, action, target from audit_log \
+         where brand_id = 'demo' and action like 'tool.%' order by id",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        audited,
+        [
+            ("cli", "tool.upsert", "lookup_orders"),
+            ("cli", "tool.upsert", "cancel_order"),
+            ("cli", "tool.remove", "cancel_order"),
+        ]
+        .map(|(k, a, t)| (k.to_owned(), a.to_owned(), t.to_owned()))
+    );
     ok(&app, &["brand", "set", "demo", "--demo-agent"]).await;
     let v = say(&app, &pa, "m4", "When are you open?").await;
     assert!(

@@ -1,6 +1,6 @@
-//! A brand's settings that owners edit from the console and the admin API,
-//! with the same rules as `pactd brand set --grant-ttl-days`, `pactd brand
-//! details-type add|remove` and `pactd brand tool add|remove`: the grant
+//! A brand's settings that owners edit from the console, the admin API and
+//! the command line (`pactd brand details-type add|remove`, `pactd brand tool
+//! add|remove` call these same functions; `--grant-ttl-days` has the same rule): the grant
 //! lifetime, the RFC 9396 `authorization_details` types, and the tools the
 //! brand's own agent calls through pactd's gateway. Each change and its
 //! audit entry commit in one transaction; the table triggers announce it on
@@ -307,10 +307,11 @@ pub async fn upsert_tool(
             )));
         }
     }
-    if def.input_schema.as_ref().is_some_and(|s| !s.is_object()) {
-        return Err(invalid(
-            "input_schema must be a JSON object (a JSON Schema)",
-        ));
+    // Every call's arguments are validated against it and MCP clients list
+    // it as the tool's inputSchema: refuse one that cannot serve.
+    if let Some(schema) = &def.input_schema {
+        crate::merchant::schema::check(schema)
+            .map_err(|e| invalid(format!("invalid input_schema: {e}")))?;
     }
     refuse_control(&json!([def.scope, def.enforce, def.input_schema]))?;
     let pairs = enforce_pairs(&def.enforce)?;
