@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, Outcome, ToolGate, Turn};
+use pact_server::agent::{AgentError, BoxFuture, BrandAgent, BrandAgents, ToolGate, Turn};
 use pact_tests::TestApp;
 use serde_json::json;
 
@@ -69,11 +69,11 @@ impl BrandAgent for Held {
         &'a self,
         _turn: Turn<'a>,
         _tools: &'a mut ToolGate<'_>,
-    ) -> BoxFuture<'a, Result<Outcome, AgentError>> {
+    ) -> BoxFuture<'a, Result<String, AgentError>> {
         Box::pin(async {
             self.started.notify_one();
             self.release.notified().await;
-            Ok(Outcome::Reply("done slowly".into()))
+            Ok("done slowly".into())
         })
     }
 }

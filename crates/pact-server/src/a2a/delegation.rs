@@ -9,7 +9,10 @@ use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// A verified token, before the grant row is re-checked in the turn's transaction.
+/// A verified token, before the grant row is re-checked in the turn's
+/// transaction. A type of its own, not a bare `Delegation`, so that nothing
+/// can take a token whose grant has not been read back yet for a checked one:
+/// only `send::begin` turns it into the turn's `Delegation`.
 #[derive(Clone, Debug)]
 pub struct Presented {
     pub delegation: Delegation,

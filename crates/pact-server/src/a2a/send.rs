@@ -35,7 +35,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
-use crate::agent::{AgentError, Delegation, GateRecord, Outcome, ToolGate, Turn};
+use crate::agent::{AgentError, Delegation, GateRecord, ToolGate, Turn};
 use crate::auth::Caller;
 use crate::authorizations::{self, IssueError};
 use crate::error::{ApiError, a2a_json};
@@ -299,7 +299,7 @@ async fn run_claimed(
             context_id: &context_id,
             text: &incoming.text,
         };
-        let Outcome::Reply(text) = agent
+        let text = agent
             .respond(turn, &mut gate)
             .instrument(tracing::debug_span!("brand_agent", pact.agent_kind = %brand.agent_kind))
             .await

@@ -13,7 +13,7 @@ use pact_proto::card::AgentSkill;
 use serde_json::{Value, json};
 
 use super::demo_tools::{CancelOrder, ListOrders, OrderStatus};
-use super::{AgentError, BoxFuture, BrandAgent, Outcome, ToolError, ToolGate, Turn};
+use super::{AgentError, BoxFuture, BrandAgent, ToolError, ToolGate, Turn};
 
 pub struct DemoAgent;
 
@@ -166,7 +166,7 @@ impl BrandAgent for DemoAgent {
         &'a self,
         turn: Turn<'a>,
         tools: &'a mut ToolGate<'_>,
-    ) -> BoxFuture<'a, Result<Outcome, AgentError>> {
+    ) -> BoxFuture<'a, Result<String, AgentError>> {
         Box::pin(async move {
             let text = match account_turn(turn.brand, turn.text, tools).await {
                 Ok(text) => text,
@@ -184,7 +184,7 @@ impl BrandAgent for DemoAgent {
                     return Err(AgentError::DatabaseUnavailable);
                 }
             };
-            Ok(Outcome::Reply(text))
+            Ok(text)
         })
     }
 }

@@ -32,12 +32,6 @@ pub struct Turn<'a> {
 
 pub use tools::{Delegation, GateRecord, Tool, ToolContext, ToolError, ToolGate};
 
-/// What a turn produced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Reply(String),
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     #[error("brand agent failed: {0}")]
@@ -51,14 +45,14 @@ pub enum AgentError {
 pub trait BrandAgent: Send + Sync {
     /// Skills advertised on the brand's card.
     fn skills(&self, brand: &Brand) -> Vec<AgentSkill>;
-    /// Answers one turn. Account data is reachable only through `tools`, which
+    /// Answers one turn with the reply's text. Account data is reachable only through `tools`, which
     /// enforces the delegation; a call refused for a missing scope makes the
     /// server answer with a step-up task, whatever the agent replies.
     fn respond<'a>(
         &'a self,
         turn: Turn<'a>,
         tools: &'a mut ToolGate<'_>,
-    ) -> BoxFuture<'a, Result<Outcome, AgentError>>;
+    ) -> BoxFuture<'a, Result<String, AgentError>>;
 }
 
 /// The agents available to brands, by `agent_kind`.
