@@ -174,24 +174,25 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
     };
     let brand = require_brand(pool, brand_id).await?;
     let actor = crate::admin_accounts::cli_as_actor();
-    let mut tx = pool.begin().await?;
     match c {
         DetailsTypeCommand::List { .. } => {
             for (name, t) in &authz_details::types_from_settings(&brand.settings) {
                 println!("{name}\t{}\t{}", t.scope, serde_json::to_string(t)?);
             }
-            return Ok(());
         }
         DetailsTypeCommand::Add {
             type_name, json, ..
         } => {
             let t: DetailsType = serde_json::from_str(json).context("invalid type declaration")?;
+            let mut tx = pool.begin().await?;
             brand_settings::upsert_details_type(&mut tx, &actor, None, &brand, type_name, t)
                 .await
                 .map_err(crate::admin_merchant::edit_error)?;
+            tx.commit().await?;
             println!("declared authorization_details type {type_name} on {brand_id}");
         }
         DetailsTypeCommand::Remove { type_name, .. } => {
+            let mut tx = pool.begin().await?;
             brand_settings::remove_details_type(&mut tx, &actor, None, &brand, type_name)
                 .await
                 .map_err(|e| match e {
@@ -200,10 +201,10 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
                     }
                     other => crate::admin_merchant::edit_error(other),
                 })?;
+            tx.commit().await?;
             println!("removed authorization_details type {type_name} from {brand_id}");
         }
     }
-    tx.commit().await?;
     Ok(())
 }
 
