@@ -719,54 +719,53 @@ async fn a_token_request_with_a_wrong_or_missing_client_id_is_refused_and_redeem
 
 /// PACT §5.3, §7 (RFC 8628 §3.5): polling faster than the interval is
 /// `slow_down`, and each one adds 5 s for this and all later polls; a poll
-/// after the (grown) interval is pending again.
+/// after the (grown) interval is pending again. The interval is read where the
+/// PA reads it, in the answer; the node's clock moves instead of the test
+/// sleeping.
 #[tokio::test]
 async fn polling_too_fast_is_slow_down_and_each_slow_down_adds_five_seconds() {
     let app = delegation_app().await;
     let pa = app.registered_pa(ISS).await;
     let auth = app.device_authorize(&pa, "u1", "orders:read", None).await;
-    let interval = || async { authorization(&app, &auth.user_code).await.interval_secs };
+    assert_eq!(auth.body["interval"], 1);
+    let slow_down = || async {
+        let got = poll(&app, &pa, "u1", &auth.device_code).await;
+        assert_error(&got, 400, "slow_down");
+        wait_secs(&got.1)
+    };
 
     assert_error(
         &poll(&app, &pa, "u1", &auth.device_code).await,
         400,
         "authorization_pending",
     );
-    assert_eq!(interval().await, 1);
-    assert_error(
-        &poll(&app, &pa, "u1", &auth.device_code).await,
-        400,
-        "slow_down",
-    );
-    assert_eq!(interval().await, 6);
-    assert_error(
-        &poll(&app, &pa, "u1", &auth.device_code).await,
-        400,
-        "slow_down",
-    );
-    assert_eq!(interval().await, 11);
+    assert_eq!(slow_down().await, 6);
+    assert_eq!(slow_down().await, 11);
 
-    // The PA waited longer than 11 s (moved back in time rather than slept).
-    sqlx::query(
-        "update device_authorizations set last_polled_at = now() - interval '12 seconds' \
-         where user_code = $1",
-    )
-    .bind(auth.user_code.replace('-', ""))
-    .execute(&app.db)
-    .await
-    .unwrap();
+    // The PA waits longer than 11 s.
+    app.clock.advance(std::time::Duration::from_secs(12));
     assert_error(
         &poll(&app, &pa, "u1", &auth.device_code).await,
         400,
         "authorization_pending",
     );
-    assert_eq!(interval().await, 11, "the grown interval stays");
-    assert_error(
-        &poll(&app, &pa, "u1", &auth.device_code).await,
-        400,
-        "slow_down",
-    );
-    assert_eq!(interval().await, 16);
+    // The grown interval stays: 1 s later is too fast, and grows it again.
+    app.clock.advance(std::time::Duration::from_secs(1));
+    assert_eq!(slow_down().await, 16);
+
+    // Whatever the node remembered, the decision is heard at once.
+    app.approve(&auth.user_code, "alice", &["orders:read"])
+        .await;
+    assert_eq!(poll(&app, &pa, "u1", &auth.device_code).await.0, 200);
+}
+
+/// The interval a `slow_down` answer asks for ("… wait N s …").
+fn wait_secs(body: &Value) -> i64 {
+    let text = body["error_description"].as_str().unwrap_or_default();
+    text.split_once("wait ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no interval in {body}"))
 }
 
 // ---------------------------------------------------------------------------

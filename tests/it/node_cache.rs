@@ -123,6 +123,88 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// RFC 8628 §3.5 from memory: a node that has seen a code pending answers its
+/// polls itself (an approval written behind its back, trigger off, is not
+/// seen), and the approval made on another node reaches it through the row
+/// trigger at once, so the next poll there redeems.
+#[tokio::test]
+async fn a_decision_made_on_one_node_ends_the_pending_answers_of_another() {
+    let a = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    a.enable_demo_delegation().await;
+    let pa = a.registered_pa(ISS).await;
+    let b = a.spawn_peer(|c| c.delegation.poll_interval_secs = 1).await;
+    wait_live(&a).await;
+    wait_live(&b).await;
+    let auth = a.device_authorize(&pa, "u1", "orders:read", None).await;
+    let id: uuid::Uuid =
+        sqlx::query_scalar("select id from device_authorizations where user_code = $1")
+            .bind(auth.user_code.replace('-', ""))
+            .fetch_one(&a.db)
+            .await
+            .unwrap();
+
+    let (status, body) = b.poll(&pa, "u1", &auth.device_code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("authorization_pending"))
+    );
+    assert!(b.state.pending_polls.holds(id));
+
+    // Node B answers from memory: a change nobody announces is not seen.
+    let flip = |status: &'static str| {
+        let db = a.db.clone();
+        async move {
+            let mut tx = db.begin().await.unwrap();
+            sqlx::query(
+                "alter table device_authorizations disable trigger device_authorization_changed",
+            )
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            sqlx::query("update device_authorizations set status = $2 where id = $1")
+                .bind(id)
+                .bind(status)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            sqlx::query(
+                "alter table device_authorizations enable trigger device_authorization_changed",
+            )
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    flip("denied").await;
+    b.clock.advance(Duration::from_secs(2));
+    let (status, body) = b.poll(&pa, "u1", &auth.device_code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("authorization_pending")),
+        "node B answered from the database, not from memory"
+    );
+    flip("pending").await;
+
+    // The person approves on node A; node B hears it and redeems on the next poll.
+    let mut forgets = b.state.pending_polls.forgets();
+    a.approve(&auth.user_code, "alice", &["orders:read"]).await;
+    let heard = forgets.wait_for(|_| !b.state.pending_polls.holds(id));
+    tokio::time::timeout(Duration::from_secs(5), heard)
+        .await
+        .expect("node B did not hear the approval within 5 s")
+        .unwrap();
+    let (status, body) = b.poll(&pa, "u1", &auth.device_code).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["access_token"].is_string());
+    // Node A never held it; the code is spent everywhere.
+    let (status, body) = a.poll(&pa, "u1", &auth.device_code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
+}
+
 /// A node that lost its change listener cannot hear changes, so it stops
 /// using its copy until it listens again (and then starts from empty).
 #[tokio::test]

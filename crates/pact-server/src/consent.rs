@@ -162,6 +162,9 @@ pub async fn approve(
         return Err(ConsentError::AlreadyDecided);
     }
     tx.commit().await?;
+    // Every node forgets it when the notification arrives; this one at once,
+    // so a PA polling this node cannot hear "pending" after the decision.
+    state.pending_polls.forget(auth.id);
     Ok(grant)
 }
 
@@ -178,6 +181,7 @@ pub async fn deny(
     check_decidable(&auth, now)?;
     pact_db::device_authorizations::set_denied(&mut *tx, auth.id, user_sub).await?;
     tx.commit().await?;
+    state.pending_polls.forget(auth.id);
     Ok(())
 }
 

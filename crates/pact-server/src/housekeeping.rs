@@ -30,6 +30,9 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(deleted = n, "removed stale device authorizations"),
         Err(e) => tracing::warn!(error = %e, "device authorization cleanup failed"),
     }
+    state
+        .pending_polls
+        .drop_expired_before(now - time::Duration::hours(1));
     if let Err(e) = pact_db::sessions::delete_expired(&state.db, now).await {
         tracing::warn!(error = %e, "session cleanup failed");
     }

@@ -26,6 +26,7 @@ pub mod merchant;
 pub mod nodes;
 pub mod oauth;
 pub mod page_limits;
+pub mod pending_polls;
 pub mod rate_limit;
 pub mod receipt_log;
 pub mod revocation;

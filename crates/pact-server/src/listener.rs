@@ -2,7 +2,9 @@
 //!
 //! One connection per node listens on `pactd_revocations`, `pactd_keys` and
 //! `pactd_config` (agents, brands, scopes, merchant settings: the node's
-//! cached copy is dropped, see `config_cache.rs`).
+//! cached copy is dropped, see `config_cache.rs`) and
+//! `pactd_device_authorizations` (a decision or take-over: the node forgets
+//! that pending authorization, see `pending_polls.rs`).
 //! When the connection drops, sqlx reports it (`try_recv` → `None`) and
 //! reconnects; everything that might have been missed is then reloaded.
 
@@ -15,6 +17,7 @@ use crate::state::AppState;
 pub const REVOCATIONS_CHANNEL: &str = "pactd_revocations";
 pub const KEYS_CHANNEL: &str = "pactd_keys";
 pub const CONFIG_CHANNEL: &str = "pactd_config";
+pub const DEVICE_CHANNEL: &str = "pactd_device_authorizations";
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Runs until the process ends; errors are logged and retried with backoff.
@@ -24,6 +27,7 @@ pub async fn run(state: AppState) {
         let outcome = listen(&state).await;
         // Whatever ended the connection, changes can no longer reach us.
         state.config_cache.set_live(false);
+        state.pending_polls.set_live(false);
         metrics::gauge!("pactd_listener_connected").set(0.0);
         match outcome {
             Ok(()) => backoff = Duration::from_millis(250),
@@ -44,15 +48,29 @@ pub async fn run(state: AppState) {
 async fn listen(state: &AppState) -> Result<(), pact_db::Error> {
     let mut listener = PgListener::connect_with(&state.db).await?;
     listener
-        .listen_all([REVOCATIONS_CHANNEL, KEYS_CHANNEL, CONFIG_CHANNEL])
+        .listen_all([
+            REVOCATIONS_CHANNEL,
+            KEYS_CHANNEL,
+            CONFIG_CHANNEL,
+            DEVICE_CHANNEL,
+        ])
         .await?;
     resync(state).await?;
     // Subscribed: from here on every change reaches us, so the copy may be used.
     state.config_cache.set_live(true);
+    state.pending_polls.set_live(true);
     metrics::gauge!("pactd_listener_connected").set(1.0);
     loop {
         match listener.try_recv().await? {
             Some(n) if n.channel() == CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
+            Some(n) if n.channel() == DEVICE_CHANNEL => match n.payload().parse() {
+                Ok(id) => state.pending_polls.forget(id),
+                // Unreadable: forget everything rather than risk a stale answer.
+                Err(_) => {
+                    tracing::warn!("malformed device authorization notification");
+                    state.pending_polls.set_live(true);
+                }
+            },
             Some(n) if n.channel() == REVOCATIONS_CHANNEL => match n.payload().parse() {
                 Ok(grant) => {
                     metrics::counter!("pactd_revocations_total").increment(1);

@@ -28,6 +28,9 @@ pub struct Inner {
     /// Agents, brands, scopes and merchant settings, kept while the change
     /// listener is connected (see `config_cache.rs`).
     pub config_cache: crate::config_cache::ConfigCache,
+    /// Device authorizations seen pending, answered from memory while the
+    /// change listener is connected (see `pending_polls.rs`).
+    pub pending_polls: crate::pending_polls::PendingPolls,
     pub page_limits: crate::page_limits::PageLimits,
     pub db_health: crate::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
@@ -116,6 +119,7 @@ impl AppState {
             keys,
             revocations: RevocationView::default(),
             config_cache: crate::config_cache::ConfigCache::default(),
+            pending_polls: Default::default(),
             page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
             db_health: crate::db_health::DbHealth::default(),
             webauthn,

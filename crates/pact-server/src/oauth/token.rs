@@ -13,6 +13,7 @@ use super::{OAuthCaller, OAuthFailure, check_client_id, form, issue, oauth_json,
 use crate::auth::Caller;
 use crate::domain::device_flow::{self, PollDecision, PollState};
 use crate::domain::secrets;
+use crate::pending_polls::{Answer, Pending};
 use crate::state::AppState;
 
 fn err(code: OAuthErrorCode, description: &str) -> OAuthFailure {
@@ -62,12 +63,13 @@ pub async fn token(
     }
 }
 
-/// One poll. Most polls find the authorization still pending: those are read
-/// and recorded in two statements, the record conditional on the row being
-/// unchanged since it was read. Anything else — a redemption, or a poll that
-/// raced another — goes through the row lock, which makes concurrent polls of
-/// one code take turns, so exactly one of two racing pollers redeems it and
-/// the other sees `redeemed`.
+/// One poll. Most polls find the authorization still pending: once this node
+/// has seen a code pending, it answers those from memory (`pending_polls.rs`).
+/// Otherwise the row is read, and a pending poll recorded with an update that
+/// only succeeds if the row is unchanged since it was read. Anything else — a
+/// redemption, or a poll that raced another — goes through the row lock, which
+/// makes concurrent polls of one code take turns, so exactly one of two racing
+/// pollers redeems it and the other sees `redeemed`.
 async fn redeem_device_code(
     state: &AppState,
     caller: &Caller,
@@ -75,6 +77,15 @@ async fn redeem_device_code(
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
     let hash = secrets::hash(device_code);
+    match state
+        .pending_polls
+        .poll(&hash, &caller.pa.iss, &caller.brand.id, now)
+    {
+        Some(Answer::Decided(decision)) => return Err(unredeemed(decision)),
+        Some(Answer::NotYours) => return Err(unknown_code()),
+        None => {}
+    }
+    let ticket = state.pending_polls.ticket();
     let auth = pact_db::device_authorizations::find_by_device_code(&state.db, &hash).await?;
     let auth = owned_by(auth, caller)?;
     let decision = poll_decision(&auth, now)?;
@@ -102,6 +113,19 @@ async fn redeem_device_code(
             .await?;
             tx.commit().await?;
             if recorded {
+                state.pending_polls.remember(
+                    ticket,
+                    hash,
+                    Pending {
+                        id: auth.id,
+                        pa_issuer: auth.pa_issuer,
+                        brand_id: auth.brand_id,
+                        interval_secs: interval,
+                        last_polled_at: Some(now),
+                        expires_at: auth.expires_at,
+                    },
+                    now,
+                );
                 return Err(unredeemed(decision));
             }
         }
@@ -118,7 +142,11 @@ fn owned_by(
     caller: &Caller,
 ) -> Result<pact_db::device_authorizations::DeviceAuthorization, OAuthFailure> {
     auth.filter(|a| a.pa_issuer == caller.pa.iss && a.brand_id == caller.brand.id)
-        .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown device_code"))
+        .ok_or_else(unknown_code)
+}
+
+fn unknown_code() -> OAuthFailure {
+    err(OAuthErrorCode::InvalidGrant, "unknown device_code")
 }
 
 fn poll_decision(
