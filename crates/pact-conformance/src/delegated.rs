@@ -20,7 +20,7 @@ use pact_proto::oauth::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::expect::{self, Problem, Verdict, during, fail, skip};
+use crate::expect::{self, Problem, Verdict, during, fail, skip, verdict_on};
 use crate::forge;
 use crate::identity::split_iface;
 use crate::rules::RuleId as R;
@@ -245,13 +245,11 @@ async fn metadata(
         let server = oauth::parse_metadata(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
         Ok::<_, Problem>((res, v, server))
     };
-    match read.await {
-        Err(p) => (Err(p), None),
-        Ok((res, v, server)) => (
-            metadata_problems(d, scopes, &res, &v, &server),
-            Some(server),
-        ),
-    }
+    let read = read.await;
+    let verdict = verdict_on(&read, |(res, v, server)| {
+        metadata_problems(d, scopes, res, v, server)
+    });
+    (verdict, read.ok().map(|(_, _, server)| server))
 }
 
 fn metadata_problems(
@@ -310,10 +308,9 @@ async fn jwks(
         let n = v.get("keys").and_then(Value::as_array).map_or(0, Vec::len);
         Ok::<_, Problem>((keys, n))
     };
-    match read.await {
-        Ok((keys, n)) => (Ok(format!("{n} key(s)")), Some(keys)),
-        Err(p) => (Err(p), None),
-    }
+    let read = read.await;
+    let verdict = verdict_on(&read, |(_, n)| Ok(format!("{n} key(s)")));
+    (verdict, read.ok().map(|(keys, _)| keys))
 }
 
 /// PACT §5.7: unknown types or fields and malformed details are refused.
@@ -456,10 +453,7 @@ async fn device_phase(r: &mut Runner<'_>, f: &Flow) -> Option<Expiring> {
     let t = Instant::now();
     let started = start(r, f, &f.scopes.clone()).await;
     let issued_at = Instant::now();
-    let verdict = match &started {
-        Err(p) => Err(p.clone()),
-        Ok((res, dev)) => device_response_problems(res, dev),
-    };
+    let verdict = verdict_on(&started, |(res, dev)| device_response_problems(res, dev));
     r.record(R::DeviceAuthorization, t, verdict);
     let dev = started.as_ref().ok().map(|(_, d)| d.clone());
     check!(
@@ -1027,48 +1021,43 @@ async fn first_turn(
 ) -> Option<FirstTurn> {
     let t = Instant::now();
     let sent = delegated_turn(r, f, &g.tokens.access_token, step_up.ctx.clone(), None).await;
-    let verdict = match (&sent, &step_up.ctx) {
-        (Err(p), _) => Err(p.clone()),
-        (Ok(_), None) => Err(skip(
-            "no step-up task to follow (§5.5.step-up-task); sent in a new context",
-        )),
-        (Ok((res, m, _)), Some(ctx)) => {
-            if m.get("contextId").and_then(Value::as_str) == Some(ctx.as_str()) {
-                Ok("answered in the step-up's context".to_owned())
-            } else {
-                Err(fail("the reply names another context", Some(res)))
-            }
+    let verdict = verdict_on(&sent, |(res, m, _)| {
+        let Some(ctx) = &step_up.ctx else {
+            return Err(skip(
+                "no step-up task to follow (§5.5.step-up-task); sent in a new context",
+            ));
+        };
+        if m.get("contextId").and_then(Value::as_str) == Some(ctx.as_str()) {
+            Ok("answered in the step-up's context".to_owned())
+        } else {
+            Err(fail("the reply names another context", Some(res)))
         }
-    };
+    });
     r.record(R::StepUpResend, t, verdict);
-    match sent {
-        Ok((res, message, body)) => Some(FirstTurn {
-            ctx: message
-                .get("contextId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            receipt: message
-                .get("metadata")
-                .and_then(|m| m.get("pact.receipt"))
-                .cloned(),
-            res,
-            body,
-            message,
-        }),
-        Err(p) => {
-            let why = format!("no delegated reply: {}", reason_of(&p));
-            r.skip_all(
-                &[
-                    R::ReceiptPresent,
-                    R::ReceiptVerifies,
-                    R::ReceiptOnRetry,
-                    R::ReceiptChain,
-                ],
-                &why,
-            );
-            None
-        }
-    }
+    let no_reply = |r: &mut Runner<'_>, p: Problem| {
+        let why = format!("no delegated reply: {}", reason_of(&p));
+        let receipts = [
+            R::ReceiptPresent,
+            R::ReceiptVerifies,
+            R::ReceiptOnRetry,
+            R::ReceiptChain,
+        ];
+        r.skip_all(&receipts, &why);
+    };
+    let (res, message, body) = sent.map_err(|p| no_reply(r, p)).ok()?;
+    Some(FirstTurn {
+        ctx: message
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        receipt: message
+            .get("metadata")
+            .and_then(|m| m.get("pact.receipt"))
+            .cloned(),
+        res,
+        body,
+        message,
+    })
 }
 
 /// §5.6: the first turn's receipt, its signature, a retry, and the chain.
@@ -1102,14 +1091,7 @@ async fn refresh_checks(
 ) -> Option<TokenResponse> {
     let t = Instant::now();
     let refreshed = refresh_check(r, f, &g.tokens, ctx).await;
-    r.record(
-        R::Refresh,
-        t,
-        refreshed
-            .as_ref()
-            .map(|_| String::new())
-            .map_err(Clone::clone),
-    );
+    r.record(R::Refresh, t, verdict_on(&refreshed, |_| Ok(String::new())));
     check!(r, R::PactdRefreshRotates, {
         match &refreshed {
             Err(_) => Err(skip("no refresh (§5.3.refresh)")),

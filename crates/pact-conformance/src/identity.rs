@@ -180,10 +180,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
     let mut shape = None;
     check!(r, R::OversizedRefused, {
         let refused = oversized(r).await;
-        let verdict = refused
-            .as_ref()
-            .map(|o| o.note.clone())
-            .map_err(Clone::clone);
+        let verdict = expect::verdict_on(&refused, |o| Ok(o.note.clone()));
         shape = refused.ok().map(|o| o.bare_401);
         verdict
     });
