@@ -20,11 +20,11 @@ use pact_proto::oauth::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::expect::{self, Problem, Verdict, during, fail, skip};
+use crate::expect::{self, Problem, Verdict, during, fail, skip, verdict_on};
 use crate::forge;
 use crate::identity::split_iface;
 use crate::rules::RuleId as R;
-use crate::runner::{Kind, Runner, check, message_body, scope_set};
+use crate::runner::{Kind, Runner, Setup, check, message_body, scope_set};
 use crate::{Account, ApprovalRequest, ApprovalStatus, Decision, Profile};
 
 const PHASE_DEVICE: &[R] = &[
@@ -62,7 +62,9 @@ const PHASE_STEP_UP: &[R] = &[R::StepUpTask, R::StepUpContextOpen];
 /// What every §5 check reads: fixed once discovery is done, never written
 /// by a check. What one phase learns for a later one is that phase's
 /// return value ([`Expiring`], [`StepUp`], [`Grant`], [`FirstTurn`]).
-struct Flow {
+struct Flow<'s> {
+    /// What setup found: the brand's card and interface, the other brand.
+    setup: &'s Setup,
     d: DelegationInfo,
     /// Every scope the card offers.
     scopes: Vec<String>,
@@ -97,23 +99,23 @@ fn reason_of(p: &Problem) -> String {
 }
 
 /// PACT §5 (and §1's pactd URLs).
-pub async fn run(r: &mut Runner<'_>) {
+pub async fn run(r: &mut Runner<'_>, s: &Setup) {
     if !r.wants_any(&["§5", "§1."]) {
         return;
     }
     if r.cfg.profile == Profile::Identity {
-        check!(r, R::PactdUrls, pactd_urls(r, None, None, None));
+        check!(r, R::PactdUrls, pactd_urls(s, None, None, None));
         r.skip_prefixed(
             &["§5"],
             "the identity profile leaves out §5 (pass --profile delegated)",
         );
         return;
     }
-    if let Err(p) = r.auth_gate() {
+    if let Err(p) = s.auth_gate() {
         r.skip_prefixed(&["§5", "§1."], &reason_of(&p));
         return;
     }
-    let Some(d) = r.card.as_ref().and_then(|c| c.delegation.clone()) else {
+    let Some(d) = s.card.delegation.clone() else {
         r.skip_prefixed(
             &["§5", "§1."],
             "the card offers no usable userDelegation scheme (see §2.delegation-scheme)",
@@ -128,6 +130,7 @@ pub async fn run(r: &mut Runner<'_>) {
     let (v, keys) = jwks(r, server.as_ref()).await;
     r.record(R::Jwks, t, v);
     let f = Flow {
+        setup: s,
         scopes,
         d,
         server,
@@ -214,7 +217,7 @@ async fn oauth_post(
 /// One device-code token request at `token_url`.
 async fn poll(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     token_url: &str,
     device_code: &str,
 ) -> Result<Response, Problem> {
@@ -245,13 +248,11 @@ async fn metadata(
         let server = oauth::parse_metadata(&v).map_err(|e| fail(e.to_string(), Some(&res)))?;
         Ok::<_, Problem>((res, v, server))
     };
-    match read.await {
-        Err(p) => (Err(p), None),
-        Ok((res, v, server)) => (
-            metadata_problems(d, scopes, &res, &v, &server),
-            Some(server),
-        ),
-    }
+    let read = read.await;
+    let verdict = verdict_on(&read, |(res, v, server)| {
+        metadata_problems(d, scopes, res, v, server)
+    });
+    (verdict, read.ok().map(|(_, _, server)| server))
 }
 
 fn metadata_problems(
@@ -310,14 +311,13 @@ async fn jwks(
         let n = v.get("keys").and_then(Value::as_array).map_or(0, Vec::len);
         Ok::<_, Problem>((keys, n))
     };
-    match read.await {
-        Ok((keys, n)) => (Ok(format!("{n} key(s)")), Some(keys)),
-        Err(p) => (Err(p), None),
-    }
+    let read = read.await;
+    let verdict = verdict_on(&read, |(_, n)| Ok(format!("{n} key(s)")));
+    (verdict, read.ok().map(|(keys, _)| keys))
 }
 
 /// PACT §5.7: unknown types or fields and malformed details are refused.
-async fn details_refused(r: &mut Runner<'_>, f: &Flow, unknown_type: bool) -> Verdict {
+async fn details_refused(r: &mut Runner<'_>, f: &Flow<'_>, unknown_type: bool) -> Verdict {
     let Some(server) = &f.server else {
         return Err(skip("no metadata (§5.metadata)"));
     };
@@ -367,7 +367,7 @@ async fn details_refused(r: &mut Runner<'_>, f: &Flow, unknown_type: bool) -> Ve
 /// Starts a device authorization for `scopes`.
 async fn start(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     scopes: &[String],
 ) -> Result<(Response, DeviceAuthorizationResponse), Problem> {
     let scope = scopes.join(" ");
@@ -386,7 +386,7 @@ async fn start(
 /// Starts a device authorization and asks the approver to decide it.
 async fn ask(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     purpose: &str,
     scopes: &[String],
     decision: Decision,
@@ -394,8 +394,8 @@ async fn ask(
 ) -> Result<DeviceAuthorizationResponse, Problem> {
     let (_, dev) = start(r, f, scopes).await?;
     let request = ApprovalRequest {
-        brand: r.iface(),
-        brand_name: r.card.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
+        brand: f.setup.iface().to_owned(),
+        brand_name: f.setup.card.name.clone(),
         user_code: dev.user_code.clone(),
         verification_uri: dev.verification_uri.clone(),
         verification_uri_complete: dev.verification_uri_complete.clone(),
@@ -415,7 +415,7 @@ async fn ask(
 /// Polls as a careful client until the decision (RFC 8628 §3.5).
 async fn decided(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     dev: &DeviceAuthorizationResponse,
 ) -> Result<PollOutcome, Problem> {
     let mut ignore = |_| {};
@@ -452,14 +452,11 @@ fn granted(outcome: PollOutcome) -> Result<(TokenResponse, Response), Problem> {
 /// The device authorization, pending, slow_down and expiry checks, on
 /// one code nobody approves. Returns that code when its expiry is to be
 /// checked at the end of the run.
-async fn device_phase(r: &mut Runner<'_>, f: &Flow) -> Option<Expiring> {
+async fn device_phase(r: &mut Runner<'_>, f: &Flow<'_>) -> Option<Expiring> {
     let t = Instant::now();
     let started = start(r, f, &f.scopes.clone()).await;
     let issued_at = Instant::now();
-    let verdict = match &started {
-        Err(p) => Err(p.clone()),
-        Ok((res, dev)) => device_response_problems(res, dev),
-    };
+    let verdict = verdict_on(&started, |(res, dev)| device_response_problems(res, dev));
     r.record(R::DeviceAuthorization, t, verdict);
     let dev = started.as_ref().ok().map(|(_, d)| d.clone());
     check!(
@@ -472,7 +469,7 @@ async fn device_phase(r: &mut Runner<'_>, f: &Flow) -> Option<Expiring> {
     );
     check!(r, R::PactdUrls, {
         let server = f.server.clone();
-        pactd_urls(r, server.as_ref(), dev.as_ref(), Some(&f.d))
+        pactd_urls(f.setup, server.as_ref(), dev.as_ref(), Some(&f.d))
     });
     let Some(dev) = dev else {
         r.skip_all(
@@ -573,7 +570,7 @@ async fn device_phase(r: &mut Runner<'_>, f: &Flow) -> Option<Expiring> {
 }
 
 /// RFC 8628 §3.5 `expired_token`, once the unapproved code has expired.
-async fn expired(r: &mut Runner<'_>, f: &Flow, code: &Expiring) -> Verdict {
+async fn expired(r: &mut Runner<'_>, f: &Flow<'_>, code: &Expiring) -> Verdict {
     tokio::time::sleep_until((code.at + Duration::from_millis(1500)).into()).await;
     let res = poll(r, f, &f.d.token_url.clone(), &code.dev.device_code).await?;
     expect::oauth_error(&res, "expired_token", 400)?;
@@ -646,13 +643,13 @@ fn pactd_codes(dev: &DeviceAuthorizationResponse) -> Verdict {
 
 /// pactd: the §1 table.
 fn pactd_urls(
-    r: &Runner<'_>,
+    s: &Setup,
     server: Option<&AuthServer>,
     dev: Option<&DeviceAuthorizationResponse>,
     d: Option<&DelegationInfo>,
 ) -> Verdict {
-    let iface = r.iface();
-    let Some((base, _)) = split_iface(&iface) else {
+    let iface = s.iface();
+    let Some((base, _)) = split_iface(iface) else {
         return Err(fail(
             format!("the interface URL {iface} is not {{public_url}}/a2a/{{brand_id}}"),
             None,
@@ -661,13 +658,11 @@ fn pactd_urls(
     let public_url = base.trim_end_matches("/a2a");
     let oauth_base = format!("{iface}/oauth");
     let mut expected: Vec<(&str, String, String)> = Vec::new();
-    if let Some(res) = &r.card_res {
-        expected.push((
-            "the card URL",
-            res.url.clone(),
-            format!("{iface}/.well-known/agent-card.json"),
-        ));
-    }
+    expected.push((
+        "the card URL",
+        s.card_res.url.clone(),
+        format!("{iface}/.well-known/agent-card.json"),
+    ));
     if let Some(d) = d {
         expected.push((
             "deviceAuthorizationUrl",
@@ -718,7 +713,7 @@ fn pactd_urls(
 }
 
 /// §5.5 step-up without a token.
-async fn step_up_phase(r: &mut Runner<'_>, f: &Flow) -> StepUp {
+async fn step_up_phase(r: &mut Runner<'_>, f: &Flow<'_>) -> StepUp {
     let t = Instant::now();
     let mut step_up = StepUp::default();
     let v = step_up_task(r, f, &mut step_up).await;
@@ -732,13 +727,13 @@ async fn step_up_phase(r: &mut Runner<'_>, f: &Flow) -> StepUp {
 }
 
 /// PACT §5.5: after a step-up the conversation stays open.
-async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) -> Verdict {
+async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow<'_>, step_up: &StepUp) -> Verdict {
     let Some(ctx) = step_up.ctx.clone() else {
         return Err(skip("no step-up task (§5.5.step-up-task)"));
     };
     let prompt = r.cfg.public_prompt.clone();
     let sub = f.sub.clone();
-    let res = r.say(&sub, &prompt, Some(&ctx), None).await?;
+    let res = r.say(f.setup, &sub, &prompt, Some(&ctx), None).await?;
     let m = expect::reply_message(&res)
         .map_err(|p| during("a public question in the step-up's context", p))?;
     if m.get("contextId").and_then(Value::as_str) != Some(ctx.as_str()) {
@@ -749,10 +744,10 @@ async fn step_up_context_open(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) ->
 
 /// §5.5.step-up-task; fills `found` with what the task names, even when
 /// the task breaks a rule (the grant still follows it).
-async fn step_up_task(r: &mut Runner<'_>, f: &Flow, found: &mut StepUp) -> Verdict {
+async fn step_up_task(r: &mut Runner<'_>, f: &Flow<'_>, found: &mut StepUp) -> Verdict {
     let prompt = r.cfg.scoped_prompt.clone();
     let sub = f.sub.clone();
-    let res = r.say(&sub, &prompt, None, None).await?;
+    let res = r.say(f.setup, &sub, &prompt, None, None).await?;
     let v = expect::ok_json(&res)?;
     if v.get("message").is_some() {
         return Err(skip(format!(
@@ -832,7 +827,7 @@ async fn step_up_task(r: &mut Runner<'_>, f: &Flow, found: &mut StepUp) -> Verdi
 }
 
 /// RFC 8628 §3.5 `access_denied`.
-async fn denied(r: &mut Runner<'_>, f: &Flow) -> Verdict {
+async fn denied(r: &mut Runner<'_>, f: &Flow<'_>) -> Verdict {
     let dev = ask(
         r,
         f,
@@ -860,7 +855,7 @@ async fn denied(r: &mut Runner<'_>, f: &Flow) -> Verdict {
 /// order a PA meets them: redeem the code, look at the token, send with it,
 /// check the receipts, refresh, let a second account try the context,
 /// revoke. Each step records its own checks.
-async fn grant_phase(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) {
+async fn grant_phase(r: &mut Runner<'_>, f: &Flow<'_>, step_up: &StepUp) {
     let Some(grant) = main_grant(r, f, step_up).await else {
         return;
     };
@@ -928,7 +923,7 @@ fn no_grant(r: &mut Runner<'_>, id: R, t: Instant, p: Problem, rest: &[&[R]], wh
 /// the code at another brand first while it is still unredeemed
 /// (§5.3.foreign-code). `None` when no grant came: then every check that
 /// needs one is SKIP.
-async fn main_grant(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) -> Option<Grant> {
+async fn main_grant(r: &mut Runner<'_>, f: &Flow<'_>, step_up: &StepUp) -> Option<Grant> {
     let requested = f.scopes.clone();
     let approved = scopes_to_approve(&f.scopes, &step_up.needed);
     let give_up = |r: &mut Runner<'_>, t, p| {
@@ -972,7 +967,7 @@ async fn main_grant(r: &mut Runner<'_>, f: &Flow, step_up: &StepUp) -> Option<Gr
 /// What the token response and the token say before the token is used:
 /// the scope, single redemption, the token's claims and header, and the
 /// PA-JWT still required beside it (§5.5 step 1).
-async fn token_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant) {
+async fn token_checks(r: &mut Runner<'_>, f: &Flow<'_>, g: &Grant) {
     check!(
         r,
         R::ScopeMayBeLess,
@@ -987,7 +982,8 @@ async fn token_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant) {
     check!(r, R::PactdHeader, pactd_header(&g.tokens.access_token));
     check!(r, R::PaJwtCheckedFirst, {
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-        let req = r
+        let req = f
+            .setup
             .a2a_request(Method::POST, "message:send", None)
             .header(
                 DELEGATION_HEADER,
@@ -1021,58 +1017,53 @@ fn pactd_header(access_token: &str) -> Verdict {
 /// which need one, are then SKIP.
 async fn first_turn(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     g: &Grant,
     step_up: &StepUp,
 ) -> Option<FirstTurn> {
     let t = Instant::now();
     let sent = delegated_turn(r, f, &g.tokens.access_token, step_up.ctx.clone(), None).await;
-    let verdict = match (&sent, &step_up.ctx) {
-        (Err(p), _) => Err(p.clone()),
-        (Ok(_), None) => Err(skip(
-            "no step-up task to follow (§5.5.step-up-task); sent in a new context",
-        )),
-        (Ok((res, m, _)), Some(ctx)) => {
-            if m.get("contextId").and_then(Value::as_str) == Some(ctx.as_str()) {
-                Ok("answered in the step-up's context".to_owned())
-            } else {
-                Err(fail("the reply names another context", Some(res)))
-            }
+    let verdict = verdict_on(&sent, |(res, m, _)| {
+        let Some(ctx) = &step_up.ctx else {
+            return Err(skip(
+                "no step-up task to follow (§5.5.step-up-task); sent in a new context",
+            ));
+        };
+        if m.get("contextId").and_then(Value::as_str) == Some(ctx.as_str()) {
+            Ok("answered in the step-up's context".to_owned())
+        } else {
+            Err(fail("the reply names another context", Some(res)))
         }
-    };
+    });
     r.record(R::StepUpResend, t, verdict);
-    match sent {
-        Ok((res, message, body)) => Some(FirstTurn {
-            ctx: message
-                .get("contextId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            receipt: message
-                .get("metadata")
-                .and_then(|m| m.get("pact.receipt"))
-                .cloned(),
-            res,
-            body,
-            message,
-        }),
-        Err(p) => {
-            let why = format!("no delegated reply: {}", reason_of(&p));
-            r.skip_all(
-                &[
-                    R::ReceiptPresent,
-                    R::ReceiptVerifies,
-                    R::ReceiptOnRetry,
-                    R::ReceiptChain,
-                ],
-                &why,
-            );
-            None
-        }
-    }
+    let no_reply = |r: &mut Runner<'_>, p: Problem| {
+        let why = format!("no delegated reply: {}", reason_of(&p));
+        let receipts = [
+            R::ReceiptPresent,
+            R::ReceiptVerifies,
+            R::ReceiptOnRetry,
+            R::ReceiptChain,
+        ];
+        r.skip_all(&receipts, &why);
+    };
+    let (res, message, body) = sent.map_err(|p| no_reply(r, p)).ok()?;
+    Some(FirstTurn {
+        ctx: message
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        receipt: message
+            .get("metadata")
+            .and_then(|m| m.get("pact.receipt"))
+            .cloned(),
+        res,
+        body,
+        message,
+    })
 }
 
 /// §5.6: the first turn's receipt, its signature, a retry, and the chain.
-async fn receipt_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant, turn: &FirstTurn) {
+async fn receipt_checks(r: &mut Runner<'_>, f: &Flow<'_>, g: &Grant, turn: &FirstTurn) {
     check!(
         r,
         R::ReceiptPresent,
@@ -1096,20 +1087,13 @@ async fn receipt_checks(r: &mut Runner<'_>, f: &Flow, g: &Grant, turn: &FirstTur
 /// worked: the rest of the run goes on with them.
 async fn refresh_checks(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     g: &Grant,
     ctx: Option<&str>,
 ) -> Option<TokenResponse> {
     let t = Instant::now();
     let refreshed = refresh_check(r, f, &g.tokens, ctx).await;
-    r.record(
-        R::Refresh,
-        t,
-        refreshed
-            .as_ref()
-            .map(|_| String::new())
-            .map_err(Clone::clone),
-    );
+    r.record(R::Refresh, t, verdict_on(&refreshed, |_| Ok(String::new())));
     check!(r, R::PactdRefreshRotates, {
         match &refreshed {
             Err(_) => Err(skip("no refresh (§5.3.refresh)")),
@@ -1143,8 +1127,8 @@ impl FirstTurn {
 }
 
 /// PACT §5.3: another brand's token endpoint does not know this code.
-async fn foreign_code(r: &mut Runner<'_>, f: &Flow, device_code: &str) -> Verdict {
-    let other = r.other_brand()?;
+async fn foreign_code(r: &mut Runner<'_>, f: &Flow<'_>, device_code: &str) -> Verdict {
+    let other = f.setup.other_brand()?;
     let Some(od) = other.delegation else {
         return Err(skip(
             "the other brand offers no delegation, so it has no token endpoint",
@@ -1158,12 +1142,19 @@ async fn foreign_code(r: &mut Runner<'_>, f: &Flow, device_code: &str) -> Verdic
 }
 
 /// PACT §4: a retried messageId returns the same reply and receipt.
-async fn receipt_on_retry(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &FirstTurn) -> Verdict {
+async fn receipt_on_retry(
+    r: &mut Runner<'_>,
+    f: &Flow<'_>,
+    token: &str,
+    turn: &FirstTurn,
+) -> Verdict {
     let (Some(_), Some(rc)) = (&turn.ctx, &turn.receipt) else {
         return Err(skip("no receipt to retry (§5.6.receipt-present)"));
     };
     let sub = f.sub.clone();
-    let res = r.post_message(&sub, turn.body.clone(), Some(token)).await?;
+    let res = r
+        .post_message(f.setup, &sub, turn.body.clone(), Some(token))
+        .await?;
     let m = expect::reply_message(&res).map_err(|p| during("the retry", p))?;
     let again = m.get("metadata").and_then(|x| x.get("pact.receipt"));
     if m.get("messageId") != turn.message.get("messageId") {
@@ -1179,7 +1170,7 @@ async fn receipt_on_retry(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &Firs
 }
 
 /// pactd: each receipt's `prev` is the hash of the grant's previous one.
-async fn receipt_chain(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &FirstTurn) -> Verdict {
+async fn receipt_chain(r: &mut Runner<'_>, f: &Flow<'_>, token: &str, turn: &FirstTurn) -> Verdict {
     let (Some(c), Some(rc)) = (&turn.ctx, &turn.receipt) else {
         return Err(skip("no first receipt (§5.6.receipt-present)"));
     };
@@ -1208,8 +1199,8 @@ async fn receipt_chain(r: &mut Runner<'_>, f: &Flow, token: &str, turn: &FirstTu
 }
 
 /// PACT §5.4/§5.5: a token is good for one brand only.
-async fn token_other_brand(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
-    let other = r.other_brand()?;
+async fn token_other_brand(r: &mut Runner<'_>, f: &Flow<'_>, token: &str) -> Verdict {
+    let other = f.setup.other_brand()?;
     let jwt = r.jwt(&f.sub)?;
     let req = Request::post(format!("{}/message:send", other.iface))
         .bearer(jwt)
@@ -1274,7 +1265,7 @@ fn scope_less(t: &TokenResponse, requested: &[String], approved: &[String]) -> V
 }
 
 /// PACT §5.4: the token verifies against `jwks_uri` and carries the claims.
-fn delegation_token(r: &Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+fn delegation_token(r: &Runner<'_>, f: &Flow<'_>, t: &TokenResponse) -> Verdict {
     let Some(keys) = &f.keys else {
         return Err(skip("no provider keys (§5.4.jwks)"));
     };
@@ -1302,10 +1293,10 @@ fn delegation_token(r: &Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
         ));
     }
     match claims.get("aud") {
-        Some(Value::String(a)) if *a == r.iface() => {}
+        Some(Value::String(a)) if *a == f.setup.iface() => {}
         other => problems.push(format!(
             "aud is {other:?}, not the interface URL {:?} as a single string",
-            r.iface()
+            f.setup.iface()
         )),
     }
     for k in ["sub", "grant_id", "jti"] {
@@ -1347,14 +1338,16 @@ fn delegation_token(r: &Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
 /// One delegated `message:send` of the scoped prompt: (response, message, request body).
 async fn delegated_turn(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     token: &str,
     ctx: Option<String>,
     message_id: Option<&str>,
 ) -> Result<(Response, Value, Value), Problem> {
     let body = message_body(&r.cfg.scoped_prompt.clone(), ctx.as_deref(), message_id);
     let sub = f.sub.clone();
-    let res = r.post_message(&sub, body.clone(), Some(token)).await?;
+    let res = r
+        .post_message(f.setup, &sub, body.clone(), Some(token))
+        .await?;
     let m =
         expect::reply_message(&res).map_err(|p| during("the scoped prompt with the token", p))?;
     Ok((res, m, body))
@@ -1407,7 +1400,7 @@ fn receipt_present(res: Option<&Response>, receipt: Option<&Value>) -> Verdict {
 
 fn receipt_verifies(
     r: &Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     receipt: Option<&Value>,
     token_claims: &Value,
     t: &TokenResponse,
@@ -1423,7 +1416,7 @@ fn receipt_verifies(
     if claims.pa != r.signer.issuer {
         problems.push(format!("pa is {:?}, not the PA issuer", claims.pa));
     }
-    if claims.brand != r.iface() {
+    if claims.brand != f.setup.iface() {
         problems.push(format!(
             "brand is {:?}, not the interface URL",
             claims.brand
@@ -1472,7 +1465,7 @@ fn receipt_verifies(
 }
 
 /// PACT §5.5: any defect of the delegation token is the 401 invalid_token.
-async fn tampered_token(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
+async fn tampered_token(r: &mut Runner<'_>, f: &Flow<'_>, token: &str) -> Verdict {
     let widened = decode_unverified(token).and_then(|(_, mut c)| {
         c["scope"] = json!(format!("{} admin", f.scopes.join(" ")));
         forge::swap_payload(token, &c)
@@ -1494,7 +1487,7 @@ async fn tampered_token(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
         };
         let sub = f.sub.clone();
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-        let res = r.post_message(&sub, body, Some(&forged)).await?;
+        let res = r.post_message(f.setup, &sub, body, Some(&forged)).await?;
         expect::invalid_token_401(&res).map_err(|p| during(label, p))?;
     }
     Ok(String::new())
@@ -1503,7 +1496,7 @@ async fn tampered_token(r: &mut Runner<'_>, f: &Flow, token: &str) -> Verdict {
 /// PACT §5.3 refresh: a new pair, the scope never wider; the new token works.
 async fn refresh_check(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     t: &TokenResponse,
     ctx: Option<&str>,
 ) -> Result<TokenResponse, Problem> {
@@ -1523,7 +1516,9 @@ async fn refresh_check(
     }
     let sub = f.sub.clone();
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(&sub, &prompt, ctx, Some(&new.access_token)).await?;
+    let res = r
+        .say(f.setup, &sub, &prompt, ctx, Some(&new.access_token))
+        .await?;
     expect::reply_message(&res).map_err(|p| during("sending with the refreshed token", p))?;
     Ok(new)
 }
@@ -1552,7 +1547,7 @@ fn refresh_response(res: &Response, old: &str) -> Result<TokenResponse, Problem>
 
 async fn oauth_refresh(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     refresh_token: &str,
 ) -> Result<Response, Problem> {
     let issuer = r.signer.issuer.clone();
@@ -1572,7 +1567,7 @@ async fn oauth_refresh(
 /// A second account at the brand, for one-user-per-context and refresh reuse.
 async fn second_account(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     approve: &[String],
     bound: Option<(&str, &Value)>,
 ) {
@@ -1615,7 +1610,7 @@ async fn second_account(
 /// retry never hands the first user's stored reply to the second.
 async fn other_user(
     r: &mut Runner<'_>,
-    f: &Flow,
+    f: &Flow<'_>,
     t: &TokenResponse,
     bound: Option<(&str, &Value)>,
 ) -> Verdict {
@@ -1626,11 +1621,13 @@ async fn other_user(
     };
     let sub = f.sub.clone();
     let body = message_body(&r.cfg.scoped_prompt.clone(), Some(ctx), None);
-    let res = r.post_message(&sub, body, Some(&t.access_token)).await?;
+    let res = r
+        .post_message(f.setup, &sub, body, Some(&t.access_token))
+        .await?;
     expect::a2a_error(&res, ErrorReason::InvalidParams, None)
         .map_err(|p| during("another account's token in the first account's context", p))?;
     let res = r
-        .post_message(&sub, first_body.clone(), Some(&t.access_token))
+        .post_message(f.setup, &sub, first_body.clone(), Some(&t.access_token))
         .await?;
     expect::a2a_error(&res, ErrorReason::InvalidParams, None).map_err(|p| {
         during(
@@ -1642,7 +1639,7 @@ async fn other_user(
 }
 
 /// pactd (RFC 9700): a used refresh token revokes the whole grant.
-async fn refresh_reuse(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+async fn refresh_reuse(r: &mut Runner<'_>, f: &Flow<'_>, t: &TokenResponse) -> Verdict {
     let res = oauth_refresh(r, f, &t.refresh_token).await?;
     let second = oauth::parse_token_response(&res)
         .map_err(|e| fail(format!("the first refresh failed: {e}"), Some(&res)))?;
@@ -1659,7 +1656,7 @@ async fn refresh_reuse(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdi
     let sub = f.sub.clone();
     let prompt = r.cfg.public_prompt.clone();
     let res = r
-        .say(&sub, &prompt, None, Some(&second.access_token))
+        .say(f.setup, &sub, &prompt, None, Some(&second.access_token))
         .await?;
     expect::invalid_token_401(&res).map_err(|p| {
         during(
@@ -1671,7 +1668,7 @@ async fn refresh_reuse(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdi
 }
 
 /// RFC 7009 revocation, then the token is refused (PACT §5.5).
-async fn revoked(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
+async fn revoked(r: &mut Runner<'_>, f: &Flow<'_>, t: &TokenResponse) -> Verdict {
     let Some(endpoint) = f
         .server
         .as_ref()
@@ -1695,7 +1692,9 @@ async fn revoked(r: &mut Runner<'_>, f: &Flow, t: &TokenResponse) -> Verdict {
     }
     let sub = f.sub.clone();
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(&sub, &prompt, None, Some(&t.access_token)).await?;
+    let res = r
+        .say(f.setup, &sub, &prompt, None, Some(&t.access_token))
+        .await?;
     expect::invalid_token_401(&res)
         .map_err(|p| during("the access token of the revoked grant", p))?;
     Ok(String::new())

@@ -43,6 +43,13 @@ pub fn during(what: &str, p: Problem) -> Problem {
     }
 }
 
+/// The verdict on what a step produced, judged by `judge`, while the caller
+/// keeps `got` for the steps that use it: a step that failed passes its
+/// problem on unchanged.
+pub fn verdict_on<T>(got: &Result<T, Problem>, judge: impl FnOnce(&T) -> Verdict) -> Verdict {
+    got.as_ref().map_err(Clone::clone).and_then(judge)
+}
+
 /// A sent request whose answer must be the bare 401 of PACT §3.
 pub fn answered_bare_401(sent: Result<Response, Problem>) -> Verdict {
     sent.and_then(|res| bare_401(&res)).map(|()| String::new())

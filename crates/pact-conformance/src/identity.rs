@@ -13,7 +13,7 @@ use crate::Profile;
 use crate::expect::{self, Problem, Verdict, during, fail, skip};
 use crate::forge;
 use crate::rules::RuleId as R;
-use crate::runner::{Kind, Runner, check, message_body};
+use crate::runner::{Kind, Runner, Setup, check, message_body};
 
 /// `({public_url}/a2a, brand)` when the interface URL has the §1 form.
 pub fn split_iface(iface: &str) -> Option<(String, String)> {
@@ -30,21 +30,18 @@ fn problems(list: Vec<String>) -> Verdict {
 }
 
 /// PACT §2.
-pub async fn card_checks(r: &mut Runner<'_>) {
-    let Some(info) = r.card.clone() else {
-        return;
-    };
-    let c = info.card.clone();
-    check!(r, R::UnknownBrand404, unknown_brand(r).await);
-    check!(r, R::Interface, problems(card::check_interface(&c)));
+pub async fn card_checks(r: &mut Runner<'_>, s: &Setup) {
+    let c = &s.card.card;
+    check!(r, R::UnknownBrand404, unknown_brand(r, s).await);
+    check!(r, R::Interface, problems(card::check_interface(c)));
     check!(
         r,
         R::InterfaceFirst,
-        problems(card::check_interface_first(&c))
+        problems(card::check_interface_first(c))
     );
     check!(r, R::PaJwtScheme, {
-        problems(card::check_pa_jwt_scheme(&c)).map(|_| {
-            card::pa_jwt_scheme(&c)
+        problems(card::check_pa_jwt_scheme(c)).map(|_| {
+            card::pa_jwt_scheme(c)
                 .map(|n| format!("the PA-JWT scheme is named {n:?}"))
                 .unwrap_or_default()
         })
@@ -52,44 +49,40 @@ pub async fn card_checks(r: &mut Runner<'_>) {
     check!(
         r,
         R::IdentityRequirement,
-        problems(card::check_identity_requirement(&c))
+        problems(card::check_identity_requirement(c))
     );
     check!(r, R::DelegationScheme, {
-        match (r.cfg.profile, card::delegation_scheme(&c)) {
+        match (r.cfg.profile, card::delegation_scheme(c)) {
             (Profile::Identity, None) => Ok("identity-only card".to_owned()),
             (Profile::Delegated, None) => Err(fail(
                 "the Delegated profile needs an oauth2SecurityScheme with a deviceCode flow; the card has none",
                 None,
             )),
-            (_, Some(name)) => problems(card::check_delegation(&c))
+            (_, Some(name)) => problems(card::check_delegation(c))
                 .map(|_| format!("the delegation scheme is named {name:?}")),
         }
     });
-    check!(r, R::Fields, problems(card::check_fields(&c)));
+    check!(r, R::Fields, problems(card::check_fields(c)));
     check!(r, R::PactdCacheCors, {
-        match &r.card_res {
-            None => Err(skip("no card response")),
-            Some(res) => {
-                let cc = res.header("cache-control");
-                let acao = res.header("access-control-allow-origin");
-                if cc != Some("public, max-age=300") {
-                    Err(fail(format!("Cache-Control is {cc:?}"), Some(res)))
-                } else if acao != Some("*") {
-                    Err(fail(
-                        format!("Access-Control-Allow-Origin is {acao:?}"),
-                        Some(res),
-                    ))
-                } else {
-                    Ok(String::new())
-                }
-            }
+        let res = &s.card_res;
+        let cc = res.header("cache-control");
+        let acao = res.header("access-control-allow-origin");
+        if cc != Some("public, max-age=300") {
+            Err(fail(format!("Cache-Control is {cc:?}"), Some(res)))
+        } else if acao != Some("*") {
+            Err(fail(
+                format!("Access-Control-Allow-Origin is {acao:?}"),
+                Some(res),
+            ))
+        } else {
+            Ok(String::new())
         }
     });
 }
 
 /// PACT §2: an unknown brand's card is a bare 404.
-async fn unknown_brand(r: &mut Runner<'_>) -> Verdict {
-    let Some((base, _)) = split_iface(&r.iface()) else {
+async fn unknown_brand(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    let Some((base, _)) = split_iface(s.iface()) else {
         return Err(skip(
             "the interface URL does not have the §1 form {public_url}/a2a/{brand_id}",
         ));
@@ -115,9 +108,9 @@ async fn unknown_brand(r: &mut Runner<'_>) -> Verdict {
 }
 
 /// Sends `token` to `message:send` and expects the bare 401.
-async fn refused(r: &mut Runner<'_>, label: &str, token: &str) -> Result<(), Problem> {
+async fn refused(r: &mut Runner<'_>, s: &Setup, label: &str, token: &str) -> Result<(), Problem> {
     let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", Some(token))
         .json(body);
     let res = r.send(req, Kind::A2a).await?;
@@ -125,11 +118,11 @@ async fn refused(r: &mut Runner<'_>, label: &str, token: &str) -> Result<(), Pro
 }
 
 /// Every `(label, token)` must get the bare 401.
-async fn all_refused(r: &mut Runner<'_>, cases: Vec<(String, String)>) -> Verdict {
-    r.auth_gate()?;
+async fn all_refused(r: &mut Runner<'_>, s: &Setup, cases: Vec<(String, String)>) -> Verdict {
+    s.auth_gate()?;
     let n = cases.len();
     for (label, token) in cases {
-        refused(r, &label, &token).await?;
+        refused(r, s, &label, &token).await?;
     }
     Ok(if n > 1 {
         format!("{n} variants refused")
@@ -153,37 +146,38 @@ fn build_err(e: anyhow::Error) -> Problem {
 }
 
 /// PACT §3.
-pub async fn token_checks(r: &mut Runner<'_>) {
+pub async fn token_checks(r: &mut Runner<'_>, s: &Setup) {
     if !r.wants_any(&["§3."]) {
         return;
     }
-    check!(r, R::MissingTokenRefused, missing_token(r).await);
+    check!(r, R::MissingTokenRefused, missing_token(r, s).await);
     check!(r, R::MalformedRefused, {
         let cases = ["", "a.b", "a.b.c.d", "not-a-jwt", "....", "e30.e30.e30"]
             .iter()
             .map(|t| (format!("token {t:?}"), (*t).to_owned()))
             .collect();
-        all_refused(r, cases).await
+        all_refused(r, s, cases).await
     });
-    check!(r, R::AlgNoneRefused, alg_none(r).await);
-    check!(r, R::Hs256KeyConfusionRefused, hs256(r).await);
-    check!(r, R::Rs256AgainstEcKeyRefused, rs256(r).await);
-    check!(r, R::UnknownKidRefused, foreign_key(r, false).await);
-    check!(r, R::ForeignKeyRefused, foreign_key(r, true).await);
-    check!(r, R::TamperedSignatureRefused, tampered_signature(r).await);
-    check!(r, R::TamperedPayloadRefused, tampered_payload(r).await);
+    check!(r, R::AlgNoneRefused, alg_none(r, s).await);
+    check!(r, R::Hs256KeyConfusionRefused, hs256(r, s).await);
+    check!(r, R::Rs256AgainstEcKeyRefused, rs256(r, s).await);
+    check!(r, R::UnknownKidRefused, foreign_key(r, s, false).await);
+    check!(r, R::ForeignKeyRefused, foreign_key(r, s, true).await);
+    check!(
+        r,
+        R::TamperedSignatureRefused,
+        tampered_signature(r, s).await
+    );
+    check!(r, R::TamperedPayloadRefused, tampered_payload(r, s).await);
     if r.wants_some(&[R::JkuIgnored, R::JkuNotFetched]) {
-        jku(r).await;
+        jku(r, s).await;
     }
     // One oversized request answers both checks: the refusal (PACT), then
     // its shape (pactd's bare 401).
     let mut shape = None;
     check!(r, R::OversizedRefused, {
-        let refused = oversized(r).await;
-        let verdict = refused
-            .as_ref()
-            .map(|o| o.note.clone())
-            .map_err(Clone::clone);
+        let refused = oversized(r, s).await;
+        let verdict = expect::verdict_on(&refused, |o| Ok(o.note.clone()));
         shape = refused.ok().map(|o| o.bare_401);
         verdict
     });
@@ -207,7 +201,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
                 c["iss"] = json!(near)
             }),
         ];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::SubMissingRefused, {
         let cases = [
@@ -215,20 +209,20 @@ pub async fn token_checks(r: &mut Runner<'_>) {
             edited(r, "an empty sub", |_, c| c["sub"] = json!("")),
             edited(r, "a numeric sub", |_, c| c["sub"] = json!(42)),
         ];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::AudMissingRefused, {
         let cases = [
             edited(r, "no aud", |_, c| remove(c, "aud")),
             edited(r, "aud null", |_, c| c["aud"] = Value::Null),
         ];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::AudWrongRefused, {
         let cases = [edited(r, "another audience", |_, c| {
             c["aud"] = json!("https://another-provider.invalid/a2a")
         })];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::AudArrayRefused, {
         let aud = r.cfg.audience.clone();
@@ -238,22 +232,22 @@ pub async fn token_checks(r: &mut Runner<'_>) {
                 c["aud"] = json!([aud, "https://another-provider.invalid/a2a"])
             }),
         ];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::AudInterfaceUrlRefused, {
-        let iface = r.iface();
+        let iface = s.iface();
         if iface == r.cfg.audience {
             Err(skip("the assigned audience equals the interface URL"))
         } else {
             let cases = [edited(r, "aud = the interface URL", |_, c| {
                 c["aud"] = json!(iface)
             })];
-            collect_and_refuse(r, cases).await
+            collect_and_refuse(r, s, cases).await
         }
     });
     check!(r, R::IatMissingRefused, {
         let cases = [edited(r, "no iat", |_, c| remove(c, "iat"))];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::IatFutureRefused, {
         // Claims are whole seconds: start just after a second boundary, so
@@ -264,11 +258,11 @@ pub async fn token_checks(r: &mut Runner<'_>) {
             c["iat"] = json!(t + 31);
             c["exp"] = json!(t + 120);
         })];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::IatSkewTolerated, {
         let t = unix_now();
-        accepted(r, "iat 25 s ahead", |_, c| {
+        accepted(r, s, "iat 25 s ahead", |_, c| {
             c["iat"] = json!(t + 25);
             c["exp"] = json!(t + 200);
         })
@@ -276,7 +270,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
     });
     check!(r, R::ExpMissingRefused, {
         let cases = [edited(r, "no exp", |_, c| remove(c, "exp"))];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::ExpPastRefused, {
         let t = unix_now();
@@ -284,7 +278,7 @@ pub async fn token_checks(r: &mut Runner<'_>) {
             c["iat"] = json!(t - 200);
             c["exp"] = json!(t - 31);
         })];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(r, R::LifetimeOver300Refused, {
         let t = unix_now();
@@ -292,18 +286,22 @@ pub async fn token_checks(r: &mut Runner<'_>) {
             c["iat"] = json!(t);
             c["exp"] = json!(t + 301);
         })];
-        collect_and_refuse(r, cases).await
+        collect_and_refuse(r, s, cases).await
     });
     check!(
         r,
         R::JtiOptional,
-        accepted(r, "no jti", |_, c| remove(c, "jti")).await
+        accepted(r, s, "no jti", |_, c| remove(c, "jti")).await
     );
-    check!(r, R::TokenReuseAccepted, reuse(r).await);
-    check!(r, R::TokenOnSeveralBrands, several_brands(r).await);
-    check!(r, R::AuthBeforeBrand, auth_before_brand(r).await);
-    check!(r, R::AuthBeforeBody, auth_before_body(r).await);
-    check!(r, R::EveryOperationAuthenticated, every_operation(r).await);
+    check!(r, R::TokenReuseAccepted, reuse(r, s).await);
+    check!(r, R::TokenOnSeveralBrands, several_brands(r, s).await);
+    check!(r, R::AuthBeforeBrand, auth_before_brand(r, s).await);
+    check!(r, R::AuthBeforeBody, auth_before_body(r, s).await);
+    check!(
+        r,
+        R::EveryOperationAuthenticated,
+        every_operation(r, s).await
+    );
 }
 
 /// Sleeps until just after the next whole second of the clock.
@@ -324,26 +322,28 @@ fn remove(v: &mut Value, member: &str) {
 
 async fn collect_and_refuse<const N: usize>(
     r: &mut Runner<'_>,
+    s: &Setup,
     cases: [Result<(String, String), Problem>; N],
 ) -> Verdict {
     let mut list = Vec::with_capacity(N);
     for c in cases {
         list.push(c?);
     }
-    all_refused(r, list).await
+    all_refused(r, s, list).await
 }
 
 /// A PA-JWT edited by `edit` must be accepted (PACT §3 leniencies).
 async fn accepted(
     r: &mut Runner<'_>,
+    s: &Setup,
     label: &str,
     edit: impl FnOnce(&mut Value, &mut Value),
 ) -> Verdict {
-    r.auth_gate()?;
+    s.auth_gate()?;
     let sub = r.sub("lenient");
     let token = r.jwt_with(&sub, edit)?;
     let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", Some(&token))
         .json(body);
     let res = r.send(req, Kind::A2a).await?;
@@ -351,17 +351,17 @@ async fn accepted(
     Ok(String::new())
 }
 
-async fn missing_token(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn missing_token(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", None)
         .json(body.clone());
     let res = r.send(req, Kind::A2a).await?;
     expect::bare_401(&res).map_err(|p| during("no Authorization header", p))?;
     let sub = r.sub("basic");
     let jwt = r.jwt(&sub)?;
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", None)
         .header("authorization", format!("Basic {jwt}"))
         .json(body);
@@ -370,7 +370,7 @@ async fn missing_token(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn alg_none(r: &mut Runner<'_>) -> Verdict {
+async fn alg_none(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let sub = r.sub("alg-none");
     let claims = r.signer.claims(&sub);
     let kid = r.cfg.identity.key.kid().to_owned();
@@ -381,10 +381,10 @@ async fn alg_none(r: &mut Runner<'_>) -> Verdict {
             (format!("alg {alg:?}"), forge::unsigned(&header, &claims))
         })
         .collect();
-    all_refused(r, cases).await
+    all_refused(r, s, cases).await
 }
 
-async fn hs256(r: &mut Runner<'_>) -> Verdict {
+async fn hs256(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let sub = r.sub("hs256");
     let claims = r.signer.claims(&sub);
     let key = r.cfg.identity.key.clone();
@@ -399,10 +399,10 @@ async fn hs256(r: &mut Runner<'_>) -> Verdict {
         let token = forge::hs256(&header, &claims, &secret).map_err(build_err)?;
         cases.push((format!("HS256 keyed with {label}"), token));
     }
-    all_refused(r, cases).await
+    all_refused(r, s, cases).await
 }
 
-async fn rs256(r: &mut Runner<'_>) -> Verdict {
+async fn rs256(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let sub = r.sub("rs256");
     let claims = r.signer.claims(&sub);
     let kid = r.cfg.identity.key.kid().to_owned();
@@ -413,11 +413,16 @@ async fn rs256(r: &mut Runner<'_>) -> Verdict {
         &rsa,
     )
     .map_err(build_err)?;
-    all_refused(r, vec![("RS256 under the EC key's kid".to_owned(), token)]).await
+    all_refused(
+        r,
+        s,
+        vec![("RS256 under the EC key's kid".to_owned(), token)],
+    )
+    .await
 }
 
 /// A foreign EC key: under its own unknown kid, or under the PA's kid.
-async fn foreign_key(r: &mut Runner<'_>, under_our_kid: bool) -> Verdict {
+async fn foreign_key(r: &mut Runner<'_>, s: &Setup, under_our_kid: bool) -> Verdict {
     let sub = r.sub("foreign-key");
     let claims = r.signer.claims(&sub);
     let foreign = AgentKey::generate().map_err(build_err)?;
@@ -437,10 +442,10 @@ async fn foreign_key(r: &mut Runner<'_>, under_our_kid: bool) -> Verdict {
     } else {
         "an unknown kid and a foreign key"
     };
-    all_refused(r, vec![(label.to_owned(), token)]).await
+    all_refused(r, s, vec![(label.to_owned(), token)]).await
 }
 
-async fn tampered_signature(r: &mut Runner<'_>) -> Verdict {
+async fn tampered_signature(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let sub = r.sub("tampered");
     let token = r.jwt(&sub)?;
     let flipped = forge::flip_signature_bit(&token)
@@ -451,6 +456,7 @@ async fn tampered_signature(r: &mut Runner<'_>) -> Verdict {
         .unwrap_or_default();
     all_refused(
         r,
+        s,
         vec![
             ("one flipped signature bit".to_owned(), flipped),
             ("half a signature".to_owned(), truncated),
@@ -459,21 +465,21 @@ async fn tampered_signature(r: &mut Runner<'_>) -> Verdict {
     .await
 }
 
-async fn tampered_payload(r: &mut Runner<'_>) -> Verdict {
+async fn tampered_payload(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let sub = r.sub("tampered");
     let token = r.jwt(&sub)?;
     let mut claims = r.signer.claims(&sub);
     claims["sub"] = json!(r.unique("someone-else"));
     let swapped = forge::swap_payload(&token, &claims)
         .ok_or_else(|| fail("cannot edit the payload", None))?;
-    all_refused(r, vec![("sub edited after signing".to_owned(), swapped)]).await
+    all_refused(r, s, vec![("sub edited after signing".to_owned(), swapped)]).await
 }
 
 /// PACT §3 and RFC 8725 §3.10: keys named by the token are never trusted
 /// (a MUST: only the registered JWKS counts) nor fetched (a SHOULD).
-async fn jku(r: &mut Runner<'_>) {
+async fn jku(r: &mut Runner<'_>, s: &Setup) {
     let t = std::time::Instant::now();
-    let (refused, fetched) = match jku_refused(r).await {
+    let (refused, fetched) = match jku_refused(r, s).await {
         Ok((0, _)) => (
             Ok(String::new()),
             Ok("the attacker's JWKS was never fetched".to_owned()),
@@ -496,8 +502,8 @@ async fn jku(r: &mut Runner<'_>) {
 }
 
 /// Sends tokens naming an attacker's key; how often its JWKS was fetched.
-async fn jku_refused(r: &mut Runner<'_>) -> Result<(usize, String), Problem> {
-    r.auth_gate()?;
+async fn jku_refused(r: &mut Runner<'_>, s: &Setup) -> Result<(usize, String), Problem> {
+    s.auth_gate()?;
     let attacker = AgentKey::generate().map_err(build_err)?;
     let server = JwksServer::start(([127, 0, 0, 1], 0).into(), attacker.jwks())
         .await
@@ -507,13 +513,13 @@ async fn jku_refused(r: &mut Runner<'_>) -> Result<(usize, String), Problem> {
                         "x5u": server.uri(), "jwk": attacker.public_jwk()});
     let token = pact_client::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker)
         .map_err(build_err)?;
-    refused(r, "jku/x5u/jwk naming the attacker's key", &token).await?;
+    refused(r, s, "jku/x5u/jwk naming the attacker's key", &token).await?;
     // The same under the PA's own kid: still only the registered JWKS counts.
     let header = json!({"alg": "ES256", "typ": "JWT", "kid": r.cfg.identity.key.kid(),
                         "jku": server.uri(), "jwk": attacker.public_jwk()});
     let token = pact_client::jwt::compact_es256(&header, &r.signer.claims(&sub), &attacker)
         .map_err(build_err)?;
-    refused(r, "jku/jwk under the PA's kid", &token).await?;
+    refused(r, s, "jku/jwk under the PA's kid", &token).await?;
     Ok((server.hits(), server.uri()))
 }
 
@@ -528,12 +534,12 @@ struct Oversized {
 /// PACT §3 sets no size limit, so any 4xx refusal of a 16 KiB PA-JWT is
 /// right (an HTTP layer's 431 included; RFC 6585 §5); the bare 401 is
 /// pactd's answer, checked at its own level.
-async fn oversized(r: &mut Runner<'_>) -> Result<Oversized, Problem> {
-    r.auth_gate()?;
+async fn oversized(r: &mut Runner<'_>, s: &Setup) -> Result<Oversized, Problem> {
+    s.auth_gate()?;
     let sub = r.sub("oversized");
     let token = r.jwt_with(&sub, |_, c| c["pad"] = json!("x".repeat(16 * 1024)))?;
     let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", Some(&token))
         .json(body);
     // Not an A2A response when an HTTP layer refuses it: kept out of the
@@ -555,10 +561,10 @@ async fn oversized(r: &mut Runner<'_>) -> Result<Oversized, Problem> {
 }
 
 /// PACT §3: authenticate before reading the body.
-async fn auth_before_body(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn auth_before_body(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let token = forge::unsigned(&json!({"alg": "none"}), &r.signer.claims("x"));
-    let req = r
+    let req = s
         .a2a_request(Method::POST, "message:send", Some(&token))
         .raw(Some("application/json"), b"{not json".to_vec());
     let res = r.send(req, Kind::A2a).await?;
@@ -567,13 +573,13 @@ async fn auth_before_body(r: &mut Runner<'_>) -> Verdict {
         .map_err(|p| during("a forged PA-JWT with a body that is not JSON", p))
 }
 
-async fn reuse(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn reuse(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let sub = r.sub("reuse");
     let token = r.jwt(&sub)?;
     for attempt in ["first use", "second use"] {
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-        let req = r
+        let req = s
             .a2a_request(Method::POST, "message:send", Some(&token))
             .json(body);
         let res = r.send(req, Kind::A2a).await?;
@@ -582,12 +588,15 @@ async fn reuse(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn several_brands(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
-    let other = r.other_brand()?;
+async fn several_brands(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
+    let other = s.other_brand()?;
     let sub = r.sub("brands");
     let token = r.jwt_with(&sub, |_, c| remove(c, "jti"))?;
-    for (label, iface) in [("this brand", r.iface()), ("the other brand", other.iface)] {
+    for (label, iface) in [
+        ("this brand", s.iface()),
+        ("the other brand", other.iface.as_str()),
+    ] {
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
         let req = Request::post(format!("{iface}/message:send"))
             .bearer(token.clone())
@@ -600,9 +609,9 @@ async fn several_brands(r: &mut Runner<'_>) -> Verdict {
 
 /// PACT §3: authenticate before looking up the brand; then an unknown brand
 /// is a 404 (PACT §6: not an A2A error).
-async fn auth_before_brand(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
-    let Some((base, _)) = split_iface(&r.iface()) else {
+async fn auth_before_brand(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
+    let Some((base, _)) = split_iface(s.iface()) else {
         return Err(skip(
             "the interface URL does not have the §1 form {public_url}/a2a/{brand_id}",
         ));
@@ -627,8 +636,8 @@ async fn auth_before_brand(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn every_operation(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn every_operation(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let id = r.unique("task");
     let ops: Vec<(Method, String)> = vec![
         (Method::POST, "message:send".to_owned()),
@@ -652,7 +661,7 @@ async fn every_operation(r: &mut Runner<'_>) -> Verdict {
     let n = ops.len();
     for (method, op) in ops {
         let label = format!("{method} {op} without a PA-JWT");
-        let mut req = r.a2a_request(method.clone(), &op, None);
+        let mut req = s.a2a_request(method.clone(), &op, None);
         if method == Method::POST {
             req = req.json(message_body("hello", None, None));
         }

@@ -250,8 +250,8 @@ pub async fn run(config: Config, approver: &dyn Approver) -> Report {
     let started = Instant::now();
     match runner::Runner::new(config.clone(), approver) {
         Ok(mut runner) => {
-            runner.run().await;
-            runner.into_report(started.elapsed())
+            let stopped = runner.run().await.err();
+            runner.into_report(stopped, started.elapsed())
         }
         Err(why) => runner::setup_failure(&config, &why, started.elapsed()),
     }

@@ -8,20 +8,20 @@ use serde_json::{Value, json};
 
 use crate::expect::{self, Verdict, during, fail, skip};
 use crate::rules::RuleId as R;
-use crate::runner::{Kind, Runner, Seen, check, message_body};
+use crate::runner::{Kind, Runner, Seen, Setup, check, message_body};
 
 /// PACT §4.
-pub async fn message_checks(r: &mut Runner<'_>) {
+pub async fn message_checks(r: &mut Runner<'_>, s: &Setup) {
     if !r.wants_any(&["§4."]) {
         return;
     }
-    check!(r, R::ReplyShape, reply_shape(r).await);
-    check!(r, R::AnyRequestContentType, any_content_type(r).await);
-    check!(r, R::A2aVersionOptional, a2a_version(r).await);
-    check!(r, R::ContextContinues, context_continues(r).await);
-    check!(r, R::UnknownContext, unknown_context(r).await);
-    check!(r, R::ForeignContext, foreign_context(r).await);
-    check!(r, R::ReplayedMessageId, replay(r).await);
+    check!(r, R::ReplyShape, reply_shape(r, s).await);
+    check!(r, R::AnyRequestContentType, any_content_type(r, s).await);
+    check!(r, R::A2aVersionOptional, a2a_version(r, s).await);
+    check!(r, R::ContextContinues, context_continues(r, s).await);
+    check!(r, R::UnknownContext, unknown_context(r, s).await);
+    check!(r, R::ForeignContext, foreign_context(r, s).await);
+    check!(r, R::ReplayedMessageId, replay(r, s).await);
     check!(r, R::RoleUserRequired, {
         let cases = vec![
             (
@@ -30,7 +30,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
             ),
             ("no role", edit_message(|m| remove(m, "role"))),
         ];
-        refused_bodies(r, cases, ErrorReason::InvalidParams, None).await
+        refused_bodies(r, s, cases, ErrorReason::InvalidParams, None).await
     });
     check!(r, R::BlankTextRefused, {
         let cases = vec![
@@ -40,7 +40,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
             ),
             ("no parts", edit_message(|m| m["parts"] = json!([]))),
         ];
-        refused_bodies(r, cases, ErrorReason::InvalidParams, None).await
+        refused_bodies(r, s, cases, ErrorReason::InvalidParams, None).await
     });
     check!(r, R::NonTextPartRefused, {
         let cases = vec![
@@ -62,21 +62,29 @@ pub async fn message_checks(r: &mut Runner<'_>) {
                 edit_message(|m| m["parts"] = json!([{"data": {"k": 1}}])),
             ),
         ];
-        refused_bodies(r, cases, ErrorReason::ContentTypeNotSupported, None).await
+        refused_bodies(r, s, cases, ErrorReason::ContentTypeNotSupported, None).await
     });
     check!(r, R::TaskIdRefused, {
         let task = r.unique("task");
         let cases = vec![("a taskId", edit_message(|m| m["taskId"] = json!(task)))];
-        refused_bodies(r, cases, ErrorReason::TaskNotFound, Some("Task not found")).await
+        refused_bodies(
+            r,
+            s,
+            cases,
+            ErrorReason::TaskNotFound,
+            Some("Task not found"),
+        )
+        .await
     });
-    check!(r, R::BadJsonRefused, bad_json(r).await);
-    check!(r, R::TasksList, tasks_list(r).await);
-    check!(r, R::TasksPageSize, page_sizes(r).await);
+    check!(r, R::BadJsonRefused, bad_json(r, s).await);
+    check!(r, R::TasksList, tasks_list(r, s).await);
+    check!(r, R::TasksPageSize, page_sizes(r, s).await);
     check!(r, R::TasksPageSizeInvalid, {
         let mut verdict = Ok("0, 101, -1, abc refused".to_owned());
         for bad in ["0", "101", "-1", "abc"] {
             if let Err(p) = simple_op(
                 r,
+                s,
                 Method::GET,
                 &format!("tasks?pageSize={bad}"),
                 ErrorReason::InvalidParams,
@@ -95,6 +103,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         let message = format!("Task not found: {id}");
         simple_op(
             r,
+            s,
             Method::GET,
             &format!("tasks/{id}"),
             ErrorReason::TaskNotFound,
@@ -107,6 +116,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         let message = format!("Task not found: {id}");
         simple_op(
             r,
+            s,
             Method::POST,
             &format!("tasks/{id}:cancel"),
             ErrorReason::TaskNotFound,
@@ -117,6 +127,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
     check!(r, R::StreamUnsupported, {
         simple_op(
             r,
+            s,
             Method::POST,
             "message:stream",
             ErrorReason::UnsupportedOperation,
@@ -128,6 +139,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         let id = r.unique("task");
         simple_op(
             r,
+            s,
             Method::POST,
             &format!("tasks/{id}:subscribe"),
             ErrorReason::UnsupportedOperation,
@@ -138,6 +150,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
     check!(r, R::ExtendedCardUnsupported, {
         simple_op(
             r,
+            s,
             Method::GET,
             "extendedAgentCard",
             ErrorReason::UnsupportedOperation,
@@ -145,7 +158,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
         )
         .await
     });
-    check!(r, R::PushConfigsUnsupported, push_configs(r).await);
+    check!(r, R::PushConfigsUnsupported, push_configs(r, s).await);
     check!(r, R::UnmatchedRoute404, {
         let id = r.unique("x");
         let cases = vec![
@@ -154,7 +167,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
             (Method::GET, format!("tasks/{id}/a/b/c")),
             (Method::POST, format!("tasks/{id}:frobnicate")),
         ];
-        route_misses(r, cases, &[404, 405]).await
+        route_misses(r, s, cases, &[404, 405]).await
     });
     check!(r, R::WrongMethod405, {
         let cases = vec![
@@ -163,7 +176,7 @@ pub async fn message_checks(r: &mut Runner<'_>) {
             (Method::DELETE, "tasks".to_owned()),
             (Method::GET, "message:stream".to_owned()),
         ];
-        route_misses(r, cases, &[405, 404]).await
+        route_misses(r, s, cases, &[405, 404]).await
     });
     check!(
         r,
@@ -187,11 +200,11 @@ fn edit_message(edit: impl FnOnce(&mut Value)) -> Value {
     body
 }
 
-async fn reply_shape(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn reply_shape(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let sub = r.sub("reply");
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(&sub, &prompt, None, None).await?;
+    let res = r.say(s, &sub, &prompt, None, None).await?;
     let v = expect::ok_json(&res)?;
     if v.get("message").is_some() && v.get("task").is_some() {
         return Err(fail("the reply has both `message` and `task`", Some(&res)));
@@ -203,13 +216,13 @@ async fn reply_shape(r: &mut Runner<'_>) -> Verdict {
     ))
 }
 
-async fn any_content_type(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn any_content_type(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     for ct in [Some("text/plain"), Some("application/octet-stream"), None] {
         let sub = r.sub("ctype");
         let jwt = r.jwt(&sub)?;
         let body = message_body(&r.cfg.public_prompt.clone(), None, None).to_string();
-        let req = r
+        let req = s
             .a2a_request(Method::POST, "message:send", Some(&jwt))
             .raw(ct, body.into_bytes());
         let res = r.send(req, Kind::A2a).await?;
@@ -222,13 +235,13 @@ async fn any_content_type(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn a2a_version(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn a2a_version(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     for version in [Some("1.0"), Some("0.3"), None] {
         let sub = r.sub("version");
         let jwt = r.jwt(&sub)?;
         let body = message_body(&r.cfg.public_prompt.clone(), None, None);
-        let mut req = r
+        let mut req = s
             .a2a_request(Method::POST, "message:send", Some(&jwt))
             .json(body);
         if let Some(v) = version {
@@ -245,9 +258,13 @@ async fn a2a_version(r: &mut Runner<'_>) -> Verdict {
 }
 
 /// Starts a conversation as `sub`; its context id.
-async fn start_context(r: &mut Runner<'_>, sub: &str) -> Result<String, expect::Problem> {
+async fn start_context(
+    r: &mut Runner<'_>,
+    s: &Setup,
+    sub: &str,
+) -> Result<String, expect::Problem> {
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(sub, &prompt, None, None).await?;
+    let res = r.say(s, sub, &prompt, None, None).await?;
     let m = expect::reply_message(&res).map_err(|p| during("starting a conversation", p))?;
     Ok(m.get("contextId")
         .and_then(Value::as_str)
@@ -255,12 +272,12 @@ async fn start_context(r: &mut Runner<'_>, sub: &str) -> Result<String, expect::
         .to_owned())
 }
 
-async fn context_continues(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn context_continues(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let sub = r.sub("ctx");
-    let ctx = start_context(r, &sub).await?;
+    let ctx = start_context(r, s, &sub).await?;
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(&sub, &prompt, Some(&ctx), None).await?;
+    let res = r.say(s, &sub, &prompt, Some(&ctx), None).await?;
     let m = expect::reply_message(&res).map_err(|p| during("continuing it", p))?;
     let got = m.get("contextId").and_then(Value::as_str);
     if got != Some(ctx.as_str()) {
@@ -272,12 +289,12 @@ async fn context_continues(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn unknown_context(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn unknown_context(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let sub = r.sub("unknown-ctx");
     let prompt = r.cfg.public_prompt.clone();
     for ctx in [uuid::Uuid::new_v4().to_string(), r.unique("not-a-context")] {
-        let res = r.say(&sub, &prompt, Some(&ctx), None).await?;
+        let res = r.say(s, &sub, &prompt, Some(&ctx), None).await?;
         expect::a2a_error(&res, ErrorReason::InvalidParams, Some("Unknown contextId"))
             .map_err(|p| during(&format!("contextId {ctx:?}"), p))?;
     }
@@ -285,17 +302,18 @@ async fn unknown_context(r: &mut Runner<'_>) -> Verdict {
 }
 
 /// PACT §4: someone else's context looks exactly like an unknown one.
-async fn foreign_context(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn foreign_context(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let owner = r.sub("owner");
-    let ctx = start_context(r, &owner).await?;
+    let ctx = start_context(r, s, &owner).await?;
     let other = r.sub("intruder");
     let prompt = r.cfg.public_prompt.clone();
-    let res = r.say(&other, &prompt, Some(&ctx), None).await?;
+    let res = r.say(s, &other, &prompt, Some(&ctx), None).await?;
     let foreign = expect::a2a_error(&res, ErrorReason::InvalidParams, Some("Unknown contextId"))
         .map_err(|p| during("another sub's context", p))?;
     let res2 = r
         .say(
+            s,
             &other,
             &prompt,
             Some(&uuid::Uuid::new_v4().to_string()),
@@ -316,15 +334,15 @@ async fn foreign_context(r: &mut Runner<'_>) -> Verdict {
 }
 
 /// PACT §4: a repeated `messageId` gets the stored reply (same reply id).
-async fn replay(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn replay(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     let sub = r.sub("replay");
-    let ctx = start_context(r, &sub).await?;
+    let ctx = start_context(r, s, &sub).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let body = message_body(&r.cfg.public_prompt.clone(), Some(&ctx), Some(&id));
-    let res = r.post_message(&sub, body.clone(), None).await?;
+    let res = r.post_message(s, &sub, body.clone(), None).await?;
     let first = expect::reply_message(&res).map_err(|p| during("the first send", p))?;
-    let res = r.post_message(&sub, body, None).await?;
+    let res = r.post_message(s, &sub, body, None).await?;
     let second = expect::reply_message(&res).map_err(|p| during("the retry", p))?;
     for field in ["messageId", "contextId", "parts"] {
         if first.get(field) != second.get(field) {
@@ -344,28 +362,29 @@ async fn replay(r: &mut Runner<'_>) -> Verdict {
 /// Each body must get this A2A error.
 async fn refused_bodies(
     r: &mut Runner<'_>,
+    s: &Setup,
     cases: Vec<(&str, Value)>,
     reason: ErrorReason,
     message: Option<&str>,
 ) -> Verdict {
-    r.auth_gate()?;
+    s.auth_gate()?;
     for (label, body) in cases {
         let sub = r.sub("bad-body");
-        let res = r.post_message(&sub, body, None).await?;
+        let res = r.post_message(s, &sub, body, None).await?;
         expect::a2a_error(&res, reason, message).map_err(|p| during(label, p))?;
     }
     Ok(String::new())
 }
 
-async fn bad_json(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn bad_json(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     for (label, bytes) in [
         ("a body that is not JSON", b"{not json".to_vec()),
         ("a JSON array", b"[]".to_vec()),
     ] {
         let sub = r.sub("bad-json");
         let jwt = r.jwt(&sub)?;
-        let req = r
+        let req = s
             .a2a_request(Method::POST, "message:send", Some(&jwt))
             .raw(Some("application/json"), bytes);
         let res = r.send(req, Kind::A2a).await?;
@@ -377,15 +396,16 @@ async fn bad_json(r: &mut Runner<'_>) -> Verdict {
 /// One authenticated request that must get this A2A error.
 async fn simple_op(
     r: &mut Runner<'_>,
+    s: &Setup,
     method: Method,
     op: &str,
     reason: ErrorReason,
     message: Option<&str>,
 ) -> Verdict {
-    r.auth_gate()?;
+    s.auth_gate()?;
     let sub = r.sub("op");
     let jwt = r.jwt(&sub)?;
-    let mut req = r.a2a_request(method.clone(), op, Some(&jwt));
+    let mut req = s.a2a_request(method.clone(), op, Some(&jwt));
     if method == Method::POST {
         req = req.json(message_body("hello", None, None));
     }
@@ -396,19 +416,20 @@ async fn simple_op(
 
 async fn list_tasks(
     r: &mut Runner<'_>,
+    s: &Setup,
     query: &str,
 ) -> Result<(pact_client::http::Response, Value), expect::Problem> {
     let sub = r.sub("tasks");
     let jwt = r.jwt(&sub)?;
-    let req = r.a2a_request(Method::GET, &format!("tasks{query}"), Some(&jwt));
+    let req = s.a2a_request(Method::GET, &format!("tasks{query}"), Some(&jwt));
     let res = r.send(req, Kind::A2a).await?;
     let v = expect::ok_json(&res).map_err(|p| during(&format!("GET tasks{query}"), p))?;
     Ok((res, v))
 }
 
-async fn tasks_list(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
-    let (res, v) = list_tasks(r, "").await?;
+async fn tasks_list(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
+    let (res, v) = list_tasks(r, s, "").await?;
     let expected = json!({"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0});
     if v != expected {
         return Err(fail(format!("expected {expected}"), Some(&res)));
@@ -416,15 +437,15 @@ async fn tasks_list(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn page_sizes(r: &mut Runner<'_>) -> Verdict {
-    r.auth_gate()?;
+async fn page_sizes(r: &mut Runner<'_>, s: &Setup) -> Verdict {
+    s.auth_gate()?;
     for (query, size) in [
         ("?pageSize=1", 1),
         ("?pageSize=100", 100),
         ("?pageToken=x&pageSize=7&status=working", 7),
         ("?somethingElse=1", 50),
     ] {
-        let (res, v) = list_tasks(r, query).await?;
+        let (res, v) = list_tasks(r, s, query).await?;
         if v.get("pageSize") != Some(&json!(size)) || v.get("tasks") != Some(&json!([])) {
             return Err(fail(
                 format!("GET tasks{query}: expected pageSize {size} and no tasks"),
@@ -435,7 +456,7 @@ async fn page_sizes(r: &mut Runner<'_>) -> Verdict {
     Ok(String::new())
 }
 
-async fn push_configs(r: &mut Runner<'_>) -> Verdict {
+async fn push_configs(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let id = r.unique("task");
     for (method, op) in [
         (Method::GET, format!("tasks/{id}/pushNotificationConfigs")),
@@ -451,6 +472,7 @@ async fn push_configs(r: &mut Runner<'_>) -> Verdict {
     ] {
         simple_op(
             r,
+            s,
             method,
             &op,
             ErrorReason::PushNotificationNotSupported,
@@ -465,12 +487,13 @@ async fn push_configs(r: &mut Runner<'_>) -> Verdict {
 /// 404/405 without any credentials.
 async fn route_misses(
     r: &mut Runner<'_>,
+    s: &Setup,
     cases: Vec<(Method, String)>,
     allowed: &[u16],
 ) -> Verdict {
     let mut seen = Vec::new();
     for (method, op) in cases {
-        let req = r.a2a_request(method.clone(), &op, None);
+        let req = s.a2a_request(method.clone(), &op, None);
         let req = if method == Method::POST || method == Method::PUT {
             req.json(message_body("hello", None, None))
         } else {

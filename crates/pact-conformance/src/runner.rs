@@ -64,6 +64,9 @@ pub enum Kind {
     Plain,
 }
 
+/// What is run-wide: the configuration, the agent's signer, the checks
+/// recorded so far and the responses the checks over every response look
+/// at. What a phase finds is its return value, not a field here.
 pub struct Runner<'a> {
     pub cfg: Config,
     pub approver: &'a dyn Approver,
@@ -72,19 +75,56 @@ pub struct Runner<'a> {
     run_id: String,
     subs: usize,
     results: Vec<Check>,
-    pub card: Option<CardInfo>,
-    pub card_res: Option<Response>,
-    /// The other brand's card (`--other-brand`), or why it could not be read.
-    pub other: Option<Result<CardInfo, String>>,
-    /// Why authenticated checks cannot mean anything (the baseline failed).
-    pub auth_problem: Option<String>,
-    /// Why the rest of the run cannot happen.
-    pub stop: Option<String>,
-    jwks_server: Option<JwksServer>,
-    pub jwks_uri: Option<String>,
     pub a2a_seen: Vec<Seen>,
     pub oauth_seen: Vec<Seen>,
     pub limited_seen: Vec<(Evidence, Vec<Option<String>>)>,
+}
+
+/// Why the rest of the run cannot happen (a failed setup check says more);
+/// every check not yet recorded is SKIP with this reason.
+#[derive(Debug)]
+pub struct Stopped(String);
+
+/// What setup found. Every phase after it takes a `&Setup`, so none can run
+/// before the card was read and the baseline tried.
+pub struct Setup {
+    /// The brand's Agent Card (PACT §2).
+    pub card: CardInfo,
+    /// The response that carried the card (its URL and caching headers).
+    pub card_res: Response,
+    /// The second brand of `--other-brand`.
+    pub other: OtherBrand,
+    /// The valid-token baseline (`§3.valid-token-accepted`).
+    pub baseline: Baseline,
+    /// The agent's JWKS, when this run serves it: kept for the whole run,
+    /// since the Provider may fetch it to verify any PA-JWT (PACT §3).
+    _jwks_server: Option<JwksServer>,
+}
+
+/// The second brand at the same Provider (`--other-brand`).
+pub enum OtherBrand {
+    /// None was given: checks that need one SKIP.
+    NotGiven,
+    /// Given, but its card could not be read: checks that need it FAIL.
+    Unreadable(String),
+    /// Boxed: a card is large, the other two variants are not.
+    Read(Box<CardInfo>),
+}
+
+/// Whether a valid PA-JWT was accepted (PACT §3). Without that, every
+/// refusal proves nothing.
+pub enum Baseline {
+    Accepted,
+    /// The first line of why it was not.
+    Failed(String),
+}
+
+/// Where the agent's JWKS is served during the run.
+struct Jwks {
+    /// The URL to register (`None` when served elsewhere and not configured).
+    uri: Option<String>,
+    /// The server, when this run serves it itself.
+    server: Option<JwksServer>,
 }
 
 impl<'a> Runner<'a> {
@@ -102,13 +142,6 @@ impl<'a> Runner<'a> {
             signer,
             subs: 0,
             results: Vec::new(),
-            card: None,
-            card_res: None,
-            other: None,
-            auth_problem: None,
-            stop: None,
-            jwks_server: None,
-            jwks_uri: None,
             a2a_seen: Vec::new(),
             oauth_seen: Vec::new(),
             limited_seen: Vec::new(),
@@ -179,12 +212,10 @@ impl<'a> Runner<'a> {
         self.skip_all(&ids, reason);
     }
 
-    /// The report, in catalogue order; every wanted check appears.
-    pub fn into_report(mut self, duration: Duration) -> Report {
-        let fallback = self
-            .stop
-            .clone()
-            .unwrap_or_else(|| "not reached".to_owned());
+    /// The report, in catalogue order; every wanted check appears (SKIP,
+    /// with why the run stopped, when it was not reached).
+    pub fn into_report(mut self, stopped: Option<Stopped>, duration: Duration) -> Report {
+        let fallback = stopped.map_or_else(|| "not reached".to_owned(), |s| s.0);
         for id in RuleId::ALL {
             if !self.wants(*id) || self.recorded(*id) {
                 continue;
@@ -211,29 +242,6 @@ impl<'a> Runner<'a> {
     /// A string unique to this run.
     pub fn unique(&self, label: &str) -> String {
         format!("pact-conformance-{}-{label}", self.run_id)
-    }
-
-    /// The interface URL (known after setup).
-    pub fn iface(&self) -> String {
-        self.card
-            .as_ref()
-            .map(|c| c.iface.clone())
-            .unwrap_or_default()
-    }
-
-    /// `{iface}/{op}`.
-    pub fn op_url(&self, op: &str) -> String {
-        format!("{}/{op}", self.iface())
-    }
-
-    /// SKIP when a valid PA-JWT was not accepted: then a refusal proves nothing.
-    pub fn auth_gate(&self) -> Result<(), Problem> {
-        match &self.auth_problem {
-            None => Ok(()),
-            Some(why) => Err(skip(format!(
-                "the valid-token baseline failed (§3.valid-token-accepted: {why}), so this proves nothing"
-            ))),
-        }
     }
 
     /// A valid PA-JWT for `sub`.
@@ -294,90 +302,116 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// An A2A request to `{iface}/{op}`.
-    pub fn a2a_request(&self, method: Method, op: &str, token: Option<&str>) -> Request {
-        let mut req = Request::new(method, self.op_url(op));
-        if let Some(t) = token {
-            req = req.bearer(t);
-        }
-        req
-    }
-
     /// POSTs `message:send` with `body`, a PA-JWT for `sub` and an optional
     /// delegation token.
     pub async fn post_message(
         &mut self,
+        s: &Setup,
         sub: &str,
         body: Value,
         delegation: Option<&str>,
     ) -> Result<Response, Problem> {
-        let jwt = self.jwt(sub)?;
-        let mut req = self
-            .a2a_request(Method::POST, "message:send", Some(&jwt))
-            .json(body);
-        if let Some(t) = delegation {
-            req = req.header(pact_proto::a2a::DELEGATION_HEADER, format!("Bearer {t}"));
-        }
-        self.send(req, Kind::A2a).await
+        self.message_to(s.iface(), sub, body, delegation).await
     }
 
     /// `message:send` of `text` as `sub`, optionally in a context.
     pub async fn say(
         &mut self,
+        s: &Setup,
         sub: &str,
         text: &str,
         context: Option<&str>,
         delegation: Option<&str>,
     ) -> Result<Response, Problem> {
         let body = message_body(text, context, None);
-        self.post_message(sub, body, delegation).await
+        self.post_message(s, sub, body, delegation).await
     }
 
-    /// Runs the suite.
-    pub async fn run(&mut self) {
-        self.setup().await;
-        if self.stop.is_some() {
-            return;
+    /// [`Self::post_message`] to the interface at `iface`: setup sends the
+    /// baseline before its [`Setup`] exists.
+    async fn message_to(
+        &mut self,
+        iface: &str,
+        sub: &str,
+        body: Value,
+        delegation: Option<&str>,
+    ) -> Result<Response, Problem> {
+        let jwt = self.jwt(sub)?;
+        let mut req = a2a_request(iface, Method::POST, "message:send", Some(&jwt)).json(body);
+        if let Some(t) = delegation {
+            req = req.header(pact_proto::a2a::DELEGATION_HEADER, format!("Bearer {t}"));
         }
-        crate::identity::card_checks(self).await;
-        crate::identity::token_checks(self).await;
-        crate::messages::message_checks(self).await;
-        crate::delegated::run(self).await;
+        self.send(req, Kind::A2a).await
+    }
+
+    /// Runs the suite: setup, then the phases that need what it found. `Err`
+    /// when setup could not finish.
+    pub async fn run(&mut self) -> Result<(), Stopped> {
+        let setup = self.setup().await?;
+        crate::identity::card_checks(self, &setup).await;
+        crate::identity::token_checks(self, &setup).await;
+        crate::messages::message_checks(self, &setup).await;
+        crate::delegated::run(self, &setup).await;
         crate::messages::aggregate_checks(self);
+        Ok(())
     }
 
-    async fn setup(&mut self) {
-        // The agent's JWKS, so the Provider can verify our PA-JWTs (PACT §3).
-        match self.cfg.jwks {
-            JwksServing::Serve(addr) => {
-                match JwksServer::start(addr, self.cfg.identity.key.jwks()).await {
-                    Ok(server) => {
-                        self.jwks_uri = Some(server.uri());
-                        self.jwks_server = Some(server);
-                    }
-                    // Already served there (e.g. by `pact-agent serve-jwks`)?
-                    Err(_) if self.serves_our_key(addr).await => {
-                        self.jwks_uri = Some(format!(
-                            "http://{addr}{}",
-                            pact_client::jwks_server::JWKS_PATH
-                        ));
-                    }
-                    Err(e) => {
-                        let why = format!("cannot serve the agent's JWKS on {addr}: {e:#}");
-                        self.record(
-                            RuleId::ValidTokenAccepted,
-                            Instant::now(),
-                            Err(fail(&why, None)),
-                        );
-                        self.stop = Some(why);
-                        return;
-                    }
-                }
-            }
-            JwksServing::External => self.jwks_uri = self.cfg.identity.settings.jwks_uri.clone(),
-        }
+    /// The agent's JWKS (PACT §3), the card (PACT §2), the other brand's
+    /// card, and the valid-token baseline, in that order: each needs the one
+    /// before.
+    async fn setup(&mut self) -> Result<Setup, Stopped> {
+        let jwks = self.serve_jwks().await?;
+        let (card, card_res) = self.read_card().await?;
+        let other = self.read_other_brand().await;
+        let baseline = self.baseline(&card, jwks.uri.as_deref()).await;
+        Ok(Setup {
+            card,
+            card_res,
+            other,
+            baseline,
+            _jwks_server: jwks.server,
+        })
+    }
 
-        // The card (PACT §2): no credentials.
+    /// Serves the agent's JWKS, so the Provider can verify our PA-JWTs
+    /// (PACT §3), or finds it already served.
+    async fn serve_jwks(&mut self) -> Result<Jwks, Stopped> {
+        let addr = match self.cfg.jwks {
+            JwksServing::External => {
+                return Ok(Jwks {
+                    uri: self.cfg.identity.settings.jwks_uri.clone(),
+                    server: None,
+                });
+            }
+            JwksServing::Serve(addr) => addr,
+        };
+        match JwksServer::start(addr, self.cfg.identity.key.jwks()).await {
+            Ok(server) => Ok(Jwks {
+                uri: Some(server.uri()),
+                server: Some(server),
+            }),
+            // Already served there (e.g. by `pact-agent serve-jwks`)?
+            Err(_) if self.serves_our_key(addr).await => Ok(Jwks {
+                uri: Some(format!(
+                    "http://{addr}{}",
+                    pact_client::jwks_server::JWKS_PATH
+                )),
+                server: None,
+            }),
+            Err(e) => {
+                let why = format!("cannot serve the agent's JWKS on {addr}: {e:#}");
+                self.record(
+                    RuleId::ValidTokenAccepted,
+                    Instant::now(),
+                    Err(fail(&why, None)),
+                );
+                Err(Stopped(why))
+            }
+        }
+    }
+
+    /// `§2.card-served`: the card, fetched without credentials (PACT §2).
+    async fn read_card(&mut self) -> Result<(CardInfo, Response), Stopped> {
         let started = Instant::now();
         let url = self.cfg.card_url.clone();
         let fetched = self
@@ -386,38 +420,36 @@ impl<'a> Runner<'a> {
             .and_then(|res| {
                 let v = expect::ok_json(&res)?;
                 let info = card::parse(v, &res.url).map_err(|e| fail(e.to_string(), Some(&res)))?;
-                Ok((res, info))
+                Ok((info, res))
             });
-        let verdict = fetched.map(|(res, info)| {
-            let note = format!("{} at {}", info.name, info.iface);
-            self.card = Some(info);
-            self.card_res = Some(res);
-            note
+        let verdict = expect::verdict_on(&fetched, |(info, _)| {
+            Ok(format!("{} at {}", info.name, info.iface))
         });
-        if self.card.is_none() {
-            self.stop = Some("the Agent Card could not be read (§2.card-served)".to_owned());
-        }
         self.record(RuleId::CardServed, started, verdict);
-        if self.stop.is_some() {
-            return;
-        }
+        fetched.map_err(|_| Stopped("the Agent Card could not be read (§2.card-served)".to_owned()))
+    }
 
-        if let Some(other) = self.cfg.other_brand.clone() {
-            let fetched = card::fetch(&self.http, &other)
-                .await
-                .map(|(_, info)| info)
-                .map_err(|e| format!("cannot read the other brand's card: {e:#}"));
-            self.other = Some(fetched);
+    /// The card of `--other-brand`, when one was given.
+    async fn read_other_brand(&self) -> OtherBrand {
+        let Some(url) = &self.cfg.other_brand else {
+            return OtherBrand::NotGiven;
+        };
+        match card::fetch(&self.http, url).await {
+            Ok((_, info)) => OtherBrand::Read(Box::new(info)),
+            Err(e) => OtherBrand::Unreadable(format!("cannot read the other brand's card: {e:#}")),
         }
+    }
 
-        // The baseline: a valid PA-JWT is accepted. Without it, every refusal
-        // below would prove nothing.
+    /// `§3.valid-token-accepted`: a valid PA-JWT is accepted at `card`'s
+    /// interface. Without it, every refusal later would prove nothing.
+    async fn baseline(&mut self, card: &CardInfo, jwks_uri: Option<&str>) -> Baseline {
         let started = Instant::now();
         let sub = self.sub("baseline");
-        let prompt = self.cfg.public_prompt.clone();
-        let verdict = self.say(&sub, &prompt, None, None).await.and_then(|res| {
+        let body = message_body(&self.cfg.public_prompt.clone(), None, None);
+        let sent = self.message_to(&card.iface, &sub, body, None).await;
+        let verdict = sent.and_then(|res| {
             if res.status == 401 {
-                return Err(fail(self.registration_advice(), Some(&res)));
+                return Err(fail(self.registration_advice(jwks_uri), Some(&res)));
             }
             expect::reply_message(&res).map(|m| {
                 format!(
@@ -426,10 +458,15 @@ impl<'a> Runner<'a> {
                 )
             })
         });
-        if let Err(Problem::Fail { reason, .. }) = &verdict {
-            self.auth_problem = Some(reason.lines().next().unwrap_or("").to_owned());
-        }
+        let baseline = match &verdict {
+            Err(Problem::Fail { reason, .. }) => {
+                Baseline::Failed(reason.lines().next().unwrap_or("").to_owned())
+            }
+            // Nothing in the baseline is optional, so it never SKIPs.
+            _ => Baseline::Accepted,
+        };
         self.record(RuleId::ValidTokenAccepted, started, verdict);
+        baseline
     }
 
     /// `true` when `http://{addr}/.well-known/jwks.json` already publishes
@@ -449,27 +486,57 @@ impl<'a> Runner<'a> {
     }
 
     /// What to register when the Provider does not know this agent.
-    pub fn registration_advice(&self) -> String {
-        let uri = self
-            .jwks_uri
-            .clone()
-            .unwrap_or_else(|| "<the URL that serves this agent's JWKS>".to_owned());
+    fn registration_advice(&self, jwks_uri: Option<&str>) -> String {
+        let uri = jwks_uri.unwrap_or("<the URL that serves this agent's JWKS>");
         format!(
             "a valid PA-JWT got 401: the Provider does not know this agent (or cannot fetch its \
              JWKS, or its audience is not {:?}). Register it:\n    {}",
             self.cfg.audience,
-            self.cfg.identity.registration_line(&uri)
+            self.cfg.identity.registration_line(uri)
         )
+    }
+}
+
+impl Setup {
+    /// The interface URL (PACT §2: the card's first interface).
+    pub fn iface(&self) -> &str {
+        &self.card.iface
+    }
+
+    /// An A2A request to `{iface}/{op}`.
+    pub fn a2a_request(&self, method: Method, op: &str, token: Option<&str>) -> Request {
+        a2a_request(self.iface(), method, op, token)
+    }
+
+    /// SKIP when a valid PA-JWT was not accepted: then a refusal proves nothing.
+    pub fn auth_gate(&self) -> Result<(), Problem> {
+        match &self.baseline {
+            Baseline::Accepted => Ok(()),
+            Baseline::Failed(why) => Err(skip(format!(
+                "the valid-token baseline failed (§3.valid-token-accepted: {why}), so this proves nothing"
+            ))),
+        }
     }
 
     /// The other brand's card, or why a check needing it cannot run.
     pub fn other_brand(&self) -> Result<CardInfo, Problem> {
         match &self.other {
-            None => Err(skip("needs a second brand: pass --other-brand <card-url>")),
-            Some(Err(why)) => Err(fail(why.clone(), None)),
-            Some(Ok(info)) => Ok(info.clone()),
+            OtherBrand::NotGiven => {
+                Err(skip("needs a second brand: pass --other-brand <card-url>"))
+            }
+            OtherBrand::Unreadable(why) => Err(fail(why.clone(), None)),
+            OtherBrand::Read(info) => Ok((**info).clone()),
         }
     }
+}
+
+/// An A2A request to `{iface}/{op}`, with a PA-JWT when `token` is given.
+fn a2a_request(iface: &str, method: Method, op: &str, token: Option<&str>) -> Request {
+    let mut req = Request::new(method, format!("{iface}/{op}"));
+    if let Some(t) = token {
+        req = req.bearer(t);
+    }
+    req
 }
 
 /// A `message:send` body (PACT §4).
