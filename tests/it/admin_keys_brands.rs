@@ -5,7 +5,9 @@ use pact_tests::TestApp;
 use pact_tests::pages::{Browser, csrf_from};
 use serde_json::Value;
 
-use crate::admin_api::{audit_actions, call, credential, error, ok};
+use crate::admin_api::{
+    assert_audited, audit_actions, call, call_ok, call_refused, credential, error,
+};
 use crate::admin_console::{add_admin, sign_in};
 
 async fn app() -> TestApp {
@@ -57,7 +59,7 @@ async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() 
 
     // Public facts only, for any role (a brand-limited viewer too: the keys
     // are in every brand's JWKS anyway).
-    let list = ok(call(&app, &viewer, "get", "/keys", None).await).await;
+    let list = call_ok(&app, &viewer, "get", "/keys", None).await;
     let before = kids(&list);
     assert_eq!(before.len(), 1);
     assert_eq!(before[0].1, "active");
@@ -83,12 +85,7 @@ async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() 
         (&operator, "ops"),
         (&limited_owner, "shop-owner"),
     ] {
-        error(
-            call(&app, who, "post", "/keys/rotate", None).await,
-            403,
-            "forbidden",
-        )
-        .await;
+        call_refused(&app, who, "post", "/keys/rotate", None, 403, "forbidden").await;
         assert!(
             audit_actions(&app, name)
                 .await
@@ -100,7 +97,7 @@ async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() 
 
     // The owner rotates exactly as `pactd keys rotate`: the new key is
     // published now, signs after the overlap; the old one signs until then.
-    let new = ok(call(&app, &owner, "post", "/keys/rotate", None).await).await;
+    let new = call_ok(&app, &owner, "post", "/keys/rotate", None).await;
     let kid = new["kid"].as_str().unwrap().to_owned();
     assert_eq!(new["status"], "published");
     let rows = pact_db::signing_keys::all(&app.db).await.unwrap();
@@ -117,7 +114,7 @@ async fn keys_are_listed_without_private_parts_and_only_an_owner_rotates_them() 
         old_row.unpublish_at,
         Some(new_row.activates_at + time::Duration::seconds(retain))
     );
-    let after = kids(&ok(call(&app, &viewer, "get", "/keys", None).await).await);
+    let after = kids(&call_ok(&app, &viewer, "get", "/keys", None).await);
     assert_eq!(
         after,
         vec![
@@ -220,7 +217,7 @@ async fn the_console_shows_the_keys_and_only_an_owner_rotates_them() {
 async fn nodes_until(app: &TestApp, secret: &str, done: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
     for _ in 0..100 {
-        last = ok(call(app, secret, "get", "/nodes", None).await).await;
+        last = call_ok(app, secret, "get", "/nodes", None).await;
         if done(&last) {
             return last;
         }
@@ -297,7 +294,7 @@ async fn every_node_says_whether_it_listens_for_revocations() {
         .await
         .unwrap();
     }
-    let v = ok(call(&app, &viewer, "get", "/nodes", None).await).await;
+    let v = call_ok(&app, &viewer, "get", "/nodes", None).await;
     assert_eq!(v["summary"], "1 node, all listening");
     assert_eq!(v["all_listening"], true);
     let gone: Vec<&str> = v["items"]
@@ -340,7 +337,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     let operator = credential(&app, "ops", "operator", None).await;
     let viewer = credential(&app, "desk", "viewer", None).await;
 
-    let list = ok(call(&app, &owner, "get", "/brands", None).await).await;
+    let list = call_ok(&app, &owner, "get", "/brands", None).await;
     let ids: Vec<&str> = list["items"]
         .as_array()
         .unwrap()
@@ -348,34 +345,21 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
         .map(|b| b["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["demo", "shop"]);
-    let demo = ok(call(&app, &owner, "get", "/brands/demo", None).await).await;
+    let demo = call_ok(&app, &owner, "get", "/brands/demo", None).await;
     assert!(!demo["scopes"].as_array().unwrap().is_empty());
     assert_eq!(demo["grant_lifetime_days"], 30);
     assert_eq!(demo["grant_lifetime_is_default"], true);
 
     // Below owner: refused before anything is looked up, and audited.
     for (secret, name) in [(&viewer, "desk"), (&operator, "ops")] {
-        error(
-            call(&app, secret, "get", "/brands", None).await,
-            403,
-            "forbidden",
-        )
-        .await;
-        error(
-            call(&app, secret, "get", "/brands/shop", None).await,
-            403,
-            "forbidden",
-        )
-        .await;
-        error(
-            call(
-                &app,
-                secret,
-                "post",
-                "/brands/shop/scopes",
-                Some(serde_json::json!({"scope_id": "x", "description": "X"})),
-            )
-            .await,
+        call_refused(&app, secret, "get", "/brands", None, 403, "forbidden").await;
+        call_refused(&app, secret, "get", "/brands/shop", None, 403, "forbidden").await;
+        call_refused(
+            &app,
+            secret,
+            "post",
+            "/brands/shop/scopes",
+            Some(serde_json::json!({"scope_id": "x", "description": "X"})),
             403,
             "forbidden",
         )
@@ -412,14 +396,13 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     );
 
     // A brand-limited owner manages its brand.
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/scopes",
         Some(serde_json::json!({"scope_id": "returns:create", "description": "Start a return"})),
     )
-    .await)
     .await;
     assert_eq!(v["scopes"][0]["scope_id"], "returns:create");
     assert_eq!(
@@ -436,7 +419,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
         .unwrap();
     assert_eq!(seen.len(), 1, "the peer sees the new scope");
     // An edit: description and second factor.
-    ok(call(
+    call_ok(
         &app,
         &shop_owner,
         "post",
@@ -445,7 +428,6 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
             "scope_id": "returns:create", "description": "Start a return of an order", "requires_mfa": true
         })),
     )
-    .await)
     .await;
     assert_eq!(
         scopes_of(&app, "shop").await,
@@ -476,8 +458,12 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
         serde_json::json!({"scope_id": "x", "description": "Fine", "extra": 1}),
         serde_json::json!({"description": "Fine"}),
     ] {
-        error(
-            call(&app, &shop_owner, "post", "/brands/shop/scopes", Some(bad)).await,
+        call_refused(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/shop/scopes",
+            Some(bad),
             400,
             "invalid_request",
         )
@@ -487,43 +473,45 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
 
     // Other brands do not exist for it: the same answer as a missing brand.
     let demo_before = scopes_of(&app, "demo").await;
-    let list = ok(call(&app, &shop_owner, "get", "/brands", None).await).await;
+    let list = call_ok(&app, &shop_owner, "get", "/brands", None).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
-    let missing = error(
-        call(&app, &shop_owner, "get", "/brands/nope", None).await,
+    let missing = call_refused(
+        &app,
+        &shop_owner,
+        "get",
+        "/brands/nope",
+        None,
         404,
         "not_found",
     )
     .await;
-    let other = error(
-        call(&app, &shop_owner, "get", "/brands/demo", None).await,
+    let other = call_refused(
+        &app,
+        &shop_owner,
+        "get",
+        "/brands/demo",
+        None,
         404,
         "not_found",
     )
     .await;
     assert_eq!(missing, other);
-    error(
-        call(
-            &app,
-            &shop_owner,
-            "post",
-            "/brands/demo/scopes",
-            Some(serde_json::json!({"scope_id": "orders:read", "description": "Mine now"})),
-        )
-        .await,
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/demo/scopes",
+        Some(serde_json::json!({"scope_id": "orders:read", "description": "Mine now"})),
         404,
         "not_found",
     )
     .await;
-    error(
-        call(
-            &app,
-            &shop_owner,
-            "post",
-            "/brands/demo/scopes/orders:read/remove",
-            None,
-        )
-        .await,
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/demo/scopes/orders:read/remove",
+        None,
         404,
         "not_found",
     )
@@ -531,25 +519,21 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     assert_eq!(scopes_of(&app, "demo").await, demo_before);
 
     // Removing: once, then it is not found.
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/scopes/returns:create/remove",
         None,
     )
-    .await)
     .await;
     assert!(v["scopes"].as_array().unwrap().is_empty());
-    error(
-        call(
-            &app,
-            &shop_owner,
-            "post",
-            "/brands/shop/scopes/returns:create/remove",
-            None,
-        )
-        .await,
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/scopes/returns:create/remove",
+        None,
         404,
         "not_found",
     )
@@ -745,7 +729,7 @@ async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the
     let owner = credential(&app, "root", "owner", None).await;
     let platform = LogoServer::start().await;
 
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &owner,
         "post",
@@ -760,7 +744,6 @@ async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the
             "tos_uri": "https://new.example/terms",
         })),
     )
-    .await)
     .await;
     let sha = pact_server::who::sha256_hex(PA_LOGO);
     assert_eq!(v["logo"], format!("/logos/{sha}"));
@@ -781,7 +764,7 @@ async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the
     assert_eq!(res.status(), 200);
 
     // Absent keeps, "" removes, as with `pactd agent add`.
-    ok(call(
+    call_ok(
         &app,
         &owner,
         "post",
@@ -792,7 +775,6 @@ async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the
             "tos_uri": "",
         })),
     )
-    .await)
     .await;
     let meta = pact_db::agents::metadata(&app.db, "https://new.example")
         .await
@@ -816,8 +798,12 @@ async fn platforms_are_registered_with_their_links_and_logo_from_the_api_and_the
             "jwks_uri": "https://new.example/jwks.json",
         });
         body[field] = serde_json::json!(bad);
-        let e = error(
-            call(&app, &owner, "post", "/agents", Some(body)).await,
+        let e = call_refused(
+            &app,
+            &owner,
+            "post",
+            "/agents",
+            Some(body),
             400,
             "invalid_request",
         )
@@ -905,19 +891,16 @@ async fn a_remote_registration_does_not_fetch_loopback_logos_in_production() {
     let app = TestApp::spawn_with(|c| c.jwks.allow_loopback = false).await;
     let owner = credential(&app, "root", "owner", None).await;
     let platform = LogoServer::start().await;
-    error(
-        call(
-            &app,
-            &owner,
-            "post",
-            "/agents",
-            Some(serde_json::json!({
-                "issuer": "https://new.example",
-                "jwks_uri": "https://new.example/jwks.json",
-                "logo_uri": platform.url("/logo.png"),
-            })),
-        )
-        .await,
+    call_refused(
+        &app,
+        &owner,
+        "post",
+        "/agents",
+        Some(serde_json::json!({
+            "issuer": "https://new.example",
+            "jwks_uri": "https://new.example/jwks.json",
+            "logo_uri": platform.url("/logo.png"),
+        })),
         400,
         "invalid_request",
     )
@@ -976,22 +959,19 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
             ("/brands/shop/tools", tool.clone()),
             ("/brands/nope/tools/x/remove", serde_json::json!({})),
         ] {
-            error(
-                call(&app, secret, "post", path, Some(body)).await,
-                403,
-                "forbidden",
-            )
-            .await;
+            call_refused(&app, secret, "post", path, Some(body), 403, "forbidden").await;
         }
-        let actions = audit_actions(&app, name).await;
-        for a in [
-            "brand.grant_lifetime.denied",
-            "details_type.upsert.denied",
-            "tool.upsert.denied",
-            "tool.remove.denied",
-        ] {
-            assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
-        }
+        assert_audited(
+            &app,
+            name,
+            &[
+                "brand.grant_lifetime.denied",
+                "details_type.upsert.denied",
+                "tool.upsert.denied",
+                "tool.remove.denied",
+            ],
+        )
+        .await;
     }
     assert!(
         brand_settings(&app, "shop")
@@ -1080,8 +1060,12 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
                 "enforce": ["ids=order_id"]}),
         ),
     ] {
-        error(
-            call(&app, &owner, "post", path, Some(body.clone())).await,
+        call_refused(
+            &app,
+            &owner,
+            "post",
+            path,
+            Some(body.clone()),
             400,
             "invalid_request",
         )
@@ -1096,35 +1080,32 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     );
 
     // The owner of the brand edits it.
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/grant-lifetime",
         Some(serde_json::json!({"days": 14})),
     )
-    .await)
     .await;
     assert_eq!(v["grant_lifetime_days"], 14);
     assert_eq!(v["grant_lifetime_is_default"], false);
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/details-types",
         Some(declaration.clone()),
     )
-    .await)
     .await;
     assert_eq!(v["details_types"]["order_view"]["scope"], "orders:read");
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/tools",
         Some(tool.clone()),
     )
-    .await)
     .await;
     assert_eq!(v["tools"][0]["name"], "get_order");
     // The enforce rule landed in the type, where the tool gate reads it.
@@ -1138,64 +1119,60 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     assert_eq!(types["order_view"].enforce.len(), 1);
 
     // Removing the tool removes its rules; removing a type that is not there is not_found.
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/tools/get_order/remove",
         None,
     )
-    .await)
     .await;
     assert_eq!(v["tools"], serde_json::json!([]));
     assert_eq!(
         v["details_types"]["order_view"]["enforce"],
         serde_json::json!([])
     );
-    error(
-        call(
-            &app,
-            &shop_owner,
-            "post",
-            "/brands/shop/tools/get_order/remove",
-            None,
-        )
-        .await,
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/tools/get_order/remove",
+        None,
         404,
         "not_found",
     )
     .await;
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &shop_owner,
         "post",
         "/brands/shop/details-types/order_view/remove",
         None,
     )
-    .await)
     .await;
     assert_eq!(v["details_types"], serde_json::json!({}));
-    let v = ok(call(
+    let v = call_ok(
         &app,
         &owner,
         "post",
         "/brands/shop/grant-lifetime",
         Some(serde_json::json!({"days": null})),
     )
-    .await)
     .await;
     assert_eq!(v["grant_lifetime_is_default"], true);
 
-    let actions = audit_actions(&app, "shop-owner").await;
-    for a in [
-        "brand.grant_lifetime",
-        "details_type.upsert",
-        "tool.upsert",
-        "tool.remove",
-        "details_type.remove",
-    ] {
-        assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
-    }
+    assert_audited(
+        &app,
+        "shop-owner",
+        &[
+            "brand.grant_lifetime",
+            "details_type.upsert",
+            "tool.upsert",
+            "tool.remove",
+            "details_type.remove",
+        ],
+    )
+    .await;
 }
 
 /// The console's forms do the same for an owner of the brand; an operator's
@@ -1315,14 +1292,16 @@ async fn the_console_edits_lifetime_types_and_tools_for_owners_only() {
     let (_, html) = shop.get_html("/admin/brands/shop").await;
     assert!(!html.contains("Remove tool get_order"));
     assert!(!html.contains("Remove type order_view"));
-    let actions = audit_actions(&app, "shop@example.com").await;
-    for a in [
-        "brand.grant_lifetime",
-        "details_type.upsert",
-        "tool.upsert",
-        "tool.remove",
-        "details_type.remove",
-    ] {
-        assert!(actions.iter().any(|x| x == a), "{a} not in {actions:?}");
-    }
+    assert_audited(
+        &app,
+        "shop@example.com",
+        &[
+            "brand.grant_lifetime",
+            "details_type.upsert",
+            "tool.upsert",
+            "tool.remove",
+            "details_type.remove",
+        ],
+    )
+    .await;
 }

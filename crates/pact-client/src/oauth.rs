@@ -62,15 +62,20 @@ pub fn parse_metadata(v: &Value) -> Result<AuthServer> {
     })
 }
 
+/// GETs a public JSON document (no credentials): 200 and JSON, or an error
+/// naming the URL.
+async fn get_json(http: &Http, url: &str) -> Result<(Response, Value)> {
+    let res = http.send(Request::get(url)).await?;
+    if res.status != 200 {
+        bail!("GET {url}: HTTP {}", res.status);
+    }
+    let v = res.json().ok_or_else(|| anyhow!("GET {url}: not JSON"))?;
+    Ok((res, v))
+}
+
 /// GETs RFC 8414 metadata (public, no credentials).
 pub async fn discover(http: &Http, metadata_url: &str) -> Result<(Response, AuthServer)> {
-    let res = http.send(Request::get(metadata_url)).await?;
-    if res.status != 200 {
-        bail!("GET {metadata_url}: HTTP {}", res.status);
-    }
-    let v = res
-        .json()
-        .ok_or_else(|| anyhow!("GET {metadata_url}: not JSON"))?;
+    let (res, v) = get_json(http, metadata_url).await?;
     let server = parse_metadata(&v)?;
     Ok((res, server))
 }
@@ -94,13 +99,7 @@ pub fn keyset_from_jwks(doc: &Value) -> Result<ProviderKeySet> {
 
 /// GETs the brand's JWKS (the metadata `jwks_uri`).
 pub async fn provider_keys(http: &Http, jwks_uri: &str) -> Result<(Response, ProviderKeySet)> {
-    let res = http.send(Request::get(jwks_uri)).await?;
-    if res.status != 200 {
-        bail!("GET {jwks_uri}: HTTP {}", res.status);
-    }
-    let doc = res
-        .json()
-        .ok_or_else(|| anyhow!("GET {jwks_uri}: not JSON"))?;
+    let (res, doc) = get_json(http, jwks_uri).await?;
     let keys = keyset_from_jwks(&doc)?;
     Ok((res, keys))
 }
@@ -156,6 +155,19 @@ async fn oauth_post(
         .await
 }
 
+/// [`oauth_post`] of `form` followed by `client_id` = the PA's issuer.
+async fn client_post(
+    http: &Http,
+    signer: &Signer,
+    sub: &str,
+    endpoint: &str,
+    form: &[(&str, &str)],
+) -> Result<Response> {
+    let mut form = form.to_vec();
+    form.push(("client_id", &signer.issuer));
+    oauth_post(http, signer, sub, endpoint, &form).await
+}
+
 /// RFC 8628 §3.1 (PACT §5.1): `client_id` and space-separated `scope`.
 pub async fn device_authorize(
     http: &Http,
@@ -194,18 +206,11 @@ pub async fn poll_once(
     endpoint: &str,
     device_code: &str,
 ) -> Result<Response> {
-    oauth_post(
-        http,
-        signer,
-        sub,
-        endpoint,
-        &[
-            ("grant_type", GRANT_TYPE_DEVICE_CODE),
-            ("device_code", device_code),
-            ("client_id", &signer.issuer),
-        ],
-    )
-    .await
+    let form = [
+        ("grant_type", GRANT_TYPE_DEVICE_CODE),
+        ("device_code", device_code),
+    ];
+    client_post(http, signer, sub, endpoint, &form).await
 }
 
 /// Refresh (RFC 6749 §6, PACT §5.3).
@@ -216,18 +221,11 @@ pub async fn refresh(
     endpoint: &str,
     refresh_token: &str,
 ) -> Result<Response> {
-    oauth_post(
-        http,
-        signer,
-        sub,
-        endpoint,
-        &[
-            ("grant_type", GRANT_TYPE_REFRESH_TOKEN),
-            ("refresh_token", refresh_token),
-            ("client_id", &signer.issuer),
-        ],
-    )
-    .await
+    let form = [
+        ("grant_type", GRANT_TYPE_REFRESH_TOKEN),
+        ("refresh_token", refresh_token),
+    ];
+    client_post(http, signer, sub, endpoint, &form).await
 }
 
 /// RFC 7009 revocation with the PA-JWT.
@@ -238,14 +236,7 @@ pub async fn revoke(
     endpoint: &str,
     token: &str,
 ) -> Result<Response> {
-    oauth_post(
-        http,
-        signer,
-        sub,
-        endpoint,
-        &[("token", token), ("client_id", &signer.issuer)],
-    )
-    .await
+    client_post(http, signer, sub, endpoint, &[("token", token)]).await
 }
 
 /// The RFC 6749 §5.2 `error` of a response, if it has one.

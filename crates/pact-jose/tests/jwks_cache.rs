@@ -7,13 +7,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use pact_clock::TestClock;
-use pact_jose::{Alg, JwksCache, JwksError, JwksPolicy};
+use pact_jose::{Alg, JwksCache, JwksError, JwksPolicy, VerifyingKey};
 use support::{JwksServer, jwks, loopback_policy};
 use tokio::io::AsyncWriteExt;
 
 #[allow(clippy::expect_used)] // test setup
 fn cache(policy: JwksPolicy) -> Arc<JwksCache> {
     timed_cache(policy).0
+}
+
+/// The ES256 key `kid` of `uri` from the cache, which must give it; `step`
+/// names the lookup in the failure.
+#[allow(clippy::expect_used)] // a test's assertion
+async fn key_of(cache: &JwksCache, uri: &str, kid: &str, step: &str) -> Arc<VerifyingKey> {
+    cache.key_for(uri, Some(kid), Alg::Es256).await.expect(step)
 }
 
 /// A cache on a test clock: time passes when the test says so.
@@ -49,10 +56,7 @@ async fn rotated_key_is_fetched_once_after_the_cooldown() {
         ..loopback_policy()
     });
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("k1");
+    key_of(&cache, &uri, "k1", "k1").await;
 
     server.set(|s| s.body = jwks(&["k1", "k2"]));
     // Within the cooldown the unknown kid is refused without a fetch.
@@ -61,17 +65,11 @@ async fn rotated_key_is_fetched_once_after_the_cooldown() {
     assert_eq!(cache.fetch_count(), 1);
 
     clock.advance(Duration::from_millis(600));
-    let key = cache
-        .key_for(&uri, Some("k2"), Alg::Es256)
-        .await
-        .expect("k2 after rotation");
+    let key = key_of(&cache, &uri, "k2", "k2 after rotation").await;
     assert_eq!(key.kid(), Some("k2"));
     assert_eq!(cache.fetch_count(), 2);
     for _ in 0..20 {
-        cache
-            .key_for(&uri, Some("k2"), Alg::Es256)
-            .await
-            .expect("k2");
+        key_of(&cache, &uri, "k2", "k2").await;
     }
     assert_eq!(cache.fetch_count(), 2);
     assert_eq!(server.hits(), 2);
@@ -86,10 +84,7 @@ async fn hammering_unknown_kids_refetches_at_most_once_per_cooldown() {
         ..loopback_policy()
     });
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
 
     // Four workers ask for unknown kids as fast as they can while the clock
     // moves through 1.2 s of cooldowns in 10 ms ticks; each tick lasts until
@@ -139,10 +134,7 @@ async fn hammering_unknown_kids_refetches_at_most_once_per_cooldown() {
     );
     assert_eq!(server.hits(), cache.fetch_count());
     // The known key is still served from memory.
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("k1");
+    key_of(&cache, &uri, "k1", "k1").await;
 }
 
 /// Short TTLs so an entry goes stale within the test.
@@ -160,26 +152,17 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
     let mut server = JwksServer::start(jwks(&["k1"])).await;
     let (cache, clock) = timed_cache(short_ttl_policy());
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
 
     // 500 once stale: the old key is still served.
     server.set(|s| s.status = 500);
     clock.advance(Duration::from_millis(300));
-    let key = cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("stale key on 500");
+    let key = key_of(&cache, &uri, "k1", "stale key on 500").await;
     assert_eq!(key.kid(), Some("k1"));
     assert_eq!(cache.fetch_count(), 2);
     // Back off: no new attempt right after a failed one.
     for _ in 0..10 {
-        cache
-            .key_for(&uri, Some("k1"), Alg::Es256)
-            .await
-            .expect("stale key during backoff");
+        key_of(&cache, &uri, "k1", "stale key during backoff").await;
     }
     assert_eq!(cache.fetch_count(), 2);
     assert_eq!(server.hits(), 2);
@@ -194,19 +177,13 @@ async fn stale_keys_are_served_while_the_endpoint_fails() {
         s.body = "<html>maintenance</html>".to_owned();
     });
     clock.advance(Duration::from_millis(300));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("stale key on bad body");
+    key_of(&cache, &uri, "k1", "stale key on bad body").await;
     assert_eq!(cache.fetch_count(), 3);
 
     // The endpoint goes away entirely: still the old key.
     server.stop().await;
     clock.advance(Duration::from_millis(300));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("stale key with the server gone");
+    key_of(&cache, &uri, "k1", "stale key with the server gone").await;
     assert_eq!(cache.fetch_count(), 4);
 }
 
@@ -221,16 +198,10 @@ async fn stale_keys_are_not_served_forever() {
         ..loopback_policy()
     });
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
     server.stop().await;
     clock.advance(Duration::from_millis(200));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("stale within the limit");
+    key_of(&cache, &uri, "k1", "stale within the limit").await;
     // Past ttl + max_ttl (700 ms) the key is no longer trusted.
     clock.advance(Duration::from_millis(700));
     let gone = cache.key_for(&uri, Some("k1"), Alg::Es256).await;
@@ -243,16 +214,10 @@ async fn cache_control_below_the_floor_does_not_cause_refetches() {
     server.set(|s| s.cache_control = Some("max-age=1".to_owned()));
     let (cache, clock) = timed_cache(loopback_policy()); // 60 s floor
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
     // Well past the one second asked for, still within the floor.
     clock.advance(Duration::from_secs(30));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("cached");
+    key_of(&cache, &uri, "k1", "cached").await;
     assert_eq!(cache.fetch_count(), 1);
 }
 
@@ -265,21 +230,12 @@ async fn cache_control_max_age_above_the_floor_is_honoured() {
         ..loopback_policy()
     });
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
     clock.advance(Duration::from_millis(500));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("fresh");
+    key_of(&cache, &uri, "k1", "fresh").await;
     assert_eq!(cache.fetch_count(), 1);
     clock.advance(Duration::from_millis(1800));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("refetched");
+    key_of(&cache, &uri, "k1", "refetched").await;
     assert_eq!(cache.fetch_count(), 2);
 }
 
@@ -355,10 +311,7 @@ async fn failed_cold_fetch_is_an_error_then_backs_off() {
     // After the cooldown, and once the endpoint is fixed, it recovers.
     server.set(|s| s.status = 200);
     clock.advance(Duration::from_millis(300));
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("recovered");
+    key_of(&cache, &uri, "k1", "recovered").await;
     assert_eq!(cache.fetch_count(), 2);
 }
 
@@ -425,15 +378,9 @@ async fn forget_drops_the_entry() {
     let server = JwksServer::start(jwks(&["k1"])).await;
     let cache = cache(loopback_policy());
     let uri = server.jwks_url();
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("warm");
+    key_of(&cache, &uri, "k1", "warm").await;
     cache.forget(&uri);
-    cache
-        .key_for(&uri, Some("k1"), Alg::Es256)
-        .await
-        .expect("refetched");
+    key_of(&cache, &uri, "k1", "refetched").await;
     assert_eq!(cache.fetch_count(), 2);
 }
 

@@ -877,26 +877,20 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let user = existing_user(pool, brand_id, email).await?;
             let mut tx = pool.begin().await?;
             pact_db::users::set_disabled(&mut tx, user.id, Some(OffsetDateTime::now_utc())).await?;
-            let revoked = pact_db::grants::revoke_all_for_user(
-                &mut *tx,
-                brand_id,
-                &user.subject(),
-                &pact_db::grants::reason::by_admin("the account was disabled"),
-            )
-            .await?;
+            let revoked =
+                revoke_every_grant(&mut tx, brand_id, &user, "the account was disabled").await?;
             audit(
                 &mut *tx,
                 "customer.disable",
                 &user.id.to_string(),
                 Some(brand_id),
-                serde_json::json!({"revoked_grants": revoked.len()}),
+                serde_json::json!({"revoked_grants": revoked}),
             )
             .await?;
             tx.commit().await?;
             println!(
                 "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
-                user.email,
-                revoked.len()
+                user.email, revoked
             );
         }
         UserCommand::Enable { brand_id, email } => {
@@ -920,27 +914,21 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         UserCommand::Remove { brand_id, email } => {
             let user = existing_user(pool, brand_id, email).await?;
             let mut tx = pool.begin().await?;
-            let revoked = pact_db::grants::revoke_all_for_user(
-                &mut *tx,
-                brand_id,
-                &user.subject(),
-                &pact_db::grants::reason::by_admin("the account was removed"),
-            )
-            .await?;
+            let revoked =
+                revoke_every_grant(&mut tx, brand_id, &user, "the account was removed").await?;
             pact_db::users::delete(&mut *tx, user.id).await?;
             audit(
                 &mut *tx,
                 "customer.remove",
                 &user.id.to_string(),
                 Some(brand_id),
-                serde_json::json!({"revoked_grants": revoked.len()}),
+                serde_json::json!({"revoked_grants": revoked}),
             )
             .await?;
             tx.commit().await?;
             println!(
                 "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",
-                user.email,
-                revoked.len()
+                user.email, revoked
             );
         }
         UserCommand::SetPassword { brand_id, email } => {
@@ -957,6 +945,24 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Revokes every live grant of the account, staff's `why` as the reason (the
+/// table trigger announces each, PACT §5.7); how many it revoked.
+async fn revoke_every_grant(
+    tx: &mut pact_db::Transaction<'_, pact_db::Postgres>,
+    brand_id: &str,
+    user: &pact_db::users::User,
+    why: &str,
+) -> anyhow::Result<usize> {
+    let revoked = pact_db::grants::revoke_all_for_user(
+        &mut **tx,
+        brand_id,
+        &user.subject(),
+        &pact_db::grants::reason::by_admin(why),
+    )
+    .await?;
+    Ok(revoked.len())
 }
 
 /// The account with this email at this brand, or a clear error.

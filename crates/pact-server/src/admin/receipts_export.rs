@@ -9,9 +9,39 @@
 //! The server is not trusted by the file: a reader checks each signature
 //! against the published keys and each `prev` hash against the receipt before.
 
+use pact_db::PgPool;
+use pact_db::receipts::StoredReceipt;
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::domain::receipt_chain::{self, ChainBreak};
+use crate::keys::KeyError;
+
+/// Where a grant's receipt chain does not hold (PACT §5.6): each receipt's
+/// signature against every key this server published, and each `prev` link.
+/// The console and the API show the same check.
+pub async fn chain_breaks(
+    db: &PgPool,
+    receipts: &[StoredReceipt],
+) -> Result<Vec<ChainBreak>, KeyError> {
+    let keys = crate::keys::all_public_keys(db).await?;
+    Ok(receipt_chain::verify(receipts, &keys))
+}
+
+/// [`export`] with the server's own check of the chain done first.
+pub async fn export_checked(
+    db: &PgPool,
+    config: &Config,
+    grant: &pact_db::grants::Grant,
+    receipts: &[StoredReceipt],
+) -> Result<Value, KeyError> {
+    let broken: Vec<i32> = chain_breaks(db, receipts)
+        .await?
+        .iter()
+        .map(|b| b.seq)
+        .collect();
+    Ok(export(config, grant, receipts, &broken))
+}
 
 /// The export of `receipts` (one grant's, in chain order). `verified` says
 /// whether the server's own check found the receipt sound when exporting
@@ -19,7 +49,7 @@ use crate::config::Config;
 pub fn export(
     config: &Config,
     grant: &pact_db::grants::Grant,
-    receipts: &[pact_db::receipts::StoredReceipt],
+    receipts: &[StoredReceipt],
     broken: &[i32],
 ) -> Value {
     let issuer = config.oauth_issuer(&grant.brand_id);
@@ -45,4 +75,9 @@ pub fn export(
 /// `receipts-<grant id>.json`: the download's file name.
 pub fn file_name(grant: &pact_db::grants::Grant) -> String {
     format!("receipts-{}.json", grant.id)
+}
+
+/// The download's `Content-Disposition`: an attachment named [`file_name`].
+pub fn disposition(grant: &pact_db::grants::Grant) -> String {
+    format!("attachment; filename=\"{}\"", file_name(grant))
 }

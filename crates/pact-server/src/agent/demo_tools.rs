@@ -91,6 +91,17 @@ fn order_id_arg(args: &Value) -> Result<&str, ToolError> {
         .ok_or_else(|| ToolError::BadArguments("order_id is required".to_owned()))
 }
 
+/// The `order_id` argument and the caller's order of that id, if it has one.
+async fn named_order<'a>(
+    conn: &mut PgConnection,
+    ctx: ToolContext<'_>,
+    args: &'a Value,
+) -> Result<(&'a str, Option<DemoOrder>), ToolError> {
+    let id = order_id_arg(args)?;
+    let list = orders(conn, ctx).await?;
+    Ok((id, list.into_iter().find(|o| o.order_id == id)))
+}
+
 pub struct ListOrders;
 impl Tool for ListOrders {
     fn name(&self) -> &'static str {
@@ -127,13 +138,8 @@ impl Tool for OrderStatus {
         args: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let id = order_id_arg(args)?;
-            let list = orders(conn, ctx).await?;
-            Ok(list
-                .iter()
-                .find(|o| o.order_id == id)
-                .map(order_json)
-                .unwrap_or(Value::Null))
+            let (_, order) = named_order(conn, ctx, args).await?;
+            Ok(order.as_ref().map(order_json).unwrap_or(Value::Null))
         })
     }
 }
@@ -153,9 +159,7 @@ impl Tool for CancelOrder {
         args: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let id = order_id_arg(args)?;
-            let list = orders(&mut *conn, ctx).await?;
-            let Some(order) = list.iter().find(|o| o.order_id == id) else {
+            let (id, Some(order)) = named_order(&mut *conn, ctx, args).await? else {
                 return Ok(json!({"cancelled": false, "reason": "not_found"}));
             };
             if demo_orders::cancel(&mut *conn, &ctx.brand.id, ctx.user_sub, id)

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::ResultExt;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
@@ -226,21 +227,66 @@ pub async fn register_start(
         return Err(PasskeyError::bad_request(&i18n::t("pk-err-too-many")));
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
-    let (mut body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
-    let ceremony_state = serde_json::to_value(&registration).map_err(PasskeyError::internal)?;
+    let (body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
+    let body = keep_ceremony(
+        &state,
+        &session.id_hash,
+        KIND_REGISTER,
+        Some(user.id),
+        &registration,
+        body,
+        now,
+    )
+    .await?;
+    Ok(json_ok(body))
+}
+
+/// Keeps a started ceremony's state for the browser session that started it
+/// (single use, for [`CEREMONY_LIFETIME`]) and gives the page its id as
+/// `ceremonyId` beside the WebAuthn options. Shared with the console's staff
+/// passkeys, whose kinds are their own.
+pub(crate) async fn keep_ceremony(
+    state: &AppState,
+    session_hash: &[u8],
+    kind: &str,
+    user_id: Option<Uuid>,
+    ceremony_state: &impl Serialize,
+    mut options: Value,
+    now: OffsetDateTime,
+) -> Result<Value, PasskeyError> {
+    let ceremony_state = serde_json::to_value(ceremony_state).map_err(PasskeyError::internal)?;
     let ceremony = Uuid::new_v4();
     pact_db::sessions::insert_ceremony(
         &state.db,
         ceremony,
-        &session.id_hash,
-        KIND_REGISTER,
-        Some(user.id),
+        session_hash,
+        kind,
+        user_id,
         &ceremony_state,
         now + CEREMONY_LIFETIME,
     )
     .await?;
-    body["ceremonyId"] = json!(ceremony);
-    Ok(json_ok(body))
+    options["ceremonyId"] = json!(ceremony);
+    Ok(options)
+}
+
+/// Takes (deletes) a ceremony of this kind that the browser session started,
+/// before anything is checked, and reads its state; `gone` when it expired,
+/// was already used, or (with `owner`) was started for another account.
+pub(crate) async fn take_ceremony<T: DeserializeOwned>(
+    state: &AppState,
+    id: Uuid,
+    session_hash: &[u8],
+    kind: &str,
+    owner: Option<Uuid>,
+    now: OffsetDateTime,
+    gone: impl FnOnce() -> PasskeyError,
+) -> Result<T, PasskeyError> {
+    let ceremony = pact_db::sessions::take_ceremony(&state.db, id, session_hash, kind, now)
+        .await?
+        .filter(|c| owner.is_none_or(|o| c.user_id == Some(o)))
+        .ok_or_else(gone)?;
+    serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)
 }
 
 /// Starts a passkey registration for the account whose WebAuthn user handle
@@ -321,18 +367,16 @@ pub async fn register_finish(
     let user = account_of(&state, &session).await?;
     let name = passkey_name(body.name.as_deref())?;
     let now = state.clock.now();
-    let ceremony = pact_db::sessions::take_ceremony(
-        &state.db,
+    let registration: PasskeyRegistration = take_ceremony(
+        &state,
         body.ceremony_id,
         &session.id_hash,
         KIND_REGISTER,
+        Some(user.id),
         now,
+        || PasskeyError::bad_request(&i18n::t("pk-err-ceremony")),
     )
-    .await?
-    .filter(|c| c.user_id == Some(user.id))
-    .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-ceremony")))?;
-    let registration: PasskeyRegistration =
-        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    .await?;
     let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
     // The same authenticator registered twice: a credential id belongs to one account only
     // (WebAuthn §7.1, "Registering a New Credential").
@@ -423,26 +467,22 @@ pub async fn login_start(
         .map_err(PasskeyError::internal)?;
     // The page asks from a button (a modal request), not from autofill.
     challenge.mediation = None;
-    let ceremony_state = serde_json::to_value(LoginCeremony {
+    let ceremony = LoginCeremony {
         brand,
         next: query.next.map(|n| security::safe_next(Some(&n))),
         authentication,
-    })
-    .map_err(PasskeyError::internal)?;
-    let ceremony = Uuid::new_v4();
-    let now = state.clock.now();
-    pact_db::sessions::insert_ceremony(
-        &state.db,
-        ceremony,
+    };
+    let options = serde_json::to_value(&challenge).map_err(PasskeyError::internal)?;
+    let body = keep_ceremony(
+        &state,
         &session.id_hash,
         KIND_AUTHENTICATE,
         None,
-        &ceremony_state,
-        now + CEREMONY_LIFETIME,
+        &ceremony,
+        options,
+        state.clock.now(),
     )
     .await?;
-    let mut body = serde_json::to_value(&challenge).map_err(PasskeyError::internal)?;
-    body["ceremonyId"] = json!(ceremony);
     let mut res = json_ok(body);
     if let Some(c) = cookie {
         res.headers_mut().insert(header::SET_COOKIE, c);
@@ -473,18 +513,16 @@ pub async fn login_finish(
     rate_limit(&state, &client_key(&ip))?;
     let Json(body) = body.map_err(|_| PasskeyError::bad_request(&i18n::t("pk-err-answer")))?;
     let now = state.clock.now();
-    // Single use: taken (deleted) before anything is checked.
-    let ceremony = pact_db::sessions::take_ceremony(
-        &state.db,
+    let ceremony: LoginCeremony = take_ceremony(
+        &state,
         body.ceremony_id,
         &session.id_hash,
         KIND_AUTHENTICATE,
+        None,
         now,
+        || PasskeyError::bad_request(&i18n::t("pk-err-login-ceremony")),
     )
-    .await?
-    .ok_or_else(|| PasskeyError::bad_request(&i18n::t("pk-err-login-ceremony")))?;
-    let ceremony: LoginCeremony =
-        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    .await?;
     let refused = || PasskeyError::new(StatusCode::UNAUTHORIZED, &i18n::t(NOT_RECOGNISED));
     let (user_id, credential_id) = webauthn
         .identify_discoverable_authentication(&body.credential)

@@ -19,6 +19,7 @@ use time::OffsetDateTime;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params::{self, rfc3339};
+use crate::admin::receipts_export;
 use crate::admin::role::Role;
 use crate::state::AppState;
 
@@ -51,6 +52,27 @@ pub async fn visible_grant(
     }
 }
 
+/// A customer named by email, account id or subject: every subject it
+/// resolves to within `within` (and `brand`), plus the value itself unless it
+/// is an email (people who signed in through a brand's own login have no
+/// account here). The console's grant search names customers the same way.
+pub async fn customer_subjects(
+    db: &pact_db::PgPool,
+    within: Option<&[String]>,
+    brand: Option<&str>,
+    named: &str,
+) -> pact_db::DbResult<Vec<String>> {
+    let mut subs: Vec<String> = admin_search::find_customers(db, within, brand, named)
+        .await?
+        .iter()
+        .map(pact_db::users::User::subject)
+        .collect();
+    if !named.contains('@') {
+        subs.push(named.to_owned());
+    }
+    Ok(subs)
+}
+
 /// `GET /grants?brand=&customer=&agent=&state=&cursor=&limit=`, newest first.
 pub async fn list(
     State(state): State<AppState>,
@@ -75,23 +97,9 @@ pub async fn list(
         .map(|c| params::parse_grant_cursor(c))
         .transpose()?;
     let brand = q.get("brand").map(String::as_str);
-    // A customer is named by email, account id or subject: every subject it
-    // resolves to within the caller's brands, plus the value itself (people
-    // who signed in through a brand's own login have no account here).
     let subjects = match q.get("customer") {
         None => None,
-        Some(c) => {
-            let mut subs: Vec<String> =
-                admin_search::find_customers(&state.db, caller.actor.within(), brand, c)
-                    .await?
-                    .iter()
-                    .map(pact_db::users::User::subject)
-                    .collect();
-            if !c.contains('@') {
-                subs.push(c.clone());
-            }
-            Some(subs)
-        }
+        Some(c) => Some(customer_subjects(&state.db, caller.actor.within(), brand, c).await?),
     };
     let search = GrantSearch {
         within: caller.actor.within(),
@@ -137,10 +145,9 @@ pub async fn get(
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: each receipt's signature by a published key and the chain
     // of `prev` hashes, checked here so staff need no other tool.
-    let keys = crate::keys::all_public_keys(&state.db)
+    let breaks = receipts_export::chain_breaks(&state.db, &receipts)
         .await
         .map_err(AdminApiError::internal)?;
-    let breaks = crate::domain::receipt_chain::verify(&receipts, &keys);
     let mut out = grant_json(&g, now);
     out["receipt_chain"] = json!({
         "verified": breaks.is_empty(),
@@ -190,14 +197,9 @@ pub async fn receipts(
 ) -> Result<Response, AdminApiError> {
     let g = visible_grant(&state, &caller, &id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
-    let keys = crate::keys::all_public_keys(&state.db)
+    let body = receipts_export::export_checked(&state.db, &state.config, &g, &receipts)
         .await
         .map_err(AdminApiError::internal)?;
-    let broken: Vec<i32> = crate::domain::receipt_chain::verify(&receipts, &keys)
-        .iter()
-        .map(|b| b.seq)
-        .collect();
-    let body = crate::admin::receipts_export::export(&state.config, &g, &receipts, &broken);
     caller
         .record(
             &state.db,
@@ -207,12 +209,11 @@ pub async fn receipts(
             json!({"receipts": receipts.len()}),
         )
         .await?;
-    let disposition = format!(
-        "attachment; filename=\"{}\"",
-        crate::admin::receipts_export::file_name(&g)
-    );
     Ok((
-        [(axum::http::header::CONTENT_DISPOSITION, disposition)],
+        [(
+            axum::http::header::CONTENT_DISPOSITION,
+            receipts_export::disposition(&g),
+        )],
         Json(body),
     )
         .into_response())

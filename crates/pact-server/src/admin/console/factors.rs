@@ -44,8 +44,7 @@ use crate::admin::api::params::rfc3339;
 use crate::state::AppState;
 use crate::web::login::{see_other, wait_message};
 use crate::web::passkeys::{
-    self, CEREMONY_LIFETIME, CSRF_HEADER, LoginFinish, MAX_PASSKEYS, PasskeyError, RegisterFinish,
-    json_ok,
+    self, CSRF_HEADER, LoginFinish, MAX_PASSKEYS, PasskeyError, RegisterFinish, json_ok,
 };
 use crate::web::{PageError, limits, render, security};
 
@@ -219,25 +218,22 @@ pub async fn register_start(
     }
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     // The WebAuthn user handle is the staff account's id.
-    let (mut body, registration) =
+    let (body, registration) =
         passkeys::start_registration(webauthn, who.admin.id, &who.admin.email, exclude)?;
-    let ceremony = Uuid::new_v4();
-    let ceremony_state = serde_json::to_value(RegisterCeremony {
+    let ceremony = RegisterCeremony {
         admin: who.admin.id,
         registration,
-    })
-    .map_err(PasskeyError::internal)?;
-    pact_db::sessions::insert_ceremony(
-        &state.db,
-        ceremony,
+    };
+    let body = passkeys::keep_ceremony(
+        &state,
         &session.id_hash,
         KIND_REGISTER,
         None,
-        &ceremony_state,
-        now + CEREMONY_LIFETIME,
+        &ceremony,
+        body,
+        now,
     )
     .await?;
-    body["ceremonyId"] = json!(ceremony);
     Ok(json_ok(body))
 }
 
@@ -262,17 +258,16 @@ pub async fn register_finish(
             "This passkey request has expired or was already used. Please try again.",
         )
     };
-    let ceremony = pact_db::sessions::take_ceremony(
-        &state.db,
+    let ceremony: RegisterCeremony = passkeys::take_ceremony(
+        &state,
         body.ceremony_id,
         &session.id_hash,
         KIND_REGISTER,
+        None,
         now,
+        expired,
     )
-    .await?
-    .ok_or_else(expired)?;
-    let ceremony: RegisterCeremony =
-        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    .await?;
     if ceremony.admin != who.admin.id {
         return Err(expired());
     }
@@ -460,24 +455,21 @@ pub async fn login_start(
     let (challenge, authentication) = webauthn
         .start_passkey_authentication(&keys)
         .map_err(PasskeyError::internal)?;
-    let ceremony = Uuid::new_v4();
-    let ceremony_state = serde_json::to_value(LoginCeremony {
+    let ceremony = LoginCeremony {
         admin: admin.id,
         authentication,
-    })
-    .map_err(PasskeyError::internal)?;
-    pact_db::sessions::insert_ceremony(
-        &state.db,
-        ceremony,
+    };
+    let options = serde_json::to_value(&challenge).map_err(PasskeyError::internal)?;
+    let body = passkeys::keep_ceremony(
+        &state,
         &session.id_hash,
         KIND_AUTHENTICATE,
         None,
-        &ceremony_state,
-        now + CEREMONY_LIFETIME,
+        &ceremony,
+        options,
+        now,
     )
     .await?;
-    let mut body = serde_json::to_value(&challenge).map_err(PasskeyError::internal)?;
-    body["ceremonyId"] = json!(ceremony);
     Ok(json_ok(body))
 }
 
@@ -496,22 +488,20 @@ pub async fn login_finish(
     let (s, admin) = pending_json(&state, &staff, now).await?;
     let Json(body) =
         body.map_err(|_| PasskeyError::bad_request("The passkey answer was not understood."))?;
-    // Single use: taken (deleted) before anything is checked.
-    let ceremony = pact_db::sessions::take_ceremony(
-        &state.db,
+    let ceremony: LoginCeremony = passkeys::take_ceremony(
+        &state,
         body.ceremony_id,
         &session.id_hash,
         KIND_AUTHENTICATE,
+        None,
         now,
+        || {
+            PasskeyError::bad_request(
+                "This sign-in request has expired or was already used. Please try again.",
+            )
+        },
     )
-    .await?
-    .ok_or_else(|| {
-        PasskeyError::bad_request(
-            "This sign-in request has expired or was already used. Please try again.",
-        )
-    })?;
-    let ceremony: LoginCeremony =
-        serde_json::from_value(ceremony.state).map_err(PasskeyError::internal)?;
+    .await?;
     let verified = if ceremony.admin == admin.id {
         webauthn
             .finish_passkey_authentication(&body.credential, &ceremony.authentication)

@@ -15,7 +15,9 @@ use time::OffsetDateTime;
 use super::guard;
 use super::session::{SignedIn, Staff};
 use crate::admin::api::customers::{CustomerAction, apply};
+use crate::admin::api::grants::customer_subjects;
 use crate::admin::api::params::{grant_cursor, parse_grant_cursor, rfc3339};
+use crate::admin::receipts_export;
 use crate::admin::role::Role;
 use crate::state::AppState;
 use crate::web::login::see_other;
@@ -414,18 +416,7 @@ pub async fn grants(
     let after = blank_to_none(&q.cursor).and_then(|c| parse_grant_cursor(c).ok());
     let subjects = match blank_to_none(&q.customer) {
         None => None,
-        Some(c) => {
-            let mut subs: Vec<String> =
-                admin_search::find_customers(&state.db, who.actor.within(), brand, c)
-                    .await?
-                    .iter()
-                    .map(pact_db::users::User::subject)
-                    .collect();
-            if !c.contains('@') {
-                subs.push(c.to_owned());
-            }
-            Some(subs)
-        }
+        Some(c) => Some(customer_subjects(&state.db, who.actor.within(), brand, c).await?),
     };
     const PAGE: i64 = 50;
     let mut rows = admin_search::grants(
@@ -518,10 +509,9 @@ pub async fn grant(
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: signatures and the chain, checked on the page.
-    let keys = crate::keys::all_public_keys(&state.db)
+    let chain_problems: Vec<String> = receipts_export::chain_breaks(&state.db, &receipts)
         .await
-        .map_err(PageError::internal)?;
-    let chain_problems: Vec<String> = crate::domain::receipt_chain::verify(&receipts, &keys)
+        .map_err(PageError::internal)?
         .iter()
         .map(|b| format!("receipt #{}: {}", b.seq, b.problem))
         .collect();
@@ -569,14 +559,9 @@ pub async fn grant_receipts(
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
-    let keys = crate::keys::all_public_keys(&state.db)
+    let body = receipts_export::export_checked(&state.db, &state.config, &g, &receipts)
         .await
         .map_err(PageError::internal)?;
-    let broken: Vec<i32> = crate::domain::receipt_chain::verify(&receipts, &keys)
-        .iter()
-        .map(|b| b.seq)
-        .collect();
-    let body = crate::admin::receipts_export::export(&state.config, &g, &receipts, &broken);
     record(
         &state.db,
         &who,
@@ -588,17 +573,16 @@ pub async fn grant_receipts(
     )
     .await?;
     let bytes = serde_json::to_vec_pretty(&body).map_err(PageError::internal)?;
-    let disposition = format!(
-        "attachment; filename=\"{}\"",
-        crate::admin::receipts_export::file_name(&g)
-    );
     Ok((
         [
             (
                 axum::http::header::CONTENT_TYPE,
                 "application/json".to_owned(),
             ),
-            (axum::http::header::CONTENT_DISPOSITION, disposition),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                receipts_export::disposition(&g),
+            ),
             (axum::http::header::CACHE_CONTROL, "no-store".to_owned()),
         ],
         bytes,
