@@ -719,6 +719,63 @@ async fn rate_limited_a2a_and_oauth_answers_carry_a_body() {
     assert_oauth_refusal(&app, &token, 429).await;
 }
 
+/// PACT §6 and RFC 8628 §3.5 together: polls of a pending code the node
+/// holds are paced by `slow_down` (they cost no database work), so a PA that
+/// polls too fast is told to slow down, not 429; a poll the node cannot answer
+/// from memory (an unknown code) and every other token request still count
+/// against the `(PA, sub)` bucket, and the PA platform's bucket counts them all.
+#[tokio::test]
+async fn too_fast_polls_of_a_pending_code_are_slow_down_and_other_token_requests_are_limited() {
+    let (app, pa) = delegating_app(|c| {
+        c.rate_limits.per_user_rate = 0.01;
+        c.rate_limits.per_user_burst = 3.0;
+        c.rate_limits.per_pa_rate = 0.01;
+        c.rate_limits.per_pa_burst = 12.0;
+    })
+    .await;
+    app.until_listening().await;
+    let auth = app.device_authorize(&pa, PA_SUB, "orders:read", None).await;
+    let token = pa.token(PA_SUB, app.audience());
+    let poll = |code: &'static str| {
+        let code = if code.is_empty() {
+            auth.device_code.clone()
+        } else {
+            code.to_owned()
+        };
+        let req = app
+            .http
+            .post(app.oauth("demo", "token"))
+            .bearer_auth(&token)
+            .form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                ("device_code", code.as_str()),
+                ("client_id", pa.issuer.as_str()),
+            ]);
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap();
+            (
+                status,
+                body["error"].as_str().unwrap_or_default().to_owned(),
+            )
+        }
+    };
+    // The device authorization took one token of the user's three. The first
+    // poll reads the database (a second); then the node holds the code.
+    assert_eq!(poll("").await, (400, "authorization_pending".to_owned()));
+    for _ in 0..6 {
+        assert_eq!(poll("").await, (400, "slow_down".to_owned()));
+    }
+    // An unknown code is database work: it takes the user's last token, then 429.
+    assert_eq!(poll("made-up").await, (400, "invalid_grant".to_owned()));
+    assert_eq!(poll("made-up").await.0, 429);
+    assert_oauth_refusal(&app, &token, 429).await;
+    // The pending code is still answered, until the platform's bucket (12) is empty.
+    assert_eq!(poll("").await, (400, "slow_down".to_owned()));
+    assert_eq!(poll("").await.0, 429);
+}
+
 #[tokio::test]
 async fn the_consent_page_shows_the_forwarded_address_only_from_a_trusted_proxy() {
     for (trusted, expected) in [(true, "198.51.100.7"), (false, "127.0.0.1")] {

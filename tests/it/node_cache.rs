@@ -11,17 +11,6 @@ use crate::assert_bare_401;
 
 const ISS: &str = "https://pa.cache.example";
 
-/// Waits (bounded) until the node listens for changes, so it uses its copy.
-async fn wait_live(app: &TestApp) {
-    let cache = &app.state.config_cache;
-    let mut events = cache.events();
-    let live = events.wait_for(|_| cache.is_live());
-    tokio::time::timeout(Duration::from_secs(5), live)
-        .await
-        .expect("the node's change listener did not connect within 5 s")
-        .unwrap();
-}
-
 /// Waits (bounded) until the node has heard a change of `table`.
 async fn wait_heard(app: &TestApp, table: &str) {
     let cache = &app.state.config_cache;
@@ -60,7 +49,7 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
     a.enable_demo_delegation().await;
     let pa = a.registered_pa(ISS).await;
     let b = a.spawn_peer(|_| {}).await;
-    wait_live(&b).await;
+    b.until_listening().await;
 
     assert_eq!(
         b.send("demo", &pa.token("u1", b.audience()), "m1", "hi", None)
@@ -133,8 +122,8 @@ async fn a_decision_made_on_one_node_ends_the_pending_answers_of_another() {
     a.enable_demo_delegation().await;
     let pa = a.registered_pa(ISS).await;
     let b = a.spawn_peer(|c| c.delegation.poll_interval_secs = 1).await;
-    wait_live(&a).await;
-    wait_live(&b).await;
+    a.until_listening().await;
+    b.until_listening().await;
     let auth = a.device_authorize(&pa, "u1", "orders:read", None).await;
     let id: uuid::Uuid =
         sqlx::query_scalar("select id from device_authorizations where user_code = $1")
@@ -211,7 +200,7 @@ async fn a_decision_made_on_one_node_ends_the_pending_answers_of_another() {
 async fn without_its_listener_a_node_reads_the_database() {
     let app = TestApp::spawn().await;
     let pa = app.registered_pa(ISS).await;
-    wait_live(&app).await;
+    app.until_listening().await;
     assert_eq!(
         app.send("demo", &pa.token("u1", app.audience()), "m1", "hi", None)
             .await

@@ -120,6 +120,18 @@ impl TestApp {
             .unwrap();
     }
 
+    /// Waits (bounded) until the node listens for changes, so that it uses
+    /// its in-memory copies (configuration, pending polls).
+    pub async fn until_listening(&self) {
+        let cache = &self.state.config_cache;
+        let mut events = cache.events();
+        let live = events.wait_for(|_| cache.is_live());
+        tokio::time::timeout(std::time::Duration::from_secs(5), live)
+            .await
+            .expect("the node's change listener did not connect within 5 s")
+            .unwrap();
+    }
+
     /// Whether this node's revocation view learns of `grant` (bounded at 5 s,
     /// which only guards against a hang: the view is woken by the change).
     pub async fn hears_revocation(&self, grant: uuid::Uuid) -> bool {

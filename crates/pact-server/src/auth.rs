@@ -44,17 +44,35 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let brand_id = RawPathParams::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|p| {
-                p.iter()
-                    .find(|(k, _)| *k == "brand")
-                    .map(|(_, v)| v.to_owned())
-            })
-            .unwrap_or_default();
+        let brand_id = brand_in_path(parts, state).await;
         authenticate(state, &parts.headers, &brand_id).await
     }
+}
+
+/// The `{brand}` segment of the matched route ("" where there is none).
+pub async fn brand_in_path(parts: &mut Parts, state: &AppState) -> String {
+    RawPathParams::from_request_parts(parts, state)
+        .await
+        .ok()
+        .and_then(|p| {
+            p.iter()
+                .find(|(k, _)| *k == "brand")
+                .map(|(_, v)| v.to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// Which rate-limit buckets authentication charges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    /// The PA platform's and the `(PA, sub)`'s: every request but the token
+    /// endpoint's.
+    PaAndUser,
+    /// The PA platform's only; the handler charges the user's bucket when the
+    /// request reaches work worth limiting (the token endpoint: a device-code
+    /// poll answered from memory is paced by RFC 8628 §3.5 `slow_down`, not
+    /// by a 429).
+    PaOnly,
 }
 
 /// Checks the PA-JWT, then the rate limits, then the brand.
@@ -62,6 +80,16 @@ pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
     brand_id: &str,
+) -> Result<Caller, ApiError> {
+    authenticate_charging(state, headers, brand_id, Charge::PaAndUser).await
+}
+
+/// As [`authenticate`], charging the buckets `charge` names.
+pub async fn authenticate_charging(
+    state: &AppState,
+    headers: &HeaderMap,
+    brand_id: &str,
+    charge: Charge,
 ) -> Result<Caller, ApiError> {
     let now = state.clock.now().unix_timestamp();
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| {
@@ -99,19 +127,34 @@ pub async fn authenticate(
         tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected");
         ApiError::Unauthorized
     })?;
-    state
-        .limiter
-        .check_with(
-            &pa.iss,
-            &pa.sub,
-            crate::rate_limit::AgentLimits::of(&agent),
-            state.clock.instant(),
-        )
-        .map_err(|wait| ApiError::RateLimited {
-            retry_after_secs: wait.as_secs().saturating_add(1),
-        })?;
+    let own = crate::rate_limit::AgentLimits::of(&agent);
+    let now = state.clock.instant();
+    match charge {
+        Charge::PaAndUser => state.limiter.check_with(&pa.iss, &pa.sub, own, now),
+        Charge::PaOnly => state.limiter.check_pa(&pa.iss, own, now),
+    }
+    .map_err(rate_limited)?;
     let brand = found.brand.ok_or(ApiError::NotFound)?;
     Ok(Caller { pa, agent, brand })
+}
+
+/// Charges the caller's `(PA, sub)` bucket (after [`Charge::PaOnly`]).
+pub fn charge_user(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
+    state
+        .limiter
+        .check_user(
+            &caller.pa.iss,
+            &caller.pa.sub,
+            crate::rate_limit::AgentLimits::of(&caller.agent),
+            state.clock.instant(),
+        )
+        .map_err(rate_limited)
+}
+
+fn rate_limited(wait: std::time::Duration) -> ApiError {
+    ApiError::RateLimited {
+        retry_after_secs: wait.as_secs().saturating_add(1),
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use pact_proto::oauth::{OAuthError, OAuthErrorCode};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Charge};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -73,6 +73,23 @@ impl FromRequestParts<AppState> for OAuthCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, OAuthFailure> {
         Caller::from_request_parts(parts, state)
+            .await
+            .map(Self)
+            .map_err(OAuthFailure::Api)
+    }
+}
+
+/// The token endpoint's caller: authenticated, charged to its PA platform's
+/// bucket only; the handler charges the `(PA, sub)` bucket itself once the
+/// request is more than a poll answered from memory (see `token.rs`).
+pub struct TokenCaller(pub Caller);
+
+impl FromRequestParts<AppState> for TokenCaller {
+    type Rejection = OAuthFailure;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, OAuthFailure> {
+        let brand_id = crate::auth::brand_in_path(parts, state).await;
+        crate::auth::authenticate_charging(state, &parts.headers, &brand_id, Charge::PaOnly)
             .await
             .map(Self)
             .map_err(OAuthFailure::Api)

@@ -9,7 +9,7 @@ use axum::response::Response;
 use pact_proto::oauth::{GRANT_TYPE_DEVICE_CODE, GRANT_TYPE_REFRESH_TOKEN, OAuthErrorCode};
 use time::OffsetDateTime;
 
-use super::{OAuthCaller, OAuthFailure, check_client_id, form, issue, oauth_json, offered_scopes};
+use super::{OAuthFailure, TokenCaller, check_client_id, form, issue, oauth_json, offered_scopes};
 use crate::auth::Caller;
 use crate::domain::device_flow::{self, PollDecision, PollState};
 use crate::domain::secrets;
@@ -22,11 +22,18 @@ fn err(code: OAuthErrorCode, description: &str) -> OAuthFailure {
 
 pub async fn token(
     State(state): State<AppState>,
-    OAuthCaller(caller): OAuthCaller,
+    TokenCaller(caller): TokenCaller,
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     offered_scopes(&state, &caller.brand.id).await?;
-    let form = form::parse(&body)?;
+    let form = form::parse(&body);
+    // Everything but a device-code poll counts against the (PA, sub) bucket
+    // now; a poll only once memory cannot answer it (`redeem_device_code`).
+    let polls = matches!(&form, Ok(f) if f.get("grant_type").map(String::as_str) == Some(GRANT_TYPE_DEVICE_CODE));
+    if !polls {
+        crate::auth::charge_user(&state, &caller)?;
+    }
+    let form = form?;
     let grant_type = form
         .get("grant_type")
         .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "grant_type is required"))?;
@@ -85,6 +92,8 @@ async fn redeem_device_code(
         Some(Answer::NotYours) => return Err(unknown_code()),
         None => {}
     }
+    // Past memory, a poll costs database work: now the (PA, sub) bucket counts it.
+    crate::auth::charge_user(state, caller)?;
     let ticket = state.pending_polls.ticket();
     let auth = pact_db::device_authorizations::find_by_device_code(&state.db, &hash).await?;
     let auth = owned_by(auth, caller)?;
