@@ -68,11 +68,12 @@ pub enum Charge {
     /// The PA platform's and the `(PA, sub)`'s: every request but the token
     /// endpoint's.
     PaAndUser,
-    /// The PA platform's only; the handler charges the user's bucket when the
-    /// request reaches work worth limiting (the token endpoint: a device-code
-    /// poll answered from memory is paced by RFC 8628 §3.5 `slow_down`, not
-    /// by a 429).
-    PaOnly,
+    /// None yet: the handler charges both once the request reaches work worth
+    /// limiting. The token endpoint: a device-code poll answered from memory
+    /// costs a hash lookup after the PA-JWT check, which a 429 would not save
+    /// (the limiter runs after that check too); RFC 8628 §3.5 `slow_down` is
+    /// what paces it.
+    Deferred,
 }
 
 /// Checks the PA-JWT, then the rate limits, then the brand.
@@ -131,18 +132,18 @@ pub async fn authenticate_charging(
     let now = state.clock.instant();
     match charge {
         Charge::PaAndUser => state.limiter.check_with(&pa.iss, &pa.sub, own, now),
-        Charge::PaOnly => state.limiter.check_pa(&pa.iss, own, now),
+        Charge::Deferred => Ok(()),
     }
     .map_err(rate_limited)?;
     let brand = found.brand.ok_or(ApiError::NotFound)?;
     Ok(Caller { pa, agent, brand })
 }
 
-/// Charges the caller's `(PA, sub)` bucket (after [`Charge::PaOnly`]).
-pub fn charge_user(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
+/// Charges the caller's buckets (after [`Charge::Deferred`]).
+pub fn charge(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
     state
         .limiter
-        .check_user(
+        .check_with(
             &caller.pa.iss,
             &caller.pa.sub,
             crate::rate_limit::AgentLimits::of(&caller.agent),

@@ -118,31 +118,17 @@ impl RateLimiter {
         own: AgentLimits,
         now: Instant,
     ) -> Result<(), Duration> {
-        self.check_user(pa, sub, own, now)?;
-        self.check_pa(pa, own, now)
-    }
-
-    /// The `(PA, sub)` bucket alone.
-    pub fn check_user(
-        &self,
-        pa: &str,
-        sub: &str,
-        own: AgentLimits,
-        now: Instant,
-    ) -> Result<(), Duration> {
         // The separator cannot occur in an issuer URL's first line, so keys never collide.
         let (rate, burst) = own
             .user
             .unwrap_or((self.per_user.rate, self.per_user.burst));
-        self.per_user
+        if let Err(wait) = self
+            .per_user
             .check_at(&format!("{pa}\n{sub}"), now, rate, burst)
-            .inspect_err(|_| {
-                metrics::counter!("pactd_rate_limited_total", "limit" => "user").increment(1);
-            })
-    }
-
-    /// The PA platform's bucket alone.
-    pub fn check_pa(&self, pa: &str, own: AgentLimits, now: Instant) -> Result<(), Duration> {
+        {
+            metrics::counter!("pactd_rate_limited_total", "limit" => "user").increment(1);
+            return Err(wait);
+        }
         let (rate, burst) = own.pa.unwrap_or((self.per_pa.rate, self.per_pa.burst));
         self.per_pa.check_at(pa, now, rate, burst).inspect_err(|_| {
             metrics::counter!("pactd_rate_limited_total", "limit" => "pa").increment(1);

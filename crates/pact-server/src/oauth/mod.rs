@@ -79,9 +79,9 @@ impl FromRequestParts<AppState> for OAuthCaller {
     }
 }
 
-/// The token endpoint's caller: authenticated, charged to its PA platform's
-/// bucket only; the handler charges the `(PA, sub)` bucket itself once the
-/// request is more than a poll answered from memory (see `token.rs`).
+/// The token endpoint's caller: authenticated, not yet charged to any rate
+/// limit; the handler charges both buckets once the request is more than a
+/// poll answered from memory (see `token.rs`).
 pub struct TokenCaller(pub Caller);
 
 impl FromRequestParts<AppState> for TokenCaller {
@@ -89,7 +89,7 @@ impl FromRequestParts<AppState> for TokenCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, OAuthFailure> {
         let brand_id = crate::auth::brand_in_path(parts, state).await;
-        crate::auth::authenticate_charging(state, &parts.headers, &brand_id, Charge::PaOnly)
+        crate::auth::authenticate_charging(state, &parts.headers, &brand_id, Charge::Deferred)
             .await
             .map(Self)
             .map_err(OAuthFailure::Api)

@@ -27,11 +27,11 @@ pub async fn token(
 ) -> Result<Response, OAuthFailure> {
     offered_scopes(&state, &caller.brand.id).await?;
     let form = form::parse(&body);
-    // Everything but a device-code poll counts against the (PA, sub) bucket
-    // now; a poll only once memory cannot answer it (`redeem_device_code`).
+    // Everything but a device-code poll counts against the rate limits now; a
+    // poll only once memory cannot answer it (`redeem_device_code`).
     let polls = matches!(&form, Ok(f) if f.get("grant_type").map(String::as_str) == Some(GRANT_TYPE_DEVICE_CODE));
     if !polls {
-        crate::auth::charge_user(&state, &caller)?;
+        crate::auth::charge(&state, &caller)?;
     }
     let form = form?;
     let grant_type = form
@@ -92,8 +92,8 @@ async fn redeem_device_code(
         Some(Answer::NotYours) => return Err(unknown_code()),
         None => {}
     }
-    // Past memory, a poll costs database work: now the (PA, sub) bucket counts it.
-    crate::auth::charge_user(state, caller)?;
+    // Past memory, a poll costs database work: now the rate limits count it.
+    crate::auth::charge(state, caller)?;
     let ticket = state.pending_polls.ticket();
     let auth = pact_db::device_authorizations::find_by_device_code(&state.db, &hash).await?;
     let auth = owned_by(auth, caller)?;
