@@ -114,9 +114,16 @@ const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
 pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool> {
     let options: PgConnectOptions = url.parse().map_err(Error::from)?;
     let options = options.application_name("pactd");
+    pool_options(settings.max_connections, settings.acquire_timeout)
+        .connect_with(options)
+        .await
+        .map_err(Error::from)
+}
+
+fn pool_options(max_connections: u32, acquire_timeout: Duration) -> PgPoolOptions {
     PgPoolOptions::new()
-        .max_connections(settings.max_connections.max(1))
-        .acquire_timeout(settings.acquire_timeout)
+        .max_connections(max_connections.max(1))
+        .acquire_timeout(acquire_timeout)
         // sqlx pings every connection it hands out by default: one more round
         // trip per statement on a pool. A connection that was in use a moment
         // ago is alive; only one that sat idle (e.g. across a database
@@ -130,9 +137,23 @@ pub async fn connect_with(url: &str, settings: &PoolSettings) -> DbResult<PgPool
                 Ok(true)
             })
         })
-        .connect_with(options)
-        .await
-        .map_err(Error::from)
+}
+
+/// A second, smaller pool on the same server whose sessions commit without
+/// waiting for the WAL flush (`synchronous_commit = off`), for writes a crash
+/// may lose without harm: bookkeeping that a later durable commit in the same
+/// WAL would flush anyway, or that a client simply repeats (see each caller).
+/// A single statement on it is one round trip; the same relaxation inside a
+/// transaction (`SET LOCAL`) costs two more, which on a busy two-core machine
+/// is slower than the durable commit it saves (docs/performance.md).
+///
+/// Connections are made on first use, with the main pool's connect options.
+pub fn relaxed_pool(main: &PgPool) -> PgPool {
+    let options = (*main.connect_options())
+        .clone()
+        .options([("synchronous_commit", "off")]);
+    let size = (main.options().get_max_connections() / 2).max(2);
+    pool_options(size, main.options().get_acquire_timeout()).connect_lazy_with(options)
 }
 
 /// What a database error means for the request that met it.

@@ -19,6 +19,9 @@ pub struct Inner {
     pub clock: pact_clock::Clock,
     pub config: Config,
     pub db: PgPool,
+    /// The same database, committing without waiting for the WAL flush: only
+    /// for writes a crash may lose without harm (`pact_db::relaxed_pool`).
+    pub relaxed_db: PgPool,
     pub jwks: JwksCache,
     pub pa_rules: PaJwtRules,
     pub agents: BrandAgents,
@@ -111,6 +114,7 @@ impl AppState {
         let node = crate::nodes::NodeIdentity::new(clock.now());
         Ok(Self(Arc::new(Inner {
             clock,
+            relaxed_db: pact_db::relaxed_pool(&db),
             db,
             jwks,
             pa_rules,

@@ -82,27 +82,16 @@ pub async fn create(
             details,
         },
     };
+    // A new authorization is not a decision: should a crash lose it before
+    // the WAL reaches the disk (at most a few wal_writer_delay), the PA's next
+    // poll is `invalid_grant` and it asks again. Anything that acts on it —
+    // the person's approval, a redemption — commits durably, which flushes
+    // the WAL up to and past this insert. So it is written on the relaxed
+    // pool, in one statement.
+    let mut conn = state.relaxed_db.acquire().await?;
     // A live user code must be unique; on the rare collision, draw again.
     for _ in 0..8 {
-        // A new authorization is not a decision: should a crash lose it
-        // before the WAL reaches the disk (at most a few wal_writer_delay),
-        // the PA's next poll is `invalid_grant` and it asks again. Anything
-        // that acts on it — the person's approval, a redemption — commits
-        // durably, which flushes the WAL up to and past this insert. So its
-        // commit does not wait for the flush.
-        let mut tx = state
-            .db
-            .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
-            .await?;
-        let issued = authorizations::issue(&mut tx, &state.config, request, now).await;
-        let issued = match issued {
-            Ok(issued) => tx
-                .commit()
-                .await
-                .map(|()| issued)
-                .map_err(|e| IssueError::Database(e.into())),
-            Err(e) => Err(e),
-        };
+        let issued = authorizations::issue(&mut conn, &state.config, request, now).await;
         match issued {
             Ok(issued) => {
                 metrics::counter!("pactd_device_authorizations_total").increment(1);

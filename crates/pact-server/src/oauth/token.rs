@@ -108,19 +108,14 @@ async fn redeem_device_code(
             // decision: a crash that loses it forgives one fast poll. So its
             // commit does not wait for the WAL flush; grants, revocations
             // and receipts keep durable commits.
-            let mut tx = state
-                .db
-                .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
-                .await?;
             let recorded = pact_db::device_authorizations::record_poll_if_unchanged(
-                &mut *tx,
+                &state.relaxed_db,
                 auth.id,
                 (auth.last_polled_at, auth.interval_secs),
                 now,
                 interval,
             )
             .await?;
-            tx.commit().await?;
             if recorded {
                 state.pending_polls.remember(
                     ticket,
