@@ -15,6 +15,13 @@ mod settings;
 
 use clap::Parser;
 
+/// mimalloc instead of the system allocator: a request allocates and frees
+/// many small buffers (headers, JSON, SQL rows), and glibc's malloc spent
+/// about a tenth of the server's CPU on them under load (docs/performance.md,
+/// "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     // Traces are exported by the servers only, and only when asked for.
