@@ -115,7 +115,7 @@ async fn run_turn(
                 if result.is_err() {
                     // Nothing half-stored: drop the claim so the PA may retry.
                     if let Err(e) = conversations::abandon_turn(
-                        &state.db,
+                        &state.relaxed_db,
                         conversation_id,
                         &incoming.message_id,
                     )
@@ -139,6 +139,12 @@ async fn run_turn(
 /// Phase 1. A new context is created with its turn claimed in one
 /// statement; a turn in an existing context runs in one short transaction
 /// under the conversation's row lock.
+///
+/// Claims are written on the relaxed pool (no wait for the WAL flush): a
+/// claim a crash loses takes nothing else with it, since whatever the turn
+/// stores later commits after it in the same WAL, and the PA's retry of the
+/// `messageId` then simply runs the turn (a durable claim would instead make
+/// that retry wait for the stale-claim sweep, and then run it all the same).
 async fn begin<'p>(
     state: &AppState,
     caller: &Caller,
@@ -175,7 +181,7 @@ async fn begin<'p>(
     let Some(raw) = &incoming.context_id else {
         let id = Uuid::new_v4();
         conversations::create_with_turn(
-            &state.db,
+            &state.relaxed_db,
             conversations::NewTurnContext {
                 id,
                 brand_id: &brand.id,
@@ -195,7 +201,7 @@ async fn begin<'p>(
     };
     // An id we could never have minted is just as unknown as a foreign one.
     let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = state.relaxed_db.begin().await?;
 
     // The conversation row lock orders claims of one context across nodes.
     let conversation = conversations::lock_owned(&mut *tx, id, &brand.id, iss, sub)
@@ -324,7 +330,17 @@ async fn run_claimed(
     };
     for _ in 0..STORE_ATTEMPTS {
         let stored = if record.missing.is_empty() {
-            let mut conn = state.db.acquire().await?;
+            // A reply without a receipt (an identity turn) changes nothing of
+            // the person's: a crash that loses it before the WAL flush makes
+            // the PA's retry run the turn again, so it does not wait for the
+            // flush. A receipt is a signed record of what was done under a
+            // grant (PACT §5.6): it commits durably.
+            let pool = if delegation.is_some() {
+                &state.db
+            } else {
+                &state.relaxed_db
+            };
+            let mut conn = pool.acquire().await?;
             store(state, &mut conn, &reply, None).await
         } else {
             // PACT §5.5 step-up: the task's device authorization is created in
