@@ -340,7 +340,8 @@ pub struct LimitArgs {
     /// networks, comma-separated (e.g. 10.0.0.0/8,192.0.2.7) [default: none].
     #[arg(long, value_name = "LIST", env = "PACTD_TRUSTED_PROXIES")]
     pub trusted_proxies: Option<String>,
-    /// PostgreSQL connections in this node's pool [default: 4 per CPU, at least 8].
+    /// PostgreSQL connections in this node's pool [default: 4 per CPU, at least 8], plus half as
+    /// many (at least 2) for the writes that do not wait for the WAL flush.
     #[arg(long, value_name = "N", env = "PACTD_DB_POOL_SIZE")]
     pub db_pool_size: Option<u32>,
     /// Seconds a request waits for a pooled connection before 503 [default: 3].
