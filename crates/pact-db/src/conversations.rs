@@ -36,31 +36,8 @@ pub async fn create(
     .map_err(Into::into)
 }
 
-/// The first turn of a new context (PACT §4, no `contextId`): creates the
-/// conversation, already bound to `user_sub` under delegation (PACT §5.5), and
-/// claims the turn, in one statement (a new context has no earlier message to
-/// look up, and nobody else can know its id yet).
-pub async fn create_with_turn(db: impl PgExecutor<'_>, c: NewTurnContext<'_>) -> DbResult<()> {
-    sqlx::query!(
-        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
-                    values ($1, $2, $3, $4, $5) returning id) \
-         insert into messages (conversation_id, message_id, request_text, grant_id) \
-         select id, $6, $7, $8 from c",
-        c.id,
-        c.brand_id,
-        c.pa_issuer,
-        c.pa_sub,
-        c.user_sub,
-        c.message_id,
-        c.request_text,
-        c.grant_id,
-    )
-    .execute(db)
-    .await
-    .map(|_| ())
-    .map_err(Into::into)
-}
-
+/// The first turn of a new context (PACT §4, no `contextId`), bound to
+/// `user_sub` under delegation (PACT §5.5).
 #[derive(Clone, Debug)]
 pub struct NewTurnContext<'a> {
     pub id: Uuid,
@@ -71,6 +48,81 @@ pub struct NewTurnContext<'a> {
     pub message_id: &'a str,
     pub request_text: &'a str,
     pub grant_id: Option<Uuid>,
+}
+
+/// The whole first turn of a new context, written once its reply is known:
+/// the conversation, its message and the reply, in one statement. A new
+/// context needs no claim while its turn runs: no request can address it
+/// before the PA reads its id in this reply (PACT §4), so nothing is written
+/// until there is something to keep.
+pub async fn create_with_reply(
+    db: impl PgExecutor<'_>,
+    c: NewTurnContext<'_>,
+    reply_message_id: &str,
+    reply: &serde_json::Value,
+) -> DbResult<()> {
+    sqlx::query!(
+        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+                    values ($1, $2, $3, $4, $5) returning id) \
+         insert into messages (conversation_id, message_id, request_text, grant_id, \
+                               reply_message_id, reply, replied_at) \
+         select id, $6, $7, $8, $9, $10, now() from c",
+        c.id,
+        c.brand_id,
+        c.pa_issuer,
+        c.pa_sub,
+        c.user_sub,
+        c.message_id,
+        c.request_text,
+        c.grant_id,
+        reply_message_id,
+        reply,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
+}
+
+/// As [`create_with_reply`], for a delegated first turn with its receipt:
+/// the grant row is stamped first (which orders the turns of one grant, as in
+/// [`finish_turn_with_receipt`]), then the conversation, the receipt at
+/// `receipt.seq` and the message with its reply. `Ok(false)` when the grant
+/// is gone; a unique violation means another turn of the grant took that
+/// `seq`: nothing was written, read the chain's head again and retry.
+pub async fn create_with_receipt(
+    db: impl PgExecutor<'_>,
+    c: NewTurnContext<'_>,
+    reply_message_id: &str,
+    reply: &serde_json::Value,
+    receipt: &crate::receipts::NewReceipt<'_>,
+) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "with g as (update grants set last_used_at = now() where id = $8 returning id), \
+         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+               select $1, $2, $3, $4, $5 from g returning id), \
+         r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
+               select $8, $9, c.id, $6, $10, $11 from c returning id) \
+         insert into messages (conversation_id, message_id, request_text, grant_id, \
+                               reply_message_id, reply, replied_at) \
+         select $1, $6, $7, $8, $12, $13, now() from r",
+        c.id,
+        c.brand_id,
+        c.pa_issuer,
+        c.pa_sub,
+        c.user_sub,
+        c.message_id,
+        c.request_text,
+        receipt.grant_id,
+        receipt.seq,
+        receipt.jws,
+        receipt.claims,
+        reply_message_id,
+        reply,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Locks the conversation for this turn, but only when it belongs to this

@@ -66,10 +66,12 @@ enum Begin<'a> {
     Stored(Value),
     /// Another request runs this `messageId` right now.
     Running,
-    /// This request runs the turn.
+    /// This request runs the turn. `fresh`: the first turn of a new context,
+    /// of which nothing is written before its reply.
     Claimed {
         conversation_id: Uuid,
         delegation: Option<&'a Delegation>,
+        fresh: bool,
     },
 }
 
@@ -102,17 +104,21 @@ async fn run_turn(
             Begin::Claimed {
                 conversation_id,
                 delegation,
+                fresh,
             } => {
                 let result = run_claimed(
                     state,
                     caller,
-                    delegation,
-                    conversation_id,
+                    Claim {
+                        delegation,
+                        conversation_id,
+                        fresh,
+                    },
                     incoming,
                     request_id,
                 )
                 .await;
-                if result.is_err() {
+                if result.is_err() && !fresh {
                     // Nothing half-stored: drop the claim so the PA may retry.
                     if let Err(e) = conversations::abandon_turn(
                         &state.relaxed_db,
@@ -136,9 +142,10 @@ async fn run_turn(
     }
 }
 
-/// Phase 1. A new context is created with its turn claimed in one
-/// statement; a turn in an existing context runs in one short transaction
-/// under the conversation's row lock.
+/// Phase 1. A new context is only given its id: nothing is written before
+/// its reply (see `conversations::create_with_reply`). A turn in an existing
+/// context is claimed in one short transaction under the conversation's row
+/// lock.
 ///
 /// Claims are written on the relaxed pool (no wait for the WAL flush): a
 /// claim a crash loses takes nothing else with it, since whatever the turn
@@ -176,27 +183,14 @@ async fn begin<'p>(
     };
 
     // PACT §4: no contextId starts a new context. Its id is new, so no earlier
-    // message can exist in it and nobody else can address it yet; the first
-    // delegated turn binds it to its user (PACT §5.5).
+    // message can exist in it and nobody else can address it before the PA
+    // reads it in the reply; the first delegated turn binds it to its user
+    // (PACT §5.5) when it is stored.
     let Some(raw) = &incoming.context_id else {
-        let id = Uuid::new_v4();
-        conversations::create_with_turn(
-            &state.relaxed_db,
-            conversations::NewTurnContext {
-                id,
-                brand_id: &brand.id,
-                pa_issuer: iss,
-                pa_sub: sub,
-                user_sub: delegation.map(|d| d.user_sub.as_str()),
-                message_id: &incoming.message_id,
-                request_text: &incoming.text,
-                grant_id: delegation.map(|d| d.grant_id),
-            },
-        )
-        .await?;
         return Ok(Begin::Claimed {
-            conversation_id: id,
+            conversation_id: Uuid::new_v4(),
             delegation,
+            fresh: true,
         });
     };
     // An id we could never have minted is just as unknown as a foreign one.
@@ -249,6 +243,7 @@ async fn begin<'p>(
         Begin::Claimed {
             conversation_id: conversation.id,
             delegation,
+            fresh: false,
         }
     } else {
         Begin::Running
@@ -256,14 +251,27 @@ async fn begin<'p>(
 }
 
 /// Phase 2 (the agent, nothing locked) and phase 3 (store).
+/// The turn this request runs (what phase 1 decided).
+#[derive(Clone, Copy)]
+struct Claim<'a> {
+    delegation: Option<&'a Delegation>,
+    conversation_id: Uuid,
+    /// The first turn of a new context: nothing stored yet.
+    fresh: bool,
+}
+
 async fn run_claimed(
     state: &AppState,
     caller: &Caller,
-    delegation: Option<&Delegation>,
-    conversation_id: Uuid,
+    claim: Claim<'_>,
     incoming: &IncomingMessage,
     request_id: &str,
 ) -> Result<Value, ApiError> {
+    let Claim {
+        delegation,
+        conversation_id,
+        fresh,
+    } = claim;
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let scope_rows = state.config_cache.scopes(&state.db, &brand.id).await?;
@@ -323,7 +331,9 @@ async fn run_claimed(
         caller,
         delegation,
         conversation_id,
+        fresh,
         message_id: &incoming.message_id,
+        request_text: &incoming.text,
         reply_id: Uuid::new_v4().to_string(),
         text: &text,
         record: &record,
@@ -374,7 +384,11 @@ struct Reply<'a> {
     caller: &'a Caller,
     delegation: Option<&'a Delegation>,
     conversation_id: Uuid,
+    /// Nothing of the turn is stored yet: the conversation and the message
+    /// are written with the reply.
+    fresh: bool,
     message_id: &'a str,
+    request_text: &'a str,
     reply_id: String,
     text: &'a str,
     record: &'a GateRecord,
@@ -461,8 +475,22 @@ async fn store(
         }
     };
     let body = serde_json::to_value(&response).map_err(ApiError::internal)?;
-    let stored = match &receipt {
-        None => {
+    let new_context = conversations::NewTurnContext {
+        id: r.conversation_id,
+        brand_id: &brand.id,
+        pa_issuer: &r.caller.pa.iss,
+        pa_sub: &r.caller.pa.sub,
+        user_sub: r.delegation.map(|d| d.user_sub.as_str()),
+        message_id: r.message_id,
+        request_text: r.request_text,
+        grant_id: r.delegation.map(|d| d.grant_id),
+    };
+    let stored = match (&receipt, r.fresh) {
+        (None, true) => {
+            conversations::create_with_reply(&mut *conn, new_context, &r.reply_id, &body).await?;
+            true
+        }
+        (None, false) => {
             conversations::finish_turn(
                 &mut *conn,
                 r.conversation_id,
@@ -472,14 +500,24 @@ async fn store(
             )
             .await?
         }
-        Some(row) => {
+        (Some(row), true) => {
+            conversations::create_with_receipt(
+                &mut *conn,
+                new_context,
+                &r.reply_id,
+                &body,
+                &row.as_new(),
+            )
+            .await?
+        }
+        (Some(row), false) => {
             conversations::finish_turn_with_receipt(&mut *conn, &r.reply_id, &body, &row.as_new())
                 .await?
         }
     };
     if !stored {
         return Err(Stored::Failed(ApiError::Internal(
-            "the turn's claim disappeared before its reply was stored".into(),
+            "the turn's claim (for a new context: its grant) disappeared before its reply was stored".into(),
         )));
     }
     Ok(body)
