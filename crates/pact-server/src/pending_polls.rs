@@ -210,7 +210,7 @@ impl PendingPolls {
         self.book().drop_expired_before(before);
     }
 
-    /// How many codes the book holds (for tests and metrics).
+    /// How many codes the book holds (the tests read it).
     pub fn len(&self) -> usize {
         self.book().by_code.len()
     }
