@@ -66,13 +66,8 @@ enum Begin<'a> {
     Stored(Value),
     /// Another request runs this `messageId` right now.
     Running,
-    /// This request runs the turn. `fresh`: the first turn of a new context,
-    /// of which nothing is written before its reply.
-    Claimed {
-        conversation_id: Uuid,
-        delegation: Option<&'a Delegation>,
-        fresh: bool,
-    },
+    /// This request runs the turn.
+    Claimed(Claim<'a>),
 }
 
 async fn run_turn(
@@ -101,28 +96,13 @@ async fn run_turn(
                 )
                 .into());
             }
-            Begin::Claimed {
-                conversation_id,
-                delegation,
-                fresh,
-            } => {
-                let result = run_claimed(
-                    state,
-                    caller,
-                    Claim {
-                        delegation,
-                        conversation_id,
-                        fresh,
-                    },
-                    incoming,
-                    request_id,
-                )
-                .await;
-                if result.is_err() && !fresh {
+            Begin::Claimed(claim) => {
+                let result = run_claimed(state, caller, claim, incoming, request_id).await;
+                if result.is_err() && !claim.fresh {
                     // Nothing half-stored: drop the claim so the PA may retry.
                     if let Err(e) = conversations::abandon_turn(
                         &state.relaxed_db,
-                        conversation_id,
+                        claim.conversation_id,
                         &incoming.message_id,
                     )
                     .await
@@ -187,11 +167,11 @@ async fn begin<'p>(
     // reads it in the reply; the first delegated turn binds it to its user
     // (PACT §5.5) when it is stored.
     let Some(raw) = &incoming.context_id else {
-        return Ok(Begin::Claimed {
+        return Ok(Begin::Claimed(Claim {
             conversation_id: Uuid::new_v4(),
             delegation,
             fresh: true,
-        });
+        }));
     };
     // An id we could never have minted is just as unknown as a foreign one.
     let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
@@ -240,26 +220,27 @@ async fn begin<'p>(
     .await?;
     tx.commit().await?;
     Ok(if claimed {
-        Begin::Claimed {
+        Begin::Claimed(Claim {
             conversation_id: conversation.id,
             delegation,
             fresh: false,
-        }
+        })
     } else {
         Begin::Running
     })
 }
 
-/// Phase 2 (the agent, nothing locked) and phase 3 (store).
 /// The turn this request runs (what phase 1 decided).
 #[derive(Clone, Copy)]
 struct Claim<'a> {
     delegation: Option<&'a Delegation>,
     conversation_id: Uuid,
-    /// The first turn of a new context: nothing stored yet.
+    /// The first turn of a new context: nothing of it is written before its
+    /// reply.
     fresh: bool,
 }
 
+/// Phase 2 (the agent, nothing locked) and phase 3 (store).
 async fn run_claimed(
     state: &AppState,
     caller: &Caller,
