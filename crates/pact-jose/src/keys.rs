@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::alg::Alg;
 use crate::error::JwksError;
+use crate::signature_memo::{self, KeyIdentity};
 
 /// JWK members that carry private key material (RFC 7518 §6.2.2, §6.3.2,
 /// §6.4.1). A public JWKS must not contain them; a key that does is refused
@@ -34,6 +35,8 @@ pub struct VerifyingKey {
     kid: Option<String>,
     alg: Alg,
     verifier: Box<dyn JwsVerifier>,
+    /// Its public parameters, hashed: what a remembered verification is bound to.
+    identity: KeyIdentity,
 }
 
 impl fmt::Debug for VerifyingKey {
@@ -103,6 +106,15 @@ impl VerifyingKey {
             Alg::Es256 => check_p256_members(&map)?,
             Alg::Rs256 => check_rsa_members(&map)?,
         }
+        let member = |name: &str| match map.get(name) {
+            Some(Value::String(s)) => s.as_str(),
+            _ => "",
+        };
+        // The members checked just above: they alone decide what verifies.
+        let identity = match alg {
+            Alg::Es256 => signature_memo::key_identity("EC", &[member("x"), member("y")]),
+            Alg::Rs256 => signature_memo::key_identity("RSA", &[member("n"), member("e")]),
+        };
 
         let jwk = Jwk::from_map(map).map_err(|_| JwksError::UnusableKey("invalid JWK"))?;
         let verifier: Box<dyn JwsVerifier> = match alg {
@@ -117,12 +129,20 @@ impl VerifyingKey {
                     .map_err(|_| JwksError::UnusableKey("invalid RSA public key"))?,
             ),
         };
-        Ok(Self { kid, alg, verifier })
+        Ok(Self {
+            kid,
+            alg,
+            verifier,
+            identity,
+        })
     }
 
-    /// `true` when `signature` is a valid signature of `message` with this key.
+    /// `true` when `signature` is a valid signature of `message` with this key
+    /// (verified once per distinct token: see `signature_memo`).
     pub(crate) fn verify_signature(&self, message: &[u8], signature: &[u8]) -> bool {
-        self.verifier.verify(message, signature).is_ok()
+        signature_memo::verify_once(&self.identity, message, signature, || {
+            self.verifier.verify(message, signature).is_ok()
+        })
     }
 }
 

@@ -27,6 +27,7 @@ mod pa_jwt;
 mod provider_keys;
 mod receipt;
 mod seal;
+mod signature_memo;
 mod tree_head;
 mod uri_guard;
 

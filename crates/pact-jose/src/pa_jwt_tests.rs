@@ -490,3 +490,39 @@ fn errors_and_debug_never_show_the_token() {
     let err = parse_pa_jwt(&format!("{token}.x"), &rules()).expect_err("malformed");
     assert!(!err.to_string().contains(sig));
 }
+
+/// A verification is remembered (`signature_memo`), but only as "these bytes
+/// verify under this key": the claims are checked again at every use, another
+/// key with the same `kid` does not inherit it, and a changed signature is
+/// verified afresh.
+#[test]
+fn a_remembered_verification_is_bound_to_its_key_and_rechecks_the_claims() {
+    let pa = TestPa::es256("ec-memo");
+    let token = pa.token(&pa.header(), &good_claims());
+    let parsed = parse_pa_jwt(&token, &rules()).expect("parse");
+    parsed.verify(&pa.key(), &rules(), NOW).expect("first use");
+    parsed.verify(&pa.key(), &rules(), NOW).expect("second use");
+
+    // Later than exp + skew: the remembered signature does not make it valid.
+    assert_eq!(
+        parsed.verify(&pa.key(), &rules(), NOW + 300 + 31).err(),
+        Some(PaJwtError::Expired)
+    );
+    // Another key under the same kid (a rotated or forged JWKS entry).
+    let other = TestPa::es256("ec-memo");
+    assert_eq!(
+        parsed.verify(&other.key(), &rules(), NOW).err(),
+        Some(PaJwtError::BadSignature)
+    );
+    // ECDSA signatures are malleable: any other signature bytes are checked.
+    let (head, sig) = token.rsplit_once('.').expect("three segments");
+    let mut raw = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sig)
+        .expect("base64");
+    raw[40] ^= 1;
+    let tampered = format!("{head}.{}", b64(&raw));
+    let parsed = parse_pa_jwt(&tampered, &rules()).expect("parse");
+    assert_eq!(
+        parsed.verify(&pa.key(), &rules(), NOW).err(),
+        Some(PaJwtError::BadSignature)
+    );
+}
