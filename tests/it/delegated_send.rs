@@ -1187,6 +1187,55 @@ async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
     assert_eq!(breaks[0].seq, 2);
 }
 
+/// PACT §5.6: turns of one grant sent in parallel all get their receipt, and
+/// the chain does not fork: every position once, each `prev` the receipt
+/// before it. (The first store of each races for the next position; the
+/// losers store again one after the other under the grant's row lock.)
+#[tokio::test]
+async fn parallel_turns_of_one_grant_all_get_receipts_in_one_unforked_chain() {
+    const TURNS: usize = 20;
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let grant = grant_of(&token);
+
+    let ids: Vec<String> = (0..TURNS).map(|i| format!("p{i}")).collect();
+    let sends = ids
+        .iter()
+        .map(|id| app.send_delegated("demo", &pa_jwt, &token, id, "show my orders", None))
+        .collect();
+    let mut sent = Vec::new();
+    for res in crate::messages::join_all(sends).await {
+        sent.push(receipt(&ok_json(res).await["message"]));
+    }
+
+    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    assert_eq!(
+        stored.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        (1..=i32::try_from(TURNS).unwrap()).collect::<Vec<_>>()
+    );
+    let keys = pact_server::keys::all_public_keys(&app.db).await.unwrap();
+    assert_eq!(
+        pact_server::domain::receipt_chain::verify(&stored, &keys),
+        vec![]
+    );
+    // Each reply carries the receipt that was stored, no other.
+    let mut answered: Vec<&str> = sent.iter().map(|r| r.jws.as_str()).collect();
+    let mut kept: Vec<&str> = stored.iter().map(|r| r.jws.as_str()).collect();
+    answered.sort_unstable();
+    kept.sort_unstable();
+    assert_eq!(answered, kept);
+    let g = pact_db::grants::find(&app.db, grant)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        g.last_used_at.is_some(),
+        "a turn stamps the grant's last use"
+    );
+}
+
 /// PACT §5.6 (pactd: append-only storage): an UPDATE or DELETE of a stored
 /// receipt fails in the database itself, and the row stays as it was.
 #[tokio::test]

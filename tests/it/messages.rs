@@ -231,7 +231,8 @@ async fn futures_join<F: std::future::Future<Output = reqwest::Response>>(
     out
 }
 
-async fn join_all<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
+/// Drives the futures concurrently on this task; their outputs in order.
+pub(crate) async fn join_all<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
     let mut pinned: Vec<std::pin::Pin<Box<F>>> = fs.into_iter().map(Box::pin).collect();
     let mut outs: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
     std::future::poll_fn(|cx| {

@@ -1,4 +1,10 @@
 //! Conversations (A2A contexts) and their messages (PACT §4).
+//!
+//! A delegated turn stamps its grant's `last_used_at` at most once a minute
+//! (people read "last used" to the minute). Writing the grant row on every
+//! turn made each turn of a busy grant a new row version and WAL record, and
+//! queued the grant's turns behind that row's lock; the order of a grant's
+//! receipts is kept by their unique chain position, not by that lock.
 
 use sqlx::PgExecutor;
 use uuid::Uuid;
@@ -85,11 +91,11 @@ pub async fn create_with_reply(
 }
 
 /// As [`create_with_reply`], for a delegated first turn with its receipt:
-/// the grant row is stamped first (which orders the turns of one grant, as in
-/// [`finish_turn_with_receipt`]), then the conversation, the receipt at
-/// `receipt.seq` and the message with its reply. `Ok(false)` when the grant
-/// is gone; a unique violation means another turn of the grant took that
-/// `seq`: nothing was written, read the chain's head again and retry.
+/// the conversation, the receipt at `receipt.seq` and the message with its
+/// reply, and the grant's last use (at most once a minute, see above).
+/// `Ok(false)` when the grant is gone; a unique violation means another
+/// turn of the grant took that `seq`: nothing was written, read the chain's
+/// head again and retry.
 pub async fn create_with_receipt(
     db: impl PgExecutor<'_>,
     c: NewTurnContext<'_>,
@@ -98,7 +104,9 @@ pub async fn create_with_receipt(
     receipt: &crate::receipts::NewReceipt<'_>,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
-        "with g as (update grants set last_used_at = now() where id = $8 returning id), \
+        "with g as (select id from grants where id = $8), \
+         t as (update grants set last_used_at = now() where id = $8 \
+               and (last_used_at is null or last_used_at < now() - interval '1 minute')), \
          c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
                select $1, $2, $3, $4, $5 from g returning id), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
@@ -244,12 +252,11 @@ pub async fn finish_turn(
 }
 
 /// Stores the reply of a claimed delegated turn together with its receipt,
-/// in one statement: the grant row is locked first (by stamping its last use),
-/// so turns of one grant append in turn; then the receipt is appended at
-/// `receipt.seq`, and the reply stored only if it was. `Ok(false)` when the
-/// claim is gone. A unique violation means another turn of the grant took
-/// that `seq` since the caller read the chain's head: read it again and retry
-/// (the chain never forks, PACT §5.6).
+/// in one statement: the receipt is appended at `receipt.seq`, the reply
+/// stored only if it was, and the grant's last use stamped (at most once a
+/// minute, see above). `Ok(false)` when the claim is gone. A unique violation
+/// means another turn of the grant took that `seq` since the caller read the
+/// chain's head: read it again and retry (the chain never forks, PACT §5.6).
 pub async fn finish_turn_with_receipt(
     db: impl PgExecutor<'_>,
     reply_message_id: &str,
@@ -257,7 +264,9 @@ pub async fn finish_turn_with_receipt(
     receipt: &crate::receipts::NewReceipt<'_>,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
-        "with g as (update grants set last_used_at = now() where id = $1 returning id), \
+        "with g as (select id from grants where id = $1), \
+         t as (update grants set last_used_at = now() where id = $1 \
+               and (last_used_at is null or last_used_at < now() - interval '1 minute')), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
                select g.id, $2, $3, $4, $5, $6 from g \
                where exists (select 1 from messages where conversation_id = $3 \

@@ -70,6 +70,54 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> 
     .map_err(Into::into)
 }
 
+/// What a delegated turn checks of its grant before it runs (PACT §5.5
+/// step 2), read together with the head of the grant's receipt chain so that
+/// the turn's receipt needs no read of its own when nothing else of the grant
+/// was stored meanwhile (the chain's unique position catches that case).
+#[derive(Clone, Debug)]
+pub struct TurnGrant {
+    pub brand_id: String,
+    pub pa_issuer: String,
+    pub user_sub: String,
+    pub expires_at: OffsetDateTime,
+    pub revoked_at: Option<OffsetDateTime>,
+    pub head: Option<crate::receipts::ChainHead>,
+}
+
+impl TurnGrant {
+    /// Usable now: neither revoked nor expired.
+    pub fn is_active(&self, now: OffsetDateTime) -> bool {
+        self.revoked_at.is_none() && self.expires_at > now
+    }
+}
+
+/// The grant and its chain head in one round trip (`receipts (grant_id, seq)`
+/// is unique, so the head is one index probe).
+pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<TurnGrant>> {
+    let row = sqlx::query!(
+        r#"select g.brand_id, g.pa_issuer, g.user_sub, g.expires_at, g.revoked_at,
+                  h.seq as "head_seq?", h.jws as "head_jws?"
+           from grants g
+           left join lateral (select seq, jws from receipts r
+                              where r.grant_id = g.id order by seq desc limit 1) h on true
+           where g.id = $1"#,
+        id,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| TurnGrant {
+        brand_id: r.brand_id,
+        pa_issuer: r.pa_issuer,
+        user_sub: r.user_sub,
+        expires_at: r.expires_at,
+        revoked_at: r.revoked_at,
+        head: r
+            .head_seq
+            .zip(r.head_jws)
+            .map(|(seq, jws)| crate::receipts::ChainHead { seq, jws }),
+    }))
+}
+
 /// Locks the grant row: receipts of one grant are chained, so turns under one
 /// grant append in order.
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {

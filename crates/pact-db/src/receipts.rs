@@ -18,11 +18,19 @@ pub struct StoredReceipt {
     pub created_at: OffsetDateTime,
 }
 
-/// The newest receipt of a grant (the chain's head). Call with the grant row locked.
-pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<StoredReceipt>> {
+/// What the next receipt of a grant chains to (PACT §5.6): the position and
+/// the JWS of its newest receipt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainHead {
+    pub seq: i32,
+    pub jws: String,
+}
+
+/// The head of a grant's receipt chain, `None` before its first receipt.
+pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<ChainHead>> {
     sqlx::query_as!(
-        StoredReceipt,
-        "select id, grant_id, seq, conversation_id, message_id, jws, claims, created_at from receipts where grant_id = $1 order by seq desc limit 1",
+        ChainHead,
+        "select seq, jws from receipts where grant_id = $1 order by seq desc limit 1",
         grant_id,
     )
     .fetch_optional(db)

@@ -1,5 +1,6 @@
 //! Building, chaining and storing the receipt of a delegated turn (PACT §5.6).
 
+use pact_db::receipts::ChainHead;
 use pact_proto::oauth::{Receipt, ReceiptClaims};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
@@ -42,15 +43,25 @@ impl ChainedReceipt {
     }
 }
 
-/// Signs the receipt that follows the grant's chain head as read now (PACT
-/// §5.6: `prev` is the hash of the previous receipt). It is appended with
-/// the turn's reply; that append is refused by the chain's unique position
-/// when another receipt took it meanwhile, so the chain never forks.
+/// The chain head a receipt follows.
+pub enum Head {
+    /// As read with the grant when the turn began (`grants::for_turn`).
+    Read(Option<ChainHead>),
+    /// Not known (yet, or any longer): read it when the receipt is built.
+    ReadAgain,
+}
+
+/// Signs the receipt that follows the grant's chain `head` (PACT §5.6:
+/// `prev` is the hash of the previous receipt). It is appended with the
+/// turn's reply; that append is refused by the chain's unique position when
+/// another receipt took it meanwhile, so the chain never forks, and the
+/// caller builds again with [`Head::ReadAgain`].
 pub async fn build(
     state: &AppState,
     conn: &mut PgConnection,
     delegation: &Delegation,
     turn: TurnRef<'_>,
+    head: Head,
     record: &GateRecord,
     now: OffsetDateTime,
 ) -> Result<(Receipt, ChainedReceipt), ApiError> {
@@ -60,7 +71,10 @@ pub async fn build(
         conversation_id,
         message_id,
     } = turn;
-    let head = pact_db::receipts::head(&mut *conn, delegation.grant_id).await?;
+    let head = match head {
+        Head::Read(head) => head,
+        Head::ReadAgain => pact_db::receipts::head(&mut *conn, delegation.grant_id).await?,
+    };
     let claims = ReceiptClaims {
         grant_id: delegation.grant_id.to_string(),
         user: delegation.user_sub.clone(),

@@ -35,6 +35,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delegation::{self, Presented};
+use super::receipts::Head;
 use crate::agent::{AgentError, Delegation, GateRecord, ToolGate, Turn};
 use crate::auth::Caller;
 use crate::authorizations::{self, IssueError};
@@ -97,12 +98,13 @@ async fn run_turn(
                 .into());
             }
             Begin::Claimed(claim) => {
+                let (fresh, conversation_id) = (claim.fresh, claim.conversation_id);
                 let result = run_claimed(state, caller, claim, incoming, request_id).await;
-                if result.is_err() && !claim.fresh {
+                if result.is_err() && !fresh {
                     // Nothing half-stored: drop the claim so the PA may retry.
                     if let Err(e) = conversations::abandon_turn(
                         &state.relaxed_db,
-                        claim.conversation_id,
+                        conversation_id,
                         &incoming.message_id,
                     )
                     .await
@@ -142,23 +144,24 @@ async fn begin<'p>(
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let now = state.clock.now();
 
-    // The database is the truth about the grant (the token may outlive a revocation).
-    let delegation = match presented {
-        None => None,
+    // The database is the truth about the grant (the token may outlive a
+    // revocation). The chain head comes along for the turn's receipt.
+    let (delegation, head) = match presented {
+        None => (None, Head::ReadAgain),
         Some(p) => {
             let d = &p.delegation;
-            let grant = pact_db::grants::find(&state.db, d.grant_id).await?;
-            let valid = grant.as_ref().is_some_and(|g| {
+            let grant = pact_db::grants::for_turn(&state.db, d.grant_id).await?;
+            let grant = grant.filter(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
                     && g.pa_issuer == iss
                     && g.user_sub == d.user_sub
             });
-            if !valid {
+            let Some(grant) = grant else {
                 tracing::info!(grant = %d.grant_id, "delegation token rejected: grant revoked, expired or mismatched");
                 return Err(ApiError::InvalidDelegation);
-            }
-            Some(d)
+            };
+            (Some(d), Head::Read(grant.head))
         }
     };
 
@@ -170,6 +173,7 @@ async fn begin<'p>(
         return Ok(Begin::Claimed(Claim {
             conversation_id: Uuid::new_v4(),
             delegation,
+            head,
             fresh: true,
         }));
     };
@@ -223,6 +227,7 @@ async fn begin<'p>(
         Begin::Claimed(Claim {
             conversation_id: conversation.id,
             delegation,
+            head,
             fresh: false,
         })
     } else {
@@ -231,9 +236,10 @@ async fn begin<'p>(
 }
 
 /// The turn this request runs (what phase 1 decided).
-#[derive(Clone, Copy)]
 struct Claim<'a> {
     delegation: Option<&'a Delegation>,
+    /// The grant's receipt chain head as phase 1 read it with the grant.
+    head: Head,
     conversation_id: Uuid,
     /// The first turn of a new context: nothing of it is written before its
     /// reply.
@@ -250,6 +256,7 @@ async fn run_claimed(
 ) -> Result<Value, ApiError> {
     let Claim {
         delegation,
+        head,
         conversation_id,
         fresh,
     } = claim;
@@ -305,9 +312,9 @@ async fn run_claimed(
         (text, gate.into_record())
     };
 
-    // Phase 3. A delegated turn's receipt is chained at the head read just
-    // before; when another turn of the grant appended first, the store is
-    // refused (unique chain position) and done again from a fresh head.
+    // Phase 3. A delegated turn's receipt is chained at the head phase 1 read
+    // with the grant; when another turn of the grant appended since, the store
+    // is refused (unique chain position) and done again from a fresh head.
     let reply = Reply {
         caller,
         delegation,
@@ -319,8 +326,16 @@ async fn run_claimed(
         text: &text,
         record: &record,
     };
-    for _ in 0..STORE_ATTEMPTS {
-        let stored = if record.missing.is_empty() {
+    let mut head = Some(head);
+    for attempt in 0..STORE_ATTEMPTS {
+        // The first attempt chains at the head read with the grant and takes
+        // no lock. When it met another turn of the grant (it lost the chain
+        // position), the next ones lock the grant row and read the head under
+        // that lock: turns of one grant sent in parallel then store one after
+        // the other instead of all racing for each position again.
+        let contended = attempt > 0 && delegation.is_some();
+        let head = head.take().unwrap_or(Head::ReadAgain);
+        let stored = if record.missing.is_empty() && !contended {
             // A reply without a receipt (an identity turn) changes nothing of
             // the person's: a crash that loses it before the WAL flush makes
             // the PA's retry run the turn again, so it does not wait for the
@@ -332,18 +347,10 @@ async fn run_claimed(
                 &state.relaxed_db
             };
             let mut conn = pool.acquire().await?;
-            store(state, &mut conn, &reply, None).await
+            store(state, &mut conn, &reply, head, None).await
         } else {
-            // PACT §5.5 step-up: the task's device authorization is created in
-            // the transaction that stores the task, on the same connection.
-            let mut tx = state.db.begin().await?;
-            match step_up(state, &mut tx, caller, &record, &scope_rows).await {
-                Ok(link) => match store(state, &mut tx, &reply, Some(link)).await {
-                    Ok(body) => tx.commit().await.map(|()| body).map_err(Stored::from),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            }
+            let tx = state.db.begin().await?;
+            store_in(state, tx, caller, &reply, head, contended, &scope_rows).await
         };
         match stored {
             Ok(body) => return Ok(body),
@@ -354,6 +361,31 @@ async fn run_claimed(
     Err(ApiError::Internal(
         "the turn's reply could not be stored: its grant's receipt chain kept moving".into(),
     ))
+}
+
+/// Phase 3 in a transaction: after the grant's row lock when `lock_grant`,
+/// and with the step-up authorization when the turn lacked scopes (PACT §5.5:
+/// the task and its device authorization are stored together or not at all).
+async fn store_in(
+    state: &AppState,
+    mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    caller: &Caller,
+    reply: &Reply<'_>,
+    head: Head,
+    lock_grant: bool,
+    scope_rows: &[pact_db::scopes::BrandScope],
+) -> Result<Value, Stored> {
+    if lock_grant && let Some(d) = reply.delegation {
+        pact_db::grants::lock(&mut *tx, d.grant_id).await?;
+    }
+    let link = if reply.record.missing.is_empty() {
+        None
+    } else {
+        Some(step_up(state, &mut tx, caller, reply.record, scope_rows).await?)
+    };
+    let body = store(state, &mut tx, reply, head, link).await?;
+    tx.commit().await?;
+    Ok(body)
 }
 
 /// How often phase 3 is tried before giving up (each retry means another turn
@@ -405,6 +437,7 @@ async fn store(
     state: &AppState,
     conn: &mut sqlx::PgConnection,
     r: &Reply<'_>,
+    head: Head,
     step_up: Option<(String, String)>,
 ) -> Result<Value, Stored> {
     let brand = &r.caller.brand;
@@ -424,6 +457,7 @@ async fn store(
                     conversation_id: r.conversation_id,
                     message_id: r.message_id,
                 },
+                head,
                 r.record,
                 now,
             )
