@@ -64,7 +64,7 @@ usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
   --concurrency C    concurrent workers [16]
   --pas P            registered test PAs the workers are spread over [C]
                      (the limiter allows 200 req/s per PA platform)
-  --subs S           PA-JWT subs each worker rotates through [32]
+  --subs S           PA-JWT subs each worker rotates through [64]
                      (the limiter allows 10 req/s per (PA, sub))
   --device-codes K   pending device authorizations to poll [500]
   --sequential R     requests in each sequential (concurrency 1) run [500]
@@ -92,7 +92,7 @@ fn parse_args() -> anyhow::Result<Args> {
         seconds: 10,
         concurrency: 16,
         pas: 0,
-        subs: 32,
+        subs: 64,
         device_codes: 500,
         sequential: 500,
         prefill: 0,
