@@ -5,13 +5,15 @@
 //! that no transaction or row lock is held while an agent works (the brand's
 //! own agent may take seconds, and calls back into the tool gateway):
 //!
-//! 1. one short transaction: the grant is active, the context is the
-//!    caller's, a retried `messageId` is answered from storage, and the turn
-//!    is *claimed* — its message row is inserted without a reply (unique per
-//!    context and `messageId`);
+//! 1. the grant is read and must be active (with its receipt chain's head);
+//!    in an existing context, one short transaction checks that the context
+//!    is the caller's, answers a retried `messageId` from storage, and
+//!    *claims* the turn — its message row is inserted without a reply (unique
+//!    per context and `messageId`); a new context writes nothing yet;
 //! 2. the brand agent runs, behind the tool gate, with nothing locked;
-//! 3. one short transaction: the receipt is chained under the grant's row
-//!    lock and the reply stored in the claimed row.
+//! 3. one statement chains the receipt at the head read in phase 1 and stores
+//!    the reply; when another turn of the grant took that chain position, it
+//!    is done again under the grant's row lock.
 //!
 //! A retry that finds the claim still running waits for the reply (bounded),
 //! so one `messageId` never makes two agent calls that both store; a failed
