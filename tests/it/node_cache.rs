@@ -325,6 +325,22 @@ async fn metrics_are_served_on_their_own_listener_and_count_requests() {
     assert!(after.contains("pactd_http_request_duration_seconds_bucket{"));
     assert!(after.contains(r#"pactd_db_pool_connections{state="in_use"}"#));
     assert!(after.contains("pactd_jwks_fetches_total"));
+    // The same PA-JWT twice: the second check is answered from the memo of
+    // verified signatures (process-wide, so other tests only add to it).
+    let remembered = [r#"result="remembered""#];
+    let token = pa.token("u2", app.audience());
+    for i in 0..2 {
+        let res = app.send("demo", &token, &format!("r{i}"), "hi", None).await;
+        assert_eq!(res.status(), 200);
+    }
+    let again = scrape().await;
+    let checks = "pactd_signature_checks_total";
+    assert!(
+        series(&again, checks, &remembered) >= series(&after, checks, &remembered) + 1.0,
+        "{again}"
+    );
+    assert!(series(&again, checks, &[r#"result="verified""#]) >= 1.0);
+    assert!(again.contains("pactd_signature_memo_entries"));
     // The raw path (with ids and codes) never becomes a label.
     assert!(!after.contains("/a2a/demo/"));
 

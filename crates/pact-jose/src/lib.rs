@@ -72,5 +72,6 @@ pub use receipt::{
     RECEIPT_TYP, ReceiptError, args_hash, receipt_hash, sign_receipt, verify_receipt,
 };
 pub use seal::{MasterKey, SealError};
+pub use signature_memo::{SignatureMemoStats, signature_memo_stats};
 pub use tree_head::{TREE_HEAD_TYP, TreeHead, TreeHeadError, sign_tree_head, verify_tree_head};
 pub use uri_guard::{GuardedResolver, IpClass, check_jwks_uri, classify_ip, ip_allowed};

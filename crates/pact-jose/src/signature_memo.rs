@@ -82,6 +82,10 @@ type Set = HashSet<Entry, BuildHasherDefault<DigestHasher>>;
 struct Generations {
     current: Set,
     previous: Set,
+    /// Checks answered from the memo, and full verifications that succeeded
+    /// (counted under the lock already taken, so they cost no atomics).
+    remembered: u64,
+    verified: u64,
 }
 
 impl Generations {
@@ -120,16 +124,42 @@ pub(crate) fn verify_once(
     verify: impl FnOnce() -> bool,
 ) -> bool {
     let e = entry(key, message, signature);
-    if memo().contains(&e) {
-        return true;
+    {
+        let mut memo = memo();
+        if memo.contains(&e) {
+            memo.remembered += 1;
+            return true;
+        }
     }
     // Verified without the lock held: two cores may verify the same token at
     // once the first time, which is cheaper than making one wait.
     let ok = verify();
     if ok {
-        memo().insert(e);
+        let mut memo = memo();
+        memo.verified += 1;
+        memo.insert(e);
     }
     ok
+}
+
+/// What the memo has done since the process started, for the metrics page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SignatureMemoStats {
+    /// Signature checks answered from the memo.
+    pub remembered: u64,
+    /// Full verifications that succeeded (and were remembered).
+    pub verified: u64,
+    /// Entries held now.
+    pub entries: usize,
+}
+
+pub fn signature_memo_stats() -> SignatureMemoStats {
+    let memo = memo();
+    SignatureMemoStats {
+        remembered: memo.remembered,
+        verified: memo.verified,
+        entries: memo.current.len() + memo.previous.len(),
+    }
 }
 
 #[cfg(test)]

@@ -99,6 +99,12 @@ async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> 
     metrics::counter!("pactd_jwks_fetches_total").absolute(state.jwks.fetch_count());
     metrics::counter!("pactd_jwks_fetch_failures_total").absolute(state.jwks.failure_count());
     metrics::gauge!("pactd_revoked_grants_known").set(state.revocations.len() as f64);
+    let memo = pact_jose::signature_memo_stats();
+    metrics::counter!("pactd_signature_checks_total", "result" => "remembered")
+        .absolute(memo.remembered);
+    metrics::counter!("pactd_signature_checks_total", "result" => "verified")
+        .absolute(memo.verified);
+    metrics::gauge!("pactd_signature_memo_entries").set(memo.entries as f64);
     let mut res = handle.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
