@@ -24,8 +24,17 @@ pub struct Grant {
 impl Grant {
     /// Usable now: neither revoked nor expired.
     pub fn is_active(&self, now: OffsetDateTime) -> bool {
-        self.revoked_at.is_none() && self.expires_at > now
+        active(self.revoked_at, self.expires_at, now)
     }
+}
+
+/// The one rule for both views of a grant: neither revoked nor expired at `now`.
+fn active(
+    revoked_at: Option<OffsetDateTime>,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+) -> bool {
+    revoked_at.is_none() && expires_at > now
 }
 
 #[derive(Clone, Debug)]
@@ -87,7 +96,7 @@ pub struct TurnGrant {
 impl TurnGrant {
     /// Usable now: neither revoked nor expired.
     pub fn is_active(&self, now: OffsetDateTime) -> bool {
-        self.revoked_at.is_none() && self.expires_at > now
+        active(self.revoked_at, self.expires_at, now)
     }
 }
 
