@@ -64,7 +64,9 @@ impl Hasher for DigestHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        // `[u8; 32]` hashes as one `write` of its 32 bytes.
+        // `[u8; 32]` hashes as its length (the same for every entry) and then
+        // one `write` of its 32 bytes: XOR keeps the digest's bits, and the
+        // constant length only flips the same bits of every hash.
         let mut first = [0u8; 8];
         let n = bytes.len().min(8);
         first[..n].copy_from_slice(&bytes[..n]);
