@@ -314,6 +314,18 @@ consent-err-mfa-brand-login = Eine dieser Berechtigungen erfordert einen zweiten
 consent-err-mfa = Eine dieser Berechtigungen erfordert einen zweiten Faktor. Entfernen Sie den Haken oder melden Sie sich erneut mit einem zweiten Faktor an.
 consent-detail-unknown-type = Einschränkung vom Typ { $type }
 consent-detail-undescribed = Begrenzt durch { $type }
+consent-op-heading = Dies einmal erlauben?
+consent-op-why = Warum Sie gefragt werden: { $why }.
+consent-op-once = Wenn Sie zustimmen, ist genau dies einmal erlaubt. Alles andere braucht weiterhin Ihre Erlaubnis.
+consent-op-approve = Einmal erlauben
+consent-narrow = Sie können weniger erlauben:
+consent-narrow-amount = { $label } (höchstens { $max }):
+consent-narrow-count = { $label } (höchstens { $max }):
+consent-err-keep-one = Lassen Sie bei { $label } mindestens einen Eintrag angehakt, oder wählen Sie Ablehnen.
+consent-err-amount = Geben Sie für { $label } einen Betrag ein, etwa 12,50.
+consent-err-count = Geben Sie für { $label } eine ganze Zahl ein.
+consent-err-narrow-only = Sie können nur weniger erlauben, als der Agent erbeten hat, nicht mehr. Es wurde nichts erlaubt.
+consent-err-operation-gone = Diese Anfrage wurde unter einem Zugriff gestellt, der nicht Ihrer ist oder beendet wurde. Es wurde nichts erlaubt.
 done-your-agent = Ihr Agent
 ago-now = gerade eben
 ago-minutes = { $n ->
@@ -376,6 +388,15 @@ action-list-orders = Hat Ihre Bestellungen angesehen
 action-order-status = Hat den Status einer Bestellung geprüft
 action-cancel-order = Hat eine Bestellung storniert
 action-other = Hat „{ $tool }“ verwendet
+action-approved-once = (von Ihnen einmal erlaubt)
+action-no-reason = ohne Angabe von Gründen
+action-failed = { $action } — der Shop hat es nicht getan: { $why }
+action-unknown = { $action } — keine Antwort rechtzeitig; es ist vielleicht geschehen, vielleicht nicht
+action-beyond-effect = { $action } — der Shop meldet { $effect }, mehr als Sie erlaubt haben
+action-refused = Nicht getan: { $action } — { $why }
+refused-beyond = es geht über das hinaus, was Sie erlaubt haben, daher wurden Sie gefragt
+refused-scope = es brauchte Ihre Erlaubnis
+refused-other = es war nicht erlaubt
 
 ## Passkeys, messages (web/passkeys.rs)
 pk-err-unavailable = Auf dieser Website sind keine Passkeys verfügbar.
@@ -418,3 +439,20 @@ oidc-err-invalid = Wir konnten diese Anmeldung nicht bestätigen; es wurde nicht
 oidc-err-provider-said-title = Anmeldung nicht abgeschlossen
 oidc-err-provider-said = Der Anmeldedienst hat die Anmeldung beendet, ohne Sie anzumelden (Meldung: { $code }). Es wurde nichts geändert. Beginnen Sie noch einmal mit dem Code, den Ihr Agent angezeigt hat.
 
+
+## Limits in plain words (web/limit_words.rs)
+limit-range = { $from } bis { $to }
+limit-equals = { $label }: nur { $value }
+limit-one-of = { $label }: nur { $value }
+limit-at-most = { $label }: höchstens { $value }
+limit-total = { $label }: insgesamt höchstens { $value }
+limit-window = { $label }: nur { $value }
+limit-calls = { $label }: höchstens { $n }
+limit-used-calls = { $used } von { $cap } { $label } genutzt
+limit-used-amount = { $label }: { $used } von { $cap } genutzt
+limit-beyond-value = das geht über das hinaus, was Sie erlaubt haben ({ $limit })
+limit-beyond-used-up = was Sie erlaubt haben, ist aufgebraucht ({ $limit })
+limit-beyond-not-covered = diese Aktion war nicht Teil dessen, was Sie erlaubt haben
+limit-unreadable = Grenzen, die sich nicht lesen lassen: jede begrenzte Aktion wird abgelehnt, bis Sie erneut zustimmen.
+limit-once-open = Einmal erlaubt: „{ $tool }“ (noch nicht genutzt)
+limit-once-used = Einmal erlaubt: „{ $tool }“ (genutzt)

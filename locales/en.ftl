@@ -311,6 +311,18 @@ consent-err-mfa-brand-login = One of these permissions needs a second factor. Si
 consent-err-mfa = One of these permissions needs a second factor. Untick it, or sign in again with a second factor.
 consent-detail-unknown-type = Restriction of type { $type }
 consent-detail-undescribed = Limited by { $type }
+consent-op-heading = Allow this, once?
+consent-op-why = Why you are asked: { $why }.
+consent-op-once = Approving allows exactly this, one time. Anything else still needs your permission.
+consent-op-approve = Allow once
+consent-narrow = You can allow less:
+consent-narrow-amount = { $label } (at most { $max }):
+consent-narrow-count = { $label } (at most { $max }):
+consent-err-keep-one = Keep at least one item ticked for { $label }, or choose Deny.
+consent-err-amount = Enter an amount for { $label }, like 12.50.
+consent-err-count = Enter a whole number for { $label }.
+consent-err-narrow-only = You can only allow less than the agent asked for, not more. Nothing was approved.
+consent-err-operation-gone = This request was made under access that is not yours or has ended. Nothing was approved.
 done-your-agent = your agent
 ago-now = just now
 ago-minutes = { $n ->
@@ -376,6 +388,15 @@ action-list-orders = Looked at your orders
 action-order-status = Checked the status of an order
 action-cancel-order = Cancelled an order
 action-other = Used “{ $tool }”
+action-approved-once = (you allowed it once)
+action-no-reason = no reason given
+action-failed = { $action } — the shop did not do it: { $why }
+action-unknown = { $action } — no answer in time; it may or may not have happened
+action-beyond-effect = { $action } — the shop reports { $effect }, more than you allowed
+action-refused = Not done: { $action } — { $why }
+refused-beyond = it goes beyond what you allowed, so you were asked
+refused-scope = it needed your permission
+refused-other = it was not allowed
 
 ## Passkeys, messages (web/passkeys.rs)
 pk-err-unavailable = Passkeys are not available on this site.
@@ -418,3 +439,20 @@ oidc-err-invalid = We could not confirm this sign-in, so nothing was changed and
 oidc-err-provider-said-title = Sign-in not completed
 oidc-err-provider-said = The sign-in service ended the sign-in without signing you in (it said: { $code }). Nothing was changed. Start again from the code your agent showed you.
 
+
+## Limits in plain words (web/limit_words.rs)
+limit-range = { $from } to { $to }
+limit-equals = { $label }: only { $value }
+limit-one-of = { $label }: only { $value }
+limit-at-most = { $label }: at most { $value }
+limit-total = { $label }: at most { $value } in total
+limit-window = { $label }: only { $value }
+limit-calls = { $label }: at most { $n }
+limit-used-calls = { $used } of { $cap } { $label } used
+limit-used-amount = { $label }: { $used } of { $cap } used
+limit-beyond-value = this goes beyond what you allowed ({ $limit })
+limit-beyond-used-up = what you allowed is used up ({ $limit })
+limit-beyond-not-covered = this action was not part of what you allowed
+limit-unreadable = Limits that cannot be read: every limited action is refused until you approve again.
+limit-once-open = Allowed once: “{ $tool }” (not used yet)
+limit-once-used = Allowed once: “{ $tool }” (used)

@@ -124,6 +124,7 @@ async fn status_enums_keep_the_stored_text() {
             expires_at: now + Duration::minutes(10),
             request_ip: None,
             step_up: true,
+            operations: None,
         },
     )
     .await

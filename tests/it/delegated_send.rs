@@ -1470,6 +1470,7 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
             user_sub: "someone-else",
             scopes: &["orders:read".to_owned()],
             authorization_details: None,
+            terms: &json!({"v": 1}),
             expires_at: OffsetDateTime::now_utc() + Duration::days(1),
         },
     )

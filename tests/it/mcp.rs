@@ -573,11 +573,16 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
                 scope: Some(scope.to_owned()),
                 url,
                 description: format!("{name} for tests"),
-                enforce: json!([]),
+                enforce: if name == "cancel_order" {
+                    json!(["order_ids=order_id"])
+                } else {
+                    json!([])
+                },
                 input_schema: schema,
                 kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
                 remote_name: None,
                 mapped: true,
+                summary: String::new(),
             },
         )
         .await

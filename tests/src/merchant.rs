@@ -119,15 +119,20 @@ impl TestApp {
 
     /// Starts the example merchant and serves `brand` with it: agent URL, a
     /// fresh secret, and its two tools (`lookup_orders`: orders:read;
-    /// `cancel_order`: orders:cancel, limited by `order_ids`, the rule the
-    /// demo details type already declares for `cancel_order`).
+    /// `cancel_order`: orders:cancel, its `order_id` limited by the demo
+    /// details type's `order_ids`: the rule `order_ids=order_id`).
     pub async fn merchant_brand(&self, brand: &str) -> Merchant {
         let whsec = self.new_webhook_secret(brand).await;
         let m = Merchant::start(&whsec).await;
         self.set_agent(brand, &m.agent_url(), None).await;
-        for (name, scope, path) in [
-            ("lookup_orders", "orders:read", "lookup-orders"),
-            ("cancel_order", "orders:cancel", "cancel-order"),
+        for (name, scope, path, enforce) in [
+            ("lookup_orders", "orders:read", "lookup-orders", json!([])),
+            (
+                "cancel_order",
+                "orders:cancel",
+                "cancel-order",
+                json!(["order_ids=order_id"]),
+            ),
         ] {
             pact_db::merchant::upsert_tool(
                 &self.db,
@@ -137,11 +142,12 @@ impl TestApp {
                     scope: Some(scope.to_owned()),
                     url: format!("{}/tools/{path}", m.base),
                     description: String::new(),
-                    enforce: json!([]),
+                    enforce,
                     input_schema: None,
                     kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
                     remote_name: None,
                     mapped: true,
+                    summary: String::new(),
                 },
             )
             .await

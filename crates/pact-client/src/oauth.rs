@@ -373,9 +373,12 @@ mod tests {
             actions: vec![ReceiptAction {
                 tool: "list_orders".into(),
                 args_hash: None,
+                ..Default::default()
             }],
+            refused: vec![],
             ts: "2026-01-01T00:00:00Z".into(),
             prev: None,
+            extra: Default::default(),
         }
     }
 

@@ -70,7 +70,7 @@ pub async fn grants(
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                          expires_at, last_used_at, revoked_at, revoked_reason from grants \
+                          expires_at, last_used_at, revoked_at, revoked_reason, terms from grants \
          where ($1::text[] is null or brand_id = any($1)) and ($2::text is null or brand_id = $2) \
          and ($3::text[] is null or user_sub = any($3)) and ($4::text is null or pa_issuer = $4) \
          and ($5::text is null \

@@ -51,6 +51,9 @@ pub struct DeviceAuthorization {
     pub decided_at: Option<OffsetDateTime>,
     pub user_sub: Option<String>,
     pub grant_id: Option<Uuid>,
+    /// A step-up beyond a limit: the operations to approve one by one
+    /// (migration 0025); `None` for every other authorization.
+    pub operations: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +71,8 @@ pub struct NewDeviceAuthorization<'a> {
     pub request_ip: Option<&'a str>,
     /// True for the authorization behind a step-up task's link.
     pub step_up: bool,
+    /// The operations of a step-up beyond a limit.
+    pub operations: Option<&'a serde_json::Value>,
 }
 
 /// Inserts; a unique violation on the live user code means the caller drew a
@@ -75,8 +80,8 @@ pub struct NewDeviceAuthorization<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> DbResult<()> {
     sqlx::query!(
         "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, user_code, \
-         scopes, authorization_details, interval_secs, expires_at, request_ip, origin) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         scopes, authorization_details, interval_secs, expires_at, request_ip, origin, operations) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         d.id,
         d.brand_id,
         d.pa_issuer,
@@ -89,6 +94,7 @@ pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> D
         d.expires_at,
         d.request_ip,
         if d.step_up { "step_up" } else { "client" },
+        d.operations,
     )
     .execute(db)
     .await
@@ -175,12 +181,41 @@ pub async fn live_step_up(
         "select user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status in ('pending', 'approved') and expires_at > $5 \
-         and scopes @> $4 and scopes <@ $4 and authorization_details is null \
+         and scopes @> $4 and scopes <@ $4 and authorization_details is null and operations is null \
          order by status = 'approved' desc, created_at desc limit 1",
         brand_id,
         pa_issuer,
         pa_sub,
         scopes,
+        now,
+    )
+    .fetch_optional(db)
+    .await
+    .map_err(Into::into)
+}
+
+/// A live step-up beyond a limit for exactly these operations (their
+/// `authorization_details` entries name the tool and `argsHash`): a turn that
+/// goes beyond the same limit the same way points at it again.
+pub async fn live_operation_step_up(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    pa_sub: &str,
+    details: &serde_json::Value,
+    now: OffsetDateTime,
+) -> DbResult<Option<LiveStepUp>> {
+    sqlx::query_as!(
+        LiveStepUp,
+        "select user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
+         where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
+         and status = 'pending' and expires_at > $5 \
+         and operations is not null and authorization_details = $4 \
+         order by created_at desc limit 1",
+        brand_id,
+        pa_issuer,
+        pa_sub,
+        details,
         now,
     )
     .fetch_optional(db)
@@ -206,7 +241,7 @@ pub async fn lock_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id from device_authorizations where device_code_hash = $1 for update",
+                    user_sub, grant_id, operations from device_authorizations where device_code_hash = $1 for update",
         hash,
     )
     .fetch_optional(db)
@@ -224,7 +259,7 @@ pub async fn find_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id from device_authorizations where device_code_hash = $1",
+                    user_sub, grant_id, operations from device_authorizations where device_code_hash = $1",
         hash,
     )
     .fetch_optional(db)
@@ -267,7 +302,7 @@ pub async fn find_live_by_user_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+                    user_sub, grant_id, operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
          order by created_at desc limit 1",
         user_code,
     )
@@ -294,7 +329,7 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id from device_authorizations where id = $1 for update",
+                    user_sub, grant_id, operations from device_authorizations where id = $1 for update",
         id,
     )
     .fetch_optional(db)
@@ -307,7 +342,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id from device_authorizations where id = $1",
+                    user_sub, grant_id, operations from device_authorizations where id = $1",
         id,
     )
     .fetch_optional(db)

@@ -19,6 +19,9 @@ pub struct Grant {
     pub last_used_at: Option<OffsetDateTime>,
     pub revoked_at: Option<OffsetDateTime>,
     pub revoked_reason: Option<String>,
+    /// What the grant was approved under (pact-server `domain::terms`);
+    /// `None` on a grant made before it was recorded.
+    pub terms: Option<serde_json::Value>,
 }
 
 impl Grant {
@@ -45,15 +48,16 @@ pub struct NewGrant<'a> {
     pub user_sub: &'a str,
     pub scopes: &'a [String],
     pub authorization_details: Option<&'a serde_json::Value>,
+    pub terms: &'a serde_json::Value,
     pub expires_at: OffsetDateTime,
 }
 
 pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant> {
     sqlx::query_as!(
         Grant,
-        "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, authorization_details, expires_at) \
-         values ($1, $2, $3, $4, $5, $6, $7) returning id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason",
+        "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, authorization_details, expires_at, terms) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms",
         g.id,
         g.brand_id,
         g.pa_issuer,
@@ -61,6 +65,7 @@ pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant>
         g.scopes,
         g.authorization_details,
         g.expires_at,
+        g.terms,
     )
     .fetch_one(db)
     .await
@@ -71,7 +76,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> 
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason from grants where id = $1",
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1",
         id,
     )
     .fetch_optional(db)
@@ -90,6 +95,8 @@ pub struct TurnGrant {
     pub user_sub: String,
     pub expires_at: OffsetDateTime,
     pub revoked_at: Option<OffsetDateTime>,
+    pub authorization_details: Option<serde_json::Value>,
+    pub terms: Option<serde_json::Value>,
     pub head: Option<crate::receipts::ChainHead>,
 }
 
@@ -105,6 +112,7 @@ impl TurnGrant {
 pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<TurnGrant>> {
     let row = sqlx::query!(
         r#"select g.brand_id, g.pa_issuer, g.user_sub, g.expires_at, g.revoked_at,
+                  g.authorization_details, g.terms,
                   h.seq as "head_seq?", h.jws as "head_jws?"
            from grants g
            left join lateral (select seq, jws from receipts r
@@ -120,11 +128,63 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Turn
         user_sub: r.user_sub,
         expires_at: r.expires_at,
         revoked_at: r.revoked_at,
+        authorization_details: r.authorization_details,
+        terms: r.terms,
         head: r
             .head_seq
             .zip(r.head_jws)
             .map(|(seq, jws)| crate::receipts::ChainHead { seq, jws }),
     }))
+}
+
+/// Records the terms of a grant made before they were recorded, once: a
+/// concurrent first use that recorded them already wins. Returns the terms
+/// the grant holds now.
+pub async fn record_terms(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    terms: &serde_json::Value,
+) -> DbResult<Option<serde_json::Value>> {
+    sqlx::query_scalar!(
+        "with set as (update grants set terms = $2 where id = $1 and terms is null returning terms) \
+         select coalesce((select terms from set), (select terms from grants where id = $1))",
+        id,
+        terms,
+    )
+    .fetch_one(db)
+    .await
+    .map_err(Into::into)
+}
+
+/// Adds an operation the person approved on its own (PACT §5.5 step-up
+/// beyond a limit) to every live grant of that person for that platform at
+/// that brand that holds its scope and has its terms recorded. Returns the
+/// grants it was added to.
+pub async fn add_operation(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    pa_issuer: &str,
+    user_sub: &str,
+    scope: &str,
+    operation: &serde_json::Value,
+    now: OffsetDateTime,
+) -> DbResult<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "update grants set terms = jsonb_set(terms, '{operations}', \
+                coalesce(terms -> 'operations', '[]'::jsonb) || jsonb_build_array($5::jsonb)) \
+         where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and $4 = any(scopes) \
+           and revoked_at is null and expires_at > $6 and terms is not null \
+         returning id",
+        brand_id,
+        pa_issuer,
+        user_sub,
+        scope,
+        operation,
+        now,
+    )
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// Locks the grant row: receipts of one grant are chained, so turns under one
@@ -133,7 +193,7 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> 
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason from grants where id = $1 for update",
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1 for update",
         id,
     )
     .fetch_optional(db)
@@ -152,7 +212,7 @@ pub async fn active_for(
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason from grants where brand_id = $1 and pa_issuer = $2 and user_sub = $3 \
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where brand_id = $1 and pa_issuer = $2 and user_sub = $3 \
          and revoked_at is null and expires_at > $4 order by created_at desc",
         brand_id,
         pa_issuer,
@@ -175,7 +235,7 @@ pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<G
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason from grants where ($1::text is null or brand_id = $1) \
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where ($1::text is null or brand_id = $1) \
          and ($2::text is null or user_sub = $2) and ($3::text is null or pa_issuer = $3) \
          order by created_at desc",
         f.brand_id,

@@ -38,6 +38,7 @@ pub mod agents;
 pub mod audit;
 pub mod brand_oidc;
 pub mod brands;
+pub mod budgets;
 pub mod conversations;
 pub mod demo_orders;
 pub mod device_authorizations;

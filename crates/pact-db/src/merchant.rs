@@ -181,6 +181,10 @@ pub struct BrandTool {
     /// False for an imported tool no one has given a scope yet: refused for
     /// everyone (deny by default, migration 0020).
     pub mapped: bool,
+    /// How one call reads to a person asked to approve it on its own, with
+    /// `{arg}` placeholders (migration 0025); empty: the description and
+    /// the arguments.
+    pub summary: String,
 }
 
 impl BrandTool {
@@ -197,6 +201,7 @@ impl BrandTool {
             kind: TOOL_KIND_URL.to_owned(),
             remote_name: None,
             mapped: true,
+            summary: String::new(),
         }
     }
 
@@ -208,11 +213,11 @@ impl BrandTool {
 pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()> {
     sqlx::query!(
         "insert into brand_tools (brand_id, name, scope, url, description, enforce, input_schema, \
-         kind, remote_name, mapped) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (brand_id, name) do update set \
+         kind, remote_name, mapped, summary) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) on conflict (brand_id, name) do update set \
          scope = excluded.scope, url = excluded.url, description = excluded.description, \
          enforce = excluded.enforce, input_schema = excluded.input_schema, kind = excluded.kind, \
-         remote_name = excluded.remote_name, mapped = excluded.mapped",
+         remote_name = excluded.remote_name, mapped = excluded.mapped, summary = excluded.summary",
         t.brand_id,
         t.name,
         t.scope,
@@ -223,6 +228,7 @@ pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()>
         t.kind,
         t.remote_name,
         t.mapped,
+        t.summary,
     )
     .execute(db)
     .await
@@ -253,7 +259,7 @@ pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec
     sqlx::query_as!(
         BrandTool,
         "select brand_id, name, scope, url, description, enforce, input_schema, kind, remote_name, \
-         mapped from brand_tools where brand_id = $1 order by name",
+         mapped, summary from brand_tools where brand_id = $1 order by name",
         brand_id,
     )
     .fetch_all(db)

@@ -44,9 +44,12 @@ fn receipt_claims() -> ReceiptClaims {
         actions: vec![ReceiptAction {
             tool: "get_order".into(),
             args_hash: Some(args_hash(&json!({"order_id": "DEMO-1"}))),
+            ..Default::default()
         }],
+        refused: vec![],
         ts: "2026-01-01T00:00:00Z".into(),
         prev: Some("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU".into()),
+        extra: Default::default(),
     }
 }
 

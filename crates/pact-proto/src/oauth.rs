@@ -180,13 +180,72 @@ impl DelegationClaims {
     }
 }
 
-/// One action recorded in a receipt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One action recorded in a receipt: a call that reached the business
+/// (PACT §5.6 `{tool, argsHash}`). pactd adds what became of it; every
+/// addition is optional, and members it does not know are kept (`extra`),
+/// so a receipt verifies (its payload equals its claims) whichever version
+/// wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ReceiptAction {
     pub tool: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_hash: Option<String>,
+    /// pactd: `done` (the business answered), `failed` (it answered with an
+    /// error: it says it did not act), `unknown` (no answer in time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// pactd: the business's HTTP status when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// pactd: the business's own error code and message when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ActionError>,
+    /// pactd: the limits this call was allowed under, each
+    /// `{type, field, kind, limit}` (and `budget` usage for consumed ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<Value>,
+    /// pactd: allowed by the person's approval of this one call (step-up).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved_once: bool,
+    /// pactd: what the business declared the call did (`pactEffect`), e.g.
+    /// `{"amount": {"currency": "EUR", "amount": "15.00"}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Value>,
+    /// pactd: the declared effect exceeds a limit the call was allowed under.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beyond_limit: bool,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// The business's own words on a failed action (`error`, `message`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionError {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// pactd: a call the gateway did not forward, and why (the rule, and the
+/// limit when one was reached).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptRefusal {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_hash: Option<String>,
+    /// `missing_scope`, `beyond_limit`, `not_permitted`, `unavailable`,
+    /// `unenforceable`, `invalid_arguments`.
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `{type, field}` of the limit reached, for `beyond_limit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Value>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// Receipt claims (PACT §5.6). `prev` chains the receipts of one grant (a
@@ -200,9 +259,16 @@ pub struct ReceiptClaims {
     pub brand: String,
     pub scopes_used: Vec<String>,
     pub actions: Vec<ReceiptAction>,
+    /// pactd: calls the gateway refused (never forwarded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<ReceiptRefusal>,
     pub ts: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
+    /// Members a later version may add, kept so the claims still equal the
+    /// signed payload.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// The `pact.receipt` metadata value: `{jws, claims}`.
@@ -245,14 +311,28 @@ mod tests {
             actions: vec![ReceiptAction {
                 tool: "list_orders".into(),
                 args_hash: Some("h".into()),
+                ..Default::default()
             }],
+            refused: vec![],
             ts: "2026-01-01T00:00:00Z".into(),
             prev: None,
+            extra: Default::default(),
         };
         let v = serde_json::to_value(c).unwrap();
         assert_eq!(v["grantId"], "g");
         assert_eq!(v["scopesUsed"][0], "orders:read");
         assert_eq!(v["actions"][0]["argsHash"], "h");
         assert!(v.get("prev").is_none());
+        assert!(v.get("refused").is_none());
+        assert_eq!(
+            v["actions"][0],
+            serde_json::json!({"tool": "list_orders", "argsHash": "h"})
+        );
+        // A member a later version adds is kept through a round trip.
+        let mut later = v.clone();
+        later["actions"][0]["newThing"] = serde_json::json!(1);
+        later["newTop"] = serde_json::json!("x");
+        let back: ReceiptClaims = serde_json::from_value(later.clone()).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), later);
     }
 }

@@ -39,6 +39,14 @@ pub enum Kind<'a> {
     /// code. Nobody holds its device code: the PA's own request for the same
     /// scopes takes it over with a code of its own.
     StepUp,
+    /// The link of a step-up beyond a limit: the operations to approve one
+    /// by one (`crate::operations`). The live one for exactly these is
+    /// reused. Nobody holds its device code, and no PA takes it over: its
+    /// approval adds to the grants the calls were made under.
+    Operation {
+        details: &'a serde_json::Value,
+        operations: &'a serde_json::Value,
+    },
 }
 
 /// The authorization as the PA (or the person, through the task) sees it.
@@ -122,14 +130,37 @@ pub async fn issue(
             approved,
         ));
     }
+    if let Kind::Operation { details, .. } = request.kind
+        && let Some(live) = pact_db::device_authorizations::live_operation_step_up(
+            &mut *conn,
+            request.brand_id,
+            request.pa_issuer,
+            request.pa_sub,
+            details,
+            now,
+        )
+        .await?
+    {
+        return Ok(issued(
+            None,
+            &live.user_code,
+            live.expires_at,
+            live.interval_secs,
+            false,
+        ));
+    }
     let (device_code, device_code_hash) = secrets::new_secret();
     let code = user_code::generate();
-    let (request_ip, details) = match request.kind {
+    let (request_ip, details, operations) = match request.kind {
         Kind::Pa {
             request_ip,
             details,
-        } => (Some(request_ip), details),
-        Kind::StepUp => (None, None),
+        } => (Some(request_ip), details, None),
+        Kind::StepUp => (None, None, None),
+        Kind::Operation {
+            details,
+            operations,
+        } => (None, Some(details), Some(operations)),
     };
     let new = pact_db::device_authorizations::NewDeviceAuthorization {
         id: Uuid::new_v4(),
@@ -143,7 +174,8 @@ pub async fn issue(
         interval_secs: settings.poll_interval_secs,
         expires_at: now + ttl,
         request_ip,
-        step_up: matches!(request.kind, Kind::StepUp),
+        step_up: matches!(request.kind, Kind::StepUp | Kind::Operation { .. }),
+        operations,
     };
     match request.kind {
         // A step-up link never carries authorization_details, so a request
@@ -176,7 +208,7 @@ pub async fn issue(
                 false,
             ))
         }
-        Kind::StepUp => {
+        Kind::StepUp | Kind::Operation { .. } => {
             pact_db::device_authorizations::insert(&mut *conn, new).await?;
             Ok(issued(
                 None,

@@ -53,6 +53,8 @@ struct Entries {
 pub struct MerchantSetup {
     pub agent: Option<BrandAgent>,
     pub tools: Vec<BrandTool>,
+    /// The tools' scopes and limit rules, as the gate reads them.
+    pub rules: crate::domain::terms::RulesNow,
 }
 
 /// Where a load started, so that its result is kept only if nothing changed.
@@ -206,9 +208,11 @@ impl ConfigCache {
             return Ok(hit);
         }
         let ticket = self.ticket();
+        let tools = pact_db::merchant::list_tools(db, brand_id).await?;
         let loaded = Arc::new(MerchantSetup {
             agent: pact_db::merchant::find_agent(db, brand_id).await?,
-            tools: pact_db::merchant::list_tools(db, brand_id).await?,
+            rules: crate::agent::bounds::merchant_rules(&tools),
+            tools,
         });
         self.keep(ticket, |e| {
             insert_bounded(&mut e.merchant, brand_id, loaded.clone())

@@ -11,7 +11,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::domain::scopes;
+use crate::agent::bounds;
+use crate::domain::authz_details::{self, DetailsTypes};
+use crate::domain::{limits, scopes, terms::Terms};
 use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,15 +26,19 @@ pub enum ConsentError {
     Expired,
     #[error("only requested scopes can be granted, and at least one")]
     ScopesNotRequested,
-    #[error("only requested authorization_details can be granted")]
+    #[error("only requested authorization_details can be granted, or narrower ones")]
     DetailsNotRequested,
+    /// An operation asked about was called under another person's grant,
+    /// or under a grant that has ended meanwhile.
+    #[error("the operation's grant is not this person's or has ended")]
+    OperationGrantGone,
     #[error("database: {0}")]
     Db(#[from] pact_db::Error),
 }
 
 /// What the user approved: a non-empty subset of the requested scopes and,
-/// optionally, a subset of the requested `authorization_details` entries
-/// (`None` keeps all of them: a restriction is never dropped silently).
+/// optionally, the requested `authorization_details` narrowed (`None` keeps
+/// them as requested: a restriction is never dropped silently).
 #[derive(Clone, Debug)]
 pub struct Approval<'a> {
     pub authorization_id: Uuid,
@@ -61,18 +67,23 @@ fn brand_grant_ttl(brand_settings: &Value, default: time::Duration) -> time::Dur
 
 /// The `authorization_details` a grant gets from the person's choice
 /// (RFC 9396 §7: the AS may grant less than requested, never more): `None`
-/// keeps every requested entry, so a restriction is never dropped silently;
-/// a choice must be a non-empty subset of what was requested.
+/// keeps every requested entry as requested, so a restriction is never
+/// dropped silently. A choice has the requested entries in their order, each
+/// of the same type with the same fields set, every value narrowing the
+/// requested one (a lower amount, fewer calls, a subset of listed items, a
+/// window inside the requested one; `domain::limits::Limit::narrows`).
 fn chosen_details(
     chosen: Option<Value>,
     requested: &Option<Value>,
+    types: &DetailsTypes,
 ) -> Result<Option<Value>, ConsentError> {
     match (chosen, requested) {
         (None, requested) => Ok(requested.clone()),
         (Some(chosen), Some(Value::Array(requested))) => {
-            let ok = chosen
-                .as_array()
-                .is_some_and(|c| !c.is_empty() && c.iter().all(|e| requested.contains(e)));
+            let ok = chosen.as_array().is_some_and(|c| {
+                c.len() == requested.len()
+                    && c.iter().zip(requested).all(|(c, r)| narrows(c, r, types))
+            });
             if ok {
                 Ok(Some(chosen))
             } else {
@@ -81,6 +92,39 @@ fn chosen_details(
         }
         (Some(_), _) => Err(ConsentError::DetailsNotRequested),
     }
+}
+
+/// Whether entry `chosen` allows nothing entry `requested` does not.
+fn narrows(chosen: &Value, requested: &Value, types: &DetailsTypes) -> bool {
+    let (Some(c), Some(r)) = (chosen.as_object(), requested.as_object()) else {
+        return false;
+    };
+    if c.get("type") != r.get("type") || c.len() != r.len() {
+        return false;
+    }
+    let Some(t) = r
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(|n| types.get(n))
+    else {
+        // A type no longer declared: only the request exactly as it was.
+        return c == r;
+    };
+    r.iter().all(|(field, rv)| {
+        if field == "type" {
+            return true;
+        }
+        let Some(cv) = c.get(field) else {
+            return false;
+        };
+        match t.fields.get(field) {
+            Some(spec) => {
+                let parse = |v| limits::parse(spec.kind, &spec.values, v);
+                matches!((parse(cv), parse(rv)), (Some(a), Some(b)) if a.narrows(&b))
+            }
+            None => cv == rv,
+        }
+    })
 }
 
 /// A step-up adds to what the person already allowed this PA (PACT §5.5):
@@ -125,15 +169,20 @@ pub async fn approve(
     if !scopes::approvable(&requested, &approval.scopes) {
         return Err(ConsentError::ScopesNotRequested);
     }
-    let details = chosen_details(approval.authorization_details, &auth.authorization_details)?;
+    let brand = pact_db::brands::find(&mut *tx, &auth.brand_id)
+        .await?
+        .ok_or(ConsentError::NotFound)?;
+    let types = authz_details::types_from_settings(&brand.settings);
+    let details = chosen_details(
+        approval.authorization_details,
+        &auth.authorization_details,
+        &types,
+    )?;
 
     // A step-up adds to what the user already allowed this PA: the new grant
     // carries the union. The older grants are superseded only when the new
     // grant's tokens are issued (oauth/token.rs), so approving a link the PA
     // never redeems cannot cut the PA off.
-    let brand = pact_db::brands::find(&mut *tx, &auth.brand_id)
-        .await?
-        .ok_or(ConsentError::NotFound)?;
     let previous = pact_db::grants::active_for(
         &mut *tx,
         &auth.brand_id,
@@ -142,6 +191,43 @@ pub async fn approve(
         now,
     )
     .await?;
+    // What the person approves now is recorded with the types and tools of
+    // this moment (PACT §5.7: no later edit may widen it); the earlier
+    // grants' records come along with their budgets.
+    let rules = bounds::brand_rules(state, &brand).await?;
+    let entries: Vec<Value> = details
+        .as_ref()
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let (mine, new_budgets) = Terms::approve(&entries, &types, &rules, Uuid::new_v4);
+    let mut earlier = Vec::with_capacity(previous.len());
+    for g in &previous {
+        let t = bounds::terms_of(
+            &mut tx,
+            g.id,
+            g.terms.clone(),
+            g.authorization_details.as_ref(),
+            &types,
+            &rules,
+        )
+        .await?;
+        earlier.push((*t).clone());
+    }
+    let mut terms = mine.with_previous(&earlier);
+    drop_used_operations(&mut tx, &mut terms).await?;
+    let expires_at = now + grant_ttl(state, &brand.settings);
+    let budgets: Vec<pact_db::budgets::NewBudget<'_>> = new_budgets
+        .iter()
+        .map(|b| pact_db::budgets::NewBudget {
+            id: b.id,
+            cap: b.cap,
+            currency: b.currency,
+        })
+        .collect();
+    pact_db::budgets::insert(&mut *tx, &budgets, expires_at).await?;
+    pact_db::budgets::extend(&mut *tx, &terms.budget_ids(), expires_at).await?;
+
     let (scopes_vec, details_value) = union_with_previous(&approval.scopes, details, &previous);
     let grant = pact_db::grants::insert(
         &mut *tx,
@@ -152,7 +238,8 @@ pub async fn approve(
             user_sub: approval.user_sub,
             scopes: &scopes_vec,
             authorization_details: details_value.as_ref(),
-            expires_at: now + grant_ttl(state, &brand.settings),
+            terms: &terms.to_json(),
+            expires_at,
         },
     )
     .await?;
@@ -166,6 +253,102 @@ pub async fn approve(
     // so a PA polling this node cannot hear "pending" after the decision.
     state.pending_polls.forget(auth.id);
     Ok(grant)
+}
+
+/// One-off approvals already used need not be carried into a new grant.
+async fn drop_used_operations(
+    conn: &mut sqlx::PgConnection,
+    terms: &mut Terms,
+) -> Result<(), ConsentError> {
+    if terms.operations.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = terms.operations.iter().map(|o| o.budget).collect();
+    let usage = pact_db::budgets::usage(&mut *conn, &ids).await?;
+    terms
+        .operations
+        .retain(|o| usage.iter().any(|u| u.id == o.budget && u.used < u.cap));
+    Ok(())
+}
+
+/// The person's decision on a step-up beyond a limit (`crate::operations`):
+/// each operation asked about is added, with a budget of one use, to the
+/// live grants of this person for this platform at this brand that hold its
+/// scope (PACT §5.5: the person approves what the turn lacked; the personal
+/// agent then sends the message again, and the merchant agent's retry with
+/// the same arguments goes through, once). Only the person whose grant the
+/// call was made under can approve it.
+pub async fn approve_operations(
+    state: &AppState,
+    authorization_id: Uuid,
+    user_sub: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<Uuid>, ConsentError> {
+    let mut tx = state.db.begin().await?;
+    let auth = pact_db::device_authorizations::lock(&mut *tx, authorization_id)
+        .await?
+        .ok_or(ConsentError::NotFound)?;
+    check_decidable(&auth, now)?;
+    let asked = crate::operations::asked_of(auth.operations.as_ref())
+        .filter(|a| !a.is_empty())
+        .ok_or(ConsentError::NotFound)?;
+    let mut granted = Vec::new();
+    for op in &asked {
+        let grant = pact_db::grants::find(&mut *tx, op.grant_id)
+            .await?
+            .filter(|g| {
+                g.is_active(now)
+                    && g.brand_id == auth.brand_id
+                    && g.pa_issuer == auth.pa_issuer
+                    && g.user_sub == user_sub
+            })
+            .ok_or(ConsentError::OperationGrantGone)?;
+        let budget = Uuid::new_v4();
+        pact_db::budgets::insert(
+            &mut *tx,
+            &[pact_db::budgets::NewBudget {
+                id: budget,
+                cap: 1,
+                currency: None,
+            }],
+            grant.expires_at,
+        )
+        .await?;
+        // `domain::terms::Operation`, as the grant's terms hold it.
+        let value = serde_json::json!({
+            "tool": op.tool,
+            "scope": op.scope,
+            "argsHash": op.args_hash,
+            "budget": budget,
+            "amounts": op.amounts,
+        });
+        let ids = pact_db::grants::add_operation(
+            &mut *tx,
+            &auth.brand_id,
+            &auth.pa_issuer,
+            user_sub,
+            &op.scope,
+            &value,
+            now,
+        )
+        .await?;
+        if ids.is_empty() {
+            return Err(ConsentError::OperationGrantGone);
+        }
+        granted.extend(ids);
+    }
+    granted.sort();
+    granted.dedup();
+    let first = asked
+        .first()
+        .map(|o| o.grant_id)
+        .ok_or(ConsentError::NotFound)?;
+    if !pact_db::device_authorizations::set_approved(&mut *tx, auth.id, user_sub, first).await? {
+        return Err(ConsentError::AlreadyDecided);
+    }
+    tx.commit().await?;
+    state.pending_polls.forget(auth.id);
+    Ok(granted)
 }
 
 pub async fn deny(
@@ -245,6 +428,7 @@ mod tests {
             decided_at: None,
             user_sub: None,
             grant_id: None,
+            operations: None,
         }
     }
 
@@ -282,37 +466,63 @@ mod tests {
         ));
     }
 
+    fn booking_types() -> DetailsTypes {
+        serde_json::from_value(
+            json!({"booking_change": {"scope": "bookings:change", "fields": {
+                "booking_ids": {"type": "string_array"},
+                "max_fee": {"type": "amount"},
+                "moves": {"type": "count"}
+            }}}),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_grant_keeps_every_requested_restriction_unless_the_person_narrows_it() {
-        let one = json!({"type": "order_cancellation", "order_ids": ["DEMO-1"]});
-        let two = json!({"type": "order_cancellation", "order_ids": ["DEMO-2"]});
-        let requested = Some(json!([one.clone(), two.clone()]));
-        // Nothing chosen: all of them, never none.
-        assert_eq!(chosen_details(None, &requested).unwrap(), requested.clone());
-        assert_eq!(chosen_details(None, &None).unwrap(), None);
-        // A subset is kept as chosen.
+        let types = booking_types();
+        let entry = |ids: Value, fee: &str, moves: i64| {
+            json!({"type": "booking_change", "booking_ids": ids,
+                   "max_fee": {"currency": "EUR", "amount": fee}, "moves": moves})
+        };
+        let requested = Some(json!([entry(json!(["A", "B"]), "20.00", 3)]));
+        // Nothing chosen: all of it as requested, never less restrictive.
         assert_eq!(
-            chosen_details(Some(json!([two.clone()])), &requested).unwrap(),
-            Some(json!([two.clone()]))
+            chosen_details(None, &requested, &types).unwrap(),
+            requested.clone()
         );
-        // Never more, never an empty list (which would lift every restriction),
-        // never details where none were requested.
-        let other = json!({"type": "order_cancellation", "order_ids": ["DEMO-3"]});
+        assert_eq!(chosen_details(None, &None, &types).unwrap(), None);
+        // Narrower values are kept as chosen.
+        let narrower = json!([entry(json!(["B"]), "5.00", 1)]);
+        assert_eq!(
+            chosen_details(Some(narrower.clone()), &requested, &types).unwrap(),
+            Some(narrower)
+        );
+        // Never wider values, never a limit dropped or entries left out (which
+        // would lift restrictions), never details where none were requested.
+        let mut no_fee = entry(json!(["A"]), "1.00", 1);
+        no_fee.as_object_mut().unwrap().remove("max_fee");
         for chosen in [
-            json!([other.clone()]),
+            json!([entry(json!(["A", "C"]), "20.00", 3)]),
+            json!([entry(json!(["A"]), "20.01", 3)]),
+            json!([entry(json!(["A"]), "20.00", 4)]),
+            json!([no_fee]),
             json!([]),
-            json!(one.clone()),
+            json!([
+                entry(json!(["A"]), "1.00", 1),
+                entry(json!(["B"]), "1.00", 1)
+            ]),
+            entry(json!(["A"]), "1.00", 1),
             json!("x"),
         ] {
             assert!(
                 matches!(
-                    chosen_details(Some(chosen.clone()), &requested),
+                    chosen_details(Some(chosen.clone()), &requested, &types),
                     Err(ConsentError::DetailsNotRequested)
                 ),
                 "{chosen}"
             );
         }
-        assert!(chosen_details(Some(json!([one])), &None).is_err());
+        assert!(chosen_details(Some(json!([entry(json!(["A"]), "1", 1)])), &None, &types).is_err());
     }
 
     fn grant(scopes: &[&str], details: Option<Value>) -> Grant {
@@ -329,6 +539,7 @@ mod tests {
             last_used_at: None,
             revoked_at: None,
             revoked_reason: None,
+            terms: None,
         }
     }
 

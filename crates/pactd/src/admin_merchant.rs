@@ -156,6 +156,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             description,
             enforce,
             input_schema,
+            summary,
         } => {
             let brand = pact_db::brands::find(pool, brand_id)
                 .await?
@@ -184,6 +185,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
                     description: description.clone(),
                     enforce: enforce.clone(),
                     input_schema: schema,
+                    summary: summary.clone(),
                 },
             )
             .await

@@ -421,13 +421,19 @@ pub enum ToolCommand {
         url: String,
         #[arg(long, default_value = "")]
         description: String,
-        /// FIELD=ARG: the call argument ARG must be one of the granted
-        /// authorization_details field FIELD's values (repeatable).
-        #[arg(long, value_name = "FIELD=ARG")]
+        /// A limit rule (repeatable): FIELD=ARG checks the call argument ARG
+        /// against the granted authorization_details field FIELD (of every
+        /// type of the tool's scope that has it); TYPE.FIELD=ARG for one
+        /// type only; FIELD alone for a count (each call uses one).
+        #[arg(long, value_name = "RULE")]
         enforce: Vec<String>,
         /// A JSON Schema of the arguments, passed to the agent as documentation.
         #[arg(long, value_name = "JSON")]
         input_schema: Option<String>,
+        /// How one call reads to a person asked to approve it on its own,
+        /// with {arg} placeholders: "Move booking {booking_id} to {new_date}".
+        #[arg(long, default_value = "")]
+        summary: String,
     },
     /// Register every tool of the merchant's MCP server (its tools/list); pactd then calls
     /// the server's tools/call for allowed calls. Tools without --scope-map stay unusable
@@ -605,8 +611,9 @@ pub enum ScopeCommand {
 #[derive(Debug, Subcommand)]
 pub enum DetailsTypeCommand {
     /// Declare a type, e.g. --json '{"scope":"orders:cancel","description":"Cancel only {order_ids}",
-    /// "fields":{"order_ids":{"type":"string_array","required":true}},
-    /// "enforce":[{"tool":"cancel_order","arg":"order_id","field":"order_ids"}]}'
+    /// "fields":{"order_ids":{"type":"string_array","required":true}}}'. Field kinds: string,
+    /// string_array, enum (with "values"), amount, count, cumulative_amount, date_window,
+    /// time_window. Which argument a field limits is the tools' --enforce rule.
     Add {
         brand_id: String,
         type_name: String,

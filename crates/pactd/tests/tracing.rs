@@ -369,6 +369,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
             kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
             remote_name: None,
             mapped: true,
+            summary: String::new(),
         },
     )
     .await

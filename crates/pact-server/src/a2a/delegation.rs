@@ -10,12 +10,30 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// A verified token, before the grant row is re-checked in the turn's
-/// transaction. A type of its own, not a bare `Delegation`, so that nothing
-/// can take a token whose grant has not been read back yet for a checked one:
-/// only `send::begin` turns it into the turn's `Delegation`.
+/// transaction. A type of its own, not a `Delegation`, so that nothing can
+/// take a token whose grant has not been read back yet for a checked one:
+/// only `send::begin` turns it into the turn's `Delegation`, with the
+/// grant's terms (the limits every call is judged against).
 #[derive(Clone, Debug)]
 pub struct Presented {
-    pub delegation: Delegation,
+    pub grant_id: Uuid,
+    /// The user's id at the brand (the token's `sub`).
+    pub user_sub: String,
+    pub scopes: std::collections::BTreeSet<String>,
+    pub authorization_details: Option<serde_json::Value>,
+}
+
+impl Presented {
+    /// The turn's delegation, once the grant was read back with its terms.
+    pub fn with_terms(&self, terms: std::sync::Arc<crate::domain::terms::Terms>) -> Delegation {
+        Delegation {
+            grant_id: self.grant_id,
+            user_sub: self.user_sub.clone(),
+            scopes: self.scopes.clone(),
+            authorization_details: self.authorization_details.clone(),
+            terms,
+        }
+    }
 }
 
 /// Verifies a delegation token for this brand and this PA (signature by a
@@ -62,11 +80,9 @@ pub fn check(
         return Err(ApiError::InvalidDelegation);
     }
     Ok(Some(Presented {
-        delegation: Delegation {
-            grant_id,
-            scopes: claims.scopes().map(str::to_owned).collect(),
-            user_sub: claims.sub,
-            authorization_details: claims.authorization_details,
-        },
+        grant_id,
+        scopes: claims.scopes().map(str::to_owned).collect(),
+        user_sub: claims.sub,
+        authorization_details: claims.authorization_details,
     }))
 }

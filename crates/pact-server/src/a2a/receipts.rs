@@ -82,8 +82,10 @@ pub async fn build(
         brand: state.config.interface_url(brand_id),
         scopes_used: record.used_scopes.iter().cloned().collect(),
         actions: record.actions.clone(),
+        refused: record.refused.clone(),
         ts: now.format(&Rfc3339).map_err(ApiError::internal)?,
         prev: head.as_ref().map(|h| pact_jose::receipt_hash(&h.jws)),
+        extra: Default::default(),
     };
     let key = state
         .keys

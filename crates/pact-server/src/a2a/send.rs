@@ -38,9 +38,10 @@ use uuid::Uuid;
 
 use super::delegation::{self, Presented};
 use super::receipts::Head;
-use crate::agent::{AgentError, Delegation, GateRecord, ToolGate, Turn};
+use crate::agent::{AgentError, Delegation, GateRecord, ToolGate, Turn, bounds};
 use crate::auth::Caller;
 use crate::authorizations::{self, IssueError};
+use crate::domain::authz_details;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
@@ -64,13 +65,13 @@ pub async fn send_message(
 }
 
 /// What phase 1 found.
-enum Begin<'a> {
+enum Begin {
     /// A retry of a finished turn: its stored reply, verbatim.
     Stored(Value),
     /// Another request runs this `messageId` right now.
     Running,
     /// This request runs the turn.
-    Claimed(Claim<'a>),
+    Claimed(Claim),
 }
 
 async fn run_turn(
@@ -136,12 +137,12 @@ async fn run_turn(
 /// stores later commits after it in the same WAL, and the PA's retry of the
 /// `messageId` then simply runs the turn (a durable claim would instead make
 /// that retry wait for the stale-claim sweep, and then run it all the same).
-async fn begin<'p>(
+async fn begin(
     state: &AppState,
     caller: &Caller,
-    presented: Option<&'p Presented>,
+    presented: Option<&Presented>,
     incoming: &IncomingMessage,
-) -> Result<Begin<'p>, ApiError> {
+) -> Result<Begin, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let now = state.clock.now();
@@ -151,19 +152,36 @@ async fn begin<'p>(
     let (delegation, head) = match presented {
         None => (None, Head::ReadAgain),
         Some(p) => {
-            let d = &p.delegation;
-            let grant = pact_db::grants::for_turn(&state.db, d.grant_id).await?;
+            let grant = pact_db::grants::for_turn(&state.db, p.grant_id).await?;
             let grant = grant.filter(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
                     && g.pa_issuer == iss
-                    && g.user_sub == d.user_sub
+                    && g.user_sub == p.user_sub
             });
             let Some(grant) = grant else {
-                tracing::info!(grant = %d.grant_id, "delegation token rejected: grant revoked, expired or mismatched");
+                tracing::info!(grant = %p.grant_id, "delegation token rejected: grant revoked, expired or mismatched");
                 return Err(ApiError::InvalidDelegation);
             };
-            (Some(d), Head::Read(grant.head))
+            // The limits every call of the turn is judged against: what the
+            // grant was approved under (PACT §5.7), not the token's copy.
+            let terms = if grant.terms.is_some() || grant.authorization_details.is_none() {
+                bounds::terms_of_recorded(grant.terms)
+            } else {
+                let rules = bounds::brand_rules(state, brand).await?;
+                let types = authz_details::types_from_settings(&brand.settings);
+                let mut conn = state.db.acquire().await?;
+                bounds::terms_of(
+                    &mut conn,
+                    p.grant_id,
+                    None,
+                    grant.authorization_details.as_ref(),
+                    &types,
+                    &rules,
+                )
+                .await?
+            };
+            (Some(p.with_terms(terms)), Head::Read(grant.head))
         }
     };
 
@@ -179,6 +197,7 @@ async fn begin<'p>(
             fresh: true,
         }));
     };
+    let delegation_ref = delegation.as_ref();
     // An id we could never have minted is just as unknown as a foreign one.
     let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
     let mut tx = state.relaxed_db.begin().await?;
@@ -194,7 +213,7 @@ async fn begin<'p>(
     // PACT §5.5: a context that has run as one user refuses another — checked
     // before the retry lookup, so a stored reply made for one user is never
     // handed out under another user's token.
-    if let (Some(d), Some(bound)) = (delegation, &conversation.user_sub)
+    if let (Some(d), Some(bound)) = (delegation_ref, &conversation.user_sub)
         && bound != &d.user_sub
     {
         return Err(A2aError::invalid_params("This context belongs to another user").into());
@@ -211,7 +230,7 @@ async fn begin<'p>(
     }
 
     // The first delegated turn binds the context to its user.
-    if let Some(d) = delegation
+    if let Some(d) = delegation_ref
         && conversation.user_sub.is_none()
     {
         conversations::bind_user(&mut *tx, conversation.id, &d.user_sub).await?;
@@ -221,7 +240,7 @@ async fn begin<'p>(
         conversation.id,
         &incoming.message_id,
         &incoming.text,
-        delegation.map(|d| d.grant_id),
+        delegation_ref.map(|d| d.grant_id),
     )
     .await?;
     tx.commit().await?;
@@ -238,8 +257,8 @@ async fn begin<'p>(
 }
 
 /// The turn this request runs (what phase 1 decided).
-struct Claim<'a> {
-    delegation: Option<&'a Delegation>,
+struct Claim {
+    delegation: Option<Delegation>,
     /// The grant's receipt chain head as phase 1 read it with the grant.
     head: Head,
     conversation_id: Uuid,
@@ -252,7 +271,7 @@ struct Claim<'a> {
 async fn run_claimed(
     state: &AppState,
     caller: &Caller,
-    claim: Claim<'_>,
+    claim: Claim,
     incoming: &IncomingMessage,
     request_id: &str,
 ) -> Result<Value, ApiError> {
@@ -262,6 +281,7 @@ async fn run_claimed(
         conversation_id,
         fresh,
     } = claim;
+    let delegation = delegation.as_ref();
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
     let scope_rows = state.config_cache.scopes(&state.db, &brand.id).await?;
@@ -294,8 +314,9 @@ async fn run_claimed(
             ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
         })?;
         // Built-in tools run on a plain pooled connection, outside any transaction.
+        let rules = bounds::builtin_rules(&crate::agent::demo_tools::all());
         let mut conn = state.db.acquire().await?;
-        let mut gate = ToolGate::new(&mut conn, brand, &offered, delegation);
+        let mut gate = ToolGate::new(&mut conn, brand, &offered, delegation, &rules);
         let turn = Turn {
             brand,
             pa_issuer: iss,
@@ -337,7 +358,7 @@ async fn run_claimed(
         // the other instead of all racing for each position again.
         let contended = attempt > 0 && delegation.is_some();
         let head = head.take().unwrap_or(Head::ReadAgain);
-        let stored = if record.missing.is_empty() && !contended {
+        let stored = if record.missing.is_empty() && record.beyond.is_empty() && !contended {
             // A reply without a receipt (an identity turn) changes nothing of
             // the person's: a crash that loses it before the WAL flush makes
             // the PA's retry run the turn again, so it does not wait for the
@@ -380,10 +401,14 @@ async fn store_in(
     if lock_grant && let Some(d) = reply.delegation {
         pact_db::grants::lock(&mut *tx, d.grant_id).await?;
     }
-    let link = if reply.record.missing.is_empty() {
-        None
-    } else {
+    // PACT §5.5: a missing scope is asked for first; once the turn holds
+    // every scope, a call beyond a limit is put to the person on its own.
+    let link = if !reply.record.missing.is_empty() {
         Some(step_up(state, &mut tx, caller, reply.record, scope_rows).await?)
+    } else if !reply.record.beyond.is_empty() {
+        Some(operation_step_up(state, &mut tx, caller, reply.record).await?)
+    } else {
+        None
     };
     let body = store(state, &mut tx, reply, head, link).await?;
     tx.commit().await?;
@@ -440,7 +465,7 @@ async fn store(
     conn: &mut sqlx::PgConnection,
     r: &Reply<'_>,
     head: Head,
-    step_up: Option<(String, String)>,
+    step_up: Option<StepUp>,
 ) -> Result<Value, Stored> {
     let brand = &r.caller.brand;
     let context_id = r.conversation_id.to_string();
@@ -475,10 +500,19 @@ async fn store(
     };
     let response = match step_up {
         None => SendMessageResponse::Message(message),
-        Some((link, text)) => {
+        Some(StepUp {
+            link,
+            text,
+            missing_details,
+        }) => {
             message.parts[0].text = text;
             let mut metadata = Map::new();
             metadata.insert("pact.missingScopes".to_owned(), json!(r.record.missing));
+            if let Some(details) = missing_details {
+                // What the person is asked to allow once, in words a
+                // personal agent can pass on.
+                metadata.insert("pact.missingAuthorizationDetails".to_owned(), details);
+            }
             metadata.insert("pact.verificationUriComplete".to_owned(), json!(link));
             SendMessageResponse::Task(Task {
                 id: Uuid::new_v4().to_string(),
@@ -540,6 +574,14 @@ async fn store(
     Ok(body)
 }
 
+/// A step-up task's link, its message, and (beyond a limit) the operations
+/// the person is asked to allow.
+struct StepUp {
+    link: String,
+    text: String,
+    missing_details: Option<Value>,
+}
+
 /// PACT §5.5 step-up: the device authorization for the missing scopes —
 /// the live one for this PA and user when there is one, so that a person who
 /// approved and asks again is not sent to approve a second code — and a
@@ -550,7 +592,7 @@ async fn step_up(
     caller: &Caller,
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
-) -> Result<(String, String), Stored> {
+) -> Result<StepUp, Stored> {
     let now = state.clock.now();
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
@@ -588,7 +630,55 @@ async fn step_up(
             link.user_code
         )
     };
-    Ok((link.verification_uri_complete, text))
+    Ok(StepUp {
+        link: link.verification_uri_complete,
+        text,
+        missing_details: None,
+    })
+}
+
+/// A step-up beyond a limit (PACT §5.5 for `authorization_details`): the
+/// calls that went beyond are put to the person one by one, each in plain
+/// words with the limit it goes beyond. Approving allows exactly that call
+/// (its `argsHash`), once, on the grant it was made under; the merchant
+/// agent's retry with the same arguments then goes through. No new token:
+/// the personal agent only sends the message again.
+async fn operation_step_up(
+    state: &AppState,
+    conn: &mut sqlx::PgConnection,
+    caller: &Caller,
+    record: &GateRecord,
+) -> Result<StepUp, Stored> {
+    let now = state.clock.now();
+    let asked = crate::operations::Asked::of(&record.beyond);
+    let request = authorizations::Request {
+        brand_id: &caller.brand.id,
+        pa_issuer: &caller.pa.iss,
+        pa_sub: &caller.pa.sub,
+        scopes: &asked.scopes(),
+        kind: authorizations::Kind::Operation {
+            details: &asked.entries,
+            operations: &asked.stored,
+        },
+    };
+    let link = match authorizations::issue(conn, &state.config, request, now).await {
+        Ok(link) => link,
+        Err(IssueError::CodeTaken) => return Err(Stored::Retry),
+        Err(IssueError::Database(e)) => return Err(Stored::from(e)),
+    };
+    metrics::counter!("pactd_step_ups_total").increment(1);
+    let text = format!(
+        "This needs your approval first, because it goes beyond what you allowed: {}. \
+         Open {} to approve it once (code {}), then ask again.",
+        asked.sentences.join("; "),
+        link.verification_uri_complete,
+        link.user_code
+    );
+    Ok(StepUp {
+        link: link.verification_uri_complete,
+        text,
+        missing_details: Some(asked.entries),
+    })
 }
 
 /// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 
 use crate::admin::role::Actor;
-use crate::domain::authz_details::{self, DetailsType, DetailsTypes, EnforceRule};
+use crate::domain::authz_details::{self, DetailsType, DetailsTypes};
+use crate::domain::limits::FieldKind;
+use crate::domain::tool_rules::{self, ToolRule};
 
 /// Why a change was refused (nothing was changed), or a database error.
 #[derive(Debug)]
@@ -164,6 +166,11 @@ pub async fn upsert_details_type(
     let detail = serde_json::to_value(&declaration).map_err(|e| invalid(e.to_string()))?;
     refuse_control(&detail)?;
     types.insert(name.to_owned(), declaration);
+    // A tool's rule that reached a field of the type must still reach one:
+    // otherwise the new declaration would quietly end what the rule limits
+    // for new grants (existing grants keep what they were approved under).
+    let tools = pact_db::merchant::list_tools(&mut *tx, &brand.id).await?;
+    rules_still_reach(&types, &tools)?;
     store_types(tx, &brand.id, &types).await?;
     audit(
         tx,
@@ -179,7 +186,10 @@ pub async fn upsert_details_type(
 }
 
 /// Removes one type: new requests may no longer carry it; grants that hold
-/// entries of it keep them.
+/// entries of it keep them, and keep being limited by them (their terms hold
+/// the type as it was declared when they were approved). A tool rule that
+/// names the type, or reaches a field only it has, is refused: remove the
+/// rule first, so that what the tool list says is what is enforced.
 pub async fn remove_details_type(
     tx: &mut PgConnection,
     actor: &Actor,
@@ -191,6 +201,8 @@ pub async fn remove_details_type(
     if types.remove(name).is_none() {
         return Err(EditError::Missing);
     }
+    let tools = pact_db::merchant::list_tools(&mut *tx, &brand.id).await?;
+    rules_still_reach(&types, &tools)?;
     store_types(tx, &brand.id, &types).await?;
     audit(
         tx,
@@ -218,66 +230,79 @@ pub struct ToolDefinition {
     pub url: String,
     #[serde(default)]
     pub description: String,
-    /// `FIELD=ARG`: the call's argument ARG must be one of the granted
-    /// `authorization_details` field FIELD's values.
+    /// The limit rules (`domain::tool_rules`): `FIELD=ARG`, `TYPE.FIELD=ARG`,
+    /// or `FIELD` for a count. Stored as written; the one place they live.
     #[serde(default)]
     pub enforce: Vec<String>,
     /// A JSON Schema of the arguments, given to the agent as documentation.
     #[serde(default)]
     pub input_schema: Option<Value>,
+    /// How one call reads to a person asked to approve it on its own, with
+    /// `{arg}` placeholders: "Move booking {booking_id} to {new_date}".
+    #[serde(default)]
+    pub summary: String,
 }
 
-/// `FIELD=ARG` pairs.
-fn enforce_pairs(raw: &[String]) -> Result<Vec<(String, String)>, EditError> {
-    raw.iter()
-        .map(|p| {
-            p.split_once('=')
-                .filter(|(f, a)| !f.is_empty() && !a.is_empty())
-                .map(|(f, a)| (f.to_owned(), a.to_owned()))
-                .ok_or_else(|| invalid(format!("invalid enforce rule {p:?}: use FIELD=ARG")))
-        })
-        .collect()
-}
-
-/// Each `FIELD=ARG` becomes a rule in every type of the brand that refines
-/// the tool's scope and has FIELD, where the tool gate reads it; the tool's
-/// old rules go first.
-fn place_enforce_rules(
-    types: &mut DetailsTypes,
-    tool: &str,
-    scope: Option<&str>,
-    pairs: &[(String, String)],
-) -> Result<(), EditError> {
-    for t in types.values_mut() {
-        t.enforce.retain(|r| r.tool != tool);
-    }
-    for (field, arg) in pairs {
-        let Some(scope) = scope else {
-            return Err(invalid(
-                "an enforce rule needs a scope: a public tool has no authorization_details",
-            ));
-        };
-        let mut found = false;
-        for t in types.values_mut() {
-            if t.scope == scope && t.fields.contains_key(field) {
-                t.enforce.push(EnforceRule {
-                    tool: tool.to_owned(),
-                    arg: arg.clone(),
-                    field: field.clone(),
-                });
-                found = true;
-            }
+/// Whether `rule` reaches a field of some type of `scope`, of a kind it can
+/// check: a rule with an argument checks a value, one without counts calls.
+fn rule_fits(types: &DetailsTypes, scope: &str, rule: &ToolRule) -> Result<(), String> {
+    let mut reached = false;
+    for (type_name, t) in types.iter().filter(|(_, t)| t.scope == scope) {
+        if !rule.reaches(type_name, t, &rule.field) {
+            continue;
         }
-        if !found {
-            return Err(invalid(format!(
-                "no authorization_details type of scope {scope:?} has a field {field:?}; declare one first"
-            )));
+        let kind = t.fields[&rule.field].kind;
+        let counts = kind == FieldKind::Count;
+        if counts && rule.arg.is_some() {
+            return Err(format!(
+                "rule {:?}: {type_name}.{} counts calls; write it without an argument",
+                rule.field, rule.field
+            ));
+        }
+        if !counts && rule.arg.is_none() {
+            return Err(format!(
+                "rule {:?}: {type_name}.{} is a {} limit and needs an argument (FIELD=ARG)",
+                rule.field,
+                rule.field,
+                kind.name()
+            ));
+        }
+        reached = true;
+    }
+    if reached {
+        Ok(())
+    } else {
+        Err(format!(
+            "no authorization_details type of scope {scope:?} has a field {:?}{}; declare one first",
+            rule.field,
+            rule.type_name
+                .as_deref()
+                .map(|t| format!(" (type {t:?})"))
+                .unwrap_or_default()
+        ))
+    }
+}
+
+/// Every stored rule of every tool still reaches a field it can check.
+fn rules_still_reach(types: &DetailsTypes, tools: &[BrandTool]) -> Result<(), EditError> {
+    for tool in tools {
+        let Some(scope) = &tool.scope else { continue };
+        let rules = tool_rules::parse_all(&tool_rules::texts(&tool.enforce)).map_err(invalid)?;
+        for rule in &rules {
+            rule_fits(types, scope, rule).map_err(|e| {
+                invalid(format!(
+                    "tool {:?} would lose its rule ({e}); change the tool's rules first",
+                    tool.name
+                ))
+            })?;
         }
     }
     Ok(())
 }
 
-/// Adds or replaces one tool.
+/// Adds or replaces one tool. Its rules are checked against the brand's
+/// types and stored as written; replacing a tool never changes what an
+/// existing grant was approved under (`domain::terms`).
 pub async fn upsert_tool(
     tx: &mut PgConnection,
     actor: &Actor,
@@ -294,10 +319,15 @@ pub async fn upsert_tool(
     // rules); loopback is accepted as at `pactd brand tool add`, and the
     // gateway checks every call's resolved address again.
     pact_jose::check_jwks_uri(&def.url, true).map_err(|e| invalid(format!("invalid url: {e}")))?;
-    if def.description.len() > MAX_DESCRIPTION || def.description.chars().any(char::is_control) {
-        return Err(invalid(
-            "the description is at most 1000 bytes, without control characters",
-        ));
+    for (what, text) in [("description", &def.description), ("summary", &def.summary)] {
+        if text.len() > MAX_DESCRIPTION || text.chars().any(char::is_control) {
+            return Err(invalid(format!(
+                "the {what} is at most 1000 bytes, without control characters"
+            )));
+        }
+        if let Some(c) = crate::domain::hidden_chars::first_hidden(text) {
+            return Err(invalid(crate::domain::hidden_chars::refusal(what, c)));
+        }
     }
     if let Some(s) = &def.scope {
         let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
@@ -314,9 +344,18 @@ pub async fn upsert_tool(
             .map_err(|e| invalid(format!("invalid input_schema: {e}")))?;
     }
     refuse_control(&json!([def.scope, def.enforce, def.input_schema]))?;
-    let pairs = enforce_pairs(&def.enforce)?;
-    let mut types = authz_details::types_from_settings(&brand.settings);
-    place_enforce_rules(&mut types, &def.name, def.scope.as_deref(), &pairs)?;
+    let rules = tool_rules::parse_all(&def.enforce).map_err(invalid)?;
+    if !rules.is_empty() {
+        let Some(scope) = def.scope.as_deref() else {
+            return Err(invalid(
+                "an enforce rule needs a scope: a public tool has no authorization_details",
+            ));
+        };
+        let types = authz_details::types_from_settings(&brand.settings);
+        for rule in &rules {
+            rule_fits(&types, scope, rule).map_err(invalid)?;
+        }
+    }
     pact_db::merchant::upsert_tool(
         &mut *tx,
         &BrandTool {
@@ -330,10 +369,10 @@ pub async fn upsert_tool(
             kind: pact_db::merchant::TOOL_KIND_URL.to_owned(),
             remote_name: None,
             mapped: true,
+            summary: def.summary.clone(),
         },
     )
     .await?;
-    store_types(tx, &brand.id, &types).await?;
     audit(
         tx,
         actor,
@@ -341,13 +380,14 @@ pub async fn upsert_tool(
         "tool.upsert",
         &def.name,
         &brand.id,
-        json!({"scope": def.scope, "url": def.url, "enforce": def.enforce}),
+        json!({"scope": def.scope, "url": def.url, "enforce": def.enforce, "summary": def.summary}),
     )
     .await?;
     Ok(())
 }
 
-/// Removes one tool and its enforce rules.
+/// Removes one tool (and so its rules: grants approved while it existed
+/// keep them in their terms).
 pub async fn remove_tool(
     tx: &mut PgConnection,
     actor: &Actor,
@@ -355,12 +395,9 @@ pub async fn remove_tool(
     brand: &Brand,
     name: &str,
 ) -> Result<(), EditError> {
-    let mut types = authz_details::types_from_settings(&brand.settings);
-    place_enforce_rules(&mut types, name, None, &[])?;
     if !pact_db::merchant::remove_tool(&mut *tx, &brand.id, name).await? {
         return Err(EditError::Missing);
     }
-    store_types(tx, &brand.id, &types).await?;
     audit(tx, actor, ip, "tool.remove", name, &brand.id, json!({})).await?;
     Ok(())
 }
@@ -379,23 +416,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn enforce_rules_need_a_matching_field_and_a_scope() {
-        let mut types: DetailsTypes = serde_json::from_value(json!({
-            "order_view": {"scope": "orders:read", "fields": {"ids": {"type": "string_array"}}}
+    fn a_rule_must_reach_a_field_of_its_scope_that_it_can_check() {
+        let types: DetailsTypes = serde_json::from_value(json!({
+            "order_view": {"scope": "orders:read", "fields": {"ids": {"type": "string_array"}}},
+            "cancellations": {"scope": "orders:cancel", "fields": {
+                "order_ids": {"type": "string_array"}, "max": {"type": "count"}}}
         }))
         .unwrap();
-        let pairs = enforce_pairs(&["ids=order_id".to_owned()]).unwrap();
-        place_enforce_rules(&mut types, "get_order", Some("orders:read"), &pairs).unwrap();
-        assert_eq!(types["order_view"].enforce.len(), 1);
-        // Replacing the tool replaces its rules.
-        place_enforce_rules(&mut types, "get_order", Some("orders:read"), &pairs).unwrap();
-        assert_eq!(types["order_view"].enforce.len(), 1);
-        assert!(place_enforce_rules(&mut types, "t", None, &pairs).is_err());
-        assert!(place_enforce_rules(&mut types, "t", Some("other"), &pairs).is_err());
-        assert!(enforce_pairs(&["=x".to_owned()]).is_err());
-        assert!(enforce_pairs(&["novalue".to_owned()]).is_err());
-        place_enforce_rules(&mut types, "get_order", None, &[]).unwrap();
-        assert!(types["order_view"].enforce.is_empty());
+        let fits =
+            |scope: &str, rule: &str| rule_fits(&types, scope, &ToolRule::parse(rule).unwrap());
+        assert!(fits("orders:read", "ids=order_id").is_ok());
+        assert!(fits("orders:read", "order_view.ids=order_id").is_ok());
+        assert!(fits("orders:cancel", "max").is_ok());
+        assert!(fits("orders:cancel", "order_ids=order_id").is_ok());
+        // Another scope's field, an unknown type, a count with an argument,
+        // a value limit without one.
+        assert!(fits("orders:cancel", "ids=order_id").is_err());
+        assert!(fits("orders:read", "other.ids=order_id").is_err());
+        assert!(fits("orders:cancel", "max=order_id").is_err());
+        assert!(fits("orders:cancel", "order_ids").is_err());
     }
 
     #[test]

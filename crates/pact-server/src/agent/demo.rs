@@ -174,7 +174,12 @@ impl BrandAgent for DemoAgent {
                 Err(ToolError::Unavailable) => answer(&turn.brand.name, turn.text),
                 // The server turns this into a step-up task.
                 Err(ToolError::MissingScope(_)) => NEEDS_PERMISSION.to_owned(),
-                Err(ToolError::NotPermitted) => {
+                // Beyond what the person allowed: the server asks them (a step-up task).
+                Err(ToolError::Beyond(_)) => {
+                    "That goes beyond what you allowed your agent, so I need your approval for it first."
+                        .to_owned()
+                }
+                Err(ToolError::NotPermitted(_)) | Err(ToolError::Unenforceable(_)) => {
                     "The permission you gave your agent doesn't cover that order, so I can't do it."
                         .to_owned()
                 }

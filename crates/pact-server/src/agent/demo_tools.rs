@@ -10,6 +10,11 @@ use super::BoxFuture;
 use super::tools::{Tool, ToolContext, ToolError};
 
 pub const ORDERS_READ: &str = "orders:read";
+
+/// The built-in tools, as the gate's limits see them (`agent::bounds`).
+pub fn all() -> [&'static dyn Tool; 3] {
+    [&ListOrders, &OrderStatus, &CancelOrder]
+}
 pub const ORDERS_CANCEL: &str = "orders:cancel";
 
 /// The demo brand's scopes, seeded by `pactd dev` and the tests.
@@ -151,6 +156,14 @@ impl Tool for CancelOrder {
     }
     fn scope(&self) -> &'static str {
         ORDERS_CANCEL
+    }
+    /// The demo brand's `order_cancellation.order_ids` names the orders
+    /// this tool may cancel (`domain::authz_details::demo_types`).
+    fn rules(&self) -> &'static [&'static str] {
+        &["order_ids=order_id"]
+    }
+    fn summary(&self) -> &'static str {
+        "Cancel order {order_id}"
     }
     fn run<'a>(
         &'a self,

@@ -5,6 +5,7 @@
 //! demo agent answers for `agent_kind = 'demo'`; later kinds (a webhook to the
 //! brand's own agent) plug in behind the same trait.
 
+pub mod bounds;
 pub mod demo;
 pub mod demo_tools;
 pub mod tools;
@@ -30,7 +31,7 @@ pub struct Turn<'a> {
     pub text: &'a str,
 }
 
-pub use tools::{Delegation, GateRecord, Tool, ToolContext, ToolError, ToolGate};
+pub use tools::{BeyondCall, Delegation, Done, GateRecord, Tool, ToolContext, ToolError, ToolGate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {

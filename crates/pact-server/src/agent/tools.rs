@@ -1,23 +1,29 @@
 //! The gateway between a brand agent and the brand's systems.
 //!
 //! A brand agent reaches account data only through [`ToolGate::call`], which
-//! checks the delegation's scopes and `authorization_details` against the real
-//! arguments *before* the tool runs (PACT §5.5, §5.7). Enforcement sits here,
-//! not in the agent, so a prompt-injected or buggy agent cannot exceed what
-//! the person allowed. The gate also records what ran, for the receipt.
+//! checks the delegation's scopes and the limits the person approved (the
+//! grant's terms, `domain::terms`) against the real arguments *before* the
+//! tool runs (PACT §5.5, §5.7). Enforcement sits here, not in the agent, so
+//! a prompt-injected or buggy agent cannot exceed what the person allowed.
+//! The gate also records what became of every call, for the receipt.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use pact_db::brands::Brand;
-use pact_proto::oauth::ReceiptAction;
-use serde_json::Value;
+use pact_proto::oauth::{ActionError, ReceiptAction, ReceiptRefusal};
+use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::BoxFuture;
-use crate::domain::authz_details::{self, DetailsTypes};
+use super::bounds;
+use crate::domain::money::Amount;
+use crate::domain::terms::{Beyond, Plan, RulesNow, Terms};
 
-/// The authority a turn runs with under a delegation token.
+/// The authority a turn runs with under a delegation token: the token's
+/// claims and, read back from the database when the turn began, what the
+/// grant was approved under.
 #[derive(Clone, Debug)]
 pub struct Delegation {
     pub grant_id: Uuid,
@@ -25,6 +31,8 @@ pub struct Delegation {
     pub user_sub: String,
     pub scopes: BTreeSet<String>,
     pub authorization_details: Option<Value>,
+    /// The grant's terms: the limits every call is judged against.
+    pub terms: Arc<Terms>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -35,9 +43,16 @@ pub enum ToolError {
     /// The brand does not offer delegation for this tool at all.
     #[error("not available at this brand")]
     Unavailable,
-    /// The scope is held, but the granted `authorization_details` do not cover these arguments.
-    #[error("not permitted by the granted authorization details")]
-    NotPermitted,
+    /// Beyond a limit the person set: not forwarded; the person is asked
+    /// about this one operation (the step-up task).
+    #[error("beyond the granted limit {}.{}", .0.type_name, .0.field)]
+    Beyond(Box<Beyond>),
+    /// A missing or malformed argument that a limit looks at: refused.
+    #[error("not permitted by the granted authorization details: {0}")]
+    NotPermitted(String),
+    /// The grant holds a limit that cannot be judged: refused (fail closed).
+    #[error("the grant's limits cannot be evaluated: {0}")]
+    Unenforceable(String),
     #[error("bad arguments: {0}")]
     BadArguments(String),
     #[error("tool failed: {0}")]
@@ -46,6 +61,22 @@ pub enum ToolError {
     /// 503, not as an internal error (it is nobody's bug, and the PA should retry).
     #[error("database unavailable")]
     DatabaseUnavailable,
+}
+
+impl ToolError {
+    /// The receipt's and the gateway's word for a refusal.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MissingScope(_) => "missing_scope",
+            Self::Unavailable => "unavailable",
+            Self::Beyond(_) => "beyond_limit",
+            Self::NotPermitted(_) => "not_permitted",
+            Self::Unenforceable(_) => "unenforceable",
+            Self::BadArguments(_) => "invalid_arguments",
+            Self::Failed(_) => "failed",
+            Self::DatabaseUnavailable => "unavailable",
+        }
+    }
 }
 
 /// What a tool sees: the brand, and the user it acts for.
@@ -59,6 +90,14 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     /// The scope a call needs.
     fn scope(&self) -> &'static str;
+    /// Which arguments the granted limits apply to (`domain::tool_rules`).
+    fn rules(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// How one call reads to the person asked to approve it on its own.
+    fn summary(&self) -> &'static str {
+        ""
+    }
     fn run<'a>(
         &'a self,
         conn: &'a mut PgConnection,
@@ -72,7 +111,7 @@ pub struct ToolGate<'c> {
     brand: &'c Brand,
     offered: &'c BTreeSet<String>,
     delegation: Option<&'c Delegation>,
-    types: DetailsTypes,
+    rules: &'c RulesNow,
     record: GateRecord,
 }
 
@@ -82,13 +121,14 @@ impl<'c> ToolGate<'c> {
         brand: &'c Brand,
         offered: &'c BTreeSet<String>,
         delegation: Option<&'c Delegation>,
+        rules: &'c RulesNow,
     ) -> Self {
         Self {
             conn,
             brand,
             offered,
             delegation,
-            types: authz_details::types_from_settings(&brand.settings),
+            rules,
             record: GateRecord::default(),
         }
     }
@@ -100,17 +140,31 @@ impl<'c> ToolGate<'c> {
 
     pub async fn call(&mut self, tool: &dyn Tool, args: Value) -> Result<Value, ToolError> {
         let scope = tool.scope();
-        if let Err(e) = check_call(
+        let args_hash = pact_jose::args_hash(&args);
+        let call = bounds::Call {
+            tool: tool.name(),
+            scope: Some(scope),
+            args: &args,
+            args_hash: &args_hash,
+            summary: tool.summary(),
+            description: "",
+            rules: self.rules,
+        };
+        let admitted = bounds::admit(
+            &mut *self.conn,
+            self.brand,
             self.offered,
             self.delegation,
-            &self.types,
-            tool.name(),
-            Some(scope),
-            &args,
-        ) {
-            self.record.refused(&e);
-            return Err(e);
-        }
+            &call,
+        )
+        .await;
+        let plan = match admitted {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.record.refused(&call, self.delegation, &e);
+                return Err(e);
+            }
+        };
         let Some(delegation) = self.delegation else {
             return Err(ToolError::MissingScope(scope.to_owned()));
         };
@@ -118,14 +172,67 @@ impl<'c> ToolGate<'c> {
             brand: self.brand,
             user_sub: &delegation.user_sub,
         };
-        let out = tool.run(self.conn, ctx, &args).await?;
-        self.record.ran(tool.name(), Some(scope), &args);
-        Ok(out)
+        match tool.run(self.conn, ctx, &args).await {
+            Ok(out) => {
+                self.record.ran(
+                    tool.name(),
+                    Some(scope),
+                    &args_hash,
+                    plan.as_ref(),
+                    Done::ok(),
+                );
+                Ok(out)
+            }
+            Err(e) => {
+                // It did not happen: what it was charged is given back.
+                if let Some(p) = &plan {
+                    bounds::release(&mut *self.conn, p).await;
+                }
+                Err(e)
+            }
+        }
     }
 
-    /// Scopes the turn asked for and did not hold (the step-up set).
+    /// What the turn did through the gate.
     pub fn into_record(self) -> GateRecord {
         self.record
+    }
+}
+
+/// A call that went beyond a limit, kept for the step-up task that asks
+/// the person about it (PACT §5.5 for details).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeyondCall {
+    pub grant_id: Uuid,
+    pub tool: String,
+    pub scope: String,
+    pub args: Value,
+    pub args_hash: String,
+    pub beyond: Beyond,
+    /// The amounts in the call's limited arguments (its effect is held to them).
+    pub amounts: Vec<Amount>,
+    /// The tool's `summary` template and description, for the consent page.
+    pub summary: String,
+    pub description: String,
+}
+
+/// What became of a forwarded call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    /// `done`, `failed` or `unknown`.
+    pub outcome: &'static str,
+    pub status: Option<u16>,
+    pub error: Option<ActionError>,
+    pub effect: Option<Value>,
+    pub beyond_limit: bool,
+}
+
+impl Done {
+    pub fn ok() -> Self {
+        Self {
+            outcome: "done",
+            ..Self::default()
+        }
     }
 }
 
@@ -134,34 +241,106 @@ impl<'c> ToolGate<'c> {
 pub struct GateRecord {
     pub used_scopes: BTreeSet<String>,
     pub actions: Vec<ReceiptAction>,
+    pub refused: Vec<ReceiptRefusal>,
+    /// Scopes asked for and not held: the step-up set (PACT §5.5).
     pub missing: BTreeSet<String>,
+    /// Calls beyond a limit: the person is asked about them one by one.
+    pub beyond: Vec<BeyondCall>,
 }
 
 impl GateRecord {
-    /// Notes a refusal: a missing scope joins the step-up set (PACT §5.5).
-    pub fn refused(&mut self, e: &ToolError) {
-        if let ToolError::MissingScope(scope) = e {
-            self.missing.insert(scope.clone());
+    /// Notes a refusal for the receipt; a missing scope joins the step-up
+    /// set, a call beyond a limit the operations to ask about.
+    pub fn refused(
+        &mut self,
+        call: &bounds::Call<'_>,
+        delegation: Option<&Delegation>,
+        e: &ToolError,
+    ) {
+        match e {
+            ToolError::MissingScope(scope) => {
+                self.missing.insert(scope.clone());
+            }
+            ToolError::Beyond(b) => {
+                if let (Some(d), Some(scope)) = (delegation, call.scope) {
+                    let amounts = crate::domain::terms::call_amounts(
+                        &d.terms, call.rules, call.tool, scope, call.args,
+                    );
+                    let seen = self
+                        .beyond
+                        .iter()
+                        .any(|x| x.tool == call.tool && x.args_hash == call.args_hash);
+                    if !seen {
+                        self.beyond.push(BeyondCall {
+                            grant_id: d.grant_id,
+                            tool: call.tool.to_owned(),
+                            scope: scope.to_owned(),
+                            args: call.args.clone(),
+                            args_hash: call.args_hash.to_owned(),
+                            beyond: (**b).clone(),
+                            amounts,
+                            summary: call.summary.to_owned(),
+                            description: call.description.to_owned(),
+                        });
+                    }
+                }
+            }
+            _ => {}
         }
+        // Refusals of calls made without any delegation carry nothing of the person's.
+        if delegation.is_none() {
+            return;
+        }
+        let limit = match e {
+            ToolError::Beyond(b) if !b.field.is_empty() => {
+                Some(json!({"type": b.type_name, "field": b.field}))
+            }
+            ToolError::Beyond(b) => Some(json!({"type": b.type_name})),
+            _ => None,
+        };
+        self.refused.push(ReceiptRefusal {
+            tool: call.tool.to_owned(),
+            args_hash: Some(call.args_hash.to_owned()),
+            reason: e.reason().to_owned(),
+            scope: call.scope.map(str::to_owned),
+            limit,
+            extra: Default::default(),
+        });
     }
 
-    /// Notes a call that ran, for the receipt: `{tool, argsHash}` (PACT §5.6).
-    pub fn ran(&mut self, tool: &str, scope: Option<&str>, args: &Value) {
+    /// Notes a call that reached the tool, for the receipt: `{tool,
+    /// argsHash}` (PACT §5.6) and what became of it.
+    pub fn ran(
+        &mut self,
+        tool: &str,
+        scope: Option<&str>,
+        args_hash: &str,
+        plan: Option<&Plan>,
+        done: Done,
+    ) {
         if let Some(scope) = scope {
             self.used_scopes.insert(scope.to_owned());
         }
         self.actions.push(ReceiptAction {
             tool: tool.to_owned(),
-            args_hash: Some(pact_jose::args_hash(args)),
+            args_hash: Some(args_hash.to_owned()),
+            outcome: Some(done.outcome.to_owned()),
+            status: done.status,
+            error: done.error,
+            limits: plan.map(bounds::applied_json).unwrap_or_default(),
+            approved_once: plan.is_some_and(|p| p.operation.is_some()),
+            effect: done.effect,
+            beyond_limit: done.beyond_limit,
+            extra: Default::default(),
         });
     }
 }
 
-/// The scope half of [`check_call`], without arguments: whether a call of a
-/// tool needing `scope` may happen at all under this turn's delegation (what
-/// an MCP `tools/list` reports per tool). `Ok(None)`: a public tool;
-/// `Ok(Some(d))`: the delegation holds the scope (its `authorization_details`
-/// may still refuse particular arguments).
+/// The scope half of the gate's rule, without arguments: whether a call of
+/// a tool needing `scope` may happen at all under this turn's delegation
+/// (what an MCP `tools/list` reports per tool). `Ok(None)`: a public tool;
+/// `Ok(Some(d))`: the delegation holds the scope (its limits may still
+/// refuse particular arguments).
 pub fn scope_rule<'d>(
     offered: &BTreeSet<String>,
     delegation: Option<&'d Delegation>,
@@ -179,104 +358,49 @@ pub fn scope_rule<'d>(
     }
 }
 
-/// The gate's rule, for built-in tools and for a merchant's tools behind the
-/// webhook gateway alike, checked against the real arguments before anything
-/// runs (PACT §5.5, §5.7):
-///
-/// * `scope` `None` is a public tool: anyone may call it;
-/// * a scope the brand does not offer: [`ToolError::Unavailable`];
-/// * a scope the turn's delegation does not hold (or no delegation):
-///   [`ToolError::MissingScope`], the step-up;
-/// * `authorization_details` that do not cover `args`: [`ToolError::NotPermitted`].
-pub fn check_call(
-    offered: &BTreeSet<String>,
-    delegation: Option<&Delegation>,
-    types: &DetailsTypes,
-    tool: &str,
-    scope: Option<&str>,
-    args: &Value,
-) -> Result<(), ToolError> {
-    let Some(scope) = scope else {
-        return Ok(());
-    };
-    let Some(delegation) = scope_rule(offered, delegation, Some(scope))? else {
-        return Ok(());
-    };
-    if !authz_details::permits(delegation.authorization_details.as_ref(), types, tool, args) {
-        tracing::info!(tool, grant = %delegation.grant_id, "tool call refused by authorization_details");
-        return Err(ToolError::NotPermitted);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
-    //! The gate's rule as a table: each row is a call and what the gate must
-    //! answer (PACT §5.5 scopes and step-up, §5.7 authorization_details).
-
-    use serde_json::json;
+    //! The gate's scope rule as a table (PACT §5.5 scopes and step-up); the
+    //! limits' rule is `domain::terms`' table, and the two together are
+    //! tried end to end in tests/it.
 
     use super::*;
-    use crate::domain::authz_details::demo_types;
 
     fn set(items: &[&str]) -> BTreeSet<String> {
         items.iter().map(|s| (*s).to_owned()).collect()
     }
 
-    fn delegation(scopes: &[&str], details: Option<Value>) -> Delegation {
+    fn delegation(scopes: &[&str]) -> Delegation {
         Delegation {
             grant_id: Uuid::nil(),
             user_sub: "u-1".to_owned(),
             scopes: set(scopes),
-            authorization_details: details,
+            authorization_details: None,
+            terms: Arc::new(Terms::default()),
         }
     }
 
     #[test]
-    fn the_gate_answers_each_call_as_the_rules_say() {
+    fn the_scope_rule_answers_each_call_as_the_rules_say() {
         let offered = set(&["orders:read", "orders:cancel"]);
-        let types = demo_types();
-        let read_only = delegation(&["orders:read"], None);
-        let both = delegation(&["orders:read", "orders:cancel"], None);
-        let only_demo_1 = delegation(
-            &["orders:read", "orders:cancel"],
-            Some(json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}])),
-        );
+        let read_only = delegation(&["orders:read"]);
+        let both = delegation(&["orders:read", "orders:cancel"]);
         let missing = |s: &str| Err(ToolError::MissingScope(s.to_owned()));
-        // (case, delegation, tool, the tool's scope, arguments, answer)
-        type Row<'d> = (
-            &'static str,
-            Option<&'d Delegation>,
-            &'static str,
-            Option<&'static str>,
-            Value,
-            Result<(), ToolError>,
-        );
         #[rustfmt::skip]
-        let table: Vec<Row<'_>> = vec![
+        let table: Vec<(&str, Option<&Delegation>, Option<&str>, Result<bool, ToolError>)> = vec![
             // A public tool: anyone, even without a delegation.
-            ("public tool, no token", None, "store_hours", None, json!({}), Ok(())),
+            ("public tool, no token", None, None, Ok(false)),
             // A scope the brand does not offer is not a step-up: nobody can get it here.
-            ("unoffered scope", Some(&both), "refund", Some("payments:refund"), json!({}), Err(ToolError::Unavailable)),
-            ("unoffered scope, no token", None, "refund", Some("payments:refund"), json!({}), Err(ToolError::Unavailable)),
+            ("unoffered scope", Some(&both), Some("payments:refund"), Err(ToolError::Unavailable)),
+            ("unoffered scope, no token", None, Some("payments:refund"), Err(ToolError::Unavailable)),
             // An offered scope not held: the step-up (PACT §5.5).
-            ("no token", None, "list_orders", Some("orders:read"), json!({}), missing("orders:read")),
-            ("scope not held", Some(&read_only), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-1"}), missing("orders:cancel")),
-            ("scope held", Some(&read_only), "list_orders", Some("orders:read"), json!({}), Ok(())),
-            // No authorization_details: the scope alone rules.
-            ("scope held, no details", Some(&both), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-9"}), Ok(())),
-            // Details bind the real arguments (PACT §5.7).
-            ("named order", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-1"}), Ok(())),
-            ("another order", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": "DEMO-2"}), Err(ToolError::NotPermitted)),
-            ("argument left out", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({}), Err(ToolError::NotPermitted)),
-            ("argument of another JSON type", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": ["DEMO-1"]}), Err(ToolError::NotPermitted)),
-            ("argument as a number", Some(&only_demo_1), "cancel_order", Some("orders:cancel"), json!({"order_id": 1}), Err(ToolError::NotPermitted)),
-            // Details restrict only the tools their type names.
-            ("details do not touch other tools", Some(&only_demo_1), "list_orders", Some("orders:read"), json!({}), Ok(())),
+            ("no token", None, Some("orders:read"), missing("orders:read")),
+            ("scope not held", Some(&read_only), Some("orders:cancel"), missing("orders:cancel")),
+            ("scope held", Some(&read_only), Some("orders:read"), Ok(true)),
         ];
-        for (name, d, tool, scope, args, expected) in table {
+        for (name, d, scope, expected) in table {
             assert_eq!(
-                check_call(&offered, d, &types, tool, scope, &args),
+                scope_rule(&offered, d, scope).map(|d| d.is_some()),
                 expected,
                 "{name}"
             );
@@ -284,15 +408,48 @@ mod tests {
     }
 
     #[test]
-    fn the_record_keeps_what_ran_for_the_receipt_and_what_was_missing_for_the_step_up() {
+    fn the_record_keeps_what_ran_and_what_was_refused_for_the_receipt() {
+        let d = delegation(&["orders:read"]);
         let mut record = GateRecord::default();
-        record.refused(&ToolError::MissingScope("orders:cancel".to_owned()));
-        record.refused(&ToolError::MissingScope("orders:cancel".to_owned()));
+        let rules = RulesNow::new();
+        let call = |tool, scope| bounds::Call {
+            tool,
+            scope,
+            args: &Value::Null,
+            args_hash: "h",
+            summary: "",
+            description: "",
+            rules: &rules,
+        };
+        record.refused(
+            &call("cancel_order", Some("orders:cancel")),
+            Some(&d),
+            &ToolError::MissingScope("orders:cancel".to_owned()),
+        );
+        record.refused(
+            &call("cancel_order", Some("orders:cancel")),
+            Some(&d),
+            &ToolError::MissingScope("orders:cancel".to_owned()),
+        );
         // Refusals that no approval can fix are not a step-up.
-        record.refused(&ToolError::NotPermitted);
-        record.refused(&ToolError::Unavailable);
-        record.ran("list_orders", Some("orders:read"), &json!({"limit": 3}));
-        record.ran("store_hours", None, &json!({}));
+        record.refused(
+            &call("cancel_order", Some("orders:cancel")),
+            Some(&d),
+            &ToolError::NotPermitted("argument \"order_id\" is missing".to_owned()),
+        );
+        record.refused(
+            &call("refund", Some("payments:refund")),
+            Some(&d),
+            &ToolError::Unavailable,
+        );
+        record.ran(
+            "list_orders",
+            Some("orders:read"),
+            &pact_jose::args_hash(&json!({"limit": 3})),
+            None,
+            Done::ok(),
+        );
+        record.ran("store_hours", None, "h0", None, Done::ok());
         assert_eq!(record.missing, set(&["orders:cancel"]));
         assert_eq!(record.used_scopes, set(&["orders:read"]));
         let tools: Vec<&str> = record.actions.iter().map(|a| a.tool.as_str()).collect();
@@ -301,6 +458,16 @@ mod tests {
         assert_eq!(
             record.actions[0].args_hash,
             Some(pact_jose::args_hash(&json!({"limit": 3})))
+        );
+        let reasons: Vec<&str> = record.refused.iter().map(|r| r.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "missing_scope",
+                "missing_scope",
+                "not_permitted",
+                "unavailable"
+            ]
         );
     }
 }

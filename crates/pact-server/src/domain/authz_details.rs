@@ -1,20 +1,28 @@
-//! RFC 9396 `authorization_details` for PACT §5.7.
+//! RFC 9396 `authorization_details` for PACT §5.7: the brand's declared
+//! types and the check of a request's entries against them.
 //!
-//! A brand declares types in its settings: the fields an entry may carry, the
-//! scope the type refines, a sentence for the consent page, and enforcement
-//! rules ("tool T's argument A must be one of field F's values"). Entries of
-//! one type combine by union: an operation is allowed when any entry allows it.
-//! A grant without entries of a type is limited by its scope alone.
+//! A brand declares types in its settings: the scope a type refines, a
+//! sentence for the consent page (`{field}` stands for an entry's value),
+//! and the fields an entry may carry, each of one limit kind
+//! (`domain::limits`). Which tool argument a field limits is said by the
+//! tool (`domain::tool_rules`), never by the type, so re-declaring a type
+//! cannot drop a rule; and what a grant was approved under is kept with the
+//! grant (`domain::terms`), so no later edit changes an existing grant.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// At most this many entries in one request, and values per array field.
+use super::limits::{self, FieldKind};
+
+/// At most this many entries in one request.
 pub const MAX_ENTRIES: usize = 16;
-pub const MAX_ARRAY_VALUES: usize = 64;
-pub const MAX_STRING_LEN: usize = 256;
+pub use super::limits::{MAX_ARRAY_VALUES, MAX_STRING_LEN};
+
+/// Longest field name, and the most fields a type may declare.
+const MAX_FIELD_NAME: usize = 64;
+const MAX_FIELDS: usize = 32;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,8 +33,11 @@ pub struct DetailsType {
     #[serde(default)]
     pub description: String,
     pub fields: BTreeMap<String, FieldSpec>,
-    #[serde(default)]
-    pub enforce: Vec<EnforceRule>,
+    /// Rules used to live here; they belong to the tools now (one place,
+    /// so re-declaring a type cannot drop one). Read so that an old
+    /// declaration still parses; refused on every write (`check_type`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enforce: Vec<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,21 +47,13 @@ pub struct FieldSpec {
     pub kind: FieldKind,
     #[serde(default)]
     pub required: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldKind {
-    String,
-    StringArray,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EnforceRule {
-    pub tool: String,
-    pub arg: String,
-    pub field: String,
+    /// An `enum`'s allowed values (and only an enum's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+    /// What is counted or limited, in the brand's words, for sentences the
+    /// type's description does not cover ("cancellations", "extra charge").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
 }
 
 pub type DetailsTypes = BTreeMap<String, DetailsType>;
@@ -59,7 +62,7 @@ pub type DetailsTypes = BTreeMap<String, DetailsType>;
 pub const SETTINGS_KEY: &str = "authorization_details_types";
 
 /// The brand's declared types; malformed settings count as none (and are
-/// refused when written, see `check_types`).
+/// refused when written, see `check_type`).
 pub fn types_from_settings(settings: &Value) -> DetailsTypes {
     settings
         .get(SETTINGS_KEY)
@@ -67,21 +70,67 @@ pub fn types_from_settings(settings: &Value) -> DetailsTypes {
         .unwrap_or_default()
 }
 
+/// A field name: what an entry's member is called and a tool rule names.
+pub fn is_field_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_FIELD_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// Checks a type declaration before it is stored.
 pub fn check_type(t: &DetailsType) -> Result<(), String> {
-    for rule in &t.enforce {
-        if !t.fields.contains_key(&rule.field) {
-            return Err(format!("enforce rule names unknown field {:?}", rule.field));
-        }
+    if !t.enforce.is_empty() {
+        return Err(
+            "enforce rules belong to the tools now: give them with the tool \
+             (`pactd brand tool add … --enforce TYPE.FIELD=ARG`, or the tool's `enforce` list)"
+                .to_owned(),
+        );
     }
-    if t.fields.contains_key("type") {
-        return Err("`type` is reserved".to_owned());
+    if t.fields.is_empty() || t.fields.len() > MAX_FIELDS {
+        return Err(format!("a type declares 1 to {MAX_FIELDS} fields"));
+    }
+    for (name, spec) in &t.fields {
+        if name == "type" {
+            return Err("`type` is reserved".to_owned());
+        }
+        if !is_field_name(name) {
+            return Err(format!(
+                "field name {name:?}: 1–64 of A-Z, a-z, 0-9, '_' and '-'"
+            ));
+        }
+        match (spec.kind, spec.values.is_empty()) {
+            (FieldKind::Enum, true) => {
+                return Err(format!("enum field {name:?} needs its `values`"));
+            }
+            (FieldKind::Enum, false) => {
+                let unique: BTreeSet<&String> = spec.values.iter().collect();
+                if unique.len() != spec.values.len()
+                    || spec.values.len() > MAX_ARRAY_VALUES
+                    || spec
+                        .values
+                        .iter()
+                        .any(|v| v.is_empty() || v.len() > MAX_STRING_LEN)
+                {
+                    return Err(format!(
+                        "enum field {name:?}: 1 to {MAX_ARRAY_VALUES} distinct non-empty values"
+                    ));
+                }
+            }
+            (_, false) => return Err(format!("only an enum field has `values` ({name:?})")),
+            (_, true) => {}
+        }
+        if spec.label.len() > MAX_STRING_LEN {
+            return Err(format!("the label of {name:?} is too long"));
+        }
     }
     Ok(())
 }
 
 /// Validates a request's `authorization_details` (a JSON array) against the
-/// brand's types and the requested scopes. Returns the normalised array.
+/// brand's types and the requested scopes. Returns the normalised array
+/// (amounts with their currency's minor digits, duplicates removed from lists).
 pub fn validate(
     raw: &str,
     types: &DetailsTypes,
@@ -92,6 +141,7 @@ pub fn validate(
     if entries.is_empty() || entries.len() > MAX_ENTRIES {
         return Err(format!("must hold 1 to {MAX_ENTRIES} entries"));
     }
+    let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
         let obj = entry.as_object().ok_or("each entry must be an object")?;
         let type_name = obj
@@ -107,6 +157,8 @@ pub fn validate(
                 t.scope
             ));
         }
+        let mut normal = serde_json::Map::new();
+        normal.insert("type".to_owned(), Value::String(type_name.to_owned()));
         for (name, v) in obj {
             if name == "type" {
                 continue;
@@ -115,78 +167,44 @@ pub fn validate(
                 .fields
                 .get(name)
                 .ok_or_else(|| format!("unknown field {name:?} for type {type_name:?}"))?;
-            check_field(name, spec.kind, v)?;
+            normal.insert(name.clone(), check_field(name, spec, v)?);
         }
         for (name, spec) in &t.fields {
             if spec.required && !obj.contains_key(name) {
                 return Err(format!("field {name:?} is required for type {type_name:?}"));
             }
         }
+        out.push(Value::Object(normal));
     }
-    Ok(value)
+    Ok(Value::Array(out))
 }
 
-fn check_field(name: &str, kind: FieldKind, v: &Value) -> Result<(), String> {
-    // Values are shown on consent and then enforced: one that displays
-    // differently from what it is must not get that far.
-    let strings: Vec<&str> = match v {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-        _ => vec![],
-    };
-    if let Some(c) = strings
+/// One field's value: no hidden characters (they would make what consent
+/// shows differ from what is enforced), and the shape of its kind.
+fn check_field(name: &str, spec: &FieldSpec, v: &Value) -> Result<Value, String> {
+    if let Some(c) = strings_of(v)
         .iter()
         .find_map(|s| super::hidden_chars::first_hidden(s))
     {
         return Err(super::hidden_chars::refusal(&format!("field {name:?}"), c));
     }
-    let ok_str = |s: &Value| {
-        s.as_str()
-            .is_some_and(|s| !s.is_empty() && s.len() <= MAX_STRING_LEN)
-    };
-    let ok = match kind {
-        FieldKind::String => ok_str(v),
-        FieldKind::StringArray => v
-            .as_array()
-            .is_some_and(|a| !a.is_empty() && a.len() <= MAX_ARRAY_VALUES && a.iter().all(ok_str)),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("field {name:?} has the wrong shape"))
-    }
+    limits::parse(spec.kind, &spec.values, v)
+        .map(|l| l.to_json())
+        .ok_or_else(|| {
+            format!(
+                "field {name:?} has the wrong shape for a {} limit",
+                spec.kind.name()
+            )
+        })
 }
 
-/// May `tool` run with `args` under these details? Checked by the gateway
-/// before the tool runs, against the real argument values (PACT §5.7).
-pub fn permits(details: Option<&Value>, types: &DetailsTypes, tool: &str, args: &Value) -> bool {
-    let entries: &[Value] = details
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    for (type_name, t) in types {
-        for rule in t.enforce.iter().filter(|r| r.tool == tool) {
-            let of_type: Vec<&Value> = entries
-                .iter()
-                .filter(|e| e.get("type").and_then(Value::as_str) == Some(type_name))
-                .collect();
-            if of_type.is_empty() {
-                continue; // no restriction of this type was granted: the scope rules
-            }
-            let Some(arg) = args.get(&rule.arg) else {
-                return false;
-            };
-            let allowed = of_type.iter().any(|e| match e.get(&rule.field) {
-                Some(Value::Array(values)) => values.contains(arg),
-                Some(v) => v == arg,
-                None => false,
-            });
-            if !allowed {
-                return false;
-            }
-        }
+fn strings_of(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().flat_map(strings_of).collect(),
+        Value::Object(o) => o.values().flat_map(strings_of).collect(),
+        _ => vec![],
     }
-    true
 }
 
 /// What to say of an entry that has no sentence of its own; the caller words
@@ -240,7 +258,8 @@ pub fn describe(
         .collect()
 }
 
-/// The demo brand's one type: cancellation limited to named orders.
+/// The demo brand's one type: cancellation limited to named orders (the
+/// built-in `cancel_order` tool's rule `order_ids=order_id` applies it).
 pub fn demo_types() -> DetailsTypes {
     let mut fields = BTreeMap::new();
     fields.insert(
@@ -248,6 +267,8 @@ pub fn demo_types() -> DetailsTypes {
         FieldSpec {
             kind: FieldKind::StringArray,
             required: true,
+            values: Vec::new(),
+            label: String::new(),
         },
     );
     let mut types = BTreeMap::new();
@@ -257,11 +278,7 @@ pub fn demo_types() -> DetailsTypes {
             scope: "orders:cancel".to_owned(),
             description: "Cancel only these orders: {order_ids}".to_owned(),
             fields,
-            enforce: vec![EnforceRule {
-                tool: "cancel_order".to_owned(),
-                arg: "order_id".to_owned(),
-                field: "order_ids".to_owned(),
-            }],
+            enforce: Vec::new(),
         },
     );
     types
@@ -303,40 +320,6 @@ mod tests {
         }
         let raw = r#"[{"type":"order_cancellation","order_ids":["DEMO-1"]}]"#;
         assert!(validate(raw, &types, &scopes(&["orders:read"])).is_err());
-    }
-
-    #[test]
-    fn enforcement_checks_the_real_argument_and_entries_combine_by_union() {
-        let types = demo_types();
-        let d = json!([{"type":"order_cancellation","order_ids":["DEMO-1"]},
-                       {"type":"order_cancellation","order_ids":["DEMO-2"]}]);
-        assert!(permits(
-            Some(&d),
-            &types,
-            "cancel_order",
-            &json!({"order_id": "DEMO-1"})
-        ));
-        assert!(permits(
-            Some(&d),
-            &types,
-            "cancel_order",
-            &json!({"order_id": "DEMO-2"})
-        ));
-        assert!(!permits(
-            Some(&d),
-            &types,
-            "cancel_order",
-            &json!({"order_id": "DEMO-3"})
-        ));
-        assert!(!permits(Some(&d), &types, "cancel_order", &json!({})));
-        // Other tools are not restricted by this type; no details means the scope alone rules.
-        assert!(permits(Some(&d), &types, "list_orders", &json!({})));
-        assert!(permits(
-            None,
-            &types,
-            "cancel_order",
-            &json!({"order_id": "DEMO-3"})
-        ));
     }
 
     #[test]

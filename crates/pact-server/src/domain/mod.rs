@@ -4,7 +4,11 @@
 pub mod authz_details;
 pub mod device_flow;
 pub mod hidden_chars;
+pub mod limits;
+pub mod money;
 pub mod receipt_chain;
 pub mod scopes;
 pub mod secrets;
+pub mod terms;
+pub mod tool_rules;
 pub mod user_code;

@@ -25,7 +25,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::agent::{Delegation, GateRecord};
-use crate::domain::authz_details::DetailsTypes;
+use crate::domain::terms::RulesNow;
 
 /// What the gateway needs to judge and forward a tool call of one turn: its
 /// setup (reached through `Deref`), its id and token hash, and its record.
@@ -39,6 +39,20 @@ pub struct LiveTurn {
     /// The turn's MCP sessions (`merchant::mcp`): session id → negotiated
     /// protocol version. They live inside the turn, so they die with it.
     pub mcp_sessions: Mutex<HashMap<String, String>>,
+    /// Calls in flight, and whether the turn still takes new ones: when the
+    /// agent replies, the turn waits for its calls before the receipt is
+    /// made, so no call is carried out and left out of it.
+    calls: Mutex<Calls>,
+    idle: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct Calls {
+    in_flight: usize,
+    /// The agent replied: no new request is taken.
+    ended: bool,
+    /// The wait for calls in flight is over: none may be forwarded now.
+    closed: bool,
 }
 
 impl std::ops::Deref for LiveTurn {
@@ -55,7 +69,8 @@ pub struct TurnSetup {
     pub expires_at: OffsetDateTime,
     pub delegation: Option<Delegation>,
     pub offered: BTreeSet<String>,
-    pub types: DetailsTypes,
+    /// The tools' scopes and limit rules now (the gate's `RulesNow`).
+    pub rules: RulesNow,
     pub tools: Vec<BrandTool>,
     pub tool_timeout: std::time::Duration,
     pub context_id: String,
@@ -87,6 +102,8 @@ pub enum TokenRefusal {
     WrongToken,
     WrongBrand,
     Expired,
+    /// The agent has replied: the turn is over.
+    Ended,
 }
 
 /// Removes the turn when dropped, so a failed or cancelled turn ends too.
@@ -115,6 +132,8 @@ impl LiveTurns {
             setup,
             record: Mutex::new(GateRecord::default()),
             mcp_sessions: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Calls::default()),
+            idle: tokio::sync::Notify::new(),
         });
         self.lock().insert(turn.id, turn.clone());
         Some(TurnGuard {
@@ -135,14 +154,15 @@ impl LiveTurns {
         self.lock().remove(&id);
     }
 
-    /// The turn a gateway call may act in, or why not.
+    /// The turn a gateway request may act in, or why not; the request
+    /// counts as in flight until the guard is dropped.
     pub fn authorize(
         &self,
         turn_id: Uuid,
         brand_id: &str,
         token: &str,
         now: OffsetDateTime,
-    ) -> Result<Arc<LiveTurn>, TokenRefusal> {
+    ) -> Result<CallGuard, TokenRefusal> {
         let turn = self
             .lock()
             .get(&turn_id)
@@ -157,7 +177,14 @@ impl LiveTurns {
         if now >= turn.expires_at {
             return Err(TokenRefusal::Expired);
         }
-        Ok(turn)
+        {
+            let mut calls = turn.lock_calls();
+            if calls.ended {
+                return Err(TokenRefusal::Ended);
+            }
+            calls.in_flight += 1;
+        }
+        Ok(CallGuard { turn })
     }
 
     pub fn len(&self) -> usize {
@@ -169,7 +196,71 @@ impl LiveTurns {
     }
 }
 
+/// One request of a turn in flight; dropping it lets a finishing turn go on.
+#[derive(Debug)]
+pub struct CallGuard {
+    turn: Arc<LiveTurn>,
+}
+
+impl std::ops::Deref for CallGuard {
+    type Target = LiveTurn;
+    fn deref(&self) -> &LiveTurn {
+        &self.turn
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        let idle = {
+            let mut calls = self.turn.lock_calls();
+            calls.in_flight = calls.in_flight.saturating_sub(1);
+            calls.in_flight == 0
+        };
+        if idle {
+            self.turn.idle.notify_waiters();
+        }
+    }
+}
+
+impl CallGuard {
+    /// Whether a checked call may still be sent: false once the turn gave up
+    /// waiting for its calls (the call is then refused, never sent unrecorded).
+    pub fn may_forward(&self) -> bool {
+        !self.turn.lock_calls().closed
+    }
+}
+
+impl TurnGuard<'_> {
+    /// Ends the turn: no new request is taken, the calls in flight are
+    /// waited for (at most `wait`, longer than a call may take), and the
+    /// record is handed over for the receipt.
+    pub async fn finish(&self, wait: std::time::Duration) -> GateRecord {
+        self.turn.lock_calls().ended = true;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.turn.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.turn.lock_calls().in_flight == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::warn!(turn = %self.turn.id, "a tool call was still in flight when the turn ended");
+                break;
+            }
+        }
+        self.turn.lock_calls().closed = true;
+        self.turn.with_record(std::mem::take)
+    }
+}
+
 impl LiveTurn {
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Runs `f` on the turn's record.
     pub fn with_record<T>(&self, f: impl FnOnce(&mut GateRecord) -> T) -> T {
         let mut r = self
@@ -191,7 +282,7 @@ mod tests {
             expires_at: OffsetDateTime::now_utc() + time::Duration::seconds(ttl),
             delegation: None,
             offered: BTreeSet::new(),
-            types: DetailsTypes::new(),
+            rules: RulesNow::new(),
             tools: vec![],
             tool_timeout: std::time::Duration::from_secs(1),
             context_id: "c".into(),
@@ -235,5 +326,41 @@ mod tests {
         assert_eq!(turns.len(), 1);
         drop(b);
         assert!(turns.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_finishing_turn_waits_for_its_calls_and_then_takes_no_more() {
+        let turns = LiveTurns::default();
+        let now = OffsetDateTime::now_utc();
+        let t = turns.start(setup("shop", 20)).unwrap();
+        let call = turns.authorize(t.turn.id, "shop", &t.token, now).unwrap();
+        let turn = t.turn.clone();
+        let calling = async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            assert!(call.may_forward(), "still waited for");
+            turn.with_record(|r| r.used_scopes.insert("orders:read".to_owned()));
+            drop(call);
+        };
+        let (record, ()) = tokio::join!(t.finish(std::time::Duration::from_secs(5)), calling);
+        assert!(
+            record.used_scopes.contains("orders:read"),
+            "the call is in the record"
+        );
+        assert_eq!(
+            turns
+                .authorize(t.turn.id, "shop", &t.token, now)
+                .unwrap_err(),
+            TokenRefusal::Ended
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_still_running_after_the_wait_may_not_be_sent() {
+        let turns = LiveTurns::default();
+        let now = OffsetDateTime::now_utc();
+        let t = turns.start(setup("shop", 20)).unwrap();
+        let call = turns.authorize(t.turn.id, "shop", &t.token, now).unwrap();
+        let _ = t.finish(std::time::Duration::from_millis(20)).await;
+        assert!(!call.may_forward());
     }
 }

@@ -37,7 +37,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::gateway::{self, CallOutput, CallRefusal};
-use super::live_turns::LiveTurn;
+use super::live_turns::{CallGuard, LiveTurn};
 use super::schema;
 use crate::agent::ToolError;
 use crate::agent::tools::scope_rule;
@@ -126,7 +126,7 @@ fn admit(
     turn_id: &str,
     headers: &HeaderMap,
     now: OffsetDateTime,
-) -> Result<std::sync::Arc<LiveTurn>, Box<Response>> {
+) -> Result<CallGuard, Box<Response>> {
     if !origin_ok(state, headers) {
         tracing::info!(brand = %brand_id, "MCP request refused: foreign Origin");
         return Err(Box::new(rpc_error(
@@ -325,7 +325,7 @@ pub async fn post(
                     INVALID_PARAMS,
                     &format!("Unknown tool: {name}"),
                 ),
-                Err(refusal) => rpc_result(id, tool_error(refusal)),
+                Err(refusal) => rpc_result(id, tool_error(&refusal, name)),
             }
         }
         _ => rpc_error(StatusCode::OK, id, METHOD_NOT_FOUND, "Method not found"),
@@ -446,7 +446,7 @@ fn tools_list(state: &AppState, turn: &LiveTurn) -> Value {
                     "scope": tool.scope,
                     // Held scopes may still be limited to particular arguments (PACT §5.7).
                     "limitedByAuthorizationDetails": allowed
-                        && delegation.is_some_and(|d| d.authorization_details.is_some())
+                        && delegation.is_some_and(|d| !d.terms.is_empty())
                         && tool.scope.is_some(),
                 }}),
             );
@@ -467,32 +467,48 @@ fn tool_result(out: Value) -> Value {
     result
 }
 
-/// A refusal as an MCP tool error, with the same `error` codes the JSON route uses.
-fn tool_error(refusal: CallRefusal) -> Value {
-    let (text, detail) = match refusal {
-        CallRefusal::Gate(ToolError::MissingScope(scope)) => (
-            format!(
-                "missing scope {scope}: the person has not allowed this yet; your reply to \
-                 this turn becomes a request for their approval"
-            ),
-            json!({"error": "missing_scope", "scope": scope}),
+/// A refusal as an MCP tool error (MCP "Tools", error handling: it goes
+/// back to the model), with the JSON route's body as `structuredContent`
+/// and its meaning in words for the model to pass on.
+fn tool_error(refusal: &CallRefusal, tool: &str) -> Value {
+    let detail = refusal.to_json(tool);
+    let text = match refusal {
+        CallRefusal::Gate(ToolError::MissingScope(scope)) => format!(
+            "missing scope {scope}: the person has not allowed this yet; your reply to \
+             this turn becomes a request for their approval"
         ),
-        CallRefusal::Gate(ToolError::NotPermitted) => (
-            "not permitted: the person's approval does not cover these arguments".to_owned(),
-            json!({"error": "not_permitted"}),
+        CallRefusal::Gate(ToolError::Beyond(_)) => format!(
+            "beyond what the person allowed ({}); nothing was done. Your reply to this turn \
+             becomes a request for their approval of exactly this call: tell them, and call \
+             again with the same arguments once they have approved",
+            detail["error_description"].as_str().unwrap_or("a limit")
         ),
-        CallRefusal::Gate(_) => (
-            "not available at this brand".to_owned(),
-            json!({"error": "not_available"}),
+        CallRefusal::Gate(ToolError::NotPermitted(why)) => {
+            format!("not permitted: the person's approval does not cover this call ({why})")
+        }
+        CallRefusal::Gate(ToolError::Unenforceable(_)) => {
+            "not permitted: the person's approval cannot be checked for this call".to_owned()
+        }
+        CallRefusal::Gate(_) => "not available at this brand".to_owned(),
+        CallRefusal::InvalidArguments(why) => format!("invalid arguments: {why}"),
+        CallRefusal::ToolError {
+            status,
+            code,
+            message,
+        } => format!(
+            "the business refused ({status}{}): {}",
+            code.as_deref()
+                .map(|c| format!(", {c}"))
+                .unwrap_or_default(),
+            message.as_deref().unwrap_or("no reason given")
         ),
-        CallRefusal::InvalidArguments(why) => (
-            format!("invalid arguments: {why}"),
-            json!({"error": "invalid_arguments", "error_description": why}),
-        ),
-        CallRefusal::Failed | CallRefusal::UnknownTool => (
-            "the tool failed; nothing was recorded".to_owned(),
-            json!({"error": "tool_failed"}),
-        ),
+        CallRefusal::Failed { timed_out: true } => {
+            "the tool did not answer in time; it may or may not have acted".to_owned()
+        }
+        CallRefusal::Failed { timed_out: false } | CallRefusal::UnknownTool => {
+            "the tool failed".to_owned()
+        }
+        CallRefusal::TurnEnded => "the turn has ended; nothing was done".to_owned(),
     };
     json!({"content": [{"type": "text", "text": text}], "structuredContent": detail, "isError": true})
 }

@@ -288,6 +288,7 @@ pub async fn apply(
                     input_schema: Some(t.input_schema.clone()),
                     kind: TOOL_KIND_MCP.to_owned(),
                     remote_name: Some(t.remote_name.clone()),
+                    summary: String::new(),
                 }
             }
         };

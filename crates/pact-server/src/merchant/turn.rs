@@ -16,7 +16,6 @@ use super::live_turns::TurnSetup;
 use super::{HISTORY_TURNS, MAX_AGENT_REPLY_BYTES, TurnFailure, http, signing};
 use crate::agent::{Delegation, GateRecord};
 use crate::auth::Caller;
-use crate::domain::authz_details;
 use crate::state::AppState;
 
 /// What the server knows about the turn when it calls the agent.
@@ -86,7 +85,7 @@ pub async fn run(
             expires_at: now + timeout,
             delegation: t.delegation.cloned(),
             offered: t.offered.clone(),
-            types: authz_details::types_from_settings(&brand.settings),
+            rules: setup.rules.clone(),
             tools,
             tool_timeout,
             context_id: context_id.clone(),
@@ -126,6 +125,14 @@ pub async fn run(
             "userId": d.user_sub,
             "scopes": d.scopes,
             "authorizationDetails": d.authorization_details,
+            // What the grant holds now, as the gateway applies it: each
+            // entry's values, and calls the person allowed once.
+            "limits": d.terms.entries.iter().map(|e| json!({
+                "type": e.type_name, "values": e.values,
+            })).collect::<Vec<_>>(),
+            "approvedOnce": d.terms.operations.iter().map(|o| json!({
+                "tool": o.tool, "argsHash": o.args_hash,
+            })).collect::<Vec<_>>(),
         })),
         "tools": {
             "url": tools_url,
@@ -164,11 +171,12 @@ pub async fn run(
         .filter(|s| !s.trim().is_empty())
         .ok_or(TurnFailure::Malformed("no non-empty \"reply\" string"))?
         .to_owned();
-    // End the turn first (its token stops working), then read what it did.
-    // A tool call still in flight at this moment — an agent that replied
-    // before its own call returned — is forwarded but misses the receipt.
-    let turn = live.turn.clone();
-    drop(live);
-    let record = turn.with_record(std::mem::take);
+    // End the turn (its token takes no new request), wait for calls still
+    // in flight — an agent that replied before its own call returned — and
+    // read what it did: every call that was sent is in the receipt. A call
+    // is bounded by the tool timeout, so the wait is too.
+    let record = live
+        .finish(tool_timeout + std::time::Duration::from_secs(1))
+        .await;
     Ok((text, record))
 }

@@ -29,11 +29,13 @@ use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
 use super::i18n;
+use super::limit_words;
 use super::login;
 use super::page::{PageError, render};
 use super::passkeys;
 use super::security;
 use super::session::Browser;
+use crate::domain::terms::Terms;
 use crate::state::AppState;
 
 /// Receipts shown on the page.
@@ -100,8 +102,8 @@ pub struct GrantView {
     /// "Active", "Revoked on …", "Expired on …".
     pub status: String,
     pub scopes: Vec<ScopeView>,
-    /// The approved `authorization_details`, compact JSON, when there are any.
-    pub conditions: Option<String>,
+    /// The limits the person set, in words, each with how much is used.
+    pub limits: Vec<String>,
     pub granted: String,
     pub last_used: String,
     pub expires: String,
@@ -254,9 +256,34 @@ pub async fn page(
         pact_db::receipts::recent_for_user(&state.db, &brand.id, &subject, RECENT_RECEIPTS).await?;
     let receipts = receipt_views(&receipts, &grants, &agent_names, &scope_text);
     let (current, past) = split_grants(&grants, now);
+    // What each active grant was approved under, and how much of each
+    // consumed limit is used (one query for all of them).
+    let terms: HashMap<Uuid, std::sync::Arc<Terms>> = current
+        .iter()
+        .map(|g| {
+            (
+                g.id,
+                crate::agent::bounds::terms_of_recorded(g.terms.clone()),
+            )
+        })
+        .collect();
+    let budget_ids: Vec<Uuid> = terms.values().flat_map(|t| t.budget_ids()).collect();
+    let usage: HashMap<Uuid, pact_db::budgets::Usage> =
+        pact_db::budgets::usage(&state.db, &budget_ids)
+            .await?
+            .into_iter()
+            .map(|u| (u.id, u))
+            .collect();
     let views = |list: Vec<&Grant>| -> Vec<GrantView> {
         list.into_iter()
-            .map(|g| grant_view(g, &agent_names, &scope_text, &brand.name, now))
+            .map(|g| {
+                let mut v = grant_view(g, &agent_names, &scope_text, &brand.name, now);
+                v.limits = match terms.get(&g.id) {
+                    Some(t) => limit_words::grant_lines(t, &usage),
+                    None => older_limits(g),
+                };
+                v
+            })
             .collect()
     };
     let (grants, past) = (views(current), views(past));
@@ -406,11 +433,7 @@ fn grant_view(
                 description: scope_text.get(id).cloned().unwrap_or_else(|| id.clone()),
             })
             .collect(),
-        conditions: g
-            .authorization_details
-            .as_ref()
-            .filter(|d| !d.is_null())
-            .map(Value::to_string),
+        limits: Vec::new(),
         granted: show_time(g.created_at),
         last_used: g
             .last_used_at
@@ -418,6 +441,12 @@ fn grant_view(
         expires: show_time(g.expires_at),
         ended_by: ended_by(g, brand_name, now),
     }
+}
+
+/// An ended grant's limits, in words, as far as its record tells.
+fn older_limits(g: &Grant) -> Vec<String> {
+    let t = crate::agent::bounds::terms_of_recorded(g.terms.clone());
+    limit_words::grant_lines(&t, &HashMap::new())
 }
 
 fn receipt_views(
@@ -442,17 +471,19 @@ fn receipt_views(
                 .get(issuer)
                 .cloned()
                 .unwrap_or_else(|| security::origin_of(issuer));
-            let actions = r
+            let mut actions: Vec<String> = r
                 .claims
                 .get("actions")
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.get("tool").and_then(Value::as_str))
-                        .map(action_in_words)
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(action_line).collect())
                 .unwrap_or_default();
+            actions.extend(
+                r.claims
+                    .get("refused")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(refusal_line).collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            );
             let scopes = r
                 .claims
                 .get("scopesUsed")
@@ -472,6 +503,57 @@ fn receipt_views(
             }
         })
         .collect()
+}
+
+/// One action of a receipt in words: what was done, and whether the
+/// business refused it, did not answer, or reported more than was allowed.
+fn action_line(a: &Value) -> Option<String> {
+    let done = action_in_words(a.get("tool").and_then(Value::as_str)?);
+    let once = if a.get("approvedOnce").and_then(Value::as_bool) == Some(true) {
+        format!(" {}", i18n::t("action-approved-once"))
+    } else {
+        String::new()
+    };
+    Some(match a.get("outcome").and_then(Value::as_str) {
+        Some("failed") => {
+            let why = a
+                .pointer("/error/message")
+                .or_else(|| a.pointer("/error/code"))
+                .and_then(Value::as_str)
+                .map_or_else(|| i18n::t("action-no-reason"), hidden_chars_visible);
+            i18n::t2("action-failed", "action", done, "why", why)
+        }
+        Some("unknown") => i18n::t1("action-unknown", "action", done),
+        _ if a.get("beyondLimit").and_then(Value::as_bool) == Some(true) => {
+            let effect = a
+                .pointer("/effect/amount")
+                .map(limit_words::value)
+                .unwrap_or_default();
+            i18n::t2(
+                "action-beyond-effect",
+                "action",
+                format!("{done}{once}"),
+                "effect",
+                effect,
+            )
+        }
+        _ => format!("{done}{once}"),
+    })
+}
+
+fn hidden_chars_visible(s: &str) -> String {
+    crate::domain::hidden_chars::visible(s)
+}
+
+/// A call that was not done, in words.
+fn refusal_line(r: &Value) -> Option<String> {
+    let action = action_in_words(r.get("tool").and_then(Value::as_str)?);
+    let why = match r.get("reason").and_then(Value::as_str) {
+        Some("beyond_limit") => i18n::t("refused-beyond"),
+        Some("missing_scope") => i18n::t("refused-scope"),
+        _ => i18n::t("refused-other"),
+    };
+    Some(i18n::t2("action-refused", "action", action, "why", why))
 }
 
 /// What a tool call did, in words a person reads on the activity list.
@@ -634,6 +716,7 @@ mod tests {
             last_used_at: None,
             revoked_at: revoked.map(|_| now),
             revoked_reason: revoked.map(str::to_owned),
+            terms: None,
         }
     }
 

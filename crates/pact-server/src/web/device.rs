@@ -105,9 +105,17 @@ struct ConsentPage<'a> {
     requested_ago: String,
     request_ip: &'a str,
     scopes: Vec<ScopeRow>,
-    conditions: Vec<String>,
+    conditions: Vec<super::consent_limits::ConditionRow>,
     already: Vec<String>,
+    /// A step-up beyond a limit: the calls to allow once, each with why.
+    operations: Vec<OperationRow>,
     error: Option<&'a str>,
+}
+
+/// One call the person is asked to allow once (`crate::operations`).
+struct OperationRow {
+    summary: String,
+    beyond: String,
 }
 
 #[derive(Template)]
@@ -190,6 +198,9 @@ async fn signed_in_brand(
 fn consent_error(e: ConsentError) -> PageError {
     match e {
         ConsentError::Db(e) => PageError::from(e),
+        ConsentError::OperationGrantGone => {
+            PageError::Forbidden(i18n::t("consent-err-operation-gone"))
+        }
         ConsentError::ScopesNotRequested | ConsentError::DetailsNotRequested => {
             PageError::BadRequest(i18n::t("consent-err-not-requested"))
         }
@@ -488,6 +499,7 @@ async fn consent_page(
     state: &AppState,
     d: &Deciding,
     chosen: Option<&BTreeSet<String>>,
+    chosen_details: Option<&serde_json::Value>,
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
@@ -540,25 +552,25 @@ async fn consent_page(
             requires_mfa: offered.iter().any(|s| s.scope_id == *id && s.requires_mfa),
         })
         .collect();
-    let conditions = d
-        .auth
-        .authorization_details
-        .as_ref()
-        .map(|details| {
-            authz_details::describe(
-                details,
-                &authz_details::types_from_settings(&d.brand.settings),
-                |u| match u {
-                    authz_details::Unworded::UnknownType(t) => {
-                        i18n::t1("consent-detail-unknown-type", "type", t)
-                    }
-                    authz_details::Unworded::Undescribed(t) => {
-                        i18n::t1("consent-detail-undescribed", "type", t)
-                    }
-                },
-            )
+    let types = authz_details::types_from_settings(&d.brand.settings);
+    let operations: Vec<OperationRow> = crate::operations::asked_of(d.auth.operations.as_ref())
+        .unwrap_or_default()
+        .iter()
+        .map(|o| OperationRow {
+            summary: o.summary_text(),
+            beyond: o.beyond_text(),
         })
-        .unwrap_or_default();
+        .collect();
+    // The entries of a one-off approval are its operations, shown above.
+    let conditions = if operations.is_empty() {
+        super::consent_limits::rows(
+            d.auth.authorization_details.as_ref(),
+            &types,
+            chosen_details,
+        )
+    } else {
+        Vec::new()
+    };
     // Information only: an existing grant never approves anything by itself.
     let mut already_ids = BTreeSet::new();
     for g in
@@ -594,6 +606,7 @@ async fn consent_page(
         scopes,
         conditions,
         already: already_ids.iter().map(|id| describe(id)).collect(),
+        operations,
         error,
     };
     Ok(render(&page, status))
@@ -615,7 +628,7 @@ pub async fn show(
             .map(str::to_owned)
             .collect()
     });
-    consent_page(&state, &d, chosen.as_ref(), None, StatusCode::OK).await
+    consent_page(&state, &d, chosen.as_ref(), None, None, StatusCode::OK).await
 }
 
 /// `POST /device/consent`: Approve (the ticked scopes) or Deny.
@@ -657,17 +670,41 @@ async fn approve(
     form: &Fields,
     now: OffsetDateTime,
 ) -> Result<Response, PageError> {
-    let ticked: BTreeSet<String> = form.all("scope").map(str::to_owned).collect();
+    // A one-off approval has no choices: its operations are allowed or not.
+    let once = d.auth.operations.is_some();
+    let ticked: BTreeSet<String> = if once {
+        d.auth.scopes.iter().cloned().collect()
+    } else {
+        form.all("scope").map(str::to_owned).collect()
+    };
     if ticked.is_empty() {
         return consent_page(
             state,
             d,
             Some(&ticked),
+            None,
             Some(&i18n::t("consent-err-none-ticked")),
             StatusCode::BAD_REQUEST,
         )
         .await;
     }
+    // The limits as the person set them (narrower only, RFC 9396 §7).
+    let types = authz_details::types_from_settings(&d.brand.settings);
+    let chosen =
+        match super::consent_limits::chosen(form, d.auth.authorization_details.as_ref(), &types) {
+            Ok(chosen) => chosen,
+            Err(message) => {
+                return consent_page(
+                    state,
+                    d,
+                    Some(&ticked),
+                    None,
+                    Some(&message),
+                    StatusCode::BAD_REQUEST,
+                )
+                .await;
+            }
+        };
     let requested: BTreeSet<String> = d.auth.scopes.iter().cloned().collect();
     if !ticked.is_subset(&requested) {
         return Err(consent_error(ConsentError::ScopesNotRequested));
@@ -707,20 +744,55 @@ async fn approve(
         }
         return Err(PageError::Forbidden(i18n::t("consent-err-mfa")));
     }
+    if once {
+        return approve_operations(state, d, now).await;
+    }
     let grant = consent::approve(
         state,
         Approval {
             authorization_id: d.auth.id,
             user_sub: &d.user_sub,
-            scopes: ticked,
-            authorization_details: None,
+            scopes: ticked.clone(),
+            authorization_details: chosen.clone(),
         },
         now,
     )
-    .await
-    .map_err(consent_error)?;
+    .await;
+    let grant = match grant {
+        Err(ConsentError::DetailsNotRequested) => {
+            return consent_page(
+                state,
+                d,
+                Some(&ticked),
+                chosen.as_ref(),
+                Some(&i18n::t("consent-err-narrow-only")),
+                StatusCode::BAD_REQUEST,
+            )
+            .await;
+        }
+        other => other.map_err(consent_error)?,
+    };
     tracing::info!(authorization = %d.auth.id, grant = %grant.id, brand = %d.brand.id, "device authorization approved");
     Ok(see_other("/device/done"))
+}
+
+/// Allows the operations of a step-up beyond a limit, once each, on the
+/// person's own grants (`consent::approve_operations`).
+async fn approve_operations(
+    state: &AppState,
+    d: &Deciding,
+    now: OffsetDateTime,
+) -> Result<Response, PageError> {
+    match consent::approve_operations(state, d.auth.id, &d.user_sub, now).await {
+        Ok(grants) => {
+            tracing::info!(authorization = %d.auth.id, brand = %d.brand.id, grants = grants.len(), "operations allowed once");
+            Ok(see_other("/device/done"))
+        }
+        Err(ConsentError::OperationGrantGone) => {
+            Err(PageError::Forbidden(i18n::t("consent-err-operation-gone")))
+        }
+        Err(e) => Err(consent_error(e)),
+    }
 }
 
 // ---------------------------------------------------------------- not you

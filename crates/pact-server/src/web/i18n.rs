@@ -245,6 +245,18 @@ pub fn ctx() -> Ctx {
     CTX.try_with(|c| c.borrow().clone()).unwrap_or_default()
 }
 
+/// Runs `f` with `lang` as the language, outside a request (a step-up
+/// task's message, tests).
+pub fn with_lang<T>(lang: Lang, f: impl FnOnce() -> T) -> T {
+    CTX.sync_scope(
+        RefCell::new(Ctx {
+            lang,
+            ..Ctx::default()
+        }),
+        f,
+    )
+}
+
 /// The current request's language.
 pub fn current() -> Lang {
     CTX.try_with(|c| c.borrow().lang).unwrap_or(Lang::En)

@@ -78,6 +78,7 @@ async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Valu
             "kind": t.kind,
             "remote_name": t.remote_name,
             "mapped": t.mapped,
+            "summary": t.summary,
         })).collect::<Vec<_>>(),
     }))
 }

@@ -372,35 +372,37 @@ fn brand_setting_schemas() -> Value {
     json!({
         "DetailsType": json!({
             "type": "object",
+            "description": "An RFC 9396 type (PACT §5.7). Which tool argument each field limits is said by the tools' `enforce` rules, not here; every grant keeps the declaration it was approved under.",
             "properties": {
                 "scope": { "type": "string", "description": "The scope the type refines." },
                 "description": {
                     "type": "string",
-                    "description": "Words for consent; `{field}` is replaced by the entry's values."
+                    "description": "Words for consent; `{field}` is replaced by the entry's value, written by its kind (an amount as money, a date as a date)."
                 },
                 "fields": {
                     "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 32,
+                    "propertyNames": { "pattern": "^[A-Za-z0-9_-]{1,64}$" },
                     "additionalProperties": {
                         "type": "object",
                         "properties": {
-                            "type": { "enum": ["string", "string_array"] },
-                            "required": { "type": "boolean" }
+                            "type": {
+                                "enum": ["string", "string_array", "enum", "amount", "count",
+                                         "cumulative_amount", "date_window", "time_window"],
+                                "description": "string: equal; string_array: one of; enum: one of the entry's subset of `values`; amount {currency, amount}: at most, same ISO 4217 currency; count: calls allowed; cumulative_amount: total across calls; date_window {from, to}: a date in it; time_window {from, until}: an RFC 3339 time in it."
+                            },
+                            "required": { "type": "boolean" },
+                            "values": {
+                                "type": "array", "items": { "type": "string", "minLength": 1, "maxLength": 256 },
+                                "maxItems": 64, "description": "An enum's allowed values (enum only)."
+                            },
+                            "label": {
+                                "type": "string", "maxLength": 256,
+                                "description": "What is limited, in the brand's words, for sentences the description does not cover."
+                            }
                         },
                         "required": ["type"],
-                        "additionalProperties": false
-                    }
-                },
-                "enforce": {
-                    "type": "array",
-                    "description": "The tool gate's rules: tool T's argument `arg` must be one of field `field`'s values.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "tool": { "type": "string" },
-                            "arg": { "type": "string" },
-                            "field": { "type": "string" }
-                        },
-                        "required": ["tool", "arg", "field"],
                         "additionalProperties": false
                     }
                 }
@@ -413,8 +415,10 @@ fn brand_setting_schemas() -> Value {
             ("scope", nullable("string")),
             ("url", s("string")),
             ("description", s("string")),
-            ("enforce", json!({})),
+            ("enforce", json!({"type": "array", "items": {"type": "string"},
+                "description": "The tool's limit rules exactly as the gateway applies them."})),
             ("input_schema", json!({})),
+            ("summary", s("string")),
             ("kind", json!({"type": "string", "enum": ["url", "mcp"],
                 "description": "url: pactd POSTs the signed call to url; mcp: url is the merchant's MCP server."})),
             ("remote_name", nullable("string")),
@@ -449,8 +453,12 @@ fn brand_setting_schemas() -> Value {
                 "url": { "type": "string", "description": "Where pactd forwards allowed calls (https)." },
                 "description": { "type": "string", "maxLength": 1000, "pattern": NO_CONTROL },
                 "enforce": {
-                    "type": "array", "items": { "type": "string", "pattern": "^[^=]+=.+$" },
-                    "description": "FIELD=ARG: the call's argument ARG must be one of the granted authorization_details field FIELD's values."
+                    "type": "array", "items": { "type": "string", "pattern": "^([^=\\s]+\\.)?[A-Za-z0-9_-]{1,64}(=[A-Za-z0-9_-]{1,64})?$" },
+                    "description": "Limit rules: FIELD=ARG (the call's argument ARG is checked against field FIELD of every granted type of the tool's scope that has it), TYPE.FIELD=ARG (that type only), FIELD alone for a count (each call uses one)."
+                },
+                "summary": {
+                    "type": "string", "maxLength": 1000, "pattern": NO_CONTROL,
+                    "description": "How one call reads to a person asked to approve it on its own, with {arg} placeholders."
                 },
                 "input_schema": { "type": ["object", "null"], "description": "A JSON Schema of the arguments, given to the agent." }
             },

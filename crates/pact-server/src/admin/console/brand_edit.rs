@@ -146,6 +146,7 @@ pub async fn upsert_tool(
         description: text("description"),
         enforce,
         input_schema,
+        summary: text("summary"),
     };
     let mut tx = state.db.begin().await?;
     brand_settings::upsert_tool(&mut tx, &who.actor, Some(&staff.ip), &b, def)

@@ -484,6 +484,11 @@ struct GrantPage {
     revoked: String,
     receipts: Vec<ReceiptRow>,
     chain_problems: Vec<String>,
+    /// The limits the grant was approved under, in words, with their use.
+    limits: Vec<String>,
+    /// Why the gateway could not evaluate the grant's limits (each refused
+    /// call's audit entry), for staff to fix or ask the person to approve again.
+    unenforceable: Vec<String>,
 }
 
 async fn visible_grant(
@@ -515,8 +520,38 @@ pub async fn grant(
         .iter()
         .map(|b| format!("receipt #{}: {}", b.seq, b.problem))
         .collect();
+    let terms = crate::agent::bounds::terms_of_recorded(g.terms.clone());
+    let usage: std::collections::HashMap<uuid::Uuid, pact_db::budgets::Usage> =
+        pact_db::budgets::usage(&state.db, &terms.budget_ids())
+            .await?
+            .into_iter()
+            .map(|u| (u.id, u))
+            .collect();
+    let target = g.id.to_string();
+    let unenforceable = pact_db::audit::list(
+        &state.db,
+        &pact_db::audit::Filter {
+            action: Some("grant.unenforceable"),
+            target: Some(&target),
+            limit: 20,
+            ..Default::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|e| {
+        format!(
+            "{}: {} ({})",
+            rfc3339(e.at),
+            e.detail.get("why").and_then(Value::as_str).unwrap_or(""),
+            e.detail.get("tool").and_then(Value::as_str).unwrap_or("")
+        )
+    })
+    .collect();
     let page = GrantPage {
         chain_problems,
+        limits: crate::web::limit_words::grant_lines(&terms, &usage),
+        unenforceable,
         nav: nav(&who),
         active: g.is_active(now),
         details: g
@@ -1006,6 +1041,7 @@ pub struct ToolLine {
     pub url: String,
     pub description: String,
     pub enforce: String,
+    pub summary: String,
 }
 
 async fn owned_brand(
@@ -1056,6 +1092,7 @@ pub async fn brand(
                             .join(", ")
                     })
                     .unwrap_or_default(),
+                summary: t.summary,
                 name: t.name,
                 // An imported MCP tool without a scope is refused, not public.
                 url: if t.kind == pact_db::merchant::TOOL_KIND_MCP {
