@@ -965,19 +965,57 @@ async fn authorization_details_limit_cancellation_to_the_named_order() {
         )
         .await;
     let v = ok_json(res).await;
-    assert!(v.get("task").is_none(), "the scope is held: no step-up");
+    // Beyond the limit the person set: not done, and the person is asked
+    // about this one cancellation (PACT §5.5 for details).
+    let op = crate::journey::beyond_task(&v, "cancel_order", &json!({"order_id": other}));
+    assert_eq!(op["description"], format!("Cancel order {other}"));
+    assert_eq!(op["beyond"]["field"], "order_ids");
+    let task = &v["task"];
     assert!(
-        text(&v["message"]).contains("doesn't cover that order"),
-        "{}",
-        text(&v["message"])
+        text(&task["status"]["message"]).contains(&format!("Cancel order {other}")),
+        "{v}"
     );
     assert_eq!(order_status(&app, "alice", &other).await, "processing");
-    let claims = verified_receipt(&app, &v["message"]).await;
+    let claims = verified_receipt(&app, &task["status"]["message"]).await;
     assert!(
         claims.actions.iter().all(|a| a.tool != "cancel_order"),
         "{claims:?}"
     );
     assert!(claims.scopes_used.is_empty());
+    assert_eq!(claims.refused[0].tool, "cancel_order");
+    assert_eq!(claims.refused[0].reason, "beyond_limit");
+
+    // Allowed once, the same call goes through on the same token, exactly once.
+    let ctx = task["contextId"].as_str().unwrap().to_owned();
+    let code = crate::journey::user_code_of(task);
+    assert_eq!(app.approve_once(&code, "alice").await.len(), 1);
+    for (n, expected) in [("m1b", true), ("m1c", false)] {
+        let v = ok_json(
+            app.send_delegated(
+                "demo",
+                &pa_jwt,
+                &token,
+                n,
+                &format!("please cancel {other}"),
+                Some(&ctx),
+            )
+            .await,
+        )
+        .await;
+        if expected {
+            assert_eq!(
+                text(&v["message"]),
+                format!("Order {other} is cancelled. You won't be charged."),
+                "{v}"
+            );
+            let claims = verified_receipt(&app, &v["message"]).await;
+            assert!(claims.actions[0].approved_once, "{claims:?}");
+        } else {
+            // Used up: asked again (the order is cancelled already anyway).
+            assert!(v.get("task").is_some(), "{v}");
+        }
+    }
+    assert_eq!(order_status(&app, "alice", &other).await, "cancelled");
 
     let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
     let res = app

@@ -50,3 +50,29 @@ pub async fn grant(
     assert_eq!(status, 200, "{body}");
     body["access_token"].as_str().unwrap().to_owned()
 }
+
+/// The user code in a step-up task's link.
+pub fn user_code_of(task: &Value) -> String {
+    let link = task["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap();
+    link.split("user_code=").nth(1).unwrap().to_owned()
+}
+
+/// A step-up task beyond a limit: `AUTH_REQUIRED`, no missing scope, one
+/// operation asked about (its tool and `argsHash`) and the link; returns
+/// the operation entry.
+pub fn beyond_task<'v>(v: &'v Value, tool: &str, args: &Value) -> &'v Value {
+    let task = &v["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{v}");
+    assert_eq!(
+        task["metadata"]["pact.missingScopes"],
+        serde_json::json!([]),
+        "{v}"
+    );
+    let op = &task["metadata"]["pact.missingAuthorizationDetails"][0];
+    assert_eq!(op["type"], "pactd.operation", "{v}");
+    assert_eq!(op["tool"], tool, "{v}");
+    assert_eq!(op["argsHash"], pact_jose::args_hash(args), "{v}");
+    op
+}

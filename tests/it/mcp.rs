@@ -635,11 +635,11 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
     ] {
         refused(&mcp.call("cancel_order", args).await, "invalid_arguments");
     }
-    // Within the schema, outside the granted details.
+    // Within the schema, beyond the granted details: the person will be asked.
     refused(
         &mcp.call("cancel_order", json!({"order_id": "SHOP-1001"}))
             .await,
-        "not_permitted",
+        "beyond_limit",
     );
     // Unknown tool: a JSON-RPC error, not a tool result.
     let body = mcp.call("refund_order", json!({})).await;
@@ -667,7 +667,8 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
         "nothing forwarded"
     );
 
-    // Oversized answer: the tool ran, pactd refuses its answer and records nothing.
+    // Oversized answer: the tool ran, pactd refuses its answer; the receipt
+    // says it was sent and its outcome is unknown.
     refused(&mcp.call("order_report", json!({})).await, "tool_failed");
     assert_eq!(big_hits.load(Ordering::SeqCst), 1);
 
@@ -683,9 +684,27 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
 
     capture.release.add_permits(1);
     let v = ok_json(turn.await.unwrap()).await;
-    assert!(v.get("task").is_none(), "no missing scope, no step-up: {v}");
-    let claims = verified_receipt(&app, &v["message"]).await;
-    let tools: Vec<&str> = claims.actions.iter().map(|a| a.tool.as_str()).collect();
-    assert_eq!(tools, ["cancel_order"], "only the forwarded, answered call");
+    // The call beyond the details makes the reply a question to the person.
+    crate::journey::beyond_task(&v, "cancel_order", &json!({"order_id": "SHOP-1001"}));
+    let claims = verified_receipt(&app, &v["task"]["status"]["message"]).await;
+    let tools: Vec<(&str, Option<&str>)> = claims
+        .actions
+        .iter()
+        .map(|a| (a.tool.as_str(), a.outcome.as_deref()))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("order_report", Some("unknown")),
+            ("cancel_order", Some("done"))
+        ],
+        "every forwarded call, with what became of it"
+    );
+    let reasons: Vec<&str> = claims.refused.iter().map(|r| r.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["beyond_limit"],
+        "schema refusals are no call of the person's"
+    );
     assert_eq!(m.stats().await["cancellations"], json!({"SHOP-1002": 1}));
 }

@@ -73,8 +73,32 @@ async fn import_with(
         .await
         .map_err(message)?;
     tx.commit().await.unwrap();
-    app.settle().await;
+    bind_cancel_order(app).await;
     Ok(report)
+}
+
+/// What the merchant does after mapping `cancel_order` to its scope: says
+/// which argument the demo type's `order_ids` limits (`tool set-rules`).
+async fn bind_cancel_order(app: &TestApp) {
+    let mapped = pact_db::merchant::list_tools(&app.db, "demo")
+        .await
+        .unwrap()
+        .into_iter()
+        .any(|t| {
+            t.name == "cancel_order" && t.mapped && t.scope.as_deref() == Some("orders:cancel")
+        });
+    if mapped {
+        pact_db::merchant::set_tool_rules(
+            &app.db,
+            "demo",
+            "cancel_order",
+            &json!(["order_ids=order_id"]),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    app.settle().await;
 }
 
 async fn import(app: &TestApp, url: &str, map: &[&str]) -> Result<ImportReport, String> {
@@ -327,7 +351,7 @@ async fn an_unmapped_tool_is_refused_for_everyone_until_mapped() {
             .await
             .unwrap()
     );
-    s.app.settle().await;
+    bind_cancel_order(&s.app).await;
     let (_, result) = s.call(&both, "m2", "cancel_order", &args).await;
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["structuredContent"]["cancelled"], true);

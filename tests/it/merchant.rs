@@ -291,10 +291,11 @@ async fn details_that_do_not_cover_the_arguments_forward_nothing() {
             .await,
     )
     .await;
-    assert!(text(&v["message"]).contains("doesn't cover"), "{v}");
-    assert!(v.get("task").is_none());
-    let claims = verified_receipt(&app, &v["message"]).await;
+    // Beyond the grant: nothing forwarded; the person is asked about it.
+    crate::journey::beyond_task(&v, "cancel_order", &json!({"order_id": "SHOP-1001"}));
+    let claims = verified_receipt(&app, &v["task"]["status"]["message"]).await;
     assert!(claims.actions.is_empty());
+    assert_eq!(claims.refused[0].reason, "beyond_limit");
     let stats = m.stats().await;
     assert_eq!(stats["tool_calls"], json!({}), "{stats}");
     // The order it does cover goes through.

@@ -133,6 +133,23 @@ impl TestApp {
         .unwrap()
     }
 
+    /// The person allows the operations of a step-up beyond a limit, once,
+    /// as brand user `user`: the grants they were added to.
+    pub async fn approve_once(&self, user_code: &str, user: &str) -> Vec<uuid::Uuid> {
+        let auth = pact_server::consent::find_by_user_code(&self.state, user_code)
+            .await
+            .unwrap()
+            .expect("live user code");
+        pact_server::consent::approve_operations(
+            &self.state,
+            auth.id,
+            user,
+            OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap()
+    }
+
     pub async fn deny(&self, user_code: &str) {
         let auth = pact_server::consent::find_by_user_code(&self.state, user_code)
             .await

@@ -255,6 +255,28 @@ pub async fn set_tool_scope(
     Ok(done.rows_affected() == 1)
 }
 
+/// Sets a tool's limit rules (as written) and summary; false when the brand
+/// has no such tool.
+pub async fn set_tool_rules(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    name: &str,
+    enforce: &serde_json::Value,
+    summary: Option<&str>,
+) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "update brand_tools set enforce = $3, summary = coalesce($4, summary) \
+         where brand_id = $1 and name = $2",
+        brand_id,
+        name,
+        enforce,
+        summary,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandTool>> {
     sqlx::query_as!(
         BrandTool,

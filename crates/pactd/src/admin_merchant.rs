@@ -196,6 +196,38 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
                 scope.as_deref().unwrap_or("public")
             );
         }
+        ToolCommand::SetRules {
+            brand_id,
+            name,
+            enforce,
+            summary,
+        } => {
+            let brand = pact_db::brands::find(pool, brand_id)
+                .await?
+                .with_context(|| format!("no brand {brand_id:?}"))?;
+            let mut tx = pool.begin().await?;
+            brand_settings::set_tool_rules(
+                &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                None,
+                &brand,
+                name,
+                enforce.clone(),
+                summary.clone(),
+            )
+            .await
+            .map_err(|e| match e {
+                brand_settings::EditError::Missing => {
+                    anyhow::anyhow!("brand {brand_id:?} has no tool {name:?}")
+                }
+                other => edit_error(other),
+            })?;
+            tx.commit().await?;
+            println!(
+                "set the rules of tool {name} on {brand_id}: {}",
+                enforce.join(", ")
+            );
+        }
         ToolCommand::List { brand_id } => {
             for t in pact_db::merchant::list_tools(pool, brand_id).await? {
                 let scope = if t.mapped {

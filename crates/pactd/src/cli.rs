@@ -461,6 +461,18 @@ pub enum ToolCommand {
         #[arg(long)]
         public: bool,
     },
+    /// Set a tool's limit rules (and summary), e.g. for an imported MCP tool:
+    /// --enforce order_ids=order_id. No --enforce clears them.
+    SetRules {
+        brand_id: String,
+        name: String,
+        /// A limit rule (repeatable), as at `tool add --enforce`.
+        #[arg(long, value_name = "RULE")]
+        enforce: Vec<String>,
+        /// How one call reads to a person asked to approve it on its own.
+        #[arg(long)]
+        summary: Option<String>,
+    },
     List {
         brand_id: String,
     },

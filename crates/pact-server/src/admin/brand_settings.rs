@@ -386,6 +386,66 @@ pub async fn upsert_tool(
     Ok(())
 }
 
+/// Sets the limit rules (and, when given, the summary) of a tool the brand
+/// has — one imported from the merchant's MCP server included — checked as
+/// at [`upsert_tool`]. Existing grants keep the rules they were approved
+/// under, and follow added ones (a rule only narrows).
+pub async fn set_tool_rules(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    brand: &Brand,
+    name: &str,
+    enforce: Vec<String>,
+    summary: Option<String>,
+) -> Result<(), EditError> {
+    let tools = pact_db::merchant::list_tools(&mut *tx, &brand.id).await?;
+    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+        return Err(EditError::Missing);
+    };
+    if let Some(text) = &summary
+        && (text.len() > MAX_DESCRIPTION
+            || text.chars().any(char::is_control)
+            || crate::domain::hidden_chars::first_hidden(text).is_some())
+    {
+        return Err(invalid(
+            "the summary is at most 1000 bytes, without control or hidden characters",
+        ));
+    }
+    refuse_control(&json!(enforce))?;
+    let rules = tool_rules::parse_all(&enforce).map_err(invalid)?;
+    if !rules.is_empty() {
+        let Some(scope) = tool.scope.as_deref().filter(|_| tool.mapped) else {
+            return Err(invalid(
+                "an enforce rule needs a scope: give the tool one first",
+            ));
+        };
+        let types = authz_details::types_from_settings(&brand.settings);
+        for rule in &rules {
+            rule_fits(&types, scope, rule).map_err(invalid)?;
+        }
+    }
+    pact_db::merchant::set_tool_rules(
+        &mut *tx,
+        &brand.id,
+        name,
+        &json!(enforce),
+        summary.as_deref(),
+    )
+    .await?;
+    audit(
+        tx,
+        actor,
+        ip,
+        "tool.set_rules",
+        name,
+        &brand.id,
+        json!({"enforce": enforce, "summary": summary}),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Removes one tool (and so its rules: grants approved while it existed
 /// keep them in their terms).
 pub async fn remove_tool(

@@ -398,21 +398,23 @@ fn judge_entries(
     let Some((first, _)) = entries.first() else {
         return Judgement::Unlimited;
     };
-    let Some(then) = terms.tools.get(tool).filter(|t| t.scope == scope) else {
-        return Judgement::Beyond(Beyond {
+    let not_covered = || {
+        Judgement::Beyond(Beyond {
             type_name: first.type_name.clone(),
             field: String::new(),
             kind: None,
             limit: None,
             label: String::new(),
             why: BeyondWhy::NotCovered,
-        });
+        })
     };
+    let then = terms.tools.get(tool).filter(|t| t.scope == scope);
+    let now = now_rules.get(tool).filter(|t| t.scope == scope);
     // The tool's rules then and now; and every rule of the scope, to tell a
     // field no tool enforces.
-    let mut texts: Vec<String> = then.enforce.clone();
-    if let Some(now) = now_rules.get(tool).filter(|t| t.scope == scope) {
-        texts.extend(now.enforce.iter().cloned());
+    let mut texts: Vec<String> = Vec::new();
+    for t in [then, now].into_iter().flatten() {
+        texts.extend(t.enforce.iter().cloned());
     }
     texts.sort();
     texts.dedup();
@@ -420,6 +422,24 @@ fn judge_entries(
         Ok(r) => r,
         Err(e) => return Judgement::Unenforceable(e),
     };
+    // A tool the person did not approve the limits for is judged only when
+    // its rules reach every limit they set (a count aside, which counts any
+    // call): then it cannot go past one. Otherwise they are asked.
+    if then.is_none() {
+        if now.is_none() {
+            return not_covered();
+        }
+        let reaches_all = entries.iter().all(|(e, d)| {
+            d.fields.iter().all(|(field, spec)| {
+                !e.values.contains_key(field)
+                    || spec.kind == FieldKind::Count
+                    || rules.iter().any(|r| r.reaches(&e.type_name, d, field))
+            })
+        });
+        if !reaches_all {
+            return not_covered();
+        }
+    }
     let mut scope_texts: Vec<String> = Vec::new();
     for t in terms.tools.values().chain(now_rules.values()) {
         if t.scope == scope {

@@ -328,14 +328,19 @@ pub async fn run_call(
                 message,
             })
         }
-        Forwarded::NoAnswer { cause, timed_out } => {
+        Forwarded::NoAnswer {
+            cause,
+            sent,
+            timed_out,
+        } => {
             failed(&cause);
-            if timed_out {
-                // It may have acted: kept charged, and in the receipt as unknown.
+            if sent {
+                // It reached the merchant and may have acted: kept charged,
+                // and in the receipt with an unknown outcome.
                 record(Done {
                     outcome: "unknown",
                     error: Some(ActionError {
-                        code: Some("timeout".to_owned()),
+                        code: Some(if timed_out { "timeout" } else { "bad_answer" }.to_owned()),
                         message: None,
                     }),
                     ..Done::default()
@@ -433,9 +438,11 @@ enum Forwarded {
         code: Option<String>,
         message: Option<String>,
     },
-    /// No usable answer.
+    /// No usable answer; `sent`: the request reached the merchant (it may
+    /// have acted), `timed_out`: it did not answer in time.
     NoAnswer {
         cause: String,
+        sent: bool,
         timed_out: bool,
     },
 }
@@ -548,9 +555,13 @@ async fn forward_url(
         // the merchant's own system may refuse to go beyond them.
         "limits": limits,
     });
-    let no_answer = |cause: String, timed_out| Forwarded::NoAnswer { cause, timed_out };
+    let not_sent = |cause: String| Forwarded::NoAnswer {
+        cause,
+        sent: false,
+        timed_out: false,
+    };
     let Ok(bytes) = serde_json::to_vec(&forward) else {
-        return no_answer("encoding".to_owned(), false);
+        return not_sent("encoding".to_owned());
     };
     let signed = match signing::sign_all(
         secrets,
@@ -559,7 +570,7 @@ async fn forward_url(
         &bytes,
     ) {
         Ok(s) => s,
-        Err(e) => return no_answer(e.to_string(), false),
+        Err(e) => return not_sent(e.to_string()),
     };
     let (status, out) = match http::post_signed(
         &state.outbound,
@@ -573,10 +584,7 @@ async fn forward_url(
     .await
     {
         Ok(answer) => answer,
-        Err(e) => {
-            let timed_out = matches!(e, http::CallError::Timeout);
-            return no_answer(e.to_string(), timed_out);
-        }
+        Err(e) => return no_answer_of(&e),
     };
     if !status.is_success() {
         let (code, message) = merchant_error(&out);
@@ -588,7 +596,22 @@ async fn forward_url(
     }
     match serde_json::from_slice::<Value>(&out) {
         Ok(v) => Forwarded::Answer(CallOutput::Json(v)),
-        Err(_) => no_answer("the tool's response is not JSON".to_owned(), false),
+        Err(_) => Forwarded::NoAnswer {
+            cause: "the tool's response is not JSON".to_owned(),
+            sent: true,
+            timed_out: false,
+        },
+    }
+}
+
+/// A failed exchange: whether the request may have reached the merchant.
+fn no_answer_of(e: &http::CallError) -> Forwarded {
+    use http::CallError as E;
+    Forwarded::NoAnswer {
+        cause: e.to_string(),
+        // Refused by the SSRF guard or no connection: never sent.
+        sent: !matches!(e, E::Refused(_) | E::Connect(_)),
+        timed_out: matches!(e, E::Timeout),
     }
 }
 
@@ -609,6 +632,7 @@ async fn forward_mcp(
     let Some(remote) = tool.remote_name.as_deref() else {
         return Forwarded::NoAnswer {
             cause: "an MCP tool without its remote name".to_owned(),
+            sent: false,
             timed_out: false,
         };
     };
@@ -632,6 +656,7 @@ async fn forward_mcp(
     let Value::Object(context) = context else {
         return Forwarded::NoAnswer {
             cause: "encoding".to_owned(),
+            sent: false,
             timed_out: false,
         };
     };
@@ -645,9 +670,12 @@ async fn forward_mcp(
     };
     match mcp_client::call_tool(server, &signer, remote, args).await {
         Ok(result) => Forwarded::Answer(CallOutput::Mcp(result)),
+        Err(mcp_client::McpError::Call(e)) => no_answer_of(&e),
+        // A protocol error or a JSON-RPC error answer: the server was reached.
         Err(e) => Forwarded::NoAnswer {
-            timed_out: matches!(e, mcp_client::McpError::Call(http::CallError::Timeout)),
             cause: e.to_string(),
+            sent: !matches!(e, mcp_client::McpError::Signing),
+            timed_out: false,
         },
     }
 }
