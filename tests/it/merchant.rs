@@ -489,17 +489,18 @@ async fn the_example_refuses_bad_signatures() {
     assert_eq!(stats["tool_calls"], json!({}));
 }
 
+/// The requests a capturing tool server kept: headers and raw body.
+type Kept = Arc<std::sync::Mutex<Vec<(HeaderMap, Bytes)>>>;
+
 /// A tool server that keeps every request pactd forwards to it: its
 /// Standard Webhooks headers and raw body, as an eavesdropper would.
-async fn start_tool_capture() -> (String, Arc<std::sync::Mutex<Vec<(HeaderMap, Bytes)>>>) {
-    let kept: Arc<std::sync::Mutex<Vec<(HeaderMap, Bytes)>>> = Arc::default();
+async fn start_tool_capture() -> (String, Kept) {
+    let kept: Kept = Arc::default();
     let app = axum::Router::new()
         .route(
             "/tools/lookup",
             post(
-                |State(k): State<Arc<std::sync::Mutex<Vec<(HeaderMap, Bytes)>>>>,
-                 headers: HeaderMap,
-                 body: Bytes| async move {
+                |State(k): State<Kept>, headers: HeaderMap, body: Bytes| async move {
                     k.lock().unwrap().push((headers, body));
                     axum::Json(json!({"orders": []}))
                 },
