@@ -96,6 +96,28 @@ async fn record(
     Ok(())
 }
 
+/// A refused action, recorded as the API records it: `<action>.denied`,
+/// with what it needed, before any object is looked up.
+async fn denied(
+    state: &AppState,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+    target: Option<&str>,
+    needs: &str,
+) -> Result<(), PageError> {
+    record(
+        &state.db,
+        who,
+        ip,
+        &format!("{action}.denied"),
+        target,
+        None,
+        json!({ "needs": needs }),
+    )
+    .await
+}
+
 // --- overview ---------------------------------------------------------------
 
 #[derive(Template)]
@@ -235,16 +257,7 @@ async fn may_change_platforms(
     match refusal {
         None => Ok(()),
         Some((needs, error)) => {
-            record(
-                &state.db,
-                who,
-                ip,
-                &format!("{action}.denied"),
-                None,
-                None,
-                json!({"needs": needs}),
-            )
-            .await?;
+            denied(state, who, ip, action, None, needs).await?;
             Err(error)
         }
     }
@@ -329,14 +342,13 @@ pub async fn register_agent(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
-        record(
-            &state.db,
+        denied(
+            &state,
             &who,
             &staff.ip,
-            "agent.register.denied",
+            "agent.register",
             None,
-            None,
-            json!({"needs": "owner, every brand"}),
+            "owner, every brand",
         )
         .await?;
         return Err(PageError::Forbidden(
@@ -668,14 +680,13 @@ pub async fn revoke_grant(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Operator) {
-        record(
-            &state.db,
+        denied(
+            &state,
             &who,
             &staff.ip,
-            "grant.revoke.denied",
+            "grant.revoke",
             Some(&id),
-            None,
-            json!({}),
+            "operator",
         )
         .await?;
         return Err(needs_operator());
@@ -800,16 +811,7 @@ pub async fn customer_action(
         // Before the customer is looked up, as the API: the answer and the
         // entry never depend on whether the customer exists.
         let name = action.map_or("customer.revoke_grants", CustomerAction::audit_name);
-        record(
-            &state.db,
-            &who,
-            &staff.ip,
-            &format!("{name}.denied"),
-            None,
-            None,
-            json!({"needs": "operator"}),
-        )
-        .await?;
+        denied(&state, &who, &staff.ip, name, None, "operator").await?;
         return Err(needs_operator());
     }
     let uid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
@@ -1013,14 +1015,13 @@ pub async fn rotate_key(
     guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
-        record(
-            &state.db,
+        denied(
+            &state,
             &who,
             &staff.ip,
-            "key.rotate.denied",
+            "key.rotate",
             None,
-            None,
-            json!({"needs": "owner, every brand"}),
+            "owner, every brand",
         )
         .await?;
         return Err(PageError::Forbidden(
@@ -1198,16 +1199,7 @@ pub(super) async fn brand_change_allowed(
     brand: &str,
 ) -> Result<pact_db::brands::Brand, PageError> {
     if !who.actor.may(Role::Owner) {
-        record(
-            &state.db,
-            who,
-            ip,
-            &format!("{action}.denied"),
-            None,
-            None,
-            json!({"needs": "owner"}),
-        )
-        .await?;
+        denied(state, who, ip, action, None, "owner").await?;
         return Err(needs_owner());
     }
     owned_brand(state, who, brand).await
