@@ -17,10 +17,14 @@
 // Every request must come from pactd: before the SDK sees it, the
 // `pact-context` header is verified the Standard Webhooks way with the
 // brand's webhook secret (HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.
-// {pact-context}"), the timestamp must be fresh, the webhook-id unseen, and
-// the context's bodySha256 must be the SHA-256 of the raw body. The tools
-// then read the verified context to learn whom they act for (userId, the
-// grant, its scopes). pactd has already checked the person's scopes and
+// {pact-context}"), the timestamp must be fresh, the webhook-id unseen, the
+// context's bodySha256 must be the SHA-256 of the raw body, and its url must
+// be this server's endpoint (--public-url): a request pactd signed for
+// another server is refused. Each tool runs only for a context of type
+// pact.mcp_call naming that very tool (remoteTool), so a signed call for
+// lookup_orders cannot be turned into cancel_order. The tools then read the
+// verified context to learn whom they act for (userId, the grant, its
+// scopes). pactd has already checked the person's scopes and
 // authorization_details; this server checks only what it knows itself.
 //
 // It prints "listening on port N" first, for the test harness.
@@ -56,12 +60,17 @@ const ORDERS = [
   { order_id: 'SHOP-1002', items: 'Coffee beans, 1 kg', status: 'shipped' },
 ];
 
+// This server's endpoint as pactd calls it: the signed context must name it.
+const PORT = Number(arg('--port', process.env.MCP_PORT ?? '8788'));
+let endpoint = arg('--public-url', process.env.MERCHANT_PUBLIC_URL);
+
 const stats = {
   tool_calls: {}, // tool -> calls that ran
   cancellations: {}, // order id -> cancellations
   calls: [], // per call: tool, userId, grantId, scopes, turnId, paIssuer
   lists: 0, // tools/list requests (imports)
   refused: 0, // requests refused before the SDK saw them
+  misdirected: 0, // well-signed requests for another endpoint or tool
 };
 
 // webhook-id -> expiry: a replayed request is refused within the tolerance.
@@ -96,17 +105,27 @@ function verify(headers, body) {
   }
   // The signature covers the body through its hash.
   if (ctx.bodySha256 !== createHash('sha256').update(body).digest('base64url')) return null;
+  // ... and the destination: signed for this endpoint, or not ours.
+  if (ctx.url !== endpoint) {
+    stats.misdirected += 1;
+    return null;
+  }
   for (const [k, exp] of seenIds) if (exp < now) seenIds.delete(k);
   if (seenIds.has(id)) return null;
   seenIds.set(id, now + 2 * TOLERANCE_SECS);
   return ctx;
 }
 
-// The verified context of the request a tool runs for (verify() ran before the SDK).
-function who(extra) {
+// The verified context of the request a tool runs for (verify() ran before
+// the SDK): a call pactd signed for this very tool, for a person.
+function who(extra, tool) {
   const raw = extra.requestInfo?.headers?.['pact-context'];
   const ctx = JSON.parse(Buffer.from(String(raw), 'base64url').toString('utf8'));
-  if (ctx.type !== 'pact.mcp_call' || !ctx.userId) {
+  if (ctx.type !== 'pact.mcp_call' || ctx.remoteTool !== tool) {
+    stats.misdirected += 1;
+    throw new Error(`this request was not signed for ${tool}`);
+  }
+  if (!ctx.userId) {
     throw new Error('these tools act for a person: call them through pactd with a delegation');
   }
   return ctx;
@@ -137,7 +156,7 @@ function shopServer() {
       inputSchema: {},
     },
     async (_args, extra) => {
-      const ctx = who(extra);
+      const ctx = who(extra, 'lookup_orders');
       record('lookup_orders', ctx);
       return answer({ orders: ORDERS, user: ctx.userId });
     },
@@ -149,7 +168,7 @@ function shopServer() {
       inputSchema: { order_id: z.string().regex(/^SHOP-[0-9]+$/) },
     },
     async ({ order_id }, extra) => {
-      const ctx = who(extra);
+      const ctx = who(extra, 'cancel_order');
       record('cancel_order', ctx);
       if (!ORDERS.some((o) => o.order_id === order_id)) {
         return answer({ cancelled: false, reason: 'not_found' });
@@ -225,6 +244,7 @@ const http = createServer((req, res) => {
   });
 });
 
-http.listen(Number(arg('--port', process.env.MCP_PORT ?? '8788')), '127.0.0.1', () => {
+http.listen(PORT, '127.0.0.1', () => {
+  endpoint = (endpoint ?? `http://127.0.0.1:${http.address().port}`).replace(/\/+$/, '') + '/mcp';
   console.log(`listening on port ${http.address().port}`);
 });

@@ -14,7 +14,12 @@ One process serves three things (see docs/merchant-agent.md for the wire format)
   GET  /stats                counters, so tests can check what really happened
 
 Every POST from pactd is signed the Standard Webhooks way; anything with a
-missing, wrong or stale signature is refused with 401 before it is read.
+missing, wrong or stale signature, or a webhook-id seen before within the
+tolerance window (a replay), is refused with 401 before it is read. The
+signed body names what it is and where it was sent ("type", "tool", "url"):
+each endpoint accepts only its own, so a call pactd signed for one tool
+cannot be replayed to another (a captured lookup_orders call sent to
+/tools/cancel-order is refused with 403).
 The agent acts only through pactd's tool gateway (the tools URL and turn
 token in the turn), never by calling its own API directly, so pactd enforces
 what the person allowed.
@@ -41,6 +46,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 TOLERANCE_SECS = 5 * 60
 MAX_BODY = 256 * 1024
 
+# Each endpoint: the request type it accepts and, for tools, the tool name.
+ENDPOINTS = {
+    "/pact": ("pact.turn", None),
+    "/tools/lookup-orders": ("pact.tool_call", "lookup_orders"),
+    "/tools/cancel-order": ("pact.tool_call", "cancel_order"),
+}
+
 ORDERS = [
     {"order_id": "SHOP-1001", "items": "Espresso machine", "status": "processing"},
     {"order_id": "SHOP-1002", "items": "Coffee beans, 1 kg", "status": "shipped"},
@@ -55,6 +67,8 @@ class Stats:
         self.tool_calls = {}     # tool -> number of calls that reached the API
         self.cancellations = {}  # order id -> number of cancellations
         self.refused = 0         # requests refused for their signature
+        self.replays = 0         # well-signed requests whose webhook-id was seen before
+        self.misdirected = 0     # well-signed requests meant for another endpoint
 
     def snapshot(self):
         with self.lock:
@@ -64,6 +78,8 @@ class Stats:
                 "tool_calls": dict(self.tool_calls),
                 "cancellations": dict(self.cancellations),
                 "refused_signatures": self.refused,
+                "refused_replays": self.replays,
+                "refused_misdirected": self.misdirected,
             }
 
 
@@ -75,6 +91,28 @@ def secret_key(whsec):
     if not whsec.startswith("whsec_"):
         raise ValueError("the secret must start with whsec_")
     return base64.b64decode(whsec[len("whsec_"):])
+
+
+class SeenIds:
+    """The webhook-ids accepted within the tolerance window: a request that
+    carries one again is a replay (Standard Webhooks, "Webhook headers")."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.expiry = {}  # webhook-id -> when it can be forgotten
+
+    def first_time(self, msg_id, now):
+        with self.lock:
+            for k in [k for k, exp in self.expiry.items() if exp < now]:
+                del self.expiry[k]
+            if msg_id in self.expiry:
+                return False
+            # Twice the window: a timestamp may be up to TOLERANCE_SECS ahead.
+            self.expiry[msg_id] = now + 2 * TOLERANCE_SECS
+            return True
+
+
+SEEN = SeenIds()
 
 
 def verify(keys, headers, body, now=None):
@@ -99,6 +137,18 @@ def verify(keys, headers, body, now=None):
             if version == "v1" and hmac.compare_digest(value, expected):
                 return True
     return False
+
+
+def meant_for(msg, base_url, path):
+    """The signed body names this endpoint: its type, its tool and the URL
+    pactd sent it to (issue 28 of pactd: without this, a signed call for one
+    tool could be replayed to another)."""
+    kind, tool = ENDPOINTS[path]
+    if not isinstance(msg, dict) or msg.get("type") != kind:
+        return False
+    if tool is not None and msg.get("tool") != tool:
+        return False
+    return msg.get("url") == base_url + path
 
 
 def call_tool(tools, name, args):
@@ -163,6 +213,8 @@ def decide(turn):
 class Handler(BaseHTTPRequestHandler):
     server_version = "ExampleShop/1"
     keys = []
+    # Our own URL as pactd calls it (--public-url): the signed "url" must be ours.
+    base_url = ""
 
     def log_message(self, fmt, *args):  # quiet: tests read stdout for the port
         sys.stderr.write("merchant: " + (fmt % args) + "\n")
@@ -185,12 +237,27 @@ class Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             return self.reply(413, {"error": "too_large"})
         body = self.rfile.read(length)
+        if self.path not in ENDPOINTS:
+            return self.reply(404, {"error": "not_found"})
         # Verify the raw bytes before parsing anything.
         if not verify(self.keys, self.headers, body):
             with STATS.lock:
                 STATS.refused += 1
             return self.reply(401, {"error": "bad_signature"})
-        msg = json.loads(body)
+        # Once per webhook-id within the window: a replay changes nothing.
+        if not SEEN.first_time(self.headers.get("webhook-id"), int(time.time())):
+            with STATS.lock:
+                STATS.replays += 1
+            return self.reply(401, {"error": "replayed"})
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return self.reply(400, {"error": "not_json"})
+        # Signed for this endpoint, or refused before anything happens.
+        if not meant_for(msg, self.base_url, self.path):
+            with STATS.lock:
+                STATS.misdirected += 1
+            return self.reply(403, {"error": "not_for_this_endpoint"})
         if self.path == "/pact":
             with STATS.lock:
                 STATS.agent_calls += 1
@@ -221,12 +288,16 @@ def main():
                    help="port on 127.0.0.1 (0: any free port) [env MERCHANT_PORT, default 8787]")
     p.add_argument("--secret", default=os.environ.get("MERCHANT_WEBHOOK_SECRET"),
                    help="the whsec_... pactd printed (several: comma-separated) [env MERCHANT_WEBHOOK_SECRET]")
+    p.add_argument("--public-url", default=os.environ.get("MERCHANT_PUBLIC_URL"),
+                   help="this server's base URL as registered with pactd, e.g. https://shop.example "
+                        "[env MERCHANT_PUBLIC_URL, default http://127.0.0.1:PORT]")
     a = p.parse_args()
     if not a.secret:
         p.error("give the webhook secret: --secret whsec_... or MERCHANT_WEBHOOK_SECRET")
     Handler.keys = [secret_key(s.strip()) for s in a.secret.split(",") if s.strip()]
     httpd = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     httpd.daemon_threads = True
+    Handler.base_url = (a.public_url or "http://127.0.0.1:%d" % httpd.server_address[1]).rstrip("/")
     print("listening on port %d" % httpd.server_address[1], flush=True)
     try:
         httpd.serve_forever()

@@ -385,7 +385,26 @@ async fn every_documented_route_exists_and_answers() {
     assert_eq!(documented.len(), calls.len(), "{documented:?}");
     let schemas = &doc["components"]["schemas"];
     for (method, path, body, id) in calls {
+        // Issue 28, finding 3: every operation of the one table leaves an
+        // entry under the credential's name, with its address.
+        let before: i64 = sqlx::query_scalar("select coalesce(max(id), 0) from audit_log")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
         let v = call_ok(&app, &owner, method, &path, body).await;
+        let entries: Vec<(String, Option<String>)> = sqlx::query_as(
+            "select actor, client_addr from audit_log where id > $1 and actor_kind = 'credential'",
+        )
+        .bind(before)
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+        assert!(
+            entries
+                .iter()
+                .any(|(actor, from)| actor == "root" && from.is_some()),
+            "{method} {path} ({id}) left no audit entry"
+        );
         // The documented required fields are present.
         let (_, item) = doc["paths"]
             .as_object()

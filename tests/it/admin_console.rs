@@ -213,6 +213,7 @@ async fn an_owner_signs_in_with_totp_and_nothing_opens_without_both_factors() {
             "admin.sign_in_failed",
             "admin.totp_enrolled",
             "admin.sign_in",
+            "admin.sign_out",
             "admin.sign_in_failed",
             "admin.sign_in",
         ]

@@ -473,7 +473,7 @@ async fn who_is_asking_shows_the_platform_and_not_you_returns_to_the_request() {
             tos: Some("https://pa.example/terms".into()),
         };
         flags.check().unwrap();
-        let logo = who::fetch_for_registration(&platform.url("/logo.png"))
+        let logo = who::fetch_for_registration(&platform.url("/logo.png"), true)
             .await
             .unwrap();
         let mut tx = app.db.begin().await.unwrap();

@@ -115,6 +115,17 @@ async fn refresh(
     oauth(app, "demo", "token", pa, sub, &form).await
 }
 
+/// The one audit entry about `grant` ending: (actor kind, action, detail).
+async fn ended_entry(app: &TestApp, grant: Uuid) -> (String, String, Value) {
+    sqlx::query_as(
+        "select actor_kind, action, detail from audit_log where target = $1 and action like 'grant.%'",
+    )
+    .bind(grant.to_string())
+    .fetch_one(&app.db)
+    .await
+    .unwrap()
+}
+
 async fn revoke(app: &TestApp, pa: &TestPa, sub: &str, token: &str) -> (u16, Value) {
     oauth(
         app,
@@ -799,6 +810,14 @@ async fn a_reused_refresh_token_is_invalid_grant_and_revokes_the_whole_grant() {
     assert!(g.revoked_at.is_some());
     let reason = g.revoked_reason.unwrap_or_default();
     assert!(reason.contains("reuse"), "{reason}");
+    // Issue 28, finding 3: an automatic end is in the audit log too.
+    let (kind, action, detail) = ended_entry(&app, grant_id).await;
+    assert_eq!(
+        (kind.as_str(), action.as_str()),
+        ("system", "grant.revoke_token_reuse")
+    );
+    assert_eq!(detail["customer"], "alice");
+    assert_eq!(detail["agent"], ISS);
     let newest = str_of(&rotated, "refresh_token");
     assert_error(
         &refresh(&app, &pa, "u1", newest, None).await,
@@ -1485,6 +1504,13 @@ async fn a_step_up_approval_grants_the_union_and_supersedes_the_older_grant() {
     assert!(old.revoked_at.is_some());
     let reason = old.revoked_reason.unwrap_or_default();
     assert!(reason.starts_with("superseded"), "{reason}");
+    // Issue 28, finding 3: with the grant that superseded it.
+    let (kind, action, detail) = ended_entry(&app, first_grant).await;
+    assert_eq!(
+        (kind.as_str(), action.as_str()),
+        ("system", "grant.superseded")
+    );
+    assert_eq!(detail["superseded_by"], g.id.to_string());
     assert!(grant(&app, g.id).await.revoked_at.is_none());
     assert!(grant(&app, bob_grant).await.revoked_at.is_none());
 

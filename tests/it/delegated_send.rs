@@ -1820,6 +1820,31 @@ async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_no
         g.revoked_reason.as_deref(),
         Some(pact_db::grants::reason::ACCOUNT_DELETED)
     );
+    // Issue 28, finding 3: the account's end and its grant's, in the audit
+    // log under the person's own id (never the erased email).
+    let entries: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+        "select actor_kind, actor, action, target from audit_log          where actor_kind = 'customer' order by id",
+    )
+    .fetch_all(&a.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        entries,
+        [
+            (
+                "customer".to_owned(),
+                subject.clone(),
+                "grant.revoke".to_owned(),
+                Some(grant.to_string())
+            ),
+            (
+                "customer".to_owned(),
+                subject.clone(),
+                "customer.delete".to_owned(),
+                Some(user.id.to_string())
+            ),
+        ]
+    );
     let kept = pact_db::receipts::list(&a.db, None).await.unwrap();
     assert!(kept.iter().any(|r| r.jws == first.jws));
     assert!(

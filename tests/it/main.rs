@@ -6,6 +6,7 @@ mod admin_browser;
 mod admin_console;
 mod admin_keys_brands;
 mod admin_schemathesis;
+mod audit_coverage;
 mod browser;
 mod card;
 mod conformance;

@@ -535,6 +535,25 @@ async fn a_failed_import_says_why_and_registers_nothing() {
     assert!(e.contains("HTTP 401"), "{e}");
     assert_eq!(s.server.stats().await["refused"], 1);
 
+    // Issue 28, finding 5: the signed context names the endpoint it was
+    // sent to. The same server reached under another address (a forwarder,
+    // as a request replayed from another server would arrive) refuses it.
+    let forwarder = pact_tests::tcp_proxy::TcpProxy::start(
+        url::Url::parse(&s.url)
+            .unwrap()
+            .socket_addrs(|| None)
+            .unwrap()[0]
+            .to_string(),
+    )
+    .await;
+    let e = import(app, &forwarder.url_for(&s.url), &[])
+        .await
+        .unwrap_err();
+    assert!(e.contains("HTTP 401"), "{e}");
+    let stats = s.server.stats().await;
+    assert_eq!(stats["refused"], 2);
+    assert_eq!(stats["misdirected"], 1);
+
     // The SSRF guard of every merchant URL: private and metadata addresses
     // always; loopback only when the node allows it.
     for url in [

@@ -405,7 +405,9 @@ async fn a_concurrent_retry_does_not_call_the_agent_twice() {
 }
 
 /// Standard Webhooks at the merchant: the example refuses a missing, wrong
-/// or stale signature before reading the request, and accepts pactd's.
+/// or stale signature before reading the request, a webhook-id it has seen
+/// within the tolerance window (a replay), and a well-signed body meant for
+/// another endpoint; it accepts pactd's.
 #[tokio::test]
 async fn the_example_refuses_bad_signatures() {
     let whsec = format!(
@@ -414,13 +416,14 @@ async fn the_example_refuses_bad_signatures() {
     );
     let m = Merchant::start(&whsec).await;
     let secret = WebhookSecret::from_bytes(b"0123456789abcdef0123456789abcdef".to_vec());
-    let body = serde_json::to_vec(&json!({"turn": {"messageId": "x", "text": "hello"},
+    let body = serde_json::to_vec(&json!({"type": "pact.turn", "url": m.agent_url(),
+        "turn": {"messageId": "x", "text": "hello"},
         "tools": {"url": "http://127.0.0.1:9/none", "token": "t"}}))
     .unwrap();
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let headers = |ts: i64, sig: String| {
+    let headers = |id: &str, ts: i64, sig: String| {
         vec![
-            ("webhook-id", "msg_1".to_owned()),
+            ("webhook-id", id.to_owned()),
             ("webhook-timestamp", ts.to_string()),
             ("webhook-signature", sig),
         ]
@@ -428,31 +431,193 @@ async fn the_example_refuses_bad_signatures() {
     let good = secret.sign("msg_1", now, &body).unwrap();
     // The spec signs id, timestamp and body (not the path): a good request is 200.
     assert_eq!(
-        m.post_raw("/pact", &headers(now, good.clone()), &body)
+        m.post_raw("/pact", &headers("msg_1", now, good.clone()), &body)
             .await,
         200
     );
-    // Several signatures (rotation): one good one is enough.
+    // The same request again is a replay: refused within the window.
     assert_eq!(
-        m.post_raw("/pact", &headers(now, format!("v1,AAAA {good}")), &body)
+        m.post_raw("/pact", &headers("msg_1", now, good.clone()), &body)
             .await,
+        401
+    );
+    // Several signatures (rotation): one good one is enough.
+    let good2 = secret.sign("msg_2", now, &body).unwrap();
+    assert_eq!(
+        m.post_raw(
+            "/pact",
+            &headers("msg_2", now, format!("v1,AAAA {good2}")),
+            &body
+        )
+        .await,
         200
     );
     assert_eq!(m.post_raw("/pact", &[], &body).await, 401);
     let other = WebhookSecret::generate().unwrap();
-    let wrong = other.sign("msg_1", now, &body).unwrap();
-    assert_eq!(m.post_raw("/pact", &headers(now, wrong), &body).await, 401);
+    let wrong = other.sign("msg_3", now, &body).unwrap();
+    assert_eq!(
+        m.post_raw("/pact", &headers("msg_3", now, wrong), &body)
+            .await,
+        401
+    );
     let mut edited = body.clone();
     edited.push(b' ');
+    let good4 = secret.sign("msg_4", now, &body).unwrap();
     assert_eq!(
-        m.post_raw("/pact", &headers(now, good.clone()), &edited)
+        m.post_raw("/pact", &headers("msg_4", now, good4), &edited)
             .await,
         401
     );
     let old = now - 600;
-    let stale = secret.sign("msg_1", old, &body).unwrap();
-    assert_eq!(m.post_raw("/pact", &headers(old, stale), &body).await, 401);
-    assert_eq!(m.stats().await["refused_signatures"], 4);
+    let stale = secret.sign("msg_5", old, &body).unwrap();
+    assert_eq!(
+        m.post_raw("/pact", &headers("msg_5", old, stale), &body)
+            .await,
+        401
+    );
+    // A well-signed turn posted to a tool endpoint is not a tool call.
+    let good6 = secret.sign("msg_6", now, &body).unwrap();
+    assert_eq!(
+        m.post_raw("/tools/cancel-order", &headers("msg_6", now, good6), &body)
+            .await,
+        403
+    );
+    let stats = m.stats().await;
+    assert_eq!(stats["refused_signatures"], 4);
+    assert_eq!(stats["refused_replays"], 1);
+    assert_eq!(stats["refused_misdirected"], 1);
+    assert_eq!(stats["agent_calls"], 2);
+    assert_eq!(stats["tool_calls"], json!({}));
+}
+
+/// The requests a capturing tool server kept: headers and raw body.
+type Kept = Arc<std::sync::Mutex<Vec<(HeaderMap, Bytes)>>>;
+
+/// A tool server that keeps every request pactd forwards to it: its
+/// Standard Webhooks headers and raw body, as an eavesdropper would.
+async fn start_tool_capture() -> (String, Kept) {
+    let kept: Kept = Arc::default();
+    let app = axum::Router::new()
+        .route(
+            "/tools/lookup",
+            post(
+                |State(k): State<Kept>, headers: HeaderMap, body: Bytes| async move {
+                    k.lock().unwrap().push((headers, body));
+                    axum::Json(json!({"orders": []}))
+                },
+            ),
+        )
+        .with_state(kept.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/tools/lookup", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (url, kept)
+}
+
+/// Issue 28, finding 5: a pactd-signed `pact.tool_call` for `lookup_orders`
+/// (scope orders:read), captured where it was sent and replayed to the
+/// example's `/tools/cancel-order`, cancels nothing: the signed body names
+/// its tool and its URL. Replayed to the lookup endpoint, or the same
+/// legitimate cancellation sent twice, it is refused too (the webhook-id was
+/// seen). What pactd signs names the destination: the turn its agent URL,
+/// the tool call its tool and URL.
+#[tokio::test]
+async fn a_signed_tool_call_cannot_be_replayed_to_another_endpoint() {
+    let (app, m) = shop_app().await;
+    let (capture_url, kept) = start_tool_capture().await;
+    let mut lookup = pact_db::merchant::list_tools(&app.db, "demo")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "lookup_orders")
+        .unwrap();
+    lookup.url = capture_url.clone();
+    pact_db::merchant::upsert_tool(&app.db, &lookup)
+        .await
+        .unwrap();
+    let (agent_url, capture, mut turns) = start_capture().await;
+    app.set_agent("demo", &agent_url, None).await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let delegation = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+
+    let app = Arc::new(app);
+    let a = app.clone();
+    let turn = tokio::spawn(async move {
+        a.send_delegated("demo", &pa_jwt, &delegation, "m1", "show my orders", None)
+            .await
+            .status()
+    });
+    let (turn_headers, t) = turns.recv().await.unwrap();
+    assert_eq!(t["type"], "pact.turn");
+    assert_eq!(t["url"], agent_url, "the turn names where it was sent");
+    assert!(turn_headers.contains_key("webhook-signature"));
+    // The agent asks for a lookup whose arguments name an order.
+    let res = app
+        .http
+        .post(format!(
+            "{}/lookup_orders",
+            t["tools"]["url"].as_str().unwrap()
+        ))
+        .bearer_auth(t["tools"]["token"].as_str().unwrap())
+        .json(&json!({"order_id": "SHOP-1001"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    capture.release.add_permits(1);
+    assert_eq!(turn.await.unwrap(), 200);
+
+    let (headers, body) = kept.lock().unwrap().pop().unwrap();
+    let signed: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(signed["type"], "pact.tool_call");
+    assert_eq!(signed["tool"], "lookup_orders");
+    assert_eq!(signed["url"], capture_url);
+    let replayed: Vec<(&str, String)> = ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        .iter()
+        .map(|h| (*h, headers[*h].to_str().unwrap().to_owned()))
+        .collect();
+    // Replayed to the cancel endpoint: not its tool, not its URL.
+    assert_eq!(
+        m.post_raw("/tools/cancel-order", &replayed, &body).await,
+        403
+    );
+    // And anywhere again: the webhook-id was seen.
+    assert_eq!(
+        m.post_raw("/tools/lookup-orders", &replayed, &body).await,
+        401
+    );
+    assert_eq!(
+        m.post_raw("/tools/cancel-order", &replayed, &body).await,
+        401
+    );
+    let stats = m.stats().await;
+    assert_eq!(stats["cancellations"], json!({}), "nothing was cancelled");
+    assert_eq!(stats["tool_calls"], json!({}));
+
+    // A cancellation really meant for the endpoint runs once, not twice.
+    let secret = WebhookSecret::from_bytes(
+        STANDARD
+            .decode(m.secret.strip_prefix("whsec_").unwrap())
+            .unwrap(),
+    );
+    let cancel = serde_json::to_vec(&json!({"type": "pact.tool_call", "tool": "cancel_order",
+        "url": format!("{}/tools/cancel-order", m.base), "args": {"order_id": "SHOP-1001"}}))
+    .unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let once = vec![
+        ("webhook-id", "msg_once".to_owned()),
+        ("webhook-timestamp", now.to_string()),
+        (
+            "webhook-signature",
+            secret.sign("msg_once", now, &cancel).unwrap(),
+        ),
+    ];
+    assert_eq!(m.post_raw("/tools/cancel-order", &once, &cancel).await, 200);
+    assert_eq!(m.post_raw("/tools/cancel-order", &once, &cancel).await, 401);
+    assert_eq!(m.stats().await["cancellations"], json!({"SHOP-1001": 1}));
 }
 
 /// Rotation: during the grace both signatures are sent, so a merchant that

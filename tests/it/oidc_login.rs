@@ -527,6 +527,87 @@ async fn back_channel_logout_from_the_provider_ends_the_session() {
     assert_eq!(res.status(), 303, "signed out: back to code entry");
 }
 
+/// Issue 28, finding 7: the back-channel logout endpoint is open to anyone,
+/// so everything checkable without the provider's keys is checked before
+/// anything is fetched: junk makes pactd fetch nothing from the provider.
+/// Tokens that pass those checks but are forged (signed with a key the
+/// provider never had) cost at most one discovery fetch, then the cache
+/// answers; a real logout token still works.
+#[tokio::test]
+async fn junk_logout_requests_make_no_fetch_at_the_provider() {
+    let s = setup().await;
+    let op = fake_provider().await;
+    configure(&s.app, &op.issuer, "sub", &[]).await;
+    let post = |token: String| {
+        s.app
+            .http
+            .post(format!("{}/oidc/demo/backchannel-logout", s.app.base_url))
+            .form(&[("logout_token", token)])
+            .send()
+    };
+    let event = json!({"http://schemas.openid.net/event/backchannel-logout": {}});
+    let claims = |edit: &dyn Fn(&mut Value)| {
+        let t = now();
+        let mut c = json!({"iss": op.issuer, "aud": CLIENT_ID, "sub": "fake-user-1",
+                           "jti": uuid::Uuid::new_v4().to_string(), "iat": t, "exp": t + 120,
+                           "events": event});
+        edit(&mut c);
+        c
+    };
+    let forger = PaKey::new_rsa(op.key.kid());
+    let signed = |c: &Value| {
+        compact(
+            &json!({"alg": "RS256", "kid": op.key.kid(), "typ": "logout+jwt"}),
+            c,
+            &forger,
+        )
+    };
+    let junk: Vec<String> = vec![
+        "not-a-jwt".into(),
+        "a.b.c".into(),
+        signed(&claims(&|c| c["iss"] = json!("https://evil.example"))),
+        signed(&claims(&|c| c["aud"] = json!("someone-else"))),
+        signed(&claims(&|c| c["exp"] = json!(now() - 3600))),
+        signed(&claims(&|c| {
+            c.as_object_mut().unwrap().remove("events");
+        })),
+        signed(&claims(&|c| c["nonce"] = json!("n"))),
+        signed(&claims(&|c| {
+            let o = c.as_object_mut().unwrap();
+            o.remove("sub");
+        })),
+        signed(&claims(&|c| {
+            c.as_object_mut().unwrap().remove("jti");
+        })),
+        signed(&claims(&|c| c["iat"] = json!(now() + 3600))),
+    ];
+    assert_eq!(junk.len(), 10);
+    for token in junk {
+        assert_eq!(post(token).await.unwrap().status(), 400);
+    }
+    assert_eq!(
+        op.discoveries.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "ten junk requests, no fetch at the provider"
+    );
+    // Well-formed forgeries: refused on the signature; one discovery fetch.
+    for _ in 0..10 {
+        assert_eq!(post(signed(&claims(&|_| {}))).await.unwrap().status(), 400);
+    }
+    assert_eq!(
+        op.discoveries.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "discovery is cached"
+    );
+    // The provider's own token still ends sessions (none here): 200.
+    let real = compact(
+        &json!({"alg": "RS256", "kid": op.key.kid(), "typ": "logout+jwt"}),
+        &claims(&|_| {}),
+        &op.key,
+    );
+    assert_eq!(post(real).await.unwrap().status(), 200);
+}
+
 /// Makes pactd sign with a key it does not publish: a new key that is
 /// already active but whose `unpublish_at` has passed. Returns its kid.
 async fn sign_with_an_unpublished_key(app: &TestApp) -> String {
@@ -678,6 +759,8 @@ struct FakeProvider {
     extra: Arc<Mutex<Value>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
+    /// How many times its discovery document was fetched.
+    discoveries: Arc<std::sync::atomic::AtomicUsize>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -689,6 +772,7 @@ struct FakeState {
     extra: Arc<Mutex<Value>>,
     next: Arc<Mutex<Option<String>>>,
     seen: Arc<Mutex<Vec<(String, String)>>>,
+    discoveries: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 async fn fake_provider() -> FakeProvider {
@@ -702,11 +786,14 @@ async fn fake_provider() -> FakeProvider {
         extra: Arc::new(Mutex::new(json!({}))),
         next: Arc::default(),
         seen: Arc::default(),
+        discoveries: Arc::default(),
     };
     let app = Router::new()
         .route(
             "/.well-known/openid-configuration",
             get(|State(s): State<FakeState>| async move {
+                s.discoveries
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let named = if *s.lie.lock().unwrap() {
                     "https://another-issuer.example".to_owned()
                 } else {
@@ -756,6 +843,7 @@ async fn fake_provider() -> FakeProvider {
         extra: state.extra,
         next: state.next,
         seen: state.seen,
+        discoveries: state.discoveries,
         _server: server,
     }
 }

@@ -448,3 +448,52 @@ async fn two_nodes_publish_one_head_per_size() {
     );
     peer.stop().await;
 }
+
+/// Issue 28, finding 6: a receipt the Provider keeps out of the log. While
+/// the newest head may be older than its logging it is only pending; once a
+/// head signed more than `WITHHELD_AFTER` after the receipt's `ts` still
+/// leaves it out, the check fails with a line that says so (and
+/// `pact-agent receipts` exits non-zero on `failed()`).
+#[tokio::test]
+async fn a_receipt_kept_out_of_the_log_is_reported_as_withheld() {
+    let app = delegated_app().await;
+    let (_, held) = turns(&app, "pa-user-1", "alice", 2).await;
+    // The second receipt never reaches the log: its pending marker is gone.
+    sqlx::query(
+        "delete from receipt_log_pending where receipt_id = \
+         (select id from receipts where jws = $1)",
+    )
+    .bind(held[1]["jws"].as_str().unwrap())
+    .execute(&app.db)
+    .await
+    .unwrap();
+    publish(&app.state, now()).await.unwrap().unwrap();
+    let home = Home::at(std::env::temp_dir().join(format!("pact-agent-held-{}", Uuid::new_v4())));
+    let kept: Vec<StoredReceipt> = held.iter().map(|r| kept(&app, r)).collect();
+    let http = Http::new().unwrap();
+    let reports = check_all(&http, &home, &kept).await.unwrap();
+    assert!(!reports[0].failed(), "{}", reports[0].line());
+    assert_eq!(
+        reports[0].line(),
+        "tree: consistent up to size 1; 1 receipts included; 1 not yet in a signed head"
+    );
+
+    // The log goes on growing; a head signed six minutes later still leaves it out.
+    turns(&app, "pa-user-2", "bob", 1).await;
+    let later = now() + time::Duration::minutes(6);
+    let head = publish(&app.state, later).await.unwrap().unwrap();
+    assert_eq!(head.tree_size, 2);
+    let reports = check_all(&http, &home, &kept).await.unwrap();
+    let r = &reports[0];
+    assert!(r.failed(), "{}", r.line());
+    assert_eq!(r.verdict, Ok(2), "the tree itself is consistent");
+    assert_eq!((r.included, r.pending, r.withheld.len()), (1, 0, 1));
+    let line = r.line();
+    assert!(
+        line.starts_with("tree: FAILED: 1 receipt(s) withheld from the log: the receipt of ")
+            && line.contains("is not in the signed head of size 2")
+            && line.contains("more than 5 minutes later"),
+        "{line}"
+    );
+    std::fs::remove_dir_all(home.dir()).ok();
+}

@@ -31,7 +31,7 @@ fn header(res: &Response, name: &str) -> String {
 async fn register_links(app: &TestApp, issuer: &str, flags: &LinkFlags) -> Result<(), String> {
     flags.check()?;
     let logo = match flags.logo_to_fetch() {
-        Some(uri) => Some(who::fetch_for_registration(uri).await?),
+        Some(uri) => Some(who::fetch_for_registration(uri, true).await?),
         None => None,
     };
     let mut tx = app.db.begin().await.unwrap();

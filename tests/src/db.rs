@@ -56,6 +56,19 @@ fn server() -> &'static (String, String) {
 
 /// Creates a fresh, migrated database and returns its URL.
 pub async fn fresh_database() -> String {
+    let url = empty_database().await;
+    let pool = pact_db::connect(&url, 2)
+        .await
+        .expect("connect to test database");
+    pact_db::migrate(&pool)
+        .await
+        .expect("migrate test database");
+    pool.close().await;
+    url
+}
+
+/// Creates a fresh database with no schema at all (for `pactd migrate`) and returns its URL.
+pub async fn empty_database() -> String {
     let (server, admin_db) = server();
     let name = format!("pactd_test_{}", uuid::Uuid::new_v4().simple());
     let mut admin = PgConnection::connect(&format!("{server}/{admin_db}"))
@@ -66,13 +79,5 @@ pub async fn fresh_database() -> String {
         .await
         .expect("create database");
     admin.close().await.ok();
-    let url = format!("{server}/{name}");
-    let pool = pact_db::connect(&url, 2)
-        .await
-        .expect("connect to test database");
-    pact_db::migrate(&pool)
-        .await
-        .expect("migrate test database");
-    pool.close().await;
-    url
+    format!("{server}/{name}")
 }

@@ -471,7 +471,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             for report in
                 pact_agent::receipt_log::check_all(&agent.http, &agent.home, &kept).await?
             {
-                if report.verdict.is_err() {
+                if report.failed() {
                     ok = false;
                 }
                 println!("{}  {}", report.tree_head_uri, report.line());

@@ -5,6 +5,12 @@
 //! it holds once a head covers it. A Provider that later cuts receipts or a
 //! whole grant's chain cannot produce a consistency proof from the head the
 //! agent holds, and that head, signed by the Provider, is the evidence.
+//!
+//! A receipt the Provider keeps out of the log altogether is caught too:
+//! pactd logs a receipt at the next tree-head job after it is stored, so a
+//! signed head whose timestamp is more than [`WITHHELD_AFTER`] after the
+//! receipt's own `ts` must include it. One that does not is reported as
+//! withheld, and `pact-agent receipts` fails (docs/receipt-log.md).
 
 use std::collections::BTreeMap;
 
@@ -59,11 +65,27 @@ pub struct LogReport {
     pub included: usize,
     /// Receipts no head covers yet.
     pub pending: usize,
+    /// Receipts a signed head newer than their `ts` plus [`WITHHELD_AFTER`]
+    /// still leaves out: what the line says about each.
+    pub withheld: Vec<String>,
 }
 
 impl LogReport {
+    /// Whether the log check failed: a head that does not extend the held
+    /// one (or cannot be checked), or a withheld receipt.
+    pub fn failed(&self) -> bool {
+        self.verdict.is_err() || !self.withheld.is_empty()
+    }
+
     /// The line `pact-agent receipts` prints.
     pub fn line(&self) -> String {
+        if let (Ok(size), false) = (&self.verdict, self.withheld.is_empty()) {
+            return format!(
+                "tree: FAILED: {} receipt(s) withheld from the log: {}; consistent up to size {size}",
+                self.withheld.len(),
+                self.withheld.join("; ")
+            );
+        }
         match &self.verdict {
             Ok(0) => format!(
                 "tree: no signed tree head yet; {} receipts waiting for one",
@@ -85,6 +107,23 @@ impl LogReport {
 }
 
 const STATE: &str = "receipt_log.json";
+
+/// How long after a receipt's `ts` a signed head may still leave it out.
+/// pactd stores a receipt within its request (30 s at most by default) and
+/// logs it at the next tree-head job, which then signs the head with its
+/// current time; the margin covers that, the interval between jobs at its
+/// default (60 s) several times over, and clock differences between the
+/// nodes that signed the receipt and the head. It does not depend on the
+/// interval: any head signed this long after the receipt includes it.
+pub const WITHHELD_AFTER: time::Duration = time::Duration::minutes(5);
+
+/// A kept receipt as the log check needs it: its compact JWS and its `ts`.
+#[derive(Clone, Copy, Debug)]
+pub struct HeldReceipt<'a> {
+    pub jws: &'a str,
+    /// The receipt's `ts` claim (RFC 3339), when it has a readable one.
+    pub ts: Option<time::OffsetDateTime>,
+}
 
 fn get_json<'a>(v: &'a Value, k: &str) -> Result<&'a Value> {
     v.get(k).ok_or_else(|| anyhow!("the answer has no {k}"))
@@ -138,7 +177,7 @@ pub async fn check_log(
     http: &Http,
     uri: &str,
     keys: &ProviderKeySet,
-    receipts: &[&str],
+    receipts: &[HeldReceipt<'_>],
     state: &mut HeldLog,
 ) -> LogReport {
     let mut report = LogReport {
@@ -146,6 +185,7 @@ pub async fn check_log(
         verdict: Ok(0),
         included: 0,
         pending: 0,
+        withheld: Vec::new(),
     };
     match check_inner(http, uri, keys, receipts, state, &mut report).await {
         Ok(size) => report.verdict = Ok(size),
@@ -158,7 +198,7 @@ async fn check_inner(
     http: &Http,
     uri: &str,
     keys: &ProviderKeySet,
-    receipts: &[&str],
+    receipts: &[HeldReceipt<'_>],
     state: &mut HeldLog,
     report: &mut LogReport,
 ) -> Result<u64> {
@@ -231,8 +271,12 @@ async fn check_inner(
     state.refused = None;
 
     let n = new.tree_size;
-    for jws in receipts {
-        let leaf = merkle::receipt_leaf_hash(jws);
+    let head_time = time::OffsetDateTime::from_unix_timestamp_nanos(
+        i128::from(new.timestamp).saturating_mul(1_000_000),
+    )
+    .ok();
+    for r in receipts {
+        let leaf = merkle::receipt_leaf_hash(r.jws);
         let key = merkle::encode_hash(&leaf);
         // A proof kept against an older head still holds: every head since
         // was proved to extend it.
@@ -243,7 +287,19 @@ async fn check_inner(
         let url = format!("{base}/proof/inclusion?receipt={key}&size={n}");
         let (status, body) = fetch(http, &url).await?;
         if status == 404 {
-            report.pending += 1;
+            // Not in this head. Fine while the head may predate the
+            // receipt's logging; not once it was signed well after it.
+            match (r.ts, head_time) {
+                (Some(ts), Some(at)) if at > ts + WITHHELD_AFTER => {
+                    report.withheld.push(format!(
+                        "the receipt of {} (leaf {key}) is not in the signed head of size {n}                          from {}, more than {} minutes later",
+                        rfc3339(ts),
+                        rfc3339(at),
+                        WITHHELD_AFTER.whole_minutes()
+                    ));
+                }
+                _ => report.pending += 1,
+            }
             continue;
         }
         if status != 200 {
@@ -271,6 +327,17 @@ async fn check_inner(
     Ok(n)
 }
 
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The receipt's `ts` claim, as kept with it.
+fn receipt_ts(r: &StoredReceipt) -> Option<time::OffsetDateTime> {
+    let ts = r.receipt.get("claims")?.get("ts")?.as_str()?;
+    time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()
+}
+
 /// The keys a head is verified with: the receipt key archive (every key
 /// the Provider ever signed with; heads are kept as long as receipts),
 /// else `jwks_uri`.
@@ -287,7 +354,7 @@ pub async fn check_all(
     receipts: &[StoredReceipt],
 ) -> Result<Vec<LogReport>> {
     let mut state: BTreeMap<String, HeldLog> = home.read_state(STATE)?;
-    let mut by_log: BTreeMap<String, (&StoredReceipt, Vec<&str>)> = BTreeMap::new();
+    let mut by_log: BTreeMap<String, (&StoredReceipt, Vec<HeldReceipt<'_>>)> = BTreeMap::new();
     for r in receipts {
         let Some(uri) = &r.receipt_tree_head_uri else {
             continue;
@@ -299,7 +366,10 @@ pub async fn check_all(
             .entry(uri.clone())
             .or_insert((r, Vec::new()))
             .1
-            .push(jws);
+            .push(HeldReceipt {
+                jws,
+                ts: receipt_ts(r),
+            });
     }
     let mut out = Vec::new();
     for (uri, (first, jwss)) in by_log {
@@ -311,6 +381,7 @@ pub async fn check_all(
                 verdict: Err(format!("cannot fetch the provider's keys: {e}")),
                 included: 0,
                 pending: 0,
+                withheld: Vec::new(),
             },
         };
         out.push(report);

@@ -64,7 +64,7 @@ pub use oidc::{
     BACKCHANNEL_LOGOUT_EVENT, CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_LIFETIME_SECS,
     CLIENT_ASSERTION_TYPE, ClientAssertion, IdToken, IdTokenExpect, LOGOUT_TOKEN_TYP, LogoutToken,
     MAX_OIDC_TOKEN_BYTES, MAX_TOKEN_AGE_SECS, OIDC_SKEW_SECS, OidcTokenError, parse_oidc_token,
-    verify_id_token, verify_logout_token,
+    precheck_logout_token, verify_id_token, verify_logout_token,
 };
 pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
 pub use provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};

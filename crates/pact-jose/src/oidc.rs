@@ -263,6 +263,31 @@ pub fn verify_logout_token(
     now: i64,
 ) -> Result<LogoutToken, OidcTokenError> {
     let claims = parsed.verify_signature(key)?;
+    check_logout_claims(parsed, claims, issuer, client_id, now)
+}
+
+/// Every rule of [`verify_logout_token`] but the signature, on a token not
+/// verified yet. The logout endpoint is open to anyone (Back-Channel Logout
+/// §2.5: the token is the authentication), and checking a signature needs
+/// the provider's keys, fetched from its discovery document: a token that
+/// could never pass is refused first, so junk POSTs make pactd fetch
+/// nothing (issue 28, finding 7). Passing this proves nothing.
+pub fn precheck_logout_token(
+    parsed: &UnverifiedPaJwt,
+    issuer: &str,
+    client_id: &str,
+    now: i64,
+) -> Result<(), OidcTokenError> {
+    check_logout_claims(parsed, parsed.unverified_payload(), issuer, client_id, now).map(|_| ())
+}
+
+fn check_logout_claims(
+    parsed: &UnverifiedPaJwt,
+    claims: &Map<String, Value>,
+    issuer: &str,
+    client_id: &str,
+    now: i64,
+) -> Result<LogoutToken, OidcTokenError> {
     match header_typ(parsed)?.as_deref() {
         None | Some(LOGOUT_TOKEN_TYP) => {}
         Some(_) => return Err(OidcTokenError::Claim("typ is not logout+jwt")),
@@ -591,10 +616,22 @@ mod tests {
             let mut c = logout_claims();
             edit(&mut c);
             assert!(logout(&key, &h, &c).is_err(), "{name} passed");
+            // The same rules before any key is fetched (issue 28, finding 7).
+            let parsed = parse_oidc_token(&key.token(&h, &c)).unwrap();
+            assert!(
+                precheck_logout_token(&parsed, ISS, CLIENT, NOW).is_err(),
+                "{name} passed the precheck"
+            );
         }
         let mut jwt = key.header();
         jwt["typ"] = json!("JWT");
         assert!(logout(&key, &jwt, &logout_claims()).is_err(), "typ JWT");
+        // The precheck passes what verification would, whoever signed it:
+        // it saves fetches, it proves nothing.
+        let forger = TestPa::rs256("k1");
+        let forged = parse_oidc_token(&forger.token(&h, &logout_claims())).unwrap();
+        precheck_logout_token(&forged, ISS, CLIENT, NOW).unwrap();
+        assert!(verify_logout_token(&forged, &key.key(), ISS, CLIENT, NOW).is_err());
     }
 
     #[test]

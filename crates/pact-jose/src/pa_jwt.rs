@@ -225,6 +225,13 @@ impl UnverifiedPaJwt {
         Ok(&self.payload)
     }
 
+    /// The payload before any signature check: only for refusing a token
+    /// early on claims it could never pass with (nothing read here is
+    /// trusted; [`Self::verify_signature`] must still succeed).
+    pub(crate) fn unverified_payload(&self) -> &Map<String, Value> {
+        &self.payload
+    }
+
     /// The header segment as received, for the `typ` check of token kinds
     /// that have one (the signature covers it).
     pub(crate) fn header_segment(&self) -> &str {

@@ -25,6 +25,7 @@ pub mod mail;
 pub mod merchant;
 pub mod nodes;
 pub mod oauth;
+pub mod oidc_discovery;
 pub mod operations;
 pub mod page_limits;
 pub mod pending_polls;

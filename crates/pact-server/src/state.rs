@@ -49,6 +49,8 @@ pub struct Inner {
     pub receipt_log: crate::receipt_log::LogCache,
     /// This process in the `nodes` table (its heartbeat).
     pub node: crate::nodes::NodeIdentity,
+    /// The brands' OpenID providers' discovery documents, for back-channel logout.
+    pub oidc_discovery: crate::oidc_discovery::DiscoveryCache,
 }
 
 impl std::ops::Deref for AppState {
@@ -133,6 +135,7 @@ impl AppState {
             mailer,
             receipt_log: Default::default(),
             node,
+            oidc_discovery: Default::default(),
         })))
     }
 

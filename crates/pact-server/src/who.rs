@@ -109,13 +109,17 @@ impl LinkFlags {
     }
 }
 
-/// Fetches a platform logo for registration. The operator typed the URI, so
-/// a loopback URI (local development) may be fetched; any other URI is
-/// fetched under the strict guard, which also refuses a public name that
-/// resolves to a private or loopback address.
-pub async fn fetch_for_registration(uri: &str) -> Result<pact_jose::Logo, String> {
-    let loopback = pact_jose::check_jwks_uri(uri, false).is_err();
-    fetch_logo_as(uri, loopback, "--logo-uri").await
+/// Fetches a platform logo for `pactd agent add --logo-uri`, under the same
+/// SSRF guard as every other outbound fetch. A loopback address is fetched
+/// only with `--allow-loopback` (`allow_loopback`): the URI is often pasted
+/// from the platform's own registration data, and a host such as
+/// `2130706433` or `[::ffff:7f00:1]` does not look like the loopback address
+/// it is (issue 28, finding 7).
+pub async fn fetch_for_registration(
+    uri: &str,
+    allow_loopback: bool,
+) -> Result<pact_jose::Logo, String> {
+    fetch_logo_as(uri, allow_loopback, "--logo-uri").await
 }
 
 /// Fetches a platform logo for a registration made over the network (the

@@ -75,11 +75,21 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
                     "invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit"
                 );
             }
-            let b = pact_db::brands::insert(pool, brand_id, name, description)
+            let mut tx = pool.begin().await?;
+            let b = pact_db::brands::insert(&mut *tx, brand_id, name, description)
                 .await
                 .on_constraint("brands_pkey", |_| {
                     anyhow!("brand {brand_id:?} already exists")
                 })?;
+            audit(
+                &mut *tx,
+                "brand.add",
+                &b.id,
+                Some(&b.id),
+                serde_json::json!({"name": b.name, "description": b.description}),
+            )
+            .await?;
+            tx.commit().await?;
             println!("added brand {} ({})", b.id, b.name);
         }
         BrandCommand::List => {
@@ -96,13 +106,35 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             require_brand(pool, brand_id).await?;
             pact_server::domain::scopes::check_definition(scope_id, description)
                 .map_err(anyhow::Error::msg)?;
-            pact_db::scopes::upsert(pool, brand_id, scope_id, description, *requires_mfa).await?;
+            // The same entry as the API's and the console's scope edit.
+            let mut tx = pool.begin().await?;
+            pact_db::scopes::upsert(&mut *tx, brand_id, scope_id, description, *requires_mfa)
+                .await?;
+            audit(
+                &mut *tx,
+                "scope.upsert",
+                scope_id,
+                Some(brand_id),
+                serde_json::json!({"description": description, "requires_mfa": requires_mfa}),
+            )
+            .await?;
+            tx.commit().await?;
             println!("scope {scope_id} on {brand_id}: {description}");
         }
         BrandCommand::Scope(ScopeCommand::Remove { brand_id, scope_id }) => {
-            if !pact_db::scopes::remove(pool, brand_id, scope_id).await? {
+            let mut tx = pool.begin().await?;
+            if !pact_db::scopes::remove(&mut *tx, brand_id, scope_id).await? {
                 bail!("brand {brand_id:?} has no scope {scope_id:?}");
             }
+            audit(
+                &mut *tx,
+                "scope.remove",
+                scope_id,
+                Some(brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
+            tx.commit().await?;
             println!(
                 "removed scope {scope_id} from {brand_id} (existing grants keep it until they end or are revoked)"
             );
@@ -174,6 +206,8 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
     };
     let brand = require_brand(pool, brand_id).await?;
     let actor = crate::admin_accounts::cli_as_actor();
+    let origin = crate::admin_accounts::cli_origin();
+    let origin = origin.as_deref();
     match c {
         DetailsTypeCommand::List { .. } => {
             for (name, t) in &authz_details::types_from_settings(&brand.settings) {
@@ -185,7 +219,7 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
         } => {
             let t: DetailsType = serde_json::from_str(json).context("invalid type declaration")?;
             let mut tx = pool.begin().await?;
-            brand_settings::upsert_details_type(&mut tx, &actor, None, &brand, type_name, t)
+            brand_settings::upsert_details_type(&mut tx, &actor, origin, &brand, type_name, t)
                 .await
                 .map_err(crate::admin_merchant::edit_error)?;
             tx.commit().await?;
@@ -193,7 +227,7 @@ async fn details_type(pool: &PgPool, c: &DetailsTypeCommand) -> anyhow::Result<(
         }
         DetailsTypeCommand::Remove { type_name, .. } => {
             let mut tx = pool.begin().await?;
-            brand_settings::remove_details_type(&mut tx, &actor, None, &brand, type_name)
+            brand_settings::remove_details_type(&mut tx, &actor, origin, &brand, type_name)
                 .await
                 .map_err(|e| match e {
                     brand_settings::EditError::Missing => {
@@ -237,6 +271,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             homepage,
             policy_uri,
             tos_uri,
+            allow_loopback,
         } => {
             let pa = agent_limit(rate_limit_pa.as_deref(), "--rate-limit-pa")?;
             let user = agent_limit(rate_limit_user.as_deref(), "--rate-limit-user")?;
@@ -266,7 +301,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             // the registration as it was.
             let logo = match links.logo_to_fetch() {
                 Some(uri) => Some(
-                    who::fetch_for_registration(uri)
+                    who::fetch_for_registration(uri, *allow_loopback)
                         .await
                         .map_err(anyhow::Error::msg)?,
                 ),
@@ -293,9 +328,9 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 )
                 .await?;
             }
-            tx.commit().await?;
+            // With the registration, in its transaction: never one without the other.
             audit(
-                pool,
+                &mut *tx,
                 "agent.register",
                 issuer,
                 None,
@@ -303,6 +338,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                     "logo_uri": logo_uri, "homepage": homepage, "policy_uri": policy_uri, "tos_uri": tos_uri}),
             )
             .await?;
+            tx.commit().await?;
             if let (Some(logo), Some(m)) = (&logo, &meta) {
                 println!(
                     "logo: {} bytes of {} stored as /logos/{}",
@@ -325,9 +361,19 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
         } => {
             let pa = agent_limit(rate_limit_pa.as_deref(), "--rate-limit-pa")?;
             let user = agent_limit(rate_limit_user.as_deref(), "--rate-limit-user")?;
-            if !pact_db::agents::set_limits(pool, issuer, pa, user).await? {
+            let mut tx = pool.begin().await?;
+            if !pact_db::agents::set_limits(&mut *tx, issuer, pa, user).await? {
                 bail!("no registered agent with issuer {issuer:?}");
             }
+            audit(
+                &mut *tx,
+                "agent.limits",
+                issuer,
+                None,
+                serde_json::json!({"pa_limit": pa, "user_limit": user}),
+            )
+            .await?;
+            tx.commit().await?;
             let show = |l: Option<pact_db::agents::AgentLimit>| {
                 l.map_or_else(
                     || "the node's default".to_owned(),
@@ -347,9 +393,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             if !pact_db::agents::set_enabled(&mut *tx, issuer, false).await? {
                 bail!("no registered agent with issuer {issuer:?}");
             }
-            let revoked =
-                pact_db::grants::revoke_all_for_agent(&mut *tx, issuer, "personal agent disabled")
-                    .await?;
+            // A staff revocation (the account page says so); this entry
+            // records it, the table trigger leaves staff reasons to us.
+            let revoked = pact_db::grants::revoke_all_for_agent(
+                &mut *tx,
+                issuer,
+                &pact_db::grants::reason::by_admin("personal agent disabled"),
+            )
+            .await?;
             audit(
                 &mut *tx,
                 "agent.disable",
@@ -362,10 +413,19 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             println!("disabled {issuer}; revoked {revoked} grant(s)");
         }
         AgentCommand::Enable { issuer } => {
-            if !pact_db::agents::set_enabled(pool, issuer, true).await? {
+            let mut tx = pool.begin().await?;
+            if !pact_db::agents::set_enabled(&mut *tx, issuer, true).await? {
                 bail!("no registered agent with issuer {issuer:?}");
             }
-            audit(pool, "agent.enable", issuer, None, serde_json::json!({})).await?;
+            audit(
+                &mut *tx,
+                "agent.enable",
+                issuer,
+                None,
+                serde_json::json!({}),
+            )
+            .await?;
+            tx.commit().await?;
             println!("enabled {issuer} (revoked grants stay revoked)");
         }
         AgentCommand::List => {
@@ -451,6 +511,16 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                 },
             )
             .await?;
+            // A staff read of customer data, as the API's `grant.list`.
+            crate::admin_accounts::record_cli(
+                pool,
+                "grant.list",
+                None,
+                brand.as_deref(),
+                serde_json::json!({"brand": brand, "customer": user, "agent": agent,
+                                   "found": list.len()}),
+            )
+            .await?;
             let now = OffsetDateTime::now_utc();
             for g in list {
                 let state = match (&g.revoked_at, g.expires_at <= now) {
@@ -505,6 +575,15 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
         .transpose()
         .context("a grant id is a UUID")?;
     let keys = pact_server::keys::all_public_keys(pool).await?;
+    // It reads every customer's receipts (or one grant's): a staff read.
+    crate::admin_accounts::record_cli(
+        pool,
+        "receipt.verify",
+        grant_id.map(|g| g.to_string()).as_deref(),
+        None,
+        serde_json::json!({"grant": grant_id, "held": held.is_some()}),
+    )
+    .await?;
     if let Some(path) = held {
         held_receipts_are_stored(pool, &keys, path).await?;
     }
@@ -680,8 +759,35 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     if let Some((name, content_type, bytes)) = &logo_file {
         pact_db::logos::put(&mut *tx, name, content_type, bytes).await?;
     }
+    // One entry per kind of setting, committed with it; the lifetime under
+    // the name the API and the console use for it.
+    let mut entries: std::collections::BTreeMap<&str, serde_json::Map<String, Value>> =
+        std::collections::BTreeMap::new();
     for (key, value) in &changes {
         pact_db::brands::set_setting(&mut *tx, &a.brand_id, key, value).await?;
+        entries
+            .entry(setting_action(key))
+            .or_default()
+            // `days`, as the API's and the console's entry says it.
+            .insert(
+                if *key == "grant_ttl_days" {
+                    "days"
+                } else {
+                    key
+                }
+                .to_owned(),
+                value.clone(),
+            );
+    }
+    for (action, detail) in entries {
+        audit(
+            &mut *tx,
+            action,
+            &a.brand_id,
+            Some(&a.brand_id),
+            Value::Object(detail),
+        )
+        .await?;
     }
     tx.commit().await?;
     for (key, value) in &changes {
@@ -693,6 +799,18 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
         println!("{}: {key} = {shown}", a.brand_id);
     }
     Ok(())
+}
+
+/// The audit action of a `brand set` setting.
+fn setting_action(key: &str) -> &'static str {
+    match key {
+        "grant_ttl_days" => "brand.grant_lifetime",
+        "mfa_required" => "brand.mfa_required",
+        "login_url" | "login_jwks_uri" => "brand.login_url",
+        k if k == who::LOGO_KEY => "brand.logo",
+        k if k == who::ACCENT_KEY => "brand.accent",
+        _ => "brand.setting",
+    }
 }
 
 /// Reads a brand logo file, refusing anything larger than the cap before
@@ -782,8 +900,9 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let hash = pact_server::accounts::password::hash(&password)
                 .map_err(|e| anyhow::anyhow!("cannot use that password: {e}"))?;
             let id = Uuid::new_v4();
+            let mut tx = pool.begin().await?;
             let user = match pact_db::users::insert(
-                pool,
+                &mut *tx,
                 id,
                 brand_id,
                 &email,
@@ -801,6 +920,16 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 },
                 Err(e) => return Err(e.into()),
             };
+            audit(
+                &mut *tx,
+                "customer.add",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"external_id": user.external_id.is_some(),
+                                   "password": if generated { "generated" } else { "given" }}),
+            )
+            .await?;
+            tx.commit().await?;
             println!(
                 "added user {} to {} (id {}, subject {})",
                 user.email,
@@ -818,7 +947,17 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
                 require_brand(pool, b).await?;
             }
             let now = OffsetDateTime::now_utc();
-            for u in pact_db::users::list(pool, brand.as_deref()).await? {
+            let users = pact_db::users::list(pool, brand.as_deref()).await?;
+            // Emails and sign-in state of customers: a staff read.
+            crate::admin_accounts::record_cli(
+                pool,
+                "customer.list",
+                None,
+                brand.as_deref(),
+                serde_json::json!({"brand": brand, "found": users.len()}),
+            )
+            .await?;
+            for u in users {
                 let passkeys = pact_db::sessions::credentials_of(pool, u.id).await?.len();
                 let recovery = pact_db::users::unused_recovery_codes(pool, u.id).await?;
                 let mut factors = Vec::new();
@@ -936,7 +1075,17 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let (password, generated) = password_for_new_user()?;
             let hash = pact_server::accounts::password::hash(&password)
                 .map_err(|e| anyhow::anyhow!("cannot use that password: {e}"))?;
-            pact_db::users::set_password_hash(pool, user.id, &hash).await?;
+            let mut tx = pool.begin().await?;
+            pact_db::users::set_password_hash(&mut *tx, user.id, &hash).await?;
+            audit(
+                &mut *tx,
+                "customer.set_password",
+                &user.id.to_string(),
+                Some(brand_id),
+                serde_json::json!({"password": if generated { "generated" } else { "given" }}),
+            )
+            .await?;
+            tx.commit().await?;
             if generated {
                 println!("new password for {} on {brand_id}: {password}", user.email);
             } else {

@@ -45,6 +45,18 @@ async fn audit(
     audit_cli(db, action, target, None, detail).await
 }
 
+/// Where a command ran, as the audit log's origin (`client_addr`): the
+/// machine's host name, so an entry says which operator's machine it came
+/// from as an API or console entry says which address.
+pub(crate) fn cli_origin() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())?;
+    let name = name.trim();
+    (!name.is_empty() && name.len() <= 253 && !name.chars().any(char::is_control))
+        .then(|| format!("host {name}"))
+}
+
 /// An audit entry for a staff action taken on the command line (the other
 /// `pactd` commands use it too, so the log holds every staff action).
 pub(crate) async fn audit_cli(
@@ -54,16 +66,28 @@ pub(crate) async fn audit_cli(
     brand_id: Option<&str>,
     detail: serde_json::Value,
 ) -> anyhow::Result<()> {
+    record_cli(db, action, Some(target), brand_id, detail).await
+}
+
+/// [`audit_cli`] for an entry without one object acted on: a search or
+/// list, as the admin API records its lists (`target` empty).
+pub(crate) async fn record_cli(
+    db: impl sqlx::PgExecutor<'_>,
+    action: &str,
+    target: Option<&str>,
+    brand_id: Option<&str>,
+    detail: serde_json::Value,
+) -> anyhow::Result<()> {
     pact_db::audit::record(
         db,
         &pact_db::audit::NewEntry {
             actor_kind: "cli",
             actor: &cli_actor(),
             action,
-            target: Some(target),
+            target,
             brand_id,
             detail,
-            client_addr: None,
+            client_addr: cli_origin().as_deref(),
         },
     )
     .await?;

@@ -7,10 +7,13 @@ use pact_jose::MasterKey;
 use pact_server::admin::brand_settings;
 use pact_server::merchant::credentials;
 use pact_server::merchant::signing::WebhookSecret;
+use serde_json::json;
+use sqlx::PgConnection;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::admin_accounts::audit_cli;
 use crate::cli::{BrandSetArgs, CredentialCommand, ToolCommand};
 
 /// An agent or tool URL: https, no credentials or fragment, not a private
@@ -28,23 +31,32 @@ pub fn check_merchant_url(what: &str, url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Makes, seals and stores a new current secret, retiring the old one at
-/// `retire_at`; returns the `whsec_…` to show once.
+/// Makes, seals and stores a new current secret in the caller's
+/// transaction, retiring the old one at `retire_at`, with its audit entry
+/// (`action`; the secret's row id, never the secret); returns the `whsec_…`
+/// to show once.
 async fn new_secret(
-    pool: &PgPool,
+    tx: &mut PgConnection,
     master: &MasterKey,
     brand_id: &str,
     retire_at: OffsetDateTime,
+    action: &str,
 ) -> anyhow::Result<String> {
     let secret = WebhookSecret::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let id = Uuid::new_v4();
     let sealed = secret
         .seal(master, brand_id, id)
         .map_err(|e| anyhow::anyhow!("sealing the secret: {e}"))?;
-    let mut tx = pool.begin().await?;
     pact_db::merchant::retire_current_secret(&mut *tx, brand_id, retire_at).await?;
     pact_db::merchant::insert_secret(&mut *tx, id, brand_id, &sealed).await?;
-    tx.commit().await?;
+    audit_cli(
+        &mut *tx,
+        action,
+        brand_id,
+        Some(brand_id),
+        json!({"secret_id": id, "previous_signs_until": retire_at.format(&Rfc3339).unwrap_or_default()}),
+    )
+    .await?;
     Ok(secret.to_whsec())
 }
 
@@ -54,42 +66,88 @@ pub async fn set_agent(
     master: impl FnOnce() -> anyhow::Result<std::sync::Arc<MasterKey>>,
     a: &BrandSetArgs,
 ) -> anyhow::Result<bool> {
+    let brand_id = a.brand_id.as_str();
     if a.demo_agent {
-        pact_db::merchant::use_demo_agent(pool, &a.brand_id).await?;
-        println!("{}: answered by the built-in demo agent", a.brand_id);
+        let mut tx = pool.begin().await?;
+        pact_db::merchant::use_demo_agent(&mut *tx, brand_id).await?;
+        audit_cli(
+            &mut *tx,
+            "brand.demo_agent",
+            brand_id,
+            Some(brand_id),
+            json!({}),
+        )
+        .await?;
+        tx.commit().await?;
+        println!("{brand_id}: answered by the built-in demo agent");
         return Ok(true);
     }
     if let Some(url) = &a.agent_url {
         check_merchant_url("--agent-url", url)?;
+        // The URL, the first secret and their entries commit together.
+        let mut tx = pool.begin().await?;
         pact_db::merchant::set_agent(
-            pool,
-            &a.brand_id,
+            &mut *tx,
+            brand_id,
             url,
             a.agent_timeout_ms,
             a.tool_timeout_ms,
         )
         .await?;
-        println!("{}: answered by the agent at {url}", a.brand_id);
-        if !pact_db::merchant::has_current_secret(pool, &a.brand_id).await? {
+        audit_cli(
+            &mut *tx,
+            "brand.agent_url",
+            brand_id,
+            Some(brand_id),
+            json!({"url": url, "agent_timeout_ms": a.agent_timeout_ms,
+                   "tool_timeout_ms": a.tool_timeout_ms}),
+        )
+        .await?;
+        let shown = if pact_db::merchant::has_current_secret(&mut *tx, brand_id).await? {
+            None
+        } else {
             let master = master()?;
-            let shown = new_secret(pool, &master, &a.brand_id, OffsetDateTime::now_utc()).await?;
+            Some(
+                new_secret(
+                    &mut tx,
+                    &master,
+                    brand_id,
+                    OffsetDateTime::now_utc(),
+                    "webhook_secret.create",
+                )
+                .await?,
+            )
+        };
+        tx.commit().await?;
+        println!("{brand_id}: answered by the agent at {url}");
+        if let Some(shown) = shown {
             println!("webhook signing secret (shown once; verify pactd's calls with it):");
             println!("{shown}");
         }
         return Ok(true);
     }
     if a.agent_timeout_ms.is_some() || a.tool_timeout_ms.is_some() {
+        let mut tx = pool.begin().await?;
         if !pact_db::merchant::set_timeouts(
-            pool,
-            &a.brand_id,
+            &mut *tx,
+            brand_id,
             a.agent_timeout_ms,
             a.tool_timeout_ms,
         )
         .await?
         {
-            bail!("brand {:?} has no agent URL; give --agent-url", a.brand_id);
+            bail!("brand {brand_id:?} has no agent URL; give --agent-url");
         }
-        println!("{}: timeouts updated", a.brand_id);
+        audit_cli(
+            &mut *tx,
+            "brand.agent_timeouts",
+            brand_id,
+            Some(brand_id),
+            json!({"agent_timeout_ms": a.agent_timeout_ms, "tool_timeout_ms": a.tool_timeout_ms}),
+        )
+        .await?;
+        tx.commit().await?;
+        println!("{brand_id}: timeouts updated");
         return Ok(true);
     }
     Ok(false)
@@ -128,7 +186,16 @@ pub async fn rotate_secret(
         );
     }
     let retire_at = OffsetDateTime::now_utc() + grace;
-    let shown = new_secret(pool, master, brand_id, retire_at).await?;
+    let mut tx = pool.begin().await?;
+    let shown = new_secret(
+        &mut tx,
+        master,
+        brand_id,
+        retire_at,
+        "webhook_secret.rotate",
+    )
+    .await?;
+    tx.commit().await?;
     println!(
         "new webhook signing secret for {brand_id} (shown once); the previous one also signs until {}:",
         retire_at.format(&Rfc3339).unwrap_or_default()
@@ -176,7 +243,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             brand_settings::upsert_tool(
                 &mut tx,
                 &crate::admin_accounts::cli_as_actor(),
-                None,
+                crate::admin_accounts::cli_origin().as_deref(),
                 &brand,
                 brand_settings::ToolDefinition {
                     name: name.clone(),
@@ -262,7 +329,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             if !pact_db::merchant::set_tool_scope(&mut *tx, brand_id, name, scope).await? {
                 bail!("brand {brand_id:?} has no tool {name:?}");
             }
-            crate::admin_accounts::audit_cli(
+            audit_cli(
                 &mut *tx,
                 "tool.set_scope",
                 name,
@@ -287,7 +354,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             brand_settings::remove_tool(
                 &mut tx,
                 &crate::admin_accounts::cli_as_actor(),
-                None,
+                crate::admin_accounts::cli_origin().as_deref(),
                 &brand,
                 name,
             )
@@ -357,8 +424,7 @@ pub async fn import_mcp(
         .map_err(edit)?;
     let mut detail = report.to_json();
     detail["url"] = serde_json::json!(url);
-    crate::admin_accounts::audit_cli(&mut *tx, "tool.import_mcp", url, Some(brand_id), detail)
-        .await?;
+    audit_cli(&mut *tx, "tool.import_mcp", url, Some(brand_id), detail).await?;
     tx.commit().await?;
     for (name, scope) in &report.added {
         println!(
@@ -405,14 +471,25 @@ pub async fn credential(pool: &PgPool, c: &CredentialCommand) -> anyhow::Result<
                 bail!("--name must be 1–200 characters");
             }
             let c = credentials::generate().context("random generator failed")?;
+            let mut tx = pool.begin().await?;
             pact_db::merchant::insert_credential(
-                pool,
+                &mut *tx,
                 &c.client_id,
                 brand_id,
                 name,
                 &c.secret_hash,
             )
             .await?;
+            // The client id and name; the secret is only ever printed.
+            audit_cli(
+                &mut *tx,
+                "introspection_credential.add",
+                &c.client_id,
+                Some(brand_id),
+                json!({"name": name}),
+            )
+            .await?;
+            tx.commit().await?;
             println!("client_id: {}", c.client_id);
             println!("client_secret: {}", c.secret);
             println!("(the secret is shown once; use HTTP Basic at the brand's /oauth/introspect)");
@@ -435,9 +512,19 @@ pub async fn credential(pool: &PgPool, c: &CredentialCommand) -> anyhow::Result<
             brand_id,
             client_id,
         } => {
-            if !pact_db::merchant::revoke_credential(pool, brand_id, client_id).await? {
+            let mut tx = pool.begin().await?;
+            if !pact_db::merchant::revoke_credential(&mut *tx, brand_id, client_id).await? {
                 bail!("brand {brand_id:?} has no active credential {client_id:?}");
             }
+            audit_cli(
+                &mut *tx,
+                "introspection_credential.revoke",
+                client_id,
+                Some(brand_id),
+                json!({}),
+            )
+            .await?;
+            tx.commit().await?;
             println!("revoked {client_id}");
         }
     }

@@ -94,7 +94,20 @@ pub async fn set(
     a: &BrandSetArgs,
 ) -> anyhow::Result<bool> {
     if a.no_external_login || a.login_url.is_some() {
-        if pact_db::brand_oidc::remove(pool, &a.brand_id).await? {
+        let mut tx = pool.begin().await?;
+        let removed = pact_db::brand_oidc::remove(&mut *tx, &a.brand_id).await?;
+        if removed {
+            audit(
+                &mut *tx,
+                "brand.login_oidc_remove",
+                &a.brand_id,
+                Some(&a.brand_id),
+                serde_json::json!({}),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        if removed {
             println!(
                 "{}: no longer signs in through an OpenID provider",
                 a.brand_id
@@ -145,6 +158,8 @@ pub async fn set(
     let scope = check_scope(a.login_oidc_scope.as_deref().unwrap_or("openid"))?;
     let user_claim = a.user_claim.as_deref().unwrap_or("sub");
     check_token("--user-claim", user_claim, 64)?;
+    pact_server::web::oidc_login::user_claim_rule(user_claim)
+        .map_err(|e| anyhow::anyhow!("invalid --user-claim: {e}"))?;
     for acr in &a.mfa_acr {
         check_token("--mfa-acr", acr, 255)?;
     }

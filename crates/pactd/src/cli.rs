@@ -671,6 +671,11 @@ pub enum AgentCommand {
         /// The platform's terms of service (RFC 7591 §2 tos_uri) ("" removes it).
         #[arg(long, value_name = "URL")]
         tos_uri: Option<String>,
+        /// Fetch the logo from a loopback address (development, like
+        /// `--allow-loopback-jwks`); without it the fetch is under the same
+        /// SSRF guard as every other outbound fetch.
+        #[arg(long)]
+        allow_loopback: bool,
     },
     /// Set (or, without flags, clear) a registered PA's own rate limits.
     Limits {

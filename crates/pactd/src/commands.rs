@@ -77,9 +77,22 @@ async fn admin(
     command: &Command,
 ) -> anyhow::Result<()> {
     if matches!(command, Command::Migrate) || db.is_local() {
+        let pending = pact_db::pending_migrations(&db.pool).await?;
         pact_db::migrate(&db.pool)
             .await
             .context("migrations failed")?;
+        // A schema change is a configuration change: recorded, once the
+        // schema has the audit log.
+        if matches!(command, Command::Migrate) && pending > 0 {
+            crate::admin_accounts::record_cli(
+                &db.pool,
+                "schema.migrate",
+                None,
+                None,
+                serde_json::json!({"applied": pending}),
+            )
+            .await?;
+        }
     } else if pact_db::pending_migrations(&db.pool).await? > 0 {
         bail!("the database schema is older than this pactd: run `pactd migrate` first");
     }
@@ -113,9 +126,27 @@ async fn serve(
     // Bind first: a busy port is reported before anything is migrated or seeded.
     let listener = bind(config.listen).await?;
     if migrate {
+        let pending = pact_db::pending_migrations(&db.pool).await?;
         pact_db::migrate(&db.pool)
             .await
             .context("migrations failed")?;
+        if pending > 0 {
+            // The node changed the schema at start (`serve` migrates unless
+            // --no-migrate): recorded as the system's act.
+            pact_db::audit::record(
+                &db.pool,
+                &pact_db::audit::NewEntry {
+                    actor_kind: "system",
+                    actor: "pactd",
+                    action: "schema.migrate",
+                    target: None,
+                    brand_id: None,
+                    detail: serde_json::json!({"applied": pending, "by": "serve"}),
+                    client_addr: crate::admin_accounts::cli_origin().as_deref(),
+                },
+            )
+            .await?;
+        }
     }
     if dev {
         admin::seed_demo(&db.pool).await?;

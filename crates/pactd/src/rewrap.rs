@@ -122,6 +122,16 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
         }
         counts.add(&outcome);
     }
+    // Committed with the re-sealing: which key sealed the secrets is part of
+    // the key history an auditor reads (counts only, no key material).
+    crate::admin_accounts::audit_cli(
+        &mut *tx,
+        "key.rewrap",
+        "master key",
+        None,
+        serde_json::json!({"resealed": counts.resealed, "already": counts.already}),
+    )
+    .await?;
     tx.commit()
         .await
         .context("the rewrap was not committed; nothing was changed")?;

@@ -439,7 +439,10 @@ async fn who_is_asking_flags_store_links_logos_and_accents_and_refuse_bad_ones()
             vec!["--policy-uri", "https://pa.example/\u{202e}"],
             "U+202E",
         ),
-        (vec!["--logo-uri", svg.as_str()], "not a PNG"),
+        (
+            vec!["--allow-loopback", "--logo-uri", svg.as_str()],
+            "not a PNG",
+        ),
     ] {
         let args = add(&extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -452,8 +455,51 @@ async fn who_is_asking_flags_store_links_logos_and_accents_and_refuse_bad_ones()
         "nothing registered"
     );
 
+    // Issue 28, finding 7: the logo fetch has the SSRF guard of every other
+    // outbound fetch. A loopback address spelt as a decimal number or as
+    // IPv4-mapped IPv6 is still loopback, refused before any connection;
+    // a development logo server on loopback needs --allow-loopback.
+    let port = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = connections.clone();
+        tokio::spawn(async move {
+            while let Ok(_conn) = listener.accept().await {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        (port, connections)
+    };
+    let fetched = platform.hits.load(std::sync::atomic::Ordering::SeqCst);
+    for disguised in [
+        format!("https://2130706433:{}/logo.png", port.0),
+        format!("https://[::ffff:7f00:1]:{}/logo.png", port.0),
+        platform.url("/logo.png"),
+    ] {
+        let args = add(&["--logo-uri", &disguised]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let refused = run(pactd_on(&db), &args).await;
+        assert!(
+            refused.failed().contains("forbidden address"),
+            "{}",
+            refused.describe()
+        );
+    }
+    assert_eq!(
+        port.1.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no connection to the loopback port"
+    );
+    assert_eq!(
+        platform.hits.load(std::sync::atomic::Ordering::SeqCst),
+        fetched,
+        "nothing fetched from the loopback logo server"
+    );
+
     let png = platform.url("/logo.png");
     let args = add(&[
+        "--allow-loopback",
         "--logo-uri",
         &png,
         "--homepage",
@@ -2041,6 +2087,12 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
             vec!["--user-claim", "two words"],
             "https://id.shop.example",
             "invalid --user-claim",
+        ),
+        // Issue 28, finding 7: a claim the person edits cannot name them.
+        (
+            vec!["--user-claim", "preferred_username"],
+            "https://id.shop.example",
+            "cannot be the user claim",
         ),
     ] {
         let mut args = base(issuer);

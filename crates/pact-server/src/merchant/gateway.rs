@@ -546,6 +546,9 @@ async fn forward_url(
         "requestId": request_id,
         "brand": turn.brand_id,
         "tool": tool.name,
+        // The destination, under the signature: a call captured at one tool
+        // cannot be replayed to another endpoint (issue 28, finding 5).
+        "url": tool.url,
         "args": args,
         "userId": delegation.map(|d| d.user_sub.as_str()),
         "grantId": delegation.map(|d| d.grant_id),

@@ -93,8 +93,12 @@ impl<'a> Signer<'a> {
         }
     }
 
-    fn sign(&self, body: &[u8]) -> Result<Signed, McpError> {
+    /// Signs one request to `url`: the context names the endpoint it is
+    /// sent to (`url`) and the body's hash, so a signed request captured at
+    /// one server cannot be replayed to another (issue 28, finding 5).
+    fn sign(&self, url: &url::Url, body: &[u8]) -> Result<Signed, McpError> {
         let mut ctx = self.context.clone();
+        ctx.insert("url".to_owned(), json!(url.as_str()));
         ctx.insert(
             "bodySha256".to_owned(),
             json!(URL_SAFE_NO_PAD.encode(Sha256::digest(body))),
@@ -142,7 +146,7 @@ impl Session<'_> {
             Some(self.next_id)
         };
         let body = serde_json::to_vec(&message).map_err(|_| McpError::protocol("encoding"))?;
-        let signed = self.signer.sign(&body)?;
+        let signed = self.signer.sign(&self.url, &body)?;
         let signature = HeaderValue::from_str(&signed.signature).map_err(|_| McpError::Signing)?;
         let mut req = self
             .http
@@ -267,7 +271,7 @@ impl Session<'_> {
         let (Some(session), Some(version)) = (self.session_id, self.version) else {
             return;
         };
-        let Ok(signed) = self.signer.sign(b"") else {
+        let Ok(signed) = self.signer.sign(&self.url, b"") else {
             return;
         };
         let req = self
@@ -495,7 +499,8 @@ mod tests {
         let mut ctx = Map::new();
         ctx.insert("brand".into(), json!("shop"));
         let signer = Signer::new(&secrets, ctx, 1_700_000_000);
-        let s = signer.sign(b"{\"a\":1}").unwrap();
+        let url = url::Url::parse("https://shop.example/mcp").unwrap();
+        let s = signer.sign(&url, b"{\"a\":1}").unwrap();
         assert_eq!(
             s.signature,
             secret
@@ -505,12 +510,20 @@ mod tests {
         let decoded: Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&s.context).unwrap()).unwrap();
         assert_eq!(decoded["brand"], "shop");
+        // The destination is signed too: the same call for another server
+        // has another context (issue 28, finding 5).
+        assert_eq!(decoded["url"], "https://shop.example/mcp");
+        let elsewhere = url::Url::parse("https://other.example/mcp").unwrap();
+        assert_ne!(
+            signer.sign(&elsewhere, b"{\"a\":1}").unwrap().context,
+            s.context
+        );
         assert_eq!(
             decoded["bodySha256"],
             URL_SAFE_NO_PAD.encode(Sha256::digest(b"{\"a\":1}"))
         );
         // Another body, another context: the signature covers the body through its hash.
-        assert_ne!(signer.sign(b"{\"a\":2}").unwrap().context, s.context);
+        assert_ne!(signer.sign(&url, b"{\"a\":2}").unwrap().context, s.context);
     }
 
     #[test]

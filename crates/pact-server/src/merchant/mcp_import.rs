@@ -22,6 +22,7 @@ use super::mcp_client::{self, Signer};
 use super::schema;
 use super::signing::WebhookSecret;
 use crate::admin::brand_settings::EditError;
+use crate::domain::hidden_chars;
 
 /// Longest description kept, in bytes (as the console's tool form).
 const MAX_DESCRIPTION: usize = 1000;
@@ -99,6 +100,17 @@ pub fn check_listed(listed: &[Value]) -> Result<Vec<RemoteTool>, EditError> {
             .unwrap_or_else(|| json!({"type": "object"}));
         schema::check(&input_schema)
             .map_err(|e| invalid(format!("tool {remote:?}: its inputSchema is refused: {e}")))?;
+        // The schema's own texts are shown (the agent's tool list, the
+        // admin API): cleaned like the description; a hidden character
+        // anywhere else in it (a property name, an enum value) would make
+        // what is shown differ from what is checked, so it is refused.
+        let mut input_schema = input_schema;
+        clean_schema(&mut input_schema).map_err(|c| {
+            invalid(format!(
+                "tool {remote:?}: {}",
+                hidden_chars::refusal("its inputSchema", c)
+            ))
+        })?;
         // PostgreSQL's jsonb cannot hold U+0000.
         if input_schema.to_string().contains("\\u0000") {
             return Err(invalid(format!(
@@ -109,19 +121,10 @@ pub fn check_listed(listed: &[Value]) -> Result<Vec<RemoteTool>, EditError> {
             .get("description")
             .and_then(Value::as_str)
             .unwrap_or("");
-        // Descriptions often hold line breaks: kept as spaces, no control characters stored.
-        let mut description = String::new();
-        for c in raw.chars() {
-            let c = if c.is_control() { ' ' } else { c };
-            if description.len() + c.len_utf8() > MAX_DESCRIPTION {
-                break;
-            }
-            description.push(c);
-        }
         out.push(RemoteTool {
             remote_name: remote.to_owned(),
             name,
-            description: description.trim().to_owned(),
+            description: shown_text(raw, MAX_DESCRIPTION),
             input_schema,
         });
     }
@@ -129,6 +132,57 @@ pub fn check_listed(listed: &[Value]) -> Result<Vec<RemoteTool>, EditError> {
         return Err(invalid("the server lists no tools"));
     }
     Ok(out)
+}
+
+/// Text from the merchant's server that pactd shows to people or staff (a
+/// tool's description: the agent's tool list, the console, the admin API):
+/// control characters become spaces (descriptions hold line breaks), and
+/// every other invisible or direction-changing character is removed
+/// (domain/hidden_chars.rs: a U+202E would make the text read otherwise
+/// than it is). At most `max` bytes, trimmed.
+pub fn shown_text(raw: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in raw.chars() {
+        let c = if c.is_control() {
+            ' '
+        } else if hidden_chars::is_hidden(c) {
+            continue;
+        } else {
+            c
+        };
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out.trim().to_owned()
+}
+
+/// JSON Schema annotations (2020-12 meta-data vocabulary) that are only shown.
+const SHOWN_KEYWORDS: [&str; 2] = ["title", "description"];
+
+/// Cleans the shown texts of an imported input schema ([`shown_text`]) and
+/// refuses a hidden character anywhere else (returned).
+fn clean_schema(v: &mut Value) -> Result<(), char> {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if let Some(c) = hidden_chars::first_hidden(k) {
+                    return Err(c);
+                }
+                match val {
+                    Value::String(text) if SHOWN_KEYWORDS.contains(&k.as_str()) => {
+                        *text = shown_text(text, MAX_DESCRIPTION);
+                    }
+                    other => clean_schema(other)?,
+                }
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(clean_schema),
+        Value::String(text) => hidden_chars::first_hidden(text).map_or(Ok(()), Err),
+        _ => Ok(()),
+    }
 }
 
 /// Reads and checks the server's tools, signed with the brand's webhook
@@ -337,6 +391,34 @@ mod tests {
         let twin = json!({"name": "Lookup_Orders", "inputSchema": {"type": "object"}});
         assert!(check_listed(&[good, twin]).is_err());
         assert!(check_listed(&[]).is_err());
+    }
+
+    /// Issue 28, finding 7: no bidi or other hidden character of the
+    /// merchant's server reaches what people or staff are shown.
+    #[test]
+    fn imported_texts_lose_their_bidi_and_control_characters() {
+        let listed = json!({"name": "refund", "description":
+            "Refund\u{202E}txt.exe\u{2066} an order\u{200B}\r\nnow\u{7}",
+            "inputSchema": {"type": "object", "title": "Re\u{202D}fund",
+                "properties": {"id": {"type": "string", "description": "The\u{2067} id"}}}});
+        let tools = check_listed(&[listed]).unwrap();
+        assert_eq!(tools[0].description, "Refundtxt.exe an order  now");
+        assert_eq!(tools[0].input_schema["title"], "Refund");
+        assert_eq!(
+            tools[0].input_schema["properties"]["id"]["description"],
+            "The id"
+        );
+        let text = tools[0].input_schema.to_string() + &tools[0].description;
+        assert!(!text.chars().any(hidden_chars::is_hidden), "{text:?}");
+        // Hidden in what is checked, not only shown: refused.
+        for bad in [
+            json!({"type": "object", "properties": {"i\u{202E}d": {"type": "string"}}}),
+            json!({"type": "object", "properties": {"id": {"enum": ["A\u{202E}B"]}}}),
+        ] {
+            let tool = json!({"name": "x", "inputSchema": bad});
+            let e = check_listed(&[tool]).unwrap_err();
+            assert!(matches!(e, EditError::Invalid(m) if m.contains("U+202E")));
+        }
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub async fn run(
     );
     let body = json!({
         "type": "pact.turn",
+        // The destination, under the signature (issue 28, finding 5).
+        "url": agent.url,
         "requestId": t.request_id,
         "brand": brand.id,
         "turn": {

@@ -112,6 +112,7 @@ pub async fn delete(
     State(state): State<AppState>,
     headers: HeaderMap,
     browser: Browser,
+    crate::client_ip::ClientIp(ip): crate::client_ip::ClientIp,
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
@@ -148,6 +149,21 @@ pub async fn delete(
     )
     .await?;
     pact_db::users::delete(&mut *tx, user.id).await?;
+    // The account's end is in the audit log as staff removals are
+    // (`customer.remove`); each grant it ended has its own entry (table trigger).
+    pact_db::audit::record(
+        &mut *tx,
+        &pact_db::audit::NewEntry {
+            actor_kind: "customer",
+            actor: &user.subject(),
+            action: "customer.delete",
+            target: Some(&user.id.to_string()),
+            brand_id: Some(&user.brand_id),
+            detail: serde_json::json!({"revoked_grants": revoked.len()}),
+            client_addr: Some(&ip.to_string()),
+        },
+    )
+    .await?;
     tx.commit().await?;
     for id in &revoked {
         state.revocations.insert(*id);

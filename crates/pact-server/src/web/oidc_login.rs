@@ -115,19 +115,7 @@ pub fn reports_mfa(amr: &[String], acr: Option<&str>, mfa_acr: &[String]) -> boo
 
 // ---------------------------------------------------------------- discovery
 
-/// The provider endpoints pactd uses, from its discovery document.
-#[derive(Clone, Debug)]
-pub struct Discovered {
-    pub issuer: String,
-    pub authorization_endpoint: Url,
-    pub token_endpoint: String,
-    pub jwks_uri: String,
-    /// `token_endpoint_auth_methods_supported` (Discovery §3: when absent,
-    /// only `client_secret_basic`).
-    pub token_endpoint_auth_methods: Vec<String>,
-    /// `token_endpoint_auth_signing_alg_values_supported`, when listed.
-    pub token_endpoint_auth_signing_algs: Option<Vec<String>>,
-}
+pub use crate::oidc_discovery::{Discovered, DiscoveryCache};
 
 /// Why talking to the provider failed. Logged; never shown in detail.
 #[derive(Debug)]
@@ -183,11 +171,32 @@ fn json_object(body: &[u8], what: &str) -> Result<Map<String, Value>, ProviderEr
     }
 }
 
+/// [`discover`], answered from [`DiscoveryCache`] while its copy is fresh:
+/// what the open back-channel logout endpoint uses, so that however many
+/// requests arrive, the provider is asked at most once per
+/// `oidc_discovery::DISCOVERY_TTL` (issue 28, finding 7).
+pub async fn discover_cached(state: &AppState, issuer: &str) -> Result<Discovered, ProviderError> {
+    if let Some(found) = state.oidc_discovery.get(issuer) {
+        return found.map_err(ProviderError);
+    }
+    discover(state, issuer).await
+}
+
 /// OpenID Connect Discovery 1.0 §4: fetch `<issuer>/.well-known/openid-configuration`
-/// and keep what the code flow needs. §4.3: the document's `issuer` must be
-/// exactly the configured one (else a document could speak for another
-/// provider). PKCE S256 must be offered when the document lists methods.
+/// and keep what the code flow needs (also in [`DiscoveryCache`]). §4.3: the
+/// document's `issuer` must be exactly the configured one (else a document
+/// could speak for another provider). PKCE S256 must be offered when the
+/// document lists methods.
 pub async fn discover(state: &AppState, issuer: &str) -> Result<Discovered, ProviderError> {
+    let found = fetch_discovery(state, issuer).await;
+    state.oidc_discovery.put(
+        issuer,
+        found.as_ref().map(Clone::clone).map_err(|e| e.0.clone()),
+    );
+    found
+}
+
+async fn fetch_discovery(state: &AppState, issuer: &str) -> Result<Discovered, ProviderError> {
     let url = format!(
         "{}/.well-known/openid-configuration",
         issuer.trim_end_matches('/')
@@ -740,19 +749,96 @@ async fn verify_callback(
     })
 }
 
-/// The person's id at the brand: the configured claim, a non-empty string.
-/// `email` only when the provider says it verified it (OpenID Connect Core
-/// §5.1 `email_verified`): at many providers anyone can put any address on
-/// an account, and the id decides whose grants these are.
+/// What an ID token claim is worth as the person's id at the brand (the
+/// delegation token's `sub`: it decides whose grants these are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserClaim {
+    /// `sub`: the provider's stable, never reassigned id (Core §2, §5.7).
+    Stable,
+    /// A claim the person can set at many providers, usable only when the
+    /// provider says it verified it, with this companion claim set to `true`
+    /// (Core §5.1): `email` with `email_verified`, `phone_number` with
+    /// `phone_number_verified`.
+    Verified(&'static str),
+    /// A claim of the merchant's own (an employee number, Entra's `oid`):
+    /// the operator chose it and vouches for it.
+    Custom,
+}
+
+/// Core §5.1 profile claims the person edits freely and that are not unique
+/// (§5.7: "MUST NOT" be relied upon as identifiers), and the protocol claims
+/// of the token itself: none names a person, so none may be the user claim.
+const NOT_AN_IDENTIFIER: &[&str] = &[
+    "name",
+    "given_name",
+    "family_name",
+    "middle_name",
+    "nickname",
+    "preferred_username",
+    "profile",
+    "picture",
+    "website",
+    "gender",
+    "birthdate",
+    "zoneinfo",
+    "locale",
+    "updated_at",
+    "address",
+    "email_verified",
+    "phone_number_verified",
+    "iss",
+    "aud",
+    "exp",
+    "iat",
+    "nbf",
+    "jti",
+    "nonce",
+    "auth_time",
+    "acr",
+    "amr",
+    "azp",
+    "at_hash",
+    "c_hash",
+    "sid",
+    "events",
+];
+
+/// The rule for `claim` as the user claim, or why it cannot be one. Checked
+/// when it is configured (`pactd brand set --user-claim`) and again at every
+/// sign-in (a row stored before this rule).
+pub fn user_claim_rule(claim: &str) -> Result<UserClaim, String> {
+    match claim {
+        "sub" => Ok(UserClaim::Stable),
+        "email" => Ok(UserClaim::Verified("email_verified")),
+        "phone_number" => Ok(UserClaim::Verified("phone_number_verified")),
+        c if NOT_AN_IDENTIFIER.contains(&c) => Err(format!(
+            "the claim {c:?} cannot be the user claim: the person can change it or it does not              name a person (OpenID Connect Core §5.1, §5.7); use sub, email (verified),              phone_number (verified) or a claim of your own"
+        )),
+        _ => Ok(UserClaim::Custom),
+    }
+}
+
+/// The person's id at the brand: the configured claim, a non-empty string,
+/// under [`user_claim_rule`]: `email` and `phone_number` only when the
+/// provider says it verified them (at many providers anyone can put any
+/// address or number on an account), profile and protocol claims never.
 pub fn user_id_from(claims: &Map<String, Value>, claim: &str) -> Result<String, &'static str> {
+    let rule =
+        user_claim_rule(claim).map_err(|_| "the configured user claim cannot name a person")?;
     let value = match claims.get(claim) {
         Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_USER_ID_LEN => s.clone(),
-        Some(Value::Number(n)) if claim != "email" => n.to_string(),
+        Some(Value::Number(n)) if rule == UserClaim::Custom => n.to_string(),
         Some(_) => return Err("the user claim is not a usable string"),
         None => return Err("the ID token lacks the user claim"),
     };
-    if claim == "email" && claims.get("email_verified") != Some(&Value::Bool(true)) {
-        return Err("the e-mail address is not verified by the provider");
+    if let UserClaim::Verified(flag) = rule
+        && claims.get(flag) != Some(&Value::Bool(true))
+    {
+        return Err(if claim == "email" {
+            "the e-mail address is not verified by the provider"
+        } else {
+            "the user claim is not verified by the provider"
+        });
     }
     Ok(value)
 }
@@ -954,7 +1040,19 @@ pub async fn backchannel_logout(
             ));
         }
     };
-    let found = match discover(&state, &cfg.issuer).await {
+    // Everything that can be checked without the provider's keys, before
+    // anything is fetched: junk costs nothing but this request. The answer
+    // is the one a bad signature gets.
+    if let Err(e) =
+        pact_jose::precheck_logout_token(&parsed, &cfg.issuer, &cfg.client_id, now.unix_timestamp())
+    {
+        tracing::info!(brand = %brand_id, reason = %e, "logout token refused before any fetch");
+        return Ok(logout_answer(
+            StatusCode::BAD_REQUEST,
+            Some("invalid logout token"),
+        ));
+    }
+    let found = match discover_cached(&state, &cfg.issuer).await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(brand = %brand_id, error = %e.0, "OpenID provider unavailable for a logout");
@@ -1055,6 +1153,42 @@ mod tests {
         assert!(user_id_from(&empty, "sub").is_err());
         let long = c(json!({"sub": "x".repeat(257)}));
         assert!(user_id_from(&long, "sub").is_err());
+    }
+
+    /// Issue 28, finding 7: every claim usable as the user claim is checked,
+    /// not only `email`.
+    #[test]
+    fn every_claim_usable_as_the_user_claim_is_checked() {
+        let c = |v: Value| v.as_object().unwrap().clone();
+        let phone = c(json!({"sub": "u-1", "phone_number": "+49 30 1234"}));
+        assert!(user_id_from(&phone, "phone_number").is_err(), "unverified");
+        let phone = c(json!({"sub": "u-1", "phone_number": "+49 30 1234",
+                             "phone_number_verified": true}));
+        assert_eq!(user_id_from(&phone, "phone_number").unwrap(), "+49 30 1234");
+        let profile = c(
+            json!({"sub": "u-1", "preferred_username": "ann", "name": "Ann",
+                               "nickname": "a", "email_verified": true, "sid": "s-1",
+                               "iss": "https://idp.example"}),
+        );
+        for claim in [
+            "preferred_username",
+            "name",
+            "nickname",
+            "email_verified",
+            "sid",
+            "iss",
+        ] {
+            assert!(user_id_from(&profile, claim).is_err(), "{claim}");
+            assert!(user_claim_rule(claim).is_err(), "{claim}");
+        }
+        // The merchant's own claim, as the operator chose it.
+        let own = c(json!({"sub": "u-1", "employee_id": 4711}));
+        assert_eq!(user_id_from(&own, "employee_id").unwrap(), "4711");
+        assert_eq!(user_claim_rule("oid"), Ok(UserClaim::Custom));
+        assert_eq!(
+            user_claim_rule("email"),
+            Ok(UserClaim::Verified("email_verified"))
+        );
     }
 
     #[test]

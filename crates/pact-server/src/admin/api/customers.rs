@@ -65,7 +65,9 @@ pub async fn find(
             "customer.find",
             None,
             brand,
-            json!({"found": found.len()}),
+            // By opaque id, never the searched email (the log is append-only).
+            json!({"found": found.len(),
+                   "customers": found.iter().map(|u| u.id).collect::<Vec<_>>()}),
         )
         .await?;
     Ok(Json(json!({

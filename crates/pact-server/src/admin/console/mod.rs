@@ -12,7 +12,7 @@ pub mod signin;
 
 use axum::Router;
 use axum::http::HeaderMap;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
 use crate::state::AppState;
@@ -20,83 +20,105 @@ use crate::web::PageError;
 use crate::web::form::Fields;
 use session::Staff;
 
+/// One console route: a page (`get`) or a form's action (`post`).
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub route: fn() -> MethodRouter<AppState>,
+}
+
+const fn page(path: &'static str, route: fn() -> MethodRouter<AppState>) -> Route {
+    Route {
+        method: "get",
+        path,
+        route,
+    }
+}
+
+const fn form(path: &'static str, route: fn() -> MethodRouter<AppState>) -> Route {
+    Route {
+        method: "post",
+        path,
+        route,
+    }
+}
+
+/// Every console route. One table, so that the test of the audit log
+/// (tests/it/audit_coverage.rs) can list every form that changes something
+/// and check that each leaves an entry: a new form without one fails it.
+pub const ROUTES: &[Route] = &[
+    page("/admin", || get(pages::overview)),
+    page("/admin/sign-in", || get(signin::get_sign_in)),
+    form("/admin/sign-in", || post(signin::post_sign_in)),
+    page("/admin/second-factor", || get(signin::get_second_factor)),
+    form("/admin/second-factor", || post(signin::post_second_factor)),
+    page("/admin/totp-setup", || get(signin::get_totp_setup)),
+    form("/admin/totp-setup", || post(signin::post_totp_setup)),
+    form("/admin/sign-out", || post(signin::post_sign_out)),
+    page("/admin/account", || get(factors::account)),
+    form("/admin/passkeys/register/start", || {
+        post(factors::register_start)
+    }),
+    form("/admin/passkeys/register/finish", || {
+        post(factors::register_finish)
+    }),
+    form("/admin/passkeys/{id}/delete", || {
+        post(factors::delete_passkey)
+    }),
+    form("/admin/passkeys/login/start", || post(factors::login_start)),
+    form("/admin/passkeys/login/finish", || {
+        post(factors::login_finish)
+    }),
+    form("/admin/recovery-codes", || {
+        post(factors::new_recovery_codes)
+    }),
+    page("/admin/agents", || get(pages::agents)),
+    form("/admin/agents", || post(pages::register_agent)),
+    page("/admin/agents/disable", || get(pages::confirm_disable)),
+    form("/admin/agents/disable", || post(pages::disable_agent)),
+    form("/admin/agents/enable", || post(pages::enable_agent)),
+    page("/admin/grants", || get(pages::grants)),
+    page("/admin/grants/{id}", || get(pages::grant)),
+    page("/admin/grants/{id}/receipts.json", || {
+        get(pages::grant_receipts)
+    }),
+    form("/admin/grants/{id}/revoke", || post(pages::revoke_grant)),
+    page("/admin/customers", || get(pages::customers)),
+    form("/admin/customers/{id}/{action}", || {
+        post(pages::customer_action)
+    }),
+    page("/admin/brands", || get(pages::brands)),
+    page("/admin/brands/{id}", || get(pages::brand)),
+    form("/admin/brands/{id}/scopes", || post(pages::upsert_scope)),
+    form("/admin/brands/{id}/scopes/remove", || {
+        post(pages::remove_scope)
+    }),
+    form("/admin/brands/{id}/grant-lifetime", || {
+        post(brand_edit::grant_lifetime)
+    }),
+    form("/admin/brands/{id}/details-types", || {
+        post(brand_edit::upsert_details_type)
+    }),
+    form("/admin/brands/{id}/details-types/remove", || {
+        post(brand_edit::remove_details_type)
+    }),
+    form("/admin/brands/{id}/tools", || post(brand_edit::upsert_tool)),
+    form("/admin/brands/{id}/tools/remove", || {
+        post(brand_edit::remove_tool)
+    }),
+    page("/admin/keys", || get(pages::keys)),
+    form("/admin/keys/rotate", || post(pages::rotate_key)),
+    page("/admin/audit", || get(pages::audit)),
+];
+
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/admin", get(pages::overview))
-        .route(
-            "/admin/sign-in",
-            get(signin::get_sign_in).post(signin::post_sign_in),
-        )
-        .route(
-            "/admin/second-factor",
-            get(signin::get_second_factor).post(signin::post_second_factor),
-        )
-        .route(
-            "/admin/totp-setup",
-            get(signin::get_totp_setup).post(signin::post_totp_setup),
-        )
-        .route("/admin/sign-out", post(signin::post_sign_out))
-        .route("/admin/account", get(factors::account))
-        .route(
-            "/admin/passkeys/register/start",
-            post(factors::register_start),
-        )
-        .route(
-            "/admin/passkeys/register/finish",
-            post(factors::register_finish),
-        )
-        .route("/admin/passkeys/{id}/delete", post(factors::delete_passkey))
-        .route("/admin/passkeys/login/start", post(factors::login_start))
-        .route("/admin/passkeys/login/finish", post(factors::login_finish))
-        .route("/admin/recovery-codes", post(factors::new_recovery_codes))
-        .route(
-            "/admin/agents",
-            get(pages::agents).post(pages::register_agent),
-        )
-        .route(
-            "/admin/agents/disable",
-            get(pages::confirm_disable).post(pages::disable_agent),
-        )
-        .route("/admin/agents/enable", post(pages::enable_agent))
-        .route("/admin/grants", get(pages::grants))
-        .route("/admin/grants/{id}", get(pages::grant))
-        .route(
-            "/admin/grants/{id}/receipts.json",
-            get(pages::grant_receipts),
-        )
-        .route("/admin/grants/{id}/revoke", post(pages::revoke_grant))
-        .route("/admin/customers", get(pages::customers))
-        .route(
-            "/admin/customers/{id}/{action}",
-            post(pages::customer_action),
-        )
-        .route("/admin/brands", get(pages::brands))
-        .route("/admin/brands/{id}", get(pages::brand))
-        .route("/admin/brands/{id}/scopes", post(pages::upsert_scope))
-        .route(
-            "/admin/brands/{id}/scopes/remove",
-            post(pages::remove_scope),
-        )
-        .route(
-            "/admin/brands/{id}/grant-lifetime",
-            post(brand_edit::grant_lifetime),
-        )
-        .route(
-            "/admin/brands/{id}/details-types",
-            post(brand_edit::upsert_details_type),
-        )
-        .route(
-            "/admin/brands/{id}/details-types/remove",
-            post(brand_edit::remove_details_type),
-        )
-        .route("/admin/brands/{id}/tools", post(brand_edit::upsert_tool))
-        .route(
-            "/admin/brands/{id}/tools/remove",
-            post(brand_edit::remove_tool),
-        )
-        .route("/admin/keys", get(pages::keys))
-        .route("/admin/keys/rotate", post(pages::rotate_key))
-        .route("/admin/audit", get(pages::audit))
+    let mut router = Router::new();
+    // A path with a page and a form gets both: axum merges the two method
+    // routers of one path.
+    for r in ROUTES {
+        router = router.route(r.path, (r.route)());
+    }
+    router
 }
 
 /// The first steps of every console POST: the Origin check, then the form,

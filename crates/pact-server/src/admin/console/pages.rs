@@ -96,6 +96,28 @@ async fn record(
     Ok(())
 }
 
+/// A refused action, recorded as the API records it: `<action>.denied`,
+/// with what it needed, before any object is looked up.
+async fn denied(
+    state: &AppState,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+    target: Option<&str>,
+    needs: &str,
+) -> Result<(), PageError> {
+    record(
+        &state.db,
+        who,
+        ip,
+        &format!("{action}.denied"),
+        target,
+        None,
+        json!({ "needs": needs }),
+    )
+    .await
+}
+
 // --- overview ---------------------------------------------------------------
 
 #[derive(Template)]
@@ -212,18 +234,33 @@ struct ConfirmDisablePage {
 }
 
 /// Platform changes need an operator limited to no brand (a platform serves
-/// every brand).
-fn may_change_platforms(who: &SignedIn) -> Result<(), PageError> {
-    if !who.actor.may(Role::Operator) {
-        return Err(needs_operator());
+/// every brand). A refusal is audited as `<action>.denied`, as the API's.
+async fn may_change_platforms(
+    state: &AppState,
+    who: &SignedIn,
+    ip: &str,
+    action: &str,
+) -> Result<(), PageError> {
+    let refusal = if !who.actor.may(Role::Operator) {
+        Some(("operator", needs_operator()))
+    } else if !who.actor.is_unlimited() {
+        Some((
+            "every brand",
+            PageError::Forbidden(
+                "Agent platforms serve every brand; an account limited to some brands cannot change them."
+                    .into(),
+            ),
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        None => Ok(()),
+        Some((needs, error)) => {
+            denied(state, who, ip, action, None, needs).await?;
+            Err(error)
+        }
     }
-    if !who.actor.is_unlimited() {
-        return Err(PageError::Forbidden(
-            "Agent platforms serve every brand; an account limited to some brands cannot change them."
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 pub async fn confirm_disable(
@@ -232,7 +269,7 @@ pub async fn confirm_disable(
     Query(q): Query<IssuerQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
-    may_change_platforms(&who)?;
+    may_change_platforms(&state, &who, &staff.ip, "agent.disable").await?;
     let issuer = q.issuer.unwrap_or_default();
     let a = pact_db::agents::find(&state.db, &issuer)
         .await?
@@ -262,7 +299,12 @@ async fn toggle_agent(
 ) -> Result<Response, PageError> {
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
-    may_change_platforms(&who)?;
+    let action = if enabled {
+        "agent.enable"
+    } else {
+        "agent.disable"
+    };
+    may_change_platforms(&state, &who, &staff.ip, action).await?;
     let issuer = form.get("issuer").unwrap_or("").to_owned();
     let reason = form.get("reason").map(str::trim).unwrap_or("").to_owned();
     if !enabled && (reason.is_empty() || reason.chars().count() > 200) {
@@ -276,11 +318,6 @@ async fn toggle_agent(
         .await
         .map_err(|e| PageError::Internal(format!("{e:?}").into()))?
         .ok_or_else(not_found)?;
-    let action = if enabled {
-        "agent.enable"
-    } else {
-        "agent.disable"
-    };
     record(
         &mut *tx,
         &who,
@@ -305,6 +342,15 @@ pub async fn register_agent(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
+        denied(
+            &state,
+            &who,
+            &staff.ip,
+            "agent.register",
+            None,
+            "owner, every brand",
+        )
+        .await?;
         return Err(PageError::Forbidden(
             "Registering an agent platform needs the owner role, for every brand.".into(),
         ));
@@ -435,6 +481,29 @@ pub async fn grants(
     .await?;
     let more = rows.len() as i64 > PAGE;
     rows.truncate(PAGE as usize);
+    // A staff read of customer data, as the API's `grant.list`.
+    let mut filter = serde_json::Map::new();
+    for (k, v) in [
+        ("brand", &q.brand),
+        ("customer", &q.customer),
+        ("agent", &q.agent),
+        ("state", &q.state),
+    ] {
+        if let Some(v) = blank_to_none(v) {
+            filter.insert(k.to_owned(), json!(v));
+        }
+    }
+    filter.insert("found".to_owned(), json!(rows.len()));
+    record(
+        &state.db,
+        &who,
+        &staff.ip,
+        "grant.list",
+        None,
+        brand,
+        Value::Object(filter),
+    )
+    .await?;
     let next = if more {
         rows.last().map(|g| {
             let mut link = url::form_urlencoded::Serializer::new(String::new());
@@ -511,6 +580,17 @@ pub async fn grant(
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
     let now = state.clock.now();
+    // A staff read of one customer's grant, as the API's `grant.read`.
+    record(
+        &state.db,
+        &who,
+        &staff.ip,
+        "grant.read",
+        Some(&g.id.to_string()),
+        Some(&g.brand_id),
+        json!({"customer": g.user_sub}),
+    )
+    .await?;
     let approval = admin_search::approval_of(&state.db, g.id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     // PACT §5.6: signatures and the chain, checked on the page.
@@ -635,14 +715,13 @@ pub async fn revoke_grant(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Operator) {
-        record(
-            &state.db,
+        denied(
+            &state,
             &who,
             &staff.ip,
-            "grant.revoke.denied",
+            "grant.revoke",
             Some(&id),
-            None,
-            json!({}),
+            "operator",
         )
         .await?;
         return Err(needs_operator());
@@ -709,7 +788,23 @@ pub async fn customers(
     let found = if needle.is_empty() {
         Vec::new()
     } else {
-        admin_search::find_customers(&state.db, who.actor.within(), None, &needle).await?
+        let found =
+            admin_search::find_customers(&state.db, who.actor.within(), None, &needle).await?;
+        // A search of customer accounts, as the API's `customer.find`.
+        record(
+            &state.db,
+            &who,
+            &staff.ip,
+            "customer.find",
+            None,
+            None,
+            // Who was found, by opaque id: never the searched email, which
+            // this append-only log could not erase with the account.
+            json!({"found": found.len(),
+                   "customers": found.iter().map(|u| u.id).collect::<Vec<_>>()}),
+        )
+        .await?;
+        found
     };
     let page = CustomersPage {
         nav: nav(&who),
@@ -748,6 +843,10 @@ pub async fn customer_action(
         _ => return Err(not_found()),
     };
     if !who.actor.may(Role::Operator) {
+        // Before the customer is looked up, as the API: the answer and the
+        // entry never depend on whether the customer exists.
+        let name = action.map_or("customer.revoke_grants", CustomerAction::audit_name);
+        denied(&state, &who, &staff.ip, name, None, "operator").await?;
         return Err(needs_operator());
     }
     let uid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
@@ -839,6 +938,18 @@ pub async fn audit(
             limit: PAGE + 1,
             ..Default::default()
         },
+    )
+    .await?;
+    // The log names customers and what was done to them: reading it is
+    // recorded too, as the API's `audit.list`.
+    record(
+        &state.db,
+        &who,
+        &staff.ip,
+        "audit.list",
+        None,
+        None,
+        json!({"actor": blank_to_none(&q.actor), "action": blank_to_none(&q.action)}),
     )
     .await?;
     let more = rows.len() as i64 > PAGE;
@@ -939,14 +1050,13 @@ pub async fn rotate_key(
     guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
-        record(
-            &state.db,
+        denied(
+            &state,
             &who,
             &staff.ip,
-            "key.rotate.denied",
+            "key.rotate",
             None,
-            None,
-            json!({"needs": "owner, every brand"}),
+            "owner, every brand",
         )
         .await?;
         return Err(PageError::Forbidden(
@@ -1126,16 +1236,7 @@ pub(super) async fn brand_change_allowed(
     brand: &str,
 ) -> Result<pact_db::brands::Brand, PageError> {
     if !who.actor.may(Role::Owner) {
-        record(
-            &state.db,
-            who,
-            ip,
-            &format!("{action}.denied"),
-            None,
-            None,
-            json!({"needs": "owner"}),
-        )
-        .await?;
+        denied(state, who, ip, action, None, "owner").await?;
         return Err(needs_owner());
     }
     owned_brand(state, who, brand).await

@@ -583,8 +583,26 @@ pub async fn post_sign_out(
     body: Bytes,
 ) -> Result<Response, PageError> {
     guard(&state, &headers, &staff, &body)?;
+    let who = staff.signed_in(&state).await?;
     if let Some(s) = &staff.session {
-        pact_db::admins::delete_session(&state.db, &s.id_hash).await?;
+        let mut tx = state.db.begin().await?;
+        pact_db::admins::delete_session(&mut *tx, &s.id_hash).await?;
+        if let Some(who) = &who {
+            pact_db::audit::record(
+                &mut *tx,
+                &pact_db::audit::NewEntry {
+                    actor_kind: "admin",
+                    actor: &who.actor.name,
+                    action: "admin.sign_out",
+                    target: None,
+                    brand_id: None,
+                    detail: serde_json::json!({}),
+                    client_addr: Some(&staff.ip),
+                },
+            )
+            .await?;
+        }
+        tx.commit().await?;
     }
     Ok(see_other(
         "/admin/sign-in",
