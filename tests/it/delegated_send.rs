@@ -1017,7 +1017,6 @@ async fn authorization_details_limit_cancellation_to_the_named_order() {
     }
     assert_eq!(order_status(&app, "alice", &other).await, "cancelled");
 
-    let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
     let res = app
         .send_delegated(
             "demo",
@@ -1034,7 +1033,6 @@ async fn authorization_details_limit_cancellation_to_the_named_order() {
         format!("Order {named} is cancelled. You won't be charged.")
     );
     assert_eq!(order_status(&app, "alice", &named).await, "cancelled");
-    assert_eq!(order_status(&app, "alice", &other).await, "processing");
     let claims = verified_receipt(&app, &v["message"]).await;
     assert_eq!(claims.scopes_used, vec!["orders:cancel".to_owned()]);
     assert_eq!(claims.actions.len(), 1);

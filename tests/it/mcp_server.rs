@@ -394,7 +394,8 @@ async fn arguments_outside_the_schema_or_the_details_never_reach_the_mcp_server(
         ),
         (json!({"order_id": 1001}), "invalid_arguments", "type"),
         (json!({}), "invalid_arguments", "required"),
-        (json!({"order_id": "SHOP-1002"}), "not_permitted", ""),
+        // Beyond the details: the person is asked (the reply is the task).
+        (json!({"order_id": "SHOP-1002"}), "beyond_limit", "beyond"),
     ]
     .into_iter()
     .enumerate()
@@ -407,12 +408,12 @@ async fn arguments_outside_the_schema_or_the_details_never_reach_the_mcp_server(
             .unwrap_or("");
         assert!(why.contains(word), "{why}");
         assert!(!why.contains("OR 1=1"), "values are never echoed");
-        assert!(
-            verified_receipt(&s.app, &v["message"])
-                .await
-                .actions
-                .is_empty()
-        );
+        let reply = if v.get("task").is_some() {
+            &v["task"]["status"]["message"]
+        } else {
+            &v["message"]
+        };
+        assert!(verified_receipt(&s.app, reply).await.actions.is_empty());
     }
     let stats = s.server.stats().await;
     assert_eq!(stats["tool_calls"], json!({}), "nothing forwarded: {stats}");
@@ -483,11 +484,15 @@ async fn an_oversized_answer_from_the_mcp_server_is_refused() {
     assert_eq!(result["isError"], true, "{result}");
     assert_eq!(result["structuredContent"]["error"], "tool_failed");
     assert_eq!(fake.calls.load(Ordering::SeqCst), 1);
+    // It reached the server (and may have acted): in the receipt, outcome unknown.
+    let actions = verified_receipt(&s.app, &v["message"]).await.actions;
+    assert_eq!(actions.len(), 1);
+    assert_eq!(actions[0].outcome.as_deref(), Some("unknown"));
     assert!(
-        verified_receipt(&s.app, &v["message"])
-            .await
-            .actions
-            .is_empty()
+        actions[0]
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code.as_deref() == Some("bad_answer"))
     );
 }
 
