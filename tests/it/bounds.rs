@@ -1,0 +1,600 @@
+//! Bounded authority end to end (PACT §5.7, RFC 9396): the limits a person
+//! approves reach the merchant's tool through pactd's gateway, cannot lapse
+//! when staff edit declarations, are consumed atomically, and anything beyond
+//! them goes back to the person. A stand-in agent holds each turn open so the
+//! test can call the gateway inside it, as a merchant's agent (or a
+//! misbehaving one) would; a stand-in API counts what really arrives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use pact_db::merchant::BrandTool;
+use pact_server::admin::brand_settings;
+use pact_server::admin::role::{Actor, Role};
+use pact_server::domain::authz_details::DetailsType;
+use pact_tests::TestApp;
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, Notify, Semaphore, mpsc};
+
+use crate::journey::{grant, ok_json, verified_receipt};
+
+const ISS: &str = "https://pa.example/bounds";
+const SUB: &str = "pa-user-1";
+
+/// The merchant's API as the test sees it: every call that arrived.
+#[derive(Default)]
+struct Api {
+    calls: Mutex<Vec<(String, Value)>>,
+    /// Rung when a `slow` call has arrived (it then waits 400 ms).
+    slow_arrived: Notify,
+}
+
+impl Api {
+    async fn count(&self, tool: &str) -> usize {
+        self.calls
+            .lock()
+            .await
+            .iter()
+            .filter(|(t, _)| t == tool)
+            .count()
+    }
+}
+
+/// `/pay` answers with the effect it declares (`_effect` in the arguments
+/// overrides the amount); `/refuse` is the merchant saying no; `/slow`
+/// takes its time; anything else answers `{"ok": true}`.
+async fn api_call(
+    State(api): State<Arc<Api>>,
+    Path(tool): Path<String>,
+    Json(body): Json<Value>,
+) -> (axum::http::StatusCode, Json<Value>) {
+    api.calls.lock().await.push((tool.clone(), body.clone()));
+    let args = &body["args"];
+    match tool.as_str() {
+        "pay" => {
+            let effect = args.get("_effect").unwrap_or(&args["amount"]).clone();
+            (
+                axum::http::StatusCode::OK,
+                Json(json!({"paid": true, "pactEffect": {"amount": effect}})),
+            )
+        }
+        "refuse" => (
+            axum::http::StatusCode::CONFLICT,
+            Json(json!({"error": "already_shipped", "message": "Order SHOP-1002 has shipped"})),
+        ),
+        "slow" => {
+            api.slow_arrived.notify_one();
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            (axum::http::StatusCode::OK, Json(json!({"ok": true})))
+        }
+        _ => (axum::http::StatusCode::OK, Json(json!({"ok": true}))),
+    }
+}
+
+/// An agent that hands each turn to the test and answers when told.
+struct Held {
+    turns: mpsc::UnboundedSender<Value>,
+    release: Semaphore,
+}
+
+async fn held_turn(State(h): State<Arc<Held>>, body: axum::body::Bytes) -> String {
+    h.turns
+        .send(serde_json::from_slice(&body).unwrap())
+        .unwrap();
+    h.release.acquire().await.unwrap().forget();
+    json!({"reply": "done"}).to_string()
+}
+
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, router).await.ok();
+    });
+    base
+}
+
+/// The demo brand answered by a held agent, with the payments and orders
+/// types below and the tools `pay` (payments:charge: `total=amount`,
+/// `per_call=amount`, `charges`), `cancel_order` (orders:cancel:
+/// `order_ids=order_id`, and the count `max_cancellations`), `refuse` and
+/// `slow` (orders:read).
+struct Shop {
+    app: Arc<TestApp>,
+    api: Arc<Api>,
+    held: Arc<Held>,
+    turns: mpsc::UnboundedReceiver<Value>,
+    pa: pact_tests::TestPa,
+    pa_jwt: String,
+}
+
+fn owner() -> Actor {
+    Actor {
+        kind: "cli",
+        name: "bounds-test".to_owned(),
+        role: Role::Owner,
+        brands: None,
+    }
+}
+
+async fn shop() -> Shop {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::upsert(&app.db, "demo", "payments:charge", "Pay for things", false)
+        .await
+        .unwrap();
+    let types = json!({
+        "order_cancellation": {
+            "scope": "orders:cancel",
+            "description": "Cancel only these orders: {order_ids}",
+            "fields": {
+                "order_ids": {"type": "string_array", "required": true},
+                "max_cancellations": {"type": "count", "label": "cancellations"}
+            }
+        },
+        "spending": {
+            "scope": "payments:charge",
+            "description": "Pay at most {per_call} a time, {total} in all",
+            "fields": {
+                "per_call": {"type": "amount"},
+                "total": {"type": "cumulative_amount"}
+            }
+        }
+    });
+    pact_db::brands::set_setting(
+        &app.db,
+        "demo",
+        pact_server::domain::authz_details::SETTINGS_KEY,
+        &types,
+    )
+    .await
+    .unwrap();
+    let api = Arc::new(Api::default());
+    let api_base = serve(
+        axum::Router::new()
+            .route("/tools/{tool}", post(api_call))
+            .with_state(api.clone()),
+    )
+    .await;
+    let (tx, turns) = mpsc::unbounded_channel();
+    let held = Arc::new(Held {
+        turns: tx,
+        release: Semaphore::new(0),
+    });
+    let agent = serve(
+        axum::Router::new()
+            .route("/pact", post(held_turn))
+            .with_state(held.clone()),
+    )
+    .await;
+    app.new_webhook_secret("demo").await;
+    app.set_agent("demo", &format!("{agent}/pact"), None).await;
+    for (name, scope, enforce) in [
+        (
+            "pay",
+            "payments:charge",
+            json!(["total=amount", "per_call=amount"]),
+        ),
+        (
+            "cancel_order",
+            "orders:cancel",
+            json!(["order_ids=order_id", "max_cancellations"]),
+        ),
+        ("refuse", "orders:read", json!([])),
+        ("slow", "orders:read", json!([])),
+    ] {
+        pact_db::merchant::upsert_tool(
+            &app.db,
+            &BrandTool {
+                enforce,
+                ..BrandTool::at_url(
+                    "demo",
+                    name,
+                    Some(scope),
+                    &format!("{api_base}/tools/{name}"),
+                )
+            },
+        )
+        .await
+        .unwrap();
+    }
+    app.settle().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    Shop {
+        app: Arc::new(app),
+        api,
+        held,
+        turns,
+        pa,
+        pa_jwt,
+    }
+}
+
+/// A turn held open: its gateway URL and token, and the A2A reply once released.
+struct Turn {
+    tools_url: String,
+    token: String,
+    reply: tokio::task::JoinHandle<reqwest::Response>,
+}
+
+impl Shop {
+    async fn grant(&self, scopes: &[&str], details: Value) -> String {
+        grant(&self.app, &self.pa, SUB, "ann", scopes, Some(&details)).await
+    }
+
+    async fn open_turn(&mut self, token: &str, message_id: &str) -> Turn {
+        let app = self.app.clone();
+        let (pa_jwt, token, message_id) =
+            (self.pa_jwt.clone(), token.to_owned(), message_id.to_owned());
+        let reply = tokio::spawn(async move {
+            app.send_delegated("demo", &pa_jwt, &token, &message_id, "do it", None)
+                .await
+        });
+        let t = self.turns.recv().await.unwrap();
+        Turn {
+            tools_url: t["tools"]["url"].as_str().unwrap().to_owned(),
+            token: t["tools"]["token"].as_str().unwrap().to_owned(),
+            reply,
+        }
+    }
+
+    async fn finish(&self, turn: Turn) -> Value {
+        self.held.release.add_permits(1);
+        ok_json(turn.reply.await.unwrap()).await
+    }
+}
+
+async fn call(app: &TestApp, turn: &Turn, tool: &str, args: &Value) -> (u16, Value) {
+    let res = app
+        .http
+        .post(format!("{}/{tool}", turn.tools_url))
+        .bearer_auth(&turn.token)
+        .json(args)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+fn eur(a: &str) -> Value {
+    json!({"currency": "EUR", "amount": a})
+}
+
+/// The reply's message (a step-up task's status message included).
+fn message(v: &Value) -> &Value {
+    if v.get("task").is_some() {
+        &v["task"]["status"]["message"]
+    } else {
+        &v["message"]
+    }
+}
+
+/// 20 parallel calls against a count of 1 forward exactly one, and against a
+/// €50 total of €10 calls exactly five — ten rounds each, so a race that
+/// lets one more through would show.
+#[tokio::test]
+async fn parallel_calls_forward_exactly_what_a_consumed_limit_allows() {
+    let mut s = shop().await;
+    for round in 0..10 {
+        let token = s
+            .grant(
+                &["orders:cancel", "payments:charge"],
+                json!([
+                    {"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 1},
+                    {"type": "spending", "per_call": eur("10.00"), "total": eur("50.00")}
+                ]),
+            )
+            .await;
+        let turn = s.open_turn(&token, &format!("r{round}")).await;
+        let turn = Arc::new(turn);
+        let mut calls = Vec::new();
+        for i in 0..20 {
+            let (app, turn) = (s.app.clone(), turn.clone());
+            calls.push(tokio::spawn(async move {
+                let (tool, args) = if i % 2 == 0 {
+                    ("cancel_order", json!({"order_id": "SHOP-1001"}))
+                } else {
+                    ("pay", json!({"amount": eur("10.00")}))
+                };
+                (tool, call(&app, &turn, tool, &args).await)
+            }));
+        }
+        let mut forwarded = (0, 0);
+        for c in calls {
+            let (tool, (status, body)) = c.await.unwrap();
+            match status {
+                200 if tool == "cancel_order" => forwarded.0 += 1,
+                200 => forwarded.1 += 1,
+                403 => assert_eq!(body["error"], "beyond_limit", "{body}"),
+                other => panic!("{tool}: {other} {body}"),
+            }
+        }
+        assert_eq!(forwarded, (1, 5), "round {round}");
+        let v = s.finish(Arc::try_unwrap(turn).ok().unwrap()).await;
+        let claims = verified_receipt(&s.app, message(&v)).await;
+        assert_eq!(
+            claims.actions.len(),
+            6,
+            "round {round}: every forwarded call"
+        );
+        assert_eq!(
+            claims.refused.len(),
+            14,
+            "round {round}: every refused call"
+        );
+    }
+    assert_eq!(s.api.count("cancel_order").await, 10);
+    assert_eq!(s.api.count("pay").await, 50);
+}
+
+/// The three ways a limit used to lapse, each tried on a grant for SHOP-1001:
+/// the type re-declared (reworded), the type removed, and a second type of the
+/// scope declared after the tool. The call for SHOP-1002 never reaches the API.
+#[tokio::test]
+async fn limits_never_lapse_when_staff_edit_the_declarations() {
+    let mut s = shop().await;
+    let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]);
+    let token = s.grant(&["orders:cancel"], details).await;
+    let other = json!({"order_id": "SHOP-1002"});
+    let app = s.app.clone();
+    let brand = || async {
+        pact_db::brands::find(&app.db, "demo")
+            .await
+            .unwrap()
+            .unwrap()
+    };
+
+    // 1. Re-declared, reworded, as the CLI, the API and the console do it.
+    let reworded: DetailsType = serde_json::from_value(json!({
+        "scope": "orders:cancel",
+        "description": "Only cancel {order_ids}",
+        "fields": {"order_ids": {"type": "string_array", "required": true},
+                   "max_cancellations": {"type": "count"}}
+    }))
+    .unwrap();
+    let mut tx = s.app.db.begin().await.unwrap();
+    brand_settings::upsert_details_type(
+        &mut tx,
+        &owner(),
+        None,
+        &brand().await,
+        "order_cancellation",
+        reworded,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    s.app.settle().await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(&s.app, &turn, "cancel_order", &other).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+    s.finish(turn).await;
+
+    // 2. The type removed (a tool rule naming a field only it had is refused,
+    // so first take the rules off the tool, as an owner would).
+    let mut tx = s.app.db.begin().await.unwrap();
+    brand_settings::set_tool_rules(
+        &mut tx,
+        &owner(),
+        None,
+        &brand().await,
+        "cancel_order",
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    brand_settings::remove_details_type(
+        &mut tx,
+        &owner(),
+        None,
+        &brand().await,
+        "order_cancellation",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    s.app.settle().await;
+    let turn = s.open_turn(&token, "m2").await;
+    let (status, body) = call(&s.app, &turn, "cancel_order", &other).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+    let (status, _) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "what the person allowed still works");
+    s.finish(turn).await;
+    assert_eq!(s.api.count("cancel_order").await, 1);
+
+    // 3. A second type of the scope, declared after the tool: a grant of it
+    // is enforced by the tool's FIELD=ARG rule.
+    let second: DetailsType = serde_json::from_value(json!({
+        "scope": "orders:cancel",
+        "fields": {"order_ids": {"type": "string_array", "required": true}}
+    }))
+    .unwrap();
+    let mut tx = s.app.db.begin().await.unwrap();
+    brand_settings::upsert_details_type(
+        &mut tx,
+        &owner(),
+        None,
+        &brand().await,
+        "vip_cancellation",
+        second,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let mut tx = s.app.db.begin().await.unwrap();
+    brand_settings::set_tool_rules(
+        &mut tx,
+        &owner(),
+        None,
+        &brand().await,
+        "cancel_order",
+        vec!["order_ids=order_id".to_owned()],
+        None,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    s.app.settle().await;
+    let vip = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "vip_cancellation", "order_ids": ["SHOP-1003"]}]),
+        )
+        .await;
+    let turn = s.open_turn(&vip, "m3").await;
+    let (status, body) = call(&s.app, &turn, "cancel_order", &other).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+    s.finish(turn).await;
+    assert_eq!(
+        s.api.count("cancel_order").await,
+        1,
+        "SHOP-1002 never reached the API"
+    );
+}
+
+/// A limit no tool can check is refused, not ignored (fail closed), and staff
+/// are told in the audit log.
+#[tokio::test]
+async fn a_limit_no_tool_enforces_refuses_the_call_and_tells_staff() {
+    let mut s = shop().await;
+    // `per_call` bound by no tool any longer: `pay` loses its rules.
+    pact_db::merchant::set_tool_rules(&s.app.db, "demo", "pay", &json!(["total=amount"]), None)
+        .await
+        .unwrap();
+    s.app.settle().await;
+    let token = s
+        .grant(
+            &["payments:charge"],
+            json!([{"type": "spending", "per_call": eur("5.00")}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(&s.app, &turn, "pay", &json!({"amount": eur("1.00")})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("not_permitted")),
+        "{body}"
+    );
+    s.finish(turn).await;
+    assert_eq!(s.api.count("pay").await, 0);
+    let entries: i64 =
+        sqlx::query_scalar("select count(*) from audit_log where action = 'grant.unenforceable'")
+            .fetch_one(&s.app.db)
+            .await
+            .unwrap();
+    assert_eq!(entries, 1);
+}
+
+/// A merchant's refusal reaches its agent as a structured error it can put in
+/// words, and the receipt as a failed action; a declared effect beyond the
+/// limit is flagged; a call still running when the agent replies is waited
+/// for and in the receipt.
+#[tokio::test]
+async fn every_call_has_its_outcome_in_the_receipt() {
+    let mut s = shop().await;
+    let token = s
+        .grant(
+            &["orders:read", "payments:charge"],
+            json!([{"type": "spending", "per_call": eur("10.00"), "total": eur("50.00")}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(&s.app, &turn, "refuse", &json!({"order_id": "SHOP-1002"})).await;
+    assert_eq!(status, 424, "{body}");
+    assert_eq!(
+        body,
+        json!({"error": "tool_error", "status": 409, "code": "already_shipped",
+               "message": "Order SHOP-1002 has shipped"})
+    );
+    // The merchant says it charged more than the call asked and the limit allows.
+    let (status, _) = call(
+        &s.app,
+        &turn,
+        "pay",
+        &json!({"amount": eur("10.00"), "_effect": eur("12.00")}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // A call the agent does not wait for before it replies.
+    let slow = {
+        let (app, url, t) = (s.app.clone(), turn.tools_url.clone(), turn.token.clone());
+        tokio::spawn(async move {
+            app.http
+                .post(format!("{url}/slow"))
+                .bearer_auth(t)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    s.api.slow_arrived.notified().await;
+    let v = s.finish(turn).await;
+    assert_eq!(slow.await.unwrap(), 200);
+    let claims = verified_receipt(&s.app, message(&v)).await;
+    let by_tool = |t: &str| claims.actions.iter().find(|a| a.tool == t).unwrap().clone();
+    let refused = by_tool("refuse");
+    assert_eq!(refused.outcome.as_deref(), Some("failed"));
+    assert_eq!(refused.status, Some(409));
+    assert_eq!(
+        refused.error.as_ref().and_then(|e| e.code.as_deref()),
+        Some("already_shipped")
+    );
+    let paid = by_tool("pay");
+    assert!(paid.beyond_limit, "{paid:?}");
+    assert_eq!(paid.effect, Some(json!({"amount": eur("12.00")})));
+    assert_eq!(
+        by_tool("slow").outcome.as_deref(),
+        Some("done"),
+        "waited for"
+    );
+    let flagged: i64 = sqlx::query_scalar(
+        "select count(*) from audit_log where action = 'grant.effect_beyond_limit'",
+    )
+    .fetch_one(&s.app.db)
+    .await
+    .unwrap();
+    assert_eq!(flagged, 1);
+    // The cumulative budget holds what really moved (€12), not what was asked.
+    let used: i64 = sqlx::query_scalar("select used from grant_budgets where currency = 'EUR'")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(used, 1200);
+    // The signed call carried the limits that apply to it.
+    let calls = s.api.calls.lock().await;
+    let pay = &calls.iter().find(|(t, _)| t == "pay").unwrap().1;
+    let kinds: Vec<&str> = pay["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["amount", "cumulative_amount"], "{pay}");
+}
