@@ -358,6 +358,12 @@ async fn every_documented_route_exists_and_answers() {
         ),
         (
             "post",
+            "/brands/shop/tools/get_order/rules".into(),
+            Some(json!({"enforce": ["ids=order_id"], "summary": "Show order {order_id}"})),
+            "setBrandToolRules",
+        ),
+        (
+            "post",
             "/brands/shop/tools/get_order/remove".into(),
             None,
             "removeBrandTool",

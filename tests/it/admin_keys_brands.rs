@@ -1108,15 +1108,52 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     )
     .await;
     assert_eq!(v["tools"][0]["name"], "get_order");
-    // The enforce rule landed in the type, where the tool gate reads it.
+    // The rule lives on the tool, as written, where the gate reads it; the
+    // type's declaration holds none.
     assert_eq!(
-        v["details_types"]["order_view"]["enforce"],
-        serde_json::json!([{"tool": "get_order", "arg": "order_id", "field": "ids"}])
+        v["tools"][0]["enforce"],
+        serde_json::json!(["ids=order_id"])
     );
-    let types = pact_server::domain::authz_details::types_from_settings(
-        &brand_settings(&app, "shop").await,
+    assert!(
+        v["details_types"]["order_view"].get("enforce").is_none(),
+        "{v}"
     );
-    assert_eq!(types["order_view"].enforce.len(), 1);
+    // Its rules and summary can be set on their own (an imported tool's too).
+    let v = call_ok(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/tools/get_order/rules",
+        Some(serde_json::json!({"enforce": ["order_view.ids=order_id"], "summary": "Show order {order_id}"})),
+    )
+    .await;
+    assert_eq!(
+        v["tools"][0]["enforce"],
+        serde_json::json!(["order_view.ids=order_id"])
+    );
+    assert_eq!(v["tools"][0]["summary"], "Show order {order_id}");
+    // A rule that reaches no field is refused, and so is removing a type a
+    // rule needs.
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/tools/get_order/rules",
+        Some(serde_json::json!({"enforce": ["nope=order_id"]})),
+        400,
+        "invalid_request",
+    )
+    .await;
+    call_refused(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/details-types/order_view/remove",
+        None,
+        400,
+        "invalid_request",
+    )
+    .await;
 
     // Removing the tool removes its rules; removing a type that is not there is not_found.
     let v = call_ok(
@@ -1128,10 +1165,6 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     )
     .await;
     assert_eq!(v["tools"], serde_json::json!([]));
-    assert_eq!(
-        v["details_types"]["order_view"]["enforce"],
-        serde_json::json!([])
-    );
     call_refused(
         &app,
         &shop_owner,
@@ -1168,6 +1201,7 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
             "brand.grant_lifetime",
             "details_type.upsert",
             "tool.upsert",
+            "tool.set_rules",
             "tool.remove",
             "details_type.remove",
         ],

@@ -63,6 +63,14 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(deleted = n, "removed unused logos"),
         Err(e) => tracing::warn!(error = %e, "logo cleanup failed"),
     }
+    // Budgets of consumed limits outlive every grant that holds them by a
+    // day (the account page still shows an ended grant's last figures
+    // meanwhile); after that no grant can charge or show them.
+    match pact_db::budgets::delete_expired(&state.db, now - time::Duration::days(1)).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, "removed the budgets of ended grants"),
+        Err(e) => tracing::warn!(error = %e, "budget cleanup failed"),
+    }
     // Nodes that stopped without saying so (crash, kill -9).
     match pact_db::nodes::sweep(&state.db, now - crate::nodes::SWEEP_AFTER).await {
         Ok(0) => {}

@@ -276,7 +276,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             brand_settings::set_tool_rules(
                 &mut tx,
                 &crate::admin_accounts::cli_as_actor(),
-                None,
+                crate::admin_accounts::cli_origin().as_deref(),
                 &brand,
                 name,
                 enforce.clone(),

@@ -564,6 +564,7 @@ const COMMANDS: &[(&str, Audit)] = &[
         Audit::Entries(&["tool.import_mcp"]),
     ),
     ("brand tool set-scope", Audit::Entries(&["tool.set_scope"])),
+    ("brand tool set-rules", Audit::Entries(&["tool.set_rules"])),
     ("brand tool list", Audit::Nothing("configuration read")),
     ("brand tool remove", Audit::Entries(&["tool.remove"])),
     (
@@ -1001,6 +1002,19 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
             "--public",
         ],
         &["tool.set_scope"],
+    ))
+    .await;
+    run(step(
+        &[
+            "brand",
+            "tool",
+            "set-rules",
+            "audited",
+            "lookup",
+            "--summary",
+            "Look up orders",
+        ],
+        &["tool.set_rules"],
     ))
     .await;
     run(step(

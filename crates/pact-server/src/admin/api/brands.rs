@@ -361,6 +361,40 @@ pub async fn put_tool(
     fresh_json(&state, &b.id).await
 }
 
+/// The body of `POST /brands/{brand}/tools/{tool}/rules`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRulesBody {
+    #[serde(default)]
+    pub enforce: Vec<String>,
+    #[serde(default)]
+    pub summary: Option<String>,
+}
+
+/// `POST /brands/{brand}/tools/{tool}/rules` (owner).
+pub async fn set_tool_rules(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path((brand, tool)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "tool.set_rules", &brand).await?;
+    let rules: ToolRulesBody = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_tool_rules(
+        &mut tx,
+        &caller.actor,
+        Some(&caller.ip),
+        &b,
+        &tool,
+        rules.enforce,
+        rules.summary,
+    )
+    .await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
 /// `POST /brands/{brand}/tools/{tool}/remove` (owner).
 pub async fn remove_tool(
     State(state): State<AppState>,

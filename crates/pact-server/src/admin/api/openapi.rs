@@ -445,6 +445,20 @@ fn brand_setting_schemas() -> Value {
             "required": ["type_name", "declaration"],
             "additionalProperties": false
         }),
+        "ToolRules": json!({
+            "type": "object",
+            "properties": {
+                "enforce": {
+                    "type": "array", "items": { "type": "string", "pattern": "^([^=\\s]+\\.)?[A-Za-z0-9_-]{1,64}(=[A-Za-z0-9_-]{1,64})?$" },
+                    "description": "The tool's limit rules, as in ToolDefinition; empty clears them."
+                },
+                "summary": {
+                    "type": ["string", "null"], "maxLength": 1000, "pattern": NO_CONTROL,
+                    "description": "How one call reads to a person asked to approve it on its own; null keeps it."
+                }
+            },
+            "additionalProperties": false
+        }),
         "ToolDefinition": json!({
             "type": "object",
             "properties": {
