@@ -93,6 +93,7 @@ pub struct TurnGrant {
     pub brand_id: String,
     pub pa_issuer: String,
     pub user_sub: String,
+    pub scopes: Vec<String>,
     pub expires_at: OffsetDateTime,
     pub revoked_at: Option<OffsetDateTime>,
     pub authorization_details: Option<serde_json::Value>,
@@ -111,7 +112,7 @@ impl TurnGrant {
 /// is unique, so the head is one index probe).
 pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<TurnGrant>> {
     let row = sqlx::query!(
-        r#"select g.brand_id, g.pa_issuer, g.user_sub, g.expires_at, g.revoked_at,
+        r#"select g.brand_id, g.pa_issuer, g.user_sub, g.scopes, g.expires_at, g.revoked_at,
                   g.authorization_details, g.terms,
                   h.seq as "head_seq?", h.jws as "head_jws?"
            from grants g
@@ -126,6 +127,7 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Turn
         brand_id: r.brand_id,
         pa_issuer: r.pa_issuer,
         user_sub: r.user_sub,
+        scopes: r.scopes,
         expires_at: r.expires_at,
         revoked_at: r.revoked_at,
         authorization_details: r.authorization_details,

@@ -55,6 +55,7 @@ pub mod sessions;
 pub mod sign_in_failures;
 pub mod sign_in_state;
 pub mod signing_keys;
+pub mod turn_fences;
 pub mod users;
 
 use std::time::Duration;

@@ -121,6 +121,23 @@ impl MasterKey {
     /// `kid` or the user id): a sealed value copied into another row then no
     /// longer opens, so an attacker with write access to the database cannot
     /// swap one user's TOTP secret for another's.
+    /// A key for another purpose than sealing, derived from this one: the
+    /// HMAC-SHA256 of `label` under the master key (a PRF keyed with a
+    /// uniformly random key, as RFC 5869's expand step is). Every node that
+    /// holds the master key holds it, and each label gives an unrelated key.
+    pub fn derive(&self, label: &[u8]) -> Result<[u8; 32], SealError> {
+        let key = openssl::pkey::PKey::hmac(&self.0).map_err(|_| SealError::Crypto("hmac key"))?;
+        let mut signer = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &key)
+            .map_err(|_| SealError::Crypto("hmac"))?;
+        signer
+            .update(label)
+            .map_err(|_| SealError::Crypto("hmac"))?;
+        let out = signer
+            .sign_to_vec()
+            .map_err(|_| SealError::Crypto("hmac"))?;
+        out.try_into().map_err(|_| SealError::Crypto("hmac length"))
+    }
+
     pub fn seal(&self, plaintext: &[u8], aad: &[u8]) -> Result<Vec<u8>, SealError> {
         let mut nonce = [0u8; NONCE_BYTES];
         openssl::rand::rand_bytes(&mut nonce)

@@ -71,6 +71,12 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(deleted = n, "removed the budgets of ended grants"),
         Err(e) => tracing::warn!(error = %e, "budget cleanup failed"),
     }
+    // What nodes shared about turns long over (their tokens expired).
+    if let Err(e) =
+        pact_db::turn_fences::sweep(&state.relaxed_db, now - time::Duration::hours(1)).await
+    {
+        tracing::warn!(error = %e, "turn fence cleanup failed");
+    }
     // Nodes that stopped without saying so (crash, kill -9).
     match pact_db::nodes::sweep(&state.db, now - crate::nodes::SWEEP_AFTER).await {
         Ok(0) => {}

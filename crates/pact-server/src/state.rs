@@ -70,6 +70,8 @@ pub enum StateError {
     Outbound(#[from] reqwest::Error),
     #[error("mail: {0}")]
     Mail(#[from] crate::mail::MailError),
+    #[error("the turn token key: {0}")]
+    TurnKey(pact_jose::SealError),
 }
 
 impl AppState {
@@ -114,6 +116,8 @@ impl AppState {
             .map(crate::mail::Mailer::new)
             .transpose()?;
         let node = crate::nodes::NodeIdentity::new(clock.now());
+        let turn_key = crate::merchant::turn_token::TurnKey::from_master(&config.master_key)
+            .map_err(StateError::TurnKey)?;
         Ok(Self(Arc::new(Inner {
             clock,
             relaxed_db: pact_db::relaxed_pool(&db),
@@ -130,7 +134,7 @@ impl AppState {
             db_health: crate::db_health::DbHealth::default(),
             webauthn,
             config,
-            live_turns: Default::default(),
+            live_turns: crate::merchant::live_turns::LiveTurns::new(turn_key),
             outbound,
             mailer,
             receipt_log: Default::default(),

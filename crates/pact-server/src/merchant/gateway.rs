@@ -66,7 +66,7 @@ pub async fn call_tool(
     let Ok(turn_id) = Uuid::parse_str(&turn_id) else {
         return unauthorized();
     };
-    let turn = match state.live_turns.authorize(turn_id, &brand_id, token, now) {
+    let turn = match super::live_turns::authorize(&state, turn_id, &brand_id, token, now).await {
         Ok(t) => t,
         Err(why) => {
             tracing::info!(brand = %brand_id, reason = ?why, "tool call refused: turn token");

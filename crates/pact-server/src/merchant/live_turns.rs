@@ -1,34 +1,45 @@
-//! Turns that are running right now on this node, for the tool gateway.
+//! Running turns, for the tool gateway: on the node that runs a turn, and
+//! on any other node its calls reach.
 //!
-//! A webhook turn gets a turn token: 32 random bytes shown to the merchant's
-//! agent once, kept here only as its SHA-256. The gateway finds the turn by
-//! the id in its URL and accepts the token only if it hashes to that turn's,
+//! A webhook turn gets a turn token (`turn_token`): signed claims naming the
+//! turn, its brand, its grant, when it dies. The node that runs the turn
+//! keeps the turn here and knows the token by its SHA-256; it finds the turn
+//! by the id in the URL and takes the token only if it hashes to the turn's,
 //! the brand in the URL is the turn's, and the turn has neither ended nor
-//! expired. Ending the turn (reply stored or failed) removes it, so a token is
-//! useless after its turn whatever its lifetime said.
+//! expired. Ending the turn (reply stored or failed) removes it, so a token
+//! is useless after its turn whatever its lifetime said.
 //!
-//! The record lives in this node's memory: a turn's tool calls must reach
-//! the node that runs the turn (the tools URL carries this node's public URL;
-//! with several nodes behind one name, route `/a2a/*/turns/` with session
-//! affinity on the turn id, or run webhook brands on one node). Keeping it in
-//! memory means no database write per tool call and no lock held while the
-//! agent works.
+//! Another node (behind a round-robin proxy) checks the token's signature,
+//! rebuilds what the gateway needs from the database (the grant and its
+//! terms, the brand's scopes and tools), and enters the turn's fence
+//! (`pact_db::turn_fences`): only while the turn has not ended, and it
+//! leaves it with what the call did. When the agent replies, the turn's own
+//! node ends the fence, waits for the calls in flight on every node, and
+//! puts theirs into the receipt with its own. Calls on the turn's own node
+//! touch no database for any of this.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::PgPool;
 use pact_db::merchant::BrandTool;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::agent::{Delegation, GateRecord};
+use super::turn_token::{TurnClaims, TurnKey};
+use crate::agent::{BeyondCall, Delegation, GateRecord};
 use crate::domain::terms::RulesNow;
+use crate::operations::AskedOperation;
+use crate::state::AppState;
+
+/// How often a finishing turn looks again at calls in flight on other nodes.
+const FENCE_POLL: Duration = Duration::from_millis(20);
 
 /// What the gateway needs to judge and forward a tool call of one turn: its
-/// setup (reached through `Deref`), its id and token hash, and its record.
+/// setup (reached through `Deref`), its id, and its record.
 #[derive(Debug)]
 pub struct LiveTurn {
     pub id: Uuid,
@@ -36,9 +47,9 @@ pub struct LiveTurn {
     setup: TurnSetup,
     /// What ran, what was refused: shared with the turn, read when it ends.
     pub record: Mutex<GateRecord>,
-    /// The turn's MCP sessions (`merchant::mcp`): session id → negotiated
-    /// protocol version. They live inside the turn, so they die with it.
-    pub mcp_sessions: Mutex<HashMap<String, String>>,
+    /// MCP sessions ended on this node (`DELETE`); ids are signed, so the
+    /// sessions themselves need no state.
+    pub closed_sessions: Mutex<HashSet<String>>,
     /// Calls in flight, and whether the turn still takes new ones: when the
     /// agent replies, the turn waits for its calls before the receipt is
     /// made, so no call is carried out and left out of it.
@@ -72,7 +83,7 @@ pub struct TurnSetup {
     /// The tools' scopes and limit rules now (the gate's `RulesNow`).
     pub rules: RulesNow,
     pub tools: Vec<BrandTool>,
-    pub tool_timeout: std::time::Duration,
+    pub tool_timeout: Duration,
     pub context_id: String,
     pub message_id: String,
     /// The personal agent's platform (its PA-JWT issuer), named to the
@@ -80,9 +91,9 @@ pub struct TurnSetup {
     pub pa_issuer: String,
 }
 
-#[derive(Default)]
 pub struct LiveTurns {
     turns: Mutex<HashMap<Uuid, Arc<LiveTurn>>>,
+    key: TurnKey,
 }
 
 impl std::fmt::Debug for LiveTurns {
@@ -104,42 +115,70 @@ pub enum TokenRefusal {
     Expired,
     /// The agent has replied: the turn is over.
     Ended,
+    /// Another node's turn, and the database could not say more.
+    Unavailable,
 }
 
-/// Removes the turn when dropped, so a failed or cancelled turn ends too.
+/// Removes the turn when dropped, so a failed or cancelled turn ends too
+/// (on every node: its fence is ended).
 #[derive(Debug)]
 pub struct TurnGuard<'a> {
     turns: &'a LiveTurns,
     pub turn: Arc<LiveTurn>,
     pub token: String,
+    fence: Option<PgPool>,
 }
 
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
         self.turns.remove(self.turn.id);
+        // Not finished (the agent failed, or the request was dropped): no
+        // other node may take a call of it any longer either.
+        if let Some(db) = self.fence.take() {
+            let (id, expires_at) = (self.turn.id, self.turn.expires_at);
+            tokio::spawn(async move {
+                if let Err(e) = pact_db::turn_fences::end(&db, id, expires_at).await {
+                    tracing::warn!(error = %e, turn = %id, "could not end a failed turn's fence");
+                }
+            });
+        }
     }
 }
 
 impl LiveTurns {
-    /// Registers a turn; returns it with its token (the only copy).
-    pub fn start(&self, setup: TurnSetup) -> Option<TurnGuard<'_>> {
-        let mut bytes = [0u8; 32];
-        openssl::rand::rand_bytes(&mut bytes).ok()?;
-        let token = format!("ptt_{}", URL_SAFE_NO_PAD.encode(bytes));
-        let turn = Arc::new(LiveTurn {
-            id: Uuid::new_v4(),
-            token_hash: hash(&token),
-            setup,
-            record: Mutex::new(GateRecord::default()),
-            mcp_sessions: Mutex::new(HashMap::new()),
-            calls: Mutex::new(Calls::default()),
-            idle: tokio::sync::Notify::new(),
-        });
+    pub fn new(key: TurnKey) -> Self {
+        Self {
+            turns: Mutex::new(HashMap::new()),
+            key,
+        }
+    }
+
+    pub fn key(&self) -> &TurnKey {
+        &self.key
+    }
+
+    /// Registers a turn; returns it with its token (the only copy). `db`
+    /// (the relaxed pool) is where its fence lives.
+    pub fn start(&self, setup: TurnSetup, db: &PgPool) -> Option<TurnGuard<'_>> {
+        let id = Uuid::new_v4();
+        let claims = TurnClaims {
+            turn: id,
+            brand: setup.brand_id.clone(),
+            expires: setup.expires_at.unix_timestamp(),
+            grant: setup.delegation.as_ref().map(|d| d.grant_id),
+            context: setup.context_id.clone(),
+            message: setup.message_id.clone(),
+            pa_issuer: setup.pa_issuer.clone(),
+            tool_timeout_ms: u64::try_from(setup.tool_timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        let token = self.key.issue(&claims)?;
+        let turn = Arc::new(LiveTurn::new(id, hash(&token), setup));
         self.lock().insert(turn.id, turn.clone());
         Some(TurnGuard {
             turns: self,
             turn,
             token,
+            fence: Some(db.clone()),
         })
     }
 
@@ -154,8 +193,8 @@ impl LiveTurns {
         self.lock().remove(&id);
     }
 
-    /// The turn a gateway request may act in, or why not; the request
-    /// counts as in flight until the guard is dropped.
+    /// The turn a gateway request may act in, when the turn runs on this
+    /// node; the request counts as in flight until the guard is dropped.
     pub fn authorize(
         &self,
         turn_id: Uuid,
@@ -184,7 +223,7 @@ impl LiveTurns {
             }
             calls.in_flight += 1;
         }
-        Ok(CallGuard { turn })
+        Ok(CallGuard { turn, remote: None })
     }
 
     pub fn len(&self) -> usize {
@@ -196,10 +235,135 @@ impl LiveTurns {
     }
 }
 
-/// One request of a turn in flight; dropping it lets a finishing turn go on.
+/// The turn a gateway request may act in, on whichever node it runs: this
+/// node's own turn from memory, another node's from its signed token and
+/// the database (entering the turn's fence).
+pub async fn authorize(
+    state: &AppState,
+    turn_id: Uuid,
+    brand_id: &str,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<CallGuard, TokenRefusal> {
+    match state.live_turns.authorize(turn_id, brand_id, token, now) {
+        Err(TokenRefusal::UnknownTurn) => {}
+        other => return other,
+    }
+    let claims = state
+        .live_turns
+        .key()
+        .verify(token)
+        .ok_or(TokenRefusal::WrongToken)?;
+    if claims.turn != turn_id {
+        return Err(TokenRefusal::WrongToken);
+    }
+    if claims.brand != brand_id {
+        return Err(TokenRefusal::WrongBrand);
+    }
+    let expires_at = OffsetDateTime::from_unix_timestamp(claims.expires)
+        .map_err(|_| TokenRefusal::WrongToken)?;
+    if now >= expires_at {
+        return Err(TokenRefusal::Expired);
+    }
+    let setup = remote_setup(state, &claims, expires_at, now)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, turn = %turn_id, "could not load another node's turn");
+            TokenRefusal::Unavailable
+        })?;
+    let entered = pact_db::turn_fences::enter(&state.relaxed_db, turn_id, expires_at)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, turn = %turn_id, "could not enter another node's turn");
+            TokenRefusal::Unavailable
+        })?;
+    if !entered {
+        return Err(TokenRefusal::Ended);
+    }
+    let turn = Arc::new(LiveTurn::new(turn_id, [0; 32], setup));
+    turn.lock_calls().in_flight = 1;
+    Ok(CallGuard {
+        turn,
+        remote: Some(state.relaxed_db.clone()),
+    })
+}
+
+/// What another node's turn needs, from its claims and the database: the
+/// grant as the turn's own node read it (and its terms), the brand's
+/// scopes and tools.
+async fn remote_setup(
+    state: &AppState,
+    claims: &TurnClaims,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Result<TurnSetup, pact_db::Error> {
+    let scopes = state.config_cache.scopes(&state.db, &claims.brand).await?;
+    let merchant = state
+        .config_cache
+        .merchant(&state.db, &claims.brand)
+        .await?;
+    let delegation = match claims.grant {
+        None => None,
+        Some(id) => {
+            let grant = pact_db::grants::for_turn(&state.db, id).await?.filter(|g| {
+                g.is_active(now) && g.brand_id == claims.brand && g.pa_issuer == claims.pa_issuer
+            });
+            match grant {
+                // Ended meanwhile: the call has no delegation (as on the
+                // turn's own node once it hears of the revocation).
+                None => None,
+                Some(g) => {
+                    let terms = if g.terms.is_some() || g.authorization_details.is_none() {
+                        crate::agent::bounds::terms_of_recorded(g.terms.clone())
+                    } else {
+                        let brand = pact_db::brands::find(&state.db, &claims.brand).await?;
+                        let types = brand
+                            .map(|b| crate::domain::authz_details::types_from_settings(&b.settings))
+                            .unwrap_or_default();
+                        let mut conn = state.db.acquire().await?;
+                        crate::agent::bounds::terms_of(
+                            &mut conn,
+                            id,
+                            None,
+                            g.authorization_details.as_ref(),
+                            &types,
+                            &merchant.rules,
+                        )
+                        .await?
+                    };
+                    Some(Delegation {
+                        grant_id: id,
+                        user_sub: g.user_sub,
+                        scopes: g.scopes.into_iter().collect(),
+                        authorization_details: g.authorization_details,
+                        terms,
+                    })
+                }
+            }
+        }
+    };
+    Ok(TurnSetup {
+        brand_id: claims.brand.clone(),
+        expires_at,
+        delegation,
+        offered: scopes.iter().map(|s| s.scope_id.clone()).collect(),
+        rules: merchant.rules.clone(),
+        tools: merchant.tools.clone(),
+        tool_timeout: Duration::from_millis(claims.tool_timeout_ms),
+        context_id: claims.context.clone(),
+        message_id: claims.message.clone(),
+        pa_issuer: claims.pa_issuer.clone(),
+    })
+}
+
+/// One request of a turn in flight; dropping it lets a finishing turn go on
+/// (on another node than the turn's own: it leaves the turn's fence with
+/// what the call did).
 #[derive(Debug)]
 pub struct CallGuard {
     turn: Arc<LiveTurn>,
+    /// Another node's turn: where its fence is.
+    remote: Option<PgPool>,
 }
 
 impl std::ops::Deref for CallGuard {
@@ -211,6 +375,16 @@ impl std::ops::Deref for CallGuard {
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
+        if let Some(db) = self.remote.take() {
+            let (id, record) = (self.turn.id, self.turn.with_record(std::mem::take));
+            let record = record_json(&record);
+            tokio::spawn(async move {
+                if let Err(e) = pact_db::turn_fences::leave(&db, id, &record).await {
+                    tracing::warn!(error = %e, turn = %id, "could not leave another node's turn");
+                }
+            });
+            return;
+        }
         let idle = {
             let mut calls = self.turn.lock_calls();
             calls.in_flight = calls.in_flight.saturating_sub(1);
@@ -228,13 +402,19 @@ impl CallGuard {
     pub fn may_forward(&self) -> bool {
         !self.turn.lock_calls().closed
     }
+
+    /// Whether this request reached another node than the turn's own.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
 }
 
 impl TurnGuard<'_> {
-    /// Ends the turn: no new request is taken, the calls in flight are
-    /// waited for (at most `wait`, longer than a call may take), and the
-    /// record is handed over for the receipt.
-    pub async fn finish(&self, wait: std::time::Duration) -> GateRecord {
+    /// Ends the turn: no new request is taken here or on any node, the calls
+    /// in flight are waited for (at most `wait`, longer than a call may
+    /// take), and the record — with what calls on other nodes did — is
+    /// handed over for the receipt.
+    pub async fn finish(&mut self, wait: Duration) -> GateRecord {
         self.turn.lock_calls().ended = true;
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -249,12 +429,132 @@ impl TurnGuard<'_> {
                 break;
             }
         }
+        let mut record = self.turn.with_record(std::mem::take);
+        if let Some(db) = self.fence.take() {
+            match other_nodes(&db, self.turn.id, self.turn.expires_at, deadline).await {
+                Ok(records) => {
+                    for r in records.as_array().into_iter().flatten() {
+                        merge_record(&mut record, r);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, turn = %self.turn.id, "could not read the calls made on other nodes");
+                }
+            }
+        }
         self.turn.lock_calls().closed = true;
-        self.turn.with_record(std::mem::take)
+        record
+    }
+}
+
+/// Ends a turn's fence and waits (until `deadline`) for the calls other
+/// nodes have in flight: what they did.
+async fn other_nodes(
+    db: &PgPool,
+    turn: Uuid,
+    expires_at: OffsetDateTime,
+    deadline: tokio::time::Instant,
+) -> Result<Value, pact_db::Error> {
+    let mut fence = pact_db::turn_fences::end(db, turn, expires_at).await?;
+    while fence.in_flight > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(FENCE_POLL).await;
+        match pact_db::turn_fences::read(db, turn).await? {
+            Some(f) => fence = f,
+            None => break,
+        }
+    }
+    if fence.in_flight > 0 {
+        tracing::warn!(%turn, "a tool call on another node was still in flight when the turn ended");
+    }
+    Ok(fence.records)
+}
+
+/// What one call on another node did, as its fence keeps it.
+fn record_json(r: &GateRecord) -> Value {
+    let beyond: Vec<AskedOperation> = r
+        .beyond
+        .iter()
+        .map(|b| AskedOperation {
+            grant_id: b.grant_id,
+            tool: b.tool.clone(),
+            scope: b.scope.clone(),
+            args: b.args.clone(),
+            args_hash: b.args_hash.clone(),
+            amounts: b.amounts.iter().map(|a| a.to_json()).collect(),
+            summary: b.summary.clone(),
+            description: b.description.clone(),
+            beyond: crate::operations::BeyondRecord::of(&b.beyond),
+        })
+        .collect();
+    json!({
+        "usedScopes": r.used_scopes,
+        "actions": r.actions,
+        "refused": r.refused,
+        "missing": r.missing,
+        "beyond": beyond,
+    })
+}
+
+/// Adds what a call on another node did to the turn's record.
+fn merge_record(into: &mut GateRecord, v: &Value) {
+    let strings = |k: &str| -> Vec<String> {
+        v.get(k)
+            .and_then(|x| serde_json::from_value(x.clone()).ok())
+            .unwrap_or_default()
+    };
+    into.used_scopes.extend(strings("usedScopes"));
+    into.missing.extend(strings("missing"));
+    if let Some(a) = v
+        .get("actions")
+        .and_then(|x| serde_json::from_value::<Vec<_>>(x.clone()).ok())
+    {
+        into.actions.extend(a);
+    }
+    if let Some(r) = v
+        .get("refused")
+        .and_then(|x| serde_json::from_value::<Vec<_>>(x.clone()).ok())
+    {
+        into.refused.extend(r);
+    }
+    let asked: Vec<AskedOperation> = v
+        .get("beyond")
+        .and_then(|x| serde_json::from_value(x.clone()).ok())
+        .unwrap_or_default();
+    for o in asked {
+        if into
+            .beyond
+            .iter()
+            .any(|b| b.tool == o.tool && b.args_hash == o.args_hash)
+        {
+            continue;
+        }
+        into.beyond.push(BeyondCall {
+            grant_id: o.grant_id,
+            tool: o.tool.clone(),
+            scope: o.scope.clone(),
+            amounts: o.amounts(),
+            beyond: o.beyond.to_beyond(),
+            args: o.args,
+            args_hash: o.args_hash,
+            summary: o.summary,
+            description: o.description,
+        });
     }
 }
 
 impl LiveTurn {
+    fn new(id: Uuid, token_hash: [u8; 32], setup: TurnSetup) -> Self {
+        Self {
+            id,
+            token_hash,
+            setup,
+            record: Mutex::new(GateRecord::default()),
+            closed_sessions: Mutex::new(HashSet::new()),
+            calls: Mutex::new(Calls::default()),
+            idle: tokio::sync::Notify::new(),
+        }
+    }
+
     fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
         self.calls
             .lock()
@@ -284,19 +584,33 @@ mod tests {
             offered: BTreeSet::new(),
             rules: RulesNow::new(),
             tools: vec![],
-            tool_timeout: std::time::Duration::from_secs(1),
+            tool_timeout: Duration::from_secs(1),
             context_id: "c".into(),
             message_id: "m".into(),
             pa_issuer: "https://pa.example".into(),
         }
     }
 
-    #[test]
-    fn a_token_works_only_for_its_turn_and_brand_while_the_turn_runs() {
-        let turns = LiveTurns::default();
+    fn turns() -> LiveTurns {
+        LiveTurns::new(TurnKey::for_tests(3))
+    }
+
+    /// A turn with no fence (no database in these tests).
+    fn start<'a>(turns: &'a LiveTurns, s: TurnSetup) -> TurnGuard<'a> {
+        let lazy = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://127.0.0.1/none")
+            .unwrap();
+        let mut g = turns.start(s, &lazy).unwrap();
+        g.fence = None;
+        g
+    }
+
+    #[tokio::test]
+    async fn a_token_works_only_for_its_turn_and_brand_while_the_turn_runs() {
+        let turns = turns();
         let now = OffsetDateTime::now_utc();
-        let a = turns.start(setup("shop", 20)).unwrap();
-        let b = turns.start(setup("shop", 20)).unwrap();
+        let a = start(&turns, setup("shop", 20));
+        let b = start(&turns, setup("shop", 20));
         assert!(turns.authorize(a.turn.id, "shop", &a.token, now).is_ok());
         assert_eq!(
             turns
@@ -317,6 +631,9 @@ mod tests {
                 .unwrap_err(),
             TokenRefusal::Expired
         );
+        // The token names its turn, signed: what another node checks.
+        let claims = turns.key().verify(&a.token).unwrap();
+        assert_eq!((claims.turn, claims.brand.as_str()), (a.turn.id, "shop"));
         let (id, token) = (a.turn.id, a.token.clone());
         drop(a);
         assert_eq!(
@@ -330,37 +647,55 @@ mod tests {
 
     #[tokio::test]
     async fn a_finishing_turn_waits_for_its_calls_and_then_takes_no_more() {
-        let turns = LiveTurns::default();
+        let turns = turns();
         let now = OffsetDateTime::now_utc();
-        let t = turns.start(setup("shop", 20)).unwrap();
+        let mut t = start(&turns, setup("shop", 20));
         let call = turns.authorize(t.turn.id, "shop", &t.token, now).unwrap();
         let turn = t.turn.clone();
         let calling = async move {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
             assert!(call.may_forward(), "still waited for");
             turn.with_record(|r| r.used_scopes.insert("orders:read".to_owned()));
             drop(call);
         };
-        let (record, ()) = tokio::join!(t.finish(std::time::Duration::from_secs(5)), calling);
+        let (id, token) = (t.turn.id, t.token.clone());
+        let (record, ()) = tokio::join!(t.finish(Duration::from_secs(5)), calling);
         assert!(
             record.used_scopes.contains("orders:read"),
             "the call is in the record"
         );
         assert_eq!(
-            turns
-                .authorize(t.turn.id, "shop", &t.token, now)
-                .unwrap_err(),
+            turns.authorize(id, "shop", &token, now).unwrap_err(),
             TokenRefusal::Ended
         );
     }
 
     #[tokio::test]
     async fn a_call_still_running_after_the_wait_may_not_be_sent() {
-        let turns = LiveTurns::default();
+        let turns = turns();
         let now = OffsetDateTime::now_utc();
-        let t = turns.start(setup("shop", 20)).unwrap();
+        let mut t = start(&turns, setup("shop", 20));
         let call = turns.authorize(t.turn.id, "shop", &t.token, now).unwrap();
-        let _ = t.finish(std::time::Duration::from_millis(20)).await;
+        let _ = t.finish(Duration::from_millis(20)).await;
         assert!(!call.may_forward());
+    }
+
+    #[test]
+    fn what_a_call_on_another_node_did_joins_the_turns_record() {
+        let mut other = GateRecord::default();
+        other.used_scopes.insert("orders:read".into());
+        other.missing.insert("orders:cancel".into());
+        other.ran(
+            "lookup_orders",
+            Some("orders:read"),
+            "h",
+            None,
+            crate::agent::Done::ok(),
+        );
+        let mut mine = GateRecord::default();
+        merge_record(&mut mine, &record_json(&other));
+        assert_eq!(mine.used_scopes, other.used_scopes);
+        assert_eq!(mine.missing, other.missing);
+        assert_eq!(mine.actions, other.actions);
     }
 }

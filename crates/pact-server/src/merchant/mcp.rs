@@ -10,10 +10,12 @@
 //! are refused.
 //!
 //! Authentication is the turn token as a bearer token, checked by the same
-//! `LiveTurns::authorize` as the JSON gateway (this turn, this brand, still
-//! running, not expired: else 401). Sessions (`Mcp-Session-Id`, assigned at
-//! `initialize`) are stored inside the live turn, so every session dies with
-//! its turn. After `initialize` every POST must carry its session id (else
+//! `live_turns::authorize` as the JSON gateway (this turn, this brand, still
+//! running, not expired: else 401), on whichever node the request reaches.
+//! Sessions (`Mcp-Session-Id`, assigned at `initialize`) are signed for
+//! their turn and name the negotiated version, so any node can check them
+//! and every session dies with its turn; one ended by `DELETE` is ended on
+//! every node. After `initialize` every POST must carry its session id (else
 //! 400; an unknown one is 404, as the transport's session rules say) and the
 //! negotiated `MCP-Protocol-Version` (else 400). A present `Origin` other
 //! than pactd's own is refused with 403 (the transport's DNS-rebinding rule).
@@ -48,9 +50,6 @@ use crate::state::AppState;
 /// client's when listed here, else with the newest (MCP lifecycle, version
 /// negotiation).
 pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
-/// A turn is short; a handful of sessions is plenty and bounds the memory a
-/// token holder can make the node keep.
-const MAX_SESSIONS_PER_TURN: usize = 4;
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 static VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -119,8 +118,9 @@ fn origin_ok(state: &AppState, headers: &HeaderMap) -> bool {
     origin.to_str().is_ok_and(|o| !ours.is_empty() && o == ours)
 }
 
-/// Origin, then the turn token: the turn this request may act in.
-fn admit(
+/// Origin, then the turn token: the turn this request may act in (on this
+/// node or another: `live_turns::authorize`).
+async fn admit(
     state: &AppState,
     brand_id: &str,
     turn_id: &str,
@@ -138,9 +138,8 @@ fn admit(
     }
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
     let turn_id = Uuid::parse_str(turn_id).map_err(|_| Box::new(unauthorized()))?;
-    state
-        .live_turns
-        .authorize(turn_id, brand_id, token, now)
+    super::live_turns::authorize(state, turn_id, brand_id, token, now)
+        .await
         .map_err(|why| {
             tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
             Box::new(unauthorized())
@@ -151,9 +150,14 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> 
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The session a POST after `initialize` belongs to: its id must be one this
-/// turn issued, and the protocol version header the one negotiated.
-fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Box<Response>> {
+/// The session a POST after `initialize` belongs to: its id must be one
+/// pactd signed for this turn (any node checks that), not ended on any node,
+/// and the protocol version header the one negotiated.
+async fn session(
+    state: &AppState,
+    turn: &CallGuard,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
     let Some(id) = header_str(headers, &SESSION_HEADER) else {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -162,20 +166,31 @@ fn session(turn: &LiveTurn, headers: &HeaderMap) -> Result<(), Box<Response>> {
             "Mcp-Session-Id header required (send initialize first)",
         )));
     };
-    let version = turn
-        .mcp_sessions
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(id)
-        .cloned();
-    let Some(version) = version else {
-        return Err(Box::new(rpc_error(
+    let unknown = || {
+        Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             Value::Null,
             INVALID_REQUEST,
             "unknown or ended session",
-        )));
+        ))
     };
+    let Some(version) = state.live_turns.key().session_version(turn.id, id) else {
+        return Err(unknown());
+    };
+    let closed_here = turn
+        .closed_sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .contains(id);
+    // Another node's turn: a session ended anywhere is ended (the fence).
+    let closed_elsewhere = turn.is_remote()
+        && pact_db::turn_fences::status(&state.relaxed_db, turn.id, id)
+            .await
+            .map(|(_, closed)| closed)
+            .unwrap_or(true);
+    if closed_here || closed_elsewhere {
+        return Err(unknown());
+    }
     if header_str(headers, &VERSION_HEADER) != Some(version.as_str()) {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -219,7 +234,7 @@ pub async fn post(
     body: Bytes,
 ) -> Response {
     let now = state.clock.now();
-    let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
+    let turn = match admit(&state, &brand_id, &turn_id, &headers, now).await {
         Ok(t) => t,
         Err(res) => return *res,
     };
@@ -278,7 +293,7 @@ pub async fn post(
     let method = message.get("method").and_then(Value::as_str);
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let (method, id) = match (method, id) {
-        (Some("initialize"), Some(id)) => return initialize(&turn, id, &params),
+        (Some("initialize"), Some(id)) => return initialize(&state, &turn, id, &params),
         (Some(m), Some(id)) => (m, id),
         // A notification (no id), or a response to a request: pactd sends
         // none, so there is nothing to match it with. Both are accepted with
@@ -286,7 +301,7 @@ pub async fn post(
         (m, None)
             if m.is_some() || message.contains_key("result") || message.contains_key("error") =>
         {
-            return match session(&turn, &headers) {
+            return match session(&state, &turn, &headers).await {
                 Ok(()) => empty(StatusCode::ACCEPTED),
                 Err(res) => *res,
             };
@@ -300,7 +315,7 @@ pub async fn post(
             );
         }
     };
-    if let Err(res) = session(&turn, &headers) {
+    if let Err(res) = session(&state, &turn, &headers).await {
         return *res;
     }
     match method {
@@ -332,65 +347,72 @@ pub async fn post(
     }
 }
 
-/// Ends one session of the turn (the transport's explicit termination).
+/// Ends one session of the turn (the transport's explicit termination), on
+/// every node.
 pub async fn delete(
     State(state): State<AppState>,
     Path((brand_id, turn_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
     let now = state.clock.now();
-    let turn = match admit(&state, &brand_id, &turn_id, &headers, now) {
+    let turn = match admit(&state, &brand_id, &turn_id, &headers, now).await {
         Ok(t) => t,
         Err(res) => return *res,
     };
+    if header_str(&headers, &SESSION_HEADER).is_none() {
+        return empty(StatusCode::BAD_REQUEST);
+    }
+    if let Err(res) = session(&state, &turn, &headers_without_version(&headers)).await {
+        return if res.status() == StatusCode::NOT_FOUND {
+            empty(StatusCode::NOT_FOUND)
+        } else {
+            *res
+        };
+    }
     let Some(id) = header_str(&headers, &SESSION_HEADER) else {
         return empty(StatusCode::BAD_REQUEST);
     };
-    let removed = turn
-        .mcp_sessions
+    turn.closed_sessions
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remove(id);
-    if removed.is_some() {
-        empty(StatusCode::NO_CONTENT)
-    } else {
-        empty(StatusCode::NOT_FOUND)
+        .insert(id.to_owned());
+    if let Err(e) =
+        pact_db::turn_fences::close_session(&state.relaxed_db, turn.id, id, turn.expires_at).await
+    {
+        tracing::warn!(error = %e, "could not end an MCP session on every node");
     }
+    empty(StatusCode::NO_CONTENT)
 }
 
-fn initialize(turn: &LiveTurn, id: Value, params: &Value) -> Response {
+/// A DELETE need not carry the protocol version: the session check, without it.
+fn headers_without_version(headers: &HeaderMap) -> HeaderMap {
+    let mut h = headers.clone();
+    if h.get(&VERSION_HEADER).is_none()
+        && let Some(id) = header_str(headers, &SESSION_HEADER)
+        && let Some((head, _)) = id.rsplit_once('.')
+        && let Some((_, version)) = head.split_once('.')
+        && let Ok(v) = HeaderValue::from_str(version)
+    {
+        h.insert(VERSION_HEADER.clone(), v);
+    }
+    h
+}
+
+fn initialize(state: &AppState, turn: &LiveTurn, id: Value, params: &Value) -> Response {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let version = asked
         .filter(|v| PROTOCOL_VERSIONS.contains(v))
         .unwrap_or(PROTOCOL_VERSIONS[0])
         .to_owned();
-    let mut bytes = [0u8; 24];
-    if openssl::rand::rand_bytes(&mut bytes).is_err() {
+    // Signed, so any node can check it: a session needs no memory anywhere.
+    let Some(session_id) = state.live_turns.key().session_id(turn.id, &version) else {
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             id,
             -32603,
             "Internal error",
         );
-    }
-    // Visible ASCII only, as the transport requires of session ids.
-    let session_id =
-        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
-    {
-        let mut sessions = turn
-            .mcp_sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if sessions.len() >= MAX_SESSIONS_PER_TURN {
-            return rpc_error(
-                StatusCode::OK,
-                id,
-                INVALID_REQUEST,
-                "too many MCP sessions for this turn",
-            );
-        }
-        sessions.insert(session_id.clone(), version.clone());
-    }
+    };
     let result = json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},

@@ -18,6 +18,7 @@ pub mod mcp_import;
 pub mod schema;
 pub mod signing;
 pub mod turn;
+pub mod turn_token;
 
 use time::OffsetDateTime;
 

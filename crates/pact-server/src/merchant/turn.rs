@@ -77,22 +77,27 @@ pub async fn run(
                    "inputSchema": tool.input_schema})
         })
         .collect();
-    let live = state
+    let mut live = state
         .live_turns
-        .start(TurnSetup {
-            brand_id: brand.id.clone(),
-            // The token dies with the turn: at the latest when we stop waiting.
-            expires_at: now + timeout,
-            delegation: t.delegation.cloned(),
-            offered: t.offered.clone(),
-            rules: setup.rules.clone(),
-            tools,
-            tool_timeout,
-            context_id: context_id.clone(),
-            message_id: t.message_id.to_owned(),
-            pa_issuer: t.caller.pa.iss.clone(),
-        })
-        .ok_or(TurnFailure::Setup("random generator failed".to_owned()))?;
+        .start(
+            TurnSetup {
+                brand_id: brand.id.clone(),
+                // The token dies with the turn: at the latest when we stop waiting.
+                expires_at: now + timeout,
+                delegation: t.delegation.cloned(),
+                offered: t.offered.clone(),
+                rules: setup.rules.clone(),
+                tools,
+                tool_timeout,
+                context_id: context_id.clone(),
+                message_id: t.message_id.to_owned(),
+                pa_issuer: t.caller.pa.iss.clone(),
+            },
+            &state.relaxed_db,
+        )
+        .ok_or(TurnFailure::Setup(
+            "signing the turn token failed".to_owned(),
+        ))?;
     let tools_url = format!(
         "{}/turns/{}/tools",
         state.config.interface_url(&brand.id),

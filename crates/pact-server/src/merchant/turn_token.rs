@@ -1,0 +1,186 @@
+//! Turn tokens and MCP session ids that any node can check, so a turn's
+//! tool calls may reach any node behind a plain round-robin proxy.
+//!
+//! A turn token says which turn it is for and what a node needs to judge
+//! the turn's calls without the node that runs it: the brand, when the
+//! token dies, the grant the turn runs under, the context and message, the
+//! personal agent's platform and the tool timeout. It is signed with a key
+//! derived from the master key every node holds (HMAC-SHA256), so it cannot
+//! be forged or altered; it ends with its turn (the turn's fence,
+//! `pact_db::turn_fences`) whatever its expiry says. An MCP session id is
+//! the turn, a nonce and the negotiated protocol version under the same key.
+//!
+//! Form: `ptt2.` base64url(JSON claims) `.` base64url(HMAC over
+//! `ptt2.` + the encoded claims). Comparison of tags is constant-time.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use openssl::hash::MessageDigest;
+use openssl::pkey::PKey;
+use openssl::sign::Signer;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+const PREFIX: &str = "ptt2.";
+/// Longest token read: claims are a few hundred bytes.
+const MAX_TOKEN: usize = 4096;
+
+/// What a turn token carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnClaims {
+    #[serde(rename = "t")]
+    pub turn: Uuid,
+    #[serde(rename = "b")]
+    pub brand: String,
+    /// Unix seconds; the token is refused from then on.
+    #[serde(rename = "e")]
+    pub expires: i64,
+    #[serde(rename = "g")]
+    pub grant: Option<Uuid>,
+    #[serde(rename = "c")]
+    pub context: String,
+    #[serde(rename = "m")]
+    pub message: String,
+    #[serde(rename = "p")]
+    pub pa_issuer: String,
+    #[serde(rename = "tt")]
+    pub tool_timeout_ms: u64,
+}
+
+/// The key turn tokens and session ids are signed with.
+pub struct TurnKey([u8; 32]);
+
+impl std::fmt::Debug for TurnKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TurnKey(..)")
+    }
+}
+
+impl TurnKey {
+    pub fn from_master(master: &pact_jose::MasterKey) -> Result<Self, pact_jose::SealError> {
+        master.derive(b"pactd turn token v1").map(Self)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_tests(byte: u8) -> Self {
+        Self([byte; 32])
+    }
+
+    fn tag(&self, data: &[u8]) -> Option<Vec<u8>> {
+        let key = PKey::hmac(&self.0).ok()?;
+        let mut signer = Signer::new(MessageDigest::sha256(), &key).ok()?;
+        signer.update(data).ok()?;
+        signer.sign_to_vec().ok()
+    }
+
+    /// The token of a turn; `None` only if OpenSSL fails.
+    pub fn issue(&self, claims: &TurnClaims) -> Option<String> {
+        let json = serde_json::to_vec(claims).ok()?;
+        let signed = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(json));
+        let tag = self.tag(signed.as_bytes())?;
+        Some(format!("{signed}.{}", URL_SAFE_NO_PAD.encode(tag)))
+    }
+
+    /// The claims of a token this key signed, unaltered; expiry and the
+    /// turn's end are the caller's checks.
+    pub fn verify(&self, token: &str) -> Option<TurnClaims> {
+        if token.len() > MAX_TOKEN || !token.starts_with(PREFIX) {
+            return None;
+        }
+        let (signed, tag) = token.rsplit_once('.')?;
+        let given = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        let expected = self.tag(signed.as_bytes())?;
+        if given.len() != expected.len() || !openssl::memcmp::eq(&given, &expected) {
+            return None;
+        }
+        let json = URL_SAFE_NO_PAD.decode(signed.strip_prefix(PREFIX)?).ok()?;
+        serde_json::from_slice(&json).ok()
+    }
+
+    /// A new MCP session id of `turn` for `version` (visible ASCII only, as
+    /// the transport requires).
+    pub fn session_id(&self, turn: Uuid, version: &str) -> Option<String> {
+        let mut nonce = [0u8; 12];
+        openssl::rand::rand_bytes(&mut nonce).ok()?;
+        let head = format!("{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
+        let tag = self.tag(format!("{turn}.{head}").as_bytes())?;
+        Some(format!("{head}.{}", URL_SAFE_NO_PAD.encode(&tag[..16])))
+    }
+
+    /// The protocol version of a session id this key made for `turn`.
+    pub fn session_version(&self, turn: Uuid, id: &str) -> Option<String> {
+        if id.len() > 128 {
+            return None;
+        }
+        let (head, tag) = id.rsplit_once('.')?;
+        let (_, version) = head.split_once('.')?;
+        let given = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        let expected = self.tag(format!("{turn}.{head}").as_bytes())?;
+        (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16]))
+            .then(|| version.to_owned())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn claims() -> TurnClaims {
+        TurnClaims {
+            turn: Uuid::from_u128(7),
+            brand: "shop".into(),
+            expires: 1_800_000_000,
+            grant: Some(Uuid::from_u128(9)),
+            context: "c".into(),
+            message: "m".into(),
+            pa_issuer: "https://pa.example".into(),
+            tool_timeout_ms: 10_000,
+        }
+    }
+
+    #[test]
+    fn a_token_reads_back_only_unaltered_and_under_its_key() {
+        let key = TurnKey::for_tests(1);
+        let token = key.issue(&claims()).unwrap();
+        assert!(token.starts_with("ptt2."));
+        assert_eq!(key.verify(&token), Some(claims()));
+        assert_eq!(TurnKey::for_tests(2).verify(&token), None, "another key");
+        // Another brand in the claims, with the old tag.
+        let (signed, tag) = token.rsplit_once('.').unwrap();
+        let mut other = claims();
+        other.brand = "acme".into();
+        let forged = format!(
+            "ptt2.{}.{tag}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other).unwrap())
+        );
+        assert_eq!(key.verify(&forged), None);
+        assert_eq!(key.verify(&format!("{signed}.")), None);
+        assert_eq!(key.verify(&format!("{signed}.{tag}x")), None);
+        assert_eq!(key.verify("ptt_abc"), None, "a first-version token");
+        assert_eq!(key.verify(&"p".repeat(5000)), None);
+    }
+
+    #[test]
+    fn a_session_id_names_its_turn_and_version() {
+        let key = TurnKey::for_tests(1);
+        let id = key.session_id(Uuid::from_u128(7), "2025-11-25").unwrap();
+        assert!(id.bytes().all(|b| b.is_ascii_graphic()));
+        assert_eq!(
+            key.session_version(Uuid::from_u128(7), &id).as_deref(),
+            Some("2025-11-25")
+        );
+        assert_eq!(
+            key.session_version(Uuid::from_u128(8), &id),
+            None,
+            "another turn"
+        );
+        let changed = id.replace("2025-11-25", "2025-06-18");
+        assert_eq!(key.session_version(Uuid::from_u128(7), &changed), None);
+        assert_ne!(
+            id,
+            key.session_id(Uuid::from_u128(7), "2025-11-25").unwrap()
+        );
+    }
+}
