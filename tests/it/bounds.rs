@@ -217,6 +217,7 @@ async fn shop() -> Shop {
 /// A turn held open: its gateway URL and token, and the A2A reply once released.
 struct Turn {
     tools_url: String,
+    mcp_url: String,
     token: String,
     reply: tokio::task::JoinHandle<reqwest::Response>,
 }
@@ -237,6 +238,7 @@ impl Shop {
         let t = self.turns.recv().await.unwrap();
         Turn {
             tools_url: t["tools"]["url"].as_str().unwrap().to_owned(),
+            mcp_url: t["tools"]["mcpUrl"].as_str().unwrap().to_owned(),
             token: t["tools"]["token"].as_str().unwrap().to_owned(),
             reply,
         }
@@ -597,4 +599,175 @@ async fn every_call_has_its_outcome_in_the_receipt() {
         .map(|l| l["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["amount", "cumulative_amount"], "{pay}");
+}
+
+async fn mcp(
+    app: &TestApp,
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
+    let mut req = app
+        .http
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(id) = session {
+        req = req
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    let id = res
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, id, res.json().await.unwrap_or(Value::Null))
+}
+
+/// Behind a plain round-robin proxy a turn's calls reach any node: a call
+/// on another node than the turn's own is judged and charged the same, is in
+/// the receipt, and is refused once the turn is over; an MCP session opened
+/// on one node works on the other, and one ended there is ended.
+#[tokio::test]
+async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
+    let mut s = shop().await;
+    let (public, audience) = (
+        s.app.state.config.public_url.clone(),
+        s.app.state.config.audience.clone(),
+    );
+    let b = s
+        .app
+        .spawn_peer(move |c| {
+            c.public_url = public;
+            c.audience = audience;
+        })
+        .await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 1}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let on_b = |url: &str| url.replace(&s.app.base_url, &b.base_url);
+    let at_b = |tool: &str| format!("{}/{tool}", on_b(&turn.tools_url));
+    let post_b = |tool: &str, args: Value| {
+        let req = s
+            .app
+            .http
+            .post(at_b(tool))
+            .bearer_auth(&turn.token)
+            .json(&args);
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, body) = post_b("cancel_order", json!({"order_id": "SHOP-1001"})).await;
+    assert_eq!(status, 200, "{body}");
+    // The count is used up, whichever node charged it.
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+    let (status, body) = post_b("cancel_order", json!({"order_id": "SHOP-1002"})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+    // A token altered in any way is refused on the other node.
+    let forged = format!("{}x", turn.token);
+    let res = s
+        .app
+        .http
+        .post(at_b("cancel_order"))
+        .bearer_auth(&forged)
+        .json(&json!({"order_id": "SHOP-1001"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+
+    // MCP: the session from node A, used and ended on node B.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, session, _) = mcp(&s.app, &turn.mcp_url, &turn.token, None, init).await;
+    assert_eq!(status, 200);
+    let session = session.unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = mcp(
+        &s.app,
+        &on_b(&turn.mcp_url),
+        &turn.token,
+        Some(&session),
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
+    let res = s
+        .app
+        .http
+        .delete(on_b(&turn.mcp_url))
+        .bearer_auth(&turn.token)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 204);
+    let (status, _, _) = mcp(
+        &s.app,
+        &on_b(&turn.mcp_url),
+        &turn.token,
+        Some(&session),
+        list,
+    )
+    .await;
+    assert_eq!(status, 404, "ended on every node");
+
+    let (late_url, late_token) = (at_b("cancel_order"), turn.token.clone());
+    let v = s.finish(turn).await;
+    // Over: the other node refuses the turn's token too.
+    let res = s
+        .app
+        .http
+        .post(late_url)
+        .bearer_auth(late_token)
+        .json(&json!({"order_id": "SHOP-1001"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let claims = verified_receipt(&s.app, message(&v)).await;
+    let outcomes: Vec<(&str, Option<&str>)> = claims
+        .actions
+        .iter()
+        .map(|a| (a.tool.as_str(), a.outcome.as_deref()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("cancel_order", Some("done"))],
+        "node B's call is in the receipt"
+    );
+    assert_eq!(claims.refused.len(), 2, "{claims:?}");
+    assert_eq!(s.api.count("cancel_order").await, 1);
 }
