@@ -309,7 +309,10 @@ async fn consent_shows_who_asks_what_when_and_from_where() {
     );
     assert!(html.contains("Cancel orders that have not shipped yet"));
     assert_eq!(html.matches(r#"type="checkbox" name="scope""#).count(), 2);
-    assert_eq!(html.matches(" checked").count(), 2, "pre-ticked");
+    // Both scopes and both listed orders pre-ticked (the orders can be
+    // unticked to allow less, never more).
+    assert_eq!(html.matches(" checked").count(), 4, "pre-ticked");
+    assert_eq!(html.matches(r#"name="d0.order_ids""#).count(), 2);
     assert!(html.contains("Cancel only these orders: DEMO-1, DEMO-2"));
     assert!(html.contains(r#"value="approve""#) && html.contains(r#"value="deny""#));
 
