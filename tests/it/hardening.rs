@@ -151,18 +151,7 @@ async fn read_response_head(stream: &mut TcpStream) -> String {
 /// One request on a new connection from `from`: whether it was answered
 /// (a refused connection is closed without a byte).
 async fn served_once(app: &TestApp, from: &str) -> bool {
-    let mut s = connect_from(from, app.addr).await;
-    let _ = s
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await;
-    let answer = tokio::time::timeout(Duration::from_secs(5), read_until_closed(&mut s))
-        .await
-        .expect("the connection is answered or closed within 5 s");
-    if answer.is_empty() {
-        return false;
-    }
-    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
-    true
+    served_once_at(app.addr, "/healthz", from).await
 }
 
 /// Issue 28, finding 4: the metrics listener had no header timeout and no

@@ -320,18 +320,7 @@ async fn a_frozen_listener_stops_answering_from_memory_within_its_bound() {
 #[tokio::test]
 async fn a_node_that_knows_the_database_is_gone_answers_503_at_once_and_recovers_with_the_first_probe()
  {
-    let db_url = pact_tests::db::fresh_database().await;
-    let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
-    let app = TestApp::spawn_full(
-        proxy.url_for(&db_url),
-        Arc::new(MasterKey::generate().unwrap()),
-        quick,
-        BrandAgents::builtin(),
-    )
-    .await;
-    app.enable_demo_delegation().await;
-    let pa = app.registered_pa(POLLER).await;
-    app.until_listening().await;
+    let (app, proxy, pa) = behind_proxy().await;
     let authorize = || async {
         let res = app
             .oauth_post(
@@ -387,18 +376,7 @@ async fn a_node_that_knows_the_database_is_gone_answers_503_at_once_and_recovers
 /// before any request waits for the pool.
 #[tokio::test]
 async fn a_node_whose_database_froze_knows_it_from_its_heartbeat() {
-    let db_url = pact_tests::db::fresh_database().await;
-    let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
-    let app = TestApp::spawn_full(
-        proxy.url_for(&db_url),
-        Arc::new(MasterKey::generate().unwrap()),
-        quick,
-        BrandAgents::builtin(),
-    )
-    .await;
-    app.enable_demo_delegation().await;
-    let pa = app.registered_pa(POLLER).await;
-    app.until_listening().await;
+    let (app, proxy, pa) = behind_proxy().await;
 
     proxy.freeze_all();
     let frozen = Instant::now();
@@ -431,6 +409,23 @@ async fn a_node_whose_database_froze_knows_it_from_its_heartbeat() {
          503 in {took:?}; up {up:?} after the thaw",
         listener_settings().bound()
     );
+}
+
+/// One node whose database connections all go through a proxy, listening.
+async fn behind_proxy() -> (TestApp, TcpProxy, TestPa) {
+    let db_url = pact_tests::db::fresh_database().await;
+    let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
+    let app = TestApp::spawn_full(
+        proxy.url_for(&db_url),
+        Arc::new(MasterKey::generate().unwrap()),
+        quick,
+        BrandAgents::builtin(),
+    )
+    .await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa(POLLER).await;
+    app.until_listening().await;
+    (app, proxy, pa)
 }
 
 /// Waits (bounded) until the node marks the database down; how long after `since`.
