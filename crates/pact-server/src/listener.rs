@@ -108,7 +108,9 @@ pub async fn run(state: AppState) {
 /// a snapshot older than the feed's bound is reloaded instead.
 async fn refresh_stale_keys(state: &AppState) {
     let settings = &state.config.listener;
-    if state.keys.age() <= settings.bound() {
+    // Known down: the reload would only wait for the pool, and delay the
+    // listener's next attempt.
+    if state.keys.age() <= settings.bound() || state.db_health.is_down() {
         return;
     }
     let reload = state.keys.refresh(&state.db, state.clock.now());

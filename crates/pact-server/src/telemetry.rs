@@ -114,9 +114,9 @@ async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> 
     // The listener's truth is a time: read it now, not at its last event.
     let listening = state.config_cache.is_live();
     metrics::gauge!("pactd_listener_connected").set(if listening { 1.0 } else { 0.0 });
-    if let Some(age) = state.feed.age() {
-        metrics::gauge!("pactd_listener_feed_age_seconds").set(age.as_secs_f64());
-    }
+    // Unproven (not subscribed, or given up): no age to tell, as old as can be.
+    let age = state.feed.age().map_or(f64::INFINITY, |a| a.as_secs_f64());
+    metrics::gauge!("pactd_listener_feed_age_seconds").set(age);
     let memo = pact_jose::signature_memo_stats();
     metrics::counter!("pactd_signature_checks_total", "result" => "remembered")
         .absolute(memo.remembered);
