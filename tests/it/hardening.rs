@@ -151,10 +151,68 @@ async fn read_response_head(stream: &mut TcpStream) -> String {
 /// One request on a new connection from `from`: whether it was answered
 /// (a refused connection is closed without a byte).
 async fn served_once(app: &TestApp, from: &str) -> bool {
-    let mut s = connect_from(from, app.addr).await;
-    let _ = s
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await;
+    served_once_at(app.addr, "/healthz", from).await
+}
+
+/// Issue 28, finding 4: the metrics listener had no header timeout and no
+/// cap (260 idle connections to it starved the public listener of file
+/// descriptors). It now runs on the public listener's accept loop with a
+/// budget of its own: per address, in total, and cut at the header timeout.
+#[tokio::test]
+async fn the_metrics_listener_caps_its_connections_and_cuts_idle_ones() {
+    use pact_server::telemetry::{METRICS_MAX_CONNECTIONS, METRICS_MAX_CONNECTIONS_PER_IP};
+
+    let app = TestApp::spawn_with(|c| c.connections.header_timeout = Duration::from_secs(5)).await;
+    let handle = pact_server::telemetry::install().expect("recorder");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = listener.local_addr().unwrap();
+    tokio::spawn(pact_server::telemetry::serve(
+        app.state.clone(),
+        handle,
+        listener,
+        std::future::pending(),
+    ));
+    // Kept-alive connections, each answered once (so the server has counted
+    // it), then idle: as many as one address may hold, from two addresses.
+    let per_ip = METRICS_MAX_CONNECTIONS_PER_IP;
+    assert_eq!(METRICS_MAX_CONNECTIONS, 2 * per_ip, "two addresses fill it");
+    let mut held = Vec::new();
+    for from in ["127.0.0.1", "127.0.0.2"] {
+        for _ in 0..per_ip {
+            let mut s = connect_from(from, metrics).await;
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let head = read_response_head(&mut s).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            held.push(s);
+        }
+        // One more from the same address is refused at once.
+        assert!(!served_once_at(metrics, "/metrics", from).await, "{from}");
+    }
+    // Full: a third address is refused too, while the public listener,
+    // with its own budget, serves it.
+    assert!(!served_once_at(metrics, "/metrics", "127.0.0.3").await);
+    assert!(served_once_at(app.addr, "/healthz", "127.0.0.3").await);
+    // The idle ones are cut at the header timeout, and their places come back.
+    for s in &mut held {
+        tokio::time::timeout(Duration::from_secs(15), read_until_closed(s))
+            .await
+            .expect("an idle metrics connection is closed at the header timeout");
+    }
+    let mut attempts = 0;
+    while !served_once_at(metrics, "/metrics", "127.0.0.1").await {
+        attempts += 1;
+        assert!(attempts < 200, "the metrics listener never served again");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`served_once`] on any listener and path.
+async fn served_once_at(addr: std::net::SocketAddr, path: &str, from: &str) -> bool {
+    let mut s = connect_from(from, addr).await;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let _ = s.write_all(request.as_bytes()).await;
     let answer = tokio::time::timeout(Duration::from_secs(5), read_until_closed(&mut s))
         .await
         .expect("the connection is answered or closed within 5 s");

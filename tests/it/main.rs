@@ -23,6 +23,7 @@ mod mcp_server;
 mod merchant;
 mod messages;
 mod node_cache;
+mod node_feed;
 mod oidc_login;
 mod ops;
 mod pa_jwt_attacks;

@@ -124,12 +124,19 @@ impl TestApp {
     /// its in-memory copies (configuration, pending polls).
     pub async fn until_listening(&self) {
         let cache = &self.state.config_cache;
-        let mut events = cache.events();
-        let live = events.wait_for(|_| cache.is_live());
+        // Subscribing is announced by the copy, the heartbeat's proof by the feed.
+        let (mut subscribed, mut proven) = (cache.events(), self.state.feed.events());
+        let live = async {
+            while !cache.is_live() {
+                tokio::select! {
+                    _ = subscribed.changed() => {}
+                    _ = proven.changed() => {}
+                }
+            }
+        };
         tokio::time::timeout(std::time::Duration::from_secs(5), live)
             .await
-            .expect("the node's change listener did not connect within 5 s")
-            .unwrap();
+            .expect("the node's change listener did not connect within 5 s");
     }
 
     /// Whether this node's revocation view learns of `grant` (bounded at 5 s,

@@ -158,6 +158,67 @@ pub fn relaxed_pool(main: &PgPool) -> PgPool {
     pool_options(size, main.options().get_acquire_timeout()).connect_lazy_with(options)
 }
 
+/// A pool for the node's change listener alone: one connection at a time,
+/// made with the main pool's connect options, waiting at most
+/// `connect_timeout` for it, never idle-checked or recycled (a `LISTEN`
+/// session must stay put), and named `pactd listener` in
+/// `pg_stat_activity`. The session asks the server for TCP keepalives and a
+/// user timeout (PostgreSQL's `tcp_keepalives_*`, `tcp_user_timeout`): a node
+/// that vanishes has its `LISTEN` backend ended by the server instead of left
+/// holding its place in the notification queue. Its heartbeat is a `NOTIFY`,
+/// which commits a transaction id each time, so it does not wait for the WAL
+/// flush (`synchronous_commit = off`): losing a heartbeat in a crash is harmless.
+///
+/// A new pool per connection attempt, not one shared: dropping a listener
+/// whose connection froze sends `UNLISTEN` from a background task that waits
+/// on the frozen socket until the kernel gives up on it, and that task must
+/// hold nobody's slot.
+pub fn listener_pool(main: &PgPool, connect_timeout: Duration) -> PgPool {
+    let options = (*main.connect_options())
+        .clone()
+        .application_name(LISTENER_APPLICATION_NAME)
+        .options([
+            ("synchronous_commit", "off"),
+            ("tcp_keepalives_idle", "10"),
+            ("tcp_keepalives_interval", "5"),
+            ("tcp_keepalives_count", "3"),
+            ("tcp_user_timeout", "20000"),
+        ]);
+    PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .acquire_timeout(connect_timeout)
+        .test_before_acquire(false)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect_lazy_with(options)
+}
+
+/// The `application_name` of the change listener's session.
+pub const LISTENER_APPLICATION_NAME: &str = "pactd listener";
+
+/// `NOTIFY channel, payload` (through `pg_notify`, which takes the channel as
+/// a value: the listener's own channel name is made at run time). Cast to
+/// text because `pg_notify` returns `void`, which has no Rust type here.
+pub async fn notify(db: impl sqlx::PgExecutor<'_>, channel: &str, payload: &str) -> DbResult<()> {
+    sqlx::query!("select pg_notify($1, $2)::text as sent", channel, payload)
+        .fetch_one(db)
+        .await?;
+    Ok(())
+}
+
+/// Whether the server accepts a new connection now and answers on it: a
+/// connection of its own with the pool's options, outside the pool, because
+/// the pool retries a refused connection until its acquire timeout and so
+/// cannot tell "refused" from "slow".
+pub async fn ping_new_connection(pool: &PgPool) -> DbResult<()> {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect_with(&pool.connect_options()).await?;
+    ping(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
 /// What a database error means for the request that met it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {

@@ -39,6 +39,37 @@ pub struct Config {
     /// when it grew (docs/receipt-log.md); RFC 9162's maximum merge delay is
     /// about this long.
     pub tree_head_interval: Duration,
+    /// The change listener's heartbeat (see `feed.rs`); not an operator
+    /// setting: tests shorten it to see a frozen listener within seconds.
+    pub listener: ListenerSettings,
+}
+
+/// How the change listener proves its connection alive (`listener.rs`).
+#[derive(Clone, Debug)]
+pub struct ListenerSettings {
+    /// A heartbeat is sent this long after the previous one was sent.
+    pub heartbeat_every: Duration,
+    /// Its echo must be back this long after it was sent (and a connection
+    /// attempt must succeed within it), or the connection is given up.
+    pub heartbeat_timeout: Duration,
+}
+
+impl ListenerSettings {
+    /// The oldest an answer from memory may be: a change committed just after
+    /// the last proven heartbeat is missed at most until the next heartbeat's
+    /// echo is overdue, `heartbeat_every + heartbeat_timeout` later.
+    pub fn bound(&self) -> Duration {
+        self.heartbeat_every + self.heartbeat_timeout
+    }
+}
+
+impl Default for ListenerSettings {
+    fn default() -> Self {
+        Self {
+            heartbeat_every: Duration::from_secs(1),
+            heartbeat_timeout: Duration::from_secs(2),
+        }
+    }
 }
 
 /// What a connection may cost us: slow or idle clients must not hold the
@@ -70,9 +101,11 @@ impl Default for ConnectionSettings {
     }
 }
 
-/// Leaves room under the open-files limit for the database pool, JWKS
-/// fetches, logs and the listener, so a flood is refused at our cap rather
-/// than by `accept` failing with EMFILE for everyone.
+/// Leaves room under the open-files limit for the database pools, the change
+/// listener, JWKS fetches, logs and the metrics listener (whose own cap,
+/// `telemetry::METRICS_MAX_CONNECTIONS`, comes out of this reserve), so a
+/// flood is refused at our cap rather than by `accept` failing with EMFILE
+/// for everyone.
 pub fn default_max_connections(open_files: Option<u64>) -> usize {
     let limit = open_files.unwrap_or(1024);
     let usable = limit.saturating_sub(128).max(64);
@@ -142,6 +175,7 @@ impl Config {
             mail: None,
             metrics_listen: None,
             tree_head_interval: Duration::from_secs(60),
+            listener: ListenerSettings::default(),
         }
     }
 

@@ -6,7 +6,8 @@
 //! Every change to those tables is announced on `pactd_config` by a table
 //! trigger (migration 0010), and the change listener drops this whole copy
 //! when one arrives, on every node. The copy is only used while the listener
-//! is connected: a node that cannot hear changes reads the database, and a
+//! is subscribed and its feed proven alive by a recent heartbeat (`feed.rs`):
+//! a node that cannot show it hears changes reads the database, and a
 //! reconnect starts from an empty copy, because notifications sent meanwhile
 //! are lost. A load that started before a change can never put an old row
 //! back: each fill carries the generation it began in and is discarded when
@@ -22,13 +23,17 @@ use pact_db::merchant::{BrandAgent, BrandTool};
 use pact_db::scopes::BrandScope;
 use pact_db::{DbResult, PgPool};
 
+use crate::feed::ChangeFeed;
+
 /// Past this many entries in one map, the map starts over (the rows are
 /// registered by operators, so this only bounds a misconfiguration).
 const MAX_ENTRIES: usize = 100_000;
 
-#[derive(Default)]
 pub struct ConfigCache {
+    /// The listener is subscribed (set after it resynchronised).
     live: AtomicBool,
+    /// Whether what it hears is proven current (checked at every use).
+    feed: Arc<ChangeFeed>,
     generation: AtomicU64,
     entries: RwLock<Entries>,
     /// The payload of the last change notification heard. Notifications
@@ -69,6 +74,17 @@ fn insert_bounded<V>(map: &mut HashMap<String, V>, key: &str, value: V) {
 }
 
 impl ConfigCache {
+    pub fn new(feed: Arc<ChangeFeed>) -> Self {
+        Self {
+            live: AtomicBool::new(false),
+            feed,
+            generation: AtomicU64::new(0),
+            entries: RwLock::default(),
+            last_heard: std::sync::Mutex::default(),
+            events: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
         match self.entries.read() {
             Ok(g) => g,
@@ -83,9 +99,10 @@ impl ConfigCache {
         }
     }
 
-    /// Whether this node hears changes now (the copy is in use).
+    /// Whether this node hears changes now (the copy is in use): subscribed,
+    /// and the feed proven within its bound.
     pub fn is_live(&self) -> bool {
-        self.live.load(Ordering::Acquire)
+        self.live.load(Ordering::Acquire) && self.feed.is_live()
     }
 
     /// Drops the whole copy: a change was announced.

@@ -1,11 +1,14 @@
 //! Whether the database answers, as this node last saw it.
 //!
 //! When PostgreSQL is down or refuses connections, every request would wait
-//! the pool's acquire timeout and then fail. Instead, the first failure marks
-//! the database down; while it is down, requests that need it get an
-//! immediate 503 with `Retry-After` in their own format (A2A envelope, RFC
-//! 6749 JSON, or a page), `/readyz` says so, and a probe retries every
-//! [`PROBE_EVERY`] until a query succeeds again.
+//! the pool's acquire timeout and then fail. Instead, the database is marked
+//! down as soon as this node has reason to know: a request met it
+//! unreachable, or the change listener lost its connection or its heartbeat
+//! (`listener.rs`) and a check made at once ([`reachable_now`]) failed. While
+//! it is down, requests that need it get an immediate 503 with `Retry-After`
+//! in their own format (A2A envelope, RFC 6749 JSON, or a page), `/readyz`
+//! says so, and a probe retries every [`PROBE_EVERY`] until a query succeeds
+//! again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -29,6 +32,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct DbHealth {
     down: AtomicBool,
     wake: Notify,
+    /// Asks the probe for a check now (the listener lost its connection).
+    suspect: Notify,
 }
 
 impl DbHealth {
@@ -44,6 +49,12 @@ impl DbHealth {
         }
     }
 
+    /// The change listener lost its connection or its heartbeat: perhaps the
+    /// database is gone; the probe checks at once.
+    pub fn suspect(&self) {
+        self.suspect.notify_one();
+    }
+
     fn mark_up(&self) {
         if self.down.swap(false, Ordering::AcqRel) {
             tracing::info!("database reachable again");
@@ -51,14 +62,22 @@ impl DbHealth {
     }
 }
 
-/// Background: waits until the database is marked down, then probes it until
-/// it answers.
+/// Background: waits until the database is marked down (or suspected, and a
+/// check at once finds it unreachable), then probes it until it answers.
 pub async fn probe(state: AppState) {
+    let health = &state.db_health;
     loop {
-        if !state.db_health.is_down() {
-            state.db_health.wake.notified().await;
+        if !health.is_down() {
+            tokio::select! {
+                () = health.wake.notified() => {}
+                () = health.suspect.notified() => {
+                    if !reachable_now(&state).await {
+                        health.mark_down();
+                    }
+                }
+            }
         }
-        while state.db_health.is_down() {
+        while health.is_down() {
             tokio::time::sleep(PROBE_EVERY).await;
             let ok = tokio::time::timeout(PROBE_TIMEOUT, pact_db::ping(&state.db))
                 .await
@@ -68,6 +87,60 @@ pub async fn probe(state: AppState) {
             }
         }
     }
+}
+
+/// What one way of reaching the database said.
+enum Reach {
+    Yes,
+    No,
+    /// No verdict from this way (the other one decides).
+    Unsure,
+}
+
+/// Whether the database answers now, asked two ways at once, whichever
+/// answers first: a query through the pool (an idle connection that still
+/// works proves it, even when the server has no room for a new one), and a
+/// new connection outside the pool (a refusal or reset there is a verdict in
+/// milliseconds, where the pool would retry it until its acquire timeout).
+/// Neither within [`PROBE_TIMEOUT`] (a frozen network): unreachable.
+pub async fn reachable_now(state: &AppState) -> bool {
+    let through_pool = async {
+        match pact_db::ping(&state.db).await {
+            Ok(()) => Reach::Yes,
+            // One broken pooled connection says little about the server.
+            Err(_) => Reach::Unsure,
+        }
+    };
+    let new_connection = async {
+        match pact_db::ping_new_connection(&state.db).await {
+            Ok(()) => Reach::Yes,
+            // The server answered, but has no room for one more connection
+            // (53300): the pool's connections may still work.
+            Err(e) if e.code().as_deref() == Some("53300") => Reach::Unsure,
+            Err(e) if pact_db::classify(&e) == pact_db::Failure::Unavailable => Reach::No,
+            // It answered (say, refused the login): it is up.
+            Err(_) => Reach::Yes,
+        }
+    };
+    let verdict = async {
+        tokio::pin!(through_pool, new_connection);
+        let (mut pool_done, mut new_done) = (false, false);
+        loop {
+            let reach = tokio::select! {
+                r = &mut through_pool, if !pool_done => { pool_done = true; r }
+                r = &mut new_connection, if !new_done => { new_done = true; r }
+                else => return false,
+            };
+            match reach {
+                Reach::Yes => return true,
+                Reach::No => return false,
+                Reach::Unsure => {}
+            }
+        }
+    };
+    tokio::time::timeout(PROBE_TIMEOUT, verdict)
+        .await
+        .unwrap_or(false)
 }
 
 /// Which wire format a path answers errors in.

@@ -1,25 +1,53 @@
 //! Liveness and readiness for orchestrators.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::state::AppState;
+
+/// How long readiness waits for a change listener that is (re)connecting,
+/// so that a node just started, or reconnecting after a blip, is not taken
+/// out of service for the few milliseconds that takes.
+const LISTENER_GRACE: Duration = Duration::from_secs(1);
 
 /// `GET /healthz`: the process is up and serving.
 pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the database answers; a node without it must not take traffic.
+/// `GET /readyz`: the database answers and the node hears changes. A node
+/// without the database must not take traffic; one whose change listener is
+/// not proven alive (`feed.rs`) answers from the database, correctly but
+/// slower, and misses a revocation made during a running turn (PACT §5.7),
+/// so it says it is not ready and a health-checking proxy can prefer others.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
     if state.db_health.is_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
     }
-    match pact_db::ping(&state.db).await {
-        Ok(_) => (StatusCode::OK, "ready"),
-        Err(e) => {
-            tracing::warn!(error = %e, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
-        }
+    if let Err(e) = pact_db::ping(&state.db).await {
+        tracing::warn!(error = %e, "readiness check failed");
+        return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
     }
+    if !listening_within(&state, LISTENER_GRACE).await {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not listening for changes: answers from memory are off",
+        );
+    }
+    (StatusCode::OK, "ready")
+}
+
+/// Whether the node's memory views are in use, waiting at most `grace`.
+async fn listening_within(state: &AppState, grace: Duration) -> bool {
+    let cache = &state.config_cache;
+    if cache.is_live() {
+        return true;
+    }
+    let mut events = state.feed.events();
+    let live = events.wait_for(|_| cache.is_live());
+    tokio::time::timeout(grace, live)
+        .await
+        .is_ok_and(|r| r.is_ok())
 }

@@ -83,6 +83,10 @@ impl KeySnapshot {
 pub struct KeyStore {
     master: Arc<MasterKey>,
     snapshot: RwLock<Arc<KeySnapshot>>,
+    /// When the snapshot was last read from the database (real time): while
+    /// the change listener cannot prove it hears `pactd_keys`, the listener
+    /// reloads a snapshot older than the feed's bound (`listener.rs`).
+    loaded_at: std::sync::Mutex<std::time::Instant>,
 }
 
 impl KeyStore {
@@ -97,6 +101,7 @@ impl KeyStore {
         Ok(Self {
             master,
             snapshot: RwLock::new(Arc::new(snapshot)),
+            loaded_at: std::sync::Mutex::new(std::time::Instant::now()),
         })
     }
 
@@ -109,12 +114,27 @@ impl KeyStore {
 
     /// Re-reads the keys (on a `pactd_keys` notification, or periodically).
     pub async fn refresh(&self, db: &PgPool, now: OffsetDateTime) -> Result<(), KeyError> {
+        let started = std::time::Instant::now();
         let snapshot = Arc::new(build_snapshot(db, &self.master, now).await?);
         match self.snapshot.write() {
             Ok(mut s) => *s = snapshot,
             Err(poisoned) => *poisoned.into_inner() = snapshot,
         }
+        let mut loaded = match self.loaded_at.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // What the read began with is what the snapshot is current as of.
+        *loaded = (*loaded).max(started);
         Ok(())
+    }
+
+    /// How long ago the snapshot was read from the database.
+    pub fn age(&self) -> std::time::Duration {
+        match self.loaded_at.lock() {
+            Ok(g) => g.elapsed(),
+            Err(poisoned) => poisoned.into_inner().elapsed(),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod consent;
 pub mod db_health;
 pub mod domain;
 pub mod error;
+pub mod feed;
 pub mod health;
 pub mod housekeeping;
 pub mod keys;

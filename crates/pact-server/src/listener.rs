@@ -5,12 +5,24 @@
 //! cached copy is dropped, see `config_cache.rs`) and
 //! `pactd_device_authorizations` (a decision or take-over: the node forgets
 //! that pending authorization, see `pending_polls.rs`).
-//! When the connection drops, sqlx reports it (`try_recv` → `None`) and
-//! reconnects; everything that might have been missed is then reloaded.
+//!
+//! A connection can die without saying so (a NAT that dropped its mapping, a
+//! vanished host, a proxy that stopped forwarding: no reset, no error), so it
+//! is trusted only as far as a heartbeat proves it (`feed.rs`): every
+//! [`ListenerSettings::heartbeat_every`] the listener sends a `NOTIFY` on a
+//! channel of its own over this same connection, and the echo must be back
+//! within [`ListenerSettings::heartbeat_timeout`]. A lost connection, a
+//! heartbeat that cannot be sent, or an echo that is late all end the
+//! connection: the memory views are dropped, the database probe is asked
+//! whether the database itself is gone (`db_health.rs`), and the listener
+//! connects again and reloads everything that might have been missed.
+//!
+//! [`ListenerSettings::heartbeat_every`]: crate::config::ListenerSettings::heartbeat_every
+//! [`ListenerSettings::heartbeat_timeout`]: crate::config::ListenerSettings::heartbeat_timeout
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgNotification};
 
 use crate::state::AppState;
 
@@ -19,77 +31,221 @@ pub const KEYS_CHANNEL: &str = "pactd_keys";
 pub const CONFIG_CHANNEL: &str = "pactd_config";
 pub const DEVICE_CHANNEL: &str = "pactd_device_authorizations";
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Subscribing and reloading (on top of getting a connection, which has the
+/// heartbeat timeout): bounded, since a query on a frozen connection never
+/// returns by itself.
+const RESYNC_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Runs until the process ends; errors are logged and retried with backoff.
+/// The channel only this node listens on, for its own heartbeats: one
+/// node's heartbeat wakes no other node.
+pub fn heartbeat_channel(node: uuid::Uuid) -> String {
+    format!("pactd_node_{}", node.simple())
+}
+
+/// Why a connection was given up (the `reason` of
+/// `pactd_listener_failures_total`).
+#[derive(Debug)]
+enum Ended {
+    /// No connection, or subscribing and reloading failed or took too long.
+    Connect(String),
+    /// The connection was closed or failed.
+    Lost(String),
+    /// The heartbeat could not be sent or its echo was late: the connection
+    /// may look open, but nothing proves it carries anything.
+    Heartbeat(&'static str),
+}
+
+impl Ended {
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::Connect(_) => "connect",
+            Self::Lost(_) => "lost",
+            Self::Heartbeat(_) => "heartbeat",
+        }
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connect(e) => write!(f, "cannot listen: {e}"),
+            Self::Lost(e) => write!(f, "connection lost: {e}"),
+            Self::Heartbeat(why) => write!(f, "heartbeat {why}"),
+        }
+    }
+}
+
+/// Runs until the process ends; every failure is logged and retried with backoff.
 pub async fn run(state: AppState) {
     let mut backoff = Duration::from_millis(250);
     loop {
-        let outcome = listen(&state).await;
+        let (ended, was_live) = listen(&state).await;
         // Whatever ended the connection, changes can no longer reach us.
         state.config_cache.set_live(false);
         state.pending_polls.set_live(false);
-        metrics::gauge!("pactd_listener_connected").set(0.0);
-        match outcome {
-            Ok(()) => backoff = Duration::from_millis(250),
-            Err(e) => {
-                metrics::counter!("pactd_listener_failures_total").increment(1);
-                tracing::warn!(error = %e, "change listener failed; retrying");
-                tokio::time::sleep(backoff).await;
-                // Capped low: while the listener is down this node reads its
-                // configuration from the database and its revocation view is
-                // stale, so after a failover it should be back within seconds
-                // of the database; one connection attempt every 2 s is nothing.
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+        state.feed.lost();
+        metrics::counter!("pactd_listener_failures_total", "reason" => ended.reason()).increment(1);
+        tracing::warn!(error = %ended, "change listener stopped; connecting again");
+        // Perhaps the database itself is gone: if so, requests get their 503
+        // at once instead of each waiting for the pool (`db_health.rs`).
+        state.db_health.suspect();
+        refresh_stale_keys(&state).await;
+        if was_live {
+            // It had been working: try again at once.
+            backoff = Duration::from_millis(250);
+        } else {
+            tokio::time::sleep(backoff).await;
+            // Capped low: while the listener is down this node reads its
+            // configuration from the database and misses revocations made
+            // during a running turn, so after a failover it should be back
+            // within seconds of the database; one attempt every 2 s is nothing.
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// The signing keys are reloaded on `pactd_keys`; while that cannot be heard,
+/// a snapshot older than the feed's bound is reloaded instead.
+async fn refresh_stale_keys(state: &AppState) {
+    let settings = &state.config.listener;
+    // Known down: the reload would only wait for the pool, and delay the
+    // listener's next attempt.
+    if state.keys.age() <= settings.bound() || state.db_health.is_down() {
+        return;
+    }
+    let reload = state.keys.refresh(&state.db, state.clock.now());
+    match tokio::time::timeout(settings.heartbeat_timeout, reload).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "reloading signing keys failed"),
+        Err(_) => tracing::warn!("reloading signing keys timed out"),
+    }
+}
+
+/// One heartbeat on its way: the echo of `seq` is due by `due`.
+struct Beat {
+    seq: u64,
+    sent: Instant,
+    due: tokio::time::Instant,
+}
+
+/// One connection, from subscribing to its end; also says whether its feed
+/// was ever proven (then a reconnect is tried at once).
+async fn listen(state: &AppState) -> (Ended, bool) {
+    let settings = state.config.listener.clone();
+    let own = heartbeat_channel(state.node.id);
+    let pool = pact_db::listener_pool(&state.db, settings.heartbeat_timeout);
+    let setup = async {
+        let mut listener = PgListener::connect_with(&pool).await?;
+        // A lost connection is ours to handle (drop the views, reload), not
+        // sqlx's to mend behind our back; and the pool is ours alone.
+        listener.eager_reconnect(false);
+        listener.ignore_pool_close_event(true);
+        listener
+            .listen_all([
+                REVOCATIONS_CHANNEL,
+                KEYS_CHANNEL,
+                CONFIG_CHANNEL,
+                DEVICE_CHANNEL,
+                own.as_str(),
+            ])
+            .await?;
+        resync(state).await?;
+        Ok::<_, pact_db::Error>(listener)
+    };
+    let mut listener =
+        match tokio::time::timeout(settings.heartbeat_timeout + RESYNC_TIMEOUT, setup).await {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => return (Ended::Connect(e.to_string()), false),
+            Err(_) => return (Ended::Connect("timed out".to_owned()), false),
+        };
+    // Subscribed and reloaded: the views may fill again, and are used as soon
+    // as the first heartbeat proves the feed (within milliseconds).
+    state.config_cache.set_live(true);
+    state.pending_polls.set_live(true);
+
+    let mut seq = 0u64;
+    let mut beat: Option<Beat> = None;
+    let mut next_beat = tokio::time::Instant::now();
+    let mut proven = false;
+    loop {
+        let due = beat.as_ref().map(|b| b.due);
+        tokio::select! {
+            // Buffered notifications first: an echo that arrived is not late.
+            biased;
+            received = listener.try_recv() => match received {
+                Ok(Some(n)) if n.channel() == own => {
+                    if let Some(b) = beat.take_if(|b| n.payload() == b.seq.to_string()) {
+                        state.feed.proven(b.sent);
+                        proven = true;
+                    }
+                }
+                Ok(Some(n)) => heard(state, &n).await,
+                Ok(None) => return (Ended::Lost("closed".to_owned()), proven),
+                Err(e) => return (Ended::Lost(e.to_string()), proven),
+            },
+            () = sleep_until_some(due) => {
+                return (Ended::Heartbeat("echo overdue"), proven);
+            }
+            () = tokio::time::sleep_until(next_beat), if beat.is_none() => {
+                seq += 1;
+                let sent = Instant::now();
+                let payload = seq.to_string();
+                let send = pact_db::notify(&mut listener, &own, &payload);
+                match tokio::time::timeout(settings.heartbeat_timeout, send).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return (Ended::Heartbeat("could not be sent"), proven),
+                    Err(_) => return (Ended::Heartbeat("not answered"), proven),
+                }
+                let at = tokio::time::Instant::from_std(sent);
+                beat = Some(Beat {
+                    seq,
+                    sent,
+                    due: at + settings.heartbeat_timeout,
+                });
+                next_beat = at + settings.heartbeat_every;
             }
         }
     }
 }
 
-async fn listen(state: &AppState) -> Result<(), pact_db::Error> {
-    let mut listener = PgListener::connect_with(&state.db).await?;
-    listener
-        .listen_all([
-            REVOCATIONS_CHANNEL,
-            KEYS_CHANNEL,
-            CONFIG_CHANNEL,
-            DEVICE_CHANNEL,
-        ])
-        .await?;
-    resync(state).await?;
-    // Subscribed: from here on every change reaches us, so the copy may be used.
-    state.config_cache.set_live(true);
-    state.pending_polls.set_live(true);
-    metrics::gauge!("pactd_listener_connected").set(1.0);
-    loop {
-        match listener.try_recv().await? {
-            Some(n) if n.channel() == CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
-            Some(n) if n.channel() == DEVICE_CHANNEL => match n.payload().parse() {
-                Ok(id) => state.pending_polls.forget(id),
-                // Unreadable: forget everything rather than risk a stale answer.
-                Err(_) => {
-                    tracing::warn!("malformed device authorization notification");
-                    state.pending_polls.set_live(true);
-                }
-            },
-            Some(n) if n.channel() == REVOCATIONS_CHANNEL => match n.payload().parse() {
-                Ok(grant) => {
-                    metrics::counter!("pactd_revocations_total").increment(1);
-                    state.revocations.insert(grant);
-                }
-                Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
-            },
-            Some(_) => {
-                if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
-                    tracing::error!(error = %e, "reloading signing keys failed");
-                }
+/// Resolves at `at`, or never.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A change announced on one of the shared channels.
+async fn heard(state: &AppState, n: &PgNotification) {
+    match n.channel() {
+        CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
+        DEVICE_CHANNEL => match n.payload().parse() {
+            Ok(id) => state.pending_polls.forget(id),
+            // Unreadable: forget everything rather than risk a stale answer.
+            Err(_) => {
+                tracing::warn!("malformed device authorization notification");
+                state.pending_polls.set_live(true);
             }
-            // The connection was lost and notifications sent meanwhile are gone:
-            // start over (listen first, then reload) so nothing falls in between.
-            None => {
-                tracing::info!("change listener lost its connection; resynchronising");
-                return Ok(());
+        },
+        REVOCATIONS_CHANNEL => match n.payload().parse() {
+            Ok(grant) => {
+                metrics::counter!("pactd_revocations_total").increment(1);
+                state.revocations.insert(grant);
+            }
+            Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
+        },
+        KEYS_CHANNEL => {
+            // Bounded: a reload stuck on a frozen pool connection must not
+            // hold up the heartbeat (an overdue echo then ends the connection).
+            let reload = state.keys.refresh(&state.db, state.clock.now());
+            match tokio::time::timeout(state.config.listener.heartbeat_timeout, reload).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "reloading signing keys failed"),
+                Err(_) => tracing::error!("reloading signing keys timed out"),
             }
         }
+        other => tracing::debug!(channel = other, "notification on an unknown channel"),
     }
 }
 

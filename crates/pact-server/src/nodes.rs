@@ -1,7 +1,9 @@
 //! This node's heartbeat: a row in `nodes` refreshed about every 10 s with
-//! whether the change listener is subscribed. A node without it would keep
-//! accepting tokens of grants revoked elsewhere (PACT §5.7 wants them refused
-//! at once), so the console's overview names such a node.
+//! whether the change listener is subscribed and its feed proven alive
+//! (`feed.rs`). A node without it would keep accepting tokens of grants
+//! revoked elsewhere (PACT §5.7 wants them refused at once), so the console's
+//! overview names such a node. A row not refreshed for [`UNSURE_AFTER`] no
+//! longer counts as listening: whatever it said, it said too long ago.
 
 use std::time::Duration;
 
@@ -13,6 +15,9 @@ use crate::state::AppState;
 
 /// How often a node refreshes its row.
 pub const BEAT: Duration = Duration::from_secs(10);
+/// A row older than this (a missed beat, with room for a slow write) says
+/// nothing any more about whether its node listens.
+pub const UNSURE_AFTER: time::Duration = time::Duration::seconds(15);
 /// A row older than this (three missed beats) is shown as gone.
 pub const GONE_AFTER: time::Duration = time::Duration::seconds(35);
 /// A row older than this is removed (housekeeping).
@@ -102,14 +107,24 @@ pub async fn run(state: AppState) {
 #[derive(Clone, Debug)]
 pub struct NodeView {
     pub row: NodeRow,
+    /// Said it listens, and said so within [`UNSURE_AFTER`].
+    pub listening: bool,
     /// Not heard from for [`GONE_AFTER`].
     pub gone: bool,
 }
 
 impl NodeView {
-    /// Alive and subscribed: revocations reach it at once.
+    pub fn at(row: NodeRow, now: OffsetDateTime) -> Self {
+        Self {
+            listening: row.listening && row.last_seen >= now - UNSURE_AFTER,
+            gone: row.last_seen < now - GONE_AFTER,
+            row,
+        }
+    }
+
+    /// Alive and listening: revocations reach it at once.
     pub fn healthy(&self) -> bool {
-        !self.gone && self.row.listening
+        !self.gone && self.listening
     }
 }
 
@@ -120,10 +135,7 @@ pub async fn list(
     Ok(pact_db::nodes::list(db)
         .await?
         .into_iter()
-        .map(|row| NodeView {
-            gone: row.last_seen < now - GONE_AFTER,
-            row,
-        })
+        .map(|row| NodeView::at(row, now))
         .collect())
 }
 
@@ -132,7 +144,7 @@ pub fn summary(nodes: &[NodeView]) -> String {
     let alive: Vec<&NodeView> = nodes.iter().filter(|n| !n.gone).collect();
     let deaf: Vec<String> = alive
         .iter()
-        .filter(|n| !n.row.listening)
+        .filter(|n| !n.listening)
         .map(|n| format!("{} ({})", n.row.hostname, n.row.id))
         .collect();
     let count = match alive.len() {
@@ -166,8 +178,27 @@ mod tests {
                 last_seen: t,
                 listening,
             },
+            listening,
             gone,
         }
+    }
+
+    #[test]
+    fn a_row_not_refreshed_for_a_beat_and_more_no_longer_counts_as_listening() {
+        let seen = OffsetDateTime::UNIX_EPOCH + time::Duration::hours(1);
+        let row = NodeRow {
+            id: Uuid::nil(),
+            hostname: "b".into(),
+            version: "0".into(),
+            started_at: seen,
+            last_seen: seen,
+            listening: true,
+        };
+        let fresh = NodeView::at(row.clone(), seen + time::Duration::seconds(10));
+        assert!(fresh.listening && fresh.healthy());
+        let unsure = NodeView::at(row.clone(), seen + time::Duration::seconds(16));
+        assert!(!unsure.listening && !unsure.gone && !unsure.healthy());
+        assert!(NodeView::at(row, seen + time::Duration::seconds(36)).gone);
     }
 
     #[test]

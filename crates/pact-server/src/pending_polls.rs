@@ -13,7 +13,8 @@
 //!   next poll reads the database again. Between the commit and the
 //!   notification a poll may still hear `authorization_pending`, which only
 //!   tells the PA to poll again.
-//! - A node that does not hear changes (listener down) neither answers nor
+//! - A node that cannot show it hears changes (listener down, or its feed not
+//!   proven by a heartbeat within the bound, `feed.rs`) neither answers nor
 //!   learns from memory, and a reconnect starts from an empty book, since
 //!   notifications sent meanwhile are lost.
 //! - A database read that began before a change can never put the old state
@@ -28,12 +29,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::domain::device_flow::{self, PollDecision, PollState, Status};
+use crate::feed::ChangeFeed;
 
 /// Past this many codes the book stops learning new ones (after dropping the
 /// expired): each is a pending authorization the PA limits let through, and
@@ -65,9 +67,11 @@ pub enum Answer {
 #[derive(Clone, Copy, Debug)]
 pub struct Ticket(Option<u64>);
 
-#[derive(Default)]
 pub struct PendingPolls {
+    /// The listener is subscribed (set after it resynchronised).
     live: AtomicBool,
+    /// Whether what it hears is proven current (checked at every use).
+    feed: Arc<ChangeFeed>,
     generation: AtomicU64,
     book: Mutex<Book>,
     /// Counts forgets, so whoever waits for one (a test) is woken.
@@ -96,6 +100,21 @@ impl Book {
 }
 
 impl PendingPolls {
+    pub fn new(feed: Arc<ChangeFeed>) -> Self {
+        Self {
+            live: AtomicBool::new(false),
+            feed,
+            generation: AtomicU64::new(0),
+            book: Mutex::default(),
+            forgets: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Subscribed, and the feed proven within its bound.
+    fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire) && self.feed.is_live()
+    }
+
     fn book(&self) -> MutexGuard<'_, Book> {
         match self.book.lock() {
             Ok(g) => g,
@@ -134,8 +153,7 @@ impl PendingPolls {
     /// Taken before the database read whose result may be kept.
     pub fn ticket(&self) -> Ticket {
         Ticket(
-            self.live
-                .load(Ordering::Acquire)
+            self.is_live()
                 .then(|| self.generation.load(Ordering::Acquire)),
         )
     }
@@ -150,7 +168,7 @@ impl PendingPolls {
         brand_id: &str,
         now: OffsetDateTime,
     ) -> Option<Answer> {
-        if !self.live.load(Ordering::Acquire) {
+        if !self.is_live() {
             return None;
         }
         let mut book = self.book();
@@ -188,9 +206,7 @@ impl PendingPolls {
         };
         let mut book = self.book();
         // Checked under the lock that `forget` takes: no change can slip in between.
-        if !self.live.load(Ordering::Acquire)
-            || self.generation.load(Ordering::Acquire) != generation
-        {
+        if !self.is_live() || self.generation.load(Ordering::Acquire) != generation {
             return;
         }
         if book.by_code.len() >= MAX_ENTRIES {
@@ -238,9 +254,20 @@ mod tests {
         }
     }
 
-    fn live_book_holding(now: OffsetDateTime) -> PendingPolls {
-        let book = PendingPolls::default();
+    /// A book whose feed was proven just now (and stays so for the test).
+    fn live_book() -> PendingPolls {
+        let feed = Arc::new(ChangeFeed::new(&crate::config::ListenerSettings {
+            heartbeat_every: std::time::Duration::from_secs(600),
+            heartbeat_timeout: std::time::Duration::from_secs(600),
+        }));
+        feed.proven(std::time::Instant::now());
+        let book = PendingPolls::new(feed);
         book.set_live(true);
+        book
+    }
+
+    fn live_book_holding(now: OffsetDateTime) -> PendingPolls {
+        let book = live_book();
         book.remember(book.ticket(), CODE.to_vec(), pending(now), now);
         book
     }
@@ -303,8 +330,7 @@ mod tests {
 
     #[test]
     fn a_read_that_began_before_a_change_is_not_kept() {
-        let book = PendingPolls::default();
-        book.set_live(true);
+        let book = live_book();
         let ticket = book.ticket();
         // The approval's notification arrives while the poll reads the row.
         book.forget(Uuid::from_u128(7));
@@ -324,5 +350,22 @@ mod tests {
         assert!(book.is_empty());
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert_eq!(book.len(), 1);
+    }
+
+    #[test]
+    fn a_subscribed_book_whose_feed_is_not_proven_neither_answers_nor_learns() {
+        let book = live_book_holding(at(0));
+        book.feed.lost();
+        assert_eq!(book.poll(CODE, "https://pa.example", "demo", at(5)), None);
+        book.forget(Uuid::from_u128(7));
+        book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
+        assert!(book.is_empty());
+        // Proven again (the next heartbeat's echo): it answers and learns.
+        book.feed.proven(std::time::Instant::now());
+        book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
+        assert_eq!(
+            book.poll(CODE, "https://pa.example", "demo", at(5)),
+            Some(Answer::Decided(PollDecision::Pending))
+        );
     }
 }

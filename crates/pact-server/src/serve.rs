@@ -10,6 +10,10 @@
 //! * On shutdown we stop accepting, let in-flight requests finish for at most
 //!   `shutdown_grace`, then close whatever is left and return, whatever the
 //!   clients do: an orchestrator's rolling restart ends in an exit, not a SIGKILL.
+//!
+//! The metrics listener runs on the same loop with caps of its own
+//! (`telemetry.rs`), so it can never take the public listener's file
+//! descriptors.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -40,11 +44,33 @@ pub async fn serve(
     let background = state.spawn_background();
     let (state_db, node_id) = (state.db.clone(), state.node.id);
     let settings = state.config.connections.clone();
-    let counter = Arc::new(ConnectionCounter::new(
-        &settings,
-        state.config.trusted_proxies.clone(),
-    ));
-    let app = router(state);
+    let trusted = state.config.trusted_proxies.clone();
+    accept_loop(listener, router(state), &settings, trusted, shutdown).await;
+    for task in background {
+        task.abort();
+    }
+    // A clean stop leaves the node list at once instead of showing as gone;
+    // bounded, since the database may be what is failing.
+    let leave = pact_db::nodes::remove(&state_db, node_id);
+    match tokio::time::timeout(Duration::from_secs(2), leave).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "removing this node's heartbeat failed"),
+        Err(_) => tracing::warn!("removing this node's heartbeat timed out"),
+    }
+    Ok(())
+}
+
+/// Serves `app` on `listener` under `settings` (header timeout, connection
+/// caps, bounded drain) until `shutdown` resolves; the public listener and
+/// the metrics listener (`telemetry.rs`) both run on it.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    app: axum::Router,
+    settings: &ConnectionSettings,
+    trusted: TrustedProxies,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let counter = Arc::new(ConnectionCounter::new(settings, trusted));
 
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -116,18 +142,6 @@ pub async fn serve(
         );
         let _ = close_all.send(true);
     }
-    for task in background {
-        task.abort();
-    }
-    // A clean stop leaves the node list at once instead of showing as gone;
-    // bounded, since the database may be what is failing.
-    let leave = pact_db::nodes::remove(&state_db, node_id);
-    match tokio::time::timeout(Duration::from_secs(2), leave).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "removing this node's heartbeat failed"),
-        Err(_) => tracing::warn!("removing this node's heartbeat timed out"),
-    }
-    Ok(())
 }
 
 /// Open connections, in total and per address key.

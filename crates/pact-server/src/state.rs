@@ -28,6 +28,9 @@ pub struct Inner {
     pub limiter: RateLimiter,
     pub keys: KeyStore,
     pub revocations: RevocationView,
+    /// Whether the change listener's feed is proven alive by its heartbeat
+    /// (see `feed.rs`): the memory views below answer only while it is.
+    pub feed: Arc<crate::feed::ChangeFeed>,
     /// Agents, brands, scopes and merchant settings, kept while the change
     /// listener is connected (see `config_cache.rs`).
     pub config_cache: crate::config_cache::ConfigCache,
@@ -118,6 +121,7 @@ impl AppState {
         let node = crate::nodes::NodeIdentity::new(clock.now());
         let turn_key = crate::merchant::turn_token::TurnKey::from_master(&config.master_key)
             .map_err(StateError::TurnKey)?;
+        let feed = Arc::new(crate::feed::ChangeFeed::new(&config.listener));
         Ok(Self(Arc::new(Inner {
             clock,
             relaxed_db: pact_db::relaxed_pool(&db),
@@ -128,8 +132,9 @@ impl AppState {
             limiter,
             keys,
             revocations: RevocationView::default(),
-            config_cache: crate::config_cache::ConfigCache::default(),
-            pending_polls: Default::default(),
+            config_cache: crate::config_cache::ConfigCache::new(feed.clone()),
+            pending_polls: crate::pending_polls::PendingPolls::new(feed.clone()),
+            feed,
             page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
             db_health: crate::db_health::DbHealth::default(),
             webauthn,

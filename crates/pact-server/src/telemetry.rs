@@ -17,7 +17,19 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use crate::client_ip::TrustedProxies;
+use crate::config::ConnectionSettings;
 use crate::state::AppState;
+
+/// The metrics listener's own budget of open connections (file
+/// descriptors), part of the reserve the public listener's default cap leaves
+/// under the open-files limit (`config::default_max_connections`): a
+/// Prometheus server keeps one connection per target, so this is plenty, and
+/// a flood of connections to the metrics port is refused here instead of
+/// using up descriptors the public listener needs.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
+/// Of those, from one address: one client cannot keep a scraper elsewhere out.
+pub const METRICS_MAX_CONNECTIONS_PER_IP: usize = 8;
 
 /// Latency buckets (seconds): from a cache hit to the request timeout.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -99,6 +111,12 @@ async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> 
     metrics::counter!("pactd_jwks_fetches_total").absolute(state.jwks.fetch_count());
     metrics::counter!("pactd_jwks_fetch_failures_total").absolute(state.jwks.failure_count());
     metrics::gauge!("pactd_revoked_grants_known").set(state.revocations.len() as f64);
+    // The listener's truth is a time: read it now, not at its last event.
+    let listening = state.config_cache.is_live();
+    metrics::gauge!("pactd_listener_connected").set(if listening { 1.0 } else { 0.0 });
+    // Unproven (not subscribed, or given up): no age to tell, as old as can be.
+    let age = state.feed.age().map_or(f64::INFINITY, |a| a.as_secs_f64());
+    metrics::gauge!("pactd_listener_feed_age_seconds").set(age);
     let memo = pact_jose::signature_memo_stats();
     metrics::counter!("pactd_signature_checks_total", "result" => "remembered")
         .absolute(memo.remembered);
@@ -114,14 +132,35 @@ async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> 
     res
 }
 
-/// Serves the metrics page on its own listener until `shutdown` resolves.
+/// The metrics listener's limits: the public listener's timeouts, and caps
+/// of its own.
+pub fn connection_settings(public: &ConnectionSettings) -> ConnectionSettings {
+    ConnectionSettings {
+        max_connections: METRICS_MAX_CONNECTIONS,
+        max_connections_per_ip: METRICS_MAX_CONNECTIONS_PER_IP,
+        ..public.clone()
+    }
+}
+
+/// Serves the metrics page on its own listener until `shutdown` resolves,
+/// through the public listener's accept loop (`serve.rs`): header timeout,
+/// connection caps, bounded drain.
 pub async fn serve(
     state: AppState,
     handle: PrometheusHandle,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state, handle))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let settings = connection_settings(&state.config.connections);
+    // Nobody's forwarded address is believed here: the caps count peers.
+    let trusted = TrustedProxies::default();
+    crate::serve::accept_loop(
+        listener,
+        router(state, handle),
+        &settings,
+        trusted,
+        shutdown,
+    )
+    .await;
+    Ok(())
 }

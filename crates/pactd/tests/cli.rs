@@ -1787,6 +1787,120 @@ async fn serve_exits_0_after_the_grace_period_on_sigterm_while_a_slow_client_sta
     );
 }
 
+/// Issue 28, finding 4: under `ulimit -n 200`, 260 idle connections to the
+/// metrics port used up the process's file descriptors and the public
+/// `/healthz` timed out ("accept failed: Too many open files"). The metrics
+/// listener now has the public one's accept loop and a budget of its own:
+/// the flood is refused at its cap and the public listener keeps answering.
+#[tokio::test]
+async fn a_flood_of_idle_metrics_connections_leaves_the_public_listener_its_descriptors() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    const FLOOD: usize = 260;
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    let scratch = Scratch::new("fds");
+    let (port, metrics_port) = (free_port(), free_port());
+    // `pactd serve` under a low open-files limit, set by the shell it execs from.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 200 && exec \"$0\" \"$@\"")
+        .arg(support::PACTD);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if name.starts_with("PACTD_") || name.starts_with("DATABASE_URL") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env_remove("RUST_LOG")
+        .env("DATABASE_URL", &db)
+        .env("PACTD_MASTER_KEY", &master_key)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let listen = format!("127.0.0.1:{port}");
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let mut server = Server::start(
+        cmd,
+        &[
+            "serve",
+            "--listen",
+            &listen,
+            "--metrics-listen",
+            &metrics,
+            "--header-timeout",
+            "5",
+        ],
+        port,
+        &scratch,
+        "fds",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+
+    // The flood: connections that never send a byte. Each one pactd refuses
+    // is closed at once; count those.
+    let closed = Arc::new(AtomicUsize::new(0));
+    let mut idle = Vec::new();
+    for _ in 0..FLOOD {
+        let mut s = tokio::net::TcpStream::connect(&metrics).await.unwrap();
+        let closed = closed.clone();
+        idle.push(tokio::spawn(async move {
+            let mut byte = [0u8; 1];
+            let read = tokio::io::AsyncReadExt::read(&mut s, &mut byte);
+            if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_secs(20), read).await {
+                closed.fetch_add(1, Ordering::SeqCst);
+            }
+            s
+        }));
+    }
+    // Until pactd has taken them all off its accept queue: then all but its
+    // budget for the metrics listener are closed (bounded: the old loop
+    // closed none and ran out of descriptors instead).
+    let budget = pact_server::telemetry::METRICS_MAX_CONNECTIONS;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while closed.load(Ordering::SeqCst) < FLOOD - budget && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // With the flood still open, the public listener answers at once.
+    let http = reqwest::Client::new();
+    for path in ["/healthz", "/readyz"] {
+        let res = http
+            .get(format!("http://{listen}{path}"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}\n{}", server.output()));
+        assert_eq!(res.status(), 200, "{path}");
+    }
+    assert!(
+        closed.load(Ordering::SeqCst) >= FLOOD - budget,
+        "only {} of {FLOOD} flood connections were refused",
+        closed.load(Ordering::SeqCst)
+    );
+    // The flood's own idle connections are cut at the header timeout, and
+    // the metrics page is served again.
+    for task in idle {
+        drop(task.await.unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let res = http
+            .get(format!("http://{metrics}/metrics"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        if res.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no metrics\n{}", server.output());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = server.output();
+    assert!(!output.contains("Too many open files"), "{output}");
+    assert!(server.terminate().await.success(), "{}", server.output());
+}
+
 #[tokio::test]
 async fn serve_refuses_bad_limit_settings_with_a_clear_message() {
     let db = pact_tests::db::fresh_database().await;

@@ -20,7 +20,7 @@ fn node_json(n: &NodeView) -> Value {
         "version": n.row.version,
         "started_at": rfc3339(n.row.started_at),
         "last_seen": rfc3339(n.row.last_seen),
-        "listening": n.row.listening,
+        "listening": n.listening,
         "gone": n.gone,
     })
 }

@@ -164,7 +164,7 @@ pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Res
                 last_seen: rfc3339(n.row.last_seen),
                 state: if n.gone {
                     "gone"
-                } else if n.row.listening {
+                } else if n.listening {
                     "listening"
                 } else {
                     "NOT listening"
