@@ -212,11 +212,19 @@ pub async fn run_call(
         tracing::info!(brand = %brand_id, tool = %tool.name, "tool call refused: arguments outside the schema");
         return Err(CallRefusal::InvalidArguments(why));
     }
-    // A revocation heard of during the turn ends the delegation's authority now.
-    let delegation = turn
+    // A revocation heard of during the turn ends the delegation's authority
+    // now; while this node cannot prove it hears every revocation (its change
+    // feed is not alive), the grant is read again instead.
+    let mut delegation = turn
         .delegation
         .as_ref()
         .filter(|d| !state.revocations.is_revoked(d.grant_id));
+    if let Some(d) = delegation
+        && !state.feed.is_live()
+        && !grant_still_active(state, d, now).await
+    {
+        delegation = None;
+    }
     let args_hash = pact_jose::args_hash(&args);
     let call = bounds::Call {
         tool: &tool.name,
@@ -349,6 +357,19 @@ pub async fn run_call(
                 release(state, plan.as_ref()).await;
             }
             Err(CallRefusal::Failed { timed_out })
+        }
+    }
+}
+
+/// Whether the turn's grant is still active, as the database says (a grant
+/// that cannot be read counts as ended: fail closed).
+async fn grant_still_active(state: &AppState, d: &Delegation, now: OffsetDateTime) -> bool {
+    match pact_db::grants::for_turn(&state.db, d.grant_id).await {
+        Ok(Some(g)) => g.is_active(now),
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, grant = %d.grant_id, "could not re-read a grant for a tool call");
+            false
         }
     }
 }
