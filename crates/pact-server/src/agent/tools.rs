@@ -386,8 +386,9 @@ mod tests {
         let read_only = delegation(&["orders:read"]);
         let both = delegation(&["orders:read", "orders:cancel"]);
         let missing = |s: &str| Err(ToolError::MissingScope(s.to_owned()));
+        type Case<'a> = (&'a str, Option<&'a Delegation>, Option<&'a str>, Result<bool, ToolError>);
         #[rustfmt::skip]
-        let table: Vec<(&str, Option<&Delegation>, Option<&str>, Result<bool, ToolError>)> = vec![
+        let table: Vec<Case> = vec![
             // A public tool: anyone, even without a delegation.
             ("public tool, no token", None, None, Ok(false)),
             // A scope the brand does not offer is not a step-up: nobody can get it here.

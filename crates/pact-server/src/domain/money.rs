@@ -206,7 +206,7 @@ pub fn show(a: Amount, style: Style) -> String {
     let mut grouped = String::new();
     let digits: Vec<char> = whole.trim_start_matches('-').chars().collect();
     for (i, c) in digits.iter().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             grouped.push(group);
         }
         grouped.push(*c);
