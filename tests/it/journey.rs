@@ -3,8 +3,7 @@
 //! the Node processes written with the official MCP SDK come from
 //! `pact_tests::node`.
 
-use pact_jose::ProviderKeySet;
-use pact_proto::oauth::{Receipt, ReceiptClaims};
+use pact_proto::oauth::ReceiptClaims;
 use pact_tests::TestApp;
 use reqwest::Response;
 use serde_json::Value;
@@ -26,10 +25,7 @@ pub fn text(message: &Value) -> &str {
 
 /// The message's receipt, verified with the provider's published keys.
 pub async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
-    let receipt: Receipt =
-        serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
-    let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
-    pact_jose::verify_receipt(&receipt, &keys).unwrap()
+    app.verified_receipt(message).await
 }
 
 /// Device authorization for `sub` (with details) → approval of `scopes` as

@@ -202,6 +202,16 @@ impl TestApp {
     }
 
     /// The published JWKS of the brand's authorization server.
+    /// The receipt in an A2A message's metadata, verified with the provider's
+    /// published keys.
+    pub async fn verified_receipt(&self, message: &Value) -> pact_proto::oauth::ReceiptClaims {
+        let receipt: pact_proto::oauth::Receipt =
+            serde_json::from_value(message["metadata"]["pact.receipt"].clone()).unwrap();
+        let keys =
+            pact_jose::ProviderKeySet::from_public_jwks(&self.provider_jwks().await).unwrap();
+        pact_jose::verify_receipt(&receipt, &keys).unwrap()
+    }
+
     pub async fn provider_jwks(&self) -> Vec<Value> {
         let v: Value = self
             .http

@@ -258,7 +258,8 @@ impl Nginx {
         let main = format!(
             "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
              events {{ worker_connections 1024; }}\n\
-             http {{\n  access_log {d}/access.log;\n\
+             http {{\n  log_format upstream '$upstream_addr $request_method $uri $status';\n\
+             access_log {d}/access.log upstream;\n\
              client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
              proxy_bind {PROXY_IP};\n  include {d}/pactd.conf;\n}}\n"
@@ -283,6 +284,17 @@ impl Nginx {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The node each request to a path containing `part` went to, in order
+    /// (`$upstream_addr` from the access log).
+    fn upstreams_of(&self, part: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.file("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(part))
+            .filter_map(|l| l.split(' ').next().map(str::to_owned))
+            .collect()
     }
 
     fn logs(&self) -> String {
@@ -773,6 +785,342 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
     );
     assert_eq!(attempts, 1);
     drop(nginx);
+    app.stop().await;
+}
+
+// ---------------------------------------------------------------------------
+// A merchant's turn through round-robin nginx, no affinity
+// ---------------------------------------------------------------------------
+
+/// The merchant's tool API: which tools were really called.
+#[derive(Default)]
+struct ToolApi(std::sync::Mutex<Vec<String>>);
+
+async fn tool_endpoint(
+    axum::extract::State(api): axum::extract::State<Arc<ToolApi>>,
+    axum::extract::Path(tool): axum::extract::Path<String>,
+) -> axum::Json<Value> {
+    api.0.lock().unwrap().push(tool);
+    axum::Json(json!({"ok": true}))
+}
+
+/// The merchant's agent: hands each turn to the test and answers once released.
+struct HeldAgent {
+    turns: tokio::sync::mpsc::UnboundedSender<Value>,
+    release: tokio::sync::Semaphore,
+}
+
+async fn held_turn(
+    axum::extract::State(h): axum::extract::State<Arc<HeldAgent>>,
+    body: axum::body::Bytes,
+) -> String {
+    h.turns
+        .send(serde_json::from_slice(&body).unwrap())
+        .unwrap();
+    h.release.acquire().await.unwrap().forget();
+    json!({"reply": "done"}).to_string()
+}
+
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, router).await.ok();
+    });
+    base
+}
+
+/// The whole merchant path behind nginx's plain round robin, as a merchant
+/// deploys it without affinity: the device flow, a delegated turn answered
+/// by the merchant's own agent, its JSON tool calls and an MCP session — each
+/// request on whichever node nginx picks. Every call is judged on the grant
+/// (a count of one holds across nodes), every call is in the one receipt, and
+/// the turn's token dies with the turn on every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
+    let nginx_port = free_port();
+    let public_url = format!("http://127.0.0.1:{nginx_port}");
+    let app = TestApp::spawn_with(|c| {
+        c.public_url.clone_from(&public_url);
+        c.audience = format!("{public_url}/a2a");
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    let tools = Arc::new(ToolApi::default());
+    let api = serve(
+        axum::Router::new()
+            .route("/tools/{tool}", axum::routing::post(tool_endpoint))
+            .with_state(tools.clone()),
+    )
+    .await;
+    let (tx, mut turns) = tokio::sync::mpsc::unbounded_channel();
+    let held = Arc::new(HeldAgent {
+        turns: tx,
+        release: tokio::sync::Semaphore::new(0),
+    });
+    let agent_base = serve(
+        axum::Router::new()
+            .route("/pact", axum::routing::post(held_turn))
+            .with_state(held.clone()),
+    )
+    .await;
+    app.new_webhook_secret("demo").await;
+    app.set_agent("demo", &format!("{agent_base}/pact"), None)
+        .await;
+    for (name, scope, enforce) in [
+        ("lookup_orders", "orders:read", json!([])),
+        (
+            "cancel_order",
+            "orders:cancel",
+            json!(["order_ids=order_id"]),
+        ),
+    ] {
+        pact_db::merchant::upsert_tool(
+            &app.db,
+            &pact_db::merchant::BrandTool {
+                enforce,
+                ..pact_db::merchant::BrandTool::at_url(
+                    "demo",
+                    name,
+                    Some(scope),
+                    &format!("{api}/tools/{name}"),
+                )
+            },
+        )
+        .await
+        .unwrap();
+    }
+    app.settle().await;
+    let pa = app.registered_pa(ISSUER).await;
+    let deployment = Deployment {
+        db_url: app.db_url.clone(),
+        master_key: app.master_key.to_base64(),
+        public_url: public_url.clone(),
+        trusted_proxies: PROXY_IP.to_string(),
+    };
+    let logs = Scratch::new("merchant-nodes");
+    let ports = [free_port(), free_port(), free_port()];
+    let mut nodes = Vec::new();
+    for port in ports {
+        nodes.push(Node::start(&deployment, port, &logs).await);
+    }
+    let nginx = Nginx::start(&ports, nginx_port).await;
+    let lb = nginx.url();
+    let http = client();
+    let audience = deployment.audience();
+    let sub = "merchant-path";
+
+    // The device flow through nginx, for a cancellation limited to SHOP-1001.
+    let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]).to_string();
+    let res = http
+        .post(format!("{lb}/a2a/demo/oauth/device_authorization"))
+        .bearer_auth(pa.token(sub, &audience))
+        .form(&[
+            ("client_id", ISSUER),
+            ("scope", "orders:read orders:cancel"),
+            ("authorization_details", details.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let auth: Value = res.json().await.unwrap();
+    app.approve(
+        auth["user_code"].as_str().unwrap(),
+        "user-merchant-path",
+        &["orders:read", "orders:cancel"],
+    )
+    .await;
+    let res = http
+        .post(format!("{lb}/a2a/demo/oauth/token"))
+        .bearer_auth(pa.token(sub, &audience))
+        .form(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+            ("device_code", auth["device_code"].as_str().unwrap()),
+            ("client_id", ISSUER),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let tokens: Value = res.json().await.unwrap();
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+
+    // The delegated turn through nginx; the merchant's agent holds it open.
+    let reply = {
+        let (http, url, pa_jwt, access) = (
+            http.clone(),
+            format!("{lb}/a2a/demo/message:send"),
+            pa.token(sub, &audience),
+            access.clone(),
+        );
+        tokio::spawn(async move {
+            let message = json!({"messageId": "mp-1", "role": "ROLE_USER",
+                                 "parts": [{"text": "cancel SHOP-1001"}]});
+            http.post(url)
+                .bearer_auth(pa_jwt)
+                .header("X-A2A-User-Delegation", format!("Bearer {access}"))
+                .json(&json!({ "message": message }))
+                .send()
+                .await
+                .unwrap()
+        })
+    };
+    let turn = tokio::time::timeout(Duration::from_secs(20), turns.recv())
+        .await
+        .expect("the merchant's agent gets the turn")
+        .unwrap();
+    let tools_url = turn["tools"]["url"].as_str().unwrap().to_owned();
+    let mcp_url = turn["tools"]["mcpUrl"].as_str().unwrap().to_owned();
+    let token = turn["tools"]["token"].as_str().unwrap().to_owned();
+    assert!(
+        tools_url.starts_with(&lb),
+        "the gateway is reached through nginx"
+    );
+    let call = |tool: &str, args: Value| {
+        let req = http
+            .post(format!("{tools_url}/{tool}"))
+            .bearer_auth(&token)
+            .json(&args);
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+
+    // Six reads: round robin puts them on every node.
+    for _ in 0..6 {
+        let (status, body) = call("lookup_orders", json!({})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Within the grant's limit, then outside it, on whichever node.
+    let (status, body) = call("cancel_order", json!({"order_id": "SHOP-1001"})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call("cancel_order", json!({"order_id": "SHOP-1002"})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("beyond_limit")),
+        "{body}"
+    );
+
+    // An MCP session: initialize, list and call, each on the next node.
+    let mcp = |session: Option<String>, body: Value| {
+        let mut req = http
+            .post(&mcp_url)
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(id) = &session {
+            req = req
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let id = res
+                .headers()
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, id, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, session, body) = mcp(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "multinode", "version": "1"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("an MCP session id");
+    let (status, _, body) = mcp(
+        Some(session.clone()),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let listed: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(listed.contains(&"lookup_orders"), "{body}");
+    let (status, _, body) = mcp(
+        Some(session.clone()),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "lookup_orders", "arguments": {}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(body["result"]["isError"], json!(true), "{body}");
+
+    let turn_requests = nginx.upstreams_of("/turns/");
+    let mut spread = turn_requests.clone();
+    spread.sort();
+    spread.dedup();
+    assert_eq!(
+        spread.len(),
+        3,
+        "nginx spread the turn's {} requests over every node: {turn_requests:?}",
+        turn_requests.len()
+    );
+
+    // The agent replies; the turn ends on every node.
+    held.release.add_permits(1);
+    let res = tokio::time::timeout(Duration::from_secs(20), reply)
+        .await
+        .expect("the reply")
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let v: Value = res.json().await.unwrap();
+    // The call beyond the limit made the turn a step-up for that one operation
+    // (PACT §5.5), whichever node judged it; its message carries the receipt.
+    let task_status = &v["task"]["status"];
+    assert_eq!(task_status["state"], "TASK_STATE_AUTH_REQUIRED", "{v}");
+    assert!(
+        v["task"]["metadata"]["pact.missingAuthorizationDetails"].is_array(),
+        "{v}"
+    );
+    let claims = app.verified_receipt(&task_status["message"]).await;
+    let done: Vec<&str> = claims
+        .actions
+        .iter()
+        .filter(|a| a.outcome.as_deref() == Some("done"))
+        .map(|a| a.tool.as_str())
+        .collect();
+    assert_eq!(
+        done.len(),
+        8,
+        "every call from every node is in the receipt: {claims:?}"
+    );
+    assert_eq!(claims.refused.len(), 1, "{claims:?}");
+    assert_eq!(
+        tools.0.lock().unwrap().len(),
+        8,
+        "what reached the merchant is what the receipt says"
+    );
+    for port in ports {
+        let res = http
+            .post(format!("http://127.0.0.1:{port}{}/lookup_orders", {
+                tools_url.strip_prefix(&lb).unwrap()
+            }))
+            .bearer_auth(&token)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            401,
+            "node {port} still honours the ended turn"
+        );
+    }
+    drop(nginx);
+    drop(nodes);
     app.stop().await;
 }
 
