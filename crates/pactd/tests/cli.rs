@@ -1522,7 +1522,7 @@ async fn delegation_admin_commands_manage_scopes_keys_grants_and_audit_receipts(
     )
     .await
     .succeeded();
-    let unknown_scope = r#"{"scope":"nope","fields":{}}"#;
+    let unknown_scope = r#"{"scope":"nope","fields":{"ids":{"type":"string_array"}}}"#;
     let refused = run(
         pactd_on(&db),
         &[
