@@ -7,6 +7,7 @@ mod admin_console;
 mod admin_keys_brands;
 mod admin_schemathesis;
 mod audit_coverage;
+mod booking;
 mod bounds;
 mod browser;
 mod card;
