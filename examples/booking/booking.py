@@ -236,13 +236,13 @@ def within_limits(limits, args, fee_cents):
             # Allowed once by the person, for exactly these amounts.
             allowed = [cents_of(a) for a in lim.get("amounts") or []]
             if not any(a is not None and fee_cents <= a for a in allowed):
-                return "the fee %s is more than the person allowed" % shown(fee_cents)
+                return "the fee %s is more than the person allowed for this move" % shown(fee_cents)
             continue
         arg = FIELD_ARG.get(lim.get("field"))
         if kind == "amount":
             cap = cents_of(value)
             if cap is None or fee_cents > cap:
-                return "the fee %s is more than the %s allowed" % (
+                return "the fee %s is more than the %s the person allowed" % (
                     shown(fee_cents), shown(cap) if cap is not None else "amount")
         elif kind == "string_array":
             if not isinstance(value, list) or args.get(arg) not in value:
@@ -309,7 +309,7 @@ def move_booking(handler, msg):
     why = within_limits(msg.get("limits"), args, fee)
     if why is not None:
         return refuse(handler, 403, "over_limit",
-                      "Moving %s to %s costs %s: %s" % (booking_id, day_words(day), shown(fee), why))
+                      "Cannot move %s to %s: %s" % (booking_id, day_words(day), why))
     if fee > offered:
         return refuse(handler, 409, "fee_changed",
                       "Moving %s to %s costs %s, not %s: ask for a new quote" % (
@@ -373,11 +373,10 @@ def refusal_words(status, body, what):
         return "I need your permission to %s first." % what
     if status == 403 and error == "beyond_limit":
         # pactd turns this into a question to the person about this one move.
-        return "That goes beyond what you allowed (%s), so I've asked you first." % (
-            body.get("error_description") or "a limit")
+        return "That needs your OK first: %s." % (body.get("error_description") or "it goes beyond a limit")
     if status == 424 and error == "tool_error":
         # Our booking system said no, in its own words (pactd passes them on).
-        return "Our booking system could not do that: %s." % (body.get("message") or body.get("code"))
+        return "Our booking system said no: %s." % (body.get("message") or body.get("code"))
     if status == 403:
         return "The permission you gave doesn't cover that, so I can't %s." % what
     return "Sorry, I couldn't reach our booking system just now."

@@ -180,15 +180,15 @@ async fn the_booking_services_own_refusals_reach_its_agent_and_the_receipt() {
         (
             "m1",
             "Move booking X9LR4T to Monday",
-            "Our booking system could not do that: Booking X9LR4T has been travelled on and cannot be moved.",
+            "Our booking system said no: Booking X9LR4T has been travelled on and cannot be moved.",
             409,
             "already_travelled",
         ),
         (
             "m2",
             "Move booking K7PQ2M to Tuesday #nofee",
-            "Our booking system could not do that: Moving K7PQ2M to Tue 8 Dec 2026 costs €15.00: \
-             the fee €15.00 is more than the €0.00 allowed.",
+            "Our booking system said no: Cannot move K7PQ2M to Tue 8 Dec 2026: \
+             the fee €15.00 is more than the €0.00 the person allowed.",
             403,
             "over_limit",
         ),
