@@ -48,18 +48,17 @@ async fn moving_a_booking_to_tuesday_with_no_extra_charge_through_the_real_pages
                           "new_date": {"from": TUESDAY, "to": TUESDAY},
                           "max_fee": eur("0.00")}]);
     let auth = app
-        .device_authorize(
-            &pa,
-            SUB,
-            "bookings:read bookings:change",
-            Some(&details),
-        )
+        .device_authorize(&pa, SUB, "bookings:read bookings:change", Some(&details))
         .await;
     let mut inp = person(
         &auth.body["verification_uri_complete"],
         &auth.user_code,
         0,
-        &["Move booking K7PQ2M", "new date: only Tue 8 Dec 2026", "no extra charge"],
+        &[
+            "Move booking K7PQ2M",
+            "new date: only Tue 8 Dec 2026",
+            "no extra charge",
+        ],
     );
     inp["shots_name"] = json!("booking-consent");
     let out = journey("password-totp", inp).await;

@@ -159,7 +159,10 @@ impl TestApp {
         let b = Booking::start(&whsec).await;
         self.set_agent(brand, &b.agent_url(), None).await;
         for (id, description) in [
-            ("bookings:read", "See your bookings and what moving one costs"),
+            (
+                "bookings:read",
+                "See your bookings and what moving one costs",
+            ),
             ("bookings:change", "Move your bookings to another day"),
         ] {
             pact_db::scopes::upsert(&self.db, brand, id, description, false)
@@ -167,7 +170,10 @@ impl TestApp {
                 .unwrap();
         }
         let declared: DetailsType = serde_json::from_value(booking_change_type()).unwrap();
-        let found = pact_db::brands::find(&self.db, brand).await.unwrap().unwrap();
+        let found = pact_db::brands::find(&self.db, brand)
+            .await
+            .unwrap()
+            .unwrap();
         let mut tx = self.db.begin().await.unwrap();
         brand_settings::upsert_details_type(
             &mut tx,
@@ -180,7 +186,10 @@ impl TestApp {
         .await
         .unwrap();
         tx.commit().await.unwrap();
-        let found = pact_db::brands::find(&self.db, brand).await.unwrap().unwrap();
+        let found = pact_db::brands::find(&self.db, brand)
+            .await
+            .unwrap()
+            .unwrap();
         let date = json!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"});
         let tools = [
             ToolDefinition {
