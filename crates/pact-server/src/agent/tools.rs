@@ -386,12 +386,7 @@ mod tests {
         let read_only = delegation(&["orders:read"]);
         let both = delegation(&["orders:read", "orders:cancel"]);
         let missing = |s: &str| Err(ToolError::MissingScope(s.to_owned()));
-        type Case<'a> = (
-            &'a str,
-            Option<&'a Delegation>,
-            Option<&'a str>,
-            Result<bool, ToolError>,
-        );
+        type Case<'a> = (&'a str, Option<&'a Delegation>, Option<&'a str>, Result<bool, ToolError>);
         #[rustfmt::skip]
         let table: Vec<Case> = vec![
             // A public tool: anyone, even without a delegation.
