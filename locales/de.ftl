@@ -445,6 +445,7 @@ limit-range = { $from } bis { $to }
 limit-equals = { $label }: nur { $value }
 limit-one-of = { $label }: nur { $value }
 limit-at-most = { $label }: höchstens { $value }
+limit-none = ohne { $label }
 limit-total = { $label }: insgesamt höchstens { $value }
 limit-window = { $label }: nur { $value }
 limit-calls = { $label }: höchstens { $n }

@@ -445,6 +445,7 @@ limit-range = { $from } to { $to }
 limit-equals = { $label }: only { $value }
 limit-one-of = { $label }: only { $value }
 limit-at-most = { $label }: at most { $value }
+limit-none = no { $label }
 limit-total = { $label }: at most { $value } in total
 limit-window = { $label }: only { $value }
 limit-calls = { $label }: at most { $n }

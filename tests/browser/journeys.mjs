@@ -103,13 +103,16 @@ async function signInWithPasswordAndTotp() {
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await expectHeading('One more step');
   await snap('second-factor');
-  await page.getByLabel('6-digit code from your authenticator app').fill(totp(input.totp_secret_hex));
+  // A second sign-in in one run takes the next step's code (each code is used once).
+  await page.getByLabel('6-digit code from your authenticator app').fill(totp(input.totp_secret_hex, input.totp_offset || 0));
   await page.getByRole('button', { name: 'Continue', exact: true }).click();
 }
 
+let consentText = null;
 async function consent(untick) {
   await expectHeading('Allow');
   const body = await page.textContent('main');
+  consentText = await page.locator('main').innerText();
   for (const expected of input.expect_on_consent || []) {
     if (!body.includes(expected)) throw new Error(`consent page lacks ${JSON.stringify(expected)}`);
   }
@@ -128,6 +131,23 @@ try {
     await openLinkAndConfirm();
     await signInWithPasswordAndTotp();
     await consent(input.untick);
+    result.consent = consentText;
+  } else if (journey === 'allow-once') {
+    // A step-up beyond a limit: the one operation in plain words and why it
+    // is asked, allowed once on the consent page.
+    await openLinkAndConfirm();
+    await signInWithPasswordAndTotp();
+    await expectHeading('Allow');
+    await page.getByRole('heading', { level: 2, name: 'Allow this, once?' }).waitFor();
+    result.text = await page.locator('main').innerText();
+    for (const expected of input.expect_on_consent || []) {
+      if (!result.text.includes(expected)) throw new Error(`the page lacks ${JSON.stringify(expected)}`);
+    }
+    await snap('allow-once');
+    await page.getByRole('button', { name: 'Allow once' }).click();
+    await expectHeading('Done');
+    await snap('done');
+    result.done = await page.locator('main').innerText();
   } else if (journey === 'passkey') {
     await virtualAuthenticator();
     // Register a passkey on the account page (signed in with password + TOTP first).

@@ -349,6 +349,55 @@ async fn the_identity_profile_passes_against_a_brand_served_by_the_example_merch
     std::fs::remove_dir_all(home.dir()).ok();
 }
 
+/// Both profiles against the demo brand answered by the example booking
+/// service (examples/booking, its own process; issue 26, item 7: every
+/// example brand passes), asked about bookings instead of orders; the
+/// approvals made on pactd's pages by `pactd-login`.
+#[tokio::test]
+async fn the_delegated_profile_passes_against_a_brand_served_by_the_example_booking_service() {
+    let (app, home, identity, _jwks) = pactd_with_agent().await;
+    let booking = app.booking_brand("demo").await;
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
+    let mut config = pactd_config(&app, &identity, Profile::Delegated);
+    config.scoped_prompt = "Show me my bookings".to_owned();
+    let report = conformance::run(config, &approver).await;
+    println!("delegated profile, booking: {}", report.summary());
+    assert_passes(&report, &UNEXERCISABLE);
+    for name in [
+        "§5.5.step-up-task",
+        "§5.6.receipt-verifies",
+        "§5.6.receipt-chain",
+    ] {
+        assert_eq!(report.get(name).unwrap().outcome, Outcome::Pass, "{name}");
+    }
+    let stats = booking.stats().await;
+    assert!(
+        stats["tool_calls"]["find_booking"].as_i64().unwrap() > 0,
+        "{stats}"
+    );
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
+#[tokio::test]
+async fn the_identity_profile_passes_against_a_brand_served_by_the_example_booking_service() {
+    let (app, home, identity, _jwks) = pactd_with_agent().await;
+    let booking = app.booking_brand("demo").await;
+    let (ann, bob) = demo_accounts(&app).await;
+    let approver = PactdLoginApprover::new(ann, Some(bob)).unwrap();
+    let mut config = pactd_config(&app, &identity, Profile::Identity);
+    config.scoped_prompt = "Show me my bookings".to_owned();
+    let report = conformance::run(config, &approver).await;
+    println!("identity profile, booking: {}", report.summary());
+    let mut allowed: Vec<&str> = UNEXERCISABLE.to_vec();
+    allowed.push("§5");
+    assert_passes(&report, &allowed);
+    let stats = booking.stats().await;
+    assert!(stats["agent_calls"].as_i64().unwrap() > 0, "{stats}");
+    assert_eq!(stats["refused_signatures"], 0, "{stats}");
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
 // ---------------------------------------------------------------------------
 // The pactd-login approver itself
 // ---------------------------------------------------------------------------

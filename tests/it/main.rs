@@ -7,6 +7,8 @@ mod admin_console;
 mod admin_keys_brands;
 mod admin_schemathesis;
 mod audit_coverage;
+mod booking;
+mod booking_journey;
 mod bounds;
 mod browser;
 mod card;

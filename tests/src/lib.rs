@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod app;
+pub mod booking;
 pub mod db;
 pub mod delegation;
 pub mod logo_server;

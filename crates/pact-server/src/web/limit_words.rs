@@ -130,6 +130,8 @@ fn shown(limit: &Limit) -> String {
             .join(", "),
         Limit::AtMost(a) | Limit::Total(a) => amount(*a),
         Limit::Calls(n) => n.to_string(),
+        // A window of one day is that day ("Tue 8 Dec 2026").
+        Limit::Days { from, to } if from == to => date(*from),
         Limit::Days { from, to } => i18n::t2("limit-range", "from", date(*from), "to", date(*to)),
         Limit::Times { from, until } => {
             i18n::t2("limit-range", "from", time(*from), "to", time(*until))
@@ -145,9 +147,11 @@ fn label(field: &str, spec: &FieldSpec) -> String {
     }
 }
 
-/// One limit on its own: "extra charge: at most €0.00".
+/// One limit on its own: "extra charge: at most €5.00"; a zero amount
+/// allows none of it: "no extra charge".
 pub fn limit(label: &str, limit: &Limit) -> String {
     let key = match limit {
+        Limit::AtMost(a) if a.minor == 0 => return i18n::t1("limit-none", "label", label),
         Limit::Equals(_) => "limit-equals",
         Limit::OneOf(_) => "limit-one-of",
         Limit::AtMost(_) => "limit-at-most",
@@ -391,12 +395,28 @@ mod tests {
         });
         assert_eq!(
             text,
-            "Move booking K7PQ2M; extra charge: at most €0.00; moves: at most 1"
+            "Move booking K7PQ2M; no extra charge; moves: at most 1"
         );
         let de = in_lang(Lang::De, || {
             entry("booking_change", &t, values.as_object().unwrap())
         });
-        assert!(de.contains("höchstens 0,00\u{a0}€"), "{de}");
+        assert!(de.contains("ohne extra charge"), "{de}");
+        let fee = serde_json::Map::from_iter([(
+            "max_fee".to_owned(),
+            json!({"currency": "EUR", "amount": "5.00"}),
+        )]);
+        assert_eq!(
+            in_lang(Lang::En, || entry("booking_change", &t, &fee)),
+            "Move booking {booking_ids}; extra charge: at most €5.00"
+        );
+        let day = Limit::Days {
+            from: time::macros::date!(2026 - 12 - 08),
+            to: time::macros::date!(2026 - 12 - 08),
+        };
+        assert_eq!(
+            in_lang(Lang::En, || limit("new date", &day)),
+            "new date: only Tue 8 Dec 2026"
+        );
         let spec = &t.fields["moves"];
         assert_eq!(
             in_lang(Lang::En, || usage("moves", spec, 1, 1, None)),
