@@ -771,3 +771,66 @@ async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
     assert_eq!(claims.refused.len(), 2, "{claims:?}");
     assert_eq!(s.api.count("cancel_order").await, 1);
 }
+
+/// The person's account page shows each limit of a grant and how much of a
+/// consumed one is used, after calls on it (issue 26, item 4).
+#[tokio::test]
+async fn the_account_page_shows_each_limit_and_how_much_is_used() {
+    let mut s = shop().await;
+    let ann =
+        pact_tests::pages::add_user(&s.app, "demo", "ann@example.com", "correct horse battery")
+            .await;
+    let token = grant(
+        &s.app,
+        &s.pa,
+        SUB,
+        &ann.subject(),
+        &["orders:cancel", "payments:charge"],
+        Some(&json!([
+            {"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 1},
+            {"type": "spending", "per_call": eur("20.00"), "total": eur("50.00")}
+        ])),
+    )
+    .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(&s.app, &turn, "pay", &json!({"amount": eur("15.00")})).await;
+    assert_eq!(status, 200, "{body}");
+    s.finish(turn).await;
+
+    // A session for Ann, as the sign-in page leaves it.
+    let (raw, hash) = pact_server::domain::secrets::new_secret();
+    let (csrf, _) = pact_server::domain::secrets::new_secret();
+    pact_db::sessions::insert(
+        &s.app.db,
+        &hash,
+        &csrf,
+        &pact_db::sessions::SessionState {
+            brand_id: Some("demo".to_owned()),
+            user_id: Some(ann.id),
+            ..Default::default()
+        },
+        time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    let b = pact_tests::pages::Browser::new(&s.app);
+    let url = reqwest::Url::parse(&s.app.base_url).unwrap();
+    b.jar.add_cookie_str(&format!("pactd_session={raw}"), &url);
+    let (status, html) = b.get_html("/account").await;
+    assert_eq!(status, 200);
+    for words in [
+        "Cancel only these orders: SHOP-1001",
+        "1 of 1 cancellations used",
+        "€15.00 of €50.00 used",
+    ] {
+        assert!(html.contains(words), "{words:?} not on the page:\n{html}");
+    }
+}
