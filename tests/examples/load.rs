@@ -999,6 +999,28 @@ async fn grant(
 // ---------------------------------------------------------------------------
 // Reporting.
 
+/// Where a merchant phase's turn time went: the mean turn at the PA, the
+/// part the merchant's agent held it, and within that its gateway calls;
+/// the rest of the turn is pactd's before and after the agent.
+fn merchant_note(
+    results: &[PhaseResult],
+    now: &merchant::Seen,
+    before: &merchant::Seen,
+) -> Option<String> {
+    let r = results.last()?;
+    let (n, hold, gateway) = now.per_turn_since(before)?;
+    let mean = r.tally.lat_us.iter().map(|&u| f64::from(u)).sum::<f64>()
+        / r.tally.lat_us.len().max(1) as f64;
+    Some(format!(
+        "- {}: per turn (mean of {n}): {:.2} ms at the PA, of which the agent held the turn {:.2} ms, its gateway calls (as the merchant saw them) {:.2} ms; pactd before and after the agent {:.2} ms",
+        r.name,
+        mean / 1000.0,
+        hold / 1000.0,
+        gateway / 1000.0,
+        (mean - hold) / 1000.0
+    ))
+}
+
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_owned(), |x| format!("{x:.2}"))
 }
@@ -1330,6 +1352,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 1b. The same turns at the merchant's own agent, with one tool call
     // each: the JSON route, then pactd's MCP face.
+    let mut held = Vec::new();
     let webhook = |ctx: Arc<Ctx>, text: &'static str| {
         move |w: usize, seq: u64| {
             let ctx = ctx.clone();
@@ -1347,6 +1370,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
+    let seen = merchant.seen();
     results.push(
         run_phase(
             "webhook agent + 1 JSON tool call, sequential",
@@ -1357,6 +1381,8 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
     results.push(
         run_phase(
             "webhook agent + 1 JSON tool call",
@@ -1367,6 +1393,8 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
     results.push(
         run_phase(
             "webhook agent + 1 MCP tool call",
@@ -1377,6 +1405,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
 
     let ctx = if args.turns_only {
         ctx
@@ -1543,6 +1572,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
+    let seen = merchant.seen();
     results.push(
         run_phase(
             "delegated webhook agent + 1 JSON tool call + receipt",
@@ -1553,6 +1583,8 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
     results.push(
         run_phase(
             "delegated webhook agent + 1 MCP tool call + receipt",
@@ -1563,6 +1595,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
 
     if !args.turns_only {
         // 4. Step-up: the grant lacks orders:cancel, so the reply is an
@@ -1650,6 +1683,9 @@ async fn main() -> anyhow::Result<()> {
     md.push_str(&table(&results));
     md.push('\n');
     md.push_str(&notes(&results));
+    for line in held.iter().flatten() {
+        let _ = writeln!(md, "{line}");
+    }
     let _ = writeln!(
         md,
         "- pactd log at warn and above: {} line(s){}",

@@ -17,6 +17,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -35,6 +36,41 @@ pub struct Merchant {
     pub turns: AtomicU64,
     pub tool_calls: AtomicU64,
     pub failures: AtomicU64,
+    /// Summed over turns: how long the agent held each turn (from the
+    /// turn's request read to its reply), and within that how long its
+    /// calls through pactd's gateway took, as the merchant sees them.
+    pub hold_us: AtomicU64,
+    pub gateway_us: AtomicU64,
+}
+
+/// What the merchant saw over a span of turns.
+#[derive(Clone, Copy, Default)]
+pub struct Seen {
+    pub turns: u64,
+    pub hold_us: u64,
+    pub gateway_us: u64,
+}
+
+impl Merchant {
+    pub fn seen(&self) -> Seen {
+        Seen {
+            turns: self.turns.load(Ordering::Relaxed),
+            hold_us: self.hold_us.load(Ordering::Relaxed),
+            gateway_us: self.gateway_us.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Seen {
+    /// Per turn between two snapshots: (turns, hold µs, gateway µs).
+    pub fn per_turn_since(&self, before: &Seen) -> Option<(u64, f64, f64)> {
+        let n = self.turns.checked_sub(before.turns).filter(|n| *n > 0)?;
+        Some((
+            n,
+            (self.hold_us - before.hold_us) as f64 / n as f64,
+            (self.gateway_us - before.gateway_us) as f64 / n as f64,
+        ))
+    }
 }
 
 /// Starts the merchant on loopback `port`. `whsec`
@@ -56,6 +92,8 @@ pub async fn start(whsec: &str, port: u16) -> anyhow::Result<Arc<Merchant>> {
         turns: AtomicU64::new(0),
         tool_calls: AtomicU64::new(0),
         failures: AtomicU64::new(0),
+        hold_us: AtomicU64::new(0),
+        gateway_us: AtomicU64::new(0),
     });
     let app = Router::new()
         .route("/agent", post(agent))
@@ -95,11 +133,14 @@ async fn tool(State(m): State<Arc<Merchant>>, headers: HeaderMap, body: Bytes) -
         return fail(&m, "bad signature on a tool call".to_owned());
     }
     m.tool_calls.fetch_add(1, Ordering::Relaxed);
-    axum::Json(json!({"open": "9:00-18:00", "orders": [{"order_id": "SHOP-1001", "status": "shipped"}]}))
-        .into_response()
+    axum::Json(
+        json!({"open": "9:00-18:00", "orders": [{"order_id": "SHOP-1001", "status": "shipped"}]}),
+    )
+    .into_response()
 }
 
 async fn agent(State(m): State<Arc<Merchant>>, headers: HeaderMap, body: Bytes) -> Response {
+    let held = Instant::now();
     if !verified(&m, &headers, &body) {
         return fail(&m, "bad signature on a turn".to_owned());
     }
@@ -116,11 +157,15 @@ async fn agent(State(m): State<Arc<Merchant>>, headers: HeaderMap, body: Bytes) 
     };
     let tools = &turn["tools"];
     let token = tools["token"].as_str().unwrap_or("");
+    let calling = Instant::now();
     let answer = if text.contains("#mcp") {
         mcp_call(&m, tools["mcpUrl"].as_str().unwrap_or(""), token, tool).await
     } else {
         json_call(&m, tools["url"].as_str().unwrap_or(""), token, tool).await
     };
+    let us = |t: Instant| u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
+    m.gateway_us.fetch_add(us(calling), Ordering::Relaxed);
+    m.hold_us.fetch_add(us(held), Ordering::Relaxed);
     match answer {
         Ok(v) => axum::Json(json!({"reply": format!("{tool}: {v}")})).into_response(),
         Err(e) => fail(&m, e),
