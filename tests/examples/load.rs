@@ -29,6 +29,9 @@
 //! on a small shared machine can be read for what it is. Only 127.0.0.1 traffic.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "load/merchant.rs"]
+mod merchant;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::future::Future;
@@ -72,6 +75,11 @@ usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
                      N old receipts (of N/100 expired grants), to show that no
                      request's cost grows with the tables [0]
   --markdown FILE    also write the results table (markdown) to FILE
+  --fresh-pa-jwt yes|no  a new PA-JWT on every request instead of reusing
+                     each for a minute as a PA may [no]
+  --phases all|turns turns: only the message:send phases, the built-in demo
+                     agent's and the merchant's own (webhook agent, JSON and
+                     MCP tool calls, delegated), side by side [all]
 
 Needs the release pactd: cargo build --release -p pactd (or PACTD_BIN=path).";
 
@@ -85,6 +93,10 @@ struct Args {
     sequential: usize,
     prefill: u64,
     markdown: Option<PathBuf>,
+    /// Only the turn phases: demo agent and the merchant's own, side by side.
+    turns_only: bool,
+    /// A new PA-JWT (new `jti`, new signature to check) on every request.
+    fresh_jwt: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -97,6 +109,8 @@ fn parse_args() -> anyhow::Result<Args> {
         sequential: 500,
         prefill: 0,
         markdown: None,
+        turns_only: false,
+        fresh_jwt: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -123,6 +137,16 @@ fn parse_args() -> anyhow::Result<Args> {
             "--sequential" => a.sequential = usize::try_from(num()?)?,
             "--prefill" => a.prefill = num()?,
             "--markdown" => a.markdown = Some(PathBuf::from(value)),
+            "--fresh-pa-jwt" => match value.as_str() {
+                "yes" => a.fresh_jwt = true,
+                "no" => a.fresh_jwt = false,
+                _ => bail!("--fresh-pa-jwt: yes or no, got {value:?}"),
+            },
+            "--phases" => match value.as_str() {
+                "all" => a.turns_only = false,
+                "turns" => a.turns_only = true,
+                _ => bail!("--phases: all or turns, got {value:?}"),
+            },
             _ => bail!("unknown argument {flag:?}\n\n{USAGE}"),
         }
     }
@@ -669,15 +693,23 @@ struct Ctx {
     send_url: String,
     device_url: String,
     token_url: String,
+    /// The brand answered by the merchant's own agent (`load/merchant.rs`).
+    shop_send_url: String,
+    shop_device_url: String,
+    shop_token_url: String,
     /// Per worker, the PA-JWTs it rotates through (all of PA `w % pas`).
     pools: Vec<Vec<Slot>>,
     /// Per pending device authorization: its PA-JWT slot and its device code.
     pending: Vec<(Slot, String)>,
     /// Per worker, its delegation token.
     delegations: Vec<String>,
+    /// Per worker, its delegation token at the merchant's brand.
+    shop_delegations: Vec<String>,
     /// Per worker, the latest refresh token of its grant (rotated on each use).
     refresh: Vec<Mutex<String>>,
     poll_cursor: AtomicUsize,
+    /// Mint a new PA-JWT for every request (`--fresh-pa-jwt yes`).
+    fresh_jwt: bool,
 }
 
 impl Ctx {
@@ -691,6 +723,9 @@ impl Ctx {
     }
 
     fn jwt(&self, slot: &Slot) -> String {
+        if self.fresh_jwt {
+            return self.pas[slot.pa].token(&slot.sub, &self.audience);
+        }
         let mut m = slot.minted.lock().unwrap();
         if m.0.elapsed() >= TOKEN_REUSE {
             *m = (
@@ -715,6 +750,7 @@ fn error(kind: impl Into<String>, sample: impl Into<String>) -> Outcome {
 
 async fn send_message(
     ctx: &Ctx,
+    url: &str,
     pa_jwt: &str,
     delegation: Option<&str>,
     text: &str,
@@ -725,7 +761,7 @@ async fn send_message(
         "role": "ROLE_USER",
         "parts": [{"text": text}],
     }});
-    let mut req = ctx.http.post(&ctx.send_url).bearer_auth(pa_jwt).json(&body);
+    let mut req = ctx.http.post(url).bearer_auth(pa_jwt).json(&body);
     if let Some(d) = delegation {
         req = req.header("X-A2A-User-Delegation", format!("Bearer {d}"));
     }
@@ -882,12 +918,17 @@ async fn poll_pending(ctx: &Ctx) -> Outcome {
 }
 
 /// `device_authorization`, retrying a 429 after its Retry-After (a few times).
-async fn device_authorize(ctx: &Ctx, slot: &Slot, scope: &str) -> anyhow::Result<(String, String)> {
+async fn device_authorize(
+    ctx: &Ctx,
+    url: &str,
+    slot: &Slot,
+    scope: &str,
+) -> anyhow::Result<(String, String)> {
     let issuer = ctx.pas[slot.pa].issuer.clone();
     for _ in 0..10 {
         let jwt = ctx.jwt(slot);
         let form = [("client_id", issuer.as_str()), ("scope", scope)];
-        let (status, v) = oauth_post(ctx, &ctx.device_url, &jwt, &form)
+        let (status, v) = oauth_post(ctx, url, &jwt, &form)
             .await
             .map_err(anyhow::Error::msg)?;
         match status {
@@ -907,8 +948,78 @@ async fn device_authorize(ctx: &Ctx, slot: &Slot, scope: &str) -> anyhow::Result
     bail!("device_authorization stayed rate-limited")
 }
 
+/// One grant of `orders:read` for `user`, approved through the consent
+/// domain function (as the consent page would), its tokens by polling at
+/// `urls` (device authorization, token endpoint): the delegation token and
+/// the refresh token.
+async fn grant(
+    ctx: &Ctx,
+    state: &AppState,
+    slot: &Slot,
+    user: &str,
+    urls: (&str, &str),
+) -> anyhow::Result<(String, String)> {
+    let (device_code, user_code) = device_authorize(ctx, urls.0, slot, "orders:read").await?;
+    let auth = pact_server::consent::find_by_user_code(state, &user_code)
+        .await?
+        .context("the user code is not live")?;
+    pact_server::consent::approve(
+        state,
+        pact_server::consent::Approval {
+            authorization_id: auth.id,
+            user_sub: user,
+            scopes: BTreeSet::from(["orders:read".to_owned()]),
+            authorization_details: None,
+        },
+        OffsetDateTime::now_utc(),
+    )
+    .await?;
+    let issuer = ctx.pas[slot.pa].issuer.clone();
+    let form = [
+        ("grant_type", DEVICE_GRANT),
+        ("device_code", device_code.as_str()),
+        ("client_id", issuer.as_str()),
+    ];
+    let (status, v) = oauth_post(ctx, urls.1, &ctx.jwt(slot), &form)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    ensure!(status == 200, "token request answered {status}: {v}");
+    Ok((
+        v["access_token"]
+            .as_str()
+            .context("no access_token")?
+            .to_owned(),
+        v["refresh_token"]
+            .as_str()
+            .context("no refresh_token")?
+            .to_owned(),
+    ))
+}
+
 // ---------------------------------------------------------------------------
 // Reporting.
+
+/// Where a merchant phase's turn time went: the mean turn at the PA, the
+/// part the merchant's agent held it, and within that its gateway calls;
+/// the rest of the turn is pactd's before and after the agent.
+fn merchant_note(
+    results: &[PhaseResult],
+    now: &merchant::Seen,
+    before: &merchant::Seen,
+) -> Option<String> {
+    let r = results.last()?;
+    let (n, hold, gateway) = now.per_turn_since(before)?;
+    let mean = r.tally.lat_us.iter().map(|&u| f64::from(u)).sum::<f64>()
+        / r.tally.lat_us.len().max(1) as f64;
+    Some(format!(
+        "- {}: per turn (mean of {n}): {:.2} ms at the PA, of which the agent held the turn {:.2} ms, its gateway calls (as the merchant saw them) {:.2} ms; pactd before and after the agent {:.2} ms",
+        r.name,
+        mean / 1000.0,
+        hold / 1000.0,
+        gateway / 1000.0,
+        (mean - hold) / 1000.0
+    ))
+}
 
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_owned(), |x| format!("{x:.2}"))
@@ -1074,6 +1185,46 @@ async fn main() -> anyhow::Result<()> {
         pas.push(pa);
     }
 
+    // The merchant's brand: answered by its own agent (`load/merchant.rs`),
+    // with a public tool and one needing orders:read.
+    let merchant_port = free_port()?;
+    let merchant_url = format!("http://127.0.0.1:{merchant_port}");
+    server
+        .admin(&["brand", "add", "shop", "--name", "Shop"])
+        .await?;
+    server
+        .admin(&[
+            "brand",
+            "scope",
+            "add",
+            "shop",
+            "orders:read",
+            "See your orders",
+        ])
+        .await?;
+    let shown = server
+        .admin(&[
+            "brand",
+            "set",
+            "shop",
+            "--agent-url",
+            &format!("{merchant_url}/agent"),
+        ])
+        .await?;
+    let whsec = shown
+        .lines()
+        .find(|l| l.starts_with("whsec_"))
+        .context("brand set --agent-url printed no webhook secret")?;
+    for (tool, scope) in [("store_hours", None), ("my_orders", Some("orders:read"))] {
+        let url = format!("{merchant_url}/tools/{tool}");
+        let mut a = vec!["brand", "tool", "add", "shop", tool, "--url", &url];
+        if let Some(scope) = scope {
+            a.extend(["--scope", scope]);
+        }
+        server.admin(&a).await?;
+    }
+    let merchant = merchant::start(whsec, merchant_port).await?;
+
     // The domain side, for approvals (as the consent page would), and the probe.
     let pool = pact_db::connect(&db_url, 4).await?;
     let master = Arc::new(master);
@@ -1110,6 +1261,7 @@ async fn main() -> anyhow::Result<()> {
         .pool_max_idle_per_host(4 * c)
         .build()?;
     let iface = state.config.interface_url("demo");
+    let shop = state.config.interface_url("shop");
     let mut ctx = Ctx {
         http,
         pas,
@@ -1117,11 +1269,16 @@ async fn main() -> anyhow::Result<()> {
         send_url: format!("{iface}/message:send"),
         device_url: format!("{iface}/oauth/device_authorization"),
         token_url: format!("{iface}/oauth/token"),
+        shop_send_url: format!("{shop}/message:send"),
+        shop_device_url: format!("{shop}/oauth/device_authorization"),
+        shop_token_url: format!("{shop}/oauth/token"),
         pools: Vec::new(),
         pending: Vec::new(),
         delegations: Vec::new(),
+        shop_delegations: Vec::new(),
         refresh: Vec::new(),
         poll_cursor: AtomicUsize::new(0),
+        fresh_jwt: args.fresh_jwt,
     };
     let pools = (0..c)
         .map(|w| {
@@ -1136,9 +1293,17 @@ async fn main() -> anyhow::Result<()> {
     for w in 0..c.min(args.pas) {
         let jwt = ctx.worker_jwt(w, 0);
         if let Outcome::Error(kind, sample) =
-            send_message(&ctx, &jwt, None, "When are you open?", true).await
+            send_message(&ctx, &ctx.send_url, &jwt, None, "When are you open?", true).await
         {
             bail!("warm-up request failed: {kind}: {sample}");
+        }
+        let jwt = ctx.worker_jwt(w, 1);
+        for text in ["#json", "#mcp"] {
+            if let Outcome::Error(kind, sample) =
+                send_message(&ctx, &ctx.shop_send_url, &jwt, None, text, true).await
+            {
+                bail!("warm-up turn at the merchant's agent failed: {kind}: {sample}");
+            }
         }
     }
 
@@ -1154,6 +1319,7 @@ async fn main() -> anyhow::Result<()> {
                 let jwt = ctx.worker_jwt(w, seq);
                 send_message(
                     &ctx,
+                    &ctx.send_url,
                     &jwt,
                     None,
                     "When are you open?",
@@ -1184,79 +1350,141 @@ async fn main() -> anyhow::Result<()> {
         .await,
     );
 
-    // 2. Device authorizations, then the token endpoint while they are pending.
-    // One user per authorization (as in life), spread over the PAs.
-    let ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
-    let slots: Vec<Slot> = (0..args.device_codes)
-        .map(|i| ctx.slot(i % args.pas, format!("pending-u{i}")))
-        .collect();
-    let codes = Arc::new(Mutex::new(vec![String::new(); args.device_codes]));
-    let shared = Arc::new((ctx, slots));
-    {
-        let shared = shared.clone();
-        let codes = codes.clone();
-        results.push(
-            run_phase(
-                "device_authorization (create)",
-                c,
-                Plan::Requests(args.device_codes),
-                &probe,
-                move |_w, seq| {
-                    let shared = shared.clone();
-                    let codes = codes.clone();
-                    async move {
-                        let (ctx, slots) = &*shared;
-                        let i = usize::try_from(seq).unwrap_or(usize::MAX);
-                        let slot = &slots[i];
-                        let jwt = ctx.jwt(slot);
-                        let issuer = ctx.pas[slot.pa].issuer.as_str();
-                        let form = [("client_id", issuer), ("scope", "orders:read")];
-                        match oauth_post(ctx, &ctx.device_url, &jwt, &form).await {
-                            Err(e) => error("transport", e),
-                            Ok((429, _)) => Outcome::Limited,
-                            Ok((200, v)) => match v["device_code"].as_str() {
-                                Some(code) => {
-                                    codes.lock().unwrap()[i] = code.to_owned();
-                                    Outcome::Ok
-                                }
-                                None => error("no device_code", v.to_string()),
-                            },
-                            Ok((s, v)) => error(format!("HTTP {s}"), v.to_string()),
-                        }
-                    }
-                },
-            )
-            .await,
-        );
-    }
-    let (mut ctx, slots) = Arc::try_unwrap(shared).ok().context("ctx still shared")?;
-    let codes = std::mem::take(&mut *codes.lock().unwrap());
-    ctx.pending = slots
-        .into_iter()
-        .zip(codes)
-        .filter(|(_, code)| !code.is_empty())
-        .collect();
-    ensure!(
-        !ctx.pending.is_empty(),
-        "no device authorization was created"
+    // 1b. The same turns at the merchant's own agent, with one tool call
+    // each: the JSON route, then pactd's MCP face.
+    let mut held = Vec::new();
+    let webhook = |ctx: Arc<Ctx>, text: &'static str| {
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                send_message(
+                    &ctx,
+                    &ctx.shop_send_url,
+                    &jwt,
+                    None,
+                    text,
+                    seq.is_multiple_of(CHECK_EVERY),
+                )
+                .await
+            }
+        }
+    };
+    let seen = merchant.seen();
+    results.push(
+        run_phase(
+            "webhook agent + 1 JSON tool call, sequential",
+            1,
+            Plan::Requests(args.sequential),
+            &probe,
+            webhook(ctx.clone(), "#json"),
+        )
+        .await,
     );
-    let ctx = Arc::new(ctx);
-    {
-        let ctx = ctx.clone();
-        results.push(
-            run_phase(
-                "token (pending device codes)",
-                c,
-                Plan::For(seconds),
-                &probe,
-                move |_w, _seq| {
-                    let ctx = ctx.clone();
-                    async move { poll_pending(&ctx).await }
-                },
-            )
-            .await,
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
+    results.push(
+        run_phase(
+            "webhook agent + 1 JSON tool call",
+            c,
+            Plan::For(seconds),
+            &probe,
+            webhook(ctx.clone(), "#json"),
+        )
+        .await,
+    );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
+    results.push(
+        run_phase(
+            "webhook agent + 1 MCP tool call",
+            c,
+            Plan::For(seconds),
+            &probe,
+            webhook(ctx.clone(), "#mcp"),
+        )
+        .await,
+    );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+
+    let ctx = if args.turns_only {
+        ctx
+    } else {
+        // 2. Device authorizations, then the token endpoint while they are pending.
+        // One user per authorization (as in life), spread over the PAs.
+        let ctx = Arc::try_unwrap(ctx).ok().context("ctx still shared")?;
+        let slots: Vec<Slot> = (0..args.device_codes)
+            .map(|i| ctx.slot(i % args.pas, format!("pending-u{i}")))
+            .collect();
+        let codes = Arc::new(Mutex::new(vec![String::new(); args.device_codes]));
+        let shared = Arc::new((ctx, slots));
+        {
+            let shared = shared.clone();
+            let codes = codes.clone();
+            results.push(
+                run_phase(
+                    "device_authorization (create)",
+                    c,
+                    Plan::Requests(args.device_codes),
+                    &probe,
+                    move |_w, seq| {
+                        let shared = shared.clone();
+                        let codes = codes.clone();
+                        async move {
+                            let (ctx, slots) = &*shared;
+                            let i = usize::try_from(seq).unwrap_or(usize::MAX);
+                            let slot = &slots[i];
+                            let jwt = ctx.jwt(slot);
+                            let issuer = ctx.pas[slot.pa].issuer.as_str();
+                            let form = [("client_id", issuer), ("scope", "orders:read")];
+                            match oauth_post(ctx, &ctx.device_url, &jwt, &form).await {
+                                Err(e) => error("transport", e),
+                                Ok((429, _)) => Outcome::Limited,
+                                Ok((200, v)) => match v["device_code"].as_str() {
+                                    Some(code) => {
+                                        codes.lock().unwrap()[i] = code.to_owned();
+                                        Outcome::Ok
+                                    }
+                                    None => error("no device_code", v.to_string()),
+                                },
+                                Ok((s, v)) => error(format!("HTTP {s}"), v.to_string()),
+                            }
+                        }
+                    },
+                )
+                .await,
+            );
+        }
+        let (mut ctx, slots) = Arc::try_unwrap(shared).ok().context("ctx still shared")?;
+        let codes = std::mem::take(&mut *codes.lock().unwrap());
+        ctx.pending = slots
+            .into_iter()
+            .zip(codes)
+            .filter(|(_, code)| !code.is_empty())
+            .collect();
+        ensure!(
+            !ctx.pending.is_empty(),
+            "no device authorization was created"
         );
-    }
+        let ctx = Arc::new(ctx);
+        {
+            let ctx = ctx.clone();
+            results.push(
+                run_phase(
+                    "token (pending device codes)",
+                    c,
+                    Plan::For(seconds),
+                    &probe,
+                    move |_w, _seq| {
+                        let ctx = ctx.clone();
+                        async move { poll_pending(&ctx).await }
+                    },
+                )
+                .await,
+            );
+        }
+        ctx
+    };
 
     // 3. Delegated message:send: one grant per worker (a different brand user
     // each), approved through the consent domain function, token by polling.
@@ -1264,44 +1492,26 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("  setting up {c} grants ...");
     for w in 0..c {
         let slot = ctx.slot(w % args.pas, format!("grant-w{w}"));
-        let (device_code, user_code) = device_authorize(&ctx, &slot, "orders:read").await?;
-        let auth = pact_server::consent::find_by_user_code(&state, &user_code)
-            .await?
-            .context("the user code is not live")?;
-        let user = format!("brand-user-{w}");
-        pact_server::consent::approve(
+        let (access, refresh) = grant(
+            &ctx,
             &state,
-            pact_server::consent::Approval {
-                authorization_id: auth.id,
-                user_sub: &user,
-                scopes: BTreeSet::from(["orders:read".to_owned()]),
-                authorization_details: None,
-            },
-            OffsetDateTime::now_utc(),
+            &slot,
+            &format!("brand-user-{w}"),
+            (&ctx.device_url, &ctx.token_url),
         )
         .await?;
-        let issuer = ctx.pas[slot.pa].issuer.clone();
-        let form = [
-            ("grant_type", DEVICE_GRANT),
-            ("device_code", device_code.as_str()),
-            ("client_id", issuer.as_str()),
-        ];
-        let (status, v) = oauth_post(&ctx, &ctx.token_url, &ctx.jwt(&slot), &form)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        ensure!(status == 200, "token request answered {status}: {v}");
-        ctx.delegations.push(
-            v["access_token"]
-                .as_str()
-                .context("no access_token")?
-                .to_owned(),
-        );
-        ctx.refresh.push(Mutex::new(
-            v["refresh_token"]
-                .as_str()
-                .context("no refresh_token")?
-                .to_owned(),
-        ));
+        ctx.delegations.push(access);
+        ctx.refresh.push(Mutex::new(refresh));
+        let slot = ctx.slot(w % args.pas, format!("shop-grant-w{w}"));
+        let (access, _) = grant(
+            &ctx,
+            &state,
+            &slot,
+            &format!("shop-user-{w}"),
+            (&ctx.shop_device_url, &ctx.shop_token_url),
+        )
+        .await?;
+        ctx.shop_delegations.push(access);
     }
     let ctx = Arc::new(ctx);
     let delegated = |ctx: Arc<Ctx>| {
@@ -1312,6 +1522,7 @@ async fn main() -> anyhow::Result<()> {
                 let d = ctx.delegations[w].as_str();
                 send_message(
                     &ctx,
+                    &ctx.send_url,
                     &jwt,
                     Some(d),
                     "Show me my orders",
@@ -1341,47 +1552,98 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+    // 3b. Delegated turns at the merchant's own agent: one scoped tool call
+    // (my_orders, orders:read) each, and the turn's receipt.
+    let shop_delegated = |ctx: Arc<Ctx>, text: &'static str| {
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                let d = ctx.shop_delegations[w].as_str();
+                send_message(
+                    &ctx,
+                    &ctx.shop_send_url,
+                    &jwt,
+                    Some(d),
+                    text,
+                    seq.is_multiple_of(CHECK_EVERY),
+                )
+                .await
+            }
+        }
+    };
+    let seen = merchant.seen();
+    results.push(
+        run_phase(
+            "delegated webhook agent + 1 JSON tool call + receipt",
+            c,
+            Plan::For(seconds),
+            &probe,
+            shop_delegated(ctx.clone(), "#json"),
+        )
+        .await,
+    );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    let seen = merchant.seen();
+    results.push(
+        run_phase(
+            "delegated webhook agent + 1 MCP tool call + receipt",
+            c,
+            Plan::For(seconds),
+            &probe,
+            shop_delegated(ctx.clone(), "#mcp"),
+        )
+        .await,
+    );
+    held.push(merchant_note(&results, &merchant.seen(), &seen));
 
-    // 4. Step-up: the grant lacks orders:cancel, so the reply is an
-    // `auth-required` task carrying a device authorization (PACT §5.5),
-    // created in the turn's own transaction (after the first, the live one
-    // is pointed at again).
-    {
-        let ctx = ctx.clone();
-        results.push(
-            run_phase(
-                "delegated message:send, step-up task",
-                c,
-                Plan::For(seconds),
-                &probe,
-                move |w, seq| {
-                    let ctx = ctx.clone();
-                    async move { step_up_turn(&ctx, w, seq).await }
-                },
-            )
-            .await,
-        );
+    if !args.turns_only {
+        // 4. Step-up: the grant lacks orders:cancel, so the reply is an
+        // `auth-required` task carrying a device authorization (PACT §5.5),
+        // created in the turn's own transaction (after the first, the live one
+        // is pointed at again).
+        {
+            let ctx = ctx.clone();
+            results.push(
+                run_phase(
+                    "delegated message:send, step-up task",
+                    c,
+                    Plan::For(seconds),
+                    &probe,
+                    move |w, seq| {
+                        let ctx = ctx.clone();
+                        async move { step_up_turn(&ctx, w, seq).await }
+                    },
+                )
+                .await,
+            );
+        }
+
+        // 5. Refresh grants with rotation (RFC 9700 §4.14.2): each worker keeps
+        // the newest refresh token of its own grant.
+        {
+            let ctx = ctx.clone();
+            results.push(
+                run_phase(
+                    "token, refresh_token grant (rotation)",
+                    c,
+                    Plan::For(seconds),
+                    &probe,
+                    move |w, seq| {
+                        let ctx = ctx.clone();
+                        async move { refresh_grant(&ctx, w, seq).await }
+                    },
+                )
+                .await,
+            );
+        }
     }
 
-    // 5. Refresh grants with rotation (RFC 9700 §4.14.2): each worker keeps
-    // the newest refresh token of its own grant.
-    {
-        let ctx = ctx.clone();
-        results.push(
-            run_phase(
-                "token, refresh_token grant (rotation)",
-                c,
-                Plan::For(seconds),
-                &probe,
-                move |w, seq| {
-                    let ctx = ctx.clone();
-                    async move { refresh_grant(&ctx, w, seq).await }
-                },
-            )
-            .await,
-        );
-    }
-
+    let (turns, tool_calls, failures) = (
+        merchant.turns.load(Ordering::Relaxed),
+        merchant.tool_calls.load(Ordering::Relaxed),
+        merchant.failures.load(Ordering::Relaxed),
+    );
     let receipts: i64 = sqlx::query_scalar("select count(*) from receipts")
         .fetch_one(&pool)
         .await
@@ -1404,13 +1666,26 @@ async fn main() -> anyhow::Result<()> {
     );
     let _ = writeln!(
         md,
-        "- pactd: release build, separate process, `RUST_LOG=warn`, {} PA(s), {} subs per worker; PostgreSQL {pg_version} (fsync={fsync}, synchronous_commit={sync_commit}); {receipts} receipts stored",
-        args.pas, args.subs
+        "- pactd: release build, separate process, `RUST_LOG=warn`, {} PA(s), {} subs per worker, {}; PostgreSQL {pg_version} (fsync={fsync}, synchronous_commit={sync_commit}); {receipts} receipts stored",
+        args.pas,
+        args.subs,
+        if args.fresh_jwt {
+            "a new PA-JWT on every request"
+        } else {
+            "each PA-JWT reused for 60 s"
+        }
+    );
+    let _ = writeln!(
+        md,
+        "- The merchant (in this process): {turns} turns, {tool_calls} tool calls reached its API, {failures} failures"
     );
     md.push('\n');
     md.push_str(&table(&results));
     md.push('\n');
     md.push_str(&notes(&results));
+    for line in held.iter().flatten() {
+        let _ = writeln!(md, "{line}");
+    }
     let _ = writeln!(
         md,
         "- pactd log at warn and above: {} line(s){}",

@@ -638,6 +638,8 @@ async fn a_rotated_secret_keeps_signing_during_its_grace() {
     pact_db::merchant::insert_secret(&app.db, id, "demo", &sealed)
         .await
         .unwrap();
+    // Nodes keep the secrets in memory until the change is heard (migration 0040).
+    app.settle().await;
     ok_json(
         app.send("demo", &token, "m1", "When are you open?", None)
             .await,
@@ -648,6 +650,7 @@ async fn a_rotated_secret_keeps_signing_during_its_grace() {
         .execute(&app.db)
         .await
         .unwrap();
+    app.settle().await;
     let res = app
         .send("demo", &token, "m2", "When are you open?", None)
         .await;

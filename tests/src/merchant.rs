@@ -106,6 +106,8 @@ impl TestApp {
             .await
             .unwrap();
         tx.commit().await.unwrap();
+        // Nodes keep the secrets in memory; the change is announced (migration 0040).
+        self.settle().await;
         secret.to_whsec()
     }
 

@@ -1,7 +1,7 @@
 //! A node's in-memory copy of the rows that change rarely and that nearly
 //! every request reads: registered agents, brands (with their settings, where
 //! the `authorization_details` types live), each brand's scopes, and a
-//! merchant brand's agent URL and tools.
+//! merchant brand's agent URL, tools and webhook signing secrets (sealed).
 //!
 //! Every change to those tables is announced on `pactd_config` by a table
 //! trigger (migration 0010), and the change listener drops this whole copy
@@ -19,7 +19,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use pact_db::agents::{Agent, AgentAndBrand};
 use pact_db::brands::Brand;
-use pact_db::merchant::{BrandAgent, BrandTool};
+use pact_db::merchant::{BrandAgent, BrandTool, WebhookSecret};
 use pact_db::scopes::BrandScope;
 use pact_db::{DbResult, PgPool};
 
@@ -51,6 +51,7 @@ struct Entries {
     brands: HashMap<String, Brand>,
     scopes: HashMap<String, Arc<Vec<BrandScope>>>,
     merchant: HashMap<String, Arc<MerchantSetup>>,
+    webhook_secrets: HashMap<String, Arc<Vec<WebhookSecret>>>,
 }
 
 /// A merchant brand's agent URL and tools (PACT §5.5 webhook turns).
@@ -233,6 +234,28 @@ impl ConfigCache {
         });
         self.keep(ticket, |e| {
             insert_bounded(&mut e.merchant, brand_id, loaded.clone())
+        });
+        Ok(loaded)
+    }
+
+    /// A merchant brand's webhook signing secrets as stored (sealed): those
+    /// that signed at the time they were read, the current one first. Which
+    /// of them still sign is the caller's check at its own `now` (a grace
+    /// period may end while the copy is kept); a new or rotated secret drops
+    /// the copy (migration 0040).
+    pub async fn webhook_secrets(
+        &self,
+        db: &PgPool,
+        brand_id: &str,
+        now: time::OffsetDateTime,
+    ) -> DbResult<Arc<Vec<WebhookSecret>>> {
+        if let Some(hit) = self.lookup(|e| e.webhook_secrets.get(brand_id).cloned()) {
+            return Ok(hit);
+        }
+        let ticket = self.ticket();
+        let loaded = Arc::new(pact_db::merchant::signing_secrets(db, brand_id, now).await?);
+        self.keep(ticket, |e| {
+            insert_bounded(&mut e.webhook_secrets, brand_id, loaded.clone())
         });
         Ok(loaded)
     }

@@ -293,6 +293,7 @@ async fn run_claimed(
             caller,
             delegation,
             conversation_id,
+            fresh,
             message_id: &incoming.message_id,
             text: &incoming.text,
             offered: &offered,

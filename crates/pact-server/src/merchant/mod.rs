@@ -51,15 +51,31 @@ pub fn skills(brand: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkil
 }
 
 /// The brand's signing secrets, opened: the current one first, then any
-/// rotated-out one still in its grace period.
+/// rotated-out one still in its grace period. From the node's copy
+/// (`config_cache`) while it hears changes; a copy in which none signs any
+/// more (a grace period that ended before the rotation was heard) is not
+/// trusted, and the database is asked.
 pub async fn signing_secrets(
     state: &AppState,
     brand_id: &str,
     now: OffsetDateTime,
 ) -> Result<Vec<WebhookSecret>, TurnFailure> {
-    let rows = pact_db::merchant::signing_secrets(&state.db, brand_id, now)
+    let loading = |e: pact_db::Error| TurnFailure::Setup(format!("loading webhook secrets: {e}"));
+    let kept = state
+        .config_cache
+        .webhook_secrets(&state.db, brand_id, now)
         .await
-        .map_err(|e| TurnFailure::Setup(format!("loading webhook secrets: {e}")))?;
+        .map_err(loading)?;
+    let signs = |r: &&pact_db::merchant::WebhookSecret| r.retired_at.is_none_or(|t| t > now);
+    let read;
+    let rows: Vec<&pact_db::merchant::WebhookSecret> = if kept.iter().any(|r| signs(&r)) {
+        kept.iter().filter(signs).collect()
+    } else {
+        read = pact_db::merchant::signing_secrets(&state.db, brand_id, now)
+            .await
+            .map_err(loading)?;
+        read.iter().collect()
+    };
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         out.push(

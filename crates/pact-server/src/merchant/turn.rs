@@ -24,6 +24,9 @@ pub struct WebhookTurn<'a> {
     pub caller: &'a Caller,
     pub delegation: Option<&'a Delegation>,
     pub conversation_id: Uuid,
+    /// The first turn of a new context (PACT §4: no `contextId`): it has no
+    /// earlier turns, so there is no history to read.
+    pub fresh: bool,
     pub message_id: &'a str,
     pub text: &'a str,
     pub offered: &'a BTreeSet<String>,
@@ -59,9 +62,13 @@ pub async fn run(
         .clone()
         .ok_or_else(|| TurnFailure::Setup("the brand has no agent URL".to_owned()))?;
     let tools = setup.tools.clone();
-    let history = pact_db::conversations::history(&state.db, t.conversation_id, HISTORY_TURNS)
-        .await
-        .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?;
+    let history = if t.fresh {
+        Vec::new()
+    } else {
+        pact_db::conversations::history(&state.db, t.conversation_id, HISTORY_TURNS)
+            .await
+            .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?
+    };
     let secrets = super::signing_secrets(state, &brand.id, now).await?;
 
     let timeout = Duration::from_millis(u64::try_from(agent.agent_timeout_ms).unwrap_or(20_000));
