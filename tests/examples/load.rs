@@ -997,6 +997,27 @@ async fn grant(
 }
 
 // ---------------------------------------------------------------------------
+/// A phase at the merchant's own agent: its figures, and a note on where
+/// its turns' time went (what the merchant saw over exactly this phase).
+#[allow(clippy::too_many_arguments)]
+async fn merchant_phase<F, Fut>(
+    results: &mut Vec<PhaseResult>,
+    held: &mut Vec<Option<String>>,
+    merchant: &merchant::Merchant,
+    name: &str,
+    concurrency: usize,
+    plan: Plan,
+    probe: &CpuProbe,
+    f: F,
+) where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    let before = merchant.seen();
+    results.push(run_phase(name, concurrency, plan, probe, f).await);
+    held.push(merchant_note(results, &merchant.seen(), &before));
+}
+
 // Reporting.
 
 /// Where a merchant phase's turn time went: the mean turn at the PA, the
@@ -1370,42 +1391,39 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
-    let seen = merchant.seen();
-    results.push(
-        run_phase(
-            "webhook agent + 1 JSON tool call, sequential",
-            1,
-            Plan::Requests(args.sequential),
-            &probe,
-            webhook(ctx.clone(), "#json"),
-        )
-        .await,
-    );
-    held.push(merchant_note(&results, &merchant.seen(), &seen));
-    let seen = merchant.seen();
-    results.push(
-        run_phase(
-            "webhook agent + 1 JSON tool call",
-            c,
-            Plan::For(seconds),
-            &probe,
-            webhook(ctx.clone(), "#json"),
-        )
-        .await,
-    );
-    held.push(merchant_note(&results, &merchant.seen(), &seen));
-    let seen = merchant.seen();
-    results.push(
-        run_phase(
-            "webhook agent + 1 MCP tool call",
-            c,
-            Plan::For(seconds),
-            &probe,
-            webhook(ctx.clone(), "#mcp"),
-        )
-        .await,
-    );
-    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "webhook agent + 1 JSON tool call, sequential",
+        1,
+        Plan::Requests(args.sequential),
+        &probe,
+        webhook(ctx.clone(), "#json"),
+    )
+    .await;
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "webhook agent + 1 JSON tool call",
+        c,
+        Plan::For(seconds),
+        &probe,
+        webhook(ctx.clone(), "#json"),
+    )
+    .await;
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "webhook agent + 1 MCP tool call",
+        c,
+        Plan::For(seconds),
+        &probe,
+        webhook(ctx.clone(), "#mcp"),
+    )
+    .await;
 
     let ctx = if args.turns_only {
         ctx
@@ -1572,30 +1590,28 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
-    let seen = merchant.seen();
-    results.push(
-        run_phase(
-            "delegated webhook agent + 1 JSON tool call + receipt",
-            c,
-            Plan::For(seconds),
-            &probe,
-            shop_delegated(ctx.clone(), "#json"),
-        )
-        .await,
-    );
-    held.push(merchant_note(&results, &merchant.seen(), &seen));
-    let seen = merchant.seen();
-    results.push(
-        run_phase(
-            "delegated webhook agent + 1 MCP tool call + receipt",
-            c,
-            Plan::For(seconds),
-            &probe,
-            shop_delegated(ctx.clone(), "#mcp"),
-        )
-        .await,
-    );
-    held.push(merchant_note(&results, &merchant.seen(), &seen));
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "delegated webhook agent + 1 JSON tool call + receipt",
+        c,
+        Plan::For(seconds),
+        &probe,
+        shop_delegated(ctx.clone(), "#json"),
+    )
+    .await;
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "delegated webhook agent + 1 MCP tool call + receipt",
+        c,
+        Plan::For(seconds),
+        &probe,
+        shop_delegated(ctx.clone(), "#mcp"),
+    )
+    .await;
 
     if !args.turns_only {
         // 4. Step-up: the grant lacks orders:cancel, so the reply is an

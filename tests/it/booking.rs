@@ -11,7 +11,7 @@ use pact_tests::TestApp;
 use pact_tests::booking::{Booking, MONDAY, TUESDAY, eur};
 use serde_json::{Value, json};
 
-use crate::journey::{beyond_task, grant, ok_json, text, user_code_of, verified_receipt};
+use crate::journey::{beyond_task, grant, ok_json, send_ok, text, user_code_of, verified_receipt};
 
 const ISS: &str = "https://pa.example/booking";
 const SUB: &str = "pa-user-1";
@@ -41,11 +41,9 @@ fn message(v: &Value) -> &Value {
     }
 }
 
-/// PACT §5.5, §5.7: a free move is forwarded; the €15.00 move is not, and
-/// the person is asked about exactly it; allowed once, the same move goes
-/// through once, and the same again or another move is asked about again.
-#[tokio::test]
-async fn a_move_beyond_no_extra_charge_goes_back_to_the_person_and_once_allowed_runs_once() {
+/// The booking service's brand, and Ann's agent connected to it with "no
+/// extra charge": its PA-JWT and delegation token.
+async fn connected() -> (TestApp, Booking, String, String) {
     let (app, booking) = booking_app().await;
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
@@ -58,15 +56,18 @@ async fn a_move_beyond_no_extra_charge_goes_back_to_the_person_and_once_allowed_
         Some(&no_extra_charge()),
     )
     .await;
+    (app, booking, pa_jwt, token)
+}
+
+/// PACT §5.5, §5.7: a free move is forwarded; the €15.00 move is not, and
+/// the person is asked about exactly it; allowed once, the same move goes
+/// through once, and the same again or another move is asked about again.
+#[tokio::test]
+async fn a_move_beyond_no_extra_charge_goes_back_to_the_person_and_once_allowed_runs_once() {
+    let (app, booking, pa_jwt, token) = connected().await;
     let send = |id: &'static str, words: &'static str, ctx: Option<String>| {
         let (app, pa_jwt, token) = (&app, &pa_jwt, &token);
-        async move {
-            ok_json(
-                app.send_delegated("demo", pa_jwt, token, id, words, ctx.as_deref())
-                    .await,
-            )
-            .await
-        }
+        async move { send_ok(app, pa_jwt, token, id, words, ctx.as_deref()).await }
     };
 
     // Within the limits: Monday is free, so the move is forwarded.
@@ -164,18 +165,7 @@ async fn a_move_beyond_no_extra_charge_goes_back_to_the_person_and_once_allowed_
 /// actions with the service's status and code; nothing is moved.
 #[tokio::test]
 async fn the_booking_services_own_refusals_reach_its_agent_and_the_receipt() {
-    let (app, booking) = booking_app().await;
-    let pa = app.registered_pa(ISS).await;
-    let pa_jwt = pa.token(SUB, app.audience());
-    let token = grant(
-        &app,
-        &pa,
-        SUB,
-        "ann",
-        &["bookings:read", "bookings:change"],
-        Some(&no_extra_charge()),
-    )
-    .await;
+    let (app, booking, pa_jwt, token) = connected().await;
     for (id, words, reply, status, code) in [
         (
             "m1",

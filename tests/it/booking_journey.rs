@@ -11,7 +11,7 @@ use pact_tests::pages::{add_totp, add_user};
 use serde_json::{Value, json};
 
 use crate::browser::{app, journey};
-use crate::journey::{beyond_task, ok_json, text, user_code_of, verified_receipt};
+use crate::journey::{beyond_task, send_ok, text, user_code_of, verified_receipt};
 
 const ISS: &str = "https://pa.example/booking-journey";
 const SUB: &str = "pa-bea";
@@ -69,13 +69,7 @@ async fn moving_a_booking_to_tuesday_with_no_extra_charge_through_the_real_pages
     let token = tokens["access_token"].as_str().unwrap().to_owned();
     let send = |id: &'static str, words: &'static str, ctx: Option<String>| {
         let (app, pa_jwt, token) = (&app, &pa_jwt, &token);
-        async move {
-            ok_json(
-                app.send_delegated("demo", pa_jwt, token, id, words, ctx.as_deref())
-                    .await,
-            )
-            .await
-        }
+        async move { send_ok(app, pa_jwt, token, id, words, ctx.as_deref()).await }
     };
 
     // The agent quotes Tuesday (€15.00) and tries it: not forwarded.

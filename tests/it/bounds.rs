@@ -16,8 +16,9 @@ use pact_server::admin::brand_settings;
 use pact_server::admin::role::{Actor, Role};
 use pact_server::domain::authz_details::DetailsType;
 use pact_tests::TestApp;
+use pact_tests::held::{HeldAgent, serve};
 use serde_json::{Value, json};
-use tokio::sync::{Mutex, Notify, Semaphore, mpsc};
+use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::journey::{grant, ok_json, verified_receipt};
 
@@ -74,29 +75,6 @@ async fn api_call(
     }
 }
 
-/// An agent that hands each turn to the test and answers when told.
-struct Held {
-    turns: mpsc::UnboundedSender<Value>,
-    release: Semaphore,
-}
-
-async fn held_turn(State(h): State<Arc<Held>>, body: axum::body::Bytes) -> String {
-    h.turns
-        .send(serde_json::from_slice(&body).unwrap())
-        .unwrap();
-    h.release.acquire().await.unwrap().forget();
-    json!({"reply": "done"}).to_string()
-}
-
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, router).await.ok();
-    });
-    base
-}
-
 /// The demo brand answered by a held agent, with the payments and orders
 /// types below and the tools `pay` (payments:charge: `total=amount`,
 /// `per_call=amount`, `charges`), `cancel_order` (orders:cancel:
@@ -105,7 +83,7 @@ async fn serve(router: axum::Router) -> String {
 struct Shop {
     app: Arc<TestApp>,
     api: Arc<Api>,
-    held: Arc<Held>,
+    held: Arc<HeldAgent>,
     turns: mpsc::UnboundedReceiver<Value>,
     pa: pact_tests::TestPa,
     pa_jwt: String,
@@ -159,19 +137,9 @@ async fn shop() -> Shop {
             .with_state(api.clone()),
     )
     .await;
-    let (tx, turns) = mpsc::unbounded_channel();
-    let held = Arc::new(Held {
-        turns: tx,
-        release: Semaphore::new(0),
-    });
-    let agent = serve(
-        axum::Router::new()
-            .route("/pact", post(held_turn))
-            .with_state(held.clone()),
-    )
-    .await;
+    let (held, agent_url, turns) = HeldAgent::start().await;
     app.new_webhook_secret("demo").await;
-    app.set_agent("demo", &format!("{agent}/pact"), None).await;
+    app.set_agent("demo", &agent_url, None).await;
     for (name, scope, enforce) in [
         (
             "pay",
@@ -245,7 +213,7 @@ impl Shop {
     }
 
     async fn finish(&self, turn: Turn) -> Value {
-        self.held.release.add_permits(1);
+        self.held.release_one();
         ok_json(turn.reply.await.unwrap()).await
     }
 }

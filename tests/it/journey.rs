@@ -72,3 +72,19 @@ pub fn beyond_task<'v>(v: &'v Value, tool: &str, args: &Value) -> &'v Value {
     assert_eq!(op["argsHash"], pact_jose::args_hash(args), "{v}");
     op
 }
+
+/// A delegated turn on the demo brand that must answer 200: its JSON.
+pub async fn send_ok(
+    app: &TestApp,
+    pa_jwt: &str,
+    token: &str,
+    message_id: &str,
+    words: &str,
+    context: Option<&str>,
+) -> Value {
+    ok_json(
+        app.send_delegated("demo", pa_jwt, token, message_id, words, context)
+            .await,
+    )
+    .await
+}

@@ -4,14 +4,11 @@
 //! the three tools with their limit rules, through the same checked
 //! functions the CLI and the admin API call.
 
-use std::process::Stdio;
-
 use pact_server::admin::brand_settings::{self, ToolDefinition};
 use pact_server::admin::role::{Actor, Role};
 use pact_server::domain::authz_details::DetailsType;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::TestApp;
 
@@ -53,30 +50,12 @@ pub struct Booking {
 impl Booking {
     /// Starts the example on a free loopback port, its today fixed at [`TODAY`].
     pub async fn start(secret: &str) -> Self {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../examples/booking/booking.py"
-        );
-        let mut child = Command::new("python3")
-            .arg(script)
-            .args(["--port", "0", "--today", TODAY])
-            .env("MERCHANT_WEBHOOK_SECRET", secret)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("python3 runs the example booking service");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("the example booking service starts")
-            .unwrap()
-            .expect("it prints its port");
-        let port: u16 = line
-            .strip_prefix("listening on port ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (child, port) = crate::merchant::start_example(
+            "examples/booking/booking.py",
+            &["--port", "0", "--today", TODAY],
+            secret,
+        )
+        .await;
         Self {
             base: format!("http://127.0.0.1:{port}"),
             secret: secret.to_owned(),

@@ -7,6 +7,7 @@ pub mod app;
 pub mod booking;
 pub mod db;
 pub mod delegation;
+pub mod held;
 pub mod logo_server;
 pub mod merchant;
 pub mod node;

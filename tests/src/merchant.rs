@@ -13,6 +13,34 @@ use uuid::Uuid;
 
 use crate::TestApp;
 
+/// Starts one of the Python examples (`script`, from the repository's root)
+/// with `args` and its webhook secrets (comma-separated) in
+/// `MERCHANT_WEBHOOK_SECRET`: the process and the port it says it listens on.
+pub(crate) async fn start_example(script: &str, args: &[&str], secrets: &str) -> (Child, u16) {
+    let path = format!("{}/../{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new("python3")
+        .arg(&path)
+        .args(args)
+        .env("MERCHANT_WEBHOOK_SECRET", secrets)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3 runs {script}: {e}"));
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("{script} starts"))
+        .unwrap()
+        .expect("it prints its port");
+    let port: u16 = line
+        .strip_prefix("listening on port ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    (child, port)
+}
+
 pub struct Merchant {
     /// `http://127.0.0.1:{port}`
     pub base: String,
@@ -30,31 +58,12 @@ impl Merchant {
 
     /// Starts the example on `port` (0: any free port).
     pub async fn start_on(port: u16, secrets: &str) -> Self {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../examples/merchant/merchant.py"
-        );
-        let mut child = Command::new("python3")
-            .arg(script)
-            .arg("--port")
-            .arg(port.to_string())
-            .env("MERCHANT_WEBHOOK_SECRET", secrets)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("python3 runs the example merchant");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("the example merchant starts")
-            .unwrap()
-            .expect("it prints its port");
-        let port: u16 = line
-            .strip_prefix("listening on port ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (child, port) = start_example(
+            "examples/merchant/merchant.py",
+            &["--port", &port.to_string()],
+            secrets,
+        )
+        .await;
         Self {
             base: format!("http://127.0.0.1:{port}"),
             secret: secrets.to_owned(),

@@ -353,11 +353,30 @@ impl Agent {
         sub: &str,
         forwarded_for: Option<&str>,
     ) -> Value {
+        self.device_authorization_for(base, sub, forwarded_for, &["orders:read"], None)
+            .await
+    }
+
+    /// Device authorization for `scopes`, with RFC 9396 `details` if any.
+    async fn device_authorization_for(
+        &self,
+        base: &str,
+        sub: &str,
+        forwarded_for: Option<&str>,
+        scopes: &[&str],
+        details: Option<&Value>,
+    ) -> Value {
+        let scope = scopes.join(" ");
+        let details = details.map(Value::to_string);
+        let mut form = vec![("client_id", ISSUER), ("scope", scope.as_str())];
+        if let Some(d) = &details {
+            form.push(("authorization_details", d.as_str()));
+        }
         let mut req = self
             .http
             .post(format!("{base}/a2a/demo/oauth/device_authorization"))
             .bearer_auth(self.pa.token(sub, &self.audience))
-            .form(&[("client_id", ISSUER), ("scope", "orders:read")]);
+            .form(&form);
         if let Some(xff) = forwarded_for {
             req = req.header("X-Forwarded-For", xff);
         }
@@ -368,11 +387,26 @@ impl Agent {
 
     /// Device authorization and token through `base`; the person approves in between.
     async fn connect(&self, app: &TestApp, base: &str, sub: &str) -> Connected {
-        let auth = self.device_authorization(base, sub, None).await;
+        self.connect_for(app, base, sub, &["orders:read"], None)
+            .await
+    }
+
+    /// [`Self::connect`] for `scopes` and `details`, all approved as asked.
+    async fn connect_for(
+        &self,
+        app: &TestApp,
+        base: &str,
+        sub: &str,
+        scopes: &[&str],
+        details: Option<&Value>,
+    ) -> Connected {
+        let auth = self
+            .device_authorization_for(base, sub, None, scopes, details)
+            .await;
         app.approve(
             auth["user_code"].as_str().unwrap(),
             &format!("user-{sub}"),
-            &["orders:read"],
+            scopes,
         )
         .await;
         let res = self
@@ -804,32 +838,6 @@ async fn tool_endpoint(
     axum::Json(json!({"ok": true}))
 }
 
-/// The merchant's agent: hands each turn to the test and answers once released.
-struct HeldAgent {
-    turns: tokio::sync::mpsc::UnboundedSender<Value>,
-    release: tokio::sync::Semaphore,
-}
-
-async fn held_turn(
-    axum::extract::State(h): axum::extract::State<Arc<HeldAgent>>,
-    body: axum::body::Bytes,
-) -> String {
-    h.turns
-        .send(serde_json::from_slice(&body).unwrap())
-        .unwrap();
-    h.release.acquire().await.unwrap().forget();
-    json!({"reply": "done"}).to_string()
-}
-
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, router).await.ok();
-    });
-    base
-}
-
 /// The whole merchant path behind nginx's plain round robin, as a merchant
 /// deploys it without affinity: the device flow, a delegated turn answered
 /// by the merchant's own agent, its JSON tool calls and an MCP session — each
@@ -847,26 +855,15 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     .await;
     app.enable_demo_delegation().await;
     let tools = Arc::new(ToolApi::default());
-    let api = serve(
+    let api = pact_tests::held::serve(
         axum::Router::new()
             .route("/tools/{tool}", axum::routing::post(tool_endpoint))
             .with_state(tools.clone()),
     )
     .await;
-    let (tx, mut turns) = tokio::sync::mpsc::unbounded_channel();
-    let held = Arc::new(HeldAgent {
-        turns: tx,
-        release: tokio::sync::Semaphore::new(0),
-    });
-    let agent_base = serve(
-        axum::Router::new()
-            .route("/pact", axum::routing::post(held_turn))
-            .with_state(held.clone()),
-    )
-    .await;
+    let (held, agent_url, mut turns) = pact_tests::held::HeldAgent::start().await;
     app.new_webhook_secret("demo").await;
-    app.set_agent("demo", &format!("{agent_base}/pact"), None)
-        .await;
+    app.set_agent("demo", &agent_url, None).await;
     for (name, scope, enforce) in [
         ("lookup_orders", "orders:read", json!([])),
         (
@@ -906,66 +903,28 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     }
     let nginx = Nginx::start(&ports, nginx_port).await;
     let lb = nginx.url();
-    let http = client();
-    let audience = deployment.audience();
-    let sub = "merchant-path";
+    let agent = Arc::new(Agent {
+        pa,
+        audience: deployment.audience(),
+        http: client(),
+    });
+    let http = agent.http.clone();
 
     // The device flow through nginx, for a cancellation limited to SHOP-1001.
-    let details = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]).to_string();
-    let res = http
-        .post(format!("{lb}/a2a/demo/oauth/device_authorization"))
-        .bearer_auth(pa.token(sub, &audience))
-        .form(&[
-            ("client_id", ISSUER),
-            ("scope", "orders:read orders:cancel"),
-            ("authorization_details", details.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let auth: Value = res.json().await.unwrap();
-    app.approve(
-        auth["user_code"].as_str().unwrap(),
-        "user-merchant-path",
-        &["orders:read", "orders:cancel"],
-    )
-    .await;
-    let res = http
-        .post(format!("{lb}/a2a/demo/oauth/token"))
-        .bearer_auth(pa.token(sub, &audience))
-        .form(&[
-            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
-            ("device_code", auth["device_code"].as_str().unwrap()),
-            ("client_id", ISSUER),
-        ])
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let tokens: Value = res.json().await.unwrap();
-    assert_eq!(status, 200, "{tokens}");
-    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let user = agent
+        .connect_for(
+            &app,
+            &lb,
+            "merchant-path",
+            &["orders:read", "orders:cancel"],
+            Some(&json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}])),
+        )
+        .await;
 
     // The delegated turn through nginx; the merchant's agent holds it open.
     let reply = {
-        let (http, url, pa_jwt, access) = (
-            http.clone(),
-            format!("{lb}/a2a/demo/message:send"),
-            pa.token(sub, &audience),
-            access.clone(),
-        );
-        tokio::spawn(async move {
-            let message = json!({"messageId": "mp-1", "role": "ROLE_USER",
-                                 "parts": [{"text": "cancel SHOP-1001"}]});
-            http.post(url)
-                .bearer_auth(pa_jwt)
-                .header("X-A2A-User-Delegation", format!("Bearer {access}"))
-                .json(&json!({ "message": message }))
-                .send()
-                .await
-                .unwrap()
-        })
+        let (agent, lb) = (agent.clone(), lb.clone());
+        tokio::spawn(async move { agent.send(&lb, &user, "mp-1").await.unwrap() })
     };
     let turn = tokio::time::timeout(Duration::from_secs(20), turns.recv())
         .await
@@ -1070,7 +1029,7 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     );
 
     // The agent replies; the turn ends on every node.
-    held.release.add_permits(1);
+    held.release_one();
     let res = tokio::time::timeout(Duration::from_secs(20), reply)
         .await
         .expect("the reply")
