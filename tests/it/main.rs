@@ -36,6 +36,7 @@ mod pages_login;
 mod password_reset;
 mod receipt_log;
 mod routes;
+mod tasks;
 mod who_is_asking;
 
 use reqwest::Response;

@@ -502,6 +502,7 @@ async fn store(
     let response = match step_up {
         None => SendMessageResponse::Message(message),
         Some(StepUp {
+            authorization_id,
             link,
             text,
             missing_details,
@@ -515,15 +516,22 @@ async fn store(
                 metadata.insert("pact.missingAuthorizationDetails".to_owned(), details);
             }
             metadata.insert("pact.verificationUriComplete".to_owned(), json!(link));
-            SendMessageResponse::Task(Task {
-                id: Uuid::new_v4().to_string(),
+            let task_id = Uuid::new_v4();
+            let task = Task {
+                id: task_id.to_string(),
                 context_id,
                 status: TaskStatus {
                     state: TASK_STATE_AUTH_REQUIRED.to_owned(),
                     message: Some(message),
                 },
                 metadata: Some(metadata),
-            })
+            };
+            // Kept for Get Task (A2A 1.0 §3.1.3), in the turn's transaction:
+            // a task that was returned can always be followed.
+            let stored = serde_json::to_value(&task).map_err(ApiError::internal)?;
+            pact_db::step_up_tasks::insert(&mut *conn, task_id, authorization_id, &stored, now)
+                .await?;
+            SendMessageResponse::Task(task)
         }
     };
     let body = serde_json::to_value(&response).map_err(ApiError::internal)?;
@@ -578,6 +586,8 @@ async fn store(
 /// A step-up task's link, its message, and (beyond a limit) the operations
 /// the person is asked to allow.
 struct StepUp {
+    /// The device authorization the task follows.
+    authorization_id: Uuid,
     link: String,
     text: String,
     missing_details: Option<Value>,
@@ -632,6 +642,7 @@ async fn step_up(
         )
     };
     Ok(StepUp {
+        authorization_id: link.id,
         link: link.verification_uri_complete,
         text,
         missing_details: None,
@@ -676,6 +687,7 @@ async fn operation_step_up(
         link.user_code
     );
     Ok(StepUp {
+        authorization_id: link.id,
         link: link.verification_uri_complete,
         text,
         missing_details: Some(asked.entries),

@@ -1,14 +1,21 @@
-//! The task, streaming and push-notification rows of PACT §4. pactd keeps no
-//! tasks (step-up tasks are ephemeral), so these answer fixed results — but
-//! only to an authenticated caller at an existing brand.
+//! The task, streaming and push-notification rows of PACT §4. The only tasks
+//! pactd returns are step-up tasks (PACT §5.5); they are kept, so that a
+//! generic A2A client can follow one with Get Task (A2A 1.0 §3.1.3) until the
+//! person decides, for as long as its device authorization is kept. Nothing
+//! else is a task: the list stays empty and every other row answers a fixed
+//! result — but only to an authenticated caller at an existing brand.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pact_proto::A2aError;
-use pact_proto::a2a::{ListTasksResponse, parse_page_size};
+use pact_proto::a2a::{AgentMessage, ListTasksResponse, parse_page_size};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::auth::{Caller, authenticate};
+use crate::domain::step_up_task;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
@@ -46,14 +53,75 @@ pub async fn task_by_id(
         Ok(op) => op,
         Err(status) => return status.into_response(),
     };
-    if let Err(e) = authenticate(&state, &headers, &brand_id).await {
-        return e.into_response();
-    }
-    let err = match op {
-        TaskOp::Get(id) | TaskOp::Cancel(id) => A2aError::task_not_found(id),
-        TaskOp::Subscribe(_) => A2aError::unsupported("Streaming is not supported"),
+    let caller = match authenticate(&state, &headers, &brand_id).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
     };
-    ApiError::from(err).into_response()
+    let result = match op {
+        TaskOp::Get(id) => get_task(&state, &caller, id).await,
+        TaskOp::Cancel(id) => match find_task(&state, &caller, id).await {
+            Ok(Some(_)) => Err(A2aError::task_not_cancelable(id).into()),
+            Ok(None) => Err(A2aError::task_not_found(id).into()),
+            Err(e) => Err(e),
+        },
+        TaskOp::Subscribe(_) => Err(A2aError::unsupported("Streaming is not supported").into()),
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Get Task: the step-up task as it stands now, or `TASK_NOT_FOUND` with
+/// PACT §4's message for an unknown id and for someone else's alike.
+async fn get_task(state: &AppState, caller: &Caller, id: &str) -> Result<Response, ApiError> {
+    let Some(found) = find_task(state, caller, id).await? else {
+        return Err(A2aError::task_not_found(id).into());
+    };
+    let body = json!({ "task": task_now(found, state.clock.now()) });
+    Ok(a2a_json(StatusCode::OK, &body))
+}
+
+/// The caller's own step-up task `id` (the brand, PA issuer and subject its
+/// authorization was issued to); an id that is not a UUID is nobody's.
+async fn find_task(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Option<pact_db::step_up_tasks::StepUpTask>, ApiError> {
+    let Ok(id) = Uuid::parse_str(id) else {
+        return Ok(None);
+    };
+    Ok(pact_db::step_up_tasks::find_for(
+        &state.db,
+        id,
+        &caller.brand.id,
+        &caller.pa.iss,
+        &caller.pa.sub,
+    )
+    .await?)
+}
+
+/// The task as it was returned while the person has not decided; once they
+/// have, its terminal state and a message saying what to do next. Either way
+/// `pact.authorizationStatus` names the outcome for programs.
+fn task_now(found: pact_db::step_up_tasks::StepUpTask, now: OffsetDateTime) -> Value {
+    let outcome = step_up_task::outcome(found.status, found.expires_at, found.operation, now);
+    let mut task = found.task;
+    if let Some(text) = outcome.text(found.operation) {
+        let id = task["id"].as_str().unwrap_or_default().to_owned();
+        let context_id = task["contextId"].as_str().unwrap_or_default().to_owned();
+        let message = AgentMessage::new(
+            format!("{id}-{}", outcome.as_str()),
+            context_id,
+            text.into(),
+        );
+        task["status"] = json!({ "state": outcome.task_state(), "message": message });
+    }
+    if let Some(metadata) = task.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert(
+            "pact.authorizationStatus".to_owned(),
+            json!(outcome.as_str()),
+        );
+    }
+    task
 }
 
 #[derive(Debug, PartialEq, Eq)]
