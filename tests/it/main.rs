@@ -19,6 +19,7 @@ mod delegated_oauth;
 mod delegated_send;
 mod hardening;
 mod journey;
+mod jsonrpc;
 mod jwks;
 mod mcp;
 mod mcp_server;

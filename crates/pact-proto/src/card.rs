@@ -182,11 +182,20 @@ impl AgentCard {
             name: input.brand_name.to_owned(),
             description: description_of(input.brand_name, input.brand_description),
             version: input.version.to_owned(),
-            supported_interfaces: vec![AgentInterface {
-                url: input.interface_url.to_owned(),
-                protocol_binding: "HTTP+JSON".to_owned(),
-                protocol_version: "1.0".to_owned(),
-            }],
+            // PACT §2: HTTP+JSON first; A2A 1.0's JSON-RPC binding beside it,
+            // for clients whose default it is (A2A §5.2: they choose).
+            supported_interfaces: vec![
+                AgentInterface {
+                    url: input.interface_url.to_owned(),
+                    protocol_binding: "HTTP+JSON".to_owned(),
+                    protocol_version: "1.0".to_owned(),
+                },
+                AgentInterface {
+                    url: format!("{}/{}", input.interface_url, crate::jsonrpc::PATH),
+                    protocol_binding: crate::jsonrpc::BINDING.to_owned(),
+                    protocol_version: "1.0".to_owned(),
+                },
+            ],
             provider: AgentProvider {
                 organization: input.provider_organization.to_owned(),
                 url: input.provider_url.to_owned(),

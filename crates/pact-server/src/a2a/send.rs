@@ -54,14 +54,26 @@ pub async fn send_message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let presented = delegation::check(&state, &caller, &headers)?;
-    let incoming = parse_send_message(&body)?;
+    let reply = send(&state, &caller, &headers, &body).await?;
+    Ok(a2a_json(StatusCode::OK, &reply))
+}
+
+/// Send Message behind both bindings (HTTP+JSON here, JSON-RPC in
+/// `jsonrpc.rs`): `body` is the `SendMessageRequest`; the answer is the
+/// `SendMessageResponse` (`{"message"}` or `{"task"}`).
+pub async fn send(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let presented = delegation::check(state, caller, headers)?;
+    let incoming = parse_send_message(body)?;
     let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
-    let reply = run_turn(&state, &caller, presented.as_ref(), &incoming, &request_id).await?;
-    Ok(a2a_json(StatusCode::OK, &reply))
+    run_turn(state, caller, presented.as_ref(), &incoming, &request_id).await
 }
 
 /// What phase 1 found.

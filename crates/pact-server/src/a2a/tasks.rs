@@ -27,15 +27,20 @@ pub struct ListQuery {
 
 /// `GET tasks`: always empty; `pageSize` validated, other parameters ignored.
 pub async fn list_tasks(_caller: Caller, Query(q): Query<ListQuery>) -> Result<Response, ApiError> {
-    let page_size = parse_page_size(q.page_size.as_deref())?;
+    let body = list(q.page_size.as_deref())?;
+    Ok(a2a_json(StatusCode::OK, &body))
+}
+
+/// List Tasks behind both bindings: PACT §4's empty page.
+pub fn list(page_size: Option<&str>) -> Result<Value, ApiError> {
+    let page_size = parse_page_size(page_size)?;
     let body = ListTasksResponse {
         tasks: vec![],
         next_page_token: String::new(),
         page_size,
         total_size: 0,
     };
-    let body = serde_json::to_value(body).map_err(ApiError::internal)?;
-    Ok(a2a_json(StatusCode::OK, &body))
+    serde_json::to_value(body).map_err(ApiError::internal)
 }
 
 /// `GET tasks/{id}`, `POST tasks/{id}:cancel`, `POST tasks/{id}:subscribe`.
@@ -58,25 +63,34 @@ pub async fn task_by_id(
         Err(e) => return e.into_response(),
     };
     let result = match op {
-        TaskOp::Get(id) => get_task(&state, &caller, id).await,
-        TaskOp::Cancel(id) => match find_task(&state, &caller, id).await {
-            Ok(Some(_)) => Err(A2aError::task_not_cancelable(id).into()),
-            Ok(None) => Err(A2aError::task_not_found(id).into()),
-            Err(e) => Err(e),
-        },
+        TaskOp::Get(id) => get(&state, &caller, id)
+            .await
+            .map(|task| a2a_json(StatusCode::OK, &json!({ "task": task }))),
+        TaskOp::Cancel(id) => cancel(&state, &caller, id)
+            .await
+            .map(|()| Response::default()),
         TaskOp::Subscribe(_) => Err(A2aError::unsupported("Streaming is not supported").into()),
     };
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// Get Task: the step-up task as it stands now, or `TASK_NOT_FOUND` with
-/// PACT §4's message for an unknown id and for someone else's alike.
-async fn get_task(state: &AppState, caller: &Caller, id: &str) -> Result<Response, ApiError> {
+/// Get Task behind both bindings: the step-up task as it stands now, or
+/// `TASK_NOT_FOUND` with PACT §4's message for an unknown id and for someone
+/// else's alike.
+pub async fn get(state: &AppState, caller: &Caller, id: &str) -> Result<Value, ApiError> {
     let Some(found) = find_task(state, caller, id).await? else {
         return Err(A2aError::task_not_found(id).into());
     };
-    let body = json!({ "task": task_now(found, state.clock.now()) });
-    Ok(a2a_json(StatusCode::OK, &body))
+    Ok(task_now(found, state.clock.now()))
+}
+
+/// Cancel Task behind both bindings: never succeeds. One's own step-up task
+/// is not cancelable (the person ends it); any other id is not found.
+pub async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    match find_task(state, caller, id).await? {
+        Some(_) => Err(A2aError::task_not_cancelable(id).into()),
+        None => Err(A2aError::task_not_found(id).into()),
+    }
 }
 
 /// The caller's own step-up task `id` (the brand, PA issuer and subject its
