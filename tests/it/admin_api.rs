@@ -337,6 +337,12 @@ async fn every_documented_route_exists_and_answers() {
         ),
         (
             "post",
+            "/brands/shop/card".into(),
+            Some(json!({"description": "Tea, shipped"})),
+            "setBrandCardText",
+        ),
+        (
+            "post",
             "/brands/shop/grant-lifetime".into(),
             Some(json!({"days": 14})),
             "setBrandGrantLifetime",

@@ -157,7 +157,8 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             .await?;
             let oidc_changed =
                 crate::admin_oidc::set(pool, || master_key::for_admin(cli, data_dir), args).await?;
-            if !(agent_changed || oidc_changed) || has_settings(args) {
+            let card_changed = brand_card_text(pool, args).await?;
+            if !(agent_changed || oidc_changed || card_changed) || has_settings(args) {
                 brand_set(pool, args).await?;
             }
         }
@@ -696,6 +697,36 @@ async fn held_receipts_are_stored(
     Ok(())
 }
 
+/// `brand set --name/--description`: what the brand's card says, through the
+/// function the console and the admin API use (same checks, same audit entry).
+async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool> {
+    if a.name.is_none() && a.description.is_none() {
+        return Ok(false);
+    }
+    let brand = pact_db::brands::find(pool, &a.brand_id)
+        .await?
+        .with_context(|| format!("no brand {:?}", a.brand_id))?;
+    let mut tx = pool.begin().await?;
+    pact_server::admin::brand_settings::set_card_text(
+        &mut tx,
+        &crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin().as_deref(),
+        &brand,
+        a.name.as_deref(),
+        a.description.as_deref(),
+    )
+    .await
+    .map_err(crate::admin_merchant::edit_error)?;
+    tx.commit().await?;
+    if let Some(name) = &a.name {
+        println!("{}: name = {:?}", a.brand_id, name.trim());
+    }
+    if let Some(description) = &a.description {
+        println!("{}: description = {:?}", a.brand_id, description.trim());
+    }
+    Ok(true)
+}
+
 /// Whether `brand set` was given any of the settings `brand_set` stores.
 fn has_settings(a: &BrandSetArgs) -> bool {
     a.mfa_required.is_some()
@@ -749,7 +780,7 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     }
     if changes.is_empty() {
         bail!(
-            "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
+            "nothing to change: give --name, --description, --mfa-required, --login-url with --login-jwks-uri, \
              --login-oidc-issuer with --login-oidc-client-id and --login-oidc-client-secret-file, \
              --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
              --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"

@@ -503,6 +503,12 @@ pub enum CredentialCommand {
 #[derive(Debug, Args)]
 pub struct BrandSetArgs {
     pub brand_id: String,
+    /// The brand's name on its Agent Card and the consent page (1–200 characters).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The Agent Card's description (at most 1000 characters; "" for one made from the name).
+    #[arg(long)]
+    pub description: Option<String>,
     /// Every built-in sign-in needs a second factor (people without one set it up first).
     #[arg(long, value_name = "true|false")]
     pub mfa_required: Option<bool>,

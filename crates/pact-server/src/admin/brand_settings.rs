@@ -1,6 +1,7 @@
 //! A brand's settings that owners edit from the console, the admin API and
 //! the command line (`pactd brand details-type add|remove`, `pactd brand tool
-//! add|remove` call these same functions; `--grant-ttl-days` has the same rule): the grant
+//! add|remove`, `pactd brand set --name/--description` call these same
+//! functions; `--grant-ttl-days` has the same rule): what its card says of it, the grant
 //! lifetime, the RFC 9396 `authorization_details` types, and the tools the
 //! brand's own agent calls through pactd's gateway. Each change and its
 //! audit entry commit in one transaction; the table triggers announce it on
@@ -114,6 +115,58 @@ pub async fn set_grant_lifetime(
         &brand.id,
         &brand.id,
         json!({"days": days}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Longest brand name on the card, in characters.
+pub const MAX_BRAND_NAME: usize = 200;
+/// Longest brand description on the card, in characters.
+pub const MAX_BRAND_DESCRIPTION: usize = 1000;
+
+/// Changes what the brand's Agent Card says of it (PACT §2 `name`,
+/// `description`); what is not given stays. A name is 1–200 characters, a
+/// description at most 1000 (empty: the card makes one from the name); no
+/// control characters in either. The card is served from the database, so
+/// every node shows the change at once.
+pub async fn set_card_text(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    brand: &Brand,
+    name: Option<&str>,
+    description: Option<&str>,
+) -> Result<(), EditError> {
+    if name.is_none() && description.is_none() {
+        return Err(invalid("give a name, a description or both"));
+    }
+    let name = name.map_or(brand.name.as_str(), str::trim);
+    let description = description.map_or(brand.description.as_str(), str::trim);
+    if name.is_empty() || name.chars().count() > MAX_BRAND_NAME {
+        return Err(invalid("a brand name is 1 to 200 characters"));
+    }
+    if description.chars().count() > MAX_BRAND_DESCRIPTION {
+        return Err(invalid("a brand description is at most 1000 characters"));
+    }
+    if name
+        .chars()
+        .chain(description.chars())
+        .any(char::is_control)
+    {
+        return Err(invalid("control characters are not accepted"));
+    }
+    if !pact_db::brands::set_card_text(&mut *tx, &brand.id, name, description).await? {
+        return Err(EditError::Missing);
+    }
+    audit(
+        tx,
+        actor,
+        ip,
+        "brand.card",
+        &brand.id,
+        &brand.id,
+        json!({"name": name, "description": description}),
     )
     .await?;
     Ok(())

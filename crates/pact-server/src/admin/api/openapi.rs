@@ -425,6 +425,16 @@ fn brand_setting_schemas() -> Value {
             ("mapped", json!({"type": "boolean",
                 "description": "false: imported from an MCP server without a scope; refused for everyone until mapped."})),
         ], &["name", "url"]),
+        "CardText": json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200,
+                         "description": "The brand's name on its Agent Card and consent."},
+                "description": {"type": "string", "maxLength": 1000,
+                                "description": "The card's description; empty: one made from the name."}
+            },
+            "additionalProperties": false
+        }),
         "GrantLifetime": json!({
             "type": "object",
             "properties": {

@@ -48,6 +48,29 @@ macro_rules! owner_of {
     }};
 }
 
+pub async fn card_text(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.card");
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_card_text(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        &b,
+        form.get("name"),
+        form.get("description"),
+    )
+    .await
+    .map_err(to_page)?;
+    tx.commit().await?;
+    Ok(back(&b.id))
+}
+
 pub async fn grant_lifetime(
     State(state): State<AppState>,
     headers: HeaderMap,
