@@ -363,6 +363,23 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
             .revoked_at
             .is_none()
     );
+    // A reason beyond 200 characters is refused, never cut short.
+    let long = "x".repeat(201);
+    let res = ops
+        .post(
+            &format!("/admin/grants/{g}/revoke"),
+            &[("csrf", &csrf), ("reason", &long)],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
     let res = ops
         .post(
             &format!("/admin/grants/{g}/revoke"),
@@ -374,6 +391,18 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     assert_eq!(
         row.revoked_reason.as_deref(),
         Some("revoked by an administrator: customer called")
+    );
+    // Without a reason the grant (whose page the customer sees) never names
+    // the staff member: the audit log does.
+    let g2 = grant(&app, "demo", "bob").await;
+    let res = ops
+        .post(&format!("/admin/grants/{g2}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(res.status(), 303);
+    let row = pact_db::grants::find(&app.db, g2).await.unwrap().unwrap();
+    assert_eq!(
+        row.revoked_reason.as_deref(),
+        Some(pact_db::grants::reason::BY_ADMIN)
     );
     let (_, html) = ops.get_html(&format!("/admin/grants/{g}")).await;
     assert!(html.contains("revoked"));

@@ -387,47 +387,11 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 show(user)
             );
         }
-        AgentCommand::Disable { issuer } => {
-            // Disabling cuts the PA off entirely: its PA-JWTs are refused and
-            // every grant it holds is revoked, in one transaction.
-            let mut tx = pool.begin().await?;
-            if !pact_db::agents::set_enabled(&mut *tx, issuer, false).await? {
-                bail!("no registered agent with issuer {issuer:?}");
-            }
-            // A staff revocation (the account page says so); this entry
-            // records it, the table trigger leaves staff reasons to us.
-            let revoked = pact_db::grants::revoke_all_for_agent(
-                &mut *tx,
-                issuer,
-                &pact_db::grants::reason::by_admin("personal agent disabled"),
-            )
-            .await?;
-            audit(
-                &mut *tx,
-                "agent.disable",
-                issuer,
-                None,
-                serde_json::json!({"revoked_grants": revoked}),
-            )
-            .await?;
-            tx.commit().await?;
-            println!("disabled {issuer}; revoked {revoked} grant(s)");
+        AgentCommand::Disable { issuer, reason } => {
+            set_agent_enabled(pool, issuer, false, Some(reason)).await?;
         }
         AgentCommand::Enable { issuer } => {
-            let mut tx = pool.begin().await?;
-            if !pact_db::agents::set_enabled(&mut *tx, issuer, true).await? {
-                bail!("no registered agent with issuer {issuer:?}");
-            }
-            audit(
-                &mut *tx,
-                "agent.enable",
-                issuer,
-                None,
-                serde_json::json!({}),
-            )
-            .await?;
-            tx.commit().await?;
-            println!("enabled {issuer} (revoked grants stay revoked)");
+            set_agent_enabled(pool, issuer, true, None).await?;
         }
         AgentCommand::List => {
             for a in pact_db::agents::list(pool).await? {
@@ -540,26 +504,26 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                 );
             }
         }
-        GrantsCommand::Revoke { grant_id } => {
+        GrantsCommand::Revoke { grant_id, reason } => {
             let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
             let mut tx = pool.begin().await?;
-            if pact_db::grants::revoke(&mut *tx, id, pact_db::grants::reason::BY_ADMIN).await? {
-                let brand = pact_db::grants::find(&mut *tx, id)
-                    .await?
-                    .map(|g| g.brand_id);
-                audit(
-                    &mut *tx,
-                    "grant.revoke",
-                    &id.to_string(),
-                    brand.as_deref(),
-                    serde_json::json!({}),
-                )
-                .await?;
-                tx.commit().await?;
-                println!("revoked {id}");
-            } else {
+            let grant = pact_db::grants::find(&mut *tx, id)
+                .await?
+                .with_context(|| format!("no active grant {id}"))?;
+            let revoked = pact_server::admin::ops::grants::revoke(
+                &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                crate::admin_accounts::cli_origin().as_deref(),
+                &grant,
+                reason.as_deref(),
+            )
+            .await
+            .map_err(ops_error)?;
+            if !revoked {
                 bail!("no active grant {id}");
             }
+            tx.commit().await?;
+            println!("revoked {id}");
         }
         GrantsCommand::RevokeUser { brand_id, user_id } => {
             crate::admin_oidc::revoke_user(pool, brand_id, user_id).await?;
@@ -725,6 +689,49 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
         println!("{}: description = {:?}", a.brand_id, description.trim());
     }
     Ok(true)
+}
+
+/// An action the one staff function (`pact_server::admin::ops`) refused.
+fn ops_error(e: pact_server::admin::ops::OpsError) -> anyhow::Error {
+    use pact_server::admin::ops::OpsError;
+    match e {
+        OpsError::Invalid(m) => anyhow!(m),
+        OpsError::Missing => anyhow!("not found"),
+        OpsError::Db(e) => anyhow::Error::new(e),
+    }
+}
+
+/// `agent disable|enable`: through the function the console and the API use.
+/// Disabling cuts the PA off entirely: its PA-JWTs are refused and every
+/// grant it holds is revoked, in one transaction.
+async fn set_agent_enabled(
+    pool: &PgPool,
+    issuer: &str,
+    enabled: bool,
+    reason: Option<&str>,
+) -> anyhow::Result<()> {
+    use pact_server::admin::ops::{self, OpsError};
+    let mut tx = pool.begin().await?;
+    let revoked = ops::agents::set_enabled(
+        &mut tx,
+        &crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin().as_deref(),
+        issuer,
+        enabled,
+        reason,
+    )
+    .await
+    .map_err(|e| match e {
+        OpsError::Missing => anyhow!("no registered agent with issuer {issuer:?}"),
+        other => ops_error(other),
+    })?;
+    tx.commit().await?;
+    if enabled {
+        println!("enabled {issuer} (revoked grants stay revoked)");
+    } else {
+        println!("disabled {issuer}; revoked {revoked} grant(s)");
+    }
+    Ok(())
 }
 
 /// Whether `brand set` was given any of the settings `brand_set` stores.

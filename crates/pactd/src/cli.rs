@@ -237,7 +237,13 @@ pub enum GrantsCommand {
         agent: Option<String>,
     },
     /// Revoke a grant at once, on every node.
-    Revoke { grant_id: String },
+    Revoke {
+        grant_id: String,
+        /// Shown to the customer on their account page (at most 200
+        /// characters); without one, the page says only that staff ended it.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Revoke every grant of one person at a brand, on every node, and end
     /// their pactd sessions there (for an account deleted at the merchant).
     RevokeUser {
@@ -694,10 +700,14 @@ pub enum AgentCommand {
         #[arg(long, value_name = "RATE,BURST")]
         rate_limit_user: Option<String>,
     },
-    /// Refuse this PA from the next request on.
+    /// Refuse this PA from the next request on, revoking every grant it holds.
     Disable {
         #[arg(long)]
         issuer: String,
+        /// Stored with every grant this revokes and shown to each customer
+        /// whose access ends (at most 200 characters).
+        #[arg(long, default_value = "personal agent disabled")]
+        reason: String,
     },
     /// Admit this PA again.
     Enable {

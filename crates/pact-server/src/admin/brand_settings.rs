@@ -66,6 +66,7 @@ const MAX_DESCRIPTION: usize = 1000;
 /// Longest `authorization_details` type name, in characters.
 const MAX_TYPE_NAME: usize = 128;
 
+/// The change's audit entry, as every staff action records it.
 async fn audit(
     tx: &mut PgConnection,
     actor: &Actor,
@@ -75,20 +76,7 @@ async fn audit(
     brand_id: &str,
     detail: Value,
 ) -> Result<(), pact_db::Error> {
-    pact_db::audit::record(
-        &mut *tx,
-        &pact_db::audit::NewEntry {
-            actor_kind: actor.kind,
-            actor: &actor.name,
-            action,
-            target: Some(target),
-            brand_id: Some(brand_id),
-            detail,
-            client_addr: ip,
-        },
-    )
-    .await
-    .map(|_| ())
+    super::ops::audit(tx, actor, ip, action, target, Some(brand_id), detail).await
 }
 
 /// Sets how long new grants of the brand last (`None`: the server default).

@@ -17,8 +17,8 @@ use super::session::{SignedIn, Staff};
 use crate::admin::api::customers::{CustomerAction, apply};
 use crate::admin::api::grants::customer_subjects;
 use crate::admin::api::params::{grant_cursor, parse_grant_cursor, rfc3339};
-use crate::admin::receipts_export;
 use crate::admin::role::Role;
+use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
 use crate::web::login::see_other;
 use crate::web::{PageError, render};
@@ -69,6 +69,15 @@ fn not_found() -> PageError {
 
 fn needs_operator() -> PageError {
     PageError::Forbidden("Your role (viewer) cannot change anything.".into())
+}
+
+/// An action the one staff function refused, as a page.
+fn ops_page_error(e: ops::OpsError) -> PageError {
+    match e {
+        ops::OpsError::Invalid(m) => PageError::BadRequest(m),
+        ops::OpsError::Missing => not_found(),
+        ops::OpsError::Db(e) => e.into(),
+    }
 }
 
 async fn record(
@@ -305,29 +314,25 @@ async fn toggle_agent(
         "agent.disable"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
-    let issuer = form.get("issuer").unwrap_or("").to_owned();
-    let reason = form.get("reason").map(str::trim).unwrap_or("").to_owned();
-    if !enabled && (reason.is_empty() || reason.chars().count() > 200) {
-        return Err(PageError::BadRequest(
-            "Give a reason (up to 200 characters): it is stored with every grant this revokes."
-                .into(),
-        ));
-    }
+    let issuer = form.get("issuer").unwrap_or("");
     let mut tx = state.db.begin().await?;
-    let revoked = crate::admin::api::agents::set_enabled(&mut tx, &issuer, enabled, &reason)
-        .await
-        .map_err(|e| PageError::Internal(format!("{e:?}").into()))?
-        .ok_or_else(not_found)?;
-    record(
-        &mut *tx,
-        &who,
-        &staff.ip,
-        action,
-        Some(&issuer),
-        None,
-        json!({"reason": reason, "revoked_grants": revoked}),
+    ops::agents::set_enabled(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        issuer,
+        enabled,
+        form.get("reason"),
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        ops::OpsError::Invalid(_) => PageError::BadRequest(
+            "Give a reason (up to 200 characters, no control characters): it is stored with \
+             every grant this revokes and shown to each customer whose access ends."
+                .into(),
+        ),
+        other => ops_page_error(other),
+    })?;
     tx.commit().await?;
     Ok(see_other("/admin/agents", None))
 }
@@ -727,26 +732,11 @@ pub async fn revoke_grant(
         return Err(needs_operator());
     }
     let g = visible_grant(&state, &who, &id).await?;
-    let why = form
-        .get("reason")
-        .map(str::trim)
-        .filter(|r| r.chars().count() <= 200)
-        .map_or_else(|| format!("by {}", who.actor.name), str::to_owned);
     let mut tx = state.db.begin().await?;
-    // The table trigger announces it on `pactd_revocations`: every node
-    // refuses the grant's tokens at once (PACT §5.7).
-    if pact_db::grants::revoke(&mut *tx, g.id, &pact_db::grants::reason::by_admin(&why)).await? {
-        record(
-            &mut *tx,
-            &who,
-            &staff.ip,
-            "grant.revoke",
-            Some(&g.id.to_string()),
-            Some(&g.brand_id),
-            json!({"customer": g.user_sub, "agent": g.pa_issuer, "reason": why}),
-        )
-        .await?;
-    }
+    // Already revoked: nothing to do, the grant page says so.
+    ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, form.get("reason"))
+        .await
+        .map_err(ops_page_error)?;
     tx.commit().await?;
     Ok(see_other(&format!("/admin/grants/{}", g.id), None))
 }
@@ -833,7 +823,7 @@ pub async fn customer_action(
     Path((id, action)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
+    let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     let action = match action.as_str() {
         "unlock" => Some(CustomerAction::Unlock),
@@ -861,17 +851,22 @@ pub async fn customer_action(
                 .await
                 .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
         ),
-        // Every live grant of the customer; the table trigger announces each
-        // on `pactd_revocations` (PACT §5.7).
+        // Every live grant of the customer, recorded by the one function.
         None => {
-            let revoked = pact_db::grants::revoke_all_for_user(
-                &mut *tx,
-                &user.brand_id,
-                &user.subject(),
-                &pact_db::grants::reason::by_admin(&format!("by {}", who.actor.name)),
+            ops::grants::revoke_for_customer(
+                &mut tx,
+                &who.actor,
+                Some(&staff.ip),
+                &user,
+                form.get("reason"),
             )
-            .await?;
-            ("customer.revoke_grants", json!({"revoked": revoked.len()}))
+            .await
+            .map_err(ops_page_error)?;
+            tx.commit().await?;
+            return Ok(see_other(
+                &format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
+                None,
+            ));
         }
     };
     record(
