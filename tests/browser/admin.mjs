@@ -262,7 +262,7 @@ try {
     await expectHeading('Grant');
     result.chain_text = await page.textContent('#chain');
     await snap('grant');
-    await page.getByLabel('Reason (optional)').fill('customer asked by phone');
+    await page.getByLabel('Reason (optional;').fill('customer asked by phone');
     await page.getByRole('button', { name: 'Revoke this grant' }).click();
     await page.locator('#grant-state').filter({ hasText: 'revoked' }).waitFor();
     await snap('grant-revoked');
