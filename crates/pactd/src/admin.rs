@@ -488,11 +488,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
             .await?;
             let now = OffsetDateTime::now_utc();
             for g in list {
-                let state = match (&g.revoked_at, g.expires_at <= now) {
-                    (Some(_), _) => "revoked",
-                    (None, true) => "expired",
-                    (None, false) => "active",
-                };
+                let state = pact_db::admin_search::GrantState::of(&g, now).as_str();
                 println!(
                     "{}\t{state}\t{}\t{}\t{}\t{}\texpires {}",
                     g.id,

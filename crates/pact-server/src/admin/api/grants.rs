@@ -85,13 +85,12 @@ pub async fn list(
     )?;
     let now = state.clock.now();
     let limit = params::limit(&q)?;
-    let grant_state =
-        match q.get("state") {
-            None => None,
-            Some(s) => Some(GrantState::parse(s).ok_or_else(|| {
-                AdminApiError::invalid("state must be active, revoked or expired")
-            })?),
-        };
+    let grant_state = match q.get("state") {
+        None => None,
+        Some(s) => Some(GrantState::parse(s).ok_or_else(|| {
+            AdminApiError::invalid("state must be active, revoked, superseded or expired")
+        })?),
+    };
     let after = q
         .get("cursor")
         .map(|c| params::parse_grant_cursor(c))

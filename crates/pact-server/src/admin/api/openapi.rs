@@ -88,7 +88,10 @@ fn grant_props() -> Vec<(&'static str, Value)> {
         ("customer", s("string")),
         ("agent", s("string")),
         ("scopes", json!({ "type": "array", "items": s("string") })),
-        ("state", json!({ "enum": ["active", "revoked", "expired"] })),
+        (
+            "state",
+            json!({ "enum": ["active", "revoked", "superseded", "expired"] }),
+        ),
         ("created_at", time()),
         ("expires_at", time()),
         ("last_used_at", nullable_time()),
