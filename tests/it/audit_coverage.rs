@@ -448,7 +448,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
         ),
         form(
             &format!("/admin/customers/{uid}/revoke-grants"),
-            &[],
+            &[("confirm", "yes")],
             "customer.revoke_grants",
         ),
         form(
@@ -516,7 +516,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
         .id;
     let revoke = form(
         &format!("/admin/grants/{fresh}/revoke"),
-        &[("reason", "test")],
+        &[("reason", "test"), ("confirm", "yes")],
         "grant.revoke",
     );
     let mut done: Vec<&str> = Vec::new();

@@ -242,6 +242,26 @@ struct ConfirmDisablePage {
     agent: AgentRow,
 }
 
+/// The step before a destructive action: what it does, what the customer
+/// will see, and a button that repeats the request with `confirm=yes`.
+#[derive(Template)]
+#[template(path = "admin/confirm.html")]
+struct ConfirmPage {
+    nav: Nav,
+    title: String,
+    consequence: String,
+    /// Checked already (as the action will check it), carried over.
+    reason: String,
+    action: String,
+    confirm_label: &'static str,
+    cancel_href: String,
+}
+
+/// Whether the form is the confirmed one.
+fn confirmed(form: &crate::web::form::Fields) -> bool {
+    form.get("confirm") == Some("yes")
+}
+
 /// Platform changes need an operator limited to no brand (a platform serves
 /// every brand). A refusal is audited as `<action>.denied`, as the API's.
 async fn may_change_platforms(
@@ -550,6 +570,8 @@ pub struct ReceiptRow {
 #[template(path = "admin/grant.html")]
 struct GrantPage {
     nav: Nav,
+    /// The result of the action that led here (`?done=revoked`).
+    notice: String,
     g: GrantRow,
     active: bool,
     details: String,
@@ -577,10 +599,16 @@ async fn visible_grant(
     }
 }
 
+#[derive(serde::Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
 pub async fn grant(
     State(state): State<AppState>,
     staff: Staff,
     Path(id): Path<String>,
+    Query(done): Query<DoneQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
@@ -634,6 +662,13 @@ pub async fn grant(
     })
     .collect();
     let page = GrantPage {
+        notice: match done.done.as_deref() {
+            Some("revoked") => {
+                "Revoked: the agent's tokens for this grant are refused on every node from now on."
+                    .into()
+            }
+            _ => String::new(),
+        },
         chain_problems,
         limits: crate::web::limit_words::grant_lines(&terms, &usage),
         unenforceable,
@@ -732,13 +767,34 @@ pub async fn revoke_grant(
         return Err(needs_operator());
     }
     let g = visible_grant(&state, &who, &id).await?;
+    if !confirmed(&form) {
+        let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+        let agent = pact_db::agents::find(&state.db, &g.pa_issuer)
+            .await?
+            .map_or_else(|| g.pa_issuer.clone(), |a| a.name);
+        let page = ConfirmPage {
+            nav: nav(&who),
+            title: format!("Revoke {agent}'s access?"),
+            consequence: format!(
+                "{agent} loses this grant ({}) on every node at once; its tokens are refused from the \
+                 next request on. The customer can connect it again later.",
+                g.scopes.join(", ")
+            ),
+            reason: reason.unwrap_or_default(),
+            action: format!("/admin/grants/{}/revoke", g.id),
+            confirm_label: "Yes, revoke",
+            cancel_href: format!("/admin/grants/{}", g.id),
+        };
+        return Ok(render(&page, StatusCode::OK));
+    }
     let mut tx = state.db.begin().await?;
     // Already revoked: nothing to do, the grant page says so.
-    ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, form.get("reason"))
+    let revoked = ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, form.get("reason"))
         .await
         .map_err(ops_page_error)?;
     tx.commit().await?;
-    Ok(see_other(&format!("/admin/grants/{}", g.id), None))
+    let done = if revoked { "?done=revoked" } else { "" };
+    Ok(see_other(&format!("/admin/grants/{}{done}", g.id), None))
 }
 
 // --- customers -------------------------------------------------------------
@@ -756,12 +812,15 @@ pub struct CustomerRow {
 #[derive(Deserialize, Default)]
 pub struct CustomerQuery {
     q: Option<String>,
+    /// How many grants the confirmed "revoke all" ended.
+    revoked: Option<u32>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/customers.html")]
 struct CustomersPage {
     nav: Nav,
+    notice: String,
     q: String,
     customers: Vec<CustomerRow>,
     searched: bool,
@@ -797,6 +856,9 @@ pub async fn customers(
         found
     };
     let page = CustomersPage {
+        notice: q.revoked.map_or_else(String::new, |n| {
+            format!("Revoked {n} grant(s): those agents are refused on every node from now on.")
+        }),
         nav: nav(&who),
         searched: !needle.is_empty(),
         q: needle,
@@ -851,9 +913,25 @@ pub async fn customer_action(
                 .await
                 .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
         ),
-        // Every live grant of the customer, recorded by the one function.
+        // Every live grant of the customer, recorded by the one function,
+        // once confirmed.
+        None if !confirmed(&form) => {
+            let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+            let page = ConfirmPage {
+                nav: nav(&who),
+                title: format!("Revoke every grant {} gave?", user.email),
+                consequence: "Every agent this customer connected loses its access, on every node \
+                              at once. The customer can connect them again later."
+                    .into(),
+                reason: reason.unwrap_or_default(),
+                action: format!("/admin/customers/{}/revoke-grants", user.id),
+                confirm_label: "Yes, revoke them all",
+                cancel_href: format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
+            };
+            return Ok(render(&page, StatusCode::OK));
+        }
         None => {
-            ops::grants::revoke_for_customer(
+            let revoked = ops::grants::revoke_for_customer(
                 &mut tx,
                 &who.actor,
                 Some(&staff.ip),
@@ -864,7 +942,10 @@ pub async fn customer_action(
             .map_err(ops_page_error)?;
             tx.commit().await?;
             return Ok(see_other(
-                &format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
+                &format!(
+                    "/admin/customers?q={}&revoked={revoked}",
+                    crate::web::login::enc(&user.email)
+                ),
                 None,
             ));
         }
