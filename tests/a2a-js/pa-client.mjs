@@ -139,6 +139,8 @@ for (let i = 0; i < 120; i++) {
   const state = Task.toJSON(followed).status.state;
   if (states[states.length - 1] !== state) states.push(state);
   if (state !== "TASK_STATE_AUTH_REQUIRED") break;
+  // The test's person approves once the task was seen pending.
+  if (i === 0) emit("pending", { task: Task.toJSON(followed) });
   await new Promise((r) => setTimeout(r, 500));
 }
 // [/doc:follow]

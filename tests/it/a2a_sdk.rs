@@ -72,9 +72,11 @@ async fn run(app: &TestApp, pa: &Arc<TestPa>, sub: &str, mut cmd: Command, bindi
             let v: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("{binding}: not a JSON line ({e}): {line}"));
             let step = v["step"].as_str().unwrap().to_owned();
-            if step == "step-up" {
-                // The person opens the task's link and approves.
-                let code = v["linkUserCode"].as_str().unwrap();
+            if step == "pending" {
+                // The person opens the task's link and approves, while the
+                // script follows the task it has just seen pending.
+                let link = &v["task"]["metadata"]["pact.verificationUriComplete"];
+                let code = link.as_str().unwrap().split("user_code=").nth(1).unwrap();
                 app.approve(code, "alice", &["orders:read"]).await;
             }
             steps.insert(step, v);
@@ -130,7 +132,11 @@ async fn check(app: &TestApp, v: &Value, binding: &str, errors: [&str; 3]) {
     );
     assert_eq!(up["userCode"], up["linkUserCode"], "{up}");
 
-    // Followed with Get Task: pending, then completed once approved.
+    // Followed with Get Task: the task as returned, pending, then completed
+    // once approved.
+    let mut pending = task.clone();
+    pending["metadata"]["pact.authorizationStatus"] = json!("pending");
+    assert_eq!(v["pending"]["task"], pending, "{v}");
     let followed = &v["followed"];
     assert_eq!(
         followed["states"],
@@ -215,4 +221,86 @@ async fn the_official_javascript_sdk_runs_identity_step_up_and_delegated_turns()
         let v = run(&app, &pa, sub, cmd, binding).await;
         check(&app, &v, binding, errors).await;
     }
+}
+
+/// A virtual environment with tests/a2a-py/requirements.txt installed, under
+/// `work`: its python, or why it cannot be had here (no venv module, PyPI
+/// out of reach). Once PyPI answers, a failing install is a failure, not a
+/// skip: the pins must stay installable.
+fn python_sdk(work: &Path) -> Result<PathBuf, String> {
+    let venv = work.join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .output()
+        .map_err(|e| format!("python3 is not available: {e}"))?;
+    if !made.status.success() {
+        return Err(format!(
+            "`python3 -m venv` failed (Debian: apt-get install -y python3-venv): {}",
+            String::from_utf8_lossy(&made.stderr).trim()
+        ));
+    }
+    let pip = |args: &[&str]| {
+        std::process::Command::new(venv.join("bin/pip"))
+            .args(["--quiet", "--disable-pip-version-check"])
+            .args(args)
+            .current_dir(work)
+            .output()
+    };
+    // Reachability through pip itself, so its own index and proxy settings apply.
+    let probe = pip(&["download", "--no-deps", "--dest", "probe", "a2a-sdk==1.3.0"])
+        .map_err(|e| format!("pip did not run: {e}"))?;
+    if !probe.status.success() {
+        return Err(format!(
+            "PyPI cannot be reached (`pip download a2a-sdk==1.3.0` failed): {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        ));
+    }
+    let requirements = repo().join("tests/a2a-py/requirements.txt");
+    let installed = pip(&["install", "-r", requirements.to_str().unwrap()]).unwrap();
+    assert!(
+        installed.status.success(),
+        "PyPI answers, but tests/a2a-py/requirements.txt does not install: {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    Ok(venv.join("bin/python"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_runs_identity_step_up_and_delegated_turns() {
+    let work = std::env::temp_dir().join(format!("pactd-a2a-py-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&work).unwrap();
+    let python = match tokio::task::spawn_blocking({
+        let work = work.clone();
+        move || python_sdk(&work)
+    })
+    .await
+    .unwrap()
+    {
+        Ok(python) => python,
+        Err(why) => {
+            std::fs::remove_dir_all(&work).ok();
+            eprintln!("SKIPPED: the A2A Python SDK cannot be installed here: {why}");
+            return;
+        }
+    };
+    let (app, pa) = delegated_app().await;
+    let script = repo().join("tests/a2a-py/pa_client.py");
+    for (binding, sub) in [("HTTP+JSON", "py-rest"), ("JSONRPC", "py-jsonrpc")] {
+        let mut cmd = Command::new(&python);
+        cmd.arg(&script).current_dir(&work);
+        let v = run(&app, &pa, sub, cmd, binding).await;
+        check(
+            &app,
+            &v,
+            binding,
+            [
+                "InvalidParamsError",
+                "TaskNotFoundError",
+                "ContentTypeNotSupportedError",
+            ],
+        )
+        .await;
+    }
+    std::fs::remove_dir_all(&work).ok();
 }
