@@ -15,7 +15,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from "@a2a-js/sdk/client";
-import { Message, Task } from "@a2a-js/sdk";
+import { AgentCard, Message, Task } from "@a2a-js/sdk";
 
 const cardUrl = process.env.A2A_CARD_URL;
 const binding = process.env.A2A_BINDING;
@@ -109,8 +109,10 @@ const link = new URL(task.metadata["pact.verificationUriComplete"]);
 // PACT §5.5: the PA runs the device authorization again for the missing
 // scopes. Its request takes over the task's link, so the person approves
 // the code they were shown and the PA holds the device code to collect it.
-async function oauth(endpoint, form) {
-  const res = await fetch(new URL(`oauth/${endpoint}`, `${card.supportedInterfaces[0].url}/`), {
+// The endpoints are on the card: its userDelegation scheme's device flow.
+const flow = AgentCard.toJSON(card).securitySchemes.userDelegation.oauth2SecurityScheme.flows.deviceCode;
+async function oauth(url, form) {
+  const res = await fetch(url, {
     method: "POST",
     headers: { Authorization: `Bearer ${await freshPaJwt()}` },
     body: new URLSearchParams(form),
@@ -118,7 +120,7 @@ async function oauth(endpoint, form) {
   return { status: res.status, body: await res.json() };
 }
 const issuer = process.env.PA_ISSUER;
-const device = await oauth("device_authorization", {
+const device = await oauth(flow.deviceAuthorizationUrl, {
   client_id: issuer,
   scope: task.metadata["pact.missingScopes"].join(" "),
 });
@@ -150,7 +152,7 @@ emit("followed", { states, task: Task.toJSON(followed) });
 // Approved: collect the token (RFC 8628 §3.4) and send again with it.
 let token;
 for (let i = 0; i < 30 && !token; i++) {
-  const polled = await oauth("token", {
+  const polled = await oauth(flow.tokenUrl, {
     grant_type: "urn:ietf:params:oauth:grant-type:device_code",
     device_code: device.body.device_code,
     client_id: issuer,
@@ -176,6 +178,8 @@ async function failure(call) {
 const errors = {
   unknownContext: await failure(() => send("js-m5", "hello", "no-such-context")),
   unknownTask: await failure(() => client.getTask({ tenant: "", id: "no-such-task" })),
+  // Only the person ends a step-up task, at its link.
+  cancel: await failure(() => client.cancelTask({ tenant: "", id: task.id, metadata: undefined })),
   nonText: await failure(() =>
     client.sendMessage({
       tenant: "",
@@ -192,4 +196,7 @@ const errors = {
 };
 // [/doc:errors]
 emit("errors", errors);
+// Step-up tasks are found by id; the list stays PACT's empty one.
+const listed = await client.listTasks({ tenant: "", contextId: "", status: 0, pageToken: "", pageSize: undefined, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined });
+emit("listed", { count: listed.tasks.length });
 emit("done", {});

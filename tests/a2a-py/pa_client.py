@@ -27,7 +27,13 @@ from a2a.client import (
     ClientConfig,
     ClientFactory,
 )
-from a2a.types import GetTaskRequest, Message, SendMessageRequest
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageRequest,
+)
 from a2a.utils.errors import A2A_ERROR_MAPPING, A2AError
 
 CARD_URL = os.environ["A2A_CARD_URL"]
@@ -92,6 +98,8 @@ async def main():
         card = await A2ACardResolver(http, CARD_URL).get_agent_card(relative_card_path="/")
         client = ClientFactory(config).create(card, interceptors=[auth])
         # [/doc:client]
+        # With the SDK's default configuration (JSON-RPC only) the card works too.
+        default = ClientFactory(ClientConfig(httpx_client=http)).create(card)
         emit(
             "card",
             name=card.name,
@@ -99,6 +107,7 @@ async def main():
             # Which transport the factory picked (the SDK does not say publicly).
             transport=TRANSPORTS.get(type(client._transport).__name__),
             interfaces=[i.protocol_binding for i in card.supported_interfaces],
+            defaultTransport=TRANSPORTS.get(type(default._transport).__name__),
         )
 
         # [doc:send]
@@ -130,18 +139,19 @@ async def main():
         # PACT §5.5: the PA runs the device authorization again for the
         # missing scopes; its request takes over the task's link, so the person
         # approves the code they were shown and the PA can collect the token.
-        iface = card.supported_interfaces[0].url
+        # The endpoints are on the card: its userDelegation scheme's device flow.
+        flow = card.security_schemes["userDelegation"].oauth2_security_scheme.flows.device_code
 
-        async def oauth(endpoint, form):
+        async def oauth(url, form):
             res = await http.post(
-                f"{iface}/oauth/{endpoint}",
+                url,
                 data=form,
                 headers={"Authorization": f"Bearer {await fresh_pa_jwt(http)}"},
             )
             return res.status_code, res.json()
 
         _, device = await oauth(
-            "device_authorization",
+            flow.device_authorization_url,
             {"client_id": ISSUER, "scope": " ".join(task["metadata"]["pact.missingScopes"])},
         )
         # [/doc:device]
@@ -175,7 +185,7 @@ async def main():
         token = None
         for _ in range(30):
             status, body = await oauth(
-                "token",
+                flow.token_url,
                 {
                     "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
                     "device_code": device["device_code"],
@@ -218,10 +228,15 @@ async def main():
         errors = {
             "unknownContext": await failure(send(user_message("py-m5", "hello", "no-such-context"))),
             "unknownTask": await failure(client.get_task(GetTaskRequest(id="no-such-task"))),
+            # Only the person ends a step-up task, at its link.
+            "cancel": await failure(client.cancel_task(CancelTaskRequest(id=task["id"]))),
             "nonText": await failure(send(non_text)),
         }
         # [/doc:errors]
         emit("errors", **errors)
+        # Step-up tasks are found by id; the list stays PACT's empty one.
+        listed = await client.list_tasks(ListTasksRequest())
+        emit("listed", count=len(listed.tasks))
         await client.close()
     emit("done")
 

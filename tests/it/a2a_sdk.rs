@@ -100,8 +100,8 @@ fn text(message: &Value) -> &str {
 
 /// What both SDKs must have seen over `binding`, whatever their language.
 /// `errors` are the SDK's own error names for an unknown context, an unknown
-/// task and a non-text part.
-async fn check(app: &TestApp, v: &Value, binding: &str, errors: [&str; 3]) {
+/// task, a non-text part and cancelling one's own step-up task.
+async fn check(app: &TestApp, v: &Value, binding: &str, errors: [&str; 4]) {
     let card = &v["card"];
     assert_eq!(card["transport"], binding, "{card}");
     assert_eq!(
@@ -158,12 +158,15 @@ async fn check(app: &TestApp, v: &Value, binding: &str, errors: [&str; 3]) {
     assert_eq!(claims.user, "alice");
     assert_eq!(claims.pa, ISS);
 
+    assert_eq!(v["listed"]["count"], 0, "{v}");
+
     // The error cases, as the SDK's typed errors.
     let e = &v["errors"];
     for (case, name, reason) in [
         ("unknownContext", errors[0], "INVALID_PARAMS"),
         ("unknownTask", errors[1], "TASK_NOT_FOUND"),
         ("nonText", errors[2], "CONTENT_TYPE_NOT_SUPPORTED"),
+        ("cancel", errors[3], "TASK_NOT_CANCELABLE"),
     ] {
         assert_eq!(e[case]["thrown"], true, "{binding} {case}: {e}");
         assert_eq!(e[case]["name"], name, "{binding} {case}: {e}");
@@ -204,6 +207,7 @@ async fn the_official_javascript_sdk_runs_identity_step_up_and_delegated_turns()
                 "RestRequestMalformedError",
                 "RestTaskNotFoundError",
                 "RestContentTypeNotSupportedError",
+                "RestTaskNotCancelableError",
             ],
         ),
         (
@@ -213,6 +217,7 @@ async fn the_official_javascript_sdk_runs_identity_step_up_and_delegated_turns()
                 "JsonRpcRequestMalformedError",
                 "JsonRpcTaskNotFoundError",
                 "JsonRpcContentTypeNotSupportedError",
+                "JsonRpcTaskNotCancelableError",
             ],
         ),
     ] {
@@ -290,6 +295,8 @@ async fn the_official_python_sdk_runs_identity_step_up_and_delegated_turns() {
         let mut cmd = Command::new(&python);
         cmd.arg(&script).current_dir(&work);
         let v = run(&app, &pa, sub, cmd, binding).await;
+        // The SDK's default, JSON-RPC only, finds its interface on the card.
+        assert_eq!(v["card"]["defaultTransport"], "JSONRPC", "{v}");
         check(
             &app,
             &v,
@@ -298,6 +305,7 @@ async fn the_official_python_sdk_runs_identity_step_up_and_delegated_turns() {
                 "InvalidParamsError",
                 "TaskNotFoundError",
                 "ContentTypeNotSupportedError",
+                "TaskNotCancelableError",
             ],
         )
         .await;
