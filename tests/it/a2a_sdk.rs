@@ -312,3 +312,48 @@ async fn the_official_python_sdk_runs_identity_step_up_and_delegated_turns() {
     }
     std::fs::remove_dir_all(&work).ok();
 }
+
+/// The lines between `[doc:name]` and `[/doc:name]` (in a `//` or `#`
+/// comment) of a script, without their common indentation.
+fn marked(script: &str, name: &str) -> Option<String> {
+    let mut lines = script.lines();
+    lines.find(|l| {
+        let l = l.trim_start();
+        l == format!("// [doc:{name}]") || l == format!("# [doc:{name}]")
+    })?;
+    let body: Vec<&str> = lines
+        .take_while(|l| !l.trim_start().ends_with(&format!("[/doc:{name}]")))
+        .collect();
+    let indent = body
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    Some(
+        body.iter()
+            .map(|l| format!("{}\n", l.get(indent..).unwrap_or("")))
+            .collect(),
+    )
+}
+
+/// docs/a2a-clients.md quotes the scripts these tests run: each block after
+/// a `<!-- from PATH#NAME -->` line is exactly that marked part of PATH.
+#[test]
+fn the_client_guide_quotes_the_scripts_the_tests_run() {
+    let doc = std::fs::read_to_string(repo().join("docs/a2a-clients.md")).unwrap();
+    let mut quoted = 0;
+    let mut rest = doc.as_str();
+    while let Some(at) = rest.find("<!-- from ") {
+        rest = &rest[at + "<!-- from ".len()..];
+        let (source, after) = rest.split_once(" -->\n").unwrap();
+        let (path, name) = source.split_once('#').unwrap();
+        let (_fence, block) = after.split_once('\n').unwrap();
+        let (block, _) = block.split_once("```").unwrap();
+        let script = std::fs::read_to_string(repo().join(path)).unwrap();
+        let expected = marked(&script, name).unwrap_or_else(|| panic!("no [doc:{name}] in {path}"));
+        assert_eq!(block, expected, "docs/a2a-clients.md quotes {path}#{name}");
+        quoted += 1;
+    }
+    assert_eq!(quoted, 14, "every snippet of the guide is checked");
+}
