@@ -7,7 +7,8 @@ line it prints (one JSON object per line); docs/a2a-clients.md quotes it.
 
 Environment: A2A_CARD_URL (the brand's card), A2A_BINDING ("HTTP+JSON" or
 "JSONRPC"), PA_HELPER_URL (the test's loopback endpoint that mints a fresh
-PA-JWT for each call, as a personal agent signs its own: they live 120 s),
+PA-JWT for each call, as a personal agent signs its own: they are
+short-lived),
 PA_ISSUER (the PA's client_id).
 """
 

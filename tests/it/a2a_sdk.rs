@@ -40,7 +40,8 @@ async fn mint(State(m): State<Arc<Minter>>) -> String {
 }
 
 /// Runs one script over one binding as `sub`: the lines it printed, by
-/// step. The person approves `orders:read` when it shows the step-up's code.
+/// step. The person approves `orders:read` at the step-up task's link once
+/// the script says it has seen the task pending through Get Task.
 async fn run(app: &TestApp, pa: &Arc<TestPa>, sub: &str, mut cmd: Command, binding: &str) -> Value {
     let helper = pact_tests::held::serve(
         axum::Router::new()
@@ -104,6 +105,7 @@ fn text(message: &Value) -> &str {
 async fn check(app: &TestApp, v: &Value, binding: &str, errors: [&str; 4]) {
     let card = &v["card"];
     assert_eq!(card["transport"], binding, "{card}");
+    assert_eq!(card["description"], "A small demo store", "{card}");
     assert_eq!(
         card["interfaces"],
         json!(["HTTP+JSON", "JSONRPC"]),
