@@ -1,6 +1,7 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod a2a_sdk;
 mod admin_api;
 mod admin_browser;
 mod admin_console;

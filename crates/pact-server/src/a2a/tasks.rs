@@ -63,9 +63,11 @@ pub async fn task_by_id(
         Err(e) => return e.into_response(),
     };
     let result = match op {
+        // A2A 1.0 `rpc GetTask(GetTaskRequest) returns (Task)`: the body
+        // is the task itself, not wrapped like SendMessageResponse.
         TaskOp::Get(id) => get(&state, &caller, id)
             .await
-            .map(|task| a2a_json(StatusCode::OK, &json!({ "task": task }))),
+            .map(|task| a2a_json(StatusCode::OK, &task)),
         TaskOp::Cancel(id) => cancel(&state, &caller, id)
             .await
             .map(|()| Response::default()),
