@@ -137,4 +137,45 @@ async fn the_cards_name_and_description_are_set_by_owners_and_never_empty() {
     assert_eq!(v["name"], "Shop & Tea");
     assert_eq!(v["description"], "Loose-leaf tea, shipped weekly");
     crate::admin_api::assert_audited(&app, "root", &["brand.card"]).await;
+
+    // Skills: the owner's replace the agent's own; bad ones change nothing; [] goes back.
+    let derived = card(&app).await["skills"].clone();
+    let skills = json!([{"id": "tea-advice", "name": "Tea advice", "description": "Which tea, how to brew it",
+                         "tags": ["tea"]}]);
+    for bad in [
+        json!([{"id": "Bad Id", "name": "x", "description": "", "tags": []}]),
+        json!([{"id": "a", "name": "", "description": "", "tags": []}]),
+        json!([{"id": "a", "name": "A", "description": "", "tags": []},
+               {"id": "a", "name": "B", "description": "", "tags": []}]),
+        json!([{"id": "a", "name": "A", "description": "", "tags": ["t\u{0}"]}]),
+    ] {
+        let res = crate::admin_api::call(
+            &app,
+            &owner,
+            "post",
+            "/brands/shop/card",
+            Some(json!({"skills": bad})),
+        )
+        .await;
+        assert_eq!(res.status(), 400, "{bad}");
+    }
+    assert_eq!(card(&app).await["skills"], derived);
+    crate::admin_api::call_ok(
+        &app,
+        &owner,
+        "post",
+        "/brands/shop/card",
+        Some(json!({"skills": skills})),
+    )
+    .await;
+    assert_eq!(card(&app).await["skills"], skills);
+    crate::admin_api::call_ok(
+        &app,
+        &owner,
+        "post",
+        "/brands/shop/card",
+        Some(json!({"skills": []})),
+    )
+    .await;
+    assert_eq!(card(&app).await["skills"], derived);
 }

@@ -660,9 +660,16 @@ async fn held_receipts_are_stored(
 /// `brand set --name/--description`: what the brand's card says, through the
 /// function the console and the admin API use (same checks, same audit entry).
 async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool> {
-    if a.name.is_none() && a.description.is_none() {
+    if a.name.is_none() && a.description.is_none() && a.skills_json.is_none() {
         return Ok(false);
     }
+    let skills = match &a.skills_json {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str(raw)
+                .map_err(|e| anyhow!("--skills-json is not a JSON array of skills: {e}"))?,
+        ),
+    };
     let brand = pact_db::brands::find(pool, &a.brand_id)
         .await?
         .with_context(|| format!("no brand {:?}", a.brand_id))?;
@@ -672,8 +679,11 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
         &crate::admin_accounts::cli_as_actor(),
         crate::admin_accounts::cli_origin().as_deref(),
         &brand,
-        a.name.as_deref(),
-        a.description.as_deref(),
+        pact_server::admin::brand_settings::CardEdit {
+            name: a.name.as_deref(),
+            description: a.description.as_deref(),
+            skills,
+        },
     )
     .await
     .map_err(crate::admin_merchant::edit_error)?;
@@ -683,6 +693,9 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
     }
     if let Some(description) = &a.description {
         println!("{}: description = {:?}", a.brand_id, description.trim());
+    }
+    if a.skills_json.is_some() {
+        println!("{}: skills set", a.brand_id);
     }
     Ok(true)
 }
@@ -783,7 +796,7 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     }
     if changes.is_empty() {
         bail!(
-            "nothing to change: give --name, --description, --mfa-required, --login-url with --login-jwks-uri, \
+            "nothing to change: give --name, --description, --skills-json, --mfa-required, --login-url with --login-jwks-uri, \
              --login-oidc-issuer with --login-oidc-client-id and --login-oidc-client-secret-file, \
              --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
              --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"

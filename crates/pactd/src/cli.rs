@@ -515,6 +515,10 @@ pub struct BrandSetArgs {
     /// The Agent Card's description (at most 1000 characters; "" for one made from the name).
     #[arg(long)]
     pub description: Option<String>,
+    /// The Agent Card's skills, a JSON array of {"id", "name", "description", "tags"};
+    /// '[]' for the brand agent's own.
+    #[arg(long, value_name = "JSON")]
+    pub skills_json: Option<String>,
     /// Every built-in sign-in needs a second factor (people without one set it up first).
     #[arg(long, value_name = "true|false")]
     pub mfa_required: Option<bool>,

@@ -9,6 +9,7 @@
 
 use pact_db::brands::Brand;
 use pact_db::merchant::BrandTool;
+use pact_proto::card::AgentSkill;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -113,24 +114,42 @@ pub const MAX_BRAND_NAME: usize = 200;
 /// Longest brand description on the card, in characters.
 pub const MAX_BRAND_DESCRIPTION: usize = 1000;
 
+/// The settings key of skills that replace the brand agent's own on the card.
+pub const CARD_SKILLS_KEY: &str = "card_skills";
+/// At most this many skills on a card.
+const MAX_SKILLS: usize = 20;
+
+/// What an owner changes on the brand's Agent Card; `None` leaves a part as
+/// it is. `skills: Some(vec![])` goes back to the skills the brand's agent
+/// gives (the demo agent's, or one for the merchant's own agent).
+#[derive(Clone, Debug, Default)]
+pub struct CardEdit<'a> {
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub skills: Option<Vec<AgentSkill>>,
+}
+
 /// Changes what the brand's Agent Card says of it (PACT §2 `name`,
-/// `description`); what is not given stays. A name is 1–200 characters, a
-/// description at most 1000 (empty: the card makes one from the name); no
-/// control characters in either. The card is served from the database, so
-/// every node shows the change at once.
+/// `description`, `skills`). A name is 1–200 characters, a description at
+/// most 1000 (empty: the card makes one from the name); at most 20 skills,
+/// each with an id (1–64 of a-z, 0-9, `-`, `_`, unique), a name (1–100), a
+/// description (at most 500) and at most 10 tags (1–40 each); no control
+/// characters anywhere. The card is served from the database, so every node
+/// shows the change at once.
 pub async fn set_card_text(
     tx: &mut PgConnection,
     actor: &Actor,
     ip: Option<&str>,
     brand: &Brand,
-    name: Option<&str>,
-    description: Option<&str>,
+    edit: CardEdit<'_>,
 ) -> Result<(), EditError> {
-    if name.is_none() && description.is_none() {
-        return Err(invalid("give a name, a description or both"));
+    if edit.name.is_none() && edit.description.is_none() && edit.skills.is_none() {
+        return Err(invalid("give a name, a description or skills"));
     }
-    let name = name.map_or(brand.name.as_str(), str::trim);
-    let description = description.map_or(brand.description.as_str(), str::trim);
+    let name = edit.name.map_or(brand.name.as_str(), str::trim);
+    let description = edit
+        .description
+        .map_or(brand.description.as_str(), str::trim);
     if name.is_empty() || name.chars().count() > MAX_BRAND_NAME {
         return Err(invalid("a brand name is 1 to 200 characters"));
     }
@@ -144,8 +163,19 @@ pub async fn set_card_text(
     {
         return Err(invalid("control characters are not accepted"));
     }
+    if let Some(skills) = &edit.skills {
+        check_skills(skills)?;
+    }
     if !pact_db::brands::set_card_text(&mut *tx, &brand.id, name, description).await? {
         return Err(EditError::Missing);
+    }
+    if let Some(skills) = &edit.skills {
+        let value = if skills.is_empty() {
+            Value::Null
+        } else {
+            serde_json::to_value(skills).map_err(|e| invalid(e.to_string()))?
+        };
+        pact_db::brands::set_setting(&mut *tx, &brand.id, CARD_SKILLS_KEY, &value).await?;
     }
     audit(
         tx,
@@ -154,10 +184,51 @@ pub async fn set_card_text(
         "brand.card",
         &brand.id,
         &brand.id,
-        json!({"name": name, "description": description}),
+        json!({"name": name, "description": description, "skills": edit.skills}),
     )
     .await?;
     Ok(())
+}
+
+fn check_skills(skills: &[AgentSkill]) -> Result<(), EditError> {
+    if skills.len() > MAX_SKILLS {
+        return Err(invalid("at most 20 skills"));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for s in skills {
+        let id_ok = (1..=64).contains(&s.id.len())
+            && s.id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !id_ok || !ids.insert(s.id.as_str()) {
+            return Err(invalid(
+                "a skill id is 1–64 of a-z, 0-9, '-' and '_', once each",
+            ));
+        }
+        let mut texts = [&s.name, &s.description].into_iter().chain(&s.tags);
+        if s.name.trim().is_empty()
+            || s.name.chars().count() > 100
+            || s.description.chars().count() > 500
+            || s.tags.len() > 10
+            || s.tags
+                .iter()
+                .any(|t| t.trim().is_empty() || t.chars().count() > 40)
+            || texts.any(|t| t.chars().any(char::is_control))
+        {
+            return Err(invalid(
+                "a skill has a name (1–100 characters), a description (at most 500), at most 10 tags \
+                 (1–40 characters each), and no control characters",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The skills an owner set for the card, if any (`None`: the agent's own).
+pub fn card_skills(brand: &Brand) -> Option<Vec<AgentSkill>> {
+    let skills: Vec<AgentSkill> =
+        serde_json::from_value(brand.settings.get(CARD_SKILLS_KEY)?.clone()).ok()?;
+    (!skills.is_empty()).then_some(skills)
 }
 
 /// An `authorization_details` type name: what an agent writes as `type`

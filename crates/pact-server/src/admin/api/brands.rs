@@ -276,6 +276,8 @@ pub struct CardText {
     pub name: Option<String>,
     /// At most 1000 characters, empty for one made from the name; absent: unchanged.
     pub description: Option<String>,
+    /// The card's skills; `[]` for the brand agent's own; absent: unchanged.
+    pub skills: Option<Vec<pact_proto::card::AgentSkill>>,
 }
 
 /// `POST /brands/{brand}/card` (owner), as `pactd brand set --name
@@ -289,15 +291,12 @@ pub async fn set_card_text(
     let b = brand_to_edit(&state, &caller, "brand.card", &brand).await?;
     let req: CardText = params::body(&body)?;
     let mut tx = state.db.begin().await?;
-    brand_settings::set_card_text(
-        &mut tx,
-        &caller.actor,
-        Some(&caller.ip),
-        &b,
-        req.name.as_deref(),
-        req.description.as_deref(),
-    )
-    .await?;
+    let edit = brand_settings::CardEdit {
+        name: req.name.as_deref(),
+        description: req.description.as_deref(),
+        skills: req.skills,
+    };
+    brand_settings::set_card_text(&mut tx, &caller.actor, Some(&caller.ip), &b, edit).await?;
     tx.commit().await?;
     fresh_json(&state, &b.id).await
 }

@@ -434,7 +434,14 @@ fn brand_setting_schemas() -> Value {
                 "name": {"type": "string", "minLength": 1, "maxLength": 200,
                          "description": "The brand's name on its Agent Card and consent."},
                 "description": {"type": "string", "maxLength": 1000,
-                                "description": "The card's description; empty: one made from the name."}
+                                "description": "The card's description; empty: one made from the name."},
+                "skills": {"type": "array", "maxItems": 20,
+                           "description": "The card's skills; []: the brand agent's own.",
+                           "items": {"type": "object",
+                                     "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                                    "description": {"type": "string"},
+                                                    "tags": {"type": "array", "items": {"type": "string"}}},
+                                     "required": ["id", "name", "description", "tags"]}}
             },
             "additionalProperties": false
         }),

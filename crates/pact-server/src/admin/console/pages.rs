@@ -1213,6 +1213,8 @@ struct BrandPage {
     id: String,
     name: String,
     description: String,
+    /// The owner's card skills as JSON, or empty (the agent's own).
+    card_skills: String,
     lifetime_days: i64,
     lifetime_default: bool,
     scopes: Vec<pact_db::scopes::BrandScope>,
@@ -1254,6 +1256,9 @@ pub async fn brand(
     let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
     let page = BrandPage {
         nav: nav(&who),
+        card_skills: crate::admin::brand_settings::card_skills(&b)
+            .and_then(|s| serde_json::to_string_pretty(&s).ok())
+            .unwrap_or_default(),
         scopes: pact_db::scopes::list(&state.db, &b.id).await?,
         types: types
             .iter()
