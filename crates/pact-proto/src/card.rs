@@ -69,16 +69,9 @@ pub struct HttpAuthSecurityScheme {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OAuth2SecurityScheme {
-    /// Where the token goes: generic A2A clients send an OAuth2 scheme's
-    /// token as `Authorization: Bearer`, which PACT §5.5 gives to the PA-JWT.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub description: String,
     pub flows: OAuthFlows,
     pub oauth2_metadata_url: String,
 }
-
-/// The `userDelegation` scheme's description (PACT §5.5).
-pub const USER_DELEGATION_DESCRIPTION: &str = "The delegation token of a person's grant. Send it as `X-A2A-User-Delegation: Bearer <access_token>`, never in `Authorization`, which keeps the PA-JWT (PACT 1.0 section 5.5).";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -165,7 +158,6 @@ impl AgentCard {
             security_schemes.insert(
                 USER_DELEGATION_SCHEME.to_owned(),
                 SecurityScheme::Oauth2SecurityScheme(OAuth2SecurityScheme {
-                    description: USER_DELEGATION_DESCRIPTION.to_owned(),
                     flows: OAuthFlows { device_code: flow },
                     oauth2_metadata_url: format!(
                         "{}/oauth/.well-known/oauth-authorization-server",
