@@ -195,6 +195,18 @@ pub const FAMILIES: &[Family] = &[
         ],
     },
     Family {
+        name: "pactd_trace_export_failures_total",
+        kind: Kind::Counter,
+        help: "Batches of spans the OTLP collector did not take (with tracing on).",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_trace_spans_lost_total",
+        kind: Kind::Counter,
+        help: "Spans in the batches the OTLP collector did not take.",
+        labels: NO_LABELS,
+    },
+    Family {
         name: "pactd_revoked_grants_known",
         kind: Kind::Gauge,
         help: "Revoked grants in the node's memory view.",
@@ -249,6 +261,14 @@ pub fn install() -> Option<PrometheusHandle> {
             Some(handle)
         })
         .clone()
+}
+
+/// A batch of `spans` the trace exporter could not send (`pactd`'s
+/// `otel.rs`): counted here, where every metric is named.
+pub fn trace_export_failed(spans: usize) {
+    metrics::counter!("pactd_trace_export_failures_total").increment(1);
+    metrics::counter!("pactd_trace_spans_lost_total")
+        .increment(u64::try_from(spans).unwrap_or(u64::MAX));
 }
 
 /// Whether a recorder is installed (then requests are tracked).

@@ -275,6 +275,11 @@ struct Pactd {
 
 impl Pactd {
     async fn start(app: &TestApp, otlp: &str) -> Self {
+        Self::start_with(app, otlp, &[], &[]).await
+    }
+
+    /// With more arguments and environment variables.
+    async fn start_with(app: &TestApp, otlp: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let log =
@@ -300,6 +305,8 @@ impl Pactd {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--public-url", &base])
             .args(["--trusted-proxies", &PROXY_IP.to_string()])
+            .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
         let mut pactd = Self {
@@ -823,6 +830,63 @@ fn turn_id(seen: &MerchantSeen) -> String {
     let url = &seen.turns[0].2;
     let after = &url[url.find("/turns/").unwrap() + "/turns/".len()..];
     after.trim_end_matches("/tools").to_owned()
+}
+
+/// Issue 33, item 4: with the collector down, spans were dropped with no
+/// log line and no metric. Each lost batch is now counted (with its spans),
+/// and logged at most once a minute: many failures here, one line.
+#[tokio::test]
+async fn a_collector_that_is_down_is_counted_and_logged_once_a_minute() {
+    let app = TestApp::spawn().await;
+    // Nothing listens there: every export is refused.
+    let collector = format!("http://127.0.0.1:{}", free_port());
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let pactd = Pactd::start_with(
+        &app,
+        &collector,
+        &["--metrics-listen", &metrics],
+        // A batch every 100 ms instead of every 5 s.
+        &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+    )
+    .await;
+    let value = |page: &str, name: &str| -> f64 {
+        page.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name}:\n{page}"))
+            .parse()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let page = loop {
+        // Requests make spans; each batch of them fails.
+        reqwest::get(format!("{}/healthz", pactd.base))
+            .await
+            .unwrap();
+        let page = reqwest::get(format!("http://{metrics}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if value(&page, "pactd_trace_export_failures_total") >= 3.0 {
+            break page;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no export failure counted: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        value(&page, "pactd_trace_spans_lost_total") >= 3.0,
+        "{page}"
+    );
+    let log = pactd.stop().await;
+    assert_eq!(
+        log.matches("trace export failed: spans lost").count(),
+        1,
+        "one line for many failures within a minute: {log}"
+    );
 }
 
 /// Settings pactd cannot honour stop it at once, naming the variable.
