@@ -306,3 +306,59 @@ async fn a_turn_over_the_request_timeout_answers_503_in_a2a_format_and_is_retrya
     assert_eq!(stored, v);
     assert!(turns.try_recv().is_err(), "no third agent call");
 }
+
+/// Issue 33, item 5: every 503 in its protocol's format. A request still
+/// running at the request timeout — here held up by a personal agent's JWKS
+/// that never answers — is answered 503 with `Retry-After` as the A2A
+/// envelope on an A2A operation and as RFC 6749 JSON on an OAuth endpoint
+/// (before: a bare 503, no Content-Type, no `Retry-After`), and it does not
+/// mark the database down.
+#[tokio::test]
+async fn requests_over_the_request_timeout_answer_503_in_their_own_format() {
+    use std::time::Duration;
+
+    let app = TestApp::spawn_with(|c| c.request_timeout = Duration::from_secs(1)).await;
+    app.enable_demo_delegation().await;
+    let pa = pact_tests::TestPa::start("https://pa.example/slow-jwks").await;
+    // The PA's keys are published somewhere that never answers: the PA-JWT's
+    // check waits for them (its own fetch timeout is 5 s).
+    let jwks = pact_tests::held::serve(axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(|| std::future::pending::<String>()),
+    ))
+    .await;
+    pact_db::agents::upsert(&app.db, &pa.issuer, &format!("{jwks}/jwks.json"), "Slow PA")
+        .await
+        .unwrap();
+    app.settle().await;
+    let token = pa.token("u1", app.audience());
+
+    let res = app.send("demo", &token, "m1", "hi", None).await;
+    assert_eq!(res.headers()["retry-after"], "2");
+    crate::assert_a2a_error(res, 503, "UNAVAILABLE", None).await;
+
+    let res = app
+        .http
+        .post(format!("{}/oauth/device_authorization", app.iface("demo")))
+        .bearer_auth(&token)
+        .form(&[("client_id", pa.issuer.as_str()), ("scope", "orders:read")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.headers()["retry-after"], "2");
+    assert_eq!(res.headers()["content-type"], "application/json");
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["error"], "temporarily_unavailable", "{body}");
+
+    // A slow request says nothing about the database.
+    assert!(!app.state.db_health.is_down());
+    let res = app
+        .http
+        .get(format!("{}/readyz", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
