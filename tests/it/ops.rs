@@ -324,7 +324,7 @@ async fn requests_over_the_request_timeout_answer_503_in_their_own_format() {
     // check waits for them (its own fetch timeout is 5 s).
     let jwks = pact_tests::held::serve(axum::Router::new().route(
         "/jwks.json",
-        axum::routing::get(|| std::future::pending::<String>()),
+        axum::routing::get(std::future::pending::<String>),
     ))
     .await;
     pact_db::agents::upsert(&app.db, &pa.issuer, &format!("{jwks}/jwks.json"), "Slow PA")
