@@ -262,8 +262,13 @@ try {
     await expectHeading('Grant');
     result.chain_text = await page.textContent('#chain');
     await snap('grant');
-    await page.getByLabel('Reason (optional)').fill('customer asked by phone');
+    await page.getByLabel('Reason (optional;').fill('customer asked by phone');
     await page.getByRole('button', { name: 'Revoke this grant' }).click();
+    // The confirmation says what the customer will read; nothing is done yet.
+    result.confirm_text = await page.textContent('#customer-sees');
+    await snap('grant-revoke-confirm');
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    result.notice_text = await page.textContent('#notice');
     await page.locator('#grant-state').filter({ hasText: 'revoked' }).waitFor();
     await snap('grant-revoked');
     await page.getByRole('link', { name: 'Audit log' }).click();

@@ -337,6 +337,12 @@ async fn every_documented_route_exists_and_answers() {
         ),
         (
             "post",
+            "/brands/shop/card".into(),
+            Some(json!({"description": "Tea, shipped"})),
+            "setBrandCardText",
+        ),
+        (
+            "post",
             "/brands/shop/grant-lifetime".into(),
             Some(json!({"days": 14})),
             "setBrandGrantLifetime",
@@ -1083,4 +1089,36 @@ async fn a_grants_receipts_download_as_a_file_that_verifies_without_the_server()
         actions.iter().any(|a| a == "grant.receipts.export"),
         "{actions:?}"
     );
+}
+
+/// Issue 30: a grant replaced by a newer one of the same person to the same
+/// agent (a step-up's union) is `superseded`, not `revoked`: nobody cut the
+/// access. Its own state in the answer and as a filter.
+#[tokio::test]
+async fn a_superseded_grant_is_its_own_state_and_filter() {
+    let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa("https://pa.example").await;
+    let old = grant_of(&app.connect(&pa, "s1", "alice", &["orders:read"]).await);
+    let new = grant_of(
+        &app.connect(&pa, "s1", "alice", &["orders:read", "orders:cancel"])
+            .await,
+    );
+    let owner = credential(&app, "root", "owner", None).await;
+    let v = call_ok(&app, &owner, "get", &format!("/grants/{old}"), None).await;
+    assert_eq!(v["state"], "superseded", "{v}");
+    let v = call_ok(&app, &owner, "get", &format!("/grants/{new}"), None).await;
+    assert_eq!(v["state"], "active", "{v}");
+    let ids = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let superseded = call_ok(&app, &owner, "get", "/grants?state=superseded", None).await;
+    assert_eq!(ids(&superseded), vec![old.to_string()]);
+    let revoked = call_ok(&app, &owner, "get", "/grants?state=revoked", None).await;
+    assert!(ids(&revoked).is_empty(), "{revoked}");
 }

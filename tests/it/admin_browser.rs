@@ -231,6 +231,11 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
             .contains("Every receipt's signature and the chain verify"),
         "{out}"
     );
+    // Revoking asked first, saying what the customer will read, then said it was done.
+    let confirm = out["confirm_text"].as_str().unwrap();
+    assert!(confirm.contains("customer asked by phone"), "{confirm}");
+    let notice = out["notice_text"].as_str().unwrap();
+    assert!(notice.starts_with("Revoked"), "{notice}");
     // The audit log page showed the operator's revocation.
     let audit = out["audit_text"].as_str().unwrap();
     assert!(audit.contains("grant.revoke"), "{audit}");

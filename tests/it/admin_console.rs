@@ -363,17 +363,81 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
             .revoked_at
             .is_none()
     );
+    // A reason beyond 200 characters is refused, never cut short.
+    let long = "x".repeat(201);
     let res = ops
         .post(
+            &format!("/admin/grants/{g}/revoke"),
+            &[("csrf", &csrf), ("reason", &long)],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    // Revoking asks first, saying what the customer will read.
+    let (status, html) = ops
+        .post_html(
             &format!("/admin/grants/{g}/revoke"),
             &[("csrf", &csrf), ("reason", "customer called")],
         )
         .await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("The customer will see this reason: “customer called”"),
+        "{html}"
+    );
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    let res = ops
+        .post(
+            &format!("/admin/grants/{g}/revoke"),
+            &[
+                ("csrf", &csrf),
+                ("reason", "customer called"),
+                ("confirm", "yes"),
+            ],
+        )
+        .await;
     assert_eq!(res.status(), 303);
+    assert_eq!(
+        res.headers()["location"].to_str().unwrap(),
+        format!("/admin/grants/{g}?done=revoked")
+    );
+    let (_, html) = ops
+        .get_html(&format!("/admin/grants/{g}?done=revoked"))
+        .await;
+    assert!(html.contains("Revoked: the agent"), "{html}");
     let row = pact_db::grants::find(&app.db, g).await.unwrap().unwrap();
     assert_eq!(
         row.revoked_reason.as_deref(),
         Some("revoked by an administrator: customer called")
+    );
+    // Without a reason the grant (whose page the customer sees) never names
+    // the staff member: the audit log does.
+    let g2 = grant(&app, "demo", "bob").await;
+    let res = ops
+        .post(
+            &format!("/admin/grants/{g2}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let row = pact_db::grants::find(&app.db, g2).await.unwrap().unwrap();
+    assert_eq!(
+        row.revoked_reason.as_deref(),
+        Some(pact_db::grants::reason::BY_ADMIN)
     );
     let (_, html) = ops.get_html(&format!("/admin/grants/{g}")).await;
     assert!(html.contains("revoked"));
@@ -464,11 +528,31 @@ async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_thei
     sign_in(&app, &ops, "ops@example.com").await;
     let (_, html) = ops.get_html("/admin/customers?q=ann%40example.com").await;
     let csrf = csrf_from(&html).unwrap();
-    for action in ["unlock", "sign-out", "revoke-grants"] {
+    // "Revoke all their grants" asks first and changes nothing until confirmed.
+    let (status, html) = ops
+        .post_html(
+            &format!("/admin/customers/{}/revoke-grants", user.id),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("Revoke every grant ann@example.com gave?"),
+        "{html}"
+    );
+    assert!(
+        pact_db::grants::find(&app.db, g)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    for (action, confirm) in [("unlock", ""), ("sign-out", ""), ("revoke-grants", "yes")] {
         let res = ops
             .post(
                 &format!("/admin/customers/{}/{action}", user.id),
-                &[("csrf", &csrf)],
+                &[("csrf", &csrf), ("confirm", confirm)],
             )
             .await;
         assert_eq!(res.status(), 303, "{action}");

@@ -156,6 +156,11 @@ const CONSOLE: &[(&str, &str, Expect)] = &[
     ),
     (
         "post",
+        "/admin/brands/{id}/card",
+        Expect::Change(&["brand.card"]),
+    ),
+    (
+        "post",
         "/admin/brands/{id}/grant-lifetime",
         Expect::Change(&["brand.grant_lifetime"]),
     ),
@@ -443,7 +448,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
         ),
         form(
             &format!("/admin/customers/{uid}/revoke-grants"),
-            &[],
+            &[("confirm", "yes")],
             "customer.revoke_grants",
         ),
         form(
@@ -458,6 +463,11 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
             "/admin/brands/demo/scopes/remove",
             &[("scope_id", "returns:create")],
             "scope.remove",
+        ),
+        form(
+            "/admin/brands/demo/card",
+            &[("name", "Demo Store"), ("description", "Tea and more")],
+            "brand.card",
         ),
         form(
             "/admin/brands/demo/grant-lifetime",
@@ -506,7 +516,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
         .id;
     let revoke = form(
         &format!("/admin/grants/{fresh}/revoke"),
-        &[("reason", "test")],
+        &[("reason", "test"), ("confirm", "yes")],
         "grant.revoke",
     );
     let mut done: Vec<&str> = Vec::new();

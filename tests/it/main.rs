@@ -1,6 +1,7 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod a2a_sdk;
 mod admin_api;
 mod admin_browser;
 mod admin_console;
@@ -19,6 +20,7 @@ mod delegated_oauth;
 mod delegated_send;
 mod hardening;
 mod journey;
+mod jsonrpc;
 mod jwks;
 mod mcp;
 mod mcp_server;
@@ -37,6 +39,7 @@ mod pages_login;
 mod password_reset;
 mod receipt_log;
 mod routes;
+mod tasks;
 mod who_is_asking;
 
 use reqwest::Response;

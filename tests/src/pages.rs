@@ -74,6 +74,13 @@ impl Browser {
             .unwrap()
     }
 
+    /// POST, returning the status and the body.
+    pub async fn post_html(&self, path: &str, form: &[(&str, &str)]) -> (u16, String) {
+        let res = self.post(path, form).await;
+        let status = res.status().as_u16();
+        (status, res.text().await.unwrap())
+    }
+
     /// GETs `page` (which must show a form), reads its CSRF token, and POSTs
     /// `form` plus that token to `action`.
     pub async fn submit(&self, page: &str, action: &str, form: &[(&str, &str)]) -> Response {

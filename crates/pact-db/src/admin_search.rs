@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
-use crate::grants::Grant;
+use crate::grants::{Grant, reason};
 use crate::users::User;
 
 /// A grant's state at `now`.
@@ -15,6 +15,9 @@ use crate::users::User;
 pub enum GrantState {
     Active,
     Revoked,
+    /// Ended by a newer grant of the same person to the same agent (a
+    /// step-up's union of scopes): not anyone's decision to cut access.
+    Superseded,
     Expired,
 }
 
@@ -23,6 +26,7 @@ impl GrantState {
         match s {
             "active" => Some(Self::Active),
             "revoked" => Some(Self::Revoked),
+            "superseded" => Some(Self::Superseded),
             "expired" => Some(Self::Expired),
             _ => None,
         }
@@ -32,12 +36,16 @@ impl GrantState {
         match self {
             Self::Active => "active",
             Self::Revoked => "revoked",
+            Self::Superseded => "superseded",
             Self::Expired => "expired",
         }
     }
 
     pub fn of(g: &Grant, now: OffsetDateTime) -> Self {
         match (&g.revoked_at, g.expires_at <= now) {
+            (Some(_), _) if g.revoked_reason.as_deref() == Some(reason::SUPERSEDED) => {
+                Self::Superseded
+            }
             (Some(_), _) => Self::Revoked,
             (None, true) => Self::Expired,
             (None, false) => Self::Active,
@@ -75,7 +83,8 @@ pub async fn grants(
          and ($3::text[] is null or user_sub = any($3)) and ($4::text is null or pa_issuer = $4) \
          and ($5::text is null \
               or ($5 = 'active' and revoked_at is null and expires_at > $6) \
-              or ($5 = 'revoked' and revoked_at is not null) \
+              or ($5 = 'revoked' and revoked_at is not null and revoked_reason is distinct from $10) \
+              or ($5 = 'superseded' and revoked_at is not null and revoked_reason = $10) \
               or ($5 = 'expired' and revoked_at is null and expires_at <= $6)) \
          and ($7::timestamptz is null or (created_at, id) < ($7, $8)) \
          order by created_at desc, id desc limit $9",
@@ -88,6 +97,7 @@ pub async fn grants(
         after_at,
         after_id,
         s.limit,
+        reason::SUPERSEDED,
     )
     .fetch_all(db)
     .await

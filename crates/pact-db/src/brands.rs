@@ -82,6 +82,25 @@ pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Brand>> {
     .map_err(Into::into)
 }
 
+/// Sets what the brand's Agent Card says of it (its `name` and `description`);
+/// false when the brand is unknown.
+pub async fn set_card_text(
+    db: impl PgExecutor<'_>,
+    id: &str,
+    name: &str,
+    description: &str,
+) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "update brands set name = $2, description = $3 where id = $1",
+        id,
+        name,
+        description,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Replaces one top-level key of the brand's settings; false when the brand is unknown.
 pub async fn set_setting(
     db: impl PgExecutor<'_>,

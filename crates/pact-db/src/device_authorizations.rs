@@ -128,14 +128,14 @@ pub async fn take_over_or_insert(
                        and status in ('pending', 'approved') and expires_at > $12 \
                        and scopes @> $7 and scopes <@ $7 and authorization_details is null \
                        order by status = 'approved' desc, created_at desc limit 1 for update) \
-           returning user_code, expires_at, interval_secs, true as taken_over), \
+           returning id, user_code, expires_at, interval_secs, true as taken_over), \
          inserted as ( \
            insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, \
              user_code, scopes, authorization_details, interval_secs, expires_at, request_ip, origin) \
            select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'client' \
            where not exists (select 1 from taken) \
-           returning user_code, expires_at, interval_secs, false as taken_over) \
-         select user_code as \"user_code!\", expires_at as \"expires_at!\", \
+           returning id, user_code, expires_at, interval_secs, false as taken_over) \
+         select id as \"id!\", user_code as \"user_code!\", expires_at as \"expires_at!\", \
            interval_secs as \"interval_secs!\", taken_over as \"taken_over!\" from taken \
          union all select * from inserted",
         d.id,
@@ -159,6 +159,7 @@ pub async fn take_over_or_insert(
 /// What [`take_over_or_insert`] did.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Created {
+    pub id: Uuid,
     pub user_code: String,
     pub expires_at: OffsetDateTime,
     pub interval_secs: i32,
@@ -178,7 +179,7 @@ pub async fn live_step_up(
 ) -> DbResult<Option<LiveStepUp>> {
     sqlx::query_as!(
         LiveStepUp,
-        "select user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
+        "select id, user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status in ('pending', 'approved') and expires_at > $5 \
          and scopes @> $4 and scopes <@ $4 and authorization_details is null and operations is null \
@@ -207,7 +208,7 @@ pub async fn live_operation_step_up(
 ) -> DbResult<Option<LiveStepUp>> {
     sqlx::query_as!(
         LiveStepUp,
-        "select user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
+        "select id, user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status = 'pending' and expires_at > $5 \
          and operations is not null and authorization_details = $4 \
@@ -225,6 +226,7 @@ pub async fn live_operation_step_up(
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct LiveStepUp {
+    pub id: Uuid,
     pub user_code: String,
     pub status: Status,
     pub expires_at: OffsetDateTime,

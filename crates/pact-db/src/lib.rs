@@ -55,6 +55,7 @@ pub mod sessions;
 pub mod sign_in_failures;
 pub mod sign_in_state;
 pub mod signing_keys;
+pub mod step_up_tasks;
 pub mod turn_fences;
 pub mod users;
 
@@ -285,6 +286,37 @@ pub fn is_unique_violation(err: &Error) -> bool {
 pub async fn ping(db: impl sqlx::PgExecutor<'_>) -> DbResult<()> {
     sqlx::query!("select 1 as one").fetch_one(db).await?;
     Ok(())
+}
+
+/// Checks every idle connection of `pool` at once and closes those that do
+/// not answer within `timeout`; returns how many were closed.
+///
+/// For a node that has just seen the database come back: the pool may still
+/// hold connections that were cut while idle. sqlx finds a broken one only
+/// when it is next used, and the idle check before use ([`IDLE_CHECK_AFTER`])
+/// passes one that was in use shortly before the cut, so the next request
+/// to draw it would fail. `try_acquire` takes only idle connections, without
+/// waiting and without opening new ones.
+pub async fn sweep_idle(pool: &PgPool, timeout: Duration) -> usize {
+    let mut checks = tokio::task::JoinSet::new();
+    while let Some(mut conn) = pool.try_acquire() {
+        checks.spawn(async move {
+            let alive = tokio::time::timeout(timeout, sqlx::Connection::ping(&mut *conn))
+                .await
+                .is_ok_and(|r| r.is_ok());
+            if !alive {
+                conn.close_on_drop();
+            }
+            alive
+        });
+    }
+    let mut closed = 0;
+    while let Some(alive) = checks.join_next().await {
+        if !matches!(alive, Ok(true)) {
+            closed += 1;
+        }
+    }
+    closed
 }
 
 /// How many embedded migrations the database has not applied yet.

@@ -58,6 +58,10 @@ pub const DELEGATION_HEADER: &str = "x-a2a-user-delegation";
 pub const ROLE_USER: &str = "ROLE_USER";
 pub const ROLE_AGENT: &str = "ROLE_AGENT";
 pub const TASK_STATE_AUTH_REQUIRED: &str = "TASK_STATE_AUTH_REQUIRED";
+/// Terminal states (A2A 1.0 `TaskState`) a step-up task ends in.
+pub const TASK_STATE_COMPLETED: &str = "TASK_STATE_COMPLETED";
+pub const TASK_STATE_REJECTED: &str = "TASK_STATE_REJECTED";
+pub const TASK_STATE_FAILED: &str = "TASK_STATE_FAILED";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

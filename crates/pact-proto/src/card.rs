@@ -69,9 +69,16 @@ pub struct HttpAuthSecurityScheme {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OAuth2SecurityScheme {
+    /// Where the token goes: generic A2A clients send an OAuth2 scheme's
+    /// token as `Authorization: Bearer`, which PACT §5.5 gives to the PA-JWT.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
     pub flows: OAuthFlows,
     pub oauth2_metadata_url: String,
 }
+
+/// The `userDelegation` scheme's description (PACT §5.5).
+pub const USER_DELEGATION_DESCRIPTION: &str = "The delegation token of a person's grant. Send it as `X-A2A-User-Delegation: Bearer <access_token>`, never in `Authorization`, which keeps the PA-JWT (PACT 1.0 section 5.5).";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,6 +136,18 @@ pub struct CardInput<'a> {
     pub delegation: Option<DeviceCodeFlow>,
 }
 
+/// A2A 1.0 marks `description` required: a brand added without one gets a
+/// sentence made from its name (SDKs drop an empty one when they re-serialise).
+fn description_of(name: &str, description: &str) -> String {
+    if description.trim().is_empty() {
+        format!(
+            "The agent of {name}: ask it about {name}, and about your account once you allow it."
+        )
+    } else {
+        description.to_owned()
+    }
+}
+
 impl AgentCard {
     /// Builds the card exactly as PACT §2 prescribes: the identity-only
     /// requirement always stays; delegation adds a scheme and a second requirement.
@@ -146,6 +165,7 @@ impl AgentCard {
             security_schemes.insert(
                 USER_DELEGATION_SCHEME.to_owned(),
                 SecurityScheme::Oauth2SecurityScheme(OAuth2SecurityScheme {
+                    description: USER_DELEGATION_DESCRIPTION.to_owned(),
                     flows: OAuthFlows { device_code: flow },
                     oauth2_metadata_url: format!(
                         "{}/oauth/.well-known/oauth-authorization-server",
@@ -160,13 +180,22 @@ impl AgentCard {
         }
         Self {
             name: input.brand_name.to_owned(),
-            description: input.brand_description.to_owned(),
+            description: description_of(input.brand_name, input.brand_description),
             version: input.version.to_owned(),
-            supported_interfaces: vec![AgentInterface {
-                url: input.interface_url.to_owned(),
-                protocol_binding: "HTTP+JSON".to_owned(),
-                protocol_version: "1.0".to_owned(),
-            }],
+            // PACT §2: HTTP+JSON first; A2A 1.0's JSON-RPC binding beside it,
+            // for clients whose default it is (A2A §5.2: they choose).
+            supported_interfaces: vec![
+                AgentInterface {
+                    url: input.interface_url.to_owned(),
+                    protocol_binding: "HTTP+JSON".to_owned(),
+                    protocol_version: "1.0".to_owned(),
+                },
+                AgentInterface {
+                    url: format!("{}/{}", input.interface_url, crate::jsonrpc::PATH),
+                    protocol_binding: crate::jsonrpc::BINDING.to_owned(),
+                    protocol_version: "1.0".to_owned(),
+                },
+            ],
             provider: AgentProvider {
                 organization: input.provider_organization.to_owned(),
                 url: input.provider_url.to_owned(),
@@ -200,6 +229,19 @@ mod tests {
             skills: vec![],
             delegation,
         }
+    }
+
+    #[test]
+    fn a_brand_without_a_description_gets_one_from_its_name() {
+        let mut i = input(None);
+        i.brand_description = "  ";
+        let card = AgentCard::build(i);
+        assert!(
+            card.description.starts_with("The agent of Demo"),
+            "{}",
+            card.description
+        );
+        assert_eq!(AgentCard::build(input(None)).description, "A demo store");
     }
 
     #[test]

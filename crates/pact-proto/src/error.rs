@@ -12,6 +12,9 @@ pub enum ErrorReason {
     UnsupportedOperation,
     PushNotificationNotSupported,
     TaskNotFound,
+    /// Not in the PACT §6 table: A2A 1.0's `TaskNotCancelableError` (409),
+    /// for a step-up task, which only the person ends (at its link).
+    TaskNotCancelable,
     Internal,
     /// Not in the PACT §6 table: a rate limit (PACT §6 allows `429` with
     /// `Retry-After`); the body is given in the envelope so clients can read it.
@@ -29,6 +32,7 @@ impl ErrorReason {
             | Self::UnsupportedOperation
             | Self::PushNotificationNotSupported => 400,
             Self::TaskNotFound => 404,
+            Self::TaskNotCancelable => 409,
             Self::ResourceExhausted => 429,
             Self::Internal => 500,
             Self::Unavailable => 503,
@@ -38,9 +42,9 @@ impl ErrorReason {
     pub fn status(self) -> &'static str {
         match self {
             Self::InvalidParams | Self::ContentTypeNotSupported => "INVALID_ARGUMENT",
-            Self::UnsupportedOperation | Self::PushNotificationNotSupported => {
-                "FAILED_PRECONDITION"
-            }
+            Self::UnsupportedOperation
+            | Self::PushNotificationNotSupported
+            | Self::TaskNotCancelable => "FAILED_PRECONDITION",
             Self::TaskNotFound => "NOT_FOUND",
             Self::Internal => "INTERNAL",
             Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
@@ -55,6 +59,7 @@ impl ErrorReason {
             Self::UnsupportedOperation => "UNSUPPORTED_OPERATION",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::TaskNotFound => "TASK_NOT_FOUND",
+            Self::TaskNotCancelable => "TASK_NOT_CANCELABLE",
             Self::Internal => "INTERNAL",
             Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
             Self::Unavailable => "UNAVAILABLE",
@@ -94,6 +99,17 @@ impl A2aError {
     /// PACT §4: `Task not found: {id}` for task lookups by id.
     pub fn task_not_found(id: &str) -> Self {
         Self::new(ErrorReason::TaskNotFound, format!("Task not found: {id}"))
+    }
+
+    /// A2A 1.0 `TaskNotCancelableError`: a step-up task ends when the person
+    /// decides or its link expires, never by the agent's cancel.
+    pub fn task_not_cancelable(id: &str) -> Self {
+        Self::new(
+            ErrorReason::TaskNotCancelable,
+            format!(
+                "Task cannot be canceled: {id} ends when the person decides or its link expires"
+            ),
+        )
     }
 
     pub fn push_not_supported() -> Self {
@@ -198,6 +214,7 @@ mod tests {
                 "FAILED_PRECONDITION",
             ),
             (ErrorReason::TaskNotFound, 404, "NOT_FOUND"),
+            (ErrorReason::TaskNotCancelable, 409, "FAILED_PRECONDITION"),
             (ErrorReason::Internal, 500, "INTERNAL"),
         ];
         for (reason, code, status) in table {

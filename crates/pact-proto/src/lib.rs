@@ -8,6 +8,7 @@
 pub mod a2a;
 pub mod card;
 pub mod error;
+pub mod jsonrpc;
 pub mod oauth;
 
 pub use error::{A2aError, ErrorReason};

@@ -52,6 +52,8 @@ pub enum Kind<'a> {
 /// The authorization as the PA (or the person, through the task) sees it.
 #[derive(Clone, Debug)]
 pub struct Issued {
+    /// The authorization's row (a step-up task follows its state).
+    pub id: Uuid,
     /// The PA's device code; `None` for a step-up link.
     pub device_code: Option<String>,
     /// The user code as shown (RFC 8628 §6.1: grouped for reading).
@@ -98,18 +100,20 @@ pub async fn issue(
         time::Duration::try_from(settings.device_code_ttl).unwrap_or(time::Duration::minutes(10));
     let scopes: Vec<String> = request.scopes.iter().cloned().collect();
     let verification_uri = config.verification_uri();
-    let issued = |device_code: Option<String>, code: &str, expires_at, interval_secs, approved| {
-        let shown = user_code::display(code);
-        Issued {
-            device_code,
-            verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
-            verification_uri: verification_uri.clone(),
-            user_code: shown,
-            expires_at,
-            interval_secs,
-            already_approved: approved,
-        }
-    };
+    let issued =
+        |id, device_code: Option<String>, code: &str, expires_at, interval_secs, approved| {
+            let shown = user_code::display(code);
+            Issued {
+                id,
+                device_code,
+                verification_uri_complete: format!("{verification_uri}?user_code={shown}"),
+                verification_uri: verification_uri.clone(),
+                user_code: shown,
+                expires_at,
+                interval_secs,
+                already_approved: approved,
+            }
+        };
     if let Kind::StepUp = request.kind
         && let Some(live) = pact_db::device_authorizations::live_step_up(
             &mut *conn,
@@ -123,6 +127,7 @@ pub async fn issue(
     {
         let approved = live.status == AuthStatus::Approved;
         return Ok(issued(
+            live.id,
             None,
             &live.user_code,
             live.expires_at,
@@ -142,6 +147,7 @@ pub async fn issue(
         .await?
     {
         return Ok(issued(
+            live.id,
             None,
             &live.user_code,
             live.expires_at,
@@ -162,8 +168,9 @@ pub async fn issue(
             operations,
         } => (None, Some(details), Some(operations)),
     };
+    let id = Uuid::new_v4();
     let new = pact_db::device_authorizations::NewDeviceAuthorization {
-        id: Uuid::new_v4(),
+        id,
         brand_id: request.brand_id,
         pa_issuer: request.pa_issuer,
         pa_sub: request.pa_sub,
@@ -191,6 +198,7 @@ pub async fn issue(
                 now + ttl
             };
             Ok(issued(
+                c.id,
                 Some(device_code),
                 &c.user_code,
                 expires_at,
@@ -201,6 +209,7 @@ pub async fn issue(
         Kind::Pa { .. } => {
             pact_db::device_authorizations::insert(&mut *conn, new).await?;
             Ok(issued(
+                id,
                 Some(device_code),
                 &code,
                 now + ttl,
@@ -211,6 +220,7 @@ pub async fn issue(
         Kind::StepUp | Kind::Operation { .. } => {
             pact_db::device_authorizations::insert(&mut *conn, new).await?;
             Ok(issued(
+                id,
                 None,
                 &code,
                 now + ttl,

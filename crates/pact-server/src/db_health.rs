@@ -8,7 +8,8 @@
 //! it is down, requests that need it get an immediate 503 with `Retry-After`
 //! in their own format (A2A envelope, RFC 6749 JSON, or a page), `/readyz`
 //! says so, and a probe retries every [`PROBE_EVERY`] until a query succeeds
-//! again.
+//! again; before the node says it is back, the pools' idle connections are
+//! checked and the ones the outage broke are closed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -83,6 +84,13 @@ pub async fn probe(state: AppState) {
                 .await
                 .is_ok_and(|r| r.is_ok());
             if ok {
+                // Connections cut during the outage must not reach the first
+                // requests after it (`pact_db::sweep_idle`).
+                let closed = pact_db::sweep_idle(&state.db, PROBE_TIMEOUT).await
+                    + pact_db::sweep_idle(&state.relaxed_db, PROBE_TIMEOUT).await;
+                if closed > 0 {
+                    tracing::info!(closed, "closed pooled connections broken by the outage");
+                }
                 state.db_health.mark_up();
             }
         }

@@ -19,7 +19,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::a2a::{card, send, tasks};
+use crate::a2a::{card, jsonrpc, send, tasks};
 use crate::merchant::gateway;
 use crate::oauth::{device_authorization, metadata, revoke, token};
 use crate::state::AppState;
@@ -139,6 +139,8 @@ pub fn router(state: AppState) -> Router {
         // PACT §4, the eight operation rows
         .route("/a2a/{brand}/message:send", post(send::send_message))
         .route("/a2a/{brand}/message:stream", post(tasks::unsupported))
+        // The same operations over A2A 1.0's JSON-RPC binding (A2A §9)
+        .route("/a2a/{brand}/jsonrpc", post(jsonrpc::handle))
         .route("/a2a/{brand}/tasks", get(tasks::list_tasks))
         .route(
             "/a2a/{brand}/tasks/{segment}",

@@ -157,7 +157,8 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             .await?;
             let oidc_changed =
                 crate::admin_oidc::set(pool, || master_key::for_admin(cli, data_dir), args).await?;
-            if !(agent_changed || oidc_changed) || has_settings(args) {
+            let card_changed = brand_card_text(pool, args).await?;
+            if !(agent_changed || oidc_changed || card_changed) || has_settings(args) {
                 brand_set(pool, args).await?;
             }
         }
@@ -386,47 +387,11 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 show(user)
             );
         }
-        AgentCommand::Disable { issuer } => {
-            // Disabling cuts the PA off entirely: its PA-JWTs are refused and
-            // every grant it holds is revoked, in one transaction.
-            let mut tx = pool.begin().await?;
-            if !pact_db::agents::set_enabled(&mut *tx, issuer, false).await? {
-                bail!("no registered agent with issuer {issuer:?}");
-            }
-            // A staff revocation (the account page says so); this entry
-            // records it, the table trigger leaves staff reasons to us.
-            let revoked = pact_db::grants::revoke_all_for_agent(
-                &mut *tx,
-                issuer,
-                &pact_db::grants::reason::by_admin("personal agent disabled"),
-            )
-            .await?;
-            audit(
-                &mut *tx,
-                "agent.disable",
-                issuer,
-                None,
-                serde_json::json!({"revoked_grants": revoked}),
-            )
-            .await?;
-            tx.commit().await?;
-            println!("disabled {issuer}; revoked {revoked} grant(s)");
+        AgentCommand::Disable { issuer, reason } => {
+            set_agent_enabled(pool, issuer, false, Some(reason)).await?;
         }
         AgentCommand::Enable { issuer } => {
-            let mut tx = pool.begin().await?;
-            if !pact_db::agents::set_enabled(&mut *tx, issuer, true).await? {
-                bail!("no registered agent with issuer {issuer:?}");
-            }
-            audit(
-                &mut *tx,
-                "agent.enable",
-                issuer,
-                None,
-                serde_json::json!({}),
-            )
-            .await?;
-            tx.commit().await?;
-            println!("enabled {issuer} (revoked grants stay revoked)");
+            set_agent_enabled(pool, issuer, true, None).await?;
         }
         AgentCommand::List => {
             for a in pact_db::agents::list(pool).await? {
@@ -523,11 +488,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
             .await?;
             let now = OffsetDateTime::now_utc();
             for g in list {
-                let state = match (&g.revoked_at, g.expires_at <= now) {
-                    (Some(_), _) => "revoked",
-                    (None, true) => "expired",
-                    (None, false) => "active",
-                };
+                let state = pact_db::admin_search::GrantState::of(&g, now).as_str();
                 println!(
                     "{}\t{state}\t{}\t{}\t{}\t{}\texpires {}",
                     g.id,
@@ -539,26 +500,26 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                 );
             }
         }
-        GrantsCommand::Revoke { grant_id } => {
+        GrantsCommand::Revoke { grant_id, reason } => {
             let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
             let mut tx = pool.begin().await?;
-            if pact_db::grants::revoke(&mut *tx, id, pact_db::grants::reason::BY_ADMIN).await? {
-                let brand = pact_db::grants::find(&mut *tx, id)
-                    .await?
-                    .map(|g| g.brand_id);
-                audit(
-                    &mut *tx,
-                    "grant.revoke",
-                    &id.to_string(),
-                    brand.as_deref(),
-                    serde_json::json!({}),
-                )
-                .await?;
-                tx.commit().await?;
-                println!("revoked {id}");
-            } else {
+            let grant = pact_db::grants::find(&mut *tx, id)
+                .await?
+                .with_context(|| format!("no active grant {id}"))?;
+            let revoked = pact_server::admin::ops::grants::revoke(
+                &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                crate::admin_accounts::cli_origin().as_deref(),
+                &grant,
+                reason.as_deref(),
+            )
+            .await
+            .map_err(ops_error)?;
+            if !revoked {
                 bail!("no active grant {id}");
             }
+            tx.commit().await?;
+            println!("revoked {id}");
         }
         GrantsCommand::RevokeUser { brand_id, user_id } => {
             crate::admin_oidc::revoke_user(pool, brand_id, user_id).await?;
@@ -696,6 +657,92 @@ async fn held_receipts_are_stored(
     Ok(())
 }
 
+/// `brand set --name/--description`: what the brand's card says, through the
+/// function the console and the admin API use (same checks, same audit entry).
+async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool> {
+    if a.name.is_none() && a.description.is_none() && a.skills_json.is_none() {
+        return Ok(false);
+    }
+    let skills = match &a.skills_json {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str(raw)
+                .map_err(|e| anyhow!("--skills-json is not a JSON array of skills: {e}"))?,
+        ),
+    };
+    let brand = pact_db::brands::find(pool, &a.brand_id)
+        .await?
+        .with_context(|| format!("no brand {:?}", a.brand_id))?;
+    let mut tx = pool.begin().await?;
+    pact_server::admin::brand_settings::set_card_text(
+        &mut tx,
+        &crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin().as_deref(),
+        &brand,
+        pact_server::admin::brand_settings::CardEdit {
+            name: a.name.as_deref(),
+            description: a.description.as_deref(),
+            skills,
+        },
+    )
+    .await
+    .map_err(crate::admin_merchant::edit_error)?;
+    tx.commit().await?;
+    if let Some(name) = &a.name {
+        println!("{}: name = {:?}", a.brand_id, name.trim());
+    }
+    if let Some(description) = &a.description {
+        println!("{}: description = {:?}", a.brand_id, description.trim());
+    }
+    if a.skills_json.is_some() {
+        println!("{}: skills set", a.brand_id);
+    }
+    Ok(true)
+}
+
+/// An action the one staff function (`pact_server::admin::ops`) refused.
+fn ops_error(e: pact_server::admin::ops::OpsError) -> anyhow::Error {
+    use pact_server::admin::ops::OpsError;
+    match e {
+        OpsError::Invalid(m) => anyhow!(m),
+        OpsError::Missing => anyhow!("not found"),
+        OpsError::Db(e) => anyhow::Error::new(e),
+    }
+}
+
+/// `agent disable|enable`: through the function the console and the API use.
+/// Disabling cuts the PA off entirely: its PA-JWTs are refused and every
+/// grant it holds is revoked, in one transaction.
+async fn set_agent_enabled(
+    pool: &PgPool,
+    issuer: &str,
+    enabled: bool,
+    reason: Option<&str>,
+) -> anyhow::Result<()> {
+    use pact_server::admin::ops::{self, OpsError};
+    let mut tx = pool.begin().await?;
+    let revoked = ops::agents::set_enabled(
+        &mut tx,
+        &crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin().as_deref(),
+        issuer,
+        enabled,
+        reason,
+    )
+    .await
+    .map_err(|e| match e {
+        OpsError::Missing => anyhow!("no registered agent with issuer {issuer:?}"),
+        other => ops_error(other),
+    })?;
+    tx.commit().await?;
+    if enabled {
+        println!("enabled {issuer} (revoked grants stay revoked)");
+    } else {
+        println!("disabled {issuer}; revoked {revoked} grant(s)");
+    }
+    Ok(())
+}
+
 /// Whether `brand set` was given any of the settings `brand_set` stores.
 fn has_settings(a: &BrandSetArgs) -> bool {
     a.mfa_required.is_some()
@@ -749,7 +796,7 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     }
     if changes.is_empty() {
         bail!(
-            "nothing to change: give --mfa-required, --login-url with --login-jwks-uri, \
+            "nothing to change: give --name, --description, --skills-json, --mfa-required, --login-url with --login-jwks-uri, \
              --login-oidc-issuer with --login-oidc-client-id and --login-oidc-client-secret-file, \
              --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
              --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"

@@ -237,7 +237,13 @@ pub enum GrantsCommand {
         agent: Option<String>,
     },
     /// Revoke a grant at once, on every node.
-    Revoke { grant_id: String },
+    Revoke {
+        grant_id: String,
+        /// Shown to the customer on their account page (at most 200
+        /// characters); without one, the page says only that staff ended it.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Revoke every grant of one person at a brand, on every node, and end
     /// their pactd sessions there (for an account deleted at the merchant).
     RevokeUser {
@@ -507,6 +513,16 @@ pub enum CredentialCommand {
 #[derive(Debug, Args)]
 pub struct BrandSetArgs {
     pub brand_id: String,
+    /// The brand's name on its Agent Card and the consent page (1–200 characters).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The Agent Card's description (at most 1000 characters; "" for one made from the name).
+    #[arg(long)]
+    pub description: Option<String>,
+    /// The Agent Card's skills, a JSON array of {"id", "name", "description", "tags"};
+    /// '[]' for the brand agent's own.
+    #[arg(long, value_name = "JSON")]
+    pub skills_json: Option<String>,
     /// Every built-in sign-in needs a second factor (people without one set it up first).
     #[arg(long, value_name = "true|false")]
     pub mfa_required: Option<bool>,
@@ -692,10 +708,14 @@ pub enum AgentCommand {
         #[arg(long, value_name = "RATE,BURST")]
         rate_limit_user: Option<String>,
     },
-    /// Refuse this PA from the next request on.
+    /// Refuse this PA from the next request on, revoking every grant it holds.
     Disable {
         #[arg(long)]
         issuer: String,
+        /// Stored with every grant this revokes and shown to each customer
+        /// whose access ends (at most 200 characters).
+        #[arg(long, default_value = "personal agent disabled")]
+        reason: String,
     },
     /// Admit this PA again.
     Enable {

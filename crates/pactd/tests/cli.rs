@@ -564,7 +564,48 @@ async fn who_is_asking_flags_store_links_logos_and_accents_and_refuse_bad_ones()
     );
     std::fs::remove_dir_all(&dir).ok();
 
+    // What the card says of the brand: the console's and the API's checks.
+    let refused = run(pactd_on(&db), &["brand", "set", "acme", "--name", " "]).await;
+    assert!(
+        refused.failed().contains("1 to 200"),
+        "{}",
+        refused.describe()
+    );
+    let set = run(
+        pactd_on(&db),
+        &[
+            "brand",
+            "set",
+            "acme",
+            "--name",
+            "Acme Tea",
+            "--description",
+            "Tea, shipped",
+        ],
+    )
+    .await;
+    assert!(
+        set.succeeded().contains(r#"name = "Acme Tea""#),
+        "{}",
+        set.describe()
+    );
+
     let mut conn = sqlx::PgConnection::connect(&db).await.unwrap();
+    let (name, description): (String, String) =
+        sqlx::query_as("select name, description from brands where id = 'acme'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(
+        (name.as_str(), description.as_str()),
+        ("Acme Tea", "Tea, shipped")
+    );
+    let audited: i64 =
+        sqlx::query_scalar("select count(*) from audit_log where action = 'brand.card'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(audited, 1);
     let logos: i64 = sqlx::query_scalar("select count(*) from logos")
         .fetch_one(&mut conn)
         .await

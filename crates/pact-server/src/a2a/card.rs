@@ -16,11 +16,15 @@ pub async fn get_card(
     let brand = pact_db::brands::find(&state.db, &brand_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let skills = state
-        .agents
-        .for_brand(&brand)
-        .map(|a| a.skills(&brand))
-        .unwrap_or_else(|| crate::merchant::skills(&brand));
+    // The owner's skills when set (`pactd brand set --skills-json`, the API,
+    // the console), otherwise the brand agent's own.
+    let skills = crate::admin::brand_settings::card_skills(&brand).unwrap_or_else(|| {
+        state
+            .agents
+            .for_brand(&brand)
+            .map(|a| a.skills(&brand))
+            .unwrap_or_else(|| crate::merchant::skills(&brand))
+    });
     let interface_url = state.config.interface_url(&brand.id);
     // PACT §2: a brand with scopes advertises delegation (the device-code flow).
     let scopes = pact_db::scopes::list(&state.db, &brand.id).await?;

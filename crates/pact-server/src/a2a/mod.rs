@@ -2,6 +2,7 @@
 
 pub mod card;
 pub mod delegation;
+pub mod jsonrpc;
 pub mod receipts;
 pub mod send;
 pub mod tasks;

@@ -57,14 +57,26 @@ pub async fn send_message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let presented = delegation::check(&state, &caller, &headers)?;
-    let incoming = parse_send_message(&body)?;
+    let reply = send(&state, &caller, &headers, &body).await?;
+    Ok(a2a_json(StatusCode::OK, &reply))
+}
+
+/// Send Message behind both bindings (HTTP+JSON here, JSON-RPC in
+/// `jsonrpc.rs`): `body` is the `SendMessageRequest`; the answer is the
+/// `SendMessageResponse` (`{"message"}` or `{"task"}`).
+pub async fn send(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let presented = delegation::check(state, caller, headers)?;
+    let incoming = parse_send_message(body)?;
     let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map_or_else(|| Uuid::new_v4().to_string(), str::to_owned);
-    let reply = run_turn(&state, &caller, presented.as_ref(), &incoming, &request_id).await?;
-    Ok(a2a_json(StatusCode::OK, &reply))
+    run_turn(state, caller, presented.as_ref(), &incoming, &request_id).await
 }
 
 /// What phase 1 found.
@@ -562,6 +574,7 @@ async fn store(
     let response = match step_up {
         None => SendMessageResponse::Message(message),
         Some(StepUp {
+            authorization_id,
             link,
             text,
             missing_details,
@@ -575,15 +588,22 @@ async fn store(
                 metadata.insert("pact.missingAuthorizationDetails".to_owned(), details);
             }
             metadata.insert("pact.verificationUriComplete".to_owned(), json!(link));
-            SendMessageResponse::Task(Task {
-                id: Uuid::new_v4().to_string(),
+            let task_id = Uuid::new_v4();
+            let task = Task {
+                id: task_id.to_string(),
                 context_id,
                 status: TaskStatus {
                     state: TASK_STATE_AUTH_REQUIRED.to_owned(),
                     message: Some(message),
                 },
                 metadata: Some(metadata),
-            })
+            };
+            // Kept for Get Task (A2A 1.0 §3.1.3), in the turn's transaction:
+            // a task that was returned can always be followed.
+            let stored = serde_json::to_value(&task).map_err(ApiError::internal)?;
+            pact_db::step_up_tasks::insert(&mut *conn, task_id, authorization_id, &stored, now)
+                .await?;
+            SendMessageResponse::Task(task)
         }
     };
     let body = serde_json::to_value(&response).map_err(ApiError::internal)?;
@@ -638,6 +658,8 @@ async fn store(
 /// A step-up task's link, its message, and (beyond a limit) the operations
 /// the person is asked to allow.
 struct StepUp {
+    /// The device authorization the task follows.
+    authorization_id: Uuid,
     link: String,
     text: String,
     missing_details: Option<Value>,
@@ -692,6 +714,7 @@ async fn step_up(
         )
     };
     Ok(StepUp {
+        authorization_id: link.id,
         link: link.verification_uri_complete,
         text,
         missing_details: None,
@@ -736,6 +759,7 @@ async fn operation_step_up(
         link.user_code
     );
     Ok(StepUp {
+        authorization_id: link.id,
         link: link.verification_uri_complete,
         text,
         missing_details: Some(asked.entries),

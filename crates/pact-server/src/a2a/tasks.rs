@@ -1,14 +1,21 @@
-//! The task, streaming and push-notification rows of PACT §4. pactd keeps no
-//! tasks (step-up tasks are ephemeral), so these answer fixed results — but
-//! only to an authenticated caller at an existing brand.
+//! The task, streaming and push-notification rows of PACT §4. The only tasks
+//! pactd returns are step-up tasks (PACT §5.5); they are kept, so that a
+//! generic A2A client can follow one with Get Task (A2A 1.0 §3.1.3) until the
+//! person decides, for as long as its device authorization is kept. Nothing
+//! else is a task: the list stays empty and every other row answers a fixed
+//! result — but only to an authenticated caller at an existing brand.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pact_proto::A2aError;
-use pact_proto::a2a::{ListTasksResponse, parse_page_size};
+use pact_proto::a2a::{AgentMessage, ListTasksResponse, parse_page_size};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::auth::{Caller, authenticate};
+use crate::domain::step_up_task;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
@@ -20,15 +27,20 @@ pub struct ListQuery {
 
 /// `GET tasks`: always empty; `pageSize` validated, other parameters ignored.
 pub async fn list_tasks(_caller: Caller, Query(q): Query<ListQuery>) -> Result<Response, ApiError> {
-    let page_size = parse_page_size(q.page_size.as_deref())?;
+    let body = list(q.page_size.as_deref())?;
+    Ok(a2a_json(StatusCode::OK, &body))
+}
+
+/// List Tasks behind both bindings: PACT §4's empty page.
+pub fn list(page_size: Option<&str>) -> Result<Value, ApiError> {
+    let page_size = parse_page_size(page_size)?;
     let body = ListTasksResponse {
         tasks: vec![],
         next_page_token: String::new(),
         page_size,
         total_size: 0,
     };
-    let body = serde_json::to_value(body).map_err(ApiError::internal)?;
-    Ok(a2a_json(StatusCode::OK, &body))
+    serde_json::to_value(body).map_err(ApiError::internal)
 }
 
 /// `GET tasks/{id}`, `POST tasks/{id}:cancel`, `POST tasks/{id}:subscribe`.
@@ -46,14 +58,86 @@ pub async fn task_by_id(
         Ok(op) => op,
         Err(status) => return status.into_response(),
     };
-    if let Err(e) = authenticate(&state, &headers, &brand_id).await {
-        return e.into_response();
-    }
-    let err = match op {
-        TaskOp::Get(id) | TaskOp::Cancel(id) => A2aError::task_not_found(id),
-        TaskOp::Subscribe(_) => A2aError::unsupported("Streaming is not supported"),
+    let caller = match authenticate(&state, &headers, &brand_id).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
     };
-    ApiError::from(err).into_response()
+    let result = match op {
+        // A2A 1.0 `rpc GetTask(GetTaskRequest) returns (Task)`: the body
+        // is the task itself, not wrapped like SendMessageResponse.
+        TaskOp::Get(id) => get(&state, &caller, id)
+            .await
+            .map(|task| a2a_json(StatusCode::OK, &task)),
+        TaskOp::Cancel(id) => cancel(&state, &caller, id)
+            .await
+            .map(|()| Response::default()),
+        TaskOp::Subscribe(_) => Err(A2aError::unsupported("Streaming is not supported").into()),
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Get Task behind both bindings: the step-up task as it stands now, or
+/// `TASK_NOT_FOUND` with PACT §4's message for an unknown id and for someone
+/// else's alike.
+pub async fn get(state: &AppState, caller: &Caller, id: &str) -> Result<Value, ApiError> {
+    let Some(found) = find_task(state, caller, id).await? else {
+        return Err(A2aError::task_not_found(id).into());
+    };
+    Ok(task_now(found, state.clock.now()))
+}
+
+/// Cancel Task behind both bindings: never succeeds. One's own step-up task
+/// is not cancelable (the person ends it); any other id is not found.
+pub async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    match find_task(state, caller, id).await? {
+        Some(_) => Err(A2aError::task_not_cancelable(id).into()),
+        None => Err(A2aError::task_not_found(id).into()),
+    }
+}
+
+/// The caller's own step-up task `id` (the brand, PA issuer and subject its
+/// authorization was issued to); an id that is not a UUID is nobody's.
+async fn find_task(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Option<pact_db::step_up_tasks::StepUpTask>, ApiError> {
+    let Ok(id) = Uuid::parse_str(id) else {
+        return Ok(None);
+    };
+    Ok(pact_db::step_up_tasks::find_for(
+        &state.db,
+        id,
+        &caller.brand.id,
+        &caller.pa.iss,
+        &caller.pa.sub,
+    )
+    .await?)
+}
+
+/// The task as it was returned while the person has not decided; once they
+/// have, its terminal state and a message saying what to do next. Either way
+/// `pact.authorizationStatus` names the outcome for programs.
+fn task_now(found: pact_db::step_up_tasks::StepUpTask, now: OffsetDateTime) -> Value {
+    let outcome = step_up_task::outcome(found.status, found.expires_at, found.operation, now);
+    let mut task = found.task;
+    if let Some(text) = outcome.text(found.operation) {
+        let id = task["id"].as_str().unwrap_or_default().to_owned();
+        let context_id = task["contextId"].as_str().unwrap_or_default().to_owned();
+        let message = AgentMessage::new(
+            format!("{id}-{}", outcome.as_str()),
+            context_id,
+            text.into(),
+        );
+        task["status"] = json!({ "state": outcome.task_state(), "message": message });
+    }
+    if let Some(metadata) = task.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert(
+            "pact.authorizationStatus".to_owned(),
+            json!(outcome.as_str()),
+        );
+    }
+    task
 }
 
 #[derive(Debug, PartialEq, Eq)]

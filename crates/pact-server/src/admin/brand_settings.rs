@@ -1,6 +1,7 @@
 //! A brand's settings that owners edit from the console, the admin API and
 //! the command line (`pactd brand details-type add|remove`, `pactd brand tool
-//! add|remove` call these same functions; `--grant-ttl-days` has the same rule): the grant
+//! add|remove`, `pactd brand set --name/--description` call these same
+//! functions; `--grant-ttl-days` has the same rule): what its card says of it, the grant
 //! lifetime, the RFC 9396 `authorization_details` types, and the tools the
 //! brand's own agent calls through pactd's gateway. Each change and its
 //! audit entry commit in one transaction; the table triggers announce it on
@@ -8,6 +9,7 @@
 
 use pact_db::brands::Brand;
 use pact_db::merchant::BrandTool;
+use pact_proto::card::AgentSkill;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -65,6 +67,7 @@ const MAX_DESCRIPTION: usize = 1000;
 /// Longest `authorization_details` type name, in characters.
 const MAX_TYPE_NAME: usize = 128;
 
+/// The change's audit entry, as every staff action records it.
 async fn audit(
     tx: &mut PgConnection,
     actor: &Actor,
@@ -74,20 +77,7 @@ async fn audit(
     brand_id: &str,
     detail: Value,
 ) -> Result<(), pact_db::Error> {
-    pact_db::audit::record(
-        &mut *tx,
-        &pact_db::audit::NewEntry {
-            actor_kind: actor.kind,
-            actor: &actor.name,
-            action,
-            target: Some(target),
-            brand_id: Some(brand_id),
-            detail,
-            client_addr: ip,
-        },
-    )
-    .await
-    .map(|_| ())
+    super::ops::audit(tx, actor, ip, action, target, Some(brand_id), detail).await
 }
 
 /// Sets how long new grants of the brand last (`None`: the server default).
@@ -117,6 +107,128 @@ pub async fn set_grant_lifetime(
     )
     .await?;
     Ok(())
+}
+
+/// Longest brand name on the card, in characters.
+pub const MAX_BRAND_NAME: usize = 200;
+/// Longest brand description on the card, in characters.
+pub const MAX_BRAND_DESCRIPTION: usize = 1000;
+
+/// The settings key of skills that replace the brand agent's own on the card.
+pub const CARD_SKILLS_KEY: &str = "card_skills";
+/// At most this many skills on a card.
+const MAX_SKILLS: usize = 20;
+
+/// What an owner changes on the brand's Agent Card; `None` leaves a part as
+/// it is. `skills: Some(vec![])` goes back to the skills the brand's agent
+/// gives (the demo agent's, or one for the merchant's own agent).
+#[derive(Clone, Debug, Default)]
+pub struct CardEdit<'a> {
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub skills: Option<Vec<AgentSkill>>,
+}
+
+/// Changes what the brand's Agent Card says of it (PACT §2 `name`,
+/// `description`, `skills`). A name is 1–200 characters, a description at
+/// most 1000 (empty: the card makes one from the name); at most 20 skills,
+/// each with an id (1–64 of a-z, 0-9, `-`, `_`, unique), a name (1–100), a
+/// description (at most 500) and at most 10 tags (1–40 each); no control
+/// characters anywhere. The card is served from the database, so every node
+/// shows the change at once.
+pub async fn set_card_text(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    brand: &Brand,
+    edit: CardEdit<'_>,
+) -> Result<(), EditError> {
+    if edit.name.is_none() && edit.description.is_none() && edit.skills.is_none() {
+        return Err(invalid("give a name, a description or skills"));
+    }
+    let name = edit.name.map_or(brand.name.as_str(), str::trim);
+    let description = edit
+        .description
+        .map_or(brand.description.as_str(), str::trim);
+    if name.is_empty() || name.chars().count() > MAX_BRAND_NAME {
+        return Err(invalid("a brand name is 1 to 200 characters"));
+    }
+    if description.chars().count() > MAX_BRAND_DESCRIPTION {
+        return Err(invalid("a brand description is at most 1000 characters"));
+    }
+    if name
+        .chars()
+        .chain(description.chars())
+        .any(char::is_control)
+    {
+        return Err(invalid("control characters are not accepted"));
+    }
+    if let Some(skills) = &edit.skills {
+        check_skills(skills)?;
+    }
+    if !pact_db::brands::set_card_text(&mut *tx, &brand.id, name, description).await? {
+        return Err(EditError::Missing);
+    }
+    if let Some(skills) = &edit.skills {
+        let value = if skills.is_empty() {
+            Value::Null
+        } else {
+            serde_json::to_value(skills).map_err(|e| invalid(e.to_string()))?
+        };
+        pact_db::brands::set_setting(&mut *tx, &brand.id, CARD_SKILLS_KEY, &value).await?;
+    }
+    audit(
+        tx,
+        actor,
+        ip,
+        "brand.card",
+        &brand.id,
+        &brand.id,
+        json!({"name": name, "description": description, "skills": edit.skills}),
+    )
+    .await?;
+    Ok(())
+}
+
+fn check_skills(skills: &[AgentSkill]) -> Result<(), EditError> {
+    if skills.len() > MAX_SKILLS {
+        return Err(invalid("at most 20 skills"));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for s in skills {
+        let id_ok = (1..=64).contains(&s.id.len())
+            && s.id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !id_ok || !ids.insert(s.id.as_str()) {
+            return Err(invalid(
+                "a skill id is 1–64 of a-z, 0-9, '-' and '_', once each",
+            ));
+        }
+        let mut texts = [&s.name, &s.description].into_iter().chain(&s.tags);
+        if s.name.trim().is_empty()
+            || s.name.chars().count() > 100
+            || s.description.chars().count() > 500
+            || s.tags.len() > 10
+            || s.tags
+                .iter()
+                .any(|t| t.trim().is_empty() || t.chars().count() > 40)
+            || texts.any(|t| t.chars().any(char::is_control))
+        {
+            return Err(invalid(
+                "a skill has a name (1–100 characters), a description (at most 500), at most 10 tags \
+                 (1–40 characters each), and no control characters",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The skills an owner set for the card, if any (`None`: the agent's own).
+pub fn card_skills(brand: &Brand) -> Option<Vec<AgentSkill>> {
+    let skills: Vec<AgentSkill> =
+        serde_json::from_value(brand.settings.get(CARD_SKILLS_KEY)?.clone()).ok()?;
+    (!skills.is_empty()).then_some(skills)
 }
 
 /// An `authorization_details` type name: what an agent writes as `type`

@@ -6,6 +6,7 @@ pub mod api;
 pub mod brand_settings;
 pub mod console;
 pub mod credential;
+pub mod ops;
 pub mod receipts_export;
 pub mod role;
 

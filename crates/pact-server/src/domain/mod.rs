@@ -9,6 +9,7 @@ pub mod money;
 pub mod receipt_chain;
 pub mod scopes;
 pub mod secrets;
+pub mod step_up_task;
 pub mod terms;
 pub mod tool_rules;
 pub mod user_code;

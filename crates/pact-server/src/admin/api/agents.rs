@@ -225,29 +225,6 @@ pub struct Toggle {
     pub reason: Option<String>,
 }
 
-/// Disables (revoking every grant of the platform, in one transaction with
-/// the change) or enables a platform. Shared with the console.
-pub async fn set_enabled(
-    tx: &mut sqlx::PgConnection,
-    issuer: &str,
-    enabled: bool,
-    reason: &str,
-) -> Result<Option<u64>, AdminApiError> {
-    if !pact_db::agents::set_enabled(&mut *tx, issuer, enabled).await? {
-        return Ok(None);
-    }
-    if enabled {
-        return Ok(Some(0));
-    }
-    let revoked = pact_db::grants::revoke_all_for_agent(
-        &mut *tx,
-        issuer,
-        &pact_db::grants::reason::by_admin(reason),
-    )
-    .await?;
-    Ok(Some(revoked))
-}
-
 async fn toggle(
     state: AppState,
     caller: ApiCaller,
@@ -262,26 +239,16 @@ async fn toggle(
     caller.require(&state, Role::Operator, action).await?;
     caller.require_unlimited(&state, action).await?;
     let t: Toggle = params::body(&body)?;
-    let why = params::reason(t.reason.as_deref())?;
-    if !enabled && why.is_none() {
-        return Err(AdminApiError::invalid(
-            "reason is required: it is stored with every grant this revokes",
-        ));
-    }
     let mut tx = state.db.begin().await?;
-    let stored = why.clone().unwrap_or_else(|| "enabled".into());
-    let Some(revoked) = set_enabled(&mut tx, &t.issuer, enabled, &stored).await? else {
-        return Err(AdminApiError::NotFound);
-    };
-    caller
-        .record(
-            &mut *tx,
-            action,
-            Some(&t.issuer),
-            None,
-            json!({"reason": why, "revoked_grants": revoked}),
-        )
-        .await?;
+    let revoked = crate::admin::ops::agents::set_enabled(
+        &mut tx,
+        &caller.actor,
+        Some(&caller.ip),
+        &t.issuer,
+        enabled,
+        t.reason.as_deref(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Json(json!({
         "issuer": t.issuer,

@@ -271,6 +271,38 @@ async fn brand_to_edit(
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct CardText {
+    /// 1–200 characters; absent: unchanged.
+    pub name: Option<String>,
+    /// At most 1000 characters, empty for one made from the name; absent: unchanged.
+    pub description: Option<String>,
+    /// The card's skills; `[]` for the brand agent's own; absent: unchanged.
+    pub skills: Option<Vec<pact_proto::card::AgentSkill>>,
+}
+
+/// `POST /brands/{brand}/card` (owner), as `pactd brand set --name
+/// --description`: what the brand's Agent Card says of it.
+pub async fn set_card_text(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "brand.card", &brand).await?;
+    let req: CardText = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    let edit = brand_settings::CardEdit {
+        name: req.name.as_deref(),
+        description: req.description.as_deref(),
+        skills: req.skills,
+    };
+    brand_settings::set_card_text(&mut tx, &caller.actor, Some(&caller.ip), &b, edit).await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GrantLifetime {
     /// 1–365, or null for the server's default.
     pub days: Option<i64>,

@@ -107,6 +107,17 @@ impl IntoResponse for AdminApiError {
 }
 
 /// Transactions (`begin`, `commit`) fail with sqlx's own error; it is sorted the same way.
+impl From<crate::admin::ops::OpsError> for AdminApiError {
+    fn from(e: crate::admin::ops::OpsError) -> Self {
+        use crate::admin::ops::OpsError;
+        match e {
+            OpsError::Invalid(m) => AdminApiError::invalid(m),
+            OpsError::Missing => AdminApiError::NotFound,
+            OpsError::Db(e) => e.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for AdminApiError {
     fn from(e: sqlx::Error) -> Self {
         pact_db::Error::from(e).into()

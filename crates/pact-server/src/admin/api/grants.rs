@@ -19,8 +19,8 @@ use time::OffsetDateTime;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params::{self, rfc3339};
-use crate::admin::receipts_export;
 use crate::admin::role::Role;
+use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
 
 pub fn grant_json(g: &Grant, now: OffsetDateTime) -> Value {
@@ -85,13 +85,12 @@ pub async fn list(
     )?;
     let now = state.clock.now();
     let limit = params::limit(&q)?;
-    let grant_state =
-        match q.get("state") {
-            None => None,
-            Some(s) => Some(GrantState::parse(s).ok_or_else(|| {
-                AdminApiError::invalid("state must be active, revoked or expired")
-            })?),
-        };
+    let grant_state = match q.get("state") {
+        None => None,
+        Some(s) => Some(GrantState::parse(s).ok_or_else(|| {
+            AdminApiError::invalid("state must be active, revoked, superseded or expired")
+        })?),
+    };
     let after = q
         .get("cursor")
         .map(|c| params::parse_grant_cursor(c))
@@ -225,12 +224,6 @@ pub struct RevokeBody {
     pub reason: Option<String>,
 }
 
-/// What the grant row records as the reason: always `BY_ADMIN`, so the
-/// customer's account page says staff ended it.
-fn stored_reason(caller: &ApiCaller, why: Option<&str>) -> String {
-    pact_db::grants::reason::by_admin(why.unwrap_or(&format!("by {}", caller.actor.name)))
-}
-
 /// `POST /grants/{id}/revoke` `{"reason": "..."}`.
 pub async fn revoke(
     State(state): State<AppState>,
@@ -245,21 +238,13 @@ pub async fn revoke(
     let why = params::reason(b.reason.as_deref())?;
     let g = visible_grant(&state, &caller, &id).await?;
     let mut tx = state.db.begin().await?;
-    if !pact_db::grants::revoke(&mut *tx, g.id, &stored_reason(&caller, why.as_deref())).await? {
+    let ip = Some(caller.ip.as_str());
+    if !ops::grants::revoke(&mut tx, &caller.actor, ip, &g, why.as_deref()).await? {
         return Err(AdminApiError::Conflict(
             "already_revoked",
             "This grant was already revoked.".into(),
         ));
     }
-    caller
-        .record(
-            &mut *tx,
-            "grant.revoke",
-            Some(&g.id.to_string()),
-            Some(&g.brand_id),
-            json!({"customer": g.user_sub, "agent": g.pa_issuer, "reason": why}),
-        )
-        .await?;
     tx.commit().await?;
     Ok(Json(json!({"id": g.id, "revoked": true})))
 }
@@ -279,24 +264,9 @@ pub async fn revoke_for_customer(
     let why = params::reason(b.reason.as_deref())?;
     let user = super::customers::visible_customer(&state, &caller, &id).await?;
     let mut tx = state.db.begin().await?;
-    let revoked = pact_db::grants::revoke_all_for_user(
-        &mut *tx,
-        &user.brand_id,
-        &user.subject(),
-        &stored_reason(&caller, why.as_deref()),
-    )
-    .await?;
-    caller
-        .record(
-            &mut *tx,
-            "customer.revoke_grants",
-            Some(&user.id.to_string()),
-            Some(&user.brand_id),
-            json!({"revoked": revoked.len(), "reason": why}),
-        )
-        .await?;
+    let ip = Some(caller.ip.as_str());
+    let revoked =
+        ops::grants::revoke_for_customer(&mut tx, &caller.actor, ip, &user, why.as_deref()).await?;
     tx.commit().await?;
-    Ok(Json(
-        json!({"id": user.id, "revoked_grants": revoked.len()}),
-    ))
+    Ok(Json(json!({"id": user.id, "revoked_grants": revoked})))
 }

@@ -299,6 +299,17 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "post",
+        path: "/brands/{brand}/card",
+        operation_id: "setBrandCardText",
+        summary: "What the brand's Agent Card says of it: its name and description (as `pactd brand set --name --description`).",
+        role: Role::Owner,
+        query: &[],
+        body: Some("CardText"),
+        response: "Brand",
+        route: || post(brands::set_card_text),
+    },
+    Operation {
+        method: "post",
         path: "/brands/{brand}/grant-lifetime",
         operation_id: "setBrandGrantLifetime",
         summary: "How long the brand's new grants last, 1–365 days, or null for the server default (as `pactd brand set --grant-ttl-days`).",

@@ -88,7 +88,10 @@ fn grant_props() -> Vec<(&'static str, Value)> {
         ("customer", s("string")),
         ("agent", s("string")),
         ("scopes", json!({ "type": "array", "items": s("string") })),
-        ("state", json!({ "enum": ["active", "revoked", "expired"] })),
+        (
+            "state",
+            json!({ "enum": ["active", "revoked", "superseded", "expired"] }),
+        ),
         ("created_at", time()),
         ("expires_at", time()),
         ("last_used_at", nullable_time()),
@@ -425,6 +428,23 @@ fn brand_setting_schemas() -> Value {
             ("mapped", json!({"type": "boolean",
                 "description": "false: imported from an MCP server without a scope; refused for everyone until mapped."})),
         ], &["name", "url"]),
+        "CardText": json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200,
+                         "description": "The brand's name on its Agent Card and consent."},
+                "description": {"type": "string", "maxLength": 1000,
+                                "description": "The card's description; empty: one made from the name."},
+                "skills": {"type": "array", "maxItems": 20,
+                           "description": "The card's skills; []: the brand agent's own.",
+                           "items": {"type": "object",
+                                     "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                                    "description": {"type": "string"},
+                                                    "tags": {"type": "array", "items": {"type": "string"}}},
+                                     "required": ["id", "name", "description", "tags"]}}
+            },
+            "additionalProperties": false
+        }),
         "GrantLifetime": json!({
             "type": "object",
             "properties": {

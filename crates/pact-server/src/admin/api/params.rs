@@ -66,15 +66,7 @@ pub fn body<T: DeserializeOwned>(raw: &[u8]) -> Result<T, AdminApiError> {
 
 /// An optional free-text reason: at most 200 characters, no control characters.
 pub fn reason(r: Option<&str>) -> Result<Option<String>, AdminApiError> {
-    let Some(r) = r.map(str::trim).filter(|r| !r.is_empty()) else {
-        return Ok(None);
-    };
-    if r.chars().count() > 200 || r.chars().any(char::is_control) {
-        return Err(AdminApiError::invalid(
-            "reason: at most 200 characters, no control characters",
-        ));
-    }
-    Ok(Some(r.to_owned()))
+    Ok(crate::admin::ops::reason(r)?)
 }
 
 /// An id in a path: anything but a UUID names nothing.

@@ -48,6 +48,34 @@ macro_rules! owner_of {
     }};
 }
 
+pub async fn card_text(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.card");
+    // A blank skills field is the brand agent's own skills.
+    let skills = match form.get("skills") {
+        None => Vec::new(),
+        Some(raw) => serde_json::from_str(raw).map_err(|e| {
+            PageError::BadRequest(format!("The skills are not a JSON array of skills: {e}"))
+        })?,
+    };
+    let edit = brand_settings::CardEdit {
+        name: form.get("name"),
+        description: Some(form.get("description").unwrap_or("")),
+        skills: Some(skills),
+    };
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_card_text(&mut tx, &who.actor, Some(&staff.ip), &b, edit)
+        .await
+        .map_err(to_page)?;
+    tx.commit().await?;
+    Ok(back(&b.id))
+}
+
 pub async fn grant_lifetime(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -93,6 +93,7 @@ pub const ROUTES: &[Route] = &[
     form("/admin/brands/{id}/scopes/remove", || {
         post(pages::remove_scope)
     }),
+    form("/admin/brands/{id}/card", || post(brand_edit::card_text)),
     form("/admin/brands/{id}/grant-lifetime", || {
         post(brand_edit::grant_lifetime)
     }),

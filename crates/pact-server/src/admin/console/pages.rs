@@ -17,8 +17,8 @@ use super::session::{SignedIn, Staff};
 use crate::admin::api::customers::{CustomerAction, apply};
 use crate::admin::api::grants::customer_subjects;
 use crate::admin::api::params::{grant_cursor, parse_grant_cursor, rfc3339};
-use crate::admin::receipts_export;
 use crate::admin::role::Role;
+use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
 use crate::web::login::see_other;
 use crate::web::{PageError, render};
@@ -69,6 +69,15 @@ fn not_found() -> PageError {
 
 fn needs_operator() -> PageError {
     PageError::Forbidden("Your role (viewer) cannot change anything.".into())
+}
+
+/// An action the one staff function refused, as a page.
+fn ops_page_error(e: ops::OpsError) -> PageError {
+    match e {
+        ops::OpsError::Invalid(m) => PageError::BadRequest(m),
+        ops::OpsError::Missing => not_found(),
+        ops::OpsError::Db(e) => e.into(),
+    }
 }
 
 async fn record(
@@ -233,6 +242,26 @@ struct ConfirmDisablePage {
     agent: AgentRow,
 }
 
+/// The step before a destructive action: what it does, what the customer
+/// will see, and a button that repeats the request with `confirm=yes`.
+#[derive(Template)]
+#[template(path = "admin/confirm.html")]
+struct ConfirmPage {
+    nav: Nav,
+    title: String,
+    consequence: String,
+    /// Checked already (as the action will check it), carried over.
+    reason: String,
+    action: String,
+    confirm_label: &'static str,
+    cancel_href: String,
+}
+
+/// Whether the form is the confirmed one.
+fn confirmed(form: &crate::web::form::Fields) -> bool {
+    form.get("confirm") == Some("yes")
+}
+
 /// Platform changes need an operator limited to no brand (a platform serves
 /// every brand). A refusal is audited as `<action>.denied`, as the API's.
 async fn may_change_platforms(
@@ -305,29 +334,25 @@ async fn toggle_agent(
         "agent.disable"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
-    let issuer = form.get("issuer").unwrap_or("").to_owned();
-    let reason = form.get("reason").map(str::trim).unwrap_or("").to_owned();
-    if !enabled && (reason.is_empty() || reason.chars().count() > 200) {
-        return Err(PageError::BadRequest(
-            "Give a reason (up to 200 characters): it is stored with every grant this revokes."
-                .into(),
-        ));
-    }
+    let issuer = form.get("issuer").unwrap_or("");
     let mut tx = state.db.begin().await?;
-    let revoked = crate::admin::api::agents::set_enabled(&mut tx, &issuer, enabled, &reason)
-        .await
-        .map_err(|e| PageError::Internal(format!("{e:?}").into()))?
-        .ok_or_else(not_found)?;
-    record(
-        &mut *tx,
-        &who,
-        &staff.ip,
-        action,
-        Some(&issuer),
-        None,
-        json!({"reason": reason, "revoked_grants": revoked}),
+    ops::agents::set_enabled(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        issuer,
+        enabled,
+        form.get("reason"),
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        ops::OpsError::Invalid(_) => PageError::BadRequest(
+            "Give a reason (up to 200 characters, no control characters): it is stored with \
+             every grant this revokes and shown to each customer whose access ends."
+                .into(),
+        ),
+        other => ops_page_error(other),
+    })?;
     tx.commit().await?;
     Ok(see_other("/admin/agents", None))
 }
@@ -545,6 +570,8 @@ pub struct ReceiptRow {
 #[template(path = "admin/grant.html")]
 struct GrantPage {
     nav: Nav,
+    /// The result of the action that led here (`?done=revoked`).
+    notice: String,
     g: GrantRow,
     active: bool,
     details: String,
@@ -572,10 +599,16 @@ async fn visible_grant(
     }
 }
 
+#[derive(serde::Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
 pub async fn grant(
     State(state): State<AppState>,
     staff: Staff,
     Path(id): Path<String>,
+    Query(done): Query<DoneQuery>,
 ) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
@@ -629,6 +662,13 @@ pub async fn grant(
     })
     .collect();
     let page = GrantPage {
+        notice: match done.done.as_deref() {
+            Some("revoked") => {
+                "Revoked: the agent's tokens for this grant are refused on every node from now on."
+                    .into()
+            }
+            _ => String::new(),
+        },
         chain_problems,
         limits: crate::web::limit_words::grant_lines(&terms, &usage),
         unenforceable,
@@ -727,28 +767,34 @@ pub async fn revoke_grant(
         return Err(needs_operator());
     }
     let g = visible_grant(&state, &who, &id).await?;
-    let why = form
-        .get("reason")
-        .map(str::trim)
-        .filter(|r| r.chars().count() <= 200)
-        .map_or_else(|| format!("by {}", who.actor.name), str::to_owned);
-    let mut tx = state.db.begin().await?;
-    // The table trigger announces it on `pactd_revocations`: every node
-    // refuses the grant's tokens at once (PACT §5.7).
-    if pact_db::grants::revoke(&mut *tx, g.id, &pact_db::grants::reason::by_admin(&why)).await? {
-        record(
-            &mut *tx,
-            &who,
-            &staff.ip,
-            "grant.revoke",
-            Some(&g.id.to_string()),
-            Some(&g.brand_id),
-            json!({"customer": g.user_sub, "agent": g.pa_issuer, "reason": why}),
-        )
-        .await?;
+    if !confirmed(&form) {
+        let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+        let agent = pact_db::agents::find(&state.db, &g.pa_issuer)
+            .await?
+            .map_or_else(|| g.pa_issuer.clone(), |a| a.name);
+        let page = ConfirmPage {
+            nav: nav(&who),
+            title: format!("Revoke {agent}'s access?"),
+            consequence: format!(
+                "{agent} loses this grant ({}) on every node at once; its tokens are refused from the \
+                 next request on. The customer can connect it again later.",
+                g.scopes.join(", ")
+            ),
+            reason: reason.unwrap_or_default(),
+            action: format!("/admin/grants/{}/revoke", g.id),
+            confirm_label: "Yes, revoke",
+            cancel_href: format!("/admin/grants/{}", g.id),
+        };
+        return Ok(render(&page, StatusCode::OK));
     }
+    let mut tx = state.db.begin().await?;
+    // Already revoked: nothing to do, the grant page says so.
+    let revoked = ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, form.get("reason"))
+        .await
+        .map_err(ops_page_error)?;
     tx.commit().await?;
-    Ok(see_other(&format!("/admin/grants/{}", g.id), None))
+    let done = if revoked { "?done=revoked" } else { "" };
+    Ok(see_other(&format!("/admin/grants/{}{done}", g.id), None))
 }
 
 // --- customers -------------------------------------------------------------
@@ -766,12 +812,15 @@ pub struct CustomerRow {
 #[derive(Deserialize, Default)]
 pub struct CustomerQuery {
     q: Option<String>,
+    /// How many grants the confirmed "revoke all" ended.
+    revoked: Option<u32>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/customers.html")]
 struct CustomersPage {
     nav: Nav,
+    notice: String,
     q: String,
     customers: Vec<CustomerRow>,
     searched: bool,
@@ -807,6 +856,9 @@ pub async fn customers(
         found
     };
     let page = CustomersPage {
+        notice: q.revoked.map_or_else(String::new, |n| {
+            format!("Revoked {n} grant(s): those agents are refused on every node from now on.")
+        }),
         nav: nav(&who),
         searched: !needle.is_empty(),
         q: needle,
@@ -833,7 +885,7 @@ pub async fn customer_action(
     Path((id, action)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
+    let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     let action = match action.as_str() {
         "unlock" => Some(CustomerAction::Unlock),
@@ -861,17 +913,41 @@ pub async fn customer_action(
                 .await
                 .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
         ),
-        // Every live grant of the customer; the table trigger announces each
-        // on `pactd_revocations` (PACT §5.7).
+        // Every live grant of the customer, recorded by the one function,
+        // once confirmed.
+        None if !confirmed(&form) => {
+            let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+            let page = ConfirmPage {
+                nav: nav(&who),
+                title: format!("Revoke every grant {} gave?", user.email),
+                consequence: "Every agent this customer connected loses its access, on every node \
+                              at once. The customer can connect them again later."
+                    .into(),
+                reason: reason.unwrap_or_default(),
+                action: format!("/admin/customers/{}/revoke-grants", user.id),
+                confirm_label: "Yes, revoke them all",
+                cancel_href: format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
+            };
+            return Ok(render(&page, StatusCode::OK));
+        }
         None => {
-            let revoked = pact_db::grants::revoke_all_for_user(
-                &mut *tx,
-                &user.brand_id,
-                &user.subject(),
-                &pact_db::grants::reason::by_admin(&format!("by {}", who.actor.name)),
+            let revoked = ops::grants::revoke_for_customer(
+                &mut tx,
+                &who.actor,
+                Some(&staff.ip),
+                &user,
+                form.get("reason"),
             )
-            .await?;
-            ("customer.revoke_grants", json!({"revoked": revoked.len()}))
+            .await
+            .map_err(ops_page_error)?;
+            tx.commit().await?;
+            return Ok(see_other(
+                &format!(
+                    "/admin/customers?q={}&revoked={revoked}",
+                    crate::web::login::enc(&user.email)
+                ),
+                None,
+            ));
         }
     };
     record(
@@ -1137,6 +1213,8 @@ struct BrandPage {
     id: String,
     name: String,
     description: String,
+    /// The owner's card skills as JSON, or empty (the agent's own).
+    card_skills: String,
     lifetime_days: i64,
     lifetime_default: bool,
     scopes: Vec<pact_db::scopes::BrandScope>,
@@ -1178,6 +1256,9 @@ pub async fn brand(
     let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
     let page = BrandPage {
         nav: nav(&who),
+        card_skills: crate::admin::brand_settings::card_skills(&b)
+            .and_then(|s| serde_json::to_string_pretty(&s).ok())
+            .unwrap_or_default(),
         scopes: pact_db::scopes::list(&state.db, &b.id).await?,
         types: types
             .iter()

@@ -1,0 +1,50 @@
+//! Staff disabling and enabling a personal-agent platform: disabling refuses
+//! its PA-JWTs and revokes every grant it holds, in one transaction, so it
+//! needs a reason (stored with each grant, shown on the customers' account
+//! pages); enabling lets it in again, revoked grants staying revoked.
+
+use pact_db::grants::reason::by_admin;
+use serde_json::json;
+use sqlx::PgConnection;
+
+use super::{OpsError, audit, reason};
+use crate::admin::role::Actor;
+
+/// `agent.disable` or `agent.enable`; how many grants disabling revoked.
+/// An unknown issuer is [`OpsError::Missing`].
+pub async fn set_enabled(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    issuer: &str,
+    enabled: bool,
+    why: Option<&str>,
+) -> Result<u64, OpsError> {
+    let why = reason(why)?;
+    if !enabled && why.is_none() {
+        return Err(OpsError::Invalid(
+            "reason is required: it is stored with every grant this revokes".into(),
+        ));
+    }
+    if !pact_db::agents::set_enabled(&mut *tx, issuer, enabled).await? {
+        return Err(OpsError::Missing);
+    }
+    let (action, revoked) = match why.as_deref() {
+        Some(why) if !enabled => (
+            "agent.disable",
+            pact_db::grants::revoke_all_for_agent(&mut *tx, issuer, &by_admin(why)).await?,
+        ),
+        _ => ("agent.enable", 0),
+    };
+    audit(
+        tx,
+        actor,
+        ip,
+        action,
+        issuer,
+        None,
+        json!({"reason": why, "revoked_grants": revoked}),
+    )
+    .await?;
+    Ok(revoked)
+}
