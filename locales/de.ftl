@@ -281,6 +281,7 @@ err-not-found = Nicht gefunden
 err-too-many = Bitte warten Sie einen Moment
 err-unavailable-title = Bitte versuchen Sie es gleich noch einmal
 err-unavailable = Wir erreichen unsere Daten gerade nicht. Es wurde nichts geändert. Bitte versuchen Sie es gleich noch einmal.
+err-timed-out = Das hat länger gedauert als vorgesehen. Bitte versuchen Sie es gleich noch einmal.
 err-internal-title = Etwas ist schiefgegangen
 err-internal = Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es gleich noch einmal.
 err-no-such-page = Unter dieser Adresse gibt es keine Seite. Wenn Sie einem Link Ihres Agenten gefolgt sind, öffnen Sie ihn noch einmal oder bitten Sie Ihren Agenten um einen neuen.

@@ -281,6 +281,7 @@ err-not-found = Not found
 err-too-many = Please wait a moment
 err-unavailable-title = Please try again in a moment
 err-unavailable = We cannot reach our records right now. Nothing was changed. Please try again in a moment.
+err-timed-out = This took longer than it should. Please try again in a moment.
 err-internal-title = Something went wrong
 err-internal = Something went wrong on our side. Please try again in a moment.
 err-no-such-page = There is no page at this address. If you followed a link from your agent, open it again or ask your agent for a new one.

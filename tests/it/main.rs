@@ -26,6 +26,7 @@ mod mcp;
 mod mcp_server;
 mod merchant;
 mod messages;
+mod metrics;
 mod node_cache;
 mod node_feed;
 mod oidc_login;

@@ -213,3 +213,152 @@ async fn housekeeping_drops_expired_sessions_and_assertion_jtis_and_keeps_live_o
         .unwrap()
     );
 }
+
+/// Issue 33, item 5: a turn over the request timeout answered a bare 503
+/// (no Content-Type, no `Retry-After`), and its `messageId` then answered 400
+/// "not available yet" for ten minutes (the stale-claim sweep). Now the 503
+/// is the A2A envelope with `Retry-After`, the cut turn's claim is dropped,
+/// and a retry of the same `messageId` sent at once runs the turn.
+#[tokio::test]
+async fn a_turn_over_the_request_timeout_answers_503_in_a2a_format_and_is_retryable_at_once() {
+    use pact_tests::held::HeldAgent;
+    use std::time::Duration;
+
+    let app = TestApp::spawn_with(|c| c.request_timeout = Duration::from_secs(2)).await;
+    let (held, agent_url, mut turns) = HeldAgent::start().await;
+    app.new_webhook_secret("demo").await;
+    // The agent may take longer than the request may: the request timeout cuts it.
+    app.set_agent("demo", &agent_url, Some(20_000)).await;
+    let pa = app.registered_pa("https://pa.example/timeout").await;
+    let token = pa.token("u1", app.audience());
+
+    // A first turn makes the context (a new context's turn has no claim).
+    let first = tokio::spawn({
+        let (http, url, token) = (
+            app.http.clone(),
+            format!("{}/message:send", app.iface("demo")),
+            token.clone(),
+        );
+        async move {
+            let body = json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+            http.post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    turns.recv().await.unwrap();
+    held.release_one();
+    let res = first.await.unwrap();
+    assert_eq!(res.status(), 200);
+    let v: serde_json::Value = res.json().await.unwrap();
+    let context = v["message"]["contextId"].as_str().unwrap().to_owned();
+
+    // The second turn, in that context, is held past the request timeout.
+    let res = app
+        .send("demo", &token, "m2", "again", Some(&context))
+        .await;
+    let turn = turns.recv().await.unwrap();
+    assert_eq!(turn["turn"]["messageId"], "m2");
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.headers()["retry-after"], "2");
+    crate::assert_a2a_error(res, 503, "UNAVAILABLE", None).await;
+
+    // Retried at once: the turn runs again (the agent is asked again) and
+    // answers, instead of 400 INVALID_PARAMS "not available yet".
+    let retry = tokio::spawn({
+        let (http, url, token, context) = (
+            app.http.clone(),
+            format!("{}/message:send", app.iface("demo")),
+            token.clone(),
+            context.clone(),
+        );
+        async move {
+            let body = json!({"message": {"messageId": "m2", "contextId": context, "role": "ROLE_USER", "parts": [{"text": "again"}]}});
+            http.post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    let again = tokio::time::timeout(Duration::from_secs(10), turns.recv())
+        .await
+        .expect("the retry reaches the agent")
+        .unwrap();
+    assert_eq!(again["turn"]["messageId"], "m2");
+    // One permit for the retry, one for the cut turn's handler should it still wait.
+    held.release_one();
+    held.release_one();
+    let res = retry.await.unwrap();
+    assert_eq!(res.status(), 200);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["message"]["parts"][0]["text"], "done", "{v}");
+    // And the stored reply answers a later retry, with no third agent call.
+    let res = app
+        .send("demo", &token, "m2", "again", Some(&context))
+        .await;
+    assert_eq!(res.status(), 200);
+    let stored: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(stored, v);
+    assert!(turns.try_recv().is_err(), "no third agent call");
+}
+
+/// Issue 33, item 5: every 503 in its protocol's format. A request still
+/// running at the request timeout — here held up by a personal agent's JWKS
+/// that never answers — is answered 503 with `Retry-After` as the A2A
+/// envelope on an A2A operation and as RFC 6749 JSON on an OAuth endpoint
+/// (before: a bare 503, no Content-Type, no `Retry-After`), and it does not
+/// mark the database down.
+#[tokio::test]
+async fn requests_over_the_request_timeout_answer_503_in_their_own_format() {
+    use std::time::Duration;
+
+    let app = TestApp::spawn_with(|c| c.request_timeout = Duration::from_secs(1)).await;
+    app.enable_demo_delegation().await;
+    let pa = pact_tests::TestPa::start("https://pa.example/slow-jwks").await;
+    // The PA's keys are published somewhere that never answers: the PA-JWT's
+    // check waits for them (its own fetch timeout is 5 s).
+    let jwks = pact_tests::held::serve(axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(std::future::pending::<String>),
+    ))
+    .await;
+    pact_db::agents::upsert(&app.db, &pa.issuer, &format!("{jwks}/jwks.json"), "Slow PA")
+        .await
+        .unwrap();
+    app.settle().await;
+    let token = pa.token("u1", app.audience());
+
+    let res = app.send("demo", &token, "m1", "hi", None).await;
+    assert_eq!(res.headers()["retry-after"], "2");
+    crate::assert_a2a_error(res, 503, "UNAVAILABLE", None).await;
+
+    let res = app
+        .http
+        .post(format!("{}/oauth/device_authorization", app.iface("demo")))
+        .bearer_auth(&token)
+        .form(&[("client_id", pa.issuer.as_str()), ("scope", "orders:read")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.headers()["retry-after"], "2");
+    assert_eq!(res.headers()["content-type"], "application/json");
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["error"], "temporarily_unavailable", "{body}");
+
+    // A slow request says nothing about the database.
+    assert!(!app.state.db_health.is_down());
+    let res = app
+        .http
+        .get(format!("{}/readyz", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use crate::state::AppState;
 
@@ -22,21 +23,28 @@ pub async fn healthz() -> &'static str {
 /// not proven alive (`feed.rs`) answers from the database, correctly but
 /// slower, and misses a revocation made during a running turn (PACT §5.7),
 /// so it says it is not ready and a health-checking proxy can prefer others.
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.db_health.is_down() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+        return not_ready("database unavailable");
     }
     if let Err(e) = pact_db::ping(&state.db).await {
         tracing::warn!(error = %e, "readiness check failed");
-        return (StatusCode::SERVICE_UNAVAILABLE, "database unavailable");
+        return not_ready("database unavailable");
     }
     if !listening_within(&state, LISTENER_GRACE).await {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not listening for changes: answers from memory are off",
-        );
+        return not_ready("not listening for changes: answers from memory are off");
     }
-    (StatusCode::OK, "ready")
+    (StatusCode::OK, "ready").into_response()
+}
+
+/// 503 with `Retry-After` (RFC 9110 §10.2.3), like every 503 pactd sends.
+fn not_ready(why: &'static str) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, crate::error::UNAVAILABLE_RETRY_SECS)],
+        why,
+    )
+        .into_response()
 }
 
 /// Whether the node's memory views are in use, waiting at most `grace`.

@@ -32,6 +32,7 @@ pub mod page_limits;
 pub mod pending_polls;
 pub mod rate_limit;
 pub mod receipt_log;
+pub mod request_timeout;
 pub mod revocation;
 pub mod router;
 pub mod serve;

@@ -13,7 +13,6 @@ use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, OnResponse, TraceLayer};
 
 use axum::extract::Request;
@@ -49,11 +48,8 @@ pub fn router(state: AppState) -> Router {
                 .on_response(RecordStatus),
         )
         .layer(PropagateRequestIdLayer::new(request_id))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            config.request_timeout,
-        ))
         .layer(RequestBodyLimitLayer::new(config.body_limit));
+    let request_timeout = config.request_timeout;
 
     let app = Router::new()
         .route("/healthz", get(health::healthz))
@@ -210,6 +206,14 @@ pub fn router(state: AppState) -> Router {
             db_health::guard,
         ))
         .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
+        // the request timeout, answered in each protocol's format
+        // (request_timeout.rs): inside the language scope, so a page says it
+        // in the person's language, and inside the metrics layer, so a cut
+        // request is counted with its 503
+        .layer(axum::middleware::from_fn_with_state(
+            request_timeout,
+            crate::request_timeout::bound,
+        ))
         // the person's language for every page and page error (web/i18n.rs)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

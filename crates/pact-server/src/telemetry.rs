@@ -31,10 +31,207 @@ pub const METRICS_MAX_CONNECTIONS: usize = 16;
 /// Of those, from one address: one client cannot keep a scraper elsewhere out.
 pub const METRICS_MAX_CONNECTIONS_PER_IP: usize = 8;
 
-/// Latency buckets (seconds): from a cache hit to the request timeout.
-const LATENCY_BUCKETS: [f64; 14] = [
-    0.000_5, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 30.0,
+/// Latency buckets (seconds) of `pactd_http_request_duration_seconds`: the
+/// measured latencies run from about 0.2 ms (a page asset, a pending poll
+/// answered from memory) through a few milliseconds (a delegated turn's p99 is
+/// 17 ms under load, docs/performance.md) to seconds (a merchant's agent that
+/// thinks), up to the default request timeout (30 s). Prometheus advises
+/// buckets spread over the range that matters to an alert or an SLO
+/// (<https://prometheus.io/docs/practices/histograms/>): roughly a 1-2.5-5
+/// series, so a quantile read from them is off by at most a factor of 2.5.
+const LATENCY_BUCKETS: [f64; 17] = [
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    10.0, 20.0, 30.0,
 ];
+
+/// What a metric family is, for its `# TYPE` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// One family pactd exports: its name, type, `# HELP` text and the label
+/// sets known before any event (each is exported at 0 from the start).
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    /// Label sets that exist from start: a counter is exported at 0 with each,
+    /// so that `increase()` and `rate()` see its first event (a series that
+    /// appears at 1 has no earlier sample to increase from, and an alert on
+    /// `increase(...) > 0` never fires for it). Empty for a family whose
+    /// labels are only known when it is recorded (a route's status), or a
+    /// gauge set at scrape time.
+    pub labels: &'static [&'static [(&'static str, &'static str)]],
+}
+
+const NO_LABELS: &[&[(&str, &str)]] = &[&[]];
+
+/// Every family pactd exports (docs/operations.md, "Metrics", lists the same).
+/// A test checks that the page names no family outside this table, and
+/// `promtool check metrics` that each has its HELP and TYPE.
+pub const FAMILIES: &[Family] = &[
+    Family {
+        name: "pactd_http_requests_total",
+        kind: Kind::Counter,
+        help: "HTTP requests answered, by route pattern, method and status.",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_http_request_duration_seconds",
+        kind: Kind::Histogram,
+        help: "Time from a request's headers to its answer, by route pattern, method and status.",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_tokens_issued_total",
+        kind: Kind::Counter,
+        help: "Delegation tokens issued at the token endpoint, by grant type.",
+        labels: &[
+            &[("grant_type", "device_code")],
+            &[("grant_type", "refresh_token")],
+        ],
+    },
+    Family {
+        name: "pactd_refresh_token_reuse_total",
+        kind: Kind::Counter,
+        help: "Refresh tokens presented again after rotation; each one revoked its grant.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_device_authorizations_total",
+        kind: Kind::Counter,
+        help: "Device authorizations issued (RFC 8628 section 3.1).",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_step_ups_total",
+        kind: Kind::Counter,
+        help: "Turns answered with a step-up task (a missing scope or a call beyond a limit).",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_revocations_total",
+        kind: Kind::Counter,
+        help: "Grant revocations this node heard of.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_rate_limited_total",
+        kind: Kind::Counter,
+        help: "Requests refused by a rate limit, by limit.",
+        labels: &[&[("limit", "pa")], &[("limit", "user")]],
+    },
+    Family {
+        name: "pactd_jwks_fetches_total",
+        kind: Kind::Counter,
+        help: "Fetches of personal agents' JWKS.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_jwks_fetch_failures_total",
+        kind: Kind::Counter,
+        help: "Fetches of personal agents' JWKS that failed.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_signature_checks_total",
+        kind: Kind::Counter,
+        help: "PA-JWT signatures accepted, by whether the memo remembered them or they were verified.",
+        labels: &[&[("result", "remembered")], &[("result", "verified")]],
+    },
+    Family {
+        name: "pactd_signature_memo_entries",
+        kind: Kind::Gauge,
+        help: "Signatures held in the memo of verified signatures.",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_config_cache_total",
+        kind: Kind::Counter,
+        help: "Lookups in the node's configuration copy, by hit or miss.",
+        labels: &[&[("result", "hit")], &[("result", "miss")]],
+    },
+    Family {
+        name: "pactd_tool_effects_beyond_limit_total",
+        kind: Kind::Counter,
+        help: "Tool calls whose merchant declared an effect beyond the granted limit.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_db_pool_connections",
+        kind: Kind::Gauge,
+        help: "Connections of the main database pool, by state (open, idle, in_use).",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_db_pool_max_connections",
+        kind: Kind::Gauge,
+        help: "The main database pool's connection limit.",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_listener_connected",
+        kind: Kind::Gauge,
+        help: "1 while the change listener is subscribed and its heartbeat proves it, else 0.",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_listener_feed_age_seconds",
+        kind: Kind::Gauge,
+        help: "Age of the change listener's last heartbeat proof (+Inf while nothing is proven).",
+        labels: &[],
+    },
+    Family {
+        name: "pactd_listener_failures_total",
+        kind: Kind::Counter,
+        help: "Ends of the change listener's connection, by reason.",
+        labels: &[
+            &[("reason", "connect")],
+            &[("reason", "lost")],
+            &[("reason", "heartbeat")],
+        ],
+    },
+    Family {
+        name: "pactd_trace_export_failures_total",
+        kind: Kind::Counter,
+        help: "Batches of spans the OTLP collector did not take (with tracing on).",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_trace_spans_lost_total",
+        kind: Kind::Counter,
+        help: "Spans in the batches the OTLP collector did not take.",
+        labels: NO_LABELS,
+    },
+    Family {
+        name: "pactd_revoked_grants_known",
+        kind: Kind::Gauge,
+        help: "Revoked grants in the node's memory view.",
+        labels: &[],
+    },
+];
+
+/// Gives every family its HELP text (the exporter writes `# HELP` only for
+/// described metrics, and `promtool check metrics` refuses a family without
+/// one) and exports each known counter series at 0.
+fn describe() {
+    for f in FAMILIES {
+        match f.kind {
+            Kind::Counter => {
+                metrics::describe_counter!(f.name, f.help);
+                for labels in f.labels {
+                    // `increment(0)` registers the series without moving it.
+                    metrics::counter!(f.name, *labels).increment(0);
+                }
+            }
+            Kind::Gauge => metrics::describe_gauge!(f.name, f.help),
+            Kind::Histogram => metrics::describe_histogram!(f.name, f.help),
+        }
+    }
+}
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -50,6 +247,7 @@ pub fn install() -> Option<PrometheusHandle> {
                 .install_recorder()
                 .map_err(|e| tracing::warn!(error = %e, "metrics recorder not installed"))
                 .ok()?;
+            describe();
             let upkeep = handle.clone();
             // Histograms buffer samples until drained; drain them regularly
             // even when nobody scrapes.
@@ -63,6 +261,14 @@ pub fn install() -> Option<PrometheusHandle> {
             Some(handle)
         })
         .clone()
+}
+
+/// A batch of `spans` the trace exporter could not send (`pactd`'s
+/// `otel.rs`): counted here, where every metric is named.
+pub fn trace_export_failed(spans: usize) {
+    metrics::counter!("pactd_trace_export_failures_total").increment(1);
+    metrics::counter!("pactd_trace_spans_lost_total")
+        .increment(u64::try_from(spans).unwrap_or(u64::MAX));
 }
 
 /// Whether a recorder is installed (then requests are tracked).
@@ -126,7 +332,7 @@ async fn scrape(State((state, handle)): State<(AppState, PrometheusHandle)>) -> 
     let mut res = handle.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4"),
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     *res.status_mut() = StatusCode::OK;
     res

@@ -47,6 +47,12 @@ pub fn enabled() -> bool {
 /// the operator's traces), and it would let any caller file its requests
 /// under a trace of its choosing (W3C Trace Context §8.1 leaves the choice of
 /// whom to trust to the vendor).
+///
+/// A request to a turn's tool gateway or MCP endpoint (`…/turns/{turn}/…`)
+/// is the exception: its caller proves who it is with the turn token, and
+/// its span starts only once the token is checked
+/// ([`start_turn_call_span`]), so that the merchant's `traceparent` can be
+/// its parent.
 pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
     let request_id = req
         .headers()
@@ -83,8 +89,32 @@ pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
             let _ = span.set_parent(parent);
         }
     }
-    // Starting the OpenTelemetry span gives the ids, and every log line
-    // written inside the request carries them from its first one on.
+    if is_turn_call(req.uri().path()) {
+        // Started once the turn token is checked (`start_turn_call_span`).
+        return span;
+    }
+    record_ids(&span);
+    span
+}
+
+/// `/a2a/{brand}/turns/{turn}/…`: the gateway and MCP routes of a turn.
+fn is_turn_call(path: &str) -> bool {
+    let mut segments = path.split('/');
+    matches!(
+        (
+            segments.next(),
+            segments.next(),
+            segments.next(),
+            segments.next()
+        ),
+        (Some(""), Some("a2a"), Some(_), Some("turns"))
+    )
+}
+
+/// Starts the OpenTelemetry span of `span`, which gives it its ids, and
+/// records them, so every log line written inside the request carries them
+/// from then on.
+fn record_ids(span: &Span) {
     let cx = span.context();
     let otel_span = cx.span();
     let ids = otel_span.span_context();
@@ -92,7 +122,34 @@ pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
         span.record("trace_id", tracing::field::display(ids.trace_id()));
         span.record("span_id", tracing::field::display(ids.span_id()));
     }
-    span
+}
+
+/// For a turn's gateway or MCP request (`merchant/live_turns.rs`): with
+/// `Some(headers)` once its turn token is proven, the caller's `traceparent`
+/// (W3C Trace Context §3.2) becomes the request span's parent; then the span
+/// starts. The turn token proves the caller is the merchant's agent acting in
+/// a turn pactd called it for, with the `traceparent` pactd sent it: the
+/// trust the trusted-proxy list gives a proxy's `traceparent`, for this
+/// request only, and without believing its `X-Forwarded-For` (issue 33,
+/// item 4). `None` (the token was refused): the span starts as it was.
+pub fn start_turn_call_span(headers: Option<&HeaderMap>) {
+    if !enabled() {
+        return;
+    }
+    let span = Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(headers) = headers {
+        let parent = TraceContextPropagator::new().extract(&Headers(headers));
+        if parent.span().span_context().is_valid()
+            && let Err(e) = span.set_parent(parent)
+        {
+            // Already started (a second call): it keeps its parent.
+            tracing::debug!(error = %e, "the caller's traceparent was not adopted");
+        }
+    }
+    record_ids(&span);
 }
 
 /// Once the router has matched: the route pattern on the request span and
@@ -104,9 +161,15 @@ pub fn record_route(span: &Span, method: &Method, route: Option<&str>) {
     };
     span.record("http.route", route);
     if enabled() && !span.is_disabled() {
-        span.context()
-            .span()
-            .update_name(format!("{method} {route}"));
+        let name = format!("{method} {route}");
+        if is_turn_call(route) {
+            // Not started yet, and it must wait for its parent: named
+            // through the field, which names it when it starts.
+            span.record("otel.name", name.as_str());
+        } else {
+            // Started already: the field would no longer rename it.
+            span.context().span().update_name(name);
+        }
     }
 }
 
@@ -116,10 +179,18 @@ pub fn record_status(span: &Span, status: StatusCode) {
     if !enabled() || span.is_disabled() {
         return;
     }
-    span.record("http.response.status_code", status.as_u16());
+    span.record("http.response.status_code", status_code(status));
     if status.is_server_error() {
         span.record("otel.status_code", "error");
     }
+}
+
+/// `http.response.status_code` as the OpenTelemetry HTTP semantic
+/// conventions type it: an int. Recorded as a `u16` (or `u64`), the
+/// tracing-opentelemetry layer exported it as the string "200": its attribute
+/// visitor takes `i64` as an int and anything unsigned through `Debug`.
+pub fn status_code(status: StatusCode) -> i64 {
+    i64::from(status.as_u16())
 }
 
 /// `traceparent` (and `tracestate`) for an outbound request made inside the
@@ -165,6 +236,15 @@ impl Injector for HeadersMut<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn turn_calls_are_the_gateway_and_mcp_routes() {
+        assert!(is_turn_call("/a2a/shop/turns/0b5e/tools/lookup_orders"));
+        assert!(is_turn_call("/a2a/shop/turns/0b5e/mcp"));
+        assert!(!is_turn_call("/a2a/shop/message:send"));
+        assert!(!is_turn_call("/a2a/turns"));
+        assert!(!is_turn_call("/x/a2a/shop/turns/1"));
+    }
 
     #[test]
     fn nothing_is_written_while_tracing_is_off() {

@@ -353,6 +353,10 @@ pub struct LimitArgs {
     /// Seconds a request waits for a pooled connection before 503 [default: 3].
     #[arg(long, value_name = "SECS", env = "PACTD_DB_ACQUIRE_TIMEOUT")]
     pub db_acquire_timeout: Option<u64>,
+    /// Seconds the server waits at start for PostgreSQL to accept connections,
+    /// retrying with back-off; 0 gives up at the first failure [default: 60].
+    #[arg(long, value_name = "SECS", env = "PACTD_DB_WAIT")]
+    pub db_wait: Option<u64>,
     /// A2A/OAuth requests of one PA platform: RATE,BURST per second [default: 200,400].
     #[arg(long, value_name = "RATE,BURST", env = "PACTD_RATE_LIMIT_PA")]
     pub rate_limit_pa: Option<String>,

@@ -1,5 +1,7 @@
 //! What `serve`, `dev` and `migrate` do; the admin commands are in `admin.rs`.
 
+use std::time::Duration;
+
 use anyhow::{Context, bail};
 use pact_server::{AppState, Config};
 use tokio::net::TcpListener;
@@ -31,9 +33,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let config = settings::server_config(args, &file, false, master_key::required(&cli)?)?;
             // Listen for the signal from the start, so a stop during start-up is orderly too.
-            let signal = tokio::spawn(pact_server::shutdown_signal());
+            let mut signal = tokio::spawn(pact_server::shutdown_signal());
             let pool = settings::pool(args, &file)?;
-            let db = Database::open(Some(url), &data_dir, &pool, Create::No).await?;
+            let wait = settings::db_wait(args, &file)?;
+            // A stop while waiting for PostgreSQL is an orderly one.
+            let db = tokio::select! {
+                db = Database::open(Some(url), &data_dir, &pool, Create::No, wait) => db?,
+                _ = &mut signal => return Ok(()),
+            };
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, false, signal).await;
             db.close().await;
@@ -42,9 +49,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Dev(args) => {
             let config =
                 settings::server_config(args, &file, true, master_key::dev_key(&cli, &data_dir)?)?;
-            let signal = tokio::spawn(pact_server::shutdown_signal());
+            let mut signal = tokio::spawn(pact_server::shutdown_signal());
             let pool = settings::pool(args, &file)?;
-            let db = Database::open(url, &data_dir, &pool, Create::Yes).await?;
+            let wait = settings::db_wait(args, &file)?;
+            let db = tokio::select! {
+                db = Database::open(url, &data_dir, &pool, Create::Yes, wait) => db?,
+                _ = &mut signal => return Ok(()),
+            };
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
             let result = serve(&db, config, migrate, true, signal).await;
             db.close().await;
@@ -60,7 +71,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 max_connections: 2,
                 ..pact_db::PoolSettings::default()
             };
-            let db = Database::open(url, &data_dir, &pool, Create::No).await?;
+            let db = Database::open(url, &data_dir, &pool, Create::No, Duration::ZERO).await?;
             let result = admin(&db, &cli, &data_dir, command).await;
             db.close().await;
             result
@@ -152,10 +163,6 @@ async fn serve(
         admin::seed_demo(&db.pool).await?;
     }
     let local = listener.local_addr()?;
-    if dev {
-        print_dev_banner(&config, db.is_local());
-    }
-    tracing::info!(listen = %local, public_url = %config.public_url, audience = %config.audience, "pactd serving");
     // The recorder goes in before the router is built, so requests are tracked.
     let metrics = match config.metrics_listen {
         Some(addr) => {
@@ -172,6 +179,13 @@ async fn serve(
     let state = AppState::new(config, db.pool.clone())
         .await
         .context("cannot build the server")?;
+    // Every fatal start error (a busy metrics port, a bad SMTP URL, a key
+    // that cannot be unsealed) comes before these lines, never after them.
+    if dev {
+        print_dev_banner(&state.config, db.is_local());
+    }
+    let config = &state.config;
+    tracing::info!(listen = %local, public_url = %config.public_url, audience = %config.audience, "pactd serving");
     let metrics_server = metrics.map(|(handle, l)| {
         tokio::spawn(pact_server::telemetry::serve(
             state.clone(),

@@ -29,7 +29,7 @@ fn main() -> std::process::ExitCode {
         match otel::from_env() {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", once(&e));
                 return std::process::ExitCode::FAILURE;
             }
         }
@@ -59,10 +59,29 @@ fn run(cli: cli::Cli) -> std::process::ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", once(&e));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, each said once. Many errors put
+/// their cause in their own message too (`"mail: {0}"` over the mail error):
+/// anyhow's `{:#}` then printed it twice ("mail: invalid SMTP URL: invalid
+/// SMTP URL"). A cause whose text already ends the line is left out.
+fn once(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Human-readable logs by default, JSON with `--log-format json`

@@ -26,7 +26,10 @@ use opentelemetry::trace::{
 };
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
+};
 use tracing::dispatcher::WeakDispatch;
 use tracing::field::{Field, Visit};
 use tracing::level_filters::LevelFilter;
@@ -102,11 +105,91 @@ pub fn from_env() -> anyhow::Result<Option<SdkTracerProvider>> {
     if !std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty()) {
         resource = resource.with_service_name("pactd");
     }
+    let exporter = Reporting {
+        inner: exporter,
+        log: std::sync::Mutex::new(LogThrottle::default()),
+    };
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(exporter).build())
         .with_resource(resource.build())
         .build();
     Ok(Some(provider))
+}
+
+/// At most one log line per this long about failed exports.
+const EXPORT_FAILURE_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The OTLP exporter, with its failures told: a batch the collector did not
+/// take (down, refusing, timing out) is lost, and the SDK says so nowhere an
+/// operator looks. Each failure is counted (`pactd_trace_export_failures_total`,
+/// and its spans in `pactd_trace_spans_lost_total`) and logged, at most once
+/// a minute with the number of failures since the last line, so a collector
+/// that is down does not flood the log (the export thread retries every
+/// batch, every few seconds).
+#[derive(Debug)]
+struct Reporting<E> {
+    inner: E,
+    log: std::sync::Mutex<LogThrottle>,
+}
+
+#[derive(Debug, Default)]
+struct LogThrottle {
+    last: Option<std::time::Instant>,
+    /// Failures not logged since the last line.
+    unlogged: u64,
+}
+
+impl LogThrottle {
+    /// Whether to log a failure at `now`, and how many it stands for.
+    fn failed(&mut self, now: std::time::Instant) -> Option<u64> {
+        self.unlogged += 1;
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < EXPORT_FAILURE_LOG_EVERY)
+        {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for Reporting<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let spans = batch.len();
+        let result = self.inner.export(batch).await;
+        if let Err(e) = &result {
+            pact_server::telemetry::trace_export_failed(spans);
+            let log = self
+                .log
+                .lock()
+                .map(|mut t| t.failed(std::time::Instant::now()))
+                .unwrap_or(None);
+            if let Some(failures) = log {
+                // Target `pactd::otel`: not one of the traced crates (`ours`),
+                // so this line is never a span event queued behind the failure.
+                tracing::warn!(
+                    error = %e,
+                    spans,
+                    failures,
+                    "trace export failed: spans lost (logged at most once a minute)"
+                );
+            }
+        }
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
 }
 
 /// Sends the spans still queued (bounded by [`FLUSH_TIMEOUT`]) and stops the exporter.
@@ -277,6 +360,18 @@ mod tests {
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| (*v).to_owned())
         }
+    }
+
+    #[test]
+    fn export_failures_are_logged_at_most_once_a_minute_with_their_count() {
+        let mut throttle = LogThrottle::default();
+        let t0 = std::time::Instant::now();
+        assert_eq!(throttle.failed(t0), Some(1));
+        assert_eq!(throttle.failed(t0 + Duration::from_secs(5)), None);
+        assert_eq!(throttle.failed(t0 + Duration::from_secs(30)), None);
+        // The next line tells the two failures since the first one too.
+        assert_eq!(throttle.failed(t0 + Duration::from_secs(61)), Some(3));
+        assert_eq!(throttle.failed(t0 + Duration::from_secs(62)), None);
     }
 
     #[test]

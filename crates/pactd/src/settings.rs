@@ -34,6 +34,7 @@ pub struct FileSettings {
     pub trusted_proxies: Option<String>,
     pub db_pool_size: Option<u32>,
     pub db_acquire_timeout: Option<u64>,
+    pub db_wait: Option<u64>,
     pub rate_limit_pa: Option<String>,
     pub rate_limit_user: Option<String>,
     pub rate_limit_sign_in: Option<String>,
@@ -141,6 +142,7 @@ pub fn server_config(
             matches!(parsed.scheme(), "http" | "https") && parsed.query().is_none(),
             "the public URL must be an http(s) URL without a query"
         );
+        check_public_url_is_an_origin(&url, &parsed)?;
         config.public_url = url.trim_end_matches('/').to_owned();
     }
     config.audience = args
@@ -148,6 +150,7 @@ pub fn server_config(
         .clone()
         .or_else(|| file.audience.clone())
         .unwrap_or_else(|| pact_server::config::default_audience(&config.public_url));
+    check_audience(&config.audience)?;
     config.jwks.allow_loopback = args
         .allow_loopback_jwks
         .or(file.allow_loopback_jwks)
@@ -166,6 +169,45 @@ pub fn server_config(
     apply_limits(&mut config, &args.limits, file)?;
     config.mail = mail_settings(&args.mail, file)?;
     Ok(config)
+}
+
+/// pactd answers PACT at `/a2a/{brand}/…` and its pages at the root of its
+/// origin, and builds every URL it advertises (the Agent Card's interface, the
+/// OAuth issuer and endpoints of RFC 8414, verification links) from the
+/// public URL. A path in it would be advertised but never answered (the card
+/// would name `/pact/a2a/shop`, a 404), so it is refused; a prefix belongs in
+/// the reverse proxy, which strips it. No user info or fragment either: they
+/// are not part of an origin (RFC 6454 §4).
+fn check_public_url_is_an_origin(url: &str, parsed: &url::Url) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        matches!(parsed.path(), "" | "/"),
+        "the public URL {url:?} has a path ({:?}): pactd serves PACT at /a2a/{{brand}}/… and its \
+         pages at the root, so the card and OAuth URLs built from it would not be answered. \
+         Give the origin only (e.g. {}), and strip any path prefix in the reverse proxy",
+        parsed.path(),
+        parsed.origin().ascii_serialization()
+    );
+    anyhow::ensure!(
+        parsed.username().is_empty() && parsed.password().is_none() && parsed.fragment().is_none(),
+        "the public URL {url:?} must be an origin only: no user name, password or fragment"
+    );
+    Ok(())
+}
+
+/// The audience is compared with a PA-JWT's `aud` as a string (RFC 7519
+/// §4.1.3) and published in the Agent Card (PACT §2, §3): one that is empty
+/// or holds whitespace or control characters cannot be written reliably by a
+/// personal agent (and is almost surely a quoting mistake).
+fn check_audience(audience: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(!audience.is_empty(), "the audience must not be empty");
+    anyhow::ensure!(
+        !audience
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control()),
+        "the audience {audience:?} contains whitespace or a control character: PA-JWTs carry it \
+         in `aud` exactly, so use a URL or name without spaces (by default it is the public URL)"
+    );
+    Ok(())
 }
 
 /// Mail is all or nothing: a server without a sender (or the reverse) is a
@@ -208,9 +250,21 @@ fn pick<T: Clone>(flag: Option<&T>, file: Option<&T>) -> Option<T> {
     flag.or(file).cloned()
 }
 
-fn secs(flag: Option<&u64>, file: Option<&u64>, name: &str) -> anyhow::Result<Option<Duration>> {
+/// The longest a request-scoped setting (header and request timeouts, the
+/// shutdown grace) may be: an hour. Longer is no timeout at all in practice,
+/// and a value near `u64::MAX` would overflow the clock arithmetic made with it.
+const MAX_TIMEOUT_SECS: u64 = 3600;
+
+/// A duration in whole seconds, between 1 and `max`.
+fn secs(
+    flag: Option<&u64>,
+    file: Option<&u64>,
+    name: &str,
+    max: u64,
+) -> anyhow::Result<Option<Duration>> {
     match pick(flag, file) {
         Some(0) => anyhow::bail!("{name} must be at least 1 second"),
+        Some(n) if n > max => anyhow::bail!("{name} must be at most {max} seconds, not {n}"),
         Some(n) => Ok(Some(Duration::from_secs(n))),
         None => Ok(None),
     }
@@ -232,6 +286,7 @@ fn apply_limits(
         a.header_timeout.as_ref(),
         f.header_timeout.as_ref(),
         "header_timeout",
+        MAX_TIMEOUT_SECS,
     )? {
         c.header_timeout = d;
     }
@@ -239,6 +294,7 @@ fn apply_limits(
         a.shutdown_grace.as_ref(),
         f.shutdown_grace.as_ref(),
         "shutdown_grace",
+        MAX_TIMEOUT_SECS,
     )? {
         c.shutdown_grace = d;
     }
@@ -257,6 +313,7 @@ fn apply_limits(
         a.request_timeout.as_ref(),
         f.request_timeout.as_ref(),
         "request_timeout",
+        MAX_TIMEOUT_SECS,
     )? {
         config.request_timeout = d;
     }
@@ -312,6 +369,24 @@ fn apply_limits(
     Ok(())
 }
 
+/// How long `serve` and `dev` wait at start for PostgreSQL by default: long
+/// enough for a database container started alongside (compose, a pod) to
+/// come up, short enough that a wrong address is reported within a minute.
+const DEFAULT_DB_WAIT: Duration = Duration::from_secs(60);
+/// The longest wait accepted: past an hour a supervisor should decide.
+const MAX_DB_WAIT_SECS: u64 = 3600;
+
+/// How long `serve` and `dev` wait at start for PostgreSQL (`db_wait`).
+pub fn db_wait(args: &ServeArgs, file: &FileSettings) -> anyhow::Result<Duration> {
+    match pick(args.limits.db_wait.as_ref(), file.db_wait.as_ref()) {
+        Some(n) if n > MAX_DB_WAIT_SECS => {
+            anyhow::bail!("db_wait must be at most {MAX_DB_WAIT_SECS} seconds (an hour), not {n}")
+        }
+        Some(n) => Ok(Duration::from_secs(n)),
+        None => Ok(DEFAULT_DB_WAIT),
+    }
+}
+
 /// The database pool of `serve` and `dev`.
 pub fn pool(args: &ServeArgs, file: &FileSettings) -> anyhow::Result<pact_db::PoolSettings> {
     let mut pool = pact_db::PoolSettings::default();
@@ -326,6 +401,9 @@ pub fn pool(args: &ServeArgs, file: &FileSettings) -> anyhow::Result<pact_db::Po
         args.limits.db_acquire_timeout.as_ref(),
         file.db_acquire_timeout.as_ref(),
         "db_acquire_timeout",
+        // A request waits this long for a connection: beyond the longest
+        // request timeout it could never be used.
+        MAX_TIMEOUT_SECS,
     )? {
         pool.acquire_timeout = d;
     }

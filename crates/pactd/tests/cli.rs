@@ -1961,6 +1961,205 @@ async fn serve_refuses_bad_limit_settings_with_a_clear_message() {
     }
 }
 
+/// Issue 33, item 7: settings that start but cannot work are refused at
+/// start, each with a message naming the setting: a public URL with a path
+/// (the card would advertise `/pact/a2a/…`, which is a 404), an audience with
+/// whitespace, durations beyond an hour (one near `u64::MAX` overflowed the
+/// clock arithmetic), from a flag or the config file alike.
+#[tokio::test]
+async fn serve_refuses_a_public_url_with_a_path_an_audience_with_spaces_and_durations_out_of_bounds()
+ {
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    for (args, says) in [
+        (
+            vec!["--public-url", "http://localhost:27310/pact"],
+            "has a path (\"/pact\")",
+        ),
+        (
+            vec!["--public-url", "https://user:pw@shop.example"],
+            "must be an origin only",
+        ),
+        (
+            vec!["--audience", "aud with spaces"],
+            "contains whitespace or a control character",
+        ),
+        (vec!["--audience", ""], "the audience must not be empty"),
+        (
+            vec!["--shutdown-grace", "99999999999999"],
+            "shutdown_grace must be at most 3600 seconds, not 99999999999999",
+        ),
+        (
+            vec!["--request-timeout", "3601"],
+            "request_timeout must be at most 3600 seconds",
+        ),
+        (
+            vec!["--header-timeout", "86400"],
+            "header_timeout must be at most 3600 seconds",
+        ),
+        (
+            vec!["--db-acquire-timeout", "100000"],
+            "db_acquire_timeout must be at most 3600 seconds",
+        ),
+        (
+            vec!["--db-wait", "100000"],
+            "db_wait must be at most 3600 seconds",
+        ),
+    ] {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend(args);
+        let out = run(pactd_serving(&db, &master_key), &all).await;
+        let stderr = out.failed();
+        assert!(stderr.contains(says), "{}", out.describe());
+        assert!(!stderr.contains("pactd serving"), "{}", out.describe());
+    }
+    // The same from the config file.
+    let scratch = Scratch::new("bad-config");
+    let config = scratch.file("pactd.toml");
+    std::fs::write(&config, "public_url = \"https://shop.example/pact/\"\n").unwrap();
+    let out = run(
+        pactd_serving(&db, &master_key),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    )
+    .await;
+    assert!(out.failed().contains("has a path"), "{}", out.describe());
+    // An origin with a trailing slash is still an origin.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start(
+        pactd_serving(&db, &master_key),
+        &[
+            "serve",
+            "--listen",
+            &listen,
+            "--public-url",
+            &format!("http://localhost:{port}/"),
+        ],
+        port,
+        &scratch,
+        "origin",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    assert!(server.terminate().await.success(), "{}", server.output());
+}
+
+/// Issue 33, item 7: a fatal start error (here a metrics port in use, and an
+/// SMTP URL that cannot be used) came after "pactd serving" and printed its
+/// message twice ("mail: invalid SMTP URL …: invalid SMTP URL …"). It now
+/// comes before any "serving" line, once, with its cause.
+#[tokio::test]
+async fn fatal_start_errors_come_before_serving_once_with_their_cause() {
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics = taken.local_addr().unwrap().to_string();
+    for (args, says) in [
+        (
+            vec!["--metrics-listen", metrics.as_str()],
+            // With its cause, the OS's word for it.
+            format!("cannot listen on {metrics} for metrics: Address already in use"),
+        ),
+        (
+            vec![
+                "--smtp-url",
+                "ftp://mail.example",
+                "--mail-from",
+                "shop@example.com",
+            ],
+            "invalid SMTP URL".to_owned(),
+        ),
+    ] {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend(args);
+        let out = run(pactd_serving(&db, &master_key), &all).await;
+        let stderr = out.failed();
+        assert_eq!(stderr.matches(&says).count(), 1, "{}", out.describe());
+        assert!(stderr.contains("error: "), "{}", out.describe());
+        let all_output = format!("{}{}", out.stdout, stderr);
+        assert!(!all_output.contains("pactd serving"), "{}", out.describe());
+    }
+    drop(taken);
+}
+
+/// Issue 33, item 6: `serve` exited after one pool timeout when PostgreSQL
+/// was not up yet (a `compose restart`). It now retries with back-off up to
+/// `--db-wait`, saying so in the log, and serves once the database accepts
+/// connections; past the limit it gives up with a message saying how long it
+/// waited.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_waits_for_a_postgresql_that_comes_up_late_and_gives_up_after_db_wait() {
+    use pact_tests::tcp_proxy::TcpProxy;
+
+    let db = pact_tests::db::fresh_database().await;
+    let master_key = new_master_key().await;
+    let proxy = TcpProxy::start(TcpProxy::target_of(&db)).await;
+    let through_proxy = proxy.url_for(&db);
+    // PostgreSQL is "down": connections to it are refused.
+    proxy.unplug();
+
+    // A short limit: given up, saying so, before serving.
+    let out = run(
+        pactd_serving(&through_proxy, &master_key),
+        // Each attempt waits at most a second for its connection.
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--db-wait",
+            "3",
+            "--db-acquire-timeout",
+            "1",
+        ],
+    )
+    .await;
+    let stderr = out.failed();
+    assert!(
+        stderr.contains("PostgreSQL is not reachable yet: waiting for it"),
+        "{}",
+        out.describe()
+    );
+    assert!(stderr.contains("gave up after"), "{}", out.describe());
+    assert!(stderr.contains("db_wait is 3 s"), "{}", out.describe());
+    assert!(!stderr.contains("pactd serving"), "{}", out.describe());
+
+    // The default limit: the database comes up while pactd waits.
+    let scratch = Scratch::new("db-wait");
+    let stderr_file = scratch.file("late.stderr");
+    let plug = tokio::spawn(async move {
+        // Once pactd has said it waits, the database "comes up".
+        while !read_lossy(&stderr_file).contains("waiting for it") {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        proxy.plug_in();
+        proxy
+    });
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start(
+        pactd_serving(&through_proxy, &master_key),
+        &["serve", "--listen", &listen],
+        port,
+        &scratch,
+        "late",
+        SERVE_START_TIMEOUT,
+    )
+    .await;
+    let _proxy = plug.await.unwrap();
+    let log = server.stderr();
+    let waited = log.find("waiting for it").unwrap();
+    let reachable = log.find("PostgreSQL is reachable").expect(&log);
+    let serving = log.find("pactd serving").expect(&log);
+    assert!(waited < reachable && reachable < serving, "{log}");
+    assert!(server.terminate().await.success(), "{}", server.output());
+}
+
 /// Issue 9 (item 7) and issue 16 (item 5): an account's end ends its grants.
 /// Disabling signs it out and revokes every grant (a delegated turn and a
 /// refresh are refused at once) and it answers sign-in like an unknown email;

@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -94,6 +94,8 @@ struct Exported {
     name: String,
     kind: i32,
     attributes: BTreeMap<String, String>,
+    /// The attributes exported as ints (OTLP `IntValue`).
+    ints: BTreeSet<String>,
 }
 
 fn value_text(v: Option<&AnyValue>) -> String {
@@ -126,6 +128,17 @@ fn spans(received: &Received) -> Vec<Exported> {
                         name: s.name.clone(),
                         kind: s.kind,
                         attributes: attributes(&s.attributes),
+                        ints: s
+                            .attributes
+                            .iter()
+                            .filter(|kv| {
+                                matches!(
+                                    kv.value.as_ref().and_then(|v| v.value.as_ref()),
+                                    Some(any_value::Value::IntValue(_))
+                                )
+                            })
+                            .map(|kv| kv.key.clone())
+                            .collect(),
                     });
                 }
             }
@@ -202,25 +215,31 @@ fn traceparent(headers: &HeaderMap) -> Option<String> {
         .map(|v| v.to_str().unwrap().to_owned())
 }
 
-/// The merchant's agent: calls `lookup_orders` through the gateway during the turn, then replies.
+/// The merchant's agent: calls `lookup_orders` through the gateway during
+/// the turn, passing on the turn's `traceparent` as a traced agent does,
+/// then replies. Before that, one call with a wrong token and the same
+/// `traceparent`, which must not join the trace.
 async fn agent_turn(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> String {
     let turn: Value = serde_json::from_slice(&body).unwrap();
     let token = turn["tools"]["token"].as_str().unwrap().to_owned();
     let tools = turn["tools"]["url"].as_str().unwrap().to_owned();
     let url = format!("{tools}/lookup_orders");
+    let parent = traceparent(&headers);
     seen.lock()
         .unwrap()
         .turns
-        .push((traceparent(&headers), token.clone(), tools));
-    let status = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(&token)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16();
+        .push((parent.clone(), token.clone(), tools));
+    let http = reqwest::Client::new();
+    let call = |token: String| {
+        let mut req = http.post(&url).bearer_auth(token).json(&json!({}));
+        if let Some(p) = &parent {
+            req = req.header("traceparent", p);
+        }
+        req
+    };
+    let refused = call(format!("{token}x")).send().await.unwrap().status();
+    assert_eq!(refused, 401);
+    let status = call(token.clone()).send().await.unwrap().status().as_u16();
     seen.lock().unwrap().gateway_statuses.push(status);
     json!({"reply": "You have no open orders."}).to_string()
 }
@@ -256,6 +275,11 @@ struct Pactd {
 
 impl Pactd {
     async fn start(app: &TestApp, otlp: &str) -> Self {
+        Self::start_with(app, otlp, &[], &[]).await
+    }
+
+    /// With more arguments and environment variables.
+    async fn start_with(app: &TestApp, otlp: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let log =
@@ -281,6 +305,8 @@ impl Pactd {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--public-url", &base])
             .args(["--trusted-proxies", &PROXY_IP.to_string()])
+            .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
         let mut pactd = Self {
@@ -592,22 +618,11 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
         .unwrap_or_default();
     assert_eq!(service["service.name"], "pactd-tracing-test");
     let all = spans(&received);
-    let by_id: HashMap<&str, &Exported> = all.iter().map(|s| (s.span_id.as_str(), s)).collect();
     let named = |name: &str| -> Vec<&Exported> { all.iter().filter(|s| s.name == name).collect() };
     let children = |of: &Exported| -> Vec<&Exported> {
         all.iter()
             .filter(|s| s.parent == of.span_id && s.trace_id == of.trace_id)
             .collect()
-    };
-    let descends = |s: &Exported, from: &Exported| -> bool {
-        let mut at = s;
-        while let Some(parent) = by_id.get(at.parent.as_str()) {
-            if parent.span_id == from.span_id {
-                return true;
-            }
-            at = parent;
-        }
-        false
     };
     let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
 
@@ -623,6 +638,13 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
         "/a2a/{brand}/oauth/device_authorization"
     );
     assert_eq!(authorize.attributes["http.response.status_code"], "200");
+    // An int, as the OpenTelemetry HTTP conventions type it (issue 33, item 4:
+    // it was exported as the string "200").
+    assert!(
+        authorize.ints.contains("http.response.status_code"),
+        "{:?}",
+        authorize.attributes
+    );
     // The JWKS fetch runs in its own task, and is still the request's child.
     let jwks: Vec<_> = children(authorize)
         .into_iter()
@@ -662,12 +684,14 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
         .collect();
     assert_eq!(agent.len(), 1, "{names:?}");
     assert_eq!(agent[0].attributes["pact.agent_kind"], "webhook");
+    // The turn's own call (the tool call's forward is in the trace too, deeper).
     let calls: Vec<_> = all
         .iter()
-        .filter(|s| s.name == "merchant.call" && descends(s, agent[0]))
+        .filter(|s| s.name == "merchant.call" && s.parent == agent[0].span_id)
         .collect();
     assert_eq!(calls.len(), 1, "{names:?}");
     assert_eq!(calls[0].attributes["http.response.status_code"], "200");
+    assert!(calls[0].ints.contains("http.response.status_code"));
     // The merchant got this trace, with the call's span as the parent.
     let seen = seen.lock().unwrap();
     let turn_parent = seen.turns[0].0.clone().expect("traceparent on the turn");
@@ -675,9 +699,26 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
         turn_parent,
         format!("00-{}-{}-01", send.trace_id, calls[0].span_id)
     );
-    // The tool call through the gateway is its own request; its forward carries its trace.
+    // The tool call through the gateway, with the turn's traceparent passed
+    // on and its turn token proven, joins the turn's trace under the turn's
+    // call to the merchant (issue 33, item 4: it was a trace of its own, and
+    // the merchant is no trusted proxy). The one with a wrong token does not.
     let gateway = named("POST /a2a/{brand}/turns/{turn}/tools/{tool}");
-    assert_eq!(gateway.len(), 1, "{names:?}");
+    assert_eq!(gateway.len(), 2, "{names:?}");
+    let (refused, gateway): (Vec<_>, Vec<_>) = gateway
+        .into_iter()
+        .partition(|s| s.attributes["http.response.status_code"] == "401");
+    assert_eq!((refused.len(), gateway.len()), (1, 1), "{names:?}");
+    assert_eq!(
+        (gateway[0].trace_id.as_str(), gateway[0].parent.as_str()),
+        (send.trace_id.as_str(), calls[0].span_id.as_str()),
+        "the tool call joins the turn's trace"
+    );
+    assert_ne!(refused[0].trace_id, send.trace_id);
+    assert_eq!(
+        refused[0].parent, "",
+        "an unproven caller's traceparent is no parent"
+    );
     let forward: Vec<_> = children(gateway[0])
         .into_iter()
         .filter(|s| s.name == "merchant.call")
@@ -714,10 +755,19 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
         );
     }
 
-    // Every JSON log line inside a request carries the request's trace and span ids.
+    // Every JSON log line inside a request carries the request's trace and
+    // span ids. A turn's tool-gateway request gets them once its turn token
+    // is checked (its span waits for the caller's parent): its lines before
+    // that (tower-http's "started processing request") have none yet.
     let exported_traces: std::collections::HashSet<&str> =
         all.iter().map(|s| s.trace_id.as_str()).collect();
+    let turn_calls: std::collections::HashSet<&str> =
+        named("POST /a2a/{brand}/turns/{turn}/tools/{tool}")
+            .iter()
+            .map(|s| s.attributes["request_id"].as_str())
+            .collect();
     let mut inside = 0;
+    let mut turn_call_lines_with_ids = 0;
     for line in log.lines() {
         let v: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
@@ -728,6 +778,17 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
             continue;
         };
         inside += 1;
+        let turn_call = request["request_id"]
+            .as_str()
+            .is_some_and(|id| turn_calls.contains(id));
+        if turn_call && request.get("trace_id").is_none() {
+            assert_eq!(
+                v["fields"]["message"], "started processing request",
+                "only the line before the token check: {line}"
+            );
+            continue;
+        }
+        turn_call_lines_with_ids += usize::from(turn_call);
         let trace_id = request["trace_id"]
             .as_str()
             .unwrap_or_else(|| panic!("no trace_id: {line}"));
@@ -740,6 +801,10 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     assert!(
         inside > 10,
         "RUST_LOG=debug writes lines inside requests: {log}"
+    );
+    assert!(
+        turn_call_lines_with_ids > 0,
+        "a tool call's lines after its token check carry its ids: {log}"
     );
 
     // And no secret anywhere: not in a span, not in a log line.
@@ -765,6 +830,63 @@ fn turn_id(seen: &MerchantSeen) -> String {
     let url = &seen.turns[0].2;
     let after = &url[url.find("/turns/").unwrap() + "/turns/".len()..];
     after.trim_end_matches("/tools").to_owned()
+}
+
+/// Issue 33, item 4: with the collector down, spans were dropped with no
+/// log line and no metric. Each lost batch is now counted (with its spans),
+/// and logged at most once a minute: many failures here, one line.
+#[tokio::test]
+async fn a_collector_that_is_down_is_counted_and_logged_once_a_minute() {
+    let app = TestApp::spawn().await;
+    // Nothing listens there: every export is refused.
+    let collector = format!("http://127.0.0.1:{}", free_port());
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let pactd = Pactd::start_with(
+        &app,
+        &collector,
+        &["--metrics-listen", &metrics],
+        // A batch every 100 ms instead of every 5 s.
+        &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+    )
+    .await;
+    let value = |page: &str, name: &str| -> f64 {
+        page.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name}:\n{page}"))
+            .parse()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let page = loop {
+        // Requests make spans; each batch of them fails.
+        reqwest::get(format!("{}/healthz", pactd.base))
+            .await
+            .unwrap();
+        let page = reqwest::get(format!("http://{metrics}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if value(&page, "pactd_trace_export_failures_total") >= 3.0 {
+            break page;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no export failure counted: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        value(&page, "pactd_trace_spans_lost_total") >= 3.0,
+        "{page}"
+    );
+    let log = pactd.stop().await;
+    assert_eq!(
+        log.matches("trace export failed: spans lost").count(),
+        1,
+        "one line for many failures within a minute: {log}"
+    );
 }
 
 /// Settings pactd cannot honour stop it at once, naming the variable.

@@ -17,7 +17,8 @@
 //!
 //! A retry that finds the claim still running waits for the reply (bounded),
 //! so one `messageId` never makes two agent calls that both store; a failed
-//! turn drops its claim, nothing half-stored, and the PA may retry.
+//! turn drops its claim, nothing half-stored, and the PA may retry; so does a
+//! turn cut at the request timeout ([`ClaimGuard`]).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -47,6 +48,8 @@ use crate::state::AppState;
 
 /// How often a retry looks again for the reply of a running turn.
 const RETRY_POLL: Duration = Duration::from_millis(50);
+/// The least a retry waits for a running turn's claim to go (see `run_turn`).
+const CUT_CLAIM_WAIT: Duration = Duration::from_secs(1);
 
 pub async fn send_message(
     State(state): State<AppState>,
@@ -93,11 +96,14 @@ async fn run_turn(
     incoming: &IncomingMessage,
     request_id: &str,
 ) -> Result<Value, ApiError> {
-    // A retry waits for a running turn at most as long as a turn may take.
-    let wait = state
-        .config
-        .request_timeout
-        .saturating_sub(Duration::from_secs(2));
+    // A retry waits for a running turn at most as long as a turn may take,
+    // and at least a moment (within its own request timeout): the claim of a
+    // turn cut at the timeout is dropped on a task of its own just as the 503
+    // goes out, so a retry sent at once may still meet it (`ClaimGuard`).
+    let timeout = state.config.request_timeout;
+    let wait = timeout
+        .saturating_sub(Duration::from_secs(2))
+        .max(CUT_CLAIM_WAIT.min(timeout / 2));
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         match begin(state, caller, presented, incoming).await? {
@@ -113,28 +119,82 @@ async fn run_turn(
                 .into());
             }
             Begin::Claimed(claim) => {
-                let (fresh, conversation_id) = (claim.fresh, claim.conversation_id);
+                // A new context has no claim to drop: nothing of it is written before its reply.
+                let guard = (!claim.fresh).then(|| ClaimGuard {
+                    db: Some(state.relaxed_db.clone()),
+                    conversation_id: claim.conversation_id,
+                    message_id: incoming.message_id.clone(),
+                });
                 let result = run_claimed(state, caller, claim, incoming, request_id).await;
-                if result.is_err() && !fresh {
-                    // Nothing half-stored: drop the claim so the PA may retry.
-                    if let Err(e) = conversations::abandon_turn(
-                        &state.relaxed_db,
-                        conversation_id,
-                        &incoming.message_id,
-                    )
-                    .await
-                    {
-                        // With the database gone this is expected: the claim
-                        // stays until the housekeeping sweep removes it.
-                        if pact_db::classify(&e) == pact_db::Failure::Unavailable {
-                            tracing::warn!(error = %e, "could not drop the claim of a failed turn");
-                        } else {
-                            tracing::error!(error = %e, "could not drop the claim of a failed turn");
-                        }
+                if let Some(guard) = guard {
+                    if result.is_ok() {
+                        guard.keep();
+                    } else {
+                        // Nothing half-stored: drop the claim before answering,
+                        // so the PA's retry finds the messageId free.
+                        guard.release().await;
                     }
                 }
                 return result;
             }
+        }
+    }
+}
+
+/// The claim of a turn this request runs in an existing context, until its
+/// reply is stored. A turn that fails drops its claim before the error is
+/// answered; one that is cut — its future dropped at the request timeout
+/// (`request_timeout.rs`) or because the client went away — drops it from
+/// `Drop`, on a task of its own. Either way the PA's retry of the `messageId`
+/// runs the turn at once (PACT §4: a retry is answered from a stored reply,
+/// and there is none) instead of waiting for the ten-minute stale-claim sweep
+/// (`housekeeping.rs`). The delete matches only a claim still without a
+/// reply, so a reply whose commit won the race is never removed.
+struct ClaimGuard {
+    /// `None` once kept or released.
+    db: Option<sqlx::PgPool>,
+    conversation_id: Uuid,
+    message_id: String,
+}
+
+impl ClaimGuard {
+    /// The reply is stored: the claim is the turn's message row now.
+    fn keep(mut self) {
+        self.db = None;
+    }
+
+    async fn release(mut self) {
+        if let Some(db) = self.db.take() {
+            abandon(&db, self.conversation_id, &self.message_id).await;
+        }
+    }
+}
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        let Some(db) = self.db.take() else {
+            return;
+        };
+        let (id, message_id) = (self.conversation_id, std::mem::take(&mut self.message_id));
+        // `Drop` cannot wait: the delete runs on its own task. Without a
+        // runtime (the process is ending) the sweep removes the claim later.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tracing::info!(conversation = %id, "a cut turn drops its claim");
+                abandon(&db, id, &message_id).await;
+            });
+        }
+    }
+}
+
+async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str) {
+    if let Err(e) = conversations::abandon_turn(db, conversation_id, message_id).await {
+        // With the database gone this is expected: the claim stays until the
+        // housekeeping sweep removes it.
+        if pact_db::classify(&e) == pact_db::Failure::Unavailable {
+            tracing::warn!(error = %e, "could not drop the claim of a failed turn");
+        } else {
+            tracing::error!(error = %e, "could not drop the claim of a failed turn");
         }
     }
 }

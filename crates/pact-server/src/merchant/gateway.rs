@@ -66,7 +66,9 @@ pub async fn call_tool(
     let Ok(turn_id) = Uuid::parse_str(&turn_id) else {
         return unauthorized();
     };
-    let turn = match super::live_turns::authorize(&state, turn_id, &brand_id, token, now).await {
+    let turn = match super::live_turns::authorize(&state, turn_id, &brand_id, token, &headers, now)
+        .await
+    {
         Ok(t) => t,
         Err(why) => {
             tracing::info!(brand = %brand_id, reason = ?why, "tool call refused: turn token");

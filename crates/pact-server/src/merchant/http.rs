@@ -91,7 +91,10 @@ pub async fn post_signed(
             .await
             .map_err(transport)?;
         let status = res.status();
-        tracing::Span::current().record("http.response.status_code", status.as_u16());
+        tracing::Span::current().record(
+            "http.response.status_code",
+            crate::trace_context::status_code(status),
+        );
         if res.content_length().is_some_and(|l| l > max as u64) {
             return Err(CallError::TooLarge(max));
         }

@@ -238,16 +238,44 @@ impl LiveTurns {
 /// The turn a gateway request may act in, on whichever node it runs: this
 /// node's own turn from memory, another node's from its signed token and
 /// the database (entering the turn's fence).
+///
+/// Once the token is proven, the request's `traceparent` becomes its span's
+/// parent (`trace_context::start_turn_call_span`): the merchant's agent
+/// passes on the one pactd sent with the turn, and its tool call joins the
+/// turn's trace. That is done before anything here reads the database, whose
+/// statements' spans would start the request span first.
 pub async fn authorize(
     state: &AppState,
     turn_id: Uuid,
     brand_id: &str,
     token: &str,
+    headers: &http::HeaderMap,
+    now: OffsetDateTime,
+) -> Result<CallGuard, TokenRefusal> {
+    let result = authorize_proven(state, turn_id, brand_id, token, headers, now).await;
+    if result.is_err() {
+        // No proven caller: its span starts without the caller's parent.
+        crate::trace_context::start_turn_call_span(None);
+    }
+    result
+}
+
+async fn authorize_proven(
+    state: &AppState,
+    turn_id: Uuid,
+    brand_id: &str,
+    token: &str,
+    headers: &http::HeaderMap,
     now: OffsetDateTime,
 ) -> Result<CallGuard, TokenRefusal> {
     match state.live_turns.authorize(turn_id, brand_id, token, now) {
         Err(TokenRefusal::UnknownTurn) => {}
-        other => return other,
+        other => {
+            if other.is_ok() {
+                crate::trace_context::start_turn_call_span(Some(headers));
+            }
+            return other;
+        }
     }
     let claims = state
         .live_turns
@@ -265,6 +293,8 @@ pub async fn authorize(
     if now >= expires_at {
         return Err(TokenRefusal::Expired);
     }
+    // Signed by a node for this turn and brand, and not expired: proven.
+    crate::trace_context::start_turn_call_span(Some(headers));
     let setup = remote_setup(state, &claims, expires_at, now)
         .await
         .map_err(|e| {

@@ -138,7 +138,7 @@ async fn admit(
     }
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
     let turn_id = Uuid::parse_str(turn_id).map_err(|_| Box::new(unauthorized()))?;
-    super::live_turns::authorize(state, turn_id, brand_id, token, now)
+    super::live_turns::authorize(state, turn_id, brand_id, token, headers, now)
         .await
         .map_err(|why| {
             tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");

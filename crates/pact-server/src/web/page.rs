@@ -55,6 +55,9 @@ pub enum PageError {
     },
     /// 503: the database cannot be reached now.
     Unavailable,
+    /// 503: the request ran out of time (`request_timeout.rs`); nothing says
+    /// the database is down.
+    TimedOut,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -80,6 +83,8 @@ impl IntoResponse for PageError {
     /// and look once the handler had found which brand it is about.
     fn into_response(self) -> Response {
         use super::i18n::t;
+        // Only this one tells the health guard the database is gone.
+        let db_down = matches!(self, Self::Unavailable);
         let (status, title, message, retry) = match self {
             Self::BadRequest(m) => (StatusCode::BAD_REQUEST, t("err-bad-request"), m, None),
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, t("err-forbidden"), m, None),
@@ -98,6 +103,12 @@ impl IntoResponse for PageError {
                 t("err-unavailable-title"),
                 t("err-unavailable"),
                 None,
+            ),
+            Self::TimedOut => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                t("err-unavailable-title"),
+                t("err-timed-out"),
+                Some(crate::error::UNAVAILABLE_RETRY_SECS),
             ),
             Self::Internal(cause) => {
                 tracing::error!(error = %cause, "page failed");
@@ -121,7 +132,7 @@ impl IntoResponse for PageError {
             look,
         };
         let mut res = render(&page, status);
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if db_down {
             res = crate::error::unavailable(res);
         }
         if let Some(secs) = retry {

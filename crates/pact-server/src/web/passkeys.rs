@@ -123,6 +123,11 @@ impl From<PageError> for PasskeyError {
                 message: i18n::t("pk-err-db"),
                 retry_after_secs: Some(crate::error::UNAVAILABLE_RETRY_SECS),
             },
+            PageError::TimedOut => Self {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: i18n::t("err-timed-out"),
+                retry_after_secs: Some(crate::error::UNAVAILABLE_RETRY_SECS),
+            },
             PageError::Internal(cause) => {
                 tracing::error!(error = %cause, "passkey request failed");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, &i18n::t("err-internal"))
