@@ -6,7 +6,7 @@
 //! recorded), and every page that shows customer data records the read.
 //! The API's operations are enumerated the same way in
 //! `admin_api::every_documented_route_exists_and_answers`, the command line's
-//! in `crates/pactd/tests/cli_admin.rs`.
+//! in `crates/pactd/tests/commands/cli_admin.rs`.
 
 use pact_server::admin::console::ROUTES;
 use pact_tests::TestApp;

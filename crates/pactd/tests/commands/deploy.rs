@@ -3,7 +3,6 @@
 //! come from files, `pactd healthcheck` and `keys init-master-key` behave as
 //! the container and the package rely on, and `keys rewrap` re-seals every
 //! stored secret under a new master key.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -18,9 +17,7 @@ use serde_yaml_ng::Value as Yaml;
 use tokio::process::{Child, Command};
 use uuid::Uuid;
 
-mod support;
-
-use support::{free_port, pactd, repo_file, run};
+use crate::support::{free_port, pactd, repo_file, run};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -1,7 +1,6 @@
 //! The `pactd` binary as an operator uses it: admin commands against a real
 //! PostgreSQL, `serve` and `dev` as child processes on loopback ports, stopped
 //! with SIGTERM like a service manager would.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -15,9 +14,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use tokio::process::{Child, Command};
 
-mod support;
-
-use support::{COMMAND_TIMEOUT, Run, free_port, pactd, run};
+use crate::support::{COMMAND_TIMEOUT, Run, free_port, pactd, run};
 
 /// How long `serve` may take to answer `/healthz` on an existing database.
 const SERVE_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -1847,7 +1844,7 @@ async fn a_flood_of_idle_metrics_connections_leaves_the_public_listener_its_desc
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -n 200 && exec \"$0\" \"$@\"")
-        .arg(support::PACTD);
+        .arg(crate::support::PACTD);
     for (key, _) in std::env::vars_os() {
         let name = key.to_string_lossy();
         if name.starts_with("PACTD_") || name.starts_with("DATABASE_URL") {

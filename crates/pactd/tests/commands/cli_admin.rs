@@ -2,7 +2,6 @@
 //! standard input), API credentials printed once, listed and revoked, each
 //! change in the audit log; the printed secret works against a live pactd's
 //! admin API until it is revoked.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! `pactd brand set --agent-url`, `brand webhook-secret rotate`, `brand tool`
 //! and `brand credential` as an operator runs them, against a live pactd and
 //! the example merchant (examples/merchant).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Stdio;
 use std::time::Duration;

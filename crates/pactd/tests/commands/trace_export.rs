@@ -12,9 +12,6 @@
 //! rule for incoming `traceparent`, trace ids in every JSON log line of a
 //! request, and greps every exported string and every log line for each
 //! secret the run used.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -37,7 +34,7 @@ use pact_tests::{TestApp, TestPa};
 use prost::Message as _;
 use serde_json::{Value, json};
 
-use support::{free_port, run};
+use crate::support::{free_port, run};
 
 const ISS: &str = "https://pa.example";
 const SUB: &str = "pa-user-1";
@@ -284,7 +281,7 @@ impl Pactd {
         let base = format!("http://127.0.0.1:{port}");
         let log =
             std::env::temp_dir().join(format!("pactd-tracing-{}-{port}.log", std::process::id()));
-        let mut cmd = support::pactd();
+        let mut cmd = crate::support::pactd();
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("OTEL_") {
                 cmd.env_remove(&key);
@@ -892,7 +889,7 @@ async fn a_collector_that_is_down_is_counted_and_logged_once_a_minute() {
 /// Settings pactd cannot honour stop it at once, naming the variable.
 #[tokio::test]
 async fn an_otlp_protocol_other_than_http_protobuf_is_refused() {
-    let mut cmd = support::pactd();
+    let mut cmd = crate::support::pactd();
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
         .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none");

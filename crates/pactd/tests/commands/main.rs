@@ -1,0 +1,16 @@
+//! The `pactd` command's tests, in one binary (each file a module): the
+//! operator's commands and `serve` (`cli`), the staff commands (`cli_admin`),
+//! the merchant commands (`cli_merchant`), the packaging and configuration
+//! files (`deploy`) and trace export (`trace_export`). One binary links once
+//! where five did. `multinode.rs` stays apart: it runs several servers behind
+//! nginx and HAProxy.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli;
+mod cli_admin;
+mod cli_merchant;
+mod deploy;
+mod trace_export;
