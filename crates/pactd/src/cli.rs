@@ -393,7 +393,7 @@ pub enum BrandCommand {
     #[command(subcommand, name = "details-type")]
     DetailsType(DetailsTypeCommand),
     /// Change a brand's settings (only the options given).
-    Set(BrandSetArgs),
+    Set(Box<BrandSetArgs>),
     /// The secret that signs pactd's calls to the brand's agent and tools (Standard Webhooks).
     #[command(subcommand, name = "webhook-secret")]
     WebhookSecret(WebhookSecretCommand),
