@@ -154,7 +154,18 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
 
     // A customer account to find, and a type and a tool on the brand, for the
     // owner's pages.
-    pact_tests::pages::add_user(&a, "demo", "ada@example.com", PASSWORD).await;
+    // Its external id is the grant's subject, so the console can name her.
+    let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
+    pact_db::users::insert(
+        &a.db,
+        Uuid::new_v4(),
+        "demo",
+        "ada@example.com",
+        Some("ada"),
+        &hash,
+    )
+    .await
+    .unwrap();
     let setup = pact_server::admin::role::Actor {
         kind: "cli",
         name: "setup".into(),
@@ -208,6 +219,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "grant_id": grant.to_string(),
         "other_grant_id": other.to_string(),
         "new_issuer": "https://new-agent.example",
+        "agent_name": "Test PA",
     });
     let out = run_journey("console", &mut input).await;
 
@@ -223,6 +235,70 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         )
         .await;
     assert_eq!(after.status(), 401);
+    // Every console page fits 390 px and 1280 px: no sideways scrolling, no
+    // text squeezed to a letter per line, no header word broken, controls of
+    // normal size (issue 30, item 3).
+    let layout = out["layout"].as_array().unwrap();
+    let pages: std::collections::BTreeSet<&str> =
+        layout.iter().filter_map(|m| m["page"].as_str()).collect();
+    for p in [
+        "sign-in",
+        "overview",
+        "agents",
+        "agent-disable",
+        "customers",
+        "brands",
+        "brand",
+        "keys",
+        "grants",
+        "grant",
+        "grant-revoke-confirm",
+        "audit",
+    ] {
+        assert!(pages.contains(p), "{p} was not measured: {pages:?}");
+    }
+    let bad: Vec<&Value> = layout
+        .iter()
+        .filter(|m| {
+            m["overflow"].as_f64().unwrap() > 0.0
+                || ["narrow", "broken", "small"]
+                    .iter()
+                    .any(|k| !m[*k].as_array().unwrap().is_empty())
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "pages that do not fit:\n{}",
+        serde_json::to_string_pretty(&bad).unwrap()
+    );
+    // The measurements saw the tables they judge.
+    let grants_at_390 = layout
+        .iter()
+        .find(|m| m["page"] == "grants" && m["width"] == 390)
+        .unwrap();
+    assert!(
+        grants_at_390["cells"].as_u64().unwrap() >= 7,
+        "{grants_at_390}"
+    );
+    assert!(
+        grants_at_390["headers"].as_u64().unwrap() >= 7,
+        "{grants_at_390}"
+    );
+    // Item 2: the customer's email and the platform's name beside the ids;
+    // the agent filter is a pick-list by name that filters.
+    let listed = out["grants_text"].as_str().unwrap();
+    assert!(listed.contains("ada@example.com"), "{listed}");
+    assert!(listed.contains("Test PA"), "{listed}");
+    assert_eq!(out["agent_filter_rows"]["Test PA"], 2, "{out}");
+    assert_eq!(out["agent_filter_rows"]["New Agent"], 0, "{out}");
+    assert_eq!(out["agent_filter_selected"], ISS, "{out}");
+    let customer = out["grant_customer"].as_str().unwrap();
+    assert!(
+        customer.contains("ada@example.com") && customer.contains("ada"),
+        "{customer}"
+    );
+    let agent = out["grant_agent"].as_str().unwrap();
+    assert!(agent.contains("Test PA") && agent.contains(ISS), "{agent}");
     // The grant page checked its receipt's signature and chain.
     assert!(
         out["chain_text"]
