@@ -374,6 +374,12 @@ try {
     await snap('audit');
     await measure('audit');
     result.audit_text = await page.textContent('#audit');
+    // The raw record of the revocation: hidden, then shown by one click.
+    const revoked = page.locator('#audit tbody tr', { hasText: 'grant.revoke' }).first();
+    result.audit_raw_hidden = !(await revoked.locator('code').first().isVisible());
+    await revoked.locator('summary').click();
+    result.audit_raw_shown = await revoked.locator('code').first().isVisible();
+    await measure('audit-record-open');
     await signOut();
 
     // 3. The viewer sees the grant but no button, and a forged POST is refused.

@@ -315,6 +315,14 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     // The audit log page showed the operator's revocation.
     let audit = out["audit_text"].as_str().unwrap();
     assert!(audit.contains("grant.revoke"), "{audit}");
+    // ...as a sentence naming the platform and the customer, the raw record
+    // one click away (issue 30, item 6).
+    assert!(
+        audit.contains("ops@example.com revoked Test PA's access for ada@example.com."),
+        "{audit}"
+    );
+    assert_eq!(out["audit_raw_hidden"], true, "{out}");
+    assert_eq!(out["audit_raw_shown"], true, "{out}");
     assert!(audit.contains("ops@example.com (admin)"), "{audit}");
     assert!(audit.contains(&grant.to_string()), "{audit}");
     // The owner registered a platform in the console, and the log shows it.

@@ -1080,6 +1080,8 @@ pub async fn customer_action(
 
 pub struct AuditRow {
     pub at: String,
+    /// Who did what to whom, in words (audit_words.rs); the rest is the record.
+    pub sentence: String,
     pub actor_kind: String,
     pub actor: String,
     pub action: String,
@@ -1154,6 +1156,7 @@ pub async fn audit(
     } else {
         None
     };
+    let known = super::audit_words::Known::of(&state.db, who.actor.within(), &rows).await?;
     let page = AuditPage {
         nav: nav(&who),
         actor: blank_to_none(&q.actor).unwrap_or("").to_owned(),
@@ -1161,6 +1164,7 @@ pub async fn audit(
         entries: rows
             .into_iter()
             .map(|e| AuditRow {
+                sentence: super::audit_words::sentence(&e, &known),
                 at: when(e.at),
                 actor_kind: e.actor_kind,
                 actor: e.actor,
