@@ -6,7 +6,7 @@
 // Prints one JSON line on success; exits non-zero with a message otherwise.
 // Every page visited is saved as a screenshot under `shots`.
 import { createHmac } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -117,10 +117,24 @@ function measurePage() {
   return out;
 }
 const layout = [];
+const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+// axe-core's findings of any impact; a phone in light, a laptop in dark, so
+// each page is seen in both schemes without doubling the journey's time.
+async function axe(scheme) {
+  await page.emulateMedia({ colorScheme: scheme });
+  await page.evaluate(axeSource);
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  await page.emulateMedia({ colorScheme: 'light' });
+  return found;
+}
 async function measure(name) {
   for (const width of [390, 1280]) {
     await page.setViewportSize({ width, height: 900 });
-    layout.push({ page: name, width, ...(await page.evaluate(measurePage)) });
+    const scheme = width === 390 ? 'light' : 'dark';
+    layout.push({ page: name, width, ...(await page.evaluate(measurePage)), scheme, axe: await axe(scheme) });
     if (width === 390) await page.screenshot({ path: join(input.shots, `${name}-390.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });

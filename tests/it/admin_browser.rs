@@ -261,7 +261,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         .iter()
         .filter(|m| {
             m["overflow"].as_f64().unwrap() > 0.0
-                || ["narrow", "broken", "small"]
+                || ["narrow", "broken", "small", "axe"]
                     .iter()
                     .any(|k| !m[*k].as_array().unwrap().is_empty())
         })
