@@ -212,10 +212,12 @@ async function factorsJourney() {
   await page.getByRole('button', { name: 'Make new recovery codes' }).click();
   await expectHeading('Your recovery codes');
   await snap('recovery-codes');
+  await measure('recovery-codes');
   result.codes = await page.locator('#recovery-codes code').allTextContents();
   await page.getByRole('link', { name: 'I saved them — continue' }).click();
   await expectHeading('Your account');
   await snap('account');
+  await measure('account');
   // A ceremony this session starts and leaves open (the viewer will try to finish it).
   const csrf = await page.locator('input[name=csrf]').first().inputValue();
   const open = await postJson('/admin/passkeys/register/start', {}, csrf);
@@ -227,6 +229,7 @@ async function factorsJourney() {
   await signInWithPassword(input.admin);
   await expectHeading('Second factor');
   await snap('second-factor');
+  await measure('second-factor');
   await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
   await expectHeading('Overview');
   await signOut();
@@ -287,7 +290,7 @@ const result = {};
 try {
   if (journey === 'factors') {
     await factorsJourney();
-    console.log(JSON.stringify({ ok: true, ...result }));
+    console.log(JSON.stringify({ ok: true, ...result, layout }));
   } else {
   if (journey !== 'console') throw new Error(`unknown journey ${journey}`);
 

@@ -73,6 +73,34 @@ async fn run_journey(journey: &str, input: &mut Value) -> Value {
     serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
 }
 
+/// Every page the journey measured (tests/browser/admin.mjs `measure`), and
+/// at least `pages`, fits 390 px and 1280 px: no sideways scrolling, no text
+/// squeezed to a letter per line, no word broken in a header or the title,
+/// controls of 16 px text and 40 px height, no axe-core finding.
+fn assert_fits<'a>(out: &'a Value, pages: &[&str]) -> &'a Vec<Value> {
+    let layout = out["layout"].as_array().unwrap();
+    let measured: std::collections::BTreeSet<&str> =
+        layout.iter().filter_map(|m| m["page"].as_str()).collect();
+    for p in pages {
+        assert!(measured.contains(p), "{p} was not measured: {measured:?}");
+    }
+    let bad: Vec<&Value> = layout
+        .iter()
+        .filter(|m| {
+            m["overflow"].as_f64().unwrap() > 0.0
+                || ["narrow", "broken", "small", "axe"]
+                    .iter()
+                    .any(|k| !m[*k].as_array().unwrap().is_empty())
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "pages that do not fit:\n{}",
+        serde_json::to_string_pretty(&bad).unwrap()
+    );
+    layout
+}
+
 /// A console account; with `totp`, an authenticator already enrolled
 /// (sealed as the console seals it); returns its secret in hex.
 async fn add_admin(app: &TestApp, email: &str, role: &str, totp: bool) -> String {
@@ -238,38 +266,23 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     // Every console page fits 390 px and 1280 px: no sideways scrolling, no
     // text squeezed to a letter per line, no header word broken, controls of
     // normal size (issue 30, item 3).
-    let layout = out["layout"].as_array().unwrap();
-    let pages: std::collections::BTreeSet<&str> =
-        layout.iter().filter_map(|m| m["page"].as_str()).collect();
-    for p in [
-        "sign-in",
-        "overview",
-        "agents",
-        "agent-disable",
-        "customers",
-        "brands",
-        "brand",
-        "keys",
-        "grants",
-        "grant",
-        "grant-revoke-confirm",
-        "audit",
-    ] {
-        assert!(pages.contains(p), "{p} was not measured: {pages:?}");
-    }
-    let bad: Vec<&Value> = layout
-        .iter()
-        .filter(|m| {
-            m["overflow"].as_f64().unwrap() > 0.0
-                || ["narrow", "broken", "small", "axe"]
-                    .iter()
-                    .any(|k| !m[*k].as_array().unwrap().is_empty())
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "pages that do not fit:\n{}",
-        serde_json::to_string_pretty(&bad).unwrap()
+    let layout = assert_fits(
+        &out,
+        &[
+            "sign-in",
+            "overview",
+            "agents",
+            "agent-disable",
+            "customers",
+            "brands",
+            "brand",
+            "keys",
+            "grants",
+            "grant",
+            "grant-revoke-confirm",
+            "audit",
+            "audit-record-open",
+        ],
     );
     // The measurements saw the tables they judge.
     let grants_at_390 = layout
@@ -382,6 +395,7 @@ async fn an_admin_signs_in_with_a_passkey_and_a_recovery_code_works_once() {
         "viewer_totp_hex": viewer_totp,
     });
     let out = run_journey("factors", &mut input).await;
+    assert_fits(&out, &["recovery-codes", "account", "second-factor"]);
 
     // The passkey is the admin's, and it signed the admin in.
     let passkeys = pact_db::admin_factors::passkeys_of(&app.db, admin.id)
