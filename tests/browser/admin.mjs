@@ -376,6 +376,7 @@ try {
     await measure('grant');
     result.grant_customer = await page.textContent('#grant-customer');
     result.grant_agent = await page.textContent('#grant-agent');
+    result.grant_approved = await page.textContent('#grant-approved');
     await page.getByLabel('Reason (optional;').fill('customer asked by phone');
     await page.getByRole('button', { name: 'Revoke this grant' }).click();
     // The confirmation says what the customer will read; nothing is done yet.
@@ -391,6 +392,8 @@ try {
     await snap('audit');
     await measure('audit');
     result.audit_text = await page.textContent('#audit');
+    const firstTime = page.locator('#audit tbody td').first();
+    result.audit_time = { text: await firstTime.textContent(), title: await firstTime.getAttribute('title') };
     // The raw record of the revocation: hidden, then shown by one click.
     const revoked = page.locator('#audit tbody tr', { hasText: 'grant.revoke' }).first();
     result.audit_raw_hidden = !(await revoked.locator('code').first().isVisible());

@@ -101,6 +101,18 @@ fn assert_fits<'a>(out: &'a Value, pages: &[&str]) -> &'a Vec<Value> {
     layout
 }
 
+/// `2026-12-02 14:02 UTC`: no seconds, no microseconds.
+fn assert_minute(v: &Value) {
+    let t = v.as_str().unwrap_or_default().trim();
+    let digits_at = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15];
+    assert!(
+        t.len() == 20
+            && t.ends_with(" UTC")
+            && digits_at.iter().all(|i| t.as_bytes()[*i].is_ascii_digit()),
+        "not a time to the minute: {t:?}"
+    );
+}
+
 /// A console account; with `totp`, an authenticator already enrolled
 /// (sealed as the console seals it); returns its secret in hex.
 async fn add_admin(app: &TestApp, email: &str, role: &str, totp: bool) -> String {
@@ -312,6 +324,11 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     );
     let agent = out["grant_agent"].as_str().unwrap();
     assert!(agent.contains("Test PA") && agent.contains(ISS), "{agent}");
+    // Times to the minute in UTC, how long ago beside or over them.
+    let approved = out["grant_approved"].as_str().unwrap();
+    assert!(approved.ends_with(" UTC (just now)"), "{approved}");
+    assert_minute(&out["audit_time"]["text"]);
+    assert_eq!(out["audit_time"]["title"], "just now", "{out}");
     // The grant page checked its receipt's signature and chain.
     assert!(
         out["chain_text"]

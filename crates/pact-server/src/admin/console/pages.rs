@@ -438,6 +438,26 @@ pub(super) fn when(t: OffsetDateTime) -> String {
     )
 }
 
+/// How long ago (or how soon) `t` is from `now`, as people say it:
+/// "just now", "3 min ago", "5 h ago", "2 days ago", "in 29 days". Beside
+/// or over the exact time, which staff quote; this is what they read.
+pub(super) fn ago(t: OffsetDateTime, now: OffsetDateTime) -> String {
+    let secs = (now - t).whole_seconds();
+    let (n, future) = (secs.unsigned_abs(), secs < 0);
+    let span = match n {
+        0..=59 => return "just now".into(),
+        60..=3599 => format!("{} min", n / 60),
+        3600..=86_399 => format!("{} h", n / 3600),
+        86_400..=172_799 => "1 day".into(),
+        _ => format!("{} days", n / 86_400),
+    };
+    if future {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    }
+}
+
 // --- grants ----------------------------------------------------------------
 
 pub struct GrantRow {
@@ -453,6 +473,9 @@ pub struct GrantRow {
     pub state: &'static str,
     pub created: String,
     pub expires: String,
+    /// `created` and `expires` relative to now (`ago`).
+    pub created_ago: String,
+    pub expires_ago: String,
 }
 
 /// Names staff recognise for a page of grants: the customers' emails by
@@ -528,6 +551,8 @@ fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime, names: &Names) -> 
         state: GrantState::of(g, now).as_str(),
         created: when(g.created_at),
         expires: when(g.expires_at),
+        created_ago: ago(g.created_at, now),
+        expires_ago: ago(g.expires_at, now),
     }
 }
 
@@ -787,7 +812,7 @@ pub async fn grant(
         approved_at: approval
             .as_ref()
             .and_then(|a| a.decided_at)
-            .map(when)
+            .map(|t| format!("{} ({})", when(t), ago(t, now)))
             .unwrap_or_else(|| "-".into()),
         request_ip: approval
             .and_then(|a| a.request_ip)
@@ -1082,6 +1107,8 @@ pub struct AuditRow {
     pub at: String,
     /// Who did what to whom, in words (audit_words.rs); the rest is the record.
     pub sentence: String,
+    /// `at` relative to now, over the exact time.
+    pub ago: String,
     pub actor_kind: String,
     pub actor: String,
     pub action: String,
@@ -1157,6 +1184,7 @@ pub async fn audit(
         None
     };
     let known = super::audit_words::Known::of(&state.db, who.actor.within(), &rows).await?;
+    let now = state.clock.now();
     let page = AuditPage {
         nav: nav(&who),
         actor: blank_to_none(&q.actor).unwrap_or("").to_owned(),
@@ -1165,6 +1193,7 @@ pub async fn audit(
             .into_iter()
             .map(|e| AuditRow {
                 sentence: super::audit_words::sentence(&e, &known),
+                ago: ago(e.at, now),
                 at: when(e.at),
                 actor_kind: e.actor_kind,
                 actor: e.actor,
@@ -1472,4 +1501,25 @@ pub async fn remove_scope(
         return Err(not_found());
     }
     Ok(see_other(&format!("/admin/brands/{}", b.id), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ago, when};
+    use time::macros::datetime;
+
+    #[test]
+    fn times_read_to_the_minute_in_utc_and_relative_to_now() {
+        let now = datetime!(2026-12-02 14:05:30.123456 UTC);
+        assert_eq!(when(now), "2026-12-02 14:05 UTC");
+        assert_eq!(
+            when(datetime!(2026-12-02 16:05:30 +02:00)),
+            "2026-12-02 14:05 UTC"
+        );
+        assert_eq!(ago(datetime!(2026-12-02 14:05:00 UTC), now), "just now");
+        assert_eq!(ago(datetime!(2026-12-02 14:02:00 UTC), now), "3 min ago");
+        assert_eq!(ago(datetime!(2026-12-02 09:00:00 UTC), now), "5 h ago");
+        assert_eq!(ago(datetime!(2026-12-01 09:00:00 UTC), now), "1 day ago");
+        assert_eq!(ago(datetime!(2026-12-31 14:06:00 UTC), now), "in 29 days");
+    }
 }
