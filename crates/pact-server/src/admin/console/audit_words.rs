@@ -59,10 +59,11 @@ impl Known {
                     let agent = known.agent(&g.pa_issuer);
                     known.grants.insert(target.to_owned(), (email, agent));
                 }
-            } else if e.action.starts_with("customer.") && !known.customers.contains_key(target) {
-                if let Some(u) = pact_db::admin_search::customer(db, within, id).await? {
-                    known.customers.insert(target.to_owned(), u.email);
-                }
+            } else if e.action.starts_with("customer.")
+                && !known.customers.contains_key(target)
+                && let Some(u) = pact_db::admin_search::customer(db, within, id).await?
+            {
+                known.customers.insert(target.to_owned(), u.email);
             }
         }
         Ok(known)
