@@ -73,6 +73,46 @@ async fn run_journey(journey: &str, input: &mut Value) -> Value {
     serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
 }
 
+/// Every page the journey measured (tests/browser/admin.mjs `measure`), and
+/// at least `pages`, fits 390 px and 1280 px: no sideways scrolling, no text
+/// squeezed to a letter per line, no word broken in a header or the title,
+/// controls of 16 px text and 40 px height, no axe-core finding.
+fn assert_fits<'a>(out: &'a Value, pages: &[&str]) -> &'a Vec<Value> {
+    let layout = out["layout"].as_array().unwrap();
+    let measured: std::collections::BTreeSet<&str> =
+        layout.iter().filter_map(|m| m["page"].as_str()).collect();
+    for p in pages {
+        assert!(measured.contains(p), "{p} was not measured: {measured:?}");
+    }
+    let bad: Vec<&Value> = layout
+        .iter()
+        .filter(|m| {
+            m["overflow"].as_f64().unwrap() > 0.0
+                || ["narrow", "broken", "small", "axe"]
+                    .iter()
+                    .any(|k| !m[*k].as_array().unwrap().is_empty())
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "pages that do not fit:\n{}",
+        serde_json::to_string_pretty(&bad).unwrap()
+    );
+    layout
+}
+
+/// `2026-12-02 14:02 UTC`: no seconds, no microseconds.
+fn assert_minute(v: &Value) {
+    let t = v.as_str().unwrap_or_default().trim();
+    let digits_at = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15];
+    assert!(
+        t.len() == 20
+            && t.ends_with(" UTC")
+            && digits_at.iter().all(|i| t.as_bytes()[*i].is_ascii_digit()),
+        "not a time to the minute: {t:?}"
+    );
+}
+
 /// A console account; with `totp`, an authenticator already enrolled
 /// (sealed as the console seals it); returns its secret in hex.
 async fn add_admin(app: &TestApp, email: &str, role: &str, totp: bool) -> String {
@@ -154,7 +194,18 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
 
     // A customer account to find, and a type and a tool on the brand, for the
     // owner's pages.
-    pact_tests::pages::add_user(&a, "demo", "ada@example.com", PASSWORD).await;
+    // Its external id is the grant's subject, so the console can name her.
+    let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();
+    pact_db::users::insert(
+        &a.db,
+        Uuid::new_v4(),
+        "demo",
+        "ada@example.com",
+        Some("ada"),
+        &hash,
+    )
+    .await
+    .unwrap();
     let setup = pact_server::admin::role::Actor {
         kind: "cli",
         name: "setup".into(),
@@ -208,6 +259,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "grant_id": grant.to_string(),
         "other_grant_id": other.to_string(),
         "new_issuer": "https://new-agent.example",
+        "agent_name": "Test PA",
     });
     let out = run_journey("console", &mut input).await;
 
@@ -223,6 +275,60 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         )
         .await;
     assert_eq!(after.status(), 401);
+    // Every console page fits 390 px and 1280 px: no sideways scrolling, no
+    // text squeezed to a letter per line, no header word broken, controls of
+    // normal size (issue 30, item 3).
+    let layout = assert_fits(
+        &out,
+        &[
+            "sign-in",
+            "overview",
+            "agents",
+            "agent-disable",
+            "customers",
+            "brands",
+            "brand",
+            "keys",
+            "grants",
+            "grant",
+            "grant-revoke-confirm",
+            "audit",
+            "audit-record-open",
+        ],
+    );
+    // The measurements saw the tables they judge.
+    let grants_at_390 = layout
+        .iter()
+        .find(|m| m["page"] == "grants" && m["width"] == 390)
+        .unwrap();
+    assert!(
+        grants_at_390["cells"].as_u64().unwrap() >= 7,
+        "{grants_at_390}"
+    );
+    assert!(
+        grants_at_390["headers"].as_u64().unwrap() >= 7,
+        "{grants_at_390}"
+    );
+    // Item 2: the customer's email and the platform's name beside the ids;
+    // the agent filter is a pick-list by name that filters.
+    let listed = out["grants_text"].as_str().unwrap();
+    assert!(listed.contains("ada@example.com"), "{listed}");
+    assert!(listed.contains("Test PA"), "{listed}");
+    assert_eq!(out["agent_filter_rows"]["Test PA"], 2, "{out}");
+    assert_eq!(out["agent_filter_rows"]["New Agent"], 0, "{out}");
+    assert_eq!(out["agent_filter_selected"], ISS, "{out}");
+    let customer = out["grant_customer"].as_str().unwrap();
+    assert!(
+        customer.contains("ada@example.com") && customer.contains("ada"),
+        "{customer}"
+    );
+    let agent = out["grant_agent"].as_str().unwrap();
+    assert!(agent.contains("Test PA") && agent.contains(ISS), "{agent}");
+    // Times to the minute in UTC, how long ago beside or over them.
+    let approved = out["grant_approved"].as_str().unwrap();
+    assert!(approved.ends_with(" UTC (just now)"), "{approved}");
+    assert_minute(&out["audit_time"]["text"]);
+    assert_eq!(out["audit_time"]["title"], "just now", "{out}");
     // The grant page checked its receipt's signature and chain.
     assert!(
         out["chain_text"]
@@ -239,6 +345,14 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     // The audit log page showed the operator's revocation.
     let audit = out["audit_text"].as_str().unwrap();
     assert!(audit.contains("grant.revoke"), "{audit}");
+    // ...as a sentence naming the platform and the customer, the raw record
+    // one click away (issue 30, item 6).
+    assert!(
+        audit.contains("ops@example.com revoked Test PA's access for ada@example.com."),
+        "{audit}"
+    );
+    assert_eq!(out["audit_raw_hidden"], true, "{out}");
+    assert_eq!(out["audit_raw_shown"], true, "{out}");
     assert!(audit.contains("ops@example.com (admin)"), "{audit}");
     assert!(audit.contains(&grant.to_string()), "{audit}");
     // The owner registered a platform in the console, and the log shows it.
@@ -298,6 +412,7 @@ async fn an_admin_signs_in_with_a_passkey_and_a_recovery_code_works_once() {
         "viewer_totp_hex": viewer_totp,
     });
     let out = run_journey("factors", &mut input).await;
+    assert_fits(&out, &["recovery-codes", "account", "second-factor"]);
 
     // The passkey is the admin's, and it signed the admin in.
     let passkeys = pact_db::admin_factors::passkeys_of(&app.db, admin.id)

@@ -40,7 +40,6 @@ use super::session::{SignedIn, Staff};
 use super::signin::{pending, sign_in};
 use super::{audit_event, guard};
 use crate::accounts::{lockout, recovery};
-use crate::admin::api::params::rfc3339;
 use crate::state::AppState;
 use crate::web::login::{see_other, wait_message};
 use crate::web::passkeys::{
@@ -171,8 +170,10 @@ pub async fn account(
             .map(|p| PasskeyLine {
                 id: p.id.to_string(),
                 name: p.name.clone(),
-                created: rfc3339(p.created_at),
-                last_used: p.last_used_at.map_or_else(|| "never".to_owned(), rfc3339),
+                created: super::pages::when(p.created_at),
+                last_used: p
+                    .last_used_at
+                    .map_or_else(|| "never".to_owned(), super::pages::when),
             })
             .collect(),
         reconfirm: needs_reconfirm(&state, &who, now).await?,

@@ -4,6 +4,7 @@
 //! goes through the same database functions as the admin API and lands in
 //! the audit log under the admin's email.
 
+pub mod audit_words;
 pub mod brand_edit;
 pub mod factors;
 pub mod pages;

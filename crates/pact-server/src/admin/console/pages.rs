@@ -16,7 +16,7 @@ use super::guard;
 use super::session::{SignedIn, Staff};
 use crate::admin::api::customers::{CustomerAction, apply};
 use crate::admin::api::grants::customer_subjects;
-use crate::admin::api::params::{grant_cursor, parse_grant_cursor, rfc3339};
+use crate::admin::api::params::{grant_cursor, parse_grant_cursor};
 use crate::admin::role::Role;
 use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
@@ -169,8 +169,8 @@ pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Res
                 id: n.row.id.to_string(),
                 hostname: n.row.hostname.clone(),
                 version: n.row.version.clone(),
-                started: rfc3339(n.row.started_at),
-                last_seen: rfc3339(n.row.last_seen),
+                started: when(n.row.started_at),
+                last_seen: when(n.row.last_seen),
                 state: if n.gone {
                     "gone"
                 } else if n.listening {
@@ -424,6 +424,40 @@ pub async fn enable_agent(
     toggle_agent(state, headers, staff, body, true).await
 }
 
+/// A time as staff read it: to the minute, in UTC, named as such
+/// (`2026-12-02 14:02 UTC`); seconds and microseconds only make columns wider.
+pub(super) fn when(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
+}
+
+/// How long ago (or how soon) `t` is from `now`, as people say it:
+/// "just now", "3 min ago", "5 h ago", "2 days ago", "in 29 days". Beside
+/// or over the exact time, which staff quote; this is what they read.
+pub(super) fn ago(t: OffsetDateTime, now: OffsetDateTime) -> String {
+    let secs = (now - t).whole_seconds();
+    let (n, future) = (secs.unsigned_abs(), secs < 0);
+    let span = match n {
+        0..=59 => return "just now".into(),
+        60..=3599 => format!("{} min", n / 60),
+        3600..=86_399 => format!("{} h", n / 3600),
+        86_400..=172_799 => "1 day".into(),
+        _ => format!("{} days", n / 86_400),
+    };
+    if future {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    }
+}
+
 // --- grants ----------------------------------------------------------------
 
 pub struct GrantRow {
@@ -431,22 +465,94 @@ pub struct GrantRow {
     pub brand: String,
     pub customer: String,
     pub agent: String,
+    /// The customer's email when the brand's account is kept here, else empty.
+    pub customer_email: String,
+    /// The platform's registered name, else empty.
+    pub agent_name: String,
     pub scopes: String,
     pub state: &'static str,
     pub created: String,
     pub expires: String,
+    /// `created` and `expires` relative to now (`ago`).
+    pub created_ago: String,
+    pub expires_ago: String,
 }
 
-fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime) -> GrantRow {
+/// Names staff recognise for a page of grants: the customers' emails by
+/// (brand, subject), the platforms' names by issuer. Tokens carry only the
+/// subject and the issuer, which nobody searching by email can match by eye.
+#[derive(Default)]
+struct Names {
+    emails: std::collections::HashMap<(String, String), String>,
+    agents: std::collections::HashMap<String, String>,
+}
+
+async fn names_for(
+    db: &pact_db::PgPool,
+    within: Option<&[String]>,
+    grants: &[pact_db::grants::Grant],
+) -> Result<Names, PageError> {
+    let mut names = Names {
+        agents: registered_agents(db).await?.into_iter().collect(),
+        ..Default::default()
+    };
+    for g in grants {
+        let key = (g.brand_id.clone(), g.user_sub.clone());
+        if names.emails.contains_key(&key) {
+            continue;
+        }
+        // The subject is the account's external id or its id; the search also
+        // matches emails, so keep only the account whose subject it is.
+        let email = admin_search::find_customers(db, within, Some(&g.brand_id), &g.user_sub)
+            .await?
+            .into_iter()
+            .find(|u| u.subject() == g.user_sub)
+            .map(|u| u.email)
+            .unwrap_or_default();
+        names.emails.insert(key, email);
+    }
+    Ok(names)
+}
+
+/// Registered platforms as (issuer, name), a blank name shown as the issuer.
+async fn registered_agents(db: &pact_db::PgPool) -> Result<Vec<(String, String)>, PageError> {
+    Ok(pact_db::agents::list(db)
+        .await?
+        .into_iter()
+        .map(|a| {
+            let name = if a.name.trim().is_empty() {
+                a.issuer.clone()
+            } else {
+                a.name
+            };
+            (a.issuer, name)
+        })
+        .collect())
+}
+
+fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime, names: &Names) -> GrantRow {
     GrantRow {
         id: g.id.to_string(),
         brand: g.brand_id.clone(),
         customer: g.user_sub.clone(),
         agent: g.pa_issuer.clone(),
+        customer_email: names
+            .emails
+            .get(&(g.brand_id.clone(), g.user_sub.clone()))
+            .cloned()
+            .unwrap_or_default(),
+        agent_name: names
+            .agents
+            .get(&g.pa_issuer)
+            .filter(|n| **n != g.pa_issuer)
+            .cloned()
+            .unwrap_or_default(),
         scopes: g.scopes.join(" "),
         state: GrantState::of(g, now).as_str(),
-        created: rfc3339(g.created_at),
-        expires: rfc3339(g.expires_at),
+        created: when(g.created_at),
+        expires: when(g.expires_at),
+        created_ago: ago(g.created_at, now),
+        expires_ago: ago(g.expires_at, now),
     }
 }
 
@@ -467,8 +573,15 @@ struct GrantsPage {
     customer: String,
     agent: String,
     state: String,
+    /// The agent filter's choices.
+    agents: Vec<AgentChoice>,
     grants: Vec<GrantRow>,
     next: Option<String>,
+}
+
+pub struct AgentChoice {
+    pub issuer: String,
+    pub name: String,
 }
 
 fn blank_to_none(v: &Option<String>) -> Option<&str> {
@@ -489,6 +602,15 @@ pub async fn grants(
         None => None,
         Some(c) => Some(customer_subjects(&state.db, who.actor.within(), brand, c).await?),
     };
+    let agents = registered_agents(&state.db).await?;
+    // The filter is a pick-list of issuers, but a typed name (an old link,
+    // a bookmark) finds that platform rather than nothing.
+    let agent = blank_to_none(&q.agent).map(|a| {
+        agents
+            .iter()
+            .find(|(issuer, name)| issuer != a && name.eq_ignore_ascii_case(a))
+            .map_or(a, |(issuer, _)| issuer.as_str())
+    });
     const PAGE: i64 = 50;
     let mut rows = admin_search::grants(
         &state.db,
@@ -496,7 +618,7 @@ pub async fn grants(
             within: who.actor.within(),
             brand_id: brand,
             user_subs: subjects.as_deref(),
-            pa_issuer: blank_to_none(&q.agent),
+            pa_issuer: agent,
             state: grant_state,
             after,
             limit: PAGE + 1,
@@ -548,13 +670,21 @@ pub async fn grants(
     } else {
         None
     };
+    let names = names_for(&state.db, who.actor.within(), &rows).await?;
     let page = GrantsPage {
         nav: nav(&who),
         brand: brand.unwrap_or("").to_owned(),
         customer: blank_to_none(&q.customer).unwrap_or("").to_owned(),
-        agent: blank_to_none(&q.agent).unwrap_or("").to_owned(),
+        agent: agent.unwrap_or("").to_owned(),
         state: grant_state.map_or("", GrantState::as_str).to_owned(),
-        grants: rows.iter().map(|g| grant_row(g, now)).collect(),
+        grants: rows.iter().map(|g| grant_row(g, now, &names)).collect(),
+        agents: agents
+            .iter()
+            .map(|(issuer, name)| AgentChoice {
+                issuer: issuer.clone(),
+                name: name.clone(),
+            })
+            .collect(),
         next,
     };
     Ok(render(&page, StatusCode::OK))
@@ -655,7 +785,7 @@ pub async fn grant(
     .map(|e| {
         format!(
             "{}: {} ({})",
-            rfc3339(e.at),
+            when(e.at),
             e.detail.get("why").and_then(Value::as_str).unwrap_or(""),
             e.detail.get("tool").and_then(Value::as_str).unwrap_or("")
         )
@@ -682,13 +812,13 @@ pub async fn grant(
         approved_at: approval
             .as_ref()
             .and_then(|a| a.decided_at)
-            .map(rfc3339)
+            .map(|t| format!("{} ({})", when(t), ago(t, now)))
             .unwrap_or_else(|| "-".into()),
         request_ip: approval
             .and_then(|a| a.request_ip)
             .unwrap_or_else(|| "-".into()),
         revoked: match (&g.revoked_at, &g.revoked_reason) {
-            (Some(at), why) => format!("{} ({})", rfc3339(*at), why.as_deref().unwrap_or("")),
+            (Some(at), why) => format!("{} ({})", when(*at), why.as_deref().unwrap_or("")),
             _ => String::new(),
         },
         receipts: receipts
@@ -696,10 +826,14 @@ pub async fn grant(
             .map(|r| ReceiptRow {
                 seq: r.seq,
                 message_id: r.message_id.clone(),
-                at: rfc3339(r.created_at),
+                at: when(r.created_at),
             })
             .collect(),
-        g: grant_row(&g, now),
+        g: grant_row(
+            &g,
+            now,
+            &names_for(&state.db, who.actor.within(), std::slice::from_ref(&g)).await?,
+        ),
     };
     Ok(render(&page, StatusCode::OK))
 }
@@ -971,6 +1105,10 @@ pub async fn customer_action(
 
 pub struct AuditRow {
     pub at: String,
+    /// Who did what to whom, in words (audit_words.rs); the rest is the record.
+    pub sentence: String,
+    /// `at` relative to now, over the exact time.
+    pub ago: String,
     pub actor_kind: String,
     pub actor: String,
     pub action: String,
@@ -1045,6 +1183,8 @@ pub async fn audit(
     } else {
         None
     };
+    let known = super::audit_words::Known::of(&state.db, who.actor.within(), &rows).await?;
+    let now = state.clock.now();
     let page = AuditPage {
         nav: nav(&who),
         actor: blank_to_none(&q.actor).unwrap_or("").to_owned(),
@@ -1052,7 +1192,9 @@ pub async fn audit(
         entries: rows
             .into_iter()
             .map(|e| AuditRow {
-                at: rfc3339(e.at),
+                sentence: super::audit_words::sentence(&e, &known),
+                ago: ago(e.at, now),
+                at: when(e.at),
                 actor_kind: e.actor_kind,
                 actor: e.actor,
                 action: e.action,
@@ -1090,7 +1232,7 @@ struct KeysPage {
 pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
     let who = signed_in_or_redirect!(&state, &staff);
     let now = state.clock.now();
-    let opt = |t: Option<OffsetDateTime>| t.map(rfc3339).unwrap_or_else(|| "—".into());
+    let opt = |t: Option<OffsetDateTime>| t.map(when).unwrap_or_else(|| "—".into());
     let keys = crate::keys::list(&state.db, now)
         .await?
         .into_iter()
@@ -1100,8 +1242,8 @@ pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Respons
                 crate::keys::KeyStatus::Published => "published for verification",
                 crate::keys::KeyStatus::Retired => "retired",
             },
-            created: rfc3339(k.created_at),
-            activates: rfc3339(k.activates_at),
+            created: when(k.created_at),
+            activates: when(k.activates_at),
             retired: opt(k.retired_at),
             unpublished: opt(k.unpublish_at),
             kid: k.kid,
@@ -1364,4 +1506,25 @@ pub async fn remove_scope(
         return Err(not_found());
     }
     Ok(see_other(&format!("/admin/brands/{}", b.id), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ago, when};
+    use time::macros::datetime;
+
+    #[test]
+    fn times_read_to_the_minute_in_utc_and_relative_to_now() {
+        let now = datetime!(2026-12-02 14:05:30.123456 UTC);
+        assert_eq!(when(now), "2026-12-02 14:05 UTC");
+        assert_eq!(
+            when(datetime!(2026-12-02 16:05:30 +02:00)),
+            "2026-12-02 14:05 UTC"
+        );
+        assert_eq!(ago(datetime!(2026-12-02 14:05:00 UTC), now), "just now");
+        assert_eq!(ago(datetime!(2026-12-02 14:02:00 UTC), now), "3 min ago");
+        assert_eq!(ago(datetime!(2026-12-02 09:00:00 UTC), now), "5 h ago");
+        assert_eq!(ago(datetime!(2026-12-01 09:00:00 UTC), now), "1 day ago");
+        assert_eq!(ago(datetime!(2026-12-31 14:06:00 UTC), now), "in 29 days");
+    }
 }
