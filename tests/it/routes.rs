@@ -193,3 +193,47 @@ async fn authentication_comes_before_the_brand_lookup() {
         .unwrap();
     assert_bare(res, 404).await;
 }
+
+/// Issue 33: the server's root says what it is and where its parts are (a
+/// first run answered 404 here), in the person's language, and tells an
+/// operator how to add the first brand only while there is none.
+#[tokio::test]
+async fn the_root_page_says_what_this_server_is() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .http
+        .get(format!("{}/", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains("This is a PACT authorization server"),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/admin\""));
+    assert!(!html.contains("id=\"no-brand\""), "the demo brand exists");
+
+    sqlx::query("delete from brands")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let html = app
+        .http
+        .get(format!("{}/", app.base_url))
+        .header("accept-language", "de")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("Dies ist ein PACT-Autorisierungsserver"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"no-brand\""), "{html}");
+    assert!(html.contains("pactd brand add shop"));
+}

@@ -52,6 +52,8 @@ pub fn router(state: AppState) -> Router {
     let request_timeout = config.request_timeout;
 
     let app = Router::new()
+        // what this server is (web/home.rs)
+        .route("/", get(web::home::home))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/static/style.css", get(web::assets::style))

@@ -14,6 +14,7 @@ pub mod brand_login;
 pub mod consent_limits;
 pub mod device;
 pub mod form;
+pub mod home;
 pub mod i18n;
 pub mod limit_words;
 pub mod login;
