@@ -514,7 +514,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                 reason.as_deref(),
             )
             .await
-            .map_err(ops_error)?;
+            .map_err(crate::admin_merchant::edit_error)?;
             if !revoked {
                 bail!("no active grant {id}");
             }
@@ -700,16 +700,6 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
     Ok(true)
 }
 
-/// An action the one staff function (`pact_server::admin::ops`) refused.
-fn ops_error(e: pact_server::admin::ops::OpsError) -> anyhow::Error {
-    use pact_server::admin::ops::OpsError;
-    match e {
-        OpsError::Invalid(m) => anyhow!(m),
-        OpsError::Missing => anyhow!("not found"),
-        OpsError::Db(e) => anyhow::Error::new(e),
-    }
-}
-
 /// `agent disable|enable`: through the function the console and the API use.
 /// Disabling cuts the PA off entirely: its PA-JWTs are refused and every
 /// grant it holds is revoked, in one transaction.
@@ -732,7 +722,7 @@ async fn set_agent_enabled(
     .await
     .map_err(|e| match e {
         OpsError::Missing => anyhow!("no registered agent with issuer {issuer:?}"),
-        other => ops_error(other),
+        other => crate::admin_merchant::edit_error(other),
     })?;
     tx.commit().await?;
     if enabled {

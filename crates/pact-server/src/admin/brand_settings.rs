@@ -19,20 +19,9 @@ use crate::domain::authz_details::{self, DetailsType, DetailsTypes};
 use crate::domain::limits::FieldKind;
 use crate::domain::tool_rules::{self, ToolRule};
 
-/// Why a change was refused (nothing was changed), or a database error.
-#[derive(Debug)]
-pub enum EditError {
-    Invalid(String),
-    /// The brand has no such type or tool.
-    Missing,
-    Db(pact_db::Error),
-}
-
-impl From<pact_db::Error> for EditError {
-    fn from(e: pact_db::Error) -> Self {
-        Self::Db(e)
-    }
-}
+/// Why a change was refused (nothing was changed), or a database error:
+/// the one error of every staff action (`admin::ops`).
+pub use crate::admin::ops::OpsError as EditError;
 
 fn invalid(message: impl Into<String>) -> EditError {
     EditError::Invalid(message.into())

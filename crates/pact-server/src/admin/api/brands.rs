@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
-use crate::admin::brand_settings::{self, EditError, ToolDefinition};
+use crate::admin::brand_settings::{self, ToolDefinition};
 use crate::admin::role::{Actor, Role};
 use crate::domain::authz_details::DetailsType;
 use crate::state::AppState;
@@ -243,16 +243,6 @@ pub async fn remove_scope(
         return Err(AdminApiError::NotFound);
     }
     Ok(Json(brand_json(&state, &b).await?))
-}
-
-impl From<EditError> for AdminApiError {
-    fn from(e: EditError) -> Self {
-        match e {
-            EditError::Invalid(m) => AdminApiError::invalid(m),
-            EditError::Missing => AdminApiError::NotFound,
-            EditError::Db(e) => e.into(),
-        }
-    }
 }
 
 /// The brand of an owner's edit: the role first (refused and recorded before

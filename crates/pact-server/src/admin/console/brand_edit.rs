@@ -23,13 +23,7 @@ use crate::web::PageError;
 use crate::web::login::see_other;
 
 fn to_page(e: EditError) -> PageError {
-    match e {
-        EditError::Invalid(m) => PageError::BadRequest(m),
-        EditError::Missing => {
-            PageError::NotFound("There is nothing here, or it is outside your brands.".into())
-        }
-        EditError::Db(e) => e.into(),
-    }
+    super::pages::ops_page_error(e)
 }
 
 fn back(brand: &str) -> Response {

@@ -72,7 +72,7 @@ fn needs_operator() -> PageError {
 }
 
 /// An action the one staff function refused, as a page.
-fn ops_page_error(e: ops::OpsError) -> PageError {
+pub(super) fn ops_page_error(e: ops::OpsError) -> PageError {
     match e {
         ops::OpsError::Invalid(m) => PageError::BadRequest(m),
         ops::OpsError::Missing => not_found(),
