@@ -196,12 +196,28 @@ impl Shop {
     }
 
     async fn open_turn(&mut self, token: &str, message_id: &str) -> Turn {
+        self.open_turn_in(token, message_id, None).await
+    }
+
+    /// A turn in an existing context (`context`) or a new one.
+    async fn open_turn_in(&mut self, token: &str, message_id: &str, context: Option<&str>) -> Turn {
         let app = self.app.clone();
-        let (pa_jwt, token, message_id) =
-            (self.pa_jwt.clone(), token.to_owned(), message_id.to_owned());
+        let (pa_jwt, token, message_id, context) = (
+            self.pa_jwt.clone(),
+            token.to_owned(),
+            message_id.to_owned(),
+            context.map(str::to_owned),
+        );
         let reply = tokio::spawn(async move {
-            app.send_delegated("demo", &pa_jwt, &token, &message_id, "do it", None)
-                .await
+            app.send_delegated(
+                "demo",
+                &pa_jwt,
+                &token,
+                &message_id,
+                "do it",
+                context.as_deref(),
+            )
+            .await
         });
         let t = self.turns.recv().await.unwrap();
         Turn {
@@ -738,6 +754,65 @@ async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
     );
     assert_eq!(claims.refused.len(), 2, "{claims:?}");
     assert_eq!(s.api.count("cancel_order").await, 1);
+}
+
+/// A turn whose calls all ran on its own node ends on every node with its
+/// reply (the reply's statement writes the turn's end): the other node then
+/// refuses the token, for the first turn of a context and for a later one.
+#[tokio::test]
+async fn a_turn_that_stayed_on_its_node_is_over_on_every_node_once_it_replied() {
+    let mut s = shop().await;
+    let (public, audience) = (
+        s.app.state.config.public_url.clone(),
+        s.app.state.config.audience.clone(),
+    );
+    let b = s
+        .app
+        .spawn_peer(move |c| {
+            c.public_url = public;
+            c.audience = audience;
+        })
+        .await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+        )
+        .await;
+    let mut context: Option<String> = None;
+    for (i, order) in ["SHOP-1001", "SHOP-1001"].iter().enumerate() {
+        let turn = s
+            .open_turn_in(&token, &format!("stay-{i}"), context.as_deref())
+            .await;
+        let (status, body) =
+            call(&s.app, &turn, "cancel_order", &json!({"order_id": order})).await;
+        assert_eq!(status, 200, "{body}");
+        let late = format!(
+            "{}/cancel_order",
+            turn.tools_url.replace(&s.app.base_url, &b.base_url)
+        );
+        let late_token = turn.token.clone();
+        let v = s.finish(turn).await;
+        let res = s
+            .app
+            .http
+            .post(late)
+            .bearer_auth(late_token)
+            .json(&json!({"order_id": order}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401, "turn {i}: over on the other node too");
+        let claims = verified_receipt(&s.app, message(&v)).await;
+        assert_eq!(claims.actions.len(), 1, "turn {i}: {claims:?}");
+        context = Some(message(&v)["contextId"].as_str().unwrap().to_owned());
+    }
+    let ended: i64 = sqlx::query_scalar("select count(*) from turn_fences where ended")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(ended, 2, "each turn's end was written");
+    assert_eq!(s.api.count("cancel_order").await, 2);
 }
 
 /// The person's account page shows each limit of a grant and how much of a

@@ -7,9 +7,48 @@
 //! receipts is kept by their unique chain position, not by that lock.
 
 use sqlx::PgExecutor;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+
+/// The end of a merchant agent's turn, written with its reply: the turn's
+/// fence row (`turn_fences`, migration 0026) as a tombstone, so that no node
+/// takes a call of the turn any more. Written in the reply's own statement,
+/// the end costs no round trip of its own; when another node already entered
+/// the turn (the row exists), nothing of the reply is written and the caller
+/// is told (`Finished::Fenced`): it ends the fence on its own, waits for
+/// those calls and stores the reply with what they did, so every call that
+/// was sent is in the receipt (PACT §5.6).
+#[derive(Clone, Copy, Debug)]
+pub struct EndOfTurn {
+    pub turn_id: Uuid,
+    pub expires_at: OffsetDateTime,
+}
+
+/// What became of a reply's store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    Stored,
+    /// The claim (for a new context: its grant) is gone: nothing written.
+    Gone,
+    /// Another node took a call of the turn: nothing written (see [`EndOfTurn`]).
+    Fenced,
+}
+
+impl Finished {
+    fn of(stored: bool, fence_ok: bool) -> Self {
+        match (stored, fence_ok) {
+            (true, _) => Self::Stored,
+            (false, false) => Self::Fenced,
+            (false, true) => Self::Gone,
+        }
+    }
+}
+
+fn end_parts(end: Option<EndOfTurn>) -> (Option<Uuid>, Option<OffsetDateTime>) {
+    (end.map(|e| e.turn_id), end.map(|e| e.expires_at))
+}
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Conversation {
@@ -66,13 +105,20 @@ pub async fn create_with_reply(
     c: NewTurnContext<'_>,
     reply_message_id: &str,
     reply: &serde_json::Value,
-) -> DbResult<()> {
-    sqlx::query!(
-        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
-                    values ($1, $2, $3, $4, $5) returning id) \
-         insert into messages (conversation_id, message_id, request_text, grant_id, \
-                               reply_message_id, reply, replied_at) \
-         select id, $6, $7, $8, $9, $10, now() from c",
+    end: Option<EndOfTurn>,
+) -> DbResult<Finished> {
+    let (turn_id, expires_at) = end_parts(end);
+    let row = sqlx::query!(
+        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
+                    select $11::uuid, true, $12::timestamptz where $11::uuid is not null \
+                    on conflict (turn_id) do nothing returning turn_id), \
+         ok as (select $11::uuid is null or exists (select 1 from f) as fine), \
+         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+               select $1, $2, $3, $4, $5 from ok where ok.fine returning id), \
+         m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
+                                     reply_message_id, reply, replied_at) \
+               select id, $6, $7, $8, $9, $10, now() from c returning 1) \
+         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
         c.id,
         c.brand_id,
         c.pa_issuer,
@@ -83,11 +129,12 @@ pub async fn create_with_reply(
         c.grant_id,
         reply_message_id,
         reply,
+        turn_id,
+        expires_at,
     )
-    .execute(db)
-    .await
-    .map(|_| ())
-    .map_err(Into::into)
+    .fetch_one(db)
+    .await?;
+    Ok(Finished::of(row.stored, row.fence_ok))
 }
 
 /// As [`create_with_reply`], for a delegated first turn with its receipt:
@@ -102,18 +149,26 @@ pub async fn create_with_receipt(
     reply_message_id: &str,
     reply: &serde_json::Value,
     receipt: &crate::receipts::NewReceipt<'_>,
-) -> DbResult<bool> {
-    let done = sqlx::query!(
-        "with g as (select id from grants where id = $8), \
+    end: Option<EndOfTurn>,
+) -> DbResult<Finished> {
+    let (turn_id, expires_at) = end_parts(end);
+    let row = sqlx::query!(
+        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
+                    select $14::uuid, true, $15::timestamptz where $14::uuid is not null \
+                    on conflict (turn_id) do nothing returning turn_id), \
+         ok as (select $14::uuid is null or exists (select 1 from f) as fine), \
+         g as (select id from grants where id = $8 and (select fine from ok)), \
          t as (update grants set last_used_at = now() where id = $8 \
-               and (last_used_at is null or last_used_at < now() - interval '1 minute')), \
+               and (last_used_at is null or last_used_at < now() - interval '1 minute') \
+               and (select fine from ok)), \
          c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
                select $1, $2, $3, $4, $5 from g returning id), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
-               select $8, $9, c.id, $6, $10, $11 from c returning id) \
-         insert into messages (conversation_id, message_id, request_text, grant_id, \
-                               reply_message_id, reply, replied_at) \
-         select $1, $6, $7, $8, $12, $13, now() from r",
+               select $8, $9, c.id, $6, $10, $11 from c returning id), \
+         m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
+                                     reply_message_id, reply, replied_at) \
+               select $1, $6, $7, $8, $12, $13, now() from r returning 1) \
+         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
         c.id,
         c.brand_id,
         c.pa_issuer,
@@ -127,10 +182,12 @@ pub async fn create_with_receipt(
         receipt.claims,
         reply_message_id,
         reply,
+        turn_id,
+        expires_at,
     )
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Finished::of(row.stored, row.fence_ok))
 }
 
 /// Locks the conversation for this turn, but only when it belongs to this
@@ -229,26 +286,37 @@ pub async fn claim_turn(
     Ok(done.rows_affected() == 1)
 }
 
-/// Stores the reply of a claimed turn; false when the claim is gone.
+/// Stores the reply of a claimed turn (and the turn's end, see [`EndOfTurn`]).
 pub async fn finish_turn(
     db: impl PgExecutor<'_>,
     conversation_id: Uuid,
     message_id: &str,
     reply_message_id: &str,
     reply: &serde_json::Value,
-) -> DbResult<bool> {
-    let done = sqlx::query!(
-        "with touched as (update conversations set updated_at = now() where id = $1) \
-         update messages set reply_message_id = $3, reply = $4, replied_at = now() \
-         where conversation_id = $1 and message_id = $2 and reply is null",
+    end: Option<EndOfTurn>,
+) -> DbResult<Finished> {
+    let (turn_id, expires_at) = end_parts(end);
+    let row = sqlx::query!(
+        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
+                    select $5::uuid, true, $6::timestamptz where $5::uuid is not null \
+                    on conflict (turn_id) do nothing returning turn_id), \
+         ok as (select $5::uuid is null or exists (select 1 from f) as fine), \
+         touched as (update conversations set updated_at = now() where id = $1 \
+                     and (select fine from ok)), \
+         m as (update messages set reply_message_id = $3, reply = $4, replied_at = now() \
+               where conversation_id = $1 and message_id = $2 and reply is null \
+               and (select fine from ok) returning 1) \
+         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
         conversation_id,
         message_id,
         reply_message_id,
         reply,
+        turn_id,
+        expires_at,
     )
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Finished::of(row.stored, row.fence_ok))
 }
 
 /// Stores the reply of a claimed delegated turn together with its receipt,
@@ -262,19 +330,28 @@ pub async fn finish_turn_with_receipt(
     reply_message_id: &str,
     reply: &serde_json::Value,
     receipt: &crate::receipts::NewReceipt<'_>,
-) -> DbResult<bool> {
-    let done = sqlx::query!(
-        "with g as (select id from grants where id = $1), \
+    end: Option<EndOfTurn>,
+) -> DbResult<Finished> {
+    let (turn_id, expires_at) = end_parts(end);
+    let row = sqlx::query!(
+        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
+                    select $9::uuid, true, $10::timestamptz where $9::uuid is not null \
+                    on conflict (turn_id) do nothing returning turn_id), \
+         ok as (select $9::uuid is null or exists (select 1 from f) as fine), \
+         g as (select id from grants where id = $1 and (select fine from ok)), \
          t as (update grants set last_used_at = now() where id = $1 \
-               and (last_used_at is null or last_used_at < now() - interval '1 minute')), \
+               and (last_used_at is null or last_used_at < now() - interval '1 minute') \
+               and (select fine from ok)), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
                select g.id, $2, $3, $4, $5, $6 from g \
                where exists (select 1 from messages where conversation_id = $3 \
                              and message_id = $4 and reply is null) returning id), \
-         c as (update conversations set updated_at = now() where id = $3) \
-         update messages set reply_message_id = $7, reply = $8, replied_at = now() \
-         where conversation_id = $3 and message_id = $4 and reply is null \
-         and exists (select 1 from r)",
+         c as (update conversations set updated_at = now() where id = $3 \
+               and exists (select 1 from r)), \
+         m as (update messages set reply_message_id = $7, reply = $8, replied_at = now() \
+               where conversation_id = $3 and message_id = $4 and reply is null \
+               and exists (select 1 from r) returning 1) \
+         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
         receipt.grant_id,
         receipt.seq,
         receipt.conversation_id,
@@ -283,10 +360,12 @@ pub async fn finish_turn_with_receipt(
         receipt.claims,
         reply_message_id,
         reply,
+        turn_id,
+        expires_at,
     )
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(Finished::of(row.stored, row.fence_ok))
 }
 
 /// Drops a claimed turn that failed, so the PA may retry the `messageId`.

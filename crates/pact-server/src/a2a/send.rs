@@ -44,6 +44,7 @@ use crate::auth::Caller;
 use crate::authorizations::{self, IssueError};
 use crate::domain::authz_details;
 use crate::error::{ApiError, a2a_json};
+use crate::merchant::live_turns::TurnEnd;
 use crate::state::AppState;
 
 /// How often a retry looks again for the reply of a running turn.
@@ -360,7 +361,7 @@ async fn run_claimed(
     let offered: BTreeSet<String> = scope_rows.iter().map(|s| s.scope_id.clone()).collect();
     let context_id = conversation_id.to_string();
 
-    let (text, record) = if brand.agent_kind == "webhook" {
+    let (text, mut record, mut end) = if brand.agent_kind == "webhook" {
         let turn = crate::merchant::turn::WebhookTurn {
             caller,
             delegation,
@@ -405,25 +406,27 @@ async fn run_claimed(
                 AgentError::DatabaseUnavailable => ApiError::Unavailable,
                 e @ AgentError::Failed(_) => ApiError::internal(e),
             })?;
-        (text, gate.into_record())
+        (text, gate.into_record(), None)
     };
 
     // Phase 3. A delegated turn's receipt is chained at the head phase 1 read
     // with the grant; when another turn of the grant appended since, the store
     // is refused (unique chain position) and done again from a fresh head.
-    let reply = Reply {
-        caller,
-        delegation,
-        conversation_id,
-        fresh,
-        message_id: &incoming.message_id,
-        request_text: &incoming.text,
-        reply_id: Uuid::new_v4().to_string(),
-        text: &text,
-        record: &record,
-    };
+    let reply_id = Uuid::new_v4().to_string();
     let mut head = Some(head);
     for attempt in 0..STORE_ATTEMPTS {
+        let reply = Reply {
+            caller,
+            delegation,
+            conversation_id,
+            fresh,
+            message_id: &incoming.message_id,
+            request_text: &incoming.text,
+            reply_id: reply_id.clone(),
+            text: &text,
+            record: &record,
+            end: end.as_ref().map(TurnEnd::end_of_turn),
+        };
         // The first attempt chains at the head read with the grant and takes
         // no lock. When it met another turn of the grant (it lost the chain
         // position), the next ones lock the grant row and read the head under
@@ -449,8 +452,20 @@ async fn run_claimed(
             store_in(state, tx, caller, &reply, head, contended, &scope_rows).await
         };
         match stored {
-            Ok(body) => return Ok(body),
+            Ok(body) => {
+                if let Some(end) = end.take() {
+                    end.written();
+                }
+                return Ok(body);
+            }
             Err(Stored::Retry) => continue,
+            // Another node took a call of this turn: what it did joins the
+            // record (and so the receipt) before the reply is stored.
+            Err(Stored::Fenced) => {
+                if let Some(end) = end.take() {
+                    end.gather(&mut record).await;
+                }
+            }
             Err(Stored::Failed(e)) => return Err(e),
         }
     }
@@ -505,6 +520,8 @@ struct Reply<'a> {
     reply_id: String,
     text: &'a str,
     record: &'a GateRecord,
+    /// A merchant agent's turn: its end, written with the reply.
+    end: Option<pact_db::conversations::EndOfTurn>,
 }
 
 /// Why a store did not happen.
@@ -512,6 +529,9 @@ enum Stored {
     /// A unique violation: the receipt's chain position (or a drawn user
     /// code) was taken meanwhile; nothing was stored, do it again.
     Retry,
+    /// Another node took a call of the turn: nothing was stored; gather
+    /// what it did and do it again.
+    Fenced,
     Failed(ApiError),
 }
 
@@ -617,10 +637,10 @@ async fn store(
         request_text: r.request_text,
         grant_id: r.delegation.map(|d| d.grant_id),
     };
-    let stored = match (&receipt, r.fresh) {
+    let finished = match (&receipt, r.fresh) {
         (None, true) => {
-            conversations::create_with_reply(&mut *conn, new_context, &r.reply_id, &body).await?;
-            true
+            conversations::create_with_reply(&mut *conn, new_context, &r.reply_id, &body, r.end)
+                .await?
         }
         (None, false) => {
             conversations::finish_turn(
@@ -629,6 +649,7 @@ async fn store(
                 r.message_id,
                 &r.reply_id,
                 &body,
+                r.end,
             )
             .await?
         }
@@ -639,18 +660,29 @@ async fn store(
                 &r.reply_id,
                 &body,
                 &row.as_new(),
+                r.end,
             )
             .await?
         }
         (Some(row), false) => {
-            conversations::finish_turn_with_receipt(&mut *conn, &r.reply_id, &body, &row.as_new())
-                .await?
+            conversations::finish_turn_with_receipt(
+                &mut *conn,
+                &r.reply_id,
+                &body,
+                &row.as_new(),
+                r.end,
+            )
+            .await?
         }
     };
-    if !stored {
-        return Err(Stored::Failed(ApiError::Internal(
-            "the turn's claim (for a new context: its grant) disappeared before its reply was stored".into(),
-        )));
+    match finished {
+        conversations::Finished::Stored => {}
+        conversations::Finished::Fenced => return Err(Stored::Fenced),
+        conversations::Finished::Gone => {
+            return Err(Stored::Failed(ApiError::Internal(
+                "the turn's claim (for a new context: its grant) disappeared before its reply was stored".into(),
+            )));
+        }
     }
     Ok(body)
 }

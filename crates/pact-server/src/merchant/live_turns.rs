@@ -440,11 +440,12 @@ impl CallGuard {
 }
 
 impl TurnGuard<'_> {
-    /// Ends the turn: no new request is taken here or on any node, the calls
-    /// in flight are waited for (at most `wait`, longer than a call may
-    /// take), and the record — with what calls on other nodes did — is
-    /// handed over for the receipt.
-    pub async fn finish(&mut self, wait: Duration) -> GateRecord {
+    /// Ends the turn here: no new request is taken on this node, the calls
+    /// in flight here are waited for (at most `wait`, longer than a call may
+    /// take) and their record handed over for the receipt. On the other
+    /// nodes the turn ends with its reply's store ([`TurnEnd`]), which costs
+    /// no statement of its own.
+    pub async fn finish(&mut self, wait: Duration) -> (GateRecord, Option<TurnEnd>) {
         self.turn.lock_calls().ended = true;
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -459,21 +460,77 @@ impl TurnGuard<'_> {
                 break;
             }
         }
-        let mut record = self.turn.with_record(std::mem::take);
-        if let Some(db) = self.fence.take() {
-            match other_nodes(&db, self.turn.id, self.turn.expires_at, deadline).await {
-                Ok(records) => {
-                    for r in records.as_array().into_iter().flatten() {
-                        merge_record(&mut record, r);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, turn = %self.turn.id, "could not read the calls made on other nodes");
+        let record = self.turn.with_record(std::mem::take);
+        self.turn.lock_calls().closed = true;
+        let end = self.fence.take().map(|db| TurnEnd {
+            db,
+            turn: self.turn.id,
+            expires_at: self.turn.expires_at,
+            deadline,
+            armed: true,
+        });
+        (record, end)
+    }
+}
+
+/// A finished turn whose end the other nodes have not been told yet. It is
+/// written with the turn's reply (`pact_db::conversations::EndOfTurn`, one
+/// statement); when another node took a call of the turn meanwhile, that
+/// store writes nothing and [`TurnEnd::gather`] ends the fence on its own and
+/// waits for those calls, so the reply is stored with everything that was
+/// sent (PACT §5.6). Dropped without either (the reply was never stored),
+/// it ends the fence in the background, as a failed turn's guard does.
+#[derive(Debug)]
+pub struct TurnEnd {
+    db: PgPool,
+    turn: Uuid,
+    expires_at: OffsetDateTime,
+    deadline: tokio::time::Instant,
+    armed: bool,
+}
+
+impl TurnEnd {
+    /// What the reply's statement writes.
+    pub fn end_of_turn(&self) -> pact_db::conversations::EndOfTurn {
+        pact_db::conversations::EndOfTurn {
+            turn_id: self.turn,
+            expires_at: self.expires_at,
+        }
+    }
+
+    /// The reply's statement wrote the turn's end.
+    pub fn written(mut self) {
+        self.armed = false;
+    }
+
+    /// Another node entered the turn: ends its fence, waits (until the
+    /// turn's deadline) for the calls still in flight there and adds what
+    /// they did to `record`.
+    pub async fn gather(mut self, record: &mut GateRecord) {
+        match other_nodes(&self.db, self.turn, self.expires_at, self.deadline).await {
+            Ok(records) => {
+                self.armed = false;
+                for r in records.as_array().into_iter().flatten() {
+                    merge_record(record, r);
                 }
             }
+            Err(e) => {
+                tracing::warn!(error = %e, turn = %self.turn, "could not read the calls made on other nodes");
+            }
         }
-        self.turn.lock_calls().closed = true;
-        record
+    }
+}
+
+impl Drop for TurnEnd {
+    fn drop(&mut self) {
+        if self.armed {
+            let (db, id, expires_at) = (self.db.clone(), self.turn, self.expires_at);
+            tokio::spawn(async move {
+                if let Err(e) = pact_db::turn_fences::end(&db, id, expires_at).await {
+                    tracing::warn!(error = %e, turn = %id, "could not end a turn's fence");
+                }
+            });
+        }
     }
 }
 
@@ -689,7 +746,7 @@ mod tests {
             drop(call);
         };
         let (id, token) = (t.turn.id, t.token.clone());
-        let (record, ()) = tokio::join!(t.finish(Duration::from_secs(5)), calling);
+        let ((record, _), ()) = tokio::join!(t.finish(Duration::from_secs(5)), calling);
         assert!(
             record.used_scopes.contains("orders:read"),
             "the call is in the record"

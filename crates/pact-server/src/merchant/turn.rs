@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::live_turns::TurnSetup;
+use super::live_turns::{TurnEnd, TurnSetup};
 use super::{HISTORY_TURNS, MAX_AGENT_REPLY_BYTES, TurnFailure, http, signing};
 use crate::agent::{Delegation, GateRecord};
 use crate::auth::Caller;
@@ -49,7 +49,7 @@ fn reply_text(reply: &Value) -> &str {
 pub async fn run(
     state: &AppState,
     t: WebhookTurn<'_>,
-) -> Result<(String, GateRecord), TurnFailure> {
+) -> Result<(String, GateRecord, Option<TurnEnd>), TurnFailure> {
     let brand = &t.caller.brand;
     let now = state.clock.now();
     let setup = state
@@ -188,9 +188,10 @@ pub async fn run(
     // End the turn (its token takes no new request), wait for calls still
     // in flight — an agent that replied before its own call returned — and
     // read what it did: every call that was sent is in the receipt. A call
-    // is bounded by the tool timeout, so the wait is too.
-    let record = live
+    // is bounded by the tool timeout, so the wait is too. The other nodes
+    // learn of the end with the reply's store (`TurnEnd`).
+    let (record, end) = live
         .finish(tool_timeout + std::time::Duration::from_secs(1))
         .await;
-    Ok((text, record))
+    Ok((text, record, end))
 }
