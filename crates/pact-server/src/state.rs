@@ -44,6 +44,8 @@ pub struct Inner {
     pub webauthn: Option<webauthn_rs::Webauthn>,
     /// Webhook turns running on this node, for the tool gateway.
     pub live_turns: crate::merchant::live_turns::LiveTurns,
+    /// Webhook signing secrets already opened (`merchant::signing`).
+    pub opened_secrets: crate::merchant::signing::OpenedSecrets,
     /// The SSRF-guarded client for calls to merchants' agents and tools.
     pub outbound: reqwest::Client,
     /// Sends password-reset links; `None` when no SMTP server is configured.
@@ -140,6 +142,7 @@ impl AppState {
             webauthn,
             config,
             live_turns: crate::merchant::live_turns::LiveTurns::new(turn_key),
+            opened_secrets: Default::default(),
             outbound,
             mailer,
             receipt_log: Default::default(),

@@ -79,7 +79,9 @@ pub async fn signing_secrets(
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         out.push(
-            WebhookSecret::open(&state.config.master_key, &r.sealed, brand_id, r.id)
+            state
+                .opened_secrets
+                .open(&state.config.master_key, &r.sealed, brand_id, r.id)
                 .map_err(|e| TurnFailure::Setup(SigningError::from(e).to_string()))?,
         );
     }

@@ -10,10 +10,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use openssl::hash::MessageDigest;
-use openssl::pkey::PKey;
-use openssl::sign::Signer;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use hmac::{Hmac, Mac};
 use pact_jose::{MasterKey, SealError};
+use sha2::Sha256;
 use uuid::Uuid;
 
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -28,8 +30,17 @@ pub enum SigningError {
 }
 
 /// A webhook signing secret (the raw HMAC key). Never `Display`ed; `Debug` hides it.
+/// A webhook signing secret, with its HMAC key schedule done once: a turn
+/// and each of its tool calls are signed with it, and keying HMAC-SHA256
+/// anew (two SHA-256 blocks, and through OpenSSL an `EVP_PKEY` and a digest
+/// context each time) was a measurable part of a webhook turn's CPU.
 #[derive(Clone)]
-pub struct WebhookSecret(Vec<u8>);
+pub struct WebhookSecret {
+    key: Vec<u8>,
+    /// `None` only if the HMAC crate refused the key, which RFC 2104 §2
+    /// never does: signing then fails instead of panicking.
+    mac: Option<Hmac<Sha256>>,
+}
 
 impl std::fmt::Debug for WebhookSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,21 +52,22 @@ impl WebhookSecret {
     pub fn generate() -> Result<Self, SigningError> {
         let mut key = vec![0u8; SECRET_BYTES];
         openssl::rand::rand_bytes(&mut key).map_err(|_| SigningError::Crypto)?;
-        Ok(Self(key))
+        Ok(Self::from_bytes(key))
     }
 
-    pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        Self(bytes)
+    pub fn from_bytes(key: Vec<u8>) -> Self {
+        let mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).ok();
+        Self { key, mac }
     }
 
     /// `whsec_<base64>`, the form merchants paste into their verifier.
     pub fn to_whsec(&self) -> String {
-        format!("{SECRET_PREFIX}{}", STANDARD.encode(&self.0))
+        format!("{SECRET_PREFIX}{}", STANDARD.encode(&self.key))
     }
 
     /// Sealed for `brand_webhook_secrets.sealed`, bound to its row.
     pub fn seal(&self, master: &MasterKey, brand_id: &str, id: Uuid) -> Result<Vec<u8>, SealError> {
-        master.seal(&self.0, &aad(brand_id, id))
+        master.seal(&self.key, &aad(brand_id, id))
     }
 
     pub fn open(
@@ -64,23 +76,70 @@ impl WebhookSecret {
         brand_id: &str,
         id: Uuid,
     ) -> Result<Self, SealError> {
-        master.open(sealed, &aad(brand_id, id)).map(Self)
+        master.open(sealed, &aad(brand_id, id)).map(Self::from_bytes)
     }
 
     /// `v1,<base64 HMAC-SHA256("{id}.{timestamp}.{body}")>`.
     pub fn sign(&self, msg_id: &str, timestamp: i64, body: &[u8]) -> Result<String, SigningError> {
-        let key = PKey::hmac(&self.0).map_err(|_| SigningError::Crypto)?;
-        let mut signer =
-            Signer::new(MessageDigest::sha256(), &key).map_err(|_| SigningError::Crypto)?;
-        let mut content = Vec::with_capacity(msg_id.len() + 24 + body.len());
-        content.extend_from_slice(msg_id.as_bytes());
-        content.push(b'.');
-        content.extend_from_slice(timestamp.to_string().as_bytes());
-        content.push(b'.');
-        content.extend_from_slice(body);
-        signer.update(&content).map_err(|_| SigningError::Crypto)?;
-        let mac = signer.sign_to_vec().map_err(|_| SigningError::Crypto)?;
-        Ok(format!("v1,{}", STANDARD.encode(mac)))
+        let mut mac = self.mac.clone().ok_or(SigningError::Crypto)?;
+        mac.update(msg_id.as_bytes());
+        mac.update(b".");
+        mac.update(timestamp.to_string().as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        Ok(format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes())))
+    }
+}
+
+/// The node's opened webhook secrets, by row: opening one (AES-256-GCM under
+/// the master key) for every turn and every tool call was a measurable part
+/// of a webhook turn's CPU. An entry is used only for the very sealed bytes
+/// it was opened from, so a rotated, rewrapped or replaced row is opened
+/// again; which secrets sign is still decided by the caller from the rows.
+/// Bounded: past `OPENED_MAX` rows (far more than brands × secrets in grace)
+/// it starts again empty.
+#[derive(Default)]
+pub struct OpenedSecrets {
+    by_row: Mutex<HashMap<Uuid, (Vec<u8>, WebhookSecret)>>,
+}
+
+const OPENED_MAX: usize = 4096;
+
+impl std::fmt::Debug for OpenedSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpenedSecrets(..)")
+    }
+}
+
+impl OpenedSecrets {
+    pub fn open(
+        &self,
+        master: &MasterKey,
+        sealed: &[u8],
+        brand_id: &str,
+        id: Uuid,
+    ) -> Result<WebhookSecret, SealError> {
+        let mut map = self
+            .by_row
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((kept, secret)) = map.get(&id)
+            && kept.as_slice() == sealed
+        {
+            return Ok(secret.clone());
+        }
+        drop(map);
+        // Opened outside the lock; the AAD binds it to its brand and row.
+        let secret = WebhookSecret::open(master, sealed, brand_id, id)?;
+        map = self
+            .by_row
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= OPENED_MAX {
+            map.clear();
+        }
+        map.insert(id, (sealed.to_vec(), secret.clone()));
+        Ok(secret)
     }
 }
 
@@ -148,6 +207,32 @@ mod tests {
         );
         let mac = STANDARD.decode(&sig[3..]).unwrap();
         assert_eq!(mac.len(), 32);
+    }
+
+    /// A known answer, computed independently (Python:
+    /// `base64.b64encode(hmac.new(key, b"msg_1.1674087231.{\"a\":1}", "sha256").digest())`).
+    #[test]
+    fn signature_matches_an_independent_hmac_sha256() {
+        let secret = WebhookSecret::from_bytes(b"0123456789abcdef0123456789abcdef".to_vec());
+        let sig = secret.sign("msg_1", 1_674_087_231, b"{\"a\":1}").unwrap();
+        assert_eq!(sig, "v1,c9lhjcxcymv8/2VlKN9YRwiXq2vINjMBBrf/LxiKlvQ=");
+    }
+
+    #[test]
+    fn an_opened_secret_is_kept_only_for_the_bytes_it_was_opened_from() {
+        let master = MasterKey::generate().unwrap();
+        let opened = OpenedSecrets::default();
+        let id = Uuid::new_v4();
+        let (a, b) = (WebhookSecret::generate().unwrap(), WebhookSecret::generate().unwrap());
+        let sealed_a = a.seal(&master, "shop", id).unwrap();
+        let got = opened.open(&master, &sealed_a, "shop", id).unwrap();
+        assert_eq!(got.to_whsec(), a.to_whsec());
+        // The same row re-sealed with another secret: opened again.
+        let sealed_b = b.seal(&master, "shop", id).unwrap();
+        let got = opened.open(&master, &sealed_b, "shop", id).unwrap();
+        assert_eq!(got.to_whsec(), b.to_whsec());
+        // Bound to its brand whether kept or not.
+        assert!(opened.open(&master, &sealed_b, "other", id).is_err());
     }
 
     #[test]

@@ -15,10 +15,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use openssl::hash::MessageDigest;
-use openssl::pkey::PKey;
-use openssl::sign::Signer;
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 use uuid::Uuid;
 
 const PREFIX: &str = "ptt2.";
@@ -67,11 +66,11 @@ impl TurnKey {
         Self([byte; 32])
     }
 
+    /// HMAC-SHA256 (RFC 2104) under the node-shared key.
     fn tag(&self, data: &[u8]) -> Option<Vec<u8>> {
-        let key = PKey::hmac(&self.0).ok()?;
-        let mut signer = Signer::new(MessageDigest::sha256(), &key).ok()?;
-        signer.update(data).ok()?;
-        signer.sign_to_vec().ok()
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).ok()?;
+        mac.update(data);
+        Some(mac.finalize().into_bytes().to_vec())
     }
 
     /// The token of a turn; `None` only if OpenSSL fails.
