@@ -53,6 +53,10 @@ use crate::who;
 /// The brand name shown before any code is known.
 const NO_BRAND: &str = "pactd";
 
+/// Stands for the user code in the consent page's "Asked …" sentence, which
+/// is split there (a private-use character: never in a translation).
+const CODE_MARK: &str = "\u{e000}";
+
 // ---------------------------------------------------------------- templates
 
 #[derive(Template)]
@@ -101,11 +105,17 @@ struct ConsentPage<'a> {
     look: crate::who::Look,
     user_label: &'a str,
     user_code: String,
-    requested_at: String,
-    requested_ago: String,
-    request_ip: &'a str,
+    /// "Asked … with code " and "." around the code.
+    asked_before: String,
+    asked_after: String,
     scopes: Vec<ScopeRow>,
     conditions: Vec<super::consent_limits::ConditionRow>,
+    /// The agent holds an active grant from this person: a step-up, not a
+    /// first connection.
+    connected: bool,
+    /// Every requested permission is already held.
+    nothing_new: bool,
+    /// Everything the agent may already do (all its active grants' scopes).
     already: Vec<String>,
     /// A step-up beyond a limit: the calls to allow once, each with why.
     operations: Vec<OperationRow>,
@@ -572,13 +582,52 @@ async fn consent_page(
         Vec::new()
     };
     // Information only: an existing grant never approves anything by itself.
+    // Everything the agent may already do is listed (issue 30, item 8), so
+    // a step-up reads as "this, and now also that" (PACT §5.5).
     let mut already_ids = BTreeSet::new();
+    let mut connected = false;
     for g in
         pact_db::grants::active_for(&state.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
             .await?
     {
-        already_ids.extend(g.scopes.into_iter().filter(|s| d.auth.scopes.contains(s)));
+        connected = true;
+        already_ids.extend(g.scopes);
     }
+    let nothing_new = d.auth.scopes.iter().all(|s| already_ids.contains(s));
+    // Where the request came from, in words that are true for both kinds:
+    // the agent's own device authorization request has the address it came
+    // from; a step-up link was made by the agent's message to the brand
+    // (a2a/send.rs), which has no address worth showing.
+    let asked = match &d.auth.request_ip {
+        Some(ip) => i18n::t4(
+            "consent-asked",
+            "ago",
+            relative(d.auth.created_at, now),
+            "at",
+            absolute(d.auth.created_at),
+            "ip",
+            ip.as_str(),
+            "code",
+            CODE_MARK,
+        ),
+        None => i18n::t4(
+            "consent-asked-by-agent",
+            "ago",
+            relative(d.auth.created_at, now),
+            "at",
+            absolute(d.auth.created_at),
+            "brand",
+            d.brand.name.as_str(),
+            "code",
+            CODE_MARK,
+        ),
+    };
+    // The code goes in its own element so that it never breaks across
+    // lines (white-space: nowrap); the sentence around it stays translated.
+    let (asked_before, asked_after) = match asked.split_once(CODE_MARK) {
+        Some((b, a)) => (b.to_owned(), a.to_owned()),
+        None => (asked, String::new()),
+    };
     let page = ConsentPage {
         brand_name: &d.brand.name,
         signed_in: true,
@@ -596,15 +645,12 @@ async fn consent_page(
         look: who::Look::of(&d.brand.settings),
         user_label: &d.user_label,
         user_code: user_code::display(&d.auth.user_code),
-        requested_at: absolute(d.auth.created_at),
-        requested_ago: relative(d.auth.created_at, now),
-        request_ip: &d
-            .auth
-            .request_ip
-            .clone()
-            .unwrap_or_else(|| i18n::t("consent-unknown-address")),
+        asked_before,
+        asked_after,
         scopes,
         conditions,
+        connected,
+        nothing_new,
         already: already_ids.iter().map(|id| describe(id)).collect(),
         operations,
         error,
@@ -622,12 +668,46 @@ pub async fn show(
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
-    let chosen: Option<BTreeSet<String>> = query_param(query.as_deref(), "scopes").map(|s| {
+    let mut chosen: Option<BTreeSet<String>> = query_param(query.as_deref(), "scopes").map(|s| {
         s.split(' ')
             .filter(|x| !x.is_empty())
             .map(str::to_owned)
             .collect()
     });
+    let offered = brand_scopes(&state, &d.brand.id).await?;
+    let needs_mfa = |id: &String| {
+        offered
+            .iter()
+            .any(|s| s.scope_id == *id && s.requires_mfa)
+    };
+    // "Decide without it" (the second-factor page's way back): the request
+    // with the permissions that need a second factor unticked.
+    if chosen.is_none() && query_param(query.as_deref(), "mfa").as_deref() == Some("skip") {
+        chosen = Some(
+            d.auth
+                .scopes
+                .iter()
+                .filter(|id| !needs_mfa(id))
+                .cloned()
+                .collect(),
+        );
+    }
+    // Issue 30, item 7: the second factor a ticked permission requires is
+    // asked for before the page, not after Approve, so that one Approve is
+    // the person's whole decision. Only pactd's own accounts are sent ahead:
+    // the brand's OpenID provider and the brand's own login are asked on
+    // Approve, as before (their sign-in is a trip elsewhere). A one-off
+    // approval asks for its scopes as they are (Approve checks the same).
+    let ticked: BTreeSet<String> = match &chosen {
+        Some(c) if d.auth.operations.is_none() => c.clone(),
+        _ => d.auth.scopes.iter().cloned().collect(),
+    };
+    if d.session.user_id.is_some()
+        && ticked.iter().any(needs_mfa)
+        && !mfa_is_recent(&d.session, state.clock.now())
+    {
+        return Ok(see_other(&reconfirm_url(&ticked)));
+    }
     consent_page(&state, &d, chosen.as_ref(), None, None, StatusCode::OK).await
 }
 
