@@ -14,6 +14,7 @@ base-language = Sprache
 ## Code entry (device.html)
 device-title = Code eingeben
 device-heading = Ihren Agenten verbinden
+device-agent-asks = { $agent } möchte bei { $brand } für Sie handeln.
 device-enter = Geben Sie den Code ein, den Ihr Agent Ihnen anzeigt.
 device-check = Prüfen Sie, ob dieser Code genau der ist, den Ihr Agent gerade anzeigt, und fahren Sie dann fort. Wenn Sie nicht eben einen Agenten verbinden wollten, schließen Sie diese Seite.
 device-code = Code
@@ -64,6 +65,7 @@ error-enter-code = Code eingeben
 ## Sign-in (login.html)
 login-title = Anmelden
 login-heading = Bei { $brand } anmelden
+login-agent-asks = { $agent } möchte bei { $brand } für Sie handeln. Melden Sie sich an, um zu sehen, worum er bittet, und zu entscheiden.
 login-email = E-Mail-Adresse
 login-password = Passwort
 login-submit = Anmelden
@@ -144,6 +146,11 @@ codes-heading = Ihre Wiederherstellungscodes
 codes-intro = Falls Sie Ihr Telefon verlieren, können Sie sich mit jedem dieser Codes einmal anmelden. Bewahren Sie sie jetzt sicher auf:
 codes-once = Sie werden nur dieses eine Mal angezeigt.
 codes-old = Ältere Wiederherstellungscodes gelten nicht mehr.
+codes-copy = Codes kopieren
+codes-copied = Kopiert. Fügen Sie sie an einem sicheren Ort ein.
+codes-copy-failed = Kopieren hat hier nicht funktioniert. Laden Sie sie stattdessen herunter oder schreiben Sie sie auf.
+codes-download = Als Textdatei herunterladen
+codes-file-heading = Wiederherstellungscodes für { $email } bei { $brand }. Jeder Code funktioniert einmal.
 codes-saved = Gespeichert – weiter
 
 ## Authenticator app (totp_setup.html)

@@ -14,6 +14,7 @@ base-language = Language
 ## Code entry (device.html)
 device-title = Enter your code
 device-heading = Connect your agent
+device-agent-asks = { $agent } asks to act for you at { $brand }.
 device-enter = Enter the code your agent shows you.
 device-check = Check that this code is the one your agent shows you right now, then continue. If you did not just ask an agent to connect, close this page.
 device-code = Code
@@ -64,6 +65,7 @@ error-enter-code = Enter a code
 ## Sign-in (login.html)
 login-title = Sign in
 login-heading = Sign in to { $brand }
+login-agent-asks = { $agent } asks to act for you at { $brand }. Sign in to see what it asks, and to decide.
 login-email = Email
 login-password = Password
 login-submit = Sign in
@@ -144,6 +146,11 @@ codes-heading = Your recovery codes
 codes-intro = If you lose your phone, each of these codes lets you sign in once. Save them somewhere safe now:
 codes-once = they are shown only this time.
 codes-old = Any older recovery codes no longer work.
+codes-copy = Copy the codes
+codes-copied = Copied. Paste them somewhere safe.
+codes-copy-failed = Copying did not work here. Download them instead, or write them down.
+codes-download = Download as a text file
+codes-file-heading = Recovery codes for { $email } at { $brand }. Each works once.
 codes-saved = I saved them — continue
 
 ## Authenticator app (totp_setup.html)

@@ -2,7 +2,9 @@
 //! hand-off, consent, and "done".
 //!
 //! * `GET /device[?user_code=]` shows the entry form (pre-filled from
-//!   `verification_uri_complete`); a GET never looks a code up or acts on it.
+//!   `verification_uri_complete`), naming the code's brand and agent when
+//!   the code is live; that look-up costs a code attempt, and a GET never
+//!   acts on the code.
 //! * `POST /device` confirms the code (rate-limited per session, per IP and
 //!   globally; every attempt costs a token), remembers it in the session, and
 //!   sends the person to sign in — pactd's `/login` or the brand's own login —
@@ -68,6 +70,8 @@ struct DevicePage<'a> {
     look: who::Look,
     csrf: &'a str,
     code: &'a str,
+    /// The registered agent behind the link's code, when it is live.
+    agent_name: Option<&'a str>,
     error: Option<&'a str>,
 }
 
@@ -320,6 +324,7 @@ fn limit_code_entry(
 /// `GET /device` and `GET /device?user_code=…` (never acts on the code).
 pub async fn entry(
     State(state): State<AppState>,
+    ip: ClientIp,
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
@@ -329,16 +334,71 @@ pub async fn entry(
         Some(c) => user_code::display(&c),
         None => typed.chars().take(32).collect(),
     };
-    let (brand_name, look) = signed_in_brand(&state, &browser).await?;
+    let (mut brand_name, mut look) = signed_in_brand(&state, &browser).await?;
+    let mut agent_name = None;
+    if let Some((brand, agent)) = named_by_link(&state, &browser, &ip, &typed).await? {
+        brand_name = brand.name.clone();
+        look = who::Look::of(&brand.settings);
+        i18n::brand_known(&brand.name, look.clone());
+        agent_name = agent;
+    }
     let page = DevicePage {
         brand_name: &brand_name,
         signed_in: browser.signed_in(),
         look,
         csrf: &csrf,
         code: &code,
+        agent_name: agent_name.as_deref(),
         error: None,
     };
     Ok(with_cookie(render(&page, StatusCode::OK), cookie))
+}
+
+/// The brand (and the registered agent) of the code in the link, so that
+/// the first page names the shop and who is asking (issue 30, item 9). The
+/// look-up costs a code attempt like `POST /device` (a missed one spends the
+/// shared miss budget too), so a link cannot test codes faster than the form;
+/// beyond the limits, or for a code that is not live, the page is just the
+/// generic one, naming nothing. Nothing is stored: the code is still
+/// confirmed by the person's click (RFC 8628 §3.3.1).
+async fn named_by_link(
+    state: &AppState,
+    browser: &Browser,
+    ip: &ClientIp,
+    typed: &str,
+) -> Result<Option<(Brand, Option<String>)>, PageError> {
+    let Some(code) = user_code::normalise(typed) else {
+        return Ok(None);
+    };
+    let visitor_key = browser.session.as_ref().map_or_else(
+        || format!("link:{}", ip.limit_key()),
+        |s| URL_SAFE_NO_PAD.encode(&s.id_hash),
+    );
+    let now = state.clock.instant();
+    if state
+        .page_limits
+        .code_attempt(&visitor_key, &ip.limit_key(), now)
+        .is_err()
+    {
+        return Ok(None);
+    }
+    let Some(auth) = consent::find_by_user_code(state, &code)
+        .await
+        .map_err(consent_error)?
+    else {
+        state.page_limits.code_missed(now);
+        return Ok(None);
+    };
+    if auth.status != AuthStatus::Pending || auth.expires_at <= state.clock.now() {
+        return Ok(None);
+    }
+    let Some(brand) = pact_db::brands::find(&state.db, &auth.brand_id).await? else {
+        return Ok(None);
+    };
+    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer)
+        .await?
+        .map(|a| hidden_chars::visible(&a.name));
+    Ok(Some((brand, agent)))
 }
 
 async fn entry_again(
@@ -357,6 +417,7 @@ async fn entry_again(
         look,
         csrf,
         code: &typed,
+        agent_name: None,
         error: Some(error),
     };
     Ok(render(&page, status))
@@ -675,11 +736,7 @@ pub async fn show(
             .collect()
     });
     let offered = brand_scopes(&state, &d.brand.id).await?;
-    let needs_mfa = |id: &String| {
-        offered
-            .iter()
-            .any(|s| s.scope_id == *id && s.requires_mfa)
-    };
+    let needs_mfa = |id: &String| offered.iter().any(|s| s.scope_id == *id && s.requires_mfa);
     // "Decide without it" (the second-factor page's way back): the request
     // with the permissions that need a second factor unticked.
     if chosen.is_none() && query_param(query.as_deref(), "mfa").as_deref() == Some("skip") {
