@@ -209,8 +209,27 @@ pub async fn fetch(
     };
     let listed = mcp_client::list_tools(server, &signer)
         .await
-        .map_err(|e| invalid(format!("reading tools/list from {url}: {e}")))?;
+        .map_err(|e| invalid(import_failure(url, allow_loopback, &e)))?;
     check_listed(&listed)
+}
+
+/// Why an import's `tools/list` failed, in the import's words: the SSRF
+/// guard is shared with JWKS fetching and speaks of a jwksUri, but here the
+/// URL refused is the MCP server's, and the way past it in development is
+/// `--allow-loopback` (issue 30, item 10).
+fn import_failure(url: &str, allow_loopback: bool, e: &mcp_client::McpError) -> String {
+    use super::http::CallError;
+    match e {
+        mcp_client::McpError::Call(CallError::Refused(_)) if !allow_loopback => format!(
+            "the MCP server URL {url} is refused: its host is a loopback, private or otherwise \
+             forbidden address (for a development server on this machine, add --allow-loopback)"
+        ),
+        mcp_client::McpError::Call(CallError::Refused(_)) => format!(
+            "the MCP server URL {url} is refused: its host is a private or otherwise forbidden \
+             address (only loopback is allowed with --allow-loopback)"
+        ),
+        other => format!("reading tools/list from {url}: {other}"),
+    }
 }
 
 /// What an import did, for the command's output and the audit entry.
