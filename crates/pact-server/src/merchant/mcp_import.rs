@@ -220,14 +220,16 @@ pub async fn fetch(
 fn import_failure(url: &str, allow_loopback: bool, e: &mcp_client::McpError) -> String {
     use super::http::CallError;
     match e {
-        mcp_client::McpError::Call(CallError::Refused(_)) if !allow_loopback => format!(
-            "the MCP server URL {url} is refused: its host is a loopback, private or otherwise \
-             forbidden address (for a development server on this machine, add --allow-loopback)"
-        ),
-        mcp_client::McpError::Call(CallError::Refused(_)) => format!(
-            "the MCP server URL {url} is refused: its host is a private or otherwise forbidden \
-             address (only loopback is allowed with --allow-loopback)"
-        ),
+        mcp_client::McpError::Call(CallError::Refused(why)) => {
+            let why = why.strip_prefix("invalid jwksUri: ").unwrap_or(why);
+            let why = why.replace("jwksUri host", "its host");
+            let hint = if allow_loopback {
+                ""
+            } else {
+                " (a development server on this machine needs --allow-loopback)"
+            };
+            format!("the MCP server URL {url} is refused by the SSRF guard: {why}{hint}")
+        }
         other => format!("reading tools/list from {url}: {other}"),
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! * `GET /device[?user_code=]` shows the entry form (pre-filled from
 //!   `verification_uri_complete`), naming the code's brand and agent when
-//!   the code is live; that look-up costs a code attempt, and a GET never
-//!   acts on the code.
+//!   the code is live (a look-up limited like code entry); a GET never acts
+//!   on the code.
 //! * `POST /device` confirms the code (rate-limited per session, per IP and
 //!   globally; every attempt costs a token), remembers it in the session, and
 //!   sends the person to sign in — pactd's `/login` or the brand's own login —
@@ -336,7 +336,7 @@ pub async fn entry(
     };
     let (mut brand_name, mut look) = signed_in_brand(&state, &browser).await?;
     let mut agent_name = None;
-    if let Some((brand, agent)) = named_by_link(&state, &browser, &ip, &typed).await? {
+    if let Some((brand, agent)) = named_by_link(&state, &ip, &typed).await? {
         brand_name = brand.name.clone();
         look = who::Look::of(&brand.settings);
         i18n::brand_known(&brand.name, look.clone());
@@ -356,30 +356,22 @@ pub async fn entry(
 
 /// The brand (and the registered agent) of the code in the link, so that
 /// the first page names the shop and who is asking (issue 30, item 9). The
-/// look-up costs a code attempt like `POST /device` (a missed one spends the
-/// shared miss budget too), so a link cannot test codes faster than the form;
-/// beyond the limits, or for a code that is not live, the page is just the
-/// generic one, naming nothing. Nothing is stored: the code is still
+/// look-up is limited per address at the rate of code attempts and stops
+/// while wrong codes are over the shared budget, which a miss here spends
+/// too (`PageLimits::link_lookup`), so a link cannot test codes faster than
+/// the form; beyond the limits, or for a code that is not live, the page is
+/// the generic one, naming nothing. Nothing is stored: the code is still
 /// confirmed by the person's click (RFC 8628 §3.3.1).
 async fn named_by_link(
     state: &AppState,
-    browser: &Browser,
     ip: &ClientIp,
     typed: &str,
 ) -> Result<Option<(Brand, Option<String>)>, PageError> {
     let Some(code) = user_code::normalise(typed) else {
         return Ok(None);
     };
-    let visitor_key = browser.session.as_ref().map_or_else(
-        || format!("link:{}", ip.limit_key()),
-        |s| URL_SAFE_NO_PAD.encode(&s.id_hash),
-    );
     let now = state.clock.instant();
-    if state
-        .page_limits
-        .code_attempt(&visitor_key, &ip.limit_key(), now)
-        .is_err()
-    {
+    if !state.page_limits.link_lookup(&ip.limit_key(), now) {
         return Ok(None);
     }
     let Some(auth) = consent::find_by_user_code(state, &code)
