@@ -39,7 +39,7 @@ const browser = await chromium.launch({
 // proves a journey needs no script.
 const context = await browser.newContext({
   viewport: { width: input.width || 390, height: 844 },
-  bypassCSP: journey === 'a11y',
+  bypassCSP: journey === 'a11y' || journey === 'step-up-mfa',
   locale: input.locale || 'en-US',
   javaScriptEnabled: input.javascript !== false,
 });
@@ -139,6 +139,22 @@ function base32ToHex(text) {
   return hex;
 }
 
+// axe-core on the page as it is, light and dark: every violation of any impact.
+const axeFindings = [];
+async function axeBoth(name) {
+  const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.evaluate(axeSource);
+    const found = await page.evaluate(async () => {
+      const r = await window.axe.run(document, { resultTypes: ['violations'] });
+      return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+    });
+    for (const v of found) axeFindings.push({ page: name, scheme, ...v });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
 // How many lines an element's text takes (a code broken across lines takes two).
 async function lineCount(locator) {
   return locator.evaluate((el) => {
@@ -182,19 +198,23 @@ try {
     await expectHeading('Connect your agent');
     result.device = await page.locator('main').innerText();
     result.device_brand = await page.locator('header .brand').innerText();
+    await axeBoth('device');
     await snap('device-code');
     await page.getByRole('button', { name: 'Continue' }).click();
     await expectHeading('Sign in to');
     result.sign_in = await page.locator('main').innerText();
+    await axeBoth('sign-in');
     await snap('sign-in');
     await page.getByLabel('Email').fill(input.email);
     await page.getByLabel('Password').fill(input.password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expectHeading("Confirm it's you");
+    await axeBoth('confirm');
     await snap('confirm');
     await page.getByRole('link', { name: 'Set up an authenticator app' }).click();
     await expectHeading('Set up an authenticator app');
     const key = await page.locator('main code').first().innerText();
+    await axeBoth('totp-setup');
     await snap('totp-setup');
     await page.getByLabel('6-digit code from the app').fill(totp(base32ToHex(key)));
     await page.getByRole('button', { name: 'Confirm' }).click();
@@ -210,6 +230,7 @@ try {
     result.download_name = download.suggestedFilename();
     result.downloaded = readFileSync(await download.path(), 'utf8');
     result.codes = codes;
+    await axeBoth('recovery-codes');
     await snap('recovery-codes');
     await page.getByRole('link', { name: /^I saved them/ }).click();
     // The consent page, once: Approve is clicked exactly one time.
@@ -217,13 +238,16 @@ try {
     result.consent = await page.locator('main').innerText();
     result.code_lines = await lineCount(page.locator('.user-code'));
     result.overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await axeBoth('consent');
     await snap('consent');
     result.approve_clicks = 0;
     await page.getByRole('button', { name: 'Approve' }).click();
     result.approve_clicks += 1;
     await expectHeading('Done');
+    await axeBoth('done');
     await snap('done');
     result.done = await page.locator('main').innerText();
+    result.axe = axeFindings;
   } else if (journey === 'passkey') {
     await virtualAuthenticator();
     // Register a passkey on the account page (signed in with password + TOTP first).

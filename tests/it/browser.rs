@@ -534,7 +534,8 @@ async fn who_is_asking_shows_the_platform_and_not_you_returns_to_the_request() {
 /// before the consent page, and that page, approved with one click, says
 /// what the agent may already do and what it asks in addition, without the
 /// first connection's "just now" warning or "an unknown address", its code
-/// on one line.
+/// on one line. axe-core finds nothing of any impact on any of these pages,
+/// light or dark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
     use pact_server::agent::demo_tools::seed_orders;
@@ -612,6 +613,8 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
         assert!(!consent.contains(gone), "{gone:?} still shown: {out}");
     }
     assert_eq!(out["code_lines"], 1, "the code on one line: {out}");
+    // axe-core: nothing of any impact on these pages, light or dark.
+    assert_eq!(out["axe"], json!([]), "{out}");
     assert_eq!(out["overflow"], 0, "{out}");
     // The codes copied and downloaded are the ones shown.
     let codes: Vec<String> = out["codes"]
