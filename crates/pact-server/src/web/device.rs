@@ -55,10 +55,6 @@ use crate::who;
 /// The brand name shown before any code is known.
 const NO_BRAND: &str = "pactd";
 
-/// Stands for the user code in the consent page's "Asked …" sentence, which
-/// is split there (a private-use character: never in a translation).
-const CODE_MARK: &str = "\u{e000}";
-
 // ---------------------------------------------------------------- templates
 
 #[derive(Template)]
@@ -661,7 +657,7 @@ async fn consent_page(
             "ip",
             ip.as_str(),
             "code",
-            CODE_MARK,
+            i18n::CODE_MARK,
         ),
         None => i18n::t4(
             "consent-asked-by-agent",
@@ -672,15 +668,12 @@ async fn consent_page(
             "brand",
             d.brand.name.as_str(),
             "code",
-            CODE_MARK,
+            i18n::CODE_MARK,
         ),
     };
     // The code goes in its own element so that it never breaks across
     // lines (white-space: nowrap); the sentence around it stays translated.
-    let (asked_before, asked_after) = match asked.split_once(CODE_MARK) {
-        Some((b, a)) => (b.to_owned(), a.to_owned()),
-        None => (asked, String::new()),
-    };
+    let (asked_before, asked_after) = i18n::around_code(&asked);
     let page = ConsentPage {
         brand_name: &d.brand.name,
         signed_in: true,
