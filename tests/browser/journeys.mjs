@@ -39,7 +39,7 @@ const browser = await chromium.launch({
 // proves a journey needs no script.
 const context = await browser.newContext({
   viewport: { width: input.width || 390, height: 844 },
-  bypassCSP: journey === 'a11y',
+  bypassCSP: journey === 'a11y' || journey === 'step-up-mfa',
   locale: input.locale || 'en-US',
   javaScriptEnabled: input.javascript !== false,
 });
@@ -125,6 +125,46 @@ async function consent(untick) {
   await snap('done');
 }
 
+// RFC 4648 base32 (the key a TOTP setup page shows, in groups of four) to hex.
+function base32ToHex(text) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const ch of text.replace(/[\s=]/g, '').toUpperCase()) {
+    const v = alphabet.indexOf(ch);
+    if (v < 0) throw new Error(`not base32: ${ch}`);
+    bits += v.toString(2).padStart(5, '0');
+  }
+  let hex = '';
+  for (let i = 0; i + 8 <= bits.length; i += 8) hex += parseInt(bits.slice(i, i + 8), 2).toString(16).padStart(2, '0');
+  return hex;
+}
+
+// axe-core on the page as it is, light and dark: every violation of any impact.
+const axeFindings = [];
+async function axeBoth(name) {
+  const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.evaluate(axeSource);
+    const found = await page.evaluate(async () => {
+      const r = await window.axe.run(document, { resultTypes: ['violations'] });
+      return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+    });
+    for (const v of found) axeFindings.push({ page: name, scheme, ...v });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
+// How many lines an element's text takes (a code broken across lines takes two).
+async function lineCount(locator) {
+  return locator.evaluate((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+    return tops.size;
+  });
+}
+
 const result = {};
 try {
   if (journey === 'password-totp' || journey === 'untick') {
@@ -148,6 +188,66 @@ try {
     await expectHeading('Done');
     await snap('done');
     result.done = await page.locator('main').innerText();
+  } else if (journey === 'step-up-mfa') {
+    // Issue 30, item 7: a step-up link for a permission that needs a second
+    // factor, for a person who has none yet. The second factor (here: setting
+    // up an authenticator, then the recovery codes) comes before the consent
+    // page, and one Approve is the whole decision.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: input.base });
+    await page.goto(input.link);
+    await expectHeading('Connect your agent');
+    result.device = await page.locator('main').innerText();
+    result.device_brand = await page.locator('header .brand').innerText();
+    await axeBoth('device');
+    await snap('device-code');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expectHeading('Sign in to');
+    result.sign_in = await page.locator('main').innerText();
+    await axeBoth('sign-in');
+    await snap('sign-in');
+    await page.getByLabel('Email').fill(input.email);
+    await page.getByLabel('Password').fill(input.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expectHeading("Confirm it's you");
+    await axeBoth('confirm');
+    await snap('confirm');
+    await page.getByRole('link', { name: 'Set up an authenticator app' }).click();
+    await expectHeading('Set up an authenticator app');
+    const key = await page.locator('main code').first().innerText();
+    await axeBoth('totp-setup');
+    await snap('totp-setup');
+    await page.getByLabel('6-digit code from the app').fill(totp(base32ToHex(key)));
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expectHeading('Your recovery codes');
+    const codes = await page.locator('#recovery-codes code').allInnerTexts();
+    await page.getByRole('button', { name: 'Copy the codes' }).click();
+    await page.getByText('Copied.').waitFor();
+    result.copied = await page.evaluate(() => navigator.clipboard.readText());
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download as a text file' }).click(),
+    ]);
+    result.download_name = download.suggestedFilename();
+    result.downloaded = readFileSync(await download.path(), 'utf8');
+    result.codes = codes;
+    await axeBoth('recovery-codes');
+    await snap('recovery-codes');
+    await page.getByRole('link', { name: /^I saved them/ }).click();
+    // The consent page, once: Approve is clicked exactly one time.
+    await expectHeading('Allow');
+    result.consent = await page.locator('main').innerText();
+    result.code_lines = await lineCount(page.locator('.user-code'));
+    result.overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await axeBoth('consent');
+    await snap('consent');
+    result.approve_clicks = 0;
+    await page.getByRole('button', { name: 'Approve' }).click();
+    result.approve_clicks += 1;
+    await expectHeading('Done');
+    await axeBoth('done');
+    await snap('done');
+    result.done = await page.locator('main').innerText();
+    result.axe = axeFindings;
   } else if (journey === 'passkey') {
     await virtualAuthenticator();
     // Register a passkey on the account page (signed in with password + TOTP first).

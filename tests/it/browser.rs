@@ -218,7 +218,7 @@ async fn revoking_on_the_account_page_cuts_the_agent_off_at_once() {
 }
 
 /// Issue 9 (items 5 and 6): every page a person meets passes axe-core with no
-/// serious or critical violation, in light and dark, at a phone's and a
+/// violation of any impact (issue 30), in light and dark, at a phone's and a
 /// laptop's width, and a long unbroken word in a brand name or a scope
 /// description wraps instead of widening the page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,13 +309,12 @@ async fn axe_audit(width: u32, lang: &str) {
         assert_eq!(report.len(), 22, "{out}");
         let mut problems = Vec::new();
         for entry in report {
+            // Issue 30: nothing of any impact, not only serious or critical.
             for v in entry["violations"].as_array().unwrap() {
-                if matches!(v["impact"].as_str(), Some("serious" | "critical")) {
-                    problems.push(format!(
-                        "{width}px {} {}: {v}",
-                        entry["page"], entry["scheme"]
-                    ));
-                }
+                problems.push(format!(
+                    "{width}px {} {}: {v}",
+                    entry["page"], entry["scheme"]
+                ));
             }
             if entry["lang"] != lang {
                 problems.push(format!(
@@ -524,4 +523,127 @@ async fn who_is_asking_shows_the_platform_and_not_you_returns_to_the_request() {
         let (status, tokens) = app.poll(&pa, "pa-who", &auth.device_code).await;
         assert_eq!(status, 200, "{tokens}");
     }
+}
+
+/// Issue 30, items 7 to 9, in Chromium at a phone's width: the README's
+/// `pact-agent send` path, a step-up link for a permission that needs a
+/// second factor, followed by a person who has none yet. The first page
+/// names the shop and the agent, sign-in says who is asking, the
+/// authenticator is set up and the recovery codes copied and downloaded
+/// before the consent page, and that page, approved with one click, says
+/// what the agent may already do and what it asks in addition, without the
+/// first connection's "just now" warning or "an unknown address", its code
+/// on one line. axe-core finds nothing of any impact on any of these pages,
+/// light or dark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
+    use pact_server::agent::demo_tools::seed_orders;
+    let app = app().await;
+    pact_db::scopes::upsert(
+        &app.db,
+        "demo",
+        "orders:cancel",
+        "Cancel orders that have not shipped yet",
+        true,
+    )
+    .await
+    .unwrap();
+    app.settle().await;
+    let pa = app.registered_pa(ISS).await;
+    let email = "nell@example.com";
+    let user = add_user(&app, "demo", email, PASSWORD).await;
+    let tokens = app
+        .connect(&pa, "pa-nell", &user.subject(), &["orders:read"])
+        .await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let pa_jwt = pa.token("pa-nell", app.audience());
+    let order = seed_orders("demo", &user.subject())[0].order_id.clone();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            access,
+            "m1",
+            &format!("cancel {order}"),
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(
+        v["task"]["status"]["state"], "TASK_STATE_AUTH_REQUIRED",
+        "{v}"
+    );
+    let link = v["task"]["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let inp = json!({
+        "base": app.state.config.public_url,
+        "email": email,
+        "password": PASSWORD,
+        "link": link,
+        "width": 390,
+        "shots_name": "step-up-mfa",
+    });
+    let out = journey("step-up-mfa", inp).await;
+    assert_eq!(out["approve_clicks"], 1, "{out}");
+    let device = out["device"].as_str().unwrap();
+    assert!(
+        device.contains("Test PA asks to act for you at Demo Store"),
+        "{out}"
+    );
+    assert_eq!(out["device_brand"], "Demo Store", "{out}");
+    assert!(
+        out["sign_in"].as_str().unwrap().contains("Test PA asks"),
+        "{out}"
+    );
+    let consent = out["consent"].as_str().unwrap();
+    for expected in [
+        "You already allowed this agent to:",
+        "See your orders and their delivery status",
+        "It now also asks to",
+        "Cancel orders that have not shipped yet",
+        "by the agent itself",
+    ] {
+        assert!(consent.contains(expected), "{expected:?} missing: {out}");
+    }
+    for gone in ["unknown address", "connect just now"] {
+        assert!(!consent.contains(gone), "{gone:?} still shown: {out}");
+    }
+    assert_eq!(out["code_lines"], 1, "the code on one line: {out}");
+    // axe-core: nothing of any impact on these pages, light or dark.
+    assert_eq!(out["axe"], json!([]), "{out}");
+    assert_eq!(out["overflow"], 0, "{out}");
+    // The codes copied and downloaded are the ones shown.
+    let codes: Vec<String> = out["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(codes.len(), 10, "{out}");
+    assert_eq!(out["copied"], format!("{}\n", codes.join("\n")), "{out}");
+    let downloaded = out["downloaded"].as_str().unwrap();
+    assert!(downloaded.contains(email), "{out}");
+    assert!(
+        downloaded.ends_with(&format!("\n\n{}\n", codes.join("\n"))),
+        "{out}"
+    );
+    assert_eq!(out["download_name"], "demo-store-recovery-codes.txt");
+    // The new grant carries both permissions (PACT §5.5, the union; the
+    // older one is superseded once the agent redeems the new token).
+    let grants = pact_db::grants::active_for(
+        &app.db,
+        "demo",
+        ISS,
+        &user.subject(),
+        time::OffsetDateTime::now_utc(),
+    )
+    .await
+    .unwrap();
+    let newest = grants.iter().max_by_key(|g| g.created_at).expect("a grant");
+    let mut scopes = newest.scopes.clone();
+    scopes.sort();
+    assert_eq!(scopes, ["orders:cancel", "orders:read"], "{grants:?}");
 }

@@ -568,12 +568,21 @@ async fn a_failed_import_says_why_and_registers_nothing() {
         "ftp://mcp.shop.example/mcp",
     ] {
         let e = import(app, url, &[]).await.unwrap_err();
-        assert!(e.contains("SSRF guard"), "{url}: {e}");
+        // Issue 30, item 10: in the import's words, not the guard's "jwksUri".
+        assert!(
+            e.contains("SSRF guard") || e.contains("the MCP server URL"),
+            "{url}: {e}"
+        );
+        assert!(!e.contains("jwksUri"), "{url}: {e}");
     }
     let e = import_with(app, &s.url, &[], false, None)
         .await
         .unwrap_err();
     assert!(e.contains("SSRF guard"), "{e}");
+    assert!(
+        e.contains("the MCP server URL") && e.contains("--allow-loopback"),
+        "{e}"
+    );
     assert_eq!(s.server.stats().await["lists"], 0, "nothing reached it");
 
     let e = import(app, &s.url, &["refund_order=orders:read"])

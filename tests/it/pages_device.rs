@@ -156,6 +156,21 @@ async fn device_page_renders_and_a_prefilled_code_changes_nothing_until_posted()
         html.contains(&format!(r#"value="{}""#, auth.user_code)),
         "{html}"
     );
+    // Issue 30, item 9: a live code's page names its shop and agent.
+    assert!(
+        html.contains("Test PA asks to act for you at Demo Store."),
+        "{html}"
+    );
+    assert!(
+        html.contains("<title>Enter your code · Demo Store</title>"),
+        "{html}"
+    );
+    let (_, html) = b.get_html("/device?user_code=BCDF-GHJK").await;
+    assert!(!html.contains("asks to act for you"), "{html}");
+    assert!(
+        !html.contains("Demo Store"),
+        "an unknown code names nothing"
+    );
     let lower = auth.user_code.to_lowercase().replace('-', "");
     let (_, html) = b.get_html(&format!("/device?user_code={lower}")).await;
     assert!(html.contains(&format!(r#"value="{}""#, auth.user_code)));
@@ -253,6 +268,16 @@ async fn signing_in_comes_first() {
     let res = b.get("/device/consent").await;
     assert_eq!(res.status(), 303);
     assert_eq!(location(&res), "/login?brand=demo&next=/device/consent");
+    // The sign-in page says who is asking (issue 30, item 9); for another
+    // brand's sign-in, nothing.
+    let (_, html) = b.get_html("/login?brand=demo&next=/device/consent").await;
+    assert!(
+        html.contains("Test PA asks to act for you at Demo Store. Sign in"),
+        "{html}"
+    );
+    s.app.add_brand("other", "Other Shop").await;
+    let (_, html) = b.get_html("/login?brand=other&next=/account").await;
+    assert!(!html.contains("Test PA"), "{html}");
     // Signed in for another brand is not signed in for this one.
     s.app.add_brand("elsewhere", "Elsewhere").await;
     let (b, _) = browser_with(
@@ -520,6 +545,9 @@ async fn scopes_that_were_not_requested_cannot_be_approved() {
     assert_eq!(grants, 0);
 }
 
+/// Issue 30, item 7: a requested `requires_mfa` scope sends the person to
+/// the second factor before the consent page (and back to it with the same
+/// ticks), so that one Approve decides; Approve still checks it.
 #[tokio::test]
 async fn requires_mfa_scopes_need_a_recent_second_factor() {
     let s = setup().await;
@@ -536,15 +564,7 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
     let user = s.user("ann@example.com").await;
     let (b, hash) = signed_in(&s.app, &user).await;
     enter_code(&b, &auth.user_code).await;
-    let (_, html) = b.get_html("/device/consent").await;
-    assert!(html.contains("needs a second factor"));
-
-    let both = [
-        ("action", "approve"),
-        ("scope", "orders:read"),
-        ("scope", "orders:cancel"),
-    ];
-    let res = decide(&b, &both).await;
+    let res = b.get("/device/consent").await;
     assert_eq!(res.status(), 303);
     let to = location(&res);
     let query = to.strip_prefix("/login/second-factor?").unwrap();
@@ -553,6 +573,29 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
         .map(|(_, v)| v.into_owned())
         .unwrap();
     assert_eq!(next, "/device/consent?scopes=orders%3Acancel+orders%3Aread");
+    // The second-factor page offers the request without that permission.
+    let (_, html) = b.get_html(&to).await;
+    assert!(html.contains("href=\"/device/consent?mfa=skip\""), "{html}");
+    let (status, html) = b.get_html("/device/consent?mfa=skip").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("needs a second factor"));
+    assert_eq!(html.matches(" checked").count(), 1, "only orders:read");
+
+    // Ticking it again there: Approve still asks for the second factor.
+    let both = [
+        ("action", "approve"),
+        ("scope", "orders:read"),
+        ("scope", "orders:cancel"),
+    ];
+    let res = b
+        .submit("/device/consent?mfa=skip", "/device/consent", &both)
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(
+        location(&res),
+        to,
+        "Approve sends to the same second factor"
+    );
     assert_eq!(s.status(&auth).await, "pending");
 
     // A second factor older than ten minutes does not count either.
@@ -561,12 +604,12 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
         .execute(&s.app.db)
         .await
         .unwrap();
-    let res = decide(&b, &both).await;
+    let res = b.get(&next).await;
     assert!(location(&res).starts_with("/login/second-factor?"));
     assert_eq!(s.status(&auth).await, "pending");
 
     // After the second factor (as /login/second-factor records it), the form
-    // comes back with the person's ticks, and Approve works.
+    // comes back with the person's ticks, and one Approve works.
     sqlx::query("update sessions set mfa_at = now() where id_hash = $1")
         .bind(&hash)
         .execute(&s.app.db)
@@ -592,7 +635,13 @@ async fn unticking_the_mfa_scope_needs_no_second_factor() {
     let user = s.user("ann@example.com").await;
     let (b, _) = signed_in(&s.app, &user).await;
     enter_code(&b, &auth.user_code).await;
-    let res = decide(&b, &[("action", "approve"), ("scope", "orders:read")]).await;
+    let res = b
+        .submit(
+            "/device/consent?mfa=skip",
+            "/device/consent",
+            &[("action", "approve"), ("scope", "orders:read")],
+        )
+        .await;
     assert_eq!(location(&res), "/device/done");
 }
 

@@ -98,6 +98,8 @@ pub struct PageLimits {
     pub user_code_per_visitor: KeyedLimiter,
     pub user_code_misses: KeyedLimiter,
     pub user_code_flood_per_ip: KeyedLimiter,
+    /// Look-ups of a link's code to name its shop, per address (`link_lookup`).
+    pub user_code_link_per_ip: KeyedLimiter,
 }
 
 impl Default for PageLimits {
@@ -117,6 +119,7 @@ impl PageLimits {
             user_code_per_visitor: s.user_code_per_visitor.limiter(),
             user_code_misses: s.user_code_misses.limiter(),
             user_code_flood_per_ip: KeyedLimiter::new(1.0 / FLOOD_WINDOW.as_secs_f64(), 1.0),
+            user_code_link_per_ip: s.user_code_per_ip.limiter(),
         }
     }
 
@@ -132,6 +135,16 @@ impl PageLimits {
             self.user_code_flood_per_ip.check(ip, now).map_err(secs)?;
         }
         Ok(())
+    }
+
+    /// Whether `GET /device?user_code=` may look its code up to name the
+    /// shop and the agent: at the address's rate of code attempts, in a
+    /// bucket of its own (opening a link must not use up the attempt that
+    /// confirms it), and never while wrong codes are over the shared budget.
+    /// A miss spends that budget (`code_missed`) like a typed one.
+    pub fn link_lookup(&self, ip: &str, now: Instant) -> bool {
+        self.user_code_misses.has_token(ALL, now)
+            && self.user_code_link_per_ip.check(ip, now).is_ok()
     }
 
     /// A looked-up code did not exist: spend the shared miss budget.
@@ -198,6 +211,22 @@ mod tests {
         // Once misses are back under budget, normal limits apply again.
         let later = now + Duration::from_secs(30);
         assert!(limits.code_attempt("c", "ip", later).is_ok());
+    }
+
+    #[test]
+    fn link_look_ups_have_their_own_bucket_and_stop_in_a_flood() {
+        let limits = PageLimits::default();
+        let now = Instant::now();
+        for _ in 0..10 {
+            assert!(limits.link_lookup("ip", now));
+        }
+        assert!(!limits.link_lookup("ip", now), "the address's rate");
+        // Opening links used none of the form's attempts.
+        assert!(limits.code_attempt("v", "ip", now).is_ok());
+        for _ in 0..120 {
+            limits.code_missed(now);
+        }
+        assert!(!limits.link_lookup("other-ip", now), "none in a flood");
     }
 
     #[test]

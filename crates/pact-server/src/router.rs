@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/static/style.css", get(web::assets::style))
         .route("/static/webauthn.js", get(web::assets::webauthn_js))
+        .route("/static/codes.js", get(web::assets::codes_js))
         // web: logos and brand accents from our own origin (web/logos.rs)
         .route("/logos/{name}", get(web::logos::logo))
         .route("/theme/{file}", get(web::logos::theme))

@@ -31,6 +31,32 @@ pub fn check_merchant_url(what: &str, url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `import-mcp --url`: the command itself calls the server, so a loopback
+/// URL is refused here, before any connection, unless `--allow-loopback` is
+/// given, and the message names the MCP server URL and that flag (the shared
+/// guard's own words are about a jwksUri, issue 30, item 10).
+fn check_import_url(url: &str, allow_loopback: bool) -> anyhow::Result<()> {
+    pact_jose::check_jwks_uri(url, true).map_err(|e| {
+        let why = e.to_string();
+        let why = why.strip_prefix("invalid jwksUri: ").unwrap_or(&why);
+        let why = why.replace("jwksUri host", "its host");
+        anyhow::anyhow!("invalid --url {url} (the MCP server URL): {why}")
+    })?;
+    if pact_jose::check_jwks_uri(url, false).is_err() {
+        if !allow_loopback {
+            bail!(
+                "the MCP server URL {url} is a loopback address; to import from a development \
+                 server on this machine, add --allow-loopback"
+            );
+        }
+        eprintln!(
+            "note: the MCP server URL {url} is a loopback address; the server calls it only \
+             when it runs with --allow-loopback-jwks (or as `pactd dev`)"
+        );
+    }
+    Ok(())
+}
+
 /// Makes, seals and stores a new current secret in the caller's
 /// transaction, retiring the old one at `retire_at`, with its audit entry
 /// (`action`; the secret's row id, never the secret); returns the `whsec_…`
@@ -389,7 +415,7 @@ pub async fn import_mcp(
     pact_db::brands::find(pool, brand_id)
         .await?
         .with_context(|| format!("no brand {brand_id:?}"))?;
-    check_merchant_url("--url", url)?;
+    check_import_url(url, allow_loopback)?;
     let pairs = mcp_import::parse_scope_map(scope_map).map_err(edit)?;
     let now = OffsetDateTime::now_utc();
     let mut secrets = Vec::new();

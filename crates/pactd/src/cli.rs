@@ -37,6 +37,10 @@ pub struct Cli {
     /// Log lines as human-readable `text` or one JSON object per line.
     #[arg(long, global = true, env = "PACTD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Log progress (INFO) on standard error for the operator commands too;
+    /// `serve` and `dev` always do. `RUST_LOG` overrides either way.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -224,6 +224,7 @@ fn print_dev_banner(config: &Config, local_db: bool) {
          \n  Agent Card (demo brand):  {card}\
          \n  PA-JWT audience:          {aud}\
          \n  Pages:                    {public}/device (enter a code), {public}/account (connected agents)\
+         \n  Staff console:            {public}/admin (docs/admin.md)\
          \n  Database:                 {db}\
          \n  Loopback JWKS URIs:       {loopback}\
          \n  Passkeys:                 {passkeys}\n\
@@ -237,6 +238,9 @@ fn print_dev_banner(config: &Config, local_db: bool) {
          \n  3. Talk to the store; account questions open {public}/device for your approval:\
          \n       pact-agent send {card} \"When are you open?\"\
          \n       pact-agent send {card} \"Where is my order?\"\
+         \n  4. A staff account for the console at {public}/admin (prints a generated password;\
+         \n     the first sign-in sets up an authenticator app):\
+         \n       pactd admin add staff@example.com --role owner\
          \n  By hand instead: sign a PA-JWT (ES256/RS256; iss = your issuer, sub = a user id,\
          \n  aud = {aud}, exp <= iat + 300) and POST a message to {iface}/message:send (see README).\
          \n\nStop with Ctrl-C.\n",

@@ -36,7 +36,17 @@ fn main() -> std::process::ExitCode {
     } else {
         None
     };
-    init_tracing(cli.log_format, provider.as_ref());
+    // The operator commands speak to the person at the terminal: their
+    // output is the answer, and progress lines ("local PostgreSQL is ready")
+    // are noise unless asked for with -v (issue 30, item 10). Warnings and
+    // errors are always shown.
+    let server = matches!(cli.command, cli::Command::Serve(_) | cli::Command::Dev(_));
+    let level = if server || cli.verbose {
+        "info"
+    } else {
+        "warn"
+    };
+    init_tracing(cli.log_format, level, provider.as_ref());
     let code = run(cli);
     // After the drain: what the last requests traced is sent before the exit.
     if let Some(provider) = provider {
@@ -85,20 +95,26 @@ fn once(e: &anyhow::Error) -> String {
 }
 
 /// Human-readable logs by default, JSON with `--log-format json`
-/// (`PACTD_LOG_FORMAT=json`); level from `RUST_LOG`. Logs never carry tokens:
+/// (`PACTD_LOG_FORMAT=json`); level from `RUST_LOG`, else `level`. Logs never carry tokens:
 /// handlers log reasons and ids only. With trace export on, the log lines of
 /// a request carry its `trace_id` and `span_id` (fields of the `http` span),
 /// and the OpenTelemetry layers get their own filter, so `RUST_LOG` decides
 /// what is logged and not what is traced.
 fn init_tracing(
     format: cli::LogFormat,
+    level: &str,
     provider: Option<&opentelemetry_sdk::trace::SdkTracerProvider>,
 ) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::prelude::*;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        if level == "info" {
+            EnvFilter::new("info,sqlx=warn,tower_http=info")
+        } else {
+            EnvFilter::new(level)
+        }
+    });
     let Some(provider) = provider else {
         // No export: the plain subscriber, as cheap as before tracing existed.
         let builder = tracing_subscriber::fmt()

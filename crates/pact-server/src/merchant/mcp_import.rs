@@ -209,8 +209,29 @@ pub async fn fetch(
     };
     let listed = mcp_client::list_tools(server, &signer)
         .await
-        .map_err(|e| invalid(format!("reading tools/list from {url}: {e}")))?;
+        .map_err(|e| invalid(import_failure(url, allow_loopback, &e)))?;
     check_listed(&listed)
+}
+
+/// Why an import's `tools/list` failed, in the import's words: the SSRF
+/// guard is shared with JWKS fetching and speaks of a jwksUri, but here the
+/// URL refused is the MCP server's, and the way past it in development is
+/// `--allow-loopback` (issue 30, item 10).
+fn import_failure(url: &str, allow_loopback: bool, e: &mcp_client::McpError) -> String {
+    use super::http::CallError;
+    match e {
+        mcp_client::McpError::Call(CallError::Refused(why)) => {
+            let why = why.strip_prefix("invalid jwksUri: ").unwrap_or(why);
+            let why = why.replace("jwksUri host", "its host");
+            let hint = if allow_loopback {
+                ""
+            } else {
+                " (a development server on this machine needs --allow-loopback)"
+            };
+            format!("the MCP server URL {url} is refused by the SSRF guard: {why}{hint}")
+        }
+        other => format!("reading tools/list from {url}: {other}"),
+    }
 }
 
 /// What an import did, for the command's output and the audit entry.

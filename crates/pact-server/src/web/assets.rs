@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 const STYLE: &str = include_str!("../../../../static/style.css");
 const WEBAUTHN_JS: &str = include_str!("../../../../static/webauthn.js");
+const CODES_JS: &str = include_str!("../../../../static/codes.js");
 
 fn asset(body: &'static str, content_type: &'static str) -> Response {
     let mut res = body.into_response();
@@ -24,4 +25,9 @@ pub async fn style() -> Response {
 
 pub async fn webauthn_js() -> Response {
     asset(WEBAUTHN_JS, "text/javascript; charset=utf-8")
+}
+
+/// The recovery codes page's copy button (the download link needs no script).
+pub async fn codes_js() -> Response {
+    asset(CODES_JS, "text/javascript; charset=utf-8")
 }

@@ -2,7 +2,9 @@
 //! hand-off, consent, and "done".
 //!
 //! * `GET /device[?user_code=]` shows the entry form (pre-filled from
-//!   `verification_uri_complete`); a GET never looks a code up or acts on it.
+//!   `verification_uri_complete`), naming the code's brand and agent when
+//!   the code is live (a look-up limited like code entry); a GET never acts
+//!   on the code.
 //! * `POST /device` confirms the code (rate-limited per session, per IP and
 //!   globally; every attempt costs a token), remembers it in the session, and
 //!   sends the person to sign in — pactd's `/login` or the brand's own login —
@@ -64,6 +66,8 @@ struct DevicePage<'a> {
     look: who::Look,
     csrf: &'a str,
     code: &'a str,
+    /// The registered agent behind the link's code, when it is live.
+    agent_name: Option<&'a str>,
     error: Option<&'a str>,
 }
 
@@ -101,11 +105,17 @@ struct ConsentPage<'a> {
     look: crate::who::Look,
     user_label: &'a str,
     user_code: String,
-    requested_at: String,
-    requested_ago: String,
-    request_ip: &'a str,
+    /// "Asked … with code " and "." around the code.
+    asked_before: String,
+    asked_after: String,
     scopes: Vec<ScopeRow>,
     conditions: Vec<super::consent_limits::ConditionRow>,
+    /// The agent holds an active grant from this person: a step-up, not a
+    /// first connection.
+    connected: bool,
+    /// Every requested permission is already held.
+    nothing_new: bool,
+    /// Everything the agent may already do (all its active grants' scopes).
     already: Vec<String>,
     /// A step-up beyond a limit: the calls to allow once, each with why.
     operations: Vec<OperationRow>,
@@ -310,6 +320,7 @@ fn limit_code_entry(
 /// `GET /device` and `GET /device?user_code=…` (never acts on the code).
 pub async fn entry(
     State(state): State<AppState>,
+    ip: ClientIp,
     browser: Browser,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
@@ -319,16 +330,63 @@ pub async fn entry(
         Some(c) => user_code::display(&c),
         None => typed.chars().take(32).collect(),
     };
-    let (brand_name, look) = signed_in_brand(&state, &browser).await?;
+    let (mut brand_name, mut look) = signed_in_brand(&state, &browser).await?;
+    let mut agent_name = None;
+    if let Some((brand, agent)) = named_by_link(&state, &ip, &typed).await? {
+        brand_name = brand.name.clone();
+        look = who::Look::of(&brand.settings);
+        i18n::brand_known(&brand.name, look.clone());
+        agent_name = agent;
+    }
     let page = DevicePage {
         brand_name: &brand_name,
         signed_in: browser.signed_in(),
         look,
         csrf: &csrf,
         code: &code,
+        agent_name: agent_name.as_deref(),
         error: None,
     };
     Ok(with_cookie(render(&page, StatusCode::OK), cookie))
+}
+
+/// The brand (and the registered agent) of the code in the link, so that
+/// the first page names the shop and who is asking (issue 30, item 9). The
+/// look-up is limited per address at the rate of code attempts and stops
+/// while wrong codes are over the shared budget, which a miss here spends
+/// too (`PageLimits::link_lookup`), so a link cannot test codes faster than
+/// the form; beyond the limits, or for a code that is not live, the page is
+/// the generic one, naming nothing. Nothing is stored: the code is still
+/// confirmed by the person's click (RFC 8628 §3.3.1).
+async fn named_by_link(
+    state: &AppState,
+    ip: &ClientIp,
+    typed: &str,
+) -> Result<Option<(Brand, Option<String>)>, PageError> {
+    let Some(code) = user_code::normalise(typed) else {
+        return Ok(None);
+    };
+    let now = state.clock.instant();
+    if !state.page_limits.link_lookup(&ip.limit_key(), now) {
+        return Ok(None);
+    }
+    let Some(auth) = consent::find_by_user_code(state, &code)
+        .await
+        .map_err(consent_error)?
+    else {
+        state.page_limits.code_missed(now);
+        return Ok(None);
+    };
+    if auth.status != AuthStatus::Pending || auth.expires_at <= state.clock.now() {
+        return Ok(None);
+    }
+    let Some(brand) = pact_db::brands::find(&state.db, &auth.brand_id).await? else {
+        return Ok(None);
+    };
+    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer)
+        .await?
+        .map(|a| hidden_chars::visible(&a.name));
+    Ok(Some((brand, agent)))
 }
 
 async fn entry_again(
@@ -347,6 +405,7 @@ async fn entry_again(
         look,
         csrf,
         code: &typed,
+        agent_name: None,
         error: Some(error),
     };
     Ok(render(&page, status))
@@ -572,13 +631,49 @@ async fn consent_page(
         Vec::new()
     };
     // Information only: an existing grant never approves anything by itself.
+    // Everything the agent may already do is listed (issue 30, item 8), so
+    // a step-up reads as "this, and now also that" (PACT §5.5).
     let mut already_ids = BTreeSet::new();
+    let mut connected = false;
     for g in
         pact_db::grants::active_for(&state.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
             .await?
     {
-        already_ids.extend(g.scopes.into_iter().filter(|s| d.auth.scopes.contains(s)));
+        connected = true;
+        already_ids.extend(g.scopes);
     }
+    let nothing_new = d.auth.scopes.iter().all(|s| already_ids.contains(s));
+    // Where the request came from, in words that are true for both kinds:
+    // the agent's own device authorization request has the address it came
+    // from; a step-up link was made by the agent's message to the brand
+    // (a2a/send.rs), which has no address worth showing.
+    let asked = match &d.auth.request_ip {
+        Some(ip) => i18n::t4(
+            "consent-asked",
+            "ago",
+            relative(d.auth.created_at, now),
+            "at",
+            absolute(d.auth.created_at),
+            "ip",
+            ip.as_str(),
+            "code",
+            i18n::CODE_MARK,
+        ),
+        None => i18n::t4(
+            "consent-asked-by-agent",
+            "ago",
+            relative(d.auth.created_at, now),
+            "at",
+            absolute(d.auth.created_at),
+            "brand",
+            d.brand.name.as_str(),
+            "code",
+            i18n::CODE_MARK,
+        ),
+    };
+    // The code goes in its own element so that it never breaks across
+    // lines (white-space: nowrap); the sentence around it stays translated.
+    let (asked_before, asked_after) = i18n::around_code(&asked);
     let page = ConsentPage {
         brand_name: &d.brand.name,
         signed_in: true,
@@ -596,15 +691,12 @@ async fn consent_page(
         look: who::Look::of(&d.brand.settings),
         user_label: &d.user_label,
         user_code: user_code::display(&d.auth.user_code),
-        requested_at: absolute(d.auth.created_at),
-        requested_ago: relative(d.auth.created_at, now),
-        request_ip: &d
-            .auth
-            .request_ip
-            .clone()
-            .unwrap_or_else(|| i18n::t("consent-unknown-address")),
+        asked_before,
+        asked_after,
         scopes,
         conditions,
+        connected,
+        nothing_new,
         already: already_ids.iter().map(|id| describe(id)).collect(),
         operations,
         error,
@@ -622,12 +714,42 @@ pub async fn show(
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
     };
-    let chosen: Option<BTreeSet<String>> = query_param(query.as_deref(), "scopes").map(|s| {
+    let mut chosen: Option<BTreeSet<String>> = query_param(query.as_deref(), "scopes").map(|s| {
         s.split(' ')
             .filter(|x| !x.is_empty())
             .map(str::to_owned)
             .collect()
     });
+    let offered = brand_scopes(&state, &d.brand.id).await?;
+    let needs_mfa = |id: &String| offered.iter().any(|s| s.scope_id == *id && s.requires_mfa);
+    // "Decide without it" (the second-factor page's way back): the request
+    // with the permissions that need a second factor unticked.
+    if chosen.is_none() && query_param(query.as_deref(), "mfa").as_deref() == Some("skip") {
+        chosen = Some(
+            d.auth
+                .scopes
+                .iter()
+                .filter(|id| !needs_mfa(id))
+                .cloned()
+                .collect(),
+        );
+    }
+    // Issue 30, item 7: the second factor a ticked permission requires is
+    // asked for before the page, not after Approve, so that one Approve is
+    // the person's whole decision. Only pactd's own accounts are sent ahead:
+    // the brand's OpenID provider and the brand's own login are asked on
+    // Approve, as before (their sign-in is a trip elsewhere). A one-off
+    // approval asks for its scopes as they are (Approve checks the same).
+    let ticked: BTreeSet<String> = match &chosen {
+        Some(c) if d.auth.operations.is_none() => c.clone(),
+        _ => d.auth.scopes.iter().cloned().collect(),
+    };
+    if d.session.user_id.is_some()
+        && ticked.iter().any(needs_mfa)
+        && !mfa_is_recent(&d.session, state.clock.now())
+    {
+        return Ok(see_other(&reconfirm_url(&ticked)));
+    }
     consent_page(&state, &d, chosen.as_ref(), None, None, StatusCode::OK).await
 }
 

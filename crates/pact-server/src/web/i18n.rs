@@ -281,6 +281,21 @@ pub fn known_look() -> Look {
         .unwrap_or_default()
 }
 
+/// Stands for a user code in a translated sentence that the page splits
+/// there ([`around_code`]), so that the code sits in an element of its own
+/// and never breaks across lines (`white-space: nowrap`, issue 30, item 8).
+/// A private-use character: never in a translation.
+pub const CODE_MARK: &str = "\u{e000}";
+
+/// `sentence` before and after [`CODE_MARK`] (all of it before, when the
+/// translation left the code out).
+pub fn around_code(sentence: &str) -> (String, String) {
+    match sentence.split_once(CODE_MARK) {
+        Some((before, after)) => (before.to_owned(), after.to_owned()),
+        None => (sentence.to_owned(), String::new()),
+    }
+}
+
 /// The message `key` in the request's language.
 pub fn t(key: &str) -> String {
     current().message(key, &[])

@@ -328,6 +328,32 @@ pub struct LoginPage<'a> {
     pub forgot: bool,
     /// The brand's logo and accent.
     pub look: crate::who::Look,
+    /// The agent whose request brought the person here, when the browser
+    /// holds one for this brand (issue 30, item 9): who is asking is said
+    /// before the password is typed, not only on the consent page after.
+    pub agent_name: Option<String>,
+}
+
+/// The registered name of the agent whose device authorization this browser
+/// is deciding on, when that request is for `brand_id`.
+pub async fn asking_agent(
+    state: &AppState,
+    session: Option<&Session>,
+    brand_id: &str,
+) -> Result<Option<String>, PageError> {
+    let Some(id) = session.and_then(|s| s.device_authorization_id) else {
+        return Ok(None);
+    };
+    let Some(auth) = pact_db::device_authorizations::find(&state.db, id).await? else {
+        return Ok(None);
+    };
+    if auth.brand_id != brand_id {
+        return Ok(None);
+    }
+    // Shown visibly, as on the consent page (names are operator-registered).
+    Ok(pact_db::agents::find(&state.db, &auth.pa_issuer)
+        .await?
+        .map(|a| crate::domain::hidden_chars::visible(&a.name)))
 }
 
 pub async fn get_login(
@@ -345,7 +371,9 @@ pub async fn get_login(
         return Ok(see_other(&next, None));
     }
     let (csrf, cookie) = session::form_csrf(&state, &browser);
+    let agent_name = asking_agent(&state, browser.session.as_ref(), &brand.id).await?;
     let page = LoginPage {
+        agent_name,
         brand_name: brand.name.clone(),
         signed_in: browser.signed_in(),
         brand_id: &brand.id,
@@ -372,8 +400,10 @@ pub async fn post_login(
     let brand = brand_for(&state, form.get("brand"), old).await?;
     let next = security::safe_next(form.get("next"));
     i18n::set_here(login_path(Some(&brand.id), &next));
+    let agent_name = asking_agent(&state, old, &brand.id).await?;
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
         let p = LoginPage {
+            agent_name: agent_name.clone(),
             brand_name: brand.name.clone(),
             signed_in: browser.signed_in(),
             brand_id: &brand.id,

@@ -75,6 +75,56 @@ pub struct RecoveryCodesPage<'a> {
     /// Shown right after a new authenticator was confirmed.
     pub enrolled: bool,
     pub look: crate::who::Look,
+    /// The codes as a `data:text/plain` URL for the download link (issue 30,
+    /// item 9): made here, so nothing is stored or served again later.
+    pub download_href: String,
+    pub download_name: String,
+}
+
+/// The downloaded file: which account the codes are for, then one a line.
+fn codes_file(brand_name: &str, email: &str, codes: &[String]) -> String {
+    let mut text = i18n::t2("codes-file-heading", "brand", brand_name, "email", email);
+    text.push_str("\n\n");
+    for c in codes {
+        text.push_str(c);
+        text.push('\n');
+    }
+    text
+}
+
+/// `data:text/plain;charset=utf-8,…`, percent-encoded (RFC 2397 §2).
+fn data_url(text: &str) -> String {
+    let encoded: String = url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
+    // form_urlencoded writes a space as '+', which a data URL keeps as '+'.
+    format!(
+        "data:text/plain;charset=utf-8,{}",
+        encoded.replace('+', "%20")
+    )
+}
+
+/// A file name from the brand's name: letters and digits only, so that no
+/// browser has to guess at a path or an extension.
+fn codes_file_name(brand_name: &str) -> String {
+    let slug: String = brand_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("-");
+    if slug.is_empty() {
+        "recovery-codes.txt".to_owned()
+    } else {
+        format!("{slug}-recovery-codes.txt")
+    }
 }
 
 /// Renders `data` as a QR code: an `<svg>` element to inline in a page. The
@@ -362,7 +412,11 @@ async fn show_codes(
     cookie: Option<HeaderValue>,
 ) -> Result<Response, PageError> {
     let (brand_name, look) = brand_view(state, Some(&user.brand_id)).await?;
+    let download_href = data_url(&codes_file(&brand_name, &user.email, codes));
+    let download_name = codes_file_name(&brand_name);
     let page = RecoveryCodesPage {
+        download_href,
+        download_name,
         brand_name,
         look,
         // Signed in after this response even when the request was pending.
@@ -424,6 +478,23 @@ mod tests {
         );
         assert_eq!(strip_style_attributes("<svg style=x>"), "<svg>");
         assert_eq!(strip_style_attributes("<svg>"), "<svg>");
+    }
+
+    #[test]
+    fn recovery_codes_download_as_plain_text() {
+        let codes = vec!["abcd-efgh".to_owned(), "ijkl-mnop".to_owned()];
+        let url = data_url(&codes_file("Tea & Co", "a+b@x.example", &codes));
+        let body = url.strip_prefix("data:text/plain;charset=utf-8,").unwrap();
+        assert!(!body.contains(' ') && !body.contains('+') && !body.contains('&'));
+        let query = format!("x={body}");
+        let (_, decoded) = url::form_urlencoded::parse(query.as_bytes())
+            .next()
+            .unwrap();
+        assert!(decoded.contains("a+b@x.example"), "{decoded}");
+        assert!(decoded.ends_with("\n\nabcd-efgh\nijkl-mnop\n"), "{decoded}");
+        assert_eq!(codes_file_name("Tea & Co"), "tea-co-recovery-codes.txt");
+        assert_eq!(codes_file_name("Ünï"), "n-recovery-codes.txt");
+        assert_eq!(codes_file_name("日本"), "recovery-codes.txt");
     }
 
     #[test]

@@ -1101,6 +1101,9 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         "pact-agent init --audience",
         "/device",
         "Passkeys:                 available",
+        // Issue 30, item 10: the console and the command for its first account.
+        &format!("Staff console:            {public}/admin"),
+        "pactd admin add staff@example.com --role owner",
     ] {
         assert!(
             first.stdout().contains(hint),
@@ -1120,8 +1123,20 @@ async fn dev_runs_on_its_own_postgres_serves_the_demo_brand_and_keeps_its_data_a
         "{card}"
     );
 
-    // The admin command finds the cluster dev is running and leaves it running.
+    // The admin command finds the cluster dev is running and leaves it running,
+    // quietly (issue 30, item 10): its output is the answer, progress lines
+    // only with -v.
     let pa = TestPa::start("https://pa.dev.test").await;
+    let listed = run(pactd_local(&data.path), &["brand", "list"]).await;
+    listed.succeeded();
+    assert!(!listed.stderr.contains("INFO"), "{}", listed.describe());
+    let verbose = run(pactd_local(&data.path), &["brand", "list", "-v"]).await;
+    verbose.succeeded();
+    assert!(
+        verbose.stderr.contains("local PostgreSQL is ready"),
+        "{}",
+        verbose.describe()
+    );
     run(
         pactd_local(&data.path),
         &[

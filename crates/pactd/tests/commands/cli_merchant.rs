@@ -335,8 +335,12 @@ async fn an_operator_imports_the_tools_of_an_mcp_server() {
     let url = format!("{}/mcp", server.base);
     let import = ["brand", "tool", "import-mcp", "demo", "--url", url.as_str()];
 
+    // Issue 30, item 10: the refusal names the MCP server URL and the flag,
+    // not the shared guard's "jwksUri".
     let err = refused(&app, &import).await;
-    assert!(err.contains("SSRF guard"), "{err}");
+    assert!(err.contains("the MCP server URL"), "{err}");
+    assert!(err.contains("--allow-loopback"), "{err}");
+    assert!(!err.contains("jwksUri"), "{err}");
     let err = refused(
         &app,
         &[
