@@ -784,8 +784,7 @@ async fn a_turn_that_stayed_on_its_node_is_over_on_every_node_once_it_replied() 
         let turn = s
             .open_turn_in(&token, &format!("stay-{i}"), context.as_deref())
             .await;
-        let (status, body) =
-            call(&s.app, &turn, "cancel_order", &json!({"order_id": order})).await;
+        let (status, body) = call(&s.app, &turn, "cancel_order", &json!({"order_id": order})).await;
         assert_eq!(status, 200, "{body}");
         let late = format!(
             "{}/cancel_order",

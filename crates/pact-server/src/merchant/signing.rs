@@ -76,7 +76,9 @@ impl WebhookSecret {
         brand_id: &str,
         id: Uuid,
     ) -> Result<Self, SealError> {
-        master.open(sealed, &aad(brand_id, id)).map(Self::from_bytes)
+        master
+            .open(sealed, &aad(brand_id, id))
+            .map(Self::from_bytes)
     }
 
     /// `v1,<base64 HMAC-SHA256("{id}.{timestamp}.{body}")>`.
@@ -87,7 +89,10 @@ impl WebhookSecret {
         mac.update(timestamp.to_string().as_bytes());
         mac.update(b".");
         mac.update(body);
-        Ok(format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes())))
+        Ok(format!(
+            "v1,{}",
+            STANDARD.encode(mac.finalize().into_bytes())
+        ))
     }
 }
 
@@ -223,7 +228,10 @@ mod tests {
         let master = MasterKey::generate().unwrap();
         let opened = OpenedSecrets::default();
         let id = Uuid::new_v4();
-        let (a, b) = (WebhookSecret::generate().unwrap(), WebhookSecret::generate().unwrap());
+        let (a, b) = (
+            WebhookSecret::generate().unwrap(),
+            WebhookSecret::generate().unwrap(),
+        );
         let sealed_a = a.seal(&master, "shop", id).unwrap();
         let got = opened.open(&master, &sealed_a, "shop", id).unwrap();
         assert_eq!(got.to_whsec(), a.to_whsec());
