@@ -93,8 +93,8 @@ impl IssuerDiscovery {
         let url = check_jwks_uri(&discovery_url(iss), self.policy.allow_loopback)?;
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let body = self.fetch_document(url).await?;
-        let doc: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|_| JwksError::Discovery("not JSON"))?;
+        let doc: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|_| JwksError::Discovery("not JSON"))?;
         if doc.get("issuer").and_then(|v| v.as_str()) != Some(iss) {
             return Err(JwksError::Discovery("issuer differs from iss"));
         }

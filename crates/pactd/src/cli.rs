@@ -281,6 +281,12 @@ pub struct ServeArgs {
     /// Accept http://127.0.0.1 / localhost JWKS URIs (development only).
     #[arg(long, env = "PACTD_ALLOW_LOOPBACK_JWKS", num_args = 0..=1, default_missing_value = "true")]
     pub allow_loopback_jwks: Option<bool>,
+    /// Which personal agents are admitted (PACT §3.1): `allowlist`, only those
+    /// registered with `pactd agent add`; `open`, also any whose https issuer
+    /// serves OpenID discovery, as unverified. A brand may override it
+    /// (`pactd brand set --admission`) [default: allowlist].
+    #[arg(long, value_name = "POLICY", env = "PACTD_ADMISSION")]
+    pub admission: Option<pact_server::admission::Policy>,
     /// Do not apply migrations on start.
     #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
     pub no_migrate: Option<bool>,

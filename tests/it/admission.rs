@@ -1,0 +1,180 @@
+//! Open admission of personal agents nobody registered (PACT §3.1, issue 31):
+//! the policy, OpenID discovery of the keys, and the bounds on what an
+//! unknown issuer can cost.
+
+use pact_server::admission::Policy;
+use pact_tests::TestApp;
+use pact_tests::pa::{PaKey, TestPa};
+use serde_json::json;
+
+use crate::assert_bare_401;
+
+async fn agents(app: &TestApp) -> i64 {
+    sqlx::query_scalar::<_, i64>("select count(*) from agents")
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
+}
+
+async fn open_app() -> TestApp {
+    TestApp::spawn_with(|c| c.admission.policy = Policy::Open).await
+}
+
+#[tokio::test]
+async fn an_unregistered_agent_is_admitted_under_open_as_unverified() {
+    let app = open_app().await;
+    let pa = TestPa::start_discoverable().await;
+    let res = app
+        .send("demo", &pa.token("u1", app.audience()), "m1", "hi", None)
+        .await;
+    assert_eq!(res.status(), 200);
+    let agent = pact_db::agents::find(&app.db, &pa.issuer)
+        .await
+        .unwrap()
+        .expect("stored once verified");
+    assert!(!agent.verified, "admitted by open: unverified");
+    assert_eq!(agent.jwks_uri, pa.jwks_uri);
+    assert_eq!((pa.discovery_hits(), pa.jwks_hits()), (1, 1));
+    // The keys found by discovery serve the next requests: no fetch again.
+    for i in 0..5 {
+        let res = app
+            .send(
+                "demo",
+                &pa.token("u1", app.audience()),
+                &format!("n{i}"),
+                "hi",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+    }
+    assert_eq!((pa.discovery_hits(), pa.jwks_hits()), (1, 1));
+}
+
+#[tokio::test]
+async fn the_same_agent_is_refused_under_the_default_allowlist() {
+    let app = TestApp::spawn().await;
+    let pa = TestPa::start_discoverable().await;
+    assert_bare_401(
+        app.send("demo", &pa.token("u1", app.audience()), "m1", "hi", None)
+            .await,
+    )
+    .await;
+    assert_eq!(pa.discovery_hits(), 0, "allowlist: nothing is fetched");
+    assert_eq!(agents(&app).await, 0);
+}
+
+#[tokio::test]
+async fn a_brand_overrides_the_providers_policy_both_ways() {
+    let app = TestApp::spawn().await;
+    app.add_brand("open-shop", "Open Shop").await;
+    pact_db::brands::set_setting(&app.db, "open-shop", "admission", &json!("open"))
+        .await
+        .unwrap();
+    app.settle().await;
+    let pa = TestPa::start_discoverable().await;
+    let token = pa.token("u1", app.audience());
+    assert_eq!(
+        app.send("open-shop", &token, "m1", "hi", None)
+            .await
+            .status(),
+        200
+    );
+    // Let in by one brand's open door, it is still unverified: a brand that
+    // allowlists refuses it.
+    assert_bare_401(app.send("demo", &token, "m2", "hi", None).await).await;
+
+    // And a Provider that is open by default, with a brand that allowlists.
+    let open = open_app().await;
+    pact_db::brands::set_setting(&open.db, "demo", "admission", &json!("allowlist"))
+        .await
+        .unwrap();
+    open.settle().await;
+    let other = TestPa::start_discoverable().await;
+    assert_bare_401(
+        open.send(
+            "demo",
+            &other.token("u1", open.audience()),
+            "m1",
+            "hi",
+            None,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(other.discovery_hits(), 0);
+}
+
+#[tokio::test]
+async fn a_non_https_issuer_is_refused_without_a_fetch() {
+    let app = open_app().await;
+    let pa = TestPa::start_discoverable().await;
+    // Served on loopback, but named http on a public name: PACT §3 wants https.
+    for iss in [
+        "http://agent.example",
+        "https://10.0.0.1",
+        "ftp://127.0.0.1",
+    ] {
+        let token = pa.token_with("u1", app.audience(), |_, c| c["iss"] = json!(iss));
+        assert_bare_401(app.send("demo", &token, "m1", "hi", None).await).await;
+    }
+    assert_eq!(app.state.door.fetch_count(), 0);
+    assert_eq!(agents(&app).await, 0);
+}
+
+#[tokio::test]
+async fn a_token_that_does_not_verify_stores_nothing() {
+    let app = open_app().await;
+    let pa = TestPa::start_discoverable().await;
+    let forger = PaKey::new_ec("k1");
+    let forged = pact_tests::pa::compact(&pa.header(), &pa.claims("u1", app.audience()), &forger);
+    assert_bare_401(app.send("demo", &forged, "m1", "hi", None).await).await;
+    let wrong_aud = pa.token("u1", "https://someone-else.example/a2a");
+    assert_bare_401(app.send("demo", &wrong_aud, "m2", "hi", None).await).await;
+    assert_eq!(
+        agents(&app).await,
+        0,
+        "nothing written before a token verified"
+    );
+    // The real agent is not punished for the forger: its keys are remembered.
+    assert_eq!(
+        app.send("demo", &pa.token("u1", app.audience()), "m3", "hi", None)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(pa.discovery_hits(), 1);
+}
+
+/// A spray of unknown issuers (loopback, bounded) costs at most the budget's
+/// burst in discoveries, two requests each, and no rows.
+#[tokio::test]
+async fn a_spray_of_unknown_issuers_is_bounded_by_the_budget() {
+    let app = TestApp::spawn_with(|c| {
+        c.admission.policy = Policy::Open;
+        c.admission.discovery_rate = 0.001;
+        c.admission.discovery_burst = 5.0;
+    })
+    .await;
+    let pa = TestPa::start_discoverable().await;
+    for i in 0..300u32 {
+        // Distinct hosts (ports), so the per-host bucket does not hide the
+        // node-wide one; most ports have nobody listening.
+        let iss = format!("http://127.0.0.1:{}", 20_000 + i);
+        let token = pa.token_with("u1", app.audience(), |_, c| c["iss"] = json!(iss));
+        assert_bare_401(app.send("demo", &token, &format!("m{i}"), "hi", None).await).await;
+    }
+    assert!(
+        app.state.door.fetch_count() <= 2 * 5,
+        "fetched {}",
+        app.state.door.fetch_count()
+    );
+    assert_eq!(agents(&app).await, 0);
+    // The same failed issuer again: backing off, not fetched.
+    let before = app.state.door.fetch_count();
+    let token = pa.token_with("u1", app.audience(), |_, c| {
+        c["iss"] = json!("http://127.0.0.1:20000")
+    });
+    assert_bare_401(app.send("demo", &token, "again", "hi", None).await).await;
+    assert_eq!(app.state.door.fetch_count(), before);
+}
