@@ -601,6 +601,10 @@ pub struct BrandSetArgs {
     /// How long new grants last, 1–365 days.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
     pub grant_ttl_days: Option<i64>,
+    /// Which personal agents the brand admits (PACT §3.1): allowlist, open,
+    /// or default (the Provider's `--admission`).
+    #[arg(long, value_name = "POLICY", value_parser = ["allowlist", "open", "default"])]
+    pub admission: Option<String>,
     /// Answer the brand with the merchant's own agent at this URL (https);
     /// the first time, prints the webhook signing secret once.
     #[arg(long, value_name = "URL", conflicts_with = "demo_agent")]
@@ -636,6 +640,10 @@ pub enum ScopeCommand {
         /// Consenting to it needs a second factor in the session.
         #[arg(long)]
         requires_mfa: bool,
+        /// Agents admitted under the open policy and not yet verified by
+        /// staff may request it (by default they may not).
+        #[arg(long)]
+        unverified_allowed: bool,
     },
     Remove {
         brand_id: String,
