@@ -178,3 +178,124 @@ async fn a_spray_of_unknown_issuers_is_bounded_by_the_budget() {
     assert_bare_401(app.send("demo", &token, "again", "hi", None).await).await;
     assert_eq!(app.state.door.fetch_count(), before);
 }
+
+fn staff() -> pact_server::admin::role::Actor {
+    pact_server::admin::role::Actor {
+        kind: "cli",
+        name: "admission-test".to_owned(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    }
+}
+
+async fn device_authorization_status(
+    app: &TestApp,
+    pa: &TestPa,
+    scope: &str,
+) -> (u16, serde_json::Value) {
+    let res = app
+        .oauth_post(
+            "demo",
+            "device_authorization",
+            &pa.token("pa-sub", app.audience()),
+            &[("client_id", pa.issuer.as_str()), ("scope", scope)],
+        )
+        .await;
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or_default())
+}
+
+/// Trust tiers (issue 31): unverified, an agent gets only the scopes the
+/// brand marked for it; verified by staff, it gets the rest; blocked, it is
+/// refused on another node and its grants are revoked.
+#[tokio::test]
+async fn unverified_gets_only_allowed_scopes_verified_the_rest_blocked_nothing() {
+    let app = TestApp::spawn_with(|c| {
+        c.admission.policy = Policy::Open;
+        c.delegation.poll_interval_secs = 1;
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
+        .await
+        .unwrap();
+    app.settle().await;
+    let pa = TestPa::start_discoverable().await;
+    let user =
+        pact_tests::pages::add_user(&app, "demo", "ann@example.com", "ann's password 1").await;
+
+    // Unverified: orders:read is allowed, orders:cancel is not.
+    let (status, body) = device_authorization_status(&app, &pa, "orders:cancel").await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_scope")),
+        "{body}"
+    );
+    let (status, body) = device_authorization_status(&app, &pa, "orders:read orders:cancel").await;
+    assert_eq!(status, 400, "{body}");
+    let tokens = app
+        .connect(&pa, "pa-sub", &user.subject(), &["orders:read"])
+        .await;
+    assert!(tokens["access_token"].is_string());
+    let agent = pact_db::agents::find(&app.db, &pa.issuer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!agent.verified);
+
+    // Staff verify it: now it may ask for the rest.
+    let mut tx = app.db.begin().await.unwrap();
+    pact_server::admin::ops::agents::verify(&mut tx, &staff(), None, &pa.issuer)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    app.settle().await;
+    let cancel = app
+        .connect(&pa, "pa-sub", &user.subject(), &["orders:cancel"])
+        .await;
+    let grant: uuid::Uuid = {
+        use base64::Engine;
+        let token = cancel["access_token"].as_str().unwrap();
+        let claims = token.split('.').nth(1).unwrap();
+        let claims: serde_json::Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(claims)
+                .unwrap(),
+        )
+        .unwrap();
+        claims["grant_id"].as_str().unwrap().parse().unwrap()
+    };
+
+    // Blocked (disabled, with a reason): refused on another node at once,
+    // and every grant it holds revoked, as that node hears.
+    let peer = app.spawn_peer(|c| c.admission.policy = Policy::Open).await;
+    peer.until_listening().await;
+    let mut tx = app.db.begin().await.unwrap();
+    let revoked = pact_server::admin::ops::agents::set_enabled(
+        &mut tx,
+        &staff(),
+        None,
+        &pa.issuer,
+        false,
+        Some("spam"),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert!(revoked >= 1, "its grants are revoked");
+    assert!(peer.hears_revocation(grant).await);
+    peer.settle().await;
+    assert_bare_401(
+        peer.send(
+            "demo",
+            &pa.token("pa-sub", peer.audience()),
+            "after-block",
+            "hi",
+            None,
+        )
+        .await,
+    )
+    .await;
+    // And the door stays shut: a blocked issuer is not discovered again.
+    assert_eq!(pa.discovery_hits(), 1);
+}

@@ -110,6 +110,24 @@ pub fn admits(policy: Policy, agent: &Agent) -> bool {
     agent.enabled && (agent.verified || policy == Policy::Open)
 }
 
+/// The first of `wanted` that `agent` may not request at this brand: a
+/// verified agent may request every scope; an unverified one only those the
+/// brand marked for it (`unverified_allowed`, issue 31's trust tiers).
+pub fn scope_refused<'w>(
+    agent: &Agent,
+    offered: &[pact_db::scopes::BrandScope],
+    wanted: impl IntoIterator<Item = &'w String>,
+) -> Option<&'w String> {
+    if agent.verified {
+        return None;
+    }
+    wanted.into_iter().find(|id| {
+        !offered
+            .iter()
+            .any(|s| &s.scope_id == *id && s.unverified_allowed)
+    })
+}
+
 /// Open admission's budget and bounds (see the module's arithmetic).
 #[derive(Clone, Debug)]
 pub struct AdmissionSettings {
