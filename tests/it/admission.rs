@@ -299,3 +299,51 @@ async fn unverified_gets_only_allowed_scopes_verified_the_rest_blocked_nothing()
     // And the door stays shut: a blocked issuer is not discovered again.
     assert_eq!(pa.discovery_hits(), 1);
 }
+
+/// An agent nobody registered finds what to put in `aud` (PACT §3) and the
+/// brand's policy in the brand's RFC 8414 metadata.
+#[tokio::test]
+async fn the_metadata_publishes_the_audience_and_the_policy() {
+    let app = open_app().await;
+    app.enable_demo_delegation().await;
+    let m: serde_json::Value = app
+        .http
+        .get(app.oauth("demo", ".well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(m["pact_pa_jwt_audience"], app.audience());
+    assert_eq!(m["pact_admission"], "open");
+}
+
+/// A spray of unknown issuers costs no database round trip once the brand
+/// and the issuer's absence are in the node's copy (allowlist: nothing at
+/// all is fetched).
+#[tokio::test]
+async fn unknown_issuers_are_answered_from_memory_while_the_node_listens() {
+    let app = TestApp::spawn().await;
+    app.until_listening().await;
+    let pa = TestPa::start_discoverable().await;
+    let token = pa.token("u1", app.audience());
+    assert_bare_401(app.send("demo", &token, "m0", "hi", None).await).await;
+    for i in 0..20 {
+        assert_bare_401(app.send("demo", &token, &format!("m{i}"), "hi", None).await).await;
+    }
+    // The node's copy answers "no such agent" without the database: asked
+    // with a pool that can reach none, it still answers.
+    let nowhere = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_millis(200))
+        .connect_lazy("postgres://nobody@127.0.0.1:1/none")
+        .unwrap();
+    let found = app
+        .state
+        .config_cache
+        .agent_and_brand(&nowhere, &pa.issuer, "demo")
+        .await
+        .expect("answered from memory");
+    assert!(found.agent.is_none() && found.brand.is_some());
+    assert_eq!(pa.discovery_hits(), 0);
+}
