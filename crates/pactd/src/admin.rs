@@ -402,10 +402,24 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
         AgentCommand::Enable { issuer } => {
             set_agent_enabled(pool, issuer, true, None).await?;
         }
+        AgentCommand::Verify { issuer } => {
+            decide_agent(pool, issuer, true).await?;
+            println!("verified {issuer}");
+        }
+        AgentCommand::Forget { issuer } => {
+            decide_agent(pool, issuer, false).await?;
+            println!("forgot {issuer} with its conversations and grants");
+        }
         AgentCommand::List => {
             for a in pact_db::agents::list(pool).await? {
                 let state = if a.enabled { "enabled" } else { "disabled" };
-                println!("{}\t{}\t{}\t{}", a.issuer, state, a.jwks_uri, a.name);
+                let tier = if a.verified { "verified" } else { "unverified" };
+                // The tier last, so scripts reading the first four columns
+                // keep working.
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    a.issuer, state, a.jwks_uri, a.name, tier
+                );
             }
         }
     }
@@ -712,6 +726,27 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
 /// `agent disable|enable`: through the function the console and the API use.
 /// Disabling cuts the PA off entirely: its PA-JWTs are refused and every
 /// grant it holds is revoked, in one transaction.
+/// `agent verify` / `agent forget`, through the staff actions the API and
+/// the console use.
+async fn decide_agent(pool: &PgPool, issuer: &str, verify: bool) -> anyhow::Result<()> {
+    use pact_server::admin::ops::{self, OpsError};
+    let actor = crate::admin_accounts::cli_as_actor();
+    let origin = crate::admin_accounts::cli_origin();
+    let mut tx = pool.begin().await?;
+    if verify {
+        ops::agents::verify(&mut tx, &actor, origin.as_deref(), issuer).await
+    } else {
+        ops::agents::forget(&mut tx, &actor, origin.as_deref(), issuer).await
+    }
+    .map_err(|e| match e {
+        OpsError::Missing if verify => anyhow!("no agent with issuer {issuer:?}"),
+        OpsError::Missing => anyhow!("no unverified agent with issuer {issuer:?}"),
+        other => crate::admin_merchant::edit_error(other),
+    })?;
+    tx.commit().await?;
+    Ok(())
+}
+
 async fn set_agent_enabled(
     pool: &PgPool,
     issuer: &str,

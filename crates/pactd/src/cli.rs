@@ -736,6 +736,20 @@ pub enum AgentCommand {
         #[arg(long)]
         issuer: String,
     },
-    /// List registered PAs.
+    /// Move an agent the open policy admitted into the verified tier (PACT
+    /// §3.1): brands that allowlist admit it, and it may request every scope.
+    /// To block one, disable it.
+    Verify {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// Forget an unverified agent with its conversations and grants (it may
+    /// be admitted again under the open policy).
+    Forget {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// List registered PAs and those admitted under the open policy, with
+    /// their tier.
     List,
 }
