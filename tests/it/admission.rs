@@ -347,3 +347,70 @@ async fn unknown_issuers_are_answered_from_memory_while_the_node_listens() {
     assert!(found.agent.is_none() && found.brand.is_some());
     assert_eq!(pa.discovery_hits(), 0);
 }
+
+/// The consent page says plainly that the shop has not verified the agent,
+/// and stops saying so once staff verified it (issue 31).
+#[tokio::test]
+async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
+    let app = TestApp::spawn_with(|c| c.admission.policy = Policy::Open).await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
+        .await
+        .unwrap();
+    app.settle().await;
+    let pa = TestPa::start_discoverable().await;
+    let user =
+        pact_tests::pages::add_user(&app, "demo", "ann@example.com", "ann's password 1").await;
+    let (raw, hash) = pact_server::domain::secrets::new_secret();
+    let (csrf, _) = pact_server::domain::secrets::new_secret();
+    pact_db::sessions::insert(
+        &app.db,
+        &hash,
+        &csrf,
+        &pact_db::sessions::SessionState {
+            brand_id: Some("demo".into()),
+            user_id: Some(user.id),
+            ..Default::default()
+        },
+        time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    let b = pact_tests::pages::Browser::new(&app);
+    b.jar.add_cookie_str(
+        &format!("pactd_session={raw}"),
+        &reqwest::Url::parse(&app.base_url).unwrap(),
+    );
+
+    let consent = |code: String| {
+        let b = &b;
+        async move {
+            let res = b
+                .submit("/device", "/device", &[("user_code", &code)])
+                .await;
+            assert_eq!(res.status(), 303);
+            b.get("/device/consent").await.text().await.unwrap()
+        }
+    };
+    let auth = app
+        .device_authorize(&pa, "pa-sub", "orders:read", None)
+        .await;
+    let html = consent(auth.user_code).await;
+    assert!(html.contains(r#"id="agent-unverified""#), "{html}");
+    assert!(
+        html.contains("Demo Store has not verified this agent"),
+        "{html}"
+    );
+
+    let mut tx = app.db.begin().await.unwrap();
+    pact_server::admin::ops::agents::verify(&mut tx, &staff(), None, &pa.issuer)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    app.settle().await;
+    let auth = app
+        .device_authorize(&pa, "pa-sub", "orders:cancel", None)
+        .await;
+    let html = consent(auth.user_code).await;
+    assert!(!html.contains("agent-unverified"), "{html}");
+}
