@@ -414,3 +414,43 @@ async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
     let html = consent(auth.user_code).await;
     assert!(!html.contains("agent-unverified"), "{html}");
 }
+
+/// The number of unverified agents kept is bounded: admitting one more
+/// forgets the one seen least recently.
+#[tokio::test]
+async fn the_oldest_idle_unverified_agent_is_forgotten_past_the_bound() {
+    let app = TestApp::spawn_with(|c| {
+        c.admission.policy = Policy::Open;
+        c.admission.max_unverified = 2;
+    })
+    .await;
+    let mut pas = Vec::new();
+    for i in 0..3 {
+        let pa = TestPa::start_discoverable().await;
+        let res = app
+            .send(
+                "demo",
+                &pa.token("u1", app.audience()),
+                &format!("m{i}"),
+                "hi",
+                None,
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        app.clock.advance(std::time::Duration::from_secs(5));
+        pas.push(pa);
+    }
+    assert_eq!(agents(&app).await, 2);
+    assert!(
+        pact_db::agents::find(&app.db, &pas[0].issuer)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        pact_db::agents::find(&app.db, &pas[2].issuer)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

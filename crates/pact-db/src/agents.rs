@@ -366,18 +366,20 @@ pub async fn insert_admitted(
 /// Forgets the unverified agents beyond the `keep` most recently seen (with
 /// their conversations and grants, by the tables' cascade): the bound on what
 /// open admission can make the database hold. Blocked (disabled) agents are
-/// kept whatever their number, so a block is never forgotten. How many went.
-pub async fn prune_unverified(db: impl PgExecutor<'_>, keep: i64) -> DbResult<u64> {
-    let done = sqlx::query!(
+/// kept whatever their number, so a block is never forgotten. The JWKS URIs
+/// of those that went, for the node's JWKS cache to forget too.
+pub async fn prune_unverified(db: impl PgExecutor<'_>, keep: i64) -> DbResult<Vec<String>> {
+    sqlx::query_scalar!(
         "delete from agents where issuer in ( \
              select a.issuer from agents a left join agent_sightings s on s.issuer = a.issuer \
              where not a.verified and a.enabled \
-             order by coalesce(s.last_seen_at, a.created_at) desc offset $1)",
+             order by coalesce(s.last_seen_at, a.created_at) desc offset $1) \
+         returning jwks_uri",
         keep,
     )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// Adds requests seen since the last write to an unverified agent's sighting.

@@ -194,6 +194,8 @@ impl AdmissionSettings {
 pub enum Refusal {
     #[error("issuer cannot be discovered: {0}")]
     Issuer(JwksError),
+    #[error("issuer stored meanwhile, and not admitted (blocked)")]
+    NotAdmitted,
     #[error("issuer is backing off after a failure")]
     BackingOff,
     #[error("discovery budget spent")]
@@ -211,7 +213,7 @@ pub enum Refusal {
 impl Refusal {
     fn label(&self) -> &'static str {
         match self {
-            Self::Issuer(_) => "issuer",
+            Self::Issuer(_) | Self::NotAdmitted => "issuer",
             Self::BackingOff => "backing_off",
             Self::Budget => "budget",
             Self::Discovery(_) => "discovery",
@@ -399,9 +401,22 @@ impl Door {
         .await?;
         let forgotten =
             pact_db::agents::prune_unverified(&mut *tx, self.settings.max_unverified).await?;
+        // Another node (or staff) stored this issuer first, and it may since
+        // have been blocked: the stored row decides.
+        if !admits(Policy::Open, &agent) {
+            return Err(Refusal::NotAdmitted);
+        }
         tx.commit().await.map_err(pact_db::Error::from)?;
-        if forgotten > 0 {
-            tracing::info!(forgotten, "unverified agents forgotten (oldest idle first)");
+        if !forgotten.is_empty() {
+            tracing::info!(
+                forgotten = forgotten.len(),
+                "unverified agents forgotten (oldest idle first)"
+            );
+        }
+        // This node's JWKS cache holds an entry per admitted agent's URI; the
+        // forgotten ones go with them, so the bound on rows bounds it too.
+        for uri in &forgotten {
+            state.jwks.forget(uri);
         }
         if let Err(e) = state
             .jwks
