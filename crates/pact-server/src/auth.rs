@@ -127,6 +127,9 @@ pub async fn authenticate_charging(
                 tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected");
                 ApiError::Unauthorized
             })?;
+            // Staff's "who knocks" (unverified agents only); the request
+            // that admitted an agent is its first sighting already.
+            state.door.seen(state, &agent);
             (agent, pa)
         }
         Some(agent) => {
@@ -152,7 +155,6 @@ pub async fn authenticate_charging(
             return Err(ApiError::Unauthorized);
         }
     };
-    state.door.seen(state, &agent);
     let own = state.config.admission.limits_of(&agent);
     let now = state.clock.instant();
     match charge {
