@@ -24,6 +24,7 @@ device-continue = Weiter
 consent-title = { $agent } erlauben?
 consent-heading = Darf { $agent } bei { $brand } für Sie handeln?
 consent-from = von { $origin }
+consent-unverified-agent = { $brand } hat diesen Agenten nicht geprüft. Er wurde zugelassen, weil er nachgewiesen hat, wer er ist, aber niemand bei { $brand } hat geprüft, wer ihn betreibt. Erlauben Sie nur, was Sie jeder fremden App erlauben würden.
 consent-new-tab = (öffnet in einem neuen Tab)
 consent-asked = Angefragt { $ago } ({ $at }) von { $ip }, mit dem Code { $code }.
 consent-signed-in-as = Sie sind bei { $brand } angemeldet als { $user }.

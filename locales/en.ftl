@@ -24,6 +24,7 @@ device-continue = Continue
 consent-title = Allow { $agent }?
 consent-heading = Allow { $agent } to act for you at { $brand }?
 consent-from = from { $origin }
+consent-unverified-agent = { $brand } has not verified this agent. It let the agent in because the agent proved who it is, but nobody at { $brand } has checked who runs it. Allow only what you would allow any stranger's app.
 consent-new-tab = (opens in a new tab)
 consent-asked = Asked { $ago } ({ $at }) from { $ip }, with code { $code }.
 consent-signed-in-as = You are signed in to { $brand } as { $user }.

@@ -224,6 +224,16 @@ async fn every_documented_route_exists_and_answers() {
             .await,
     );
     let user = add_user(&app, "demo", "ann@example.com", "correct horse battery").await;
+    // An agent the open policy let in (PACT §3.1), for the sightings list and forget.
+    pact_db::agents::insert_admitted(
+        &app.db,
+        "https://knock.example",
+        "https://knock.example/jwks.json",
+        "knock.example",
+        app.clock.now(),
+    )
+    .await
+    .unwrap();
 
     let doc: Value = app
         .http
@@ -298,6 +308,19 @@ async fn every_documented_route_exists_and_answers() {
             Some(json!({"issuer": "https://new.example"})),
             "enableAgent",
         ),
+        ("get", "/agents/seen".into(), None, "listSeenAgents"),
+        (
+            "post",
+            "/agents/verify".into(),
+            Some(json!({"issuer": "https://new.example"})),
+            "verifyAgent",
+        ),
+        (
+            "post",
+            "/agents/forget".into(),
+            Some(json!({"issuer": "https://knock.example"})),
+            "forgetAgent",
+        ),
         (
             "post",
             format!("/grants/{grant}/revoke"),
@@ -346,6 +369,12 @@ async fn every_documented_route_exists_and_answers() {
             "/brands/shop/grant-lifetime".into(),
             Some(json!({"days": 14})),
             "setBrandGrantLifetime",
+        ),
+        (
+            "post",
+            "/brands/shop/admission".into(),
+            Some(json!({"policy": "open"})),
+            "setBrandAdmission",
         ),
         (
             "post",

@@ -115,6 +115,16 @@ const CONSOLE: &[(&str, &str, Expect)] = &[
         "/admin/agents/enable",
         Expect::Change(&["agent.enable"]),
     ),
+    (
+        "post",
+        "/admin/agents/verify",
+        Expect::Change(&["agent.verify"]),
+    ),
+    (
+        "post",
+        "/admin/agents/forget",
+        Expect::Change(&["agent.forget"]),
+    ),
     ("get", "/admin/grants", Expect::Read("grant.list")),
     ("get", "/admin/grants/{id}", Expect::Read("grant.read")),
     (
@@ -163,6 +173,11 @@ const CONSOLE: &[(&str, &str, Expect)] = &[
         "post",
         "/admin/brands/{id}/grant-lifetime",
         Expect::Change(&["brand.grant_lifetime"]),
+    ),
+    (
+        "post",
+        "/admin/brands/{id}/admission",
+        Expect::Change(&["brand.admission"]),
     ),
     (
         "post",
@@ -279,6 +294,16 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
     add_admin(&app, "root@example.com", "owner", None).await;
     add_admin(&app, "desk@example.com", "viewer", None).await;
     let pa = app.registered_pa("https://pa.example").await;
+    // An agent the open policy let in (PACT §3.1), for the forget form.
+    pact_db::agents::insert_admitted(
+        &app.db,
+        "https://knock.example",
+        "https://knock.example/jwks.json",
+        "knock.example",
+        app.clock.now(),
+    )
+    .await
+    .unwrap();
     let user =
         pact_tests::pages::add_user(&app, "demo", "ann@example.com", "ann's password 1").await;
     app.node_connect(
@@ -432,6 +457,16 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
             "agent.enable",
         ),
         form(
+            "/admin/agents/verify",
+            &[("issuer", "https://new.example")],
+            "agent.verify",
+        ),
+        form(
+            "/admin/agents/forget",
+            &[("issuer", "https://knock.example")],
+            "agent.forget",
+        ),
+        form(
             &format!("/admin/customers/{uid}/unlock"),
             &[],
             "customer.unlock",
@@ -473,6 +508,11 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
             "/admin/brands/demo/grant-lifetime",
             &[("days", "14")],
             "brand.grant_lifetime",
+        ),
+        form(
+            "/admin/brands/demo/admission",
+            &[("policy", "open")],
+            "brand.admission",
         ),
         form(
             "/admin/brands/demo/details-types",

@@ -7,6 +7,7 @@ mod admin_browser;
 mod admin_console;
 mod admin_keys_brands;
 mod admin_schemathesis;
+mod admission;
 mod audit_coverage;
 mod booking;
 mod booking_journey;

@@ -95,6 +95,7 @@ pub fn now() -> i64 {
 struct Jwks {
     keys: Mutex<Vec<PaKey>>,
     hits: AtomicUsize,
+    discovery_hits: AtomicUsize,
     cache_control: Mutex<Option<String>>,
 }
 
@@ -114,13 +115,44 @@ impl TestPa {
     }
 
     pub async fn start_with_key(issuer: &str, key: PaKey) -> Self {
+        Self::start_serving(Some(issuer), key).await
+    }
+
+    /// A PA nobody registered: its issuer is its own loopback URL, which
+    /// serves OpenID discovery (`/.well-known/openid-configuration`) naming
+    /// its JWKS, as open admission needs (PACT §3.1).
+    pub async fn start_discoverable() -> Self {
+        Self::start_serving(None, PaKey::new_ec("k1")).await
+    }
+
+    /// How many times pactd fetched this PA's discovery document.
+    pub fn discovery_hits(&self) -> usize {
+        self.jwks.discovery_hits.load(Ordering::SeqCst)
+    }
+
+    async fn start_serving(issuer: Option<&str>, key: PaKey) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let issuer = issuer.map_or_else(|| format!("http://{addr}"), str::to_owned);
+        let jwks_uri = format!("http://{addr}/.well-known/jwks.json");
         let jwks = Arc::new(Jwks {
             keys: Mutex::new(vec![key.clone()]),
             hits: AtomicUsize::new(0),
+            discovery_hits: AtomicUsize::new(0),
             cache_control: Mutex::new(Some("max-age=300".into())),
         });
         let served = jwks.clone();
+        let counted = jwks.clone();
+        let doc = json!({"issuer": issuer, "jwks_uri": jwks_uri});
         let app = Router::new().route(
+            "/.well-known/openid-configuration",
+            get(move || {
+                counted.discovery_hits.fetch_add(1, Ordering::SeqCst);
+                let doc = doc.clone();
+                async move { axum::Json(doc) }
+            }),
+        );
+        let app = app.route(
             "/.well-known/jwks.json",
             get(move || {
                 let served = served.clone();
@@ -147,14 +179,12 @@ impl TestPa {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.ok();
         });
         Self {
-            issuer: issuer.to_owned(),
-            jwks_uri: format!("http://{addr}/.well-known/jwks.json"),
+            issuer,
+            jwks_uri,
             key: Mutex::new(key),
             jwks,
             _server: server,

@@ -572,7 +572,15 @@ async fn serve_jwks(
             .parse()
             .context("the stored jwks_listen is not an address")?,
     };
-    let server = JwksServer::start(addr, id.key.jwks()).await?;
+    // Also the OpenID discovery document naming the JWKS, for Providers that
+    // admit unregistered agents (PACT §3.1, `pactd serve --admission open`):
+    // reachable when the issuer is this server's origin.
+    let listener_uri = format!("http://{addr}{}", pact_client::jwks_server::JWKS_PATH);
+    let doc_jwks_uri = public_uri.clone().unwrap_or(listener_uri);
+    // A port still to be picked (0) cannot be named in the document.
+    let discovery = (addr.port() != 0 || public_uri.is_some())
+        .then(|| (id.settings.issuer.clone(), doc_jwks_uri));
+    let server = JwksServer::start_discoverable(addr, id.key.jwks(), discovery).await?;
     let served = public_uri.clone().unwrap_or_else(|| server.uri());
     let stable = server.addr().port() != 0 && addr.port() != 0;
     let changed = id.settings.jwks_uri.as_deref() != Some(served.as_str());

@@ -21,6 +21,10 @@ use serde_json::Value;
 /// The path the JWKS is served at.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
+/// The path of the OpenID discovery document (OpenID Connect Discovery 1.0
+/// §4), which an open Provider reads to find `jwks_uri` (PACT §3.1).
+pub const DISCOVERY_PATH: &str = "/.well-known/openid-configuration";
+
 /// A running JWKS server. Stops when dropped.
 #[derive(Debug)]
 pub struct JwksServer {
@@ -33,6 +37,20 @@ impl JwksServer {
     /// Binds `listen` (port 0 picks one) and serves `jwks` with
     /// `Cache-Control: max-age=300`, counting requests.
     pub async fn start(listen: SocketAddr, jwks: Value) -> Result<Self> {
+        Self::start_discoverable(listen, jwks, None).await
+    }
+
+    /// As [`JwksServer::start`], also serving, when `discovery` names the
+    /// agent's issuer and JWKS URI, the OpenID discovery document
+    /// `{"issuer", "jwks_uri"}` at [`DISCOVERY_PATH`], so that a Provider
+    /// whose admission is `open` finds the keys with no registration (PACT
+    /// §3.1). The issuer must be the origin (and path) this server is
+    /// reached at: the Provider fetches `{iss}/.well-known/openid-configuration`.
+    pub async fn start_discoverable(
+        listen: SocketAddr,
+        jwks: Value,
+        discovery: Option<(String, String)>,
+    ) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -40,7 +58,7 @@ impl JwksServer {
         let hits = Arc::new(AtomicUsize::new(0));
         let counter = hits.clone();
         let body = Arc::new(jwks.to_string());
-        let app = Router::new().route(
+        let mut app = Router::new().route(
             JWKS_PATH,
             get(move || {
                 let body = body.clone();
@@ -51,6 +69,17 @@ impl JwksServer {
                 }
             }),
         );
+        if let Some((issuer, jwks_uri)) = discovery {
+            let doc =
+                Arc::new(serde_json::json!({"issuer": issuer, "jwks_uri": jwks_uri}).to_string());
+            app = app.route(
+                DISCOVERY_PATH,
+                get(move || {
+                    let doc = doc.clone();
+                    async move { discovery_response(doc.as_str()) }
+                }),
+            );
+        }
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.ok();
         });
@@ -81,6 +110,20 @@ impl Drop for JwksServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+fn discovery_response(body: &str) -> Response {
+    let mut res = body.to_owned().into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300"),
+    );
+    res
 }
 
 fn jwks_response(body: &str) -> Response {
@@ -116,5 +159,35 @@ mod tests {
             .unwrap();
         assert_eq!(v["keys"][0]["kid"], key.kid());
         assert_eq!(server.hits(), 1);
+    }
+
+    #[tokio::test]
+    async fn serves_the_discovery_document_when_asked() {
+        let key = crate::keys::AgentKey::generate().unwrap();
+        let plain = JwksServer::start("127.0.0.1:0".parse().unwrap(), key.jwks())
+            .await
+            .unwrap();
+        let none = reqwest::get(format!("http://{}{DISCOVERY_PATH}", plain.addr()))
+            .await
+            .unwrap();
+        assert_eq!(none.status(), 404);
+        let server = JwksServer::start_discoverable(
+            "127.0.0.1:0".parse().unwrap(),
+            key.jwks(),
+            Some((
+                "https://agent.example".into(),
+                "https://agent.example/.well-known/jwks.json".into(),
+            )),
+        )
+        .await
+        .unwrap();
+        let v: Value = reqwest::get(format!("http://{}{DISCOVERY_PATH}", server.addr()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["issuer"], "https://agent.example");
+        assert_eq!(v["jwks_uri"], "https://agent.example/.well-known/jwks.json");
     }
 }

@@ -19,6 +19,9 @@ pub struct Agent {
     pub pa_burst: Option<f64>,
     pub user_rate: Option<f64>,
     pub user_burst: Option<f64>,
+    /// Registered by staff, or verified by them after open admission (PACT
+    /// §3.1); `false` for an agent the `open` policy let in by itself.
+    pub verified: bool,
 }
 
 /// A rate and its burst, as stored on the agent (`None` = the node's default).
@@ -68,7 +71,8 @@ pub async fn set_limits(
 }
 
 /// Registers a PA, or updates its JWKS URI and name when the issuer is known
-/// (re-registering is how an operator moves a PA to a new JWKS URI).
+/// (re-registering is how an operator moves a PA to a new JWKS URI). Staff
+/// registering an agent admitted under `open` verifies it.
 pub async fn upsert(
     db: impl PgExecutor<'_>,
     issuer: &str,
@@ -79,7 +83,7 @@ pub async fn upsert(
         Agent,
         "insert into agents (issuer, jwks_uri, name) values ($1, $2, $3) \
          on conflict (issuer) do update set jwks_uri = excluded.jwks_uri, name = excluded.name, \
-         updated_at = now() returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst",
+         verified = true, updated_at = now() returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified",
         issuer,
         jwks_uri,
         name,
@@ -92,7 +96,7 @@ pub async fn upsert(
 pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agent>> {
     sqlx::query_as!(
         Agent,
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst from agents where issuer = $1",
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified from agents where issuer = $1",
         issuer,
     )
     .fetch_optional(db)
@@ -103,7 +107,7 @@ pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agen
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst from agents order by issuer",
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified from agents order by issuer",
     )
     .fetch_all(db)
     .await
@@ -144,6 +148,7 @@ struct AgentAndBrandRow {
     pa_burst: Option<f64>,
     user_rate: Option<f64>,
     user_burst: Option<f64>,
+    verified: Option<bool>,
     brand_id: Option<String>,
     brand_name: Option<String>,
     description: Option<String>,
@@ -161,7 +166,7 @@ pub async fn find_with_brand(
         AgentAndBrandRow,
         "select a.issuer, a.jwks_uri, a.name as agent_name, a.enabled, \
                 a.created_at as agent_created_at, a.updated_at as agent_updated_at, \
-                a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, \
+                a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, a.verified, \
                 b.id as brand_id, b.name as brand_name, b.description, b.agent_kind, b.settings, \
                 b.created_at as brand_created_at \
          from (select 1) as one \
@@ -179,6 +184,7 @@ pub async fn find_with_brand(
         row.enabled,
         row.agent_created_at,
         row.agent_updated_at,
+        row.verified,
     ) {
         (
             Some(issuer),
@@ -187,6 +193,7 @@ pub async fn find_with_brand(
             Some(enabled),
             Some(created_at),
             Some(updated_at),
+            Some(verified),
         ) => Some(Agent {
             issuer,
             jwks_uri,
@@ -198,6 +205,7 @@ pub async fn find_with_brand(
             pa_burst: row.pa_burst,
             user_rate: row.user_rate,
             user_burst: row.user_burst,
+            verified,
         }),
         _ => None,
     };
@@ -313,6 +321,138 @@ pub async fn set_logo(
         issuer,
         logo_uri,
         sha256,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Stores an agent the `open` policy admitted (PACT §3.1), unverified, once
+/// its PA-JWT verified; nothing is stored for an issuer before that. Another
+/// node (or staff) may have stored it meanwhile: then the stored row is
+/// returned as it is. With it, the first sighting.
+pub async fn insert_admitted(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    jwks_uri: &str,
+    name: &str,
+    now: OffsetDateTime,
+) -> DbResult<Agent> {
+    sqlx::query_as!(
+        Agent,
+        "with new as (insert into agents (issuer, jwks_uri, name, verified, created_at, updated_at) \
+             values ($1, $2, $3, false, $4, $4) on conflict (issuer) do nothing \
+             returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, \
+             user_rate, user_burst, verified), \
+         seen as (insert into agent_sightings (issuer, first_seen_at, last_seen_at, requests) \
+             select issuer, $4, $4, 1 from new) \
+         select issuer as \"issuer!\", jwks_uri as \"jwks_uri!\", name as \"name!\", \
+                enabled as \"enabled!\", created_at as \"created_at!\", updated_at as \"updated_at!\", \
+                pa_rate, pa_burst, user_rate, user_burst, verified as \"verified!\" from new \
+         union all \
+         select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, \
+                user_rate, user_burst, verified from agents \
+         where issuer = $1 and not exists (select 1 from new)",
+        issuer,
+        jwks_uri,
+        name,
+        now,
+    )
+    .fetch_one(db)
+    .await
+    .map_err(Into::into)
+}
+
+/// Forgets the unverified agents beyond the `keep` most recently seen (with
+/// their conversations and grants, by the tables' cascade): the bound on what
+/// open admission can make the database hold. Blocked (disabled) agents are
+/// kept whatever their number, so a block is never forgotten. The JWKS URIs
+/// of those that went, for the node's JWKS cache to forget too.
+pub async fn prune_unverified(db: impl PgExecutor<'_>, keep: i64) -> DbResult<Vec<String>> {
+    sqlx::query_scalar!(
+        "delete from agents where issuer in ( \
+             select a.issuer from agents a left join agent_sightings s on s.issuer = a.issuer \
+             where not a.verified and a.enabled \
+             order by coalesce(s.last_seen_at, a.created_at) desc offset $1) \
+         returning jwks_uri",
+        keep,
+    )
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
+}
+
+/// Adds requests seen since the last write to an unverified agent's sighting.
+pub async fn record_sighting(
+    db: impl PgExecutor<'_>,
+    issuer: &str,
+    requests: i64,
+    now: OffsetDateTime,
+) -> DbResult<()> {
+    sqlx::query!(
+        "insert into agent_sightings (issuer, first_seen_at, last_seen_at, requests) \
+         select issuer, $3, $3, $2 from agents where issuer = $1 \
+         on conflict (issuer) do update set requests = agent_sightings.requests + excluded.requests, \
+         last_seen_at = greatest(agent_sightings.last_seen_at, excluded.last_seen_at)",
+        issuer,
+        requests,
+        now,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// An agent admitted under `open`, as staff see it (issue 31: who knocks).
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+pub struct Sighting {
+    pub issuer: String,
+    pub name: String,
+    pub jwks_uri: String,
+    pub verified: bool,
+    pub enabled: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub first_seen_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_seen_at: OffsetDateTime,
+    pub requests: i64,
+    pub grants: i64,
+}
+
+/// The agents seen under `open` (those with a sighting), most recent first.
+pub async fn sightings(db: impl PgExecutor<'_>, limit: i64) -> DbResult<Vec<Sighting>> {
+    sqlx::query_as!(
+        Sighting,
+        "select a.issuer, a.name, a.jwks_uri, a.verified, a.enabled, s.first_seen_at, s.last_seen_at, \
+                s.requests, (select count(*) from grants g where g.pa_issuer = a.issuer \
+                             and g.revoked_at is null) as \"grants!\" \
+         from agent_sightings s join agents a on a.issuer = s.issuer \
+         order by s.last_seen_at desc limit $1",
+        limit,
+    )
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
+}
+
+/// Staff verify an agent admitted under `open`; false when the issuer is unknown.
+pub async fn set_verified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "update agents set verified = true, updated_at = now() where issuer = $1",
+        issuer,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Staff forget an unverified agent (its conversations and grants go with it,
+/// by the cascade); false when there is no such unverified agent. A verified
+/// one is not forgotten this way: staff disable it.
+pub async fn forget_unverified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "delete from agents where issuer = $1 and not verified",
+        issuer,
     )
     .execute(db)
     .await?;

@@ -9,6 +9,9 @@ pub struct BrandScope {
     pub scope_id: String,
     pub description: String,
     pub requires_mfa: bool,
+    /// Whether an agent the `open` policy admitted, not yet verified by
+    /// staff, may request it (issue 31's trust tiers; off by default).
+    pub unverified_allowed: bool,
 }
 
 /// RFC 6749 §3.3 scope-token: 1*( %x21 / %x23-5B / %x5D-7E ); bounded here to 128.
@@ -54,12 +57,32 @@ pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str, scope_id: &str) -> 
 pub async fn list(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandScope>> {
     sqlx::query_as!(
         BrandScope,
-        "select scope_id, description, requires_mfa from brand_scopes where brand_id = $1 order by scope_id",
+        "select scope_id, description, requires_mfa, unverified_allowed from brand_scopes \
+         where brand_id = $1 order by scope_id",
         brand_id,
     )
     .fetch_all(db)
     .await
     .map_err(Into::into)
+}
+
+/// Marks whether unverified agents may request a scope; false when the brand
+/// has no such scope. The table trigger announces it to every node.
+pub async fn set_unverified_allowed(
+    db: impl PgExecutor<'_>,
+    brand_id: &str,
+    scope_id: &str,
+    allowed: bool,
+) -> DbResult<bool> {
+    let done = sqlx::query!(
+        "update brand_scopes set unverified_allowed = $3 where brand_id = $1 and scope_id = $2",
+        brand_id,
+        scope_id,
+        allowed,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 #[cfg(test)]

@@ -67,6 +67,10 @@ pub enum JwksError {
     /// One JWK is not usable for PA-JWT verification; the text says why.
     #[error("unusable JWK: {0}")]
     UnusableKey(&'static str),
+    /// An issuer's OpenID discovery document is unusable; the text says why
+    /// (never the document's own text, which the issuer chose).
+    #[error("discovery failed: {0}")]
+    Discovery(&'static str),
     /// No key in the set matches the token's `kid` and `alg`.
     #[error("no matching key")]
     UnknownKey,

@@ -252,6 +252,25 @@ impl JwksCache {
         }
     }
 
+    /// Stores a key set fetched elsewhere (OpenID discovery of an agent just
+    /// admitted, `discovery.rs`) as if this cache had fetched it, so the
+    /// agent's next request does not fetch the same document again.
+    pub fn prime(&self, jwks_uri: &str, keys: Arc<KeySet>, ttl: Duration) -> Result<(), JwksError> {
+        let entry = self.insert_entry(jwks_uri)?;
+        let now = self.clock.instant();
+        let ttl = ttl.max(self.policy.min_ttl).min(self.policy.max_ttl);
+        entry.update(|state| {
+            state.keys = Some(Snapshot {
+                keys,
+                fetched_at: now,
+                ttl,
+            });
+            state.last_attempt = Some(now);
+            state.last_failed = false;
+        });
+        Ok(())
+    }
+
     /// Drop the entry for one URI (used when an agent's registration changes).
     pub fn forget(&self, jwks_uri: &str) {
         self.entries

@@ -86,7 +86,7 @@ pub(crate) async fn fetch_jwks(
 
 /// Map a reqwest error, surfacing the guard's refusal from the resolver (it
 /// travels as the source of a connect error) so logs say why.
-fn transport_error(err: reqwest::Error) -> JwksError {
+pub(crate) fn transport_error(err: reqwest::Error) -> JwksError {
     if err.is_timeout() {
         return JwksError::Timeout;
     }

@@ -16,6 +16,7 @@
 mod alg;
 mod claims;
 mod delegation;
+mod discovery;
 mod error;
 mod jwks_cache;
 mod jwks_fetch;
@@ -53,6 +54,9 @@ pub use claims::PaClaims;
 pub use delegation::{
     DELEGATION_TYP, DelegationError, MAX_DELEGATION_LIFETIME_SECS, MAX_DELEGATION_TOKEN_BYTES,
     sign_delegation_token, verify_delegation_token,
+};
+pub use discovery::{
+    Discovered, IssuerDiscovery, OPENID_CONFIGURATION, check_issuer, discovery_url,
 };
 pub use error::{JwksError, PaJwtError};
 pub use jwks_cache::{JwksCache, JwksPolicy};

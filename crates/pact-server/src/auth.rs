@@ -13,6 +13,7 @@ use pact_db::agents::Agent;
 use pact_db::brands::Brand;
 use pact_jose::{PaClaims, parse_pa_jwt};
 
+use crate::admission::{Policy, Refusal};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -76,7 +77,8 @@ pub enum Charge {
     Deferred,
 }
 
-/// Checks the PA-JWT, then the rate limits, then the brand.
+/// Checks the PA-JWT (an unknown issuer is admitted only where the brand's
+/// policy is `open`, `admission.rs`), then the rate limits, then the brand.
 pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
@@ -105,30 +107,55 @@ pub async fn authenticate_charging(
         .config_cache
         .agent_and_brand(&state.db, jwt.issuer(), brand_id)
         .await?;
-    let agent = match found.agent {
-        Some(agent) if agent.enabled => agent,
-        Some(_) => {
-            tracing::info!(issuer = jwt.issuer(), "PA-JWT rejected: issuer disabled");
+    // The policy is the addressed brand's (PACT §3.1). A brand that does not
+    // exist has none but the Provider's allowlist, so an unknown issuer is
+    // never discovered for it: 401 first, as for any unknown issuer.
+    let policy = found.brand.as_ref().map_or(Policy::Allowlist, |b| {
+        crate::admission::policy_at(state.config.admission.policy, b)
+    });
+    let (agent, pa) = match found.agent {
+        Some(agent) if crate::admission::admits(policy, &agent) => {
+            let key = state
+                .jwks
+                .key_for(&agent.jwks_uri, jwt.kid(), jwt.alg())
+                .await
+                .map_err(|e| {
+                    tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected: no key");
+                    ApiError::Unauthorized
+                })?;
+            let pa = jwt.verify(&key, &state.pa_rules, now).map_err(|e| {
+                tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected");
+                ApiError::Unauthorized
+            })?;
+            // Staff's "who knocks" (unverified agents only); the request
+            // that admitted an agent is its first sighting already.
+            state.door.seen(state, &agent);
+            (agent, pa)
+        }
+        Some(agent) => {
+            tracing::info!(
+                issuer = %agent.issuer,
+                verified = agent.verified,
+                "PA-JWT rejected: issuer disabled, or unverified where the brand allowlists"
+            );
             return Err(ApiError::Unauthorized);
         }
+        None if policy == Policy::Open => match state.door.admit(state, &jwt).await {
+            Ok(admitted) => admitted,
+            // Attacker-chosen issuers: logged at debug, so a spray does not
+            // flood the log; the metric counts every refusal by reason.
+            Err(Refusal::Db(e)) => return Err(e.into()),
+            Err(e) => {
+                tracing::debug!(reason = %e, "PA-JWT rejected: not admitted under open");
+                return Err(ApiError::Unauthorized);
+            }
+        },
         None => {
             tracing::info!("PA-JWT rejected: unknown issuer");
             return Err(ApiError::Unauthorized);
         }
     };
-    let key = state
-        .jwks
-        .key_for(&agent.jwks_uri, jwt.kid(), jwt.alg())
-        .await
-        .map_err(|e| {
-            tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected: no key");
-            ApiError::Unauthorized
-        })?;
-    let pa = jwt.verify(&key, &state.pa_rules, now).map_err(|e| {
-        tracing::info!(issuer = %agent.issuer, reason = %e, "PA-JWT rejected");
-        ApiError::Unauthorized
-    })?;
-    let own = crate::rate_limit::AgentLimits::of(&agent);
+    let own = state.config.admission.limits_of(&agent);
     let now = state.clock.instant();
     match charge {
         Charge::PaAndUser => state.limiter.check_with(&pa.iss, &pa.sub, own, now),
@@ -146,7 +173,7 @@ pub fn charge(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
         .check_with(
             &caller.pa.iss,
             &caller.pa.sub,
-            crate::rate_limit::AgentLimits::of(&caller.agent),
+            state.config.admission.limits_of(&caller.agent),
             state.clock.instant(),
         )
         .map_err(rate_limited)

@@ -21,6 +21,9 @@ pub struct Config {
     /// Shown as `provider.organization` on every card.
     pub provider_name: String,
     pub jwks: JwksPolicy,
+    /// Which personal agents are admitted (PACT §3.1) and open admission's
+    /// budget (`admission.rs`).
+    pub admission: crate::admission::AdmissionSettings,
     pub request_timeout: Duration,
     pub body_limit: usize,
     pub rate_limits: RateLimits,
@@ -164,6 +167,7 @@ impl Config {
             public_url,
             provider_name: "pactd".to_owned(),
             jwks: JwksPolicy::default(),
+            admission: Default::default(),
             request_timeout: Duration::from_secs(30),
             body_limit: 64 * 1024,
             rate_limits: RateLimits::default(),

@@ -48,6 +48,12 @@ pub struct ConfigCache {
 #[derive(Default)]
 struct Entries {
     agents: HashMap<String, Agent>,
+    /// Issuers looked up and not registered. Issuers are attacker-chosen, so
+    /// without this a spray of unknown ones would cost a database round trip
+    /// each (issue 31: legitimate traffic keeps its latency). Dropped with
+    /// the rest on every change to `agents`, so a registration or an open
+    /// admission is seen at once.
+    absent_agents: HashMap<String, ()>,
     brands: HashMap<String, Brand>,
     scopes: HashMap<String, Arc<Vec<BrandScope>>>,
     merchant: HashMap<String, Arc<MerchantSetup>>,
@@ -187,8 +193,13 @@ impl ConfigCache {
         brand_id: &str,
     ) -> DbResult<AgentAndBrand> {
         if let Some(found) = self.lookup(|e| {
+            let agent = match e.agents.get(issuer) {
+                Some(a) => Some(a.clone()),
+                None if e.absent_agents.contains_key(issuer) => None,
+                None => return None,
+            };
             Some(AgentAndBrand {
-                agent: Some(e.agents.get(issuer)?.clone()),
+                agent,
                 brand: Some(e.brands.get(brand_id)?.clone()),
             })
         }) {
@@ -197,8 +208,9 @@ impl ConfigCache {
         let ticket = self.ticket();
         let found = pact_db::agents::find_with_brand(db, issuer, brand_id).await?;
         self.keep(ticket, |e| {
-            if let Some(agent) = &found.agent {
-                insert_bounded(&mut e.agents, issuer, agent.clone());
+            match &found.agent {
+                Some(agent) => insert_bounded(&mut e.agents, issuer, agent.clone()),
+                None => insert_bounded(&mut e.absent_agents, issuer, ()),
             }
             if let Some(brand) = &found.brand {
                 insert_bounded(&mut e.brands, brand_id, brand.clone());

@@ -172,6 +172,15 @@ pub async fn approve(
     let brand = pact_db::brands::find(&mut *tx, &auth.brand_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
+    // The one place a grant gets its scopes: an agent admitted under `open`
+    // and not verified gets only those the brand marked for it, whatever
+    // asked for them (admission.rs, issue 31's trust tiers).
+    if let Some(agent) = pact_db::agents::find(&mut *tx, &auth.pa_issuer).await? {
+        let offered = pact_db::scopes::list(&mut *tx, &auth.brand_id).await?;
+        if crate::admission::scope_refused(&agent, &offered, &approval.scopes).is_some() {
+            return Err(ConsentError::ScopesNotRequested);
+        }
+    }
     let types = authz_details::types_from_settings(&brand.settings);
     let details = chosen_details(
         approval.authorization_details,

@@ -7,6 +7,7 @@
 pub mod a2a;
 pub mod accounts;
 pub mod admin;
+pub mod admission;
 pub mod agent;
 pub mod auth;
 pub mod authorizations;

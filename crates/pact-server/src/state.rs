@@ -23,6 +23,8 @@ pub struct Inner {
     /// for writes a crash may lose without harm (`pact_db::relaxed_pool`).
     pub relaxed_db: PgPool,
     pub jwks: JwksCache,
+    /// Open admission of agents nobody registered (PACT §3.1).
+    pub door: crate::admission::Door,
     pub pa_rules: PaJwtRules,
     pub agents: BrandAgents,
     pub limiter: RateLimiter,
@@ -103,6 +105,11 @@ impl AppState {
         clock: pact_clock::Clock,
     ) -> Result<Self, StateError> {
         let jwks = JwksCache::with_clock(config.jwks.clone(), clock.clone())?;
+        let door = crate::admission::Door::new(
+            config.admission.clone(),
+            config.jwks.clone(),
+            clock.instant(),
+        )?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
         let keys = KeyStore::load(&db, config.master_key.clone(), clock.now()).await?;
@@ -129,6 +136,7 @@ impl AppState {
             relaxed_db: pact_db::relaxed_pool(&db),
             db,
             jwks,
+            door,
             pa_rules,
             agents,
             limiter,

@@ -125,6 +125,20 @@ pub const FAMILIES: &[Family] = &[
         labels: &[&[("limit", "pa")], &[("limit", "user")]],
     },
     Family {
+        name: "pactd_open_admission_total",
+        kind: Kind::Counter,
+        help: "Unregistered personal agents admitted or refused under the open policy (PACT section 3.1), by reason.",
+        labels: &[
+            &[("result", "admitted"), ("reason", "none")],
+            &[("result", "refused"), ("reason", "issuer")],
+            &[("result", "refused"), ("reason", "backing_off")],
+            &[("result", "refused"), ("reason", "budget")],
+            &[("result", "refused"), ("reason", "discovery")],
+            &[("result", "refused"), ("reason", "token")],
+            &[("result", "refused"), ("reason", "db")],
+        ],
+    },
+    Family {
         name: "pactd_jwks_fetches_total",
         kind: Kind::Counter,
         help: "Fetches of personal agents' JWKS.",

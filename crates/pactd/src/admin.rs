@@ -102,6 +102,7 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             scope_id,
             description,
             requires_mfa,
+            unverified_allowed,
         }) => {
             require_brand(pool, brand_id).await?;
             pact_server::domain::scopes::check_definition(scope_id, description)
@@ -110,12 +111,20 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             let mut tx = pool.begin().await?;
             pact_db::scopes::upsert(&mut *tx, brand_id, scope_id, description, *requires_mfa)
                 .await?;
+            pact_db::scopes::set_unverified_allowed(
+                &mut *tx,
+                brand_id,
+                scope_id,
+                *unverified_allowed,
+            )
+            .await?;
             audit(
                 &mut *tx,
                 "scope.upsert",
                 scope_id,
                 Some(brand_id),
-                serde_json::json!({"description": description, "requires_mfa": requires_mfa}),
+                serde_json::json!({"description": description, "requires_mfa": requires_mfa,
+                                   "unverified_allowed": unverified_allowed}),
             )
             .await?;
             tx.commit().await?;
@@ -393,10 +402,24 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
         AgentCommand::Enable { issuer } => {
             set_agent_enabled(pool, issuer, true, None).await?;
         }
+        AgentCommand::Verify { issuer } => {
+            decide_agent(pool, issuer, true).await?;
+            println!("verified {issuer}");
+        }
+        AgentCommand::Forget { issuer } => {
+            decide_agent(pool, issuer, false).await?;
+            println!("forgot {issuer} with its conversations and grants");
+        }
         AgentCommand::List => {
             for a in pact_db::agents::list(pool).await? {
                 let state = if a.enabled { "enabled" } else { "disabled" };
-                println!("{}\t{}\t{}\t{}", a.issuer, state, a.jwks_uri, a.name);
+                let tier = if a.verified { "verified" } else { "unverified" };
+                // The tier last, so scripts reading the first four columns
+                // keep working.
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    a.issuer, state, a.jwks_uri, a.name, tier
+                );
             }
         }
     }
@@ -703,6 +726,27 @@ async fn brand_card_text(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<bool
 /// `agent disable|enable`: through the function the console and the API use.
 /// Disabling cuts the PA off entirely: its PA-JWTs are refused and every
 /// grant it holds is revoked, in one transaction.
+/// `agent verify` / `agent forget`, through the staff actions the API and
+/// the console use.
+async fn decide_agent(pool: &PgPool, issuer: &str, verify: bool) -> anyhow::Result<()> {
+    use pact_server::admin::ops::{self, OpsError};
+    let actor = crate::admin_accounts::cli_as_actor();
+    let origin = crate::admin_accounts::cli_origin();
+    let mut tx = pool.begin().await?;
+    if verify {
+        ops::agents::verify(&mut tx, &actor, origin.as_deref(), issuer).await
+    } else {
+        ops::agents::forget(&mut tx, &actor, origin.as_deref(), issuer).await
+    }
+    .map_err(|e| match e {
+        OpsError::Missing if verify => anyhow!("no agent with issuer {issuer:?}"),
+        OpsError::Missing => anyhow!("no unverified agent with issuer {issuer:?}"),
+        other => crate::admin_merchant::edit_error(other),
+    })?;
+    tx.commit().await?;
+    Ok(())
+}
+
 async fn set_agent_enabled(
     pool: &PgPool,
     issuer: &str,
@@ -739,6 +783,7 @@ fn has_settings(a: &BrandSetArgs) -> bool {
         || a.login_url.is_some()
         || a.no_external_login
         || a.grant_ttl_days.is_some()
+        || a.admission.is_some()
         || a.logo.is_some()
         || a.no_logo
         || a.accent.is_some()
@@ -765,6 +810,12 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
     if let Some(days) = a.grant_ttl_days {
         changes.push(("grant_ttl_days", json!(days)));
     }
+    if let Some(policy) = &a.admission {
+        // "default" removes the brand's own choice (the Provider's applies).
+        let value = pact_server::admission::Policy::parse(policy)
+            .map_or(Value::Null, |p| json!(p.as_str()));
+        changes.push((pact_server::admission::SETTING_KEY, value));
+    }
     if let Some(accent) = &a.accent {
         if accent == "none" {
             changes.push((who::ACCENT_KEY, Value::Null));
@@ -788,7 +839,7 @@ async fn brand_set(pool: &PgPool, a: &BrandSetArgs) -> anyhow::Result<()> {
         bail!(
             "nothing to change: give --name, --description, --skills-json, --mfa-required, --login-url with --login-jwks-uri, \
              --login-oidc-issuer with --login-oidc-client-id and --login-oidc-client-secret-file, \
-             --no-external-login, --grant-ttl-days, --agent-url, --agent-timeout-ms, \
+             --no-external-login, --grant-ttl-days, --admission, --agent-url, --agent-timeout-ms, \
              --tool-timeout-ms, --demo-agent, --logo, --no-logo or --accent"
         );
     }
@@ -843,6 +894,7 @@ fn setting_action(key: &str) -> &'static str {
     match key {
         "grant_ttl_days" => "brand.grant_lifetime",
         "mfa_required" => "brand.mfa_required",
+        k if k == pact_server::admission::SETTING_KEY => "brand.admission",
         "login_url" | "login_jwks_uri" => "brand.login_url",
         k if k == who::LOGO_KEY => "brand.logo",
         k if k == who::ACCENT_KEY => "brand.accent",

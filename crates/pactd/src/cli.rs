@@ -285,6 +285,12 @@ pub struct ServeArgs {
     /// Accept http://127.0.0.1 / localhost JWKS URIs (development only).
     #[arg(long, env = "PACTD_ALLOW_LOOPBACK_JWKS", num_args = 0..=1, default_missing_value = "true")]
     pub allow_loopback_jwks: Option<bool>,
+    /// Which personal agents are admitted (PACT §3.1): `allowlist`, only those
+    /// registered with `pactd agent add`; `open`, also any whose https issuer
+    /// serves OpenID discovery, as unverified. A brand may override it
+    /// (`pactd brand set --admission`) [default: allowlist].
+    #[arg(long, value_name = "POLICY", env = "PACTD_ADMISSION")]
+    pub admission: Option<pact_server::admission::Policy>,
     /// Do not apply migrations on start.
     #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
     pub no_migrate: Option<bool>,
@@ -599,6 +605,10 @@ pub struct BrandSetArgs {
     /// How long new grants last, 1–365 days.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
     pub grant_ttl_days: Option<i64>,
+    /// Which personal agents the brand admits (PACT §3.1): allowlist, open,
+    /// or default (the Provider's `--admission`).
+    #[arg(long, value_name = "POLICY", value_parser = ["allowlist", "open", "default"])]
+    pub admission: Option<String>,
     /// Answer the brand with the merchant's own agent at this URL (https);
     /// the first time, prints the webhook signing secret once.
     #[arg(long, value_name = "URL", conflicts_with = "demo_agent")]
@@ -634,6 +644,10 @@ pub enum ScopeCommand {
         /// Consenting to it needs a second factor in the session.
         #[arg(long)]
         requires_mfa: bool,
+        /// Agents admitted under the open policy and not yet verified by
+        /// staff may request it (by default they may not).
+        #[arg(long)]
+        unverified_allowed: bool,
     },
     Remove {
         brand_id: String,
@@ -726,6 +740,20 @@ pub enum AgentCommand {
         #[arg(long)]
         issuer: String,
     },
-    /// List registered PAs.
+    /// Move an agent the open policy admitted into the verified tier (PACT
+    /// §3.1): brands that allowlist admit it, and it may request every scope.
+    /// To block one, disable it.
+    Verify {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// Forget an unverified agent with its conversations and grants (it may
+    /// be admitted again under the open policy).
+    Forget {
+        #[arg(long)]
+        issuer: String,
+    },
+    /// List registered PAs and those admitted under the open policy, with
+    /// their tier.
     List,
 }

@@ -19,6 +19,8 @@ pub struct FileSettings {
     pub public_url: Option<String>,
     pub audience: Option<String>,
     pub allow_loopback_jwks: Option<bool>,
+    /// `allowlist` or `open` (PACT §3.1).
+    pub admission: Option<String>,
     pub no_migrate: Option<bool>,
     pub database_url: Option<String>,
     pub data_dir: Option<PathBuf>,
@@ -155,6 +157,13 @@ pub fn server_config(
         .allow_loopback_jwks
         .or(file.allow_loopback_jwks)
         .unwrap_or(dev);
+    config.admission.policy = match (args.admission, &file.admission) {
+        (Some(p), _) => p,
+        (None, Some(text)) => text
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("admission in the config file: {e}"))?,
+        (None, None) => pact_server::admission::Policy::Allowlist,
+    };
     config.metrics_listen = args.metrics_listen.or(file.metrics_listen);
     if let Some(secs) = args.tree_head_interval.or(file.tree_head_interval) {
         anyhow::ensure!(

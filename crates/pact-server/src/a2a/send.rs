@@ -491,7 +491,11 @@ async fn store_in(
     }
     // PACT §5.5: a missing scope is asked for first; once the turn holds
     // every scope, a call beyond a limit is put to the person on its own.
-    let link = if !reply.record.missing.is_empty() {
+    // An unverified agent is not offered a step-up to a scope its tier may
+    // not request (admission.rs): the person could not approve it anyway.
+    let may_ask =
+        crate::admission::scope_refused(&caller.agent, scope_rows, &reply.record.missing).is_none();
+    let link = if !reply.record.missing.is_empty() && may_ask {
         Some(step_up(state, &mut tx, caller, reply.record, scope_rows).await?)
     } else if !reply.record.beyond.is_empty() {
         Some(operation_step_up(state, &mut tx, caller, reply.record).await?)

@@ -98,6 +98,34 @@ pub async fn set_grant_lifetime(
     Ok(())
 }
 
+/// Sets which personal agents the brand admits (PACT §3.1): its own policy,
+/// or with `None` the Provider's (`--admission`). Takes effect on every node
+/// as the brands trigger drops their copies; agents already admitted under
+/// `open` are refused once the brand allowlists, their grants kept (staff
+/// block an agent to revoke them).
+pub async fn set_admission(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    brand: &Brand,
+    policy: Option<crate::admission::Policy>,
+) -> Result<(), EditError> {
+    let value = policy.map_or(Value::Null, |p| json!(p.as_str()));
+    pact_db::brands::set_setting(&mut *tx, &brand.id, crate::admission::SETTING_KEY, &value)
+        .await?;
+    audit(
+        tx,
+        actor,
+        ip,
+        "brand.admission",
+        &brand.id,
+        &brand.id,
+        json!({"admission": value}),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Longest brand name on the card, in characters.
 pub const MAX_BRAND_NAME: usize = 200;
 /// Longest brand description on the card, in characters.

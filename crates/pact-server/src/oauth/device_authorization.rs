@@ -39,6 +39,19 @@ pub async fn device_authorization(
             OAuthFailure::new(OAuthErrorCode::InvalidScope, format!("unknown scope {s:?}"))
         }
     })?;
+    // Trust tiers: an agent the open policy admitted, not yet verified by
+    // staff, may ask only for the scopes the brand marked for it (PACT §3.1
+    // leaves trust to the Provider).
+    let rows = state
+        .config_cache
+        .scopes(&state.db, &caller.brand.id)
+        .await?;
+    if let Some(s) = crate::admission::scope_refused(&caller.agent, &rows, &requested) {
+        return Err(OAuthFailure::new(
+            OAuthErrorCode::InvalidScope,
+            format!("scope {s:?} is not offered to agents the brand has not verified"),
+        ));
+    }
     let details = match form.get("authorization_details") {
         None => None,
         Some(raw) => {

@@ -62,7 +62,12 @@ pub async fn metadata(
         response_types_supported: vec![],
         authorization_details_types_supported: (!types.is_empty()).then_some(types),
     };
-    let body = serde_json::to_value(body).map_err(OAuthFailure::internal)?;
+    let mut body = serde_json::to_value(body).map_err(OAuthFailure::internal)?;
+    // pactd: what an agent nobody registered needs to talk to this brand
+    // (PACT §3: the one Provider-wide `aud`; §3.1: the admission policy).
+    body["pact_pa_jwt_audience"] = serde_json::json!(c.audience);
+    body["pact_admission"] =
+        serde_json::json!(crate::admission::policy_at(c.admission.policy, &brand).as_str());
     Ok(public_json(&body))
 }
 

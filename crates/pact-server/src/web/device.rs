@@ -97,6 +97,9 @@ struct ConsentPage<'a> {
     authorization: String,
     agent_name: &'a str,
     agent_origin: &'a str,
+    /// The agent was admitted under the open policy and the shop's staff
+    /// have not verified it (PACT §3.1; issue 31): said plainly.
+    agent_unverified: bool,
     /// `/logos/{sha256}`: the platform's logo as pactd stored it.
     agent_logo: Option<String>,
     /// Shown instead of a logo: the name's first letter.
@@ -564,6 +567,7 @@ async fn consent_page(
 ) -> Result<Response, PageError> {
     let now = state.clock.now();
     let agent = pact_db::agents::find(&state.db, &d.auth.pa_issuer).await?;
+    let agent_unverified = agent.as_ref().is_some_and(|a| !a.verified);
     // Names and descriptions are registered by operators, but shown visibly
     // all the same: the person must see what the text really holds.
     let agent_name = agent.map_or_else(
@@ -681,6 +685,7 @@ async fn consent_page(
         authorization: d.auth.id.to_string(),
         agent_name: &agent_name,
         agent_origin: &security::origin_of(&d.auth.pa_issuer),
+        agent_unverified,
         agent_logo: meta
             .logo_sha256
             .as_deref()

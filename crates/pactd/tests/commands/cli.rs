@@ -634,7 +634,7 @@ async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
     let list = run(pactd_on(&db), &["agent", "list"]).await;
     assert_eq!(
         list.succeeded().trim_end(),
-        "https://pa.example\tenabled\thttps://pa.example/jwks.json\tX",
+        "https://pa.example\tenabled\thttps://pa.example/jwks.json\tX\tverified",
         "{}",
         list.describe()
     );

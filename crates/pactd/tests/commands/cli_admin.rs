@@ -582,6 +582,8 @@ const COMMANDS: &[(&str, Audit)] = &[
     ("agent limits", Audit::Entries(&["agent.limits"])),
     ("agent disable", Audit::Entries(&["agent.disable"])),
     ("agent enable", Audit::Entries(&["agent.enable"])),
+    ("agent verify", Audit::Entries(&["agent.verify"])),
+    ("agent forget", Audit::Entries(&["agent.forget"])),
     ("agent list", Audit::Nothing("configuration read")),
     ("keys rotate", Audit::Entries(&["key.rotate"])),
     ("keys list", Audit::Nothing("public key schedule")),
@@ -1077,6 +1079,26 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
     run(step(
         &["agent", "enable", cli_pa[0], cli_pa[1]],
         &["agent.enable"],
+    ))
+    .await;
+    run(step(
+        &["agent", "verify", cli_pa[0], cli_pa[1]],
+        &["agent.verify"],
+    ))
+    .await;
+    // An agent the open policy let in (PACT §3.1), forgotten by staff.
+    pact_db::agents::insert_admitted(
+        &app.db,
+        "https://knock.example",
+        "https://knock.example/jwks.json",
+        "knock.example",
+        time::OffsetDateTime::now_utc(),
+    )
+    .await
+    .unwrap();
+    run(step(
+        &["agent", "forget", "--issuer", "https://knock.example"],
+        &["agent.forget"],
     ))
     .await;
     run(step(

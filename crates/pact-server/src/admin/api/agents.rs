@@ -22,6 +22,7 @@ pub fn agent_json(a: &pact_db::agents::Agent, grants: i64, people: i64) -> Value
         "jwks_uri": a.jwks_uri,
         "name": a.name,
         "enabled": a.enabled,
+        "verified": a.verified,
         "created_at": rfc3339(a.created_at),
         "updated_at": rfc3339(a.updated_at),
         "active_grants": grants,
@@ -273,4 +274,76 @@ pub async fn enable(
     body: Bytes,
 ) -> Result<Json<Value>, AdminApiError> {
     toggle(state, caller, body, true).await
+}
+
+/// `GET /agents/seen`: the agents admitted under the open policy (PACT §3.1),
+/// most recently seen first, with their tier, requests and live grants.
+pub async fn seen(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Viewer, "agent.list").await?;
+    let items: Vec<Value> = pact_db::agents::sightings(&state.db, 500)
+        .await?
+        .iter()
+        .map(|s| {
+            json!({
+                "issuer": s.issuer,
+                "name": s.name,
+                "jwks_uri": s.jwks_uri,
+                "verified": s.verified,
+                "enabled": s.enabled,
+                "first_seen_at": rfc3339(s.first_seen_at),
+                "last_seen_at": rfc3339(s.last_seen_at),
+                "requests": s.requests,
+                "active_grants": s.grants,
+            })
+        })
+        .collect();
+    caller
+        .record(&state.db, "agent.list", None, None, json!({"seen": true}))
+        .await?;
+    Ok(Json(json!({ "items": items })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Issuer {
+    pub issuer: String,
+}
+
+/// `POST /agents/verify` `{"issuer"}`: an agent admitted under `open` joins
+/// the verified tier.
+pub async fn verify(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    caller.require(&state, Role::Owner, "agent.verify").await?;
+    caller.require_unlimited(&state, "agent.verify").await?;
+    let t: Issuer = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    crate::admin::ops::agents::verify(&mut tx, &caller.actor, Some(&caller.ip), &t.issuer).await?;
+    tx.commit().await?;
+    state.door.forget(&t.issuer);
+    Ok(Json(json!({ "issuer": t.issuer, "verified": true })))
+}
+
+/// `POST /agents/forget` `{"issuer"}`: an unverified agent is dropped with
+/// its conversations and grants.
+pub async fn forget(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    caller
+        .require(&state, Role::Operator, "agent.forget")
+        .await?;
+    caller.require_unlimited(&state, "agent.forget").await?;
+    let t: Issuer = params::body(&body)?;
+    let mut tx = state.db.begin().await?;
+    crate::admin::ops::agents::forget(&mut tx, &caller.actor, Some(&caller.ip), &t.issuer).await?;
+    tx.commit().await?;
+    state.door.forget(&t.issuer);
+    Ok(Json(json!({ "issuer": t.issuer, "forgotten": true })))
 }

@@ -40,6 +40,7 @@ fn scope_json(s: &pact_db::scopes::BrandScope) -> Value {
         "scope_id": s.scope_id,
         "description": s.description,
         "requires_mfa": s.requires_mfa,
+        "unverified_allowed": s.unverified_allowed,
     })
 }
 
@@ -66,6 +67,8 @@ async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Valu
         "description": b.description,
         "grant_lifetime_days": days,
         "grant_lifetime_is_default": default,
+        "admission": crate::admission::policy_at(state.config.admission.policy, b).as_str(),
+        "admission_is_default": crate::admission::brand_override(b).is_none(),
         "scopes": scopes.iter().map(scope_json).collect::<Vec<_>>(),
         "details_types": types,
         "tools": tools.iter().map(|t| json!({
@@ -124,6 +127,9 @@ pub struct ScopeDefinition {
     pub description: String,
     #[serde(default)]
     pub requires_mfa: bool,
+    /// Unverified agents (admitted under `open`) may request it.
+    #[serde(default)]
+    pub unverified_allowed: bool,
 }
 
 /// Adds or changes one scope of a visible brand, audited as `scope.upsert`
@@ -146,6 +152,13 @@ pub async fn upsert_scope(
         def.requires_mfa,
     )
     .await?;
+    pact_db::scopes::set_unverified_allowed(
+        &mut *tx,
+        brand_id,
+        &def.scope_id,
+        def.unverified_allowed,
+    )
+    .await?;
     record(
         &mut *tx,
         actor,
@@ -153,7 +166,8 @@ pub async fn upsert_scope(
         "scope.upsert",
         &def.scope_id,
         brand_id,
-        json!({"description": def.description, "requires_mfa": def.requires_mfa}),
+        json!({"description": def.description, "requires_mfa": def.requires_mfa,
+               "unverified_allowed": def.unverified_allowed}),
     )
     .await?;
     tx.commit().await?;
@@ -311,6 +325,36 @@ pub async fn set_grant_lifetime(
     let mut tx = state.db.begin().await?;
     brand_settings::set_grant_lifetime(&mut tx, &caller.actor, Some(&caller.ip), &b, req.days)
         .await?;
+    tx.commit().await?;
+    fresh_json(&state, &b.id).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admission {
+    /// `allowlist`, `open`, or null for the Provider's policy.
+    pub policy: Option<String>,
+}
+
+/// `POST /brands/{brand}/admission` (owner), as `pactd brand set
+/// --admission`: which personal agents the brand admits (PACT §3.1).
+pub async fn set_admission(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(brand): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, AdminApiError> {
+    let b = brand_to_edit(&state, &caller, "brand.admission", &brand).await?;
+    let req: Admission = params::body(&body)?;
+    let policy = match req.policy.as_deref() {
+        None => None,
+        Some(p) => Some(
+            crate::admission::Policy::parse(p)
+                .ok_or_else(|| AdminApiError::invalid("policy is allowlist, open or null"))?,
+        ),
+    };
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_admission(&mut tx, &caller.actor, Some(&caller.ip), &b, policy).await?;
     tx.commit().await?;
     fresh_json(&state, &b.id).await
 }

@@ -113,8 +113,10 @@ const GRANT_REQUIRED: &[&str] = &[
 
 fn schemas() -> Value {
     let mut all = base_schemas();
-    if let (Some(all), Value::Object(more)) = (all.as_object_mut(), brand_setting_schemas()) {
-        all.extend(more);
+    for more in [brand_setting_schemas(), admission_schemas()] {
+        if let (Some(all), Value::Object(more)) = (all.as_object_mut(), more) {
+            all.extend(more);
+        }
     }
     all
 }
@@ -179,6 +181,7 @@ fn base_schemas() -> Value {
         ("jwks_uri", s("string")),
         ("name", s("string")),
         ("enabled", s("boolean")),
+        ("verified", s("boolean")),
         ("created_at", time()),
         ("updated_at", time()),
         ("active_grants", s("integer")),
@@ -332,13 +335,16 @@ fn base_schemas() -> Value {
             ("scope_id", s("string")),
             ("description", s("string")),
             ("requires_mfa", s("boolean")),
-        ], &["scope_id", "description", "requires_mfa"]),
+            ("unverified_allowed", s("boolean")),
+        ], &["scope_id", "description", "requires_mfa", "unverified_allowed"]),
         "Brand": object(&[
             ("id", s("string")),
             ("name", s("string")),
             ("description", s("string")),
             ("grant_lifetime_days", s("integer")),
             ("grant_lifetime_is_default", s("boolean")),
+            ("admission", json!({"type": "string", "enum": ["allowlist", "open"]})),
+            ("admission_is_default", s("boolean")),
             ("scopes", json!({ "type": "array", "items": reference("Scope") })),
             ("details_types", json!({
                 "type": "object",
@@ -346,7 +352,8 @@ fn base_schemas() -> Value {
                 "additionalProperties": reference("DetailsType")
             })),
             ("tools", json!({ "type": "array", "items": reference("Tool") })),
-        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "scopes",
+        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "admission",
+             "admission_is_default", "scopes",
              "details_types", "tools"]),
         "BrandList": list_of("Brand"),
         "ScopeDefinition": json!({
@@ -357,7 +364,11 @@ fn base_schemas() -> Value {
                     "type": "string", "minLength": 1, "maxLength": 500,
                     "description": "Shown verbatim on consent: no control, hidden or bidi characters; at most 500 bytes."
                 },
-                "requires_mfa": { "type": "boolean" }
+                "requires_mfa": { "type": "boolean" },
+                "unverified_allowed": {
+                    "type": "boolean",
+                    "description": "Agents admitted under the open policy, not yet verified by staff, may request it."
+                }
             },
             "required": ["scope_id", "description"],
             "additionalProperties": false
@@ -366,6 +377,51 @@ fn base_schemas() -> Value {
             ("name", s("string")),
             ("revoked", s("boolean")),
         ], &["name", "revoked"]),
+    })
+}
+
+/// The schemas of open admission (PACT §3.1): the agents seen, the staff
+/// actions on them and a brand's policy; apart for `json!`'s recursion limit.
+fn admission_schemas() -> Value {
+    json!({
+        "SeenAgent": object(&[
+            ("issuer", s("string")),
+            ("name", s("string")),
+            ("jwks_uri", s("string")),
+            ("verified", s("boolean")),
+            ("enabled", s("boolean")),
+            ("first_seen_at", time()),
+            ("last_seen_at", time()),
+            ("requests", s("integer")),
+            ("active_grants", s("integer")),
+        ], &["issuer", "name", "verified", "enabled", "first_seen_at", "last_seen_at", "requests",
+             "active_grants"]),
+        "SeenAgentList": list_of("SeenAgent"),
+        "AgentIssuer": json!({
+            "type": "object",
+            "properties": { "issuer": { "type": "string" } },
+            "required": ["issuer"],
+            "additionalProperties": false
+        }),
+        "AgentVerified": object(&[
+            ("issuer", s("string")),
+            ("verified", s("boolean")),
+        ], &["issuer", "verified"]),
+        "AgentForgotten": object(&[
+            ("issuer", s("string")),
+            ("forgotten", s("boolean")),
+        ], &["issuer", "forgotten"]),
+        "Admission": json!({
+            "type": "object",
+            "properties": {
+                "policy": {
+                    "type": ["string", "null"], "enum": ["allowlist", "open", null],
+                    "description": "Which personal agents the brand admits (PACT §3.1); null: the Provider's policy."
+                }
+            },
+            "required": ["policy"],
+            "additionalProperties": false
+        }),
     })
 }
 

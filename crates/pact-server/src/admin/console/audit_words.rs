@@ -134,6 +134,8 @@ fn deed(action: &str, e: &Entry, known: &Known) -> String {
         "agent.register" => format!("registered the agent platform {}", known.agent(target)),
         "agent.disable" => format!("disabled the agent platform {}", known.agent(target)),
         "agent.enable" => format!("enabled the agent platform {}", known.agent(target)),
+        "agent.verify" => format!("verified the agent platform {}", known.agent(target)),
+        "agent.forget" => format!("forgot the unverified agent platform {target}"),
         "agent.list" => "listed the agent platforms".into(),
         "admin.sign_in" => match detail("factor") {
             "" => "signed in to the console".into(),
@@ -151,6 +153,7 @@ fn deed(action: &str, e: &Entry, known: &Known) -> String {
         "key.rotate" => "rotated the signing key".into(),
         "key.list" => "listed the signing keys".into(),
         "brand.card" => format!("changed the consent card of {brand}"),
+        "brand.admission" => format!("changed which agents {brand} admits"),
         "brand.grant_lifetime" => format!("changed how long {brand}'s grants last"),
         "brand.read" => format!("looked at the brand {brand}"),
         "brand.list" => "listed the brands".into(),

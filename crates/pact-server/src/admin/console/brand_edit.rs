@@ -94,6 +94,30 @@ pub async fn grant_lifetime(
     Ok(back(&b.id))
 }
 
+/// Which agents the brand admits (PACT §3.1): `allowlist`, `open`, or
+/// `default` for the Provider's policy.
+pub async fn admission(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.admission");
+    let policy = match form.get("policy").unwrap_or("") {
+        "default" => None,
+        other => Some(crate::admission::Policy::parse(other).ok_or_else(|| {
+            PageError::BadRequest("Choose allowlist, open or the server default.".into())
+        })?),
+    };
+    let mut tx = state.db.begin().await?;
+    brand_settings::set_admission(&mut tx, &who.actor, Some(&staff.ip), &b, policy)
+        .await
+        .map_err(to_page)?;
+    tx.commit().await?;
+    Ok(back(&b.id))
+}
+
 pub async fn upsert_details_type(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -78,6 +78,8 @@ pub const ROUTES: &[Route] = &[
     page("/admin/agents/disable", || get(pages::confirm_disable)),
     form("/admin/agents/disable", || post(pages::disable_agent)),
     form("/admin/agents/enable", || post(pages::enable_agent)),
+    form("/admin/agents/verify", || post(pages::verify_agent)),
+    form("/admin/agents/forget", || post(pages::forget_agent)),
     page("/admin/grants", || get(pages::grants)),
     page("/admin/grants/{id}", || get(pages::grant)),
     page("/admin/grants/{id}/receipts.json", || {
@@ -97,6 +99,9 @@ pub const ROUTES: &[Route] = &[
     form("/admin/brands/{id}/card", || post(brand_edit::card_text)),
     form("/admin/brands/{id}/grant-lifetime", || {
         post(brand_edit::grant_lifetime)
+    }),
+    form("/admin/brands/{id}/admission", || {
+        post(brand_edit::admission)
     }),
     form("/admin/brands/{id}/details-types", || {
         post(brand_edit::upsert_details_type)

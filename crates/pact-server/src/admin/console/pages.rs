@@ -191,8 +191,23 @@ pub struct AgentRow {
     pub name: String,
     pub jwks_uri: String,
     pub enabled: bool,
+    /// The trust tier (PACT §3.1): registered or verified by staff, or
+    /// admitted by the open policy and not yet looked at.
+    pub verified: bool,
     pub grants: i64,
     pub people: i64,
+}
+
+/// An agent admitted under the open policy, as the "who knocks" table shows it.
+pub struct SeenRow {
+    pub issuer: String,
+    pub name: String,
+    pub verified: bool,
+    pub enabled: bool,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub requests: i64,
+    pub grants: i64,
 }
 
 #[derive(Template)]
@@ -200,6 +215,7 @@ pub struct AgentRow {
 struct AgentsPage {
     nav: Nav,
     agents: Vec<AgentRow>,
+    seen: Vec<SeenRow>,
     unlimited: bool,
     /// May register platforms: an owner limited to no brand.
     can_register: bool,
@@ -217,11 +233,27 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
             name: a.name,
             jwks_uri: a.jwks_uri,
             enabled: a.enabled,
+            verified: a.verified,
             grants,
             people,
         });
     }
+    let seen = pact_db::agents::sightings(&state.db, 200)
+        .await?
+        .into_iter()
+        .map(|s| SeenRow {
+            first_seen: format!("{} ({})", when(s.first_seen_at), ago(s.first_seen_at, now)),
+            last_seen: format!("{} ({})", when(s.last_seen_at), ago(s.last_seen_at, now)),
+            issuer: s.issuer,
+            name: s.name,
+            verified: s.verified,
+            enabled: s.enabled,
+            requests: s.requests,
+            grants: s.grants,
+        })
+        .collect();
     let page = AgentsPage {
+        seen,
         unlimited: who.actor.is_unlimited(),
         can_register: who.actor.is_unlimited() && who.actor.may(Role::Owner),
         nav: nav(&who),
@@ -312,6 +344,7 @@ pub async fn confirm_disable(
             name: a.name,
             jwks_uri: a.jwks_uri,
             enabled: a.enabled,
+            verified: a.verified,
             grants,
             people,
         },
@@ -355,6 +388,54 @@ async fn toggle_agent(
     })?;
     tx.commit().await?;
     Ok(see_other("/admin/agents", None))
+}
+
+/// `POST /admin/agents/verify` and `/admin/agents/forget`: staff decide on an
+/// agent the open policy admitted (PACT §3.1). Blocking one is disabling it.
+async fn decide_agent(
+    state: AppState,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+    verify: bool,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    let action = if verify {
+        "agent.verify"
+    } else {
+        "agent.forget"
+    };
+    may_change_platforms(&state, &who, &staff.ip, action).await?;
+    let issuer = form.get("issuer").unwrap_or("");
+    let mut tx = state.db.begin().await?;
+    if verify {
+        ops::agents::verify(&mut tx, &who.actor, Some(&staff.ip), issuer).await
+    } else {
+        ops::agents::forget(&mut tx, &who.actor, Some(&staff.ip), issuer).await
+    }
+    .map_err(ops_page_error)?;
+    tx.commit().await?;
+    state.door.forget(issuer);
+    Ok(see_other("/admin/agents", None))
+}
+
+pub async fn verify_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    decide_agent(state, headers, staff, body, true).await
+}
+
+pub async fn forget_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    decide_agent(state, headers, staff, body, false).await
 }
 
 /// `POST /admin/agents`: register a platform (owner, every brand).
@@ -1359,6 +1440,9 @@ struct BrandPage {
     card_skills: String,
     lifetime_days: i64,
     lifetime_default: bool,
+    /// The policy in force (PACT §3.1) and whether it is the Provider's.
+    admission: &'static str,
+    admission_default: bool,
     scopes: Vec<pact_db::scopes::BrandScope>,
     /// RFC 9396 types: (name, scope, declaration as JSON).
     types: Vec<(String, String, String)>,
@@ -1397,6 +1481,8 @@ pub async fn brand(
     let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
     let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
     let page = BrandPage {
+        admission: crate::admission::policy_at(state.config.admission.policy, &b).as_str(),
+        admission_default: crate::admission::brand_override(&b).is_none(),
         nav: nav(&who),
         card_skills: crate::admin::brand_settings::card_skills(&b)
             .and_then(|s| serde_json::to_string_pretty(&s).ok())
@@ -1480,6 +1566,7 @@ pub async fn upsert_scope(
         scope_id: form.get("scope_id").unwrap_or("").trim().to_owned(),
         description: form.get("description").unwrap_or("").to_owned(),
         requires_mfa: form.get("requires_mfa").is_some(),
+        unverified_allowed: form.get("unverified_allowed").is_some(),
     };
     crate::admin::api::brands::upsert_scope(&state, &who.actor, &staff.ip, &b.id, &def)
         .await

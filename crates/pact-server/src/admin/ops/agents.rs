@@ -2,6 +2,13 @@
 //! its PA-JWTs and revokes every grant it holds, in one transaction, so it
 //! needs a reason (stored with each grant, shown on the customers' account
 //! pages); enabling lets it in again, revoked grants staying revoked.
+//!
+//! For agents the `open` policy admitted (PACT §3.1, `admission.rs`), staff
+//! also verify one (it joins the verified tier: allowlisting brands admit
+//! it, and it may request every scope) or forget one (its row, conversations
+//! and grants go; it may knock again). Blocking one is disabling it: the row
+//! stays, so the door stays shut for that issuer, and its grants are revoked
+//! through the grants trigger's notification on every node.
 
 use pact_db::grants::reason::by_admin;
 use serde_json::json;
@@ -47,4 +54,35 @@ pub async fn set_enabled(
     )
     .await?;
     Ok(revoked)
+}
+
+/// `agent.verify`: staff vouch for an agent admitted under `open`. An unknown
+/// issuer is [`OpsError::Missing`].
+pub async fn verify(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    issuer: &str,
+) -> Result<(), OpsError> {
+    if !pact_db::agents::set_verified(&mut *tx, issuer).await? {
+        return Err(OpsError::Missing);
+    }
+    audit(tx, actor, ip, "agent.verify", issuer, None, json!({})).await?;
+    Ok(())
+}
+
+/// `agent.forget`: staff drop an unverified agent with its conversations and
+/// grants (the cascade). Not for a verified one (disable it instead):
+/// [`OpsError::Missing`].
+pub async fn forget(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    issuer: &str,
+) -> Result<(), OpsError> {
+    if !pact_db::agents::forget_unverified(&mut *tx, issuer).await? {
+        return Err(OpsError::Missing);
+    }
+    audit(tx, actor, ip, "agent.forget", issuer, None, json!({})).await?;
+    Ok(())
 }

@@ -1,0 +1,187 @@
+//! OpenID discovery of an unregistered personal agent's keys (PACT §3.1: "An
+//! open Provider still verifies §3.2 in full; `jwksUri` MAY then be found
+//! through OIDC discovery at `{iss}/.well-known/openid-configuration`").
+//!
+//! The issuer is an attacker-chosen string, so everything here is bounded the
+//! way a registered jwksUri is: the same URI rules (`uri_guard.rs`: https, a
+//! public address, checked again on every resolved address), the same client
+//! (no redirects, no proxy, one timeout), the same size cap for both
+//! documents. How often this may run at all is the caller's budget
+//! (`pact-server/src/admission.rs`); this module makes exactly two requests
+//! per call, or fewer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::header::ACCEPT;
+use reqwest::{Client, StatusCode, Url};
+
+use crate::error::JwksError;
+use crate::jwks_cache::JwksPolicy;
+use crate::jwks_fetch::{build_client, fetch_jwks, transport_error};
+use crate::keys::KeySet;
+use crate::uri_guard::check_jwks_uri;
+
+/// The well-known path of OpenID Connect Discovery 1.0 §4.
+pub const OPENID_CONFIGURATION: &str = "/.well-known/openid-configuration";
+
+/// What discovery found for an issuer: its jwksUri and the keys there.
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    pub jwks_uri: String,
+    pub keys: Arc<KeySet>,
+    /// How long the key set may be cached (the JWKS answer's Cache-Control,
+    /// clamped as for a registered agent).
+    pub ttl: Duration,
+}
+
+/// The fetcher of discovery documents; one per node.
+pub struct IssuerDiscovery {
+    client: Client,
+    policy: JwksPolicy,
+    fetches: AtomicU64,
+}
+
+impl std::fmt::Debug for IssuerDiscovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuerDiscovery")
+            .field("fetches", &self.fetch_count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks that `iss` may be discovered at all, before any network: the jwksUri
+/// rules (https, a public host, no userinfo or fragment, loopback only in the
+/// test mode), and no query either (OpenID Connect Discovery 1.0 §2: the
+/// issuer is a URL "with no query or fragment components").
+pub fn check_issuer(iss: &str, allow_loopback: bool) -> Result<Url, JwksError> {
+    let url = check_jwks_uri(iss, allow_loopback)?;
+    if url.query().is_some() {
+        return Err(JwksError::InvalidUri("query not allowed in an issuer"));
+    }
+    Ok(url)
+}
+
+/// The discovery document's URL: the well-known path appended to the issuer
+/// (OpenID Connect Discovery 1.0 §4.1: a trailing `/` of the issuer is
+/// removed first).
+pub fn discovery_url(iss: &str) -> String {
+    format!("{}{OPENID_CONFIGURATION}", iss.trim_end_matches('/'))
+}
+
+impl IssuerDiscovery {
+    /// The client is built exactly as the JWKS cache's (`jwks_fetch.rs`).
+    pub fn new(policy: JwksPolicy) -> Result<Self, JwksError> {
+        Ok(Self {
+            client: build_client(&policy)?,
+            policy,
+            fetches: AtomicU64::new(0),
+        })
+    }
+
+    /// Requests made so far (discovery documents and key sets alike).
+    pub fn fetch_count(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Discovers `iss`: its configuration (which must name the same `issuer`,
+    /// OpenID Connect Discovery 1.0 §4.3, and a `jwks_uri` that passes the
+    /// jwksUri rules), then its key set. At most two requests.
+    pub async fn discover(&self, iss: &str) -> Result<Discovered, JwksError> {
+        check_issuer(iss, self.policy.allow_loopback)?;
+        let url = check_jwks_uri(&discovery_url(iss), self.policy.allow_loopback)?;
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let body = self.fetch_document(url).await?;
+        let doc: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|_| JwksError::Discovery("not JSON"))?;
+        if doc.get("issuer").and_then(|v| v.as_str()) != Some(iss) {
+            return Err(JwksError::Discovery("issuer differs from iss"));
+        }
+        let jwks_uri = doc
+            .get("jwks_uri")
+            .and_then(|v| v.as_str())
+            .ok_or(JwksError::Discovery("no jwks_uri"))?;
+        let jwks_url = check_jwks_uri(jwks_uri, self.policy.allow_loopback)?;
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let fetched = fetch_jwks(&self.client, jwks_url, &self.policy).await?;
+        Ok(Discovered {
+            jwks_uri: jwks_uri.to_owned(),
+            keys: Arc::new(fetched.keys),
+            ttl: fetched.ttl,
+        })
+    }
+
+    /// GET a JSON document under the JWKS limits (status 200, `max_bytes`,
+    /// `fetch_timeout` for the whole exchange).
+    async fn fetch_document(&self, url: Url) -> Result<Vec<u8>, JwksError> {
+        let max = self.policy.max_bytes;
+        let exchange = async {
+            let mut response = self
+                .client
+                .get(url)
+                .header(ACCEPT, "application/json")
+                .send()
+                .await
+                .map_err(transport_error)?;
+            if response.status() != StatusCode::OK {
+                return Err(JwksError::Status(response.status().as_u16()));
+            }
+            if response
+                .content_length()
+                .is_some_and(|len| len > max as u64)
+            {
+                return Err(JwksError::TooLarge);
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
+                if body.len() + chunk.len() > max {
+                    return Err(JwksError::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        };
+        tokio::time::timeout(self.policy.fetch_timeout, exchange)
+            .await
+            .map_err(|_| JwksError::Timeout)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issuer_is_an_https_url_on_a_public_host_without_query() {
+        assert!(check_issuer("https://agent.example", false).is_ok());
+        assert!(check_issuer("https://agent.example/tenant", false).is_ok());
+        for bad in [
+            "http://agent.example",
+            "https://agent.example?x=1",
+            "https://agent.example#f",
+            "https://10.0.0.1",
+            "https://127.0.0.1",
+            "https://localhost",
+            "agent.example",
+            "https://user@agent.example",
+        ] {
+            assert!(check_issuer(bad, false).is_err(), "{bad}");
+        }
+        // The test mode admits loopback over http, and nothing else over http.
+        assert!(check_issuer("http://127.0.0.1:8080", true).is_ok());
+        assert!(check_issuer("http://agent.example", true).is_err());
+    }
+
+    #[test]
+    fn the_well_known_path_follows_the_issuer() {
+        assert_eq!(
+            discovery_url("https://a.example"),
+            "https://a.example/.well-known/openid-configuration"
+        );
+        assert_eq!(
+            discovery_url("https://a.example/t/"),
+            "https://a.example/t/.well-known/openid-configuration"
+        );
+    }
+}
