@@ -99,13 +99,20 @@ impl WebhookSecret {
 /// The node's opened webhook secrets, by row: opening one (AES-256-GCM under
 /// the master key) for every turn and every tool call was a measurable part
 /// of a webhook turn's CPU. An entry is used only for the very sealed bytes
-/// it was opened from, so a rotated, rewrapped or replaced row is opened
+/// it was opened from and for its own brand (the seal's AAD), so a rotated, rewrapped or replaced row is opened
 /// again; which secrets sign is still decided by the caller from the rows.
 /// Bounded: past `OPENED_MAX` rows (far more than brands × secrets in grace)
 /// it starts again empty.
 #[derive(Default)]
 pub struct OpenedSecrets {
-    by_row: Mutex<HashMap<Uuid, (Vec<u8>, WebhookSecret)>>,
+    by_row: Mutex<HashMap<Uuid, Kept>>,
+}
+
+/// An opened secret with what it was opened for: its sealed bytes and brand.
+struct Kept {
+    sealed: Vec<u8>,
+    brand_id: String,
+    secret: WebhookSecret,
 }
 
 const OPENED_MAX: usize = 4096;
@@ -128,10 +135,11 @@ impl OpenedSecrets {
             .by_row
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((kept, secret)) = map.get(&id)
-            && kept.as_slice() == sealed
+        if let Some(kept) = map.get(&id)
+            && kept.sealed == sealed
+            && kept.brand_id == brand_id
         {
-            return Ok(secret.clone());
+            return Ok(kept.secret.clone());
         }
         drop(map);
         // Opened outside the lock; the AAD binds it to its brand and row.
@@ -143,7 +151,14 @@ impl OpenedSecrets {
         if map.len() >= OPENED_MAX {
             map.clear();
         }
-        map.insert(id, (sealed.to_vec(), secret.clone()));
+        map.insert(
+            id,
+            Kept {
+                sealed: sealed.to_vec(),
+                brand_id: brand_id.to_owned(),
+                secret: secret.clone(),
+            },
+        );
         Ok(secret)
     }
 }
