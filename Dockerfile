@@ -24,8 +24,10 @@ ENV SQLX_OFFLINE=true
 
 # Cache mounts keep the crate registry and build artefacts between builds; the binary is copied
 # out of the cached target directory because cache mounts are not part of the image.
-RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/src/target \
+# `sharing=locked`: two builds at once wait for each other instead of unpacking the same crates
+# into one cache (cargo's own lock lives outside the mount).
+RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
+    --mount=type=cache,target=/src/target,sharing=locked \
     cargo build --release --locked -p pactd \
     && cp target/release/pactd /usr/local/bin/pactd
 

@@ -294,6 +294,11 @@ pub struct ServeArgs {
     /// Do not apply migrations on start.
     #[arg(long, env = "PACTD_NO_MIGRATE", num_args = 0..=1, default_missing_value = "true")]
     pub no_migrate: Option<bool>,
+    /// Add the demo brand `demo` (built-in demo agent, its scopes) at start
+    /// when it is missing, so a first run has a card to show; never changes
+    /// an existing brand. `pactd dev` always does [default: false].
+    #[arg(long, env = "PACTD_SEED_DEMO", num_args = 0..=1, default_missing_value = "true")]
+    pub seed_demo: Option<bool>,
     /// Serve Prometheus metrics at GET /metrics on this address (e.g.
     /// 127.0.0.1:9090), never on the public listener [default: off].
     #[arg(long, value_name = "ADDR", env = "PACTD_METRICS_LISTEN")]

@@ -42,7 +42,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 _ = &mut signal => return Ok(()),
             };
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
-            let result = serve(&db, config, migrate, false, signal).await;
+            let seed = args.seed_demo.or(file.seed_demo).unwrap_or(false);
+            let result = serve(&db, config, migrate, Start { seed, dev: false }, signal).await;
             db.close().await;
             result
         }
@@ -57,7 +58,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 _ = &mut signal => return Ok(()),
             };
             let migrate = !args.no_migrate.or(file.no_migrate).unwrap_or(false);
-            let result = serve(&db, config, migrate, true, signal).await;
+            let result = serve(
+                &db,
+                config,
+                migrate,
+                Start {
+                    seed: true,
+                    dev: true,
+                },
+                signal,
+            )
+            .await;
             db.close().await;
             result
         }
@@ -124,13 +135,23 @@ async fn bind(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
     }
 }
 
+/// What a start does besides serving.
+#[derive(Clone, Copy)]
+struct Start {
+    /// Add the demo brand when it is missing (`--seed-demo`; always under `dev`).
+    seed: bool,
+    /// `pactd dev`: the banner for the person at the terminal.
+    dev: bool,
+}
+
 async fn serve(
     db: &Database,
     config: Config,
     migrate: bool,
-    dev: bool,
+    start: Start,
     signal: tokio::task::JoinHandle<()>,
 ) -> anyhow::Result<()> {
+    let Start { seed, dev } = start;
     if signal.is_finished() {
         return Ok(());
     }
@@ -159,7 +180,7 @@ async fn serve(
             .await?;
         }
     }
-    if dev {
+    if seed {
         admin::seed_demo(&db.pool).await?;
     }
     let local = listener.local_addr()?;

@@ -22,6 +22,7 @@ pub struct FileSettings {
     /// `allowlist` or `open` (PACT §3.1).
     pub admission: Option<String>,
     pub no_migrate: Option<bool>,
+    pub seed_demo: Option<bool>,
     pub database_url: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub provider_name: Option<String>,

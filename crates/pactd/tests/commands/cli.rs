@@ -887,6 +887,62 @@ async fn serve_answers_registered_agents_refuses_bad_tokens_and_disabled_agents_
     }
 }
 
+/// `serve --seed-demo` (what docker-compose.yml turns on) adds the demo
+/// brand when it is missing, so a first run has a card to show; without it
+/// nothing is added, and an existing demo brand is never changed.
+#[tokio::test]
+async fn serve_seeds_the_demo_brand_only_when_asked_and_never_changes_it() {
+    let db = pact_tests::db::fresh_database().await;
+    let scratch = Scratch::new("seed");
+    let master_key = new_master_key().await;
+    let card = |base: &str| format!("{base}/a2a/demo/.well-known/agent-card.json");
+    let start = |seed: bool| {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut cmd = pactd_serving(&db, &master_key);
+        if seed {
+            cmd.env("PACTD_SEED_DEMO", "true");
+        }
+        let scratch = &scratch;
+        async move {
+            Server::start(
+                cmd,
+                &["serve", "--listen", &listen],
+                port,
+                scratch,
+                "serve",
+                SERVE_START_TIMEOUT,
+            )
+            .await
+        }
+    };
+    let mut plain = start(false).await;
+    let res = reqwest::get(card(&plain.base_url)).await.unwrap();
+    assert_eq!(res.status(), 404, "no demo brand unless asked");
+    let status = plain.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", plain.output());
+
+    let mut seeded = start(true).await;
+    let res = reqwest::get(card(&seeded.base_url)).await.unwrap();
+    assert_eq!(res.status(), 200, "the first run shows the demo card");
+    let status = seeded.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", seeded.output());
+    run(
+        pactd_on(&db),
+        &["brand", "set", "demo", "--name", "Our Own Demo"],
+    )
+    .await
+    .succeeded();
+    let mut again = start(true).await;
+    let body = get_json(&card(&again.base_url)).await;
+    assert_eq!(
+        body["name"], "Our Own Demo",
+        "an existing brand is left as it is"
+    );
+    let status = again.terminate().await;
+    assert!(status.success(), "exit {status}\n{}", again.output());
+}
+
 #[tokio::test]
 async fn admin_commands_without_database_url_refuse_to_create_a_new_database() {
     let dir =
