@@ -198,6 +198,7 @@ acc-signed-in-as = Sie sind bei { $brand } angemeldet als { $email }.
 acc-agents-heading = Agenten, die für Sie handeln dürfen
 acc-no-agents = Derzeit darf kein Agent bei { $brand } für Sie handeln.
 acc-active-until = Aktiv – darf bis { $until } für Sie handeln
+acc-unverified-agent = { $brand } hat diesen Agenten nicht geprüft: Er wurde zugelassen, weil er nachgewiesen hat, wer er ist, aber niemand bei { $brand } hat geprüft, wer ihn betreibt.
 acc-may-do = Was er darf:
 acc-limits = Nur innerhalb dieser Grenzen:
 acc-connected-used = Verbunden { $connected } · Zuletzt genutzt { $used }

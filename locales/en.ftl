@@ -198,6 +198,7 @@ acc-signed-in-as = You are signed in to { $brand } as { $email }.
 acc-agents-heading = Agents that can act for you
 acc-no-agents = No agent can act for you at { $brand } now.
 acc-active-until = Active — can act for you until { $until }
+acc-unverified-agent = { $brand } has not verified this agent: it was let in because it proved who it is, but nobody at { $brand } has checked who runs it.
 acc-may-do = What it may do:
 acc-limits = Only within these limits:
 acc-connected-used = Connected { $connected } · Last used { $used }

@@ -401,6 +401,17 @@ async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
         html.contains("Demo Store has not verified this agent"),
         "{html}"
     );
+    // Approved: the account page shows the tier beside the grant too.
+    let res = b
+        .submit(
+            "/device/consent",
+            "/device/consent",
+            &[("action", "approve"), ("scope", "orders:read")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    let account = b.get("/account").await.text().await.unwrap();
+    assert!(account.contains("agent-unverified"), "{account}");
 
     let mut tx = app.db.begin().await.unwrap();
     pact_server::admin::ops::agents::verify(&mut tx, &staff(), None, &pa.issuer)
@@ -413,6 +424,8 @@ async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
         .await;
     let html = consent(auth.user_code).await;
     assert!(!html.contains("agent-unverified"), "{html}");
+    let account = b.get("/account").await.text().await.unwrap();
+    assert!(!account.contains("agent-unverified"), "{account}");
 }
 
 /// The number of unverified agents kept is bounded: admitting one more

@@ -10,7 +10,7 @@
 //! there is no way to know which brand's sign-in to show, so the page asks
 //! the person to open the link from the brand's own site (400).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use askama::Template;
 use axum::body::Bytes;
@@ -98,6 +98,8 @@ pub struct GrantView {
     pub id: String,
     pub agent_name: String,
     pub agent_origin: String,
+    /// Admitted under open admission, not (yet) verified by the shop.
+    pub unverified: bool,
     pub active: bool,
     /// "Active", "Revoked on …", "Expired on …".
     pub status: String,
@@ -242,10 +244,16 @@ pub async fn page(
     // Active first; newest first within each group (the list's order).
     grants.sort_by_key(|g| !g.is_active(now));
     let mut agent_names: HashMap<String, String> = HashMap::new();
+    // Agents admitted under open admission that staff have not verified
+    // (issue 31: the account page shows the tier, as consent did).
+    let mut unverified: HashSet<String> = HashSet::new();
     for g in &grants {
         if !agent_names.contains_key(&g.pa_issuer) {
-            let name = pact_db::agents::find(&state.db, &g.pa_issuer)
-                .await?
+            let agent = pact_db::agents::find(&state.db, &g.pa_issuer).await?;
+            if agent.as_ref().is_some_and(|a| !a.verified) {
+                unverified.insert(g.pa_issuer.clone());
+            }
+            let name = agent
                 .map(|a| a.name)
                 .filter(|n| !n.trim().is_empty())
                 .unwrap_or_else(|| security::origin_of(&g.pa_issuer));
@@ -278,6 +286,7 @@ pub async fn page(
         list.into_iter()
             .map(|g| {
                 let mut v = grant_view(g, &agent_names, &scope_text, &brand.name, now);
+                v.unverified = unverified.contains(&g.pa_issuer);
                 v.limits = match terms.get(&g.id) {
                     Some(t) => limit_words::grant_lines(t, &usage),
                     None => older_limits(g),
@@ -423,6 +432,7 @@ fn grant_view(
             .cloned()
             .unwrap_or_else(|| g.pa_issuer.clone()),
         agent_origin: security::origin_of(&g.pa_issuer),
+        unverified: false,
         active: g.is_active(now),
         status,
         scopes: g
