@@ -27,6 +27,7 @@
 //! Besides latency it samples CPU time from `/proc`: the pactd process, the
 //! PostgreSQL backends serving this database, and this process — so a figure
 //! on a small shared machine can be read for what it is. Only 127.0.0.1 traffic.
+#![allow(clippy::disallowed_methods)] // test set-up writes rows at real times
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "load/merchant.rs"]

@@ -1,4 +1,5 @@
 //! pactd integration tests: real PostgreSQL, real HTTP on loopback.
+#![allow(clippy::disallowed_methods)] // test set-up writes rows at real times
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod a2a_sdk;

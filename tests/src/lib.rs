@@ -1,6 +1,7 @@
 //! The integration-test harness: a real PostgreSQL (one fresh database per
 //! test), pactd on a real loopback port, and test personal agents whose JWKS
 //! is served over real HTTP.
+#![allow(clippy::disallowed_methods)] // test set-up writes rows at real times
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod app;

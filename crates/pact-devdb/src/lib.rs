@@ -907,6 +907,7 @@ fn port_is_free(port: u16) -> bool {
 /// `<temp>/pactd-pg-<pid>-<time>-<n>`: unique per process, per call and across pid reuse.
 async fn create_unique_temp_dir() -> Result<PathBuf, ClusterError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    #[allow(clippy::disallowed_methods)] // a unique name, not a time anything is judged by
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_nanos())

@@ -406,6 +406,7 @@ impl From<sqlx::Error> for ConsentError {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build rows at real times
 mod tests {
     //! The decision's rules as plain functions: what may be decided, which
     //! details a grant keeps, what a step-up's grant carries, how long it lives.

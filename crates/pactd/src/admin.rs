@@ -39,6 +39,12 @@ pub async fn run(
     Ok(())
 }
 
+/// The time for an operator command: the node's clock (`pact_clock`), as
+/// `serve` reads it, never the system clock directly (clippy.toml).
+pub(crate) fn now() -> OffsetDateTime {
+    pact_clock::Clock::system().now()
+}
+
 /// The demo brand, its scopes and its authorization_details type, seeded once.
 pub async fn seed_demo(pool: &PgPool) -> anyhow::Result<()> {
     let created = pact_db::brands::insert_if_missing(
@@ -325,7 +331,7 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 &name,
                 &links,
                 logo.as_ref(),
-                OffsetDateTime::now_utc(),
+                now(),
             )
             .await?;
             // Re-registering without the flags keeps the limits the PA has.
@@ -436,7 +442,7 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             let master = master_key::for_admin(cli, data_dir)?;
             let overlap = overlap_secs.map_or(defaults.key_overlap, std::time::Duration::from_secs);
             let retain = retain_secs.map_or(defaults.key_retention, std::time::Duration::from_secs);
-            let now = OffsetDateTime::now_utc();
+            let now = now();
             let signs_from = now + time::Duration::try_from(overlap)?;
             // The key and its audit entry commit together, as the console's
             // and the admin API's rotation do (admin/api/keys.rs): a rotation
@@ -465,7 +471,7 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             );
         }
         KeysCommand::List => {
-            for k in pact_server::keys::list(pool, OffsetDateTime::now_utc()).await? {
+            for k in pact_server::keys::list(pool, now()).await? {
                 println!(
                     "{}\t{}\tactivates {}\tretired {}\tunpublished {}",
                     k.kid,
@@ -509,7 +515,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
                                    "found": list.len()}),
             )
             .await?;
-            let now = OffsetDateTime::now_utc();
+            let now = now();
             for g in list {
                 let state = pact_db::admin_search::GrantState::of(&g, now).as_str();
                 println!(
@@ -1035,7 +1041,7 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             if let Some(b) = brand {
                 require_brand(pool, b).await?;
             }
-            let now = OffsetDateTime::now_utc();
+            let now = now();
             let users = pact_db::users::list(pool, brand.as_deref()).await?;
             // Emails and sign-in state of customers: a staff read.
             crate::admin_accounts::record_cli(
@@ -1104,7 +1110,7 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         UserCommand::Disable { brand_id, email } => {
             let user = existing_user(pool, brand_id, email).await?;
             let mut tx = pool.begin().await?;
-            pact_db::users::set_disabled(&mut tx, user.id, Some(OffsetDateTime::now_utc())).await?;
+            pact_db::users::set_disabled(&mut tx, user.id, Some(now())).await?;
             let revoked =
                 revoke_every_grant(&mut tx, brand_id, &user, "the account was disabled").await?;
             audit(

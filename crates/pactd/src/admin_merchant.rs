@@ -138,7 +138,7 @@ pub async fn set_agent(
                     &mut tx,
                     &master,
                     brand_id,
-                    OffsetDateTime::now_utc(),
+                    crate::admin::now(),
                     "webhook_secret.create",
                 )
                 .await?,
@@ -211,7 +211,7 @@ pub async fn rotate_secret(
             "brand {brand_id:?} has no agent URL; set one with `pactd brand set {brand_id} --agent-url URL`"
         );
     }
-    let retire_at = OffsetDateTime::now_utc() + grace;
+    let retire_at = crate::admin::now() + grace;
     let mut tx = pool.begin().await?;
     let shown = new_secret(
         &mut tx,
@@ -417,7 +417,7 @@ pub async fn import_mcp(
         .with_context(|| format!("no brand {brand_id:?}"))?;
     check_import_url(url, allow_loopback)?;
     let pairs = mcp_import::parse_scope_map(scope_map).map_err(edit)?;
-    let now = OffsetDateTime::now_utc();
+    let now = crate::admin::now();
     let mut secrets = Vec::new();
     for r in pact_db::merchant::signing_secrets(pool, brand_id, now).await? {
         secrets.push(

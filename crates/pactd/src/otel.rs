@@ -306,6 +306,7 @@ where
         }
         let mut statement = Statement::default();
         event.record(&mut statement);
+        #[allow(clippy::disallowed_methods)] // OpenTelemetry spans carry wall-clock timestamps
         let end = SystemTime::now();
         let start = Duration::try_from_secs_f64(statement.elapsed_secs)
             .ok()

@@ -659,6 +659,7 @@ impl LiveTurn {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build rows at real times
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;

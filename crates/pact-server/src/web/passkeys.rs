@@ -608,6 +608,7 @@ pub async fn delete(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests build rows at real times
 mod tests {
     use super::*;
 

@@ -4,6 +4,7 @@
 //! files (`deploy`) and trace export (`trace_export`). One binary links once
 //! where five did. `multinode.rs` stays apart: it runs several servers behind
 //! nginx and HAProxy.
+#![allow(clippy::disallowed_methods)] // test set-up writes rows at real times
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../support/mod.rs"]
