@@ -9,6 +9,7 @@ mod admin_console;
 mod admin_keys_brands;
 mod admin_schemathesis;
 mod admission;
+mod architecture;
 mod audit_coverage;
 mod booking;
 mod booking_journey;
