@@ -899,6 +899,33 @@ async fn grant_pages_follow_cursors_and_filters_combine() {
     )
     .await;
     assert_eq!(revoked["items"], json!([]));
+    // By the agent's name, as staff know it (without case), the same grants
+    // as by its issuer; a name nobody has is a 400, not an empty list.
+    let by_issuer = call_ok(
+        &app,
+        &viewer,
+        "get",
+        &format!("/grants?agent={}", pa_enc(ISS)),
+        None,
+    )
+    .await;
+    let by_name = call_ok(&app, &viewer, "get", "/grants?agent=test%20pa", None).await;
+    assert!(!by_name["items"].as_array().unwrap().is_empty());
+    assert_eq!(by_name["items"], by_issuer["items"]);
+    let nobody = call_refused(
+        &app,
+        &viewer,
+        "get",
+        "/grants?agent=Pal%20Assistant",
+        None,
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert!(
+        nobody.to_string().contains("no registered agent"),
+        "{nobody}"
+    );
 }
 
 fn pa_enc(s: &str) -> String {

@@ -73,6 +73,33 @@ pub async fn customer_subjects(
     Ok(subs)
 }
 
+/// The `agent=` filter: an issuer URL as given (also of an agent since
+/// forgotten), or a registered agent's name, compared without case. A name
+/// that matches nothing or several agents is a 400 saying so, never an
+/// empty list that reads as "no grants" (issue 30, item 2).
+async fn agent_issuer(db: &sqlx::PgPool, given: &str) -> Result<String, AdminApiError> {
+    let given = given.trim();
+    if given.starts_with("https://") || given.starts_with("http://") {
+        return Ok(given.to_owned());
+    }
+    let wanted = given.to_lowercase();
+    let mut named: Vec<String> = pact_db::agents::list(db)
+        .await?
+        .into_iter()
+        .filter(|a| a.name.trim().to_lowercase() == wanted)
+        .map(|a| a.issuer)
+        .collect();
+    match named.len() {
+        1 => Ok(named.remove(0)),
+        0 => Err(AdminApiError::invalid(
+            "agent: no registered agent has that name; give its issuer URL or its name",
+        )),
+        _ => Err(AdminApiError::invalid(
+            "agent: several agents have that name; give the issuer URL",
+        )),
+    }
+}
+
 /// `GET /grants?brand=&customer=&agent=&state=&cursor=&limit=`, newest first.
 pub async fn list(
     State(state): State<AppState>,
@@ -100,11 +127,15 @@ pub async fn list(
         None => None,
         Some(c) => Some(customer_subjects(&state.db, caller.actor.within(), brand, c).await?),
     };
+    let issuer = match q.get("agent") {
+        None => None,
+        Some(a) => Some(agent_issuer(&state.db, a).await?),
+    };
     let search = GrantSearch {
         within: caller.actor.within(),
         brand_id: brand,
         user_subs: subjects.as_deref(),
-        pa_issuer: q.get("agent").map(String::as_str),
+        pa_issuer: issuer.as_deref(),
         state: grant_state,
         after,
         limit: limit + 1,

@@ -65,7 +65,10 @@ pub const OPERATIONS: &[Operation] = &[
         query: &[
             ("brand", "Only this brand."),
             ("customer", "A customer's email, account id or subject."),
-            ("agent", "The agent platform's issuer."),
+            (
+                "agent",
+                "The agent platform's issuer URL, or its registered name (without case; 400 when it names no agent or several).",
+            ),
             ("state", "active, revoked or expired."),
             PAGE,
             LIMIT,
