@@ -291,7 +291,29 @@ try {
         });
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         const lang = await page.evaluate(() => document.documentElement.lang);
-        report.push({ page: name, scheme, violations: found, overflow, lang });
+        // Words broken inside (issue 30): a word of the page's text whose
+        // letters sit on two lines. Addresses, emails and codes longer than a
+        // narrow line may wrap where they must; words of the language may not.
+        const broken = await page.evaluate(() => {
+          const out = [];
+          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const el = node.parentElement;
+            if (!el || el.closest('script, style, template, .visually-hidden, pre, code')) continue;
+            const s = getComputedStyle(el);
+            if (s.display === 'none' || s.visibility === 'hidden') continue;
+            for (const word of node.textContent.matchAll(/\S+/g)) {
+              if (word[0].length > 24 || /[\/@.:=]/.test(word[0])) continue;
+              const range = document.createRange();
+              range.setStart(node, word.index);
+              range.setEnd(node, word.index + word[0].length);
+              const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+              if (lines.size > 1 && out.length < 5) out.push(`"${word[0]}" in <${el.tagName.toLowerCase()}> on ${lines.size} lines`);
+            }
+          }
+          return out;
+        });
+        report.push({ page: name, scheme, violations: found, overflow, lang, broken });
         await snap(`${name}-${scheme}`);
       }
       await page.emulateMedia({ colorScheme: 'light' });

@@ -328,6 +328,12 @@ async fn axe_audit(width: u32, lang: &str) {
                     entry["page"], entry["scheme"], entry["overflow"]
                 ));
             }
+            for b in entry["broken"].as_array().unwrap() {
+                problems.push(format!(
+                    "{width}px {} {}: a word broken inside: {b}",
+                    entry["page"], entry["scheme"]
+                ));
+            }
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }

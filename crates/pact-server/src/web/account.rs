@@ -82,11 +82,14 @@ pub async fn signed_in_person(
 
 /// How times are shown: minutes, in UTC, said so.
 pub fn show_time(t: OffsetDateTime) -> String {
-    t.to_offset(UtcOffset::UTC)
-        .format(format_description!(
-            "[year]-[month]-[day] [hour]:[minute] UTC"
-        ))
-        .unwrap_or_else(|_| t.unix_timestamp().to_string())
+    // The date in words of the person's language (`Fri 1 Jan 2027`), then
+    // the time: a line may break between them, never inside a date the way
+    // `2027-01-01` broke at its hyphen on a phone (issue 30).
+    let t = t.to_offset(UtcOffset::UTC);
+    let clock = t
+        .format(format_description!("[hour]:[minute]"))
+        .unwrap_or_default();
+    format!("{}, {clock} UTC", super::limit_words::date(t.date()))
 }
 
 pub struct ScopeView {
@@ -708,9 +711,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times_are_shown_in_utc_minutes() {
+    fn times_are_shown_in_utc_minutes_with_the_date_in_words() {
         let t = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
-        assert_eq!(show_time(t), "2023-11-14 22:13 UTC");
+        assert_eq!(show_time(t), "Tue 14 Nov 2023, 22:13 UTC");
+        // No hyphen a narrow line could break a date at.
+        assert!(!show_time(t).contains('-'));
     }
 
     fn grant(revoked: Option<&str>, now: OffsetDateTime) -> Grant {
