@@ -191,6 +191,21 @@ struct Turn {
 }
 
 impl Shop {
+    /// A second node of the same deployment (same public URL and audience),
+    /// for calls that reach another node than the turn's own.
+    async fn second_node(&self) -> TestApp {
+        let (public, audience) = (
+            self.app.state.config.public_url.clone(),
+            self.app.state.config.audience.clone(),
+        );
+        self.app
+            .spawn_peer(move |c| {
+                c.public_url = public;
+                c.audience = audience;
+            })
+            .await
+    }
+
     async fn grant(&self, scopes: &[&str], details: Value) -> String {
         grant(&self.app, &self.pa, SUB, "ann", scopes, Some(&details)).await
     }
@@ -619,17 +634,7 @@ async fn mcp(
 #[tokio::test]
 async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
     let mut s = shop().await;
-    let (public, audience) = (
-        s.app.state.config.public_url.clone(),
-        s.app.state.config.audience.clone(),
-    );
-    let b = s
-        .app
-        .spawn_peer(move |c| {
-            c.public_url = public;
-            c.audience = audience;
-        })
-        .await;
+    let b = s.second_node().await;
     let token = s
         .grant(
             &["orders:cancel"],
@@ -762,17 +767,7 @@ async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
 #[tokio::test]
 async fn a_turn_that_stayed_on_its_node_is_over_on_every_node_once_it_replied() {
     let mut s = shop().await;
-    let (public, audience) = (
-        s.app.state.config.public_url.clone(),
-        s.app.state.config.audience.clone(),
-    );
-    let b = s
-        .app
-        .spawn_peer(move |c| {
-            c.public_url = public;
-            c.audience = audience;
-        })
-        .await;
+    let b = s.second_node().await;
     let token = s
         .grant(
             &["orders:cancel"],

@@ -135,12 +135,7 @@ impl Drop for TurnGuard<'_> {
         // Not finished (the agent failed, or the request was dropped): no
         // other node may take a call of it any longer either.
         if let Some(db) = self.fence.take() {
-            let (id, expires_at) = (self.turn.id, self.turn.expires_at);
-            tokio::spawn(async move {
-                if let Err(e) = pact_db::turn_fences::end(&db, id, expires_at).await {
-                    tracing::warn!(error = %e, turn = %id, "could not end a failed turn's fence");
-                }
-            });
+            end_in_background(db, self.turn.id, self.turn.expires_at);
         }
     }
 }
@@ -524,14 +519,19 @@ impl TurnEnd {
 impl Drop for TurnEnd {
     fn drop(&mut self) {
         if self.armed {
-            let (db, id, expires_at) = (self.db.clone(), self.turn, self.expires_at);
-            tokio::spawn(async move {
-                if let Err(e) = pact_db::turn_fences::end(&db, id, expires_at).await {
-                    tracing::warn!(error = %e, turn = %id, "could not end a turn's fence");
-                }
-            });
+            end_in_background(self.db.clone(), self.turn, self.expires_at);
         }
     }
+}
+
+/// Ends a turn's fence from a `Drop`: a turn that failed, or whose reply
+/// was never stored, takes no call on any node any longer.
+fn end_in_background(db: PgPool, id: Uuid, expires_at: OffsetDateTime) {
+    tokio::spawn(async move {
+        if let Err(e) = pact_db::turn_fences::end(&db, id, expires_at).await {
+            tracing::warn!(error = %e, turn = %id, "could not end a turn's fence");
+        }
+    });
 }
 
 /// Ends a turn's fence and waits (until `deadline`) for the calls other
