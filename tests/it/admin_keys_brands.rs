@@ -259,7 +259,7 @@ async fn every_node_says_whether_it_listens_for_revocations() {
 
     // The peer's listener is down: its next beat says so at once, and the
     // overview names it.
-    peer.state.config_cache.set_live(false);
+    peer.state.config_cache.suspend();
     let v = nodes_until(&app, &viewer, |v| v["all_listening"] == false).await;
     let summary = v["summary"].as_str().unwrap();
     assert!(summary.contains(&b), "{summary}");

@@ -208,7 +208,7 @@ async fn without_its_listener_a_node_reads_the_database() {
         200
     );
     // What the listener does when its connection is lost.
-    app.state.config_cache.set_live(false);
+    app.state.config_cache.suspend();
     sqlx::query("alter table agents disable trigger agents_changed")
         .execute(&app.db)
         .await

@@ -149,9 +149,19 @@ impl ConfigCache {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// The listener is connected (`true`, after it has subscribed) or lost
-    /// (`false`); either way, what we held may be stale.
-    pub fn set_live(&self, live: bool) {
+    /// The listener subscribed and reloaded: the copy starts empty (what we
+    /// held may be stale) and may fill again once the feed is proven.
+    pub fn resume(&self) {
+        self.set_live(true);
+    }
+
+    /// The listener lost its connection (or stopped): the copy is dropped
+    /// and not used, nor filled, until [`Self::resume`].
+    pub fn suspend(&self) {
+        self.set_live(false);
+    }
+
+    fn set_live(&self, live: bool) {
         self.invalidate();
         self.live.store(live, Ordering::Release);
         self.events.send_modify(|n| *n += 1);

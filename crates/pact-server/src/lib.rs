@@ -21,6 +21,7 @@ pub mod error;
 pub mod feed;
 pub mod health;
 pub mod housekeeping;
+pub mod jobs;
 pub mod keys;
 pub mod listener;
 pub mod mail;

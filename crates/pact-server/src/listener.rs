@@ -80,10 +80,7 @@ pub async fn run(state: AppState) {
     let mut backoff = Duration::from_millis(250);
     loop {
         let (ended, was_live) = listen(&state).await;
-        // Whatever ended the connection, changes can no longer reach us.
-        state.config_cache.set_live(false);
-        state.pending_polls.set_live(false);
-        state.feed.lost();
+        stopped(&state);
         metrics::counter!("pactd_listener_failures_total", "reason" => ended.reason()).increment(1);
         tracing::warn!(error = %ended, "change listener stopped; connecting again");
         // Perhaps the database itself is gone: if so, requests get their 503
@@ -102,6 +99,15 @@ pub async fn run(state: AppState) {
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
+}
+
+/// Whatever ended the connection (or the listener itself, when the supervisor
+/// calls this after a panic: `jobs.rs`), changes can no longer reach us: the
+/// memory views are dropped and not used until the next subscription.
+pub fn stopped(state: &AppState) {
+    state.config_cache.suspend();
+    state.pending_polls.suspend();
+    state.feed.lost();
 }
 
 /// The signing keys are reloaded on `pactd_keys`; while that cannot be heard,
@@ -160,8 +166,8 @@ async fn listen(state: &AppState) -> (Ended, bool) {
         };
     // Subscribed and reloaded: the views may fill again, and are used as soon
     // as the first heartbeat proves the feed (within milliseconds).
-    state.config_cache.set_live(true);
-    state.pending_polls.set_live(true);
+    state.config_cache.resume();
+    state.pending_polls.resume();
 
     let mut seq = 0u64;
     let mut beat: Option<Beat> = None;
@@ -225,7 +231,7 @@ async fn heard(state: &AppState, n: &PgNotification) {
             // Unreadable: forget everything rather than risk a stale answer.
             Err(_) => {
                 tracing::warn!("malformed device authorization notification");
-                state.pending_polls.set_live(true);
+                state.pending_polls.forget_all();
             }
         },
         REVOCATIONS_CHANNEL => match n.payload().parse() {

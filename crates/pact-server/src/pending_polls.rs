@@ -122,9 +122,29 @@ impl PendingPolls {
         }
     }
 
-    /// The change listener is connected (`true`, after it subscribed) or lost
-    /// (`false`); either way what the book held may be stale.
-    pub fn set_live(&self, live: bool) {
+    /// The change listener subscribed and reloaded: the book starts empty
+    /// (what it held may be stale) and may fill again.
+    pub fn resume(&self) {
+        self.set_live(true);
+    }
+
+    /// The change listener lost its connection (or stopped): the book is
+    /// emptied and neither answers nor learns until [`Self::resume`].
+    pub fn suspend(&self) {
+        self.set_live(false);
+    }
+
+    /// Something may have changed that no notification names: forget every
+    /// authorization, staying live (or not) as before.
+    pub fn forget_all(&self) {
+        let mut book = self.book();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *book = Book::default();
+        drop(book);
+        self.forgets.send_modify(|n| *n += 1);
+    }
+
+    fn set_live(&self, live: bool) {
         let mut book = self.book();
         self.generation.fetch_add(1, Ordering::AcqRel);
         *book = Book::default();
@@ -262,7 +282,7 @@ mod tests {
         }));
         feed.proven(std::time::Instant::now());
         let book = PendingPolls::new(feed);
-        book.set_live(true);
+        book.resume();
         book
     }
 
@@ -341,12 +361,12 @@ mod tests {
     #[test]
     fn a_node_that_cannot_hear_changes_neither_answers_nor_learns() {
         let book = live_book_holding(at(0));
-        book.set_live(false);
+        book.suspend();
         assert_eq!(book.poll(CODE, "https://pa.example", "demo", at(5)), None);
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert!(book.is_empty());
         // Reconnected: starts empty, and learns again.
-        book.set_live(true);
+        book.resume();
         assert!(book.is_empty());
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert_eq!(book.len(), 1);

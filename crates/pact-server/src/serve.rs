@@ -46,9 +46,7 @@ pub async fn serve(
     let settings = state.config.connections.clone();
     let trusted = state.config.trusted_proxies.clone();
     accept_loop(listener, router(state), &settings, trusted, shutdown).await;
-    for task in background {
-        task.abort();
-    }
+    background.abort();
     // A clean stop leaves the node list at once instead of showing as gone;
     // bounded, since the database may be what is failing.
     let leave = pact_db::nodes::remove(&state_db, node_id);
