@@ -4,7 +4,7 @@
 //!
 //! A job is meant to run for as long as the node does. One that ends — by
 //! returning, or by a panic that tokio caught — is reported (a log line with
-//! the job's name and `pactd_background_job_restarts_total{job, how}`), its
+//! the job's name and `pactd_background_job_restarts_total{task, how}`), its
 //! `on_stop` runs, and it is started again after a back-off
 //! ([`next_delay`]): a job that keeps failing at once cannot spin a core, and
 //! one that ran a while is back within a quarter of a second.
@@ -111,7 +111,8 @@ pub async fn supervise<S: Clone + Send + 'static>(context: S, jobs: Vec<Job<S>>)
         // own wait), so a job failing at once doubles its wait each time.
         let ran_for = was.started.elapsed().saturating_sub(was.delay);
         let delay = next_delay(was.delay, ran_for);
-        metrics::counter!("pactd_background_job_restarts_total", "job" => job.name, "how" => how)
+        // `task`, not `job`: Prometheus keeps `job` for the scrape job.
+        metrics::counter!("pactd_background_job_restarts_total", "task" => job.name, "how" => how)
             .increment(1);
         tracing::error!(
             job = job.name,

@@ -209,6 +209,23 @@ pub const FAMILIES: &[Family] = &[
         ],
     },
     Family {
+        name: "pactd_background_job_restarts_total",
+        kind: Kind::Counter,
+        help: "Background jobs that stopped (returned or panicked) and were started again, by job.",
+        labels: &[
+            &[("task", "listener"), ("how", "returned")],
+            &[("task", "listener"), ("how", "panicked")],
+            &[("task", "housekeeping"), ("how", "returned")],
+            &[("task", "housekeeping"), ("how", "panicked")],
+            &[("task", "db_probe"), ("how", "returned")],
+            &[("task", "db_probe"), ("how", "panicked")],
+            &[("task", "receipt_log"), ("how", "returned")],
+            &[("task", "receipt_log"), ("how", "panicked")],
+            &[("task", "node_heartbeat"), ("how", "returned")],
+            &[("task", "node_heartbeat"), ("how", "panicked")],
+        ],
+    },
+    Family {
         name: "pactd_trace_export_failures_total",
         kind: Kind::Counter,
         help: "Batches of spans the OTLP collector did not take (with tracing on).",
