@@ -412,6 +412,23 @@ async fn an_expired_token_or_an_expired_grant_is_refused() {
         .await;
     assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
 
+    // A token this node verified (its signature remembered,
+    // `pact-jose/src/signature_memo.rs`) is refused once the clock passes its
+    // `exp` and the 5 s leeway.
+    let short = mint(&app, &token, |c| c.exp = c.iat + 60);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &short, "m3", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 200);
+    let exp = jws_json(&short, 1)["exp"].as_i64().unwrap();
+    let wait = exp + 6 - app.clock.now().unix_timestamp();
+    app.clock
+        .advance(std::time::Duration::from_secs(wait.max(0) as u64));
+    let res = app
+        .send_delegated("demo", &pa_jwt, &short, "m4", "show my orders", None)
+        .await;
+    assert_invalid_token(res).await;
+
     // The grant expires while the token has not.
     let done =
         sqlx::query("update grants set expires_at = now() - interval '1 minute' where id = $1")
@@ -1428,6 +1445,12 @@ async fn a_retired_key_is_unpublished_and_refused_at_its_instant_without_a_reloa
     let pa_jwt = pa.token(SUB, app.audience());
     let old = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
     let old_kid = jws_json(&old, 0)["kid"].as_str().unwrap().to_owned();
+    // Used once before the rotation, so the node remembers its signature as
+    // verified (`pact-jose/src/signature_memo.rs`): that must not outlive the key.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &old, "m0", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 200);
 
     let rotated_at = OffsetDateTime::now_utc();
     let retain = Duration::seconds(1);
@@ -1459,6 +1482,11 @@ async fn a_retired_key_is_unpublished_and_refused_at_its_instant_without_a_reloa
     };
     assert!(kids_at(unpublish_at - Duration::nanoseconds(1)).contains(&old_kid));
     assert_eq!(kids_at(unpublish_at), vec![new_kid.clone()]);
+    // Still published: accepted from the new snapshot.
+    let res = app
+        .send_delegated("demo", &pa_jwt, &old, "m-retiring", "show my orders", None)
+        .await;
+    assert_eq!(res.status(), 200);
 
     // The node's clock moves past the instant (the retention, one second).
     let wait = unpublish_at - app.clock.now() + Duration::milliseconds(50);

@@ -550,7 +550,7 @@ fn kinds(bad: &[String]) -> String {
         *counts.entry(why.chars().take(160).collect()).or_default() += 1;
     }
     let mut by_count: Vec<_> = counts.into_iter().collect();
-    by_count.sort_by(|a, b| b.1.cmp(&a.1));
+    by_count.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     by_count
         .iter()
         .take(8)
