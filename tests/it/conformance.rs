@@ -23,9 +23,11 @@ use pact_agent::jwks_server::JwksServer;
 use pact_agent::pactd_login::{DeviceLink, LoginAccount, PactdBrowser, PageDecision};
 use pact_agent::state::{Home, Identity, InitOptions};
 use pact_agent::totp::TotpSecret;
+use pact_server::admission::Policy;
 use pact_tests::TestApp;
 use pact_tests::delegation::DeviceAuth;
 use pact_tests::pages::{Browser, add_totp, add_user, totp_now, wait_for_totp_step_with};
+use serde_json::json;
 
 const ISSUER: &str = "https://conformance-pa.example";
 const PASSWORD: &str = "correct horse battery staple";
@@ -48,6 +50,13 @@ pub(crate) fn new_identity(audience: &str) -> (Home, Identity) {
 /// pactd with the demo brand delegating, a second brand with a scope, and
 /// the agent registered (issuer + the JWKS URI it serves).
 pub(crate) async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) {
+    pactd_with_agent_and(|_| {}).await
+}
+
+/// As [`pactd_with_agent`], with more of pactd's configuration set by `edit`.
+async fn pactd_with_agent_and(
+    edit: impl FnOnce(&mut pact_server::Config),
+) -> (TestApp, Home, Identity, JwksServer) {
     // A short RFC 8628 interval keeps the run fast; 2 s (not 1) leaves room
     // on a loaded machine for "poll again at once" to still be too fast. Codes
     // live 20 s, so §5.3.expired-token is exercised too: the unapproved
@@ -58,6 +67,7 @@ pub(crate) async fn pactd_with_agent() -> (TestApp, Home, Identity, JwksServer) 
     let app = TestApp::spawn_with(|c| {
         c.delegation.poll_interval_secs = 2;
         c.delegation.device_code_ttl = Duration::from_secs(20);
+        edit(c);
     })
     .await;
     app.enable_demo_delegation().await;
@@ -280,6 +290,84 @@ async fn the_identity_profile_passes_against_pactd() {
         "no approval was asked"
     );
     std::fs::remove_dir_all(home.dir()).ok();
+}
+
+/// PACT §3.1 against pactd with open admission (`--admission open`): the
+/// whole identity profile still passes, and the suite's own agent nobody
+/// registered (a fresh key, its issuer the loopback URL that serves its
+/// discovery document, which pactd's test mode accepts as
+/// `--allow-loopback-jwks` does) is admitted and stored unverified, while
+/// its agent with an http issuer is refused.
+#[tokio::test]
+async fn the_identity_profile_passes_against_an_open_pactd_which_admits_the_suites_own_agent() {
+    let (app, home, identity, _jwks) =
+        pactd_with_agent_and(|c| c.admission.policy = Policy::Open).await;
+    let report = conformance::run(
+        pactd_config(&app, &identity, Profile::Identity),
+        &NoApprover,
+    )
+    .await;
+    let mut allowed: Vec<&str> = UNEXERCISABLE.to_vec();
+    allowed.push("§5");
+    assert_passes(&report, &allowed);
+    let open = report.get("§3.1.open-admission").unwrap();
+    assert!(
+        open.reason.starts_with("admitted http://127.0.0.1:"),
+        "{}",
+        open.line()
+    );
+    let http = report.get("§3.1.http-issuer-refused").unwrap();
+    assert_eq!(http.outcome, Outcome::Pass, "{}", http.line());
+    let unverified: Vec<String> =
+        sqlx::query_scalar("select issuer from agents where not verified")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(
+        unverified.len(),
+        1,
+        "only the suite's own agent: {unverified:?}"
+    );
+    assert!(open.reason.contains(&unverified[0]), "{}", open.line());
+    std::fs::remove_dir_all(home.dir()).ok();
+}
+
+/// PACT §3.1 against pactd allowlisting: by default, and as one brand's own
+/// choice at an open Provider. The suite's agent nobody registered is
+/// refused there, as the brand's metadata says it will be (refusal is the
+/// expected behaviour, so the check passes), and nothing is stored.
+#[tokio::test]
+async fn the_admission_checks_pass_against_an_allowlisting_pactd_and_brand() {
+    for open_provider in [false, true] {
+        let (app, home, identity, _jwks) = pactd_with_agent_and(|c| {
+            if open_provider {
+                c.admission.policy = Policy::Open;
+            }
+        })
+        .await;
+        if open_provider {
+            pact_db::brands::set_setting(&app.db, "demo", "admission", &json!("allowlist"))
+                .await
+                .unwrap();
+            app.settle().await;
+        }
+        let mut config = pactd_config(&app, &identity, Profile::Identity);
+        config.only = vec!["§3.1.".to_owned()];
+        let report = conformance::run(config, &NoApprover).await;
+        println!("open provider {open_provider}:\n{}", report.to_text(true));
+        assert_eq!(report.checks.len(), 2);
+        for c in &report.checks {
+            assert_eq!(c.outcome, Outcome::Pass, "{}", c.line());
+        }
+        let open = report.get("§3.1.open-admission").unwrap();
+        assert!(open.reason.contains("allowlist"), "{}", open.line());
+        let agents: i64 = sqlx::query_scalar("select count(*) from agents")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+        assert_eq!(agents, 1, "only the registered agent");
+        std::fs::remove_dir_all(home.dir()).ok();
+    }
 }
 
 /// The same suite, both profiles, against the demo brand answered by the
@@ -1052,10 +1140,10 @@ async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_c
 
 mod fake;
 
-use fake::{Flaw, Style};
+use fake::{Admission, Flaw, Style};
 
 /// Each flaw, the check that must catch it, and words its reason must hold.
-const CAUGHT: [(Flaw, &str, &[&str]); 10] = [
+const CAUGHT: [(Flaw, &str, &[&str]); 12] = [
     (
         Flaw::AcceptsAlgNone,
         "§3.alg-none-refused",
@@ -1106,6 +1194,25 @@ const CAUGHT: [(Flaw, &str, &[&str]); 10] = [
         "§5.3.slow-down-honoured",
         &["s after slow_down", "authorization_pending", "slow_down"],
     ),
+    (
+        Flaw::AdmitsHttpIssuer,
+        "§3.1.http-issuer-refused",
+        &[
+            "nobody registered, with iss http://",
+            ".invalid:",
+            "got HTTP 200",
+            "fetched its JWKS 1 time(s)",
+        ],
+    ),
+    (
+        Flaw::AdmitsUnderAllowlist,
+        "§3.1.open-admission",
+        &[
+            "where pact_admission is allowlist",
+            "got HTTP 200",
+            "fetched its JWKS 1 time(s)",
+        ],
+    ),
 ];
 
 struct NoApprover;
@@ -1129,7 +1236,7 @@ async fn run_against_fake(flaw: Flaw, style: Style, only: &[&str]) -> Report {
 
 /// What the fakes are judged on: the checks the flaws are caught by, and
 /// the ones PACT leaves room for other choices in.
-const JUDGED: [&str; 15] = [
+const JUDGED: [&str; 16] = [
     "§2.interface",
     "§2.pa-jwt-scheme",
     "§2.identity-requirement",
@@ -1139,6 +1246,7 @@ const JUDGED: [&str; 15] = [
     "§3.sub-missing-refused",
     "§3.oversized-refused",
     "§3.pactd-oversized-401",
+    "§3.1.",
     "§4.content-type-exact",
     "§4.foreign-context",
     "§4.replayed-message-id",
@@ -1187,10 +1295,20 @@ async fn the_fake_without_a_flaw_passes_in_pactds_style_and_in_another() {
             "§3.sub-missing-refused",
             "§5.3.slow-down",
             "§5.3.slow-down-honoured",
+            "§3.1.http-issuer-refused",
+            "§3.1.open-admission",
         ] {
             let c = report.get(must_pass).unwrap();
             assert_eq!(c.outcome, Outcome::Pass, "{style:?}: {}", c.line());
         }
+        // Its policy is judged as it says it: refused under allowlist,
+        // admitted under open.
+        let admitted = report.get("§3.1.open-admission").unwrap();
+        let said = match style.admission {
+            Admission::Allowlist => "refused: the brand's pact_admission is allowlist",
+            Admission::Open | Admission::OpenHttpsOnly => "admitted http://127.0.0.1:",
+        };
+        assert!(admitted.reason.contains(said), "{}", admitted.line());
         let (oversized, increase) = (
             report.get("§3.pactd-oversized-401").unwrap(),
             report.get("§5.3.slow-down-adds-5s").unwrap(),
@@ -1224,8 +1342,12 @@ async fn the_fake_without_a_flaw_passes_in_pactds_style_and_in_another() {
 async fn each_broken_rule_fails_its_check_with_a_clear_message() {
     for (flaw, name, words) in CAUGHT {
         // pactd's style where the other would hide the flaw (its HTTP layer
-        // refuses big headers first) or only slow the test (its 3 s interval).
-        let style = if name.starts_with("§5.3") || flaw == Flaw::ServesOversized {
+        // refuses big headers first, its open door admits by right) or only
+        // slow the test (its 3 s interval).
+        let style = if name.starts_with("§5.3")
+            || flaw == Flaw::ServesOversized
+            || flaw == Flaw::AdmitsUnderAllowlist
+        {
             Style::PACTD
         } else {
             Style::OTHER
@@ -1252,4 +1374,30 @@ async fn each_broken_rule_fails_its_check_with_a_clear_message() {
         let html = report.to_html();
         assert!(html.contains(&format!("<code>{name}</code>")));
     }
+}
+
+/// PACT §3.1: a Provider that says it is open but cannot reach the suite's
+/// own issuer (one elsewhere, taking https issuers only) refuses the
+/// unregistered agent without fetching anything: that is no proof of its
+/// policy either way, so the check is SKIP with why, never PASS; and the
+/// http issuer is refused there as anywhere.
+#[tokio::test]
+async fn open_admission_is_skipped_when_the_provider_cannot_reach_the_suites_issuer() {
+    let style = Style {
+        admission: Admission::OpenHttpsOnly,
+        ..Style::OTHER
+    };
+    let report = run_against_fake(Flaw::None, style, &["§3.1."]).await;
+    let open = report.get("§3.1.open-admission").unwrap();
+    assert_eq!(open.outcome, Outcome::Skip, "{}", open.line());
+    for words in [
+        "pact_admission is open",
+        "without fetching its JWKS",
+        "cannot reach",
+    ] {
+        assert!(open.reason.contains(words), "{}", open.line());
+    }
+    let http = report.get("§3.1.http-issuer-refused").unwrap();
+    assert_eq!(http.outcome, Outcome::Pass, "{}", http.line());
+    assert!(report.is_success());
 }

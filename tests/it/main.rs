@@ -41,6 +41,7 @@ mod pages_i18n;
 mod pages_login;
 mod password_reset;
 mod receipt_log;
+mod registries;
 mod routes;
 mod tasks;
 mod who_is_asking;

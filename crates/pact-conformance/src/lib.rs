@@ -24,6 +24,7 @@
 //! script driving any provider's pages) with the request in its
 //! environment; a test passes its own.
 
+mod admission;
 mod command;
 mod delegated;
 mod expect;

@@ -243,6 +243,12 @@ catalogue! {
     EveryOperationAuthenticated => "§3.every-operation-authenticated", Must, "PACT §4",
         "Every operation requires the PA-JWT of section 3.",
         "every A2A operation without a PA-JWT: bare 401";
+    HttpIssuerRefused => "§3.1.http-issuer-refused", Must, "PACT §3, §3.1",
+        "its jwksUri, an HTTPS URL … An open Provider still verifies §3.2 in full [an iss that is not https is refused, whatever the policy]",
+        "an agent nobody registered whose iss is http (its discovery document and JWKS served): bare 401";
+    OpenAdmission => "§3.1.open-admission", Must, "PACT §3.1",
+        "Whether a Provider accepts only personal agents it has allowlisted or any personal agent whose iss serves a JWKS is the Provider's policy",
+        "an agent nobody registered, its keys at {iss}/.well-known/openid-configuration: admitted where the brand's pact_admission is open, bare 401 where allowlist";
     ReplyShape => "§4.reply-shape", Must, "PACT §4",
         "POST message:send → 200 {\"message\": Message}; each part is exactly {\"text\": …}",
         "message:send → 200 {message: {messageId, contextId, ROLE_AGENT, [{text}]}}";

@@ -350,6 +350,7 @@ impl<'a> Runner<'a> {
         let setup = self.setup().await?;
         crate::identity::card_checks(self, &setup).await;
         crate::identity::token_checks(self, &setup).await;
+        crate::admission::checks(self, &setup).await;
         crate::messages::message_checks(self, &setup).await;
         crate::delegated::run(self, &setup).await;
         crate::messages::aggregate_checks(self);

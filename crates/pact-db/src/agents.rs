@@ -22,6 +22,11 @@ pub struct Agent {
     /// Registered by staff, or verified by them after open admission (PACT
     /// §3.1); `false` for an agent the `open` policy let in by itself.
     pub verified: bool,
+    /// The trusted registry that listed it (PACT §3.1's trusted-issuer
+    /// registry), and until when: the expiry of the list in force. `None`
+    /// for an agent staff registered or the `open` policy let in.
+    pub registry: Option<String>,
+    pub listed_until: Option<OffsetDateTime>,
 }
 
 /// A rate and its burst, as stored on the agent (`None` = the node's default).
@@ -72,7 +77,8 @@ pub async fn set_limits(
 
 /// Registers a PA, or updates its JWKS URI and name when the issuer is known
 /// (re-registering is how an operator moves a PA to a new JWKS URI). Staff
-/// registering an agent admitted under `open` verifies it.
+/// registering an agent admitted under `open` verifies it, and one a registry
+/// listed becomes staff's own (the registry no longer decides for it).
 pub async fn upsert(
     db: impl PgExecutor<'_>,
     issuer: &str,
@@ -83,7 +89,8 @@ pub async fn upsert(
         Agent,
         "insert into agents (issuer, jwks_uri, name) values ($1, $2, $3) \
          on conflict (issuer) do update set jwks_uri = excluded.jwks_uri, name = excluded.name, \
-         verified = true, updated_at = now() returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified",
+         verified = true, registry = null, listed_until = null, updated_at = now() \
+         returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified, registry, listed_until",
         issuer,
         jwks_uri,
         name,
@@ -96,7 +103,7 @@ pub async fn upsert(
 pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agent>> {
     sqlx::query_as!(
         Agent,
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified from agents where issuer = $1",
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified, registry, listed_until from agents where issuer = $1",
         issuer,
     )
     .fetch_optional(db)
@@ -107,7 +114,7 @@ pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agen
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Agent>> {
     sqlx::query_as!(
         Agent,
-        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified from agents order by issuer",
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified, registry, listed_until from agents order by issuer",
     )
     .fetch_all(db)
     .await
@@ -149,6 +156,8 @@ struct AgentAndBrandRow {
     user_rate: Option<f64>,
     user_burst: Option<f64>,
     verified: Option<bool>,
+    registry: Option<String>,
+    listed_until: Option<OffsetDateTime>,
     brand_id: Option<String>,
     brand_name: Option<String>,
     description: Option<String>,
@@ -166,7 +175,8 @@ pub async fn find_with_brand(
         AgentAndBrandRow,
         "select a.issuer, a.jwks_uri, a.name as agent_name, a.enabled, \
                 a.created_at as agent_created_at, a.updated_at as agent_updated_at, \
-                a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, a.verified, \
+                a.pa_rate, a.pa_burst, a.user_rate, a.user_burst, a.verified, a.registry, \
+                a.listed_until, \
                 b.id as brand_id, b.name as brand_name, b.description, b.agent_kind, b.settings, \
                 b.created_at as brand_created_at \
          from (select 1) as one \
@@ -206,6 +216,8 @@ pub async fn find_with_brand(
             user_rate: row.user_rate,
             user_burst: row.user_burst,
             verified,
+            registry: row.registry,
+            listed_until: row.listed_until,
         }),
         _ => None,
     };
@@ -330,35 +342,39 @@ pub async fn set_logo(
 /// Stores an agent the `open` policy admitted (PACT §3.1), unverified, once
 /// its PA-JWT verified; nothing is stored for an issuer before that. Another
 /// node (or staff) may have stored it meanwhile: then the stored row is
-/// returned as it is. With it, the first sighting.
+/// returned as it is. With it, the first sighting. `None` when the issuer's
+/// host is blocked (checked in the same statement, so a block committed
+/// after the caller's own check still holds).
 pub async fn insert_admitted(
     db: impl PgExecutor<'_>,
     issuer: &str,
     jwks_uri: &str,
     name: &str,
     now: OffsetDateTime,
-) -> DbResult<Agent> {
+) -> DbResult<Option<Agent>> {
     sqlx::query_as!(
         Agent,
         "with new as (insert into agents (issuer, jwks_uri, name, verified, created_at, updated_at) \
-             values ($1, $2, $3, false, $4, $4) on conflict (issuer) do nothing \
+             select $1, $2, $3, false, $4, $4 where not pactd_host_blocked(pactd_issuer_host($1)) \
+             on conflict (issuer) do nothing \
              returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, \
-             user_rate, user_burst, verified), \
+             user_rate, user_burst, verified, registry, listed_until), \
          seen as (insert into agent_sightings (issuer, first_seen_at, last_seen_at, requests) \
              select issuer, $4, $4, 1 from new) \
          select issuer as \"issuer!\", jwks_uri as \"jwks_uri!\", name as \"name!\", \
                 enabled as \"enabled!\", created_at as \"created_at!\", updated_at as \"updated_at!\", \
-                pa_rate, pa_burst, user_rate, user_burst, verified as \"verified!\" from new \
+                pa_rate, pa_burst, user_rate, user_burst, verified as \"verified!\", registry, \
+                listed_until from new \
          union all \
          select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, \
-                user_rate, user_burst, verified from agents \
+                user_rate, user_burst, verified, registry, listed_until from agents \
          where issuer = $1 and not exists (select 1 from new)",
         issuer,
         jwks_uri,
         name,
         now,
     )
-    .fetch_one(db)
+    .fetch_optional(db)
     .await
     .map_err(Into::into)
 }
@@ -366,13 +382,17 @@ pub async fn insert_admitted(
 /// Forgets the unverified agents beyond the `keep` most recently seen (with
 /// their conversations and grants, by the tables' cascade): the bound on what
 /// open admission can make the database hold. Blocked (disabled) agents are
-/// kept whatever their number, so a block is never forgotten. The JWKS URIs
+/// kept whatever their number, so a block is never forgotten; so are agents
+/// with receipts, which are append-only and refer to their grants (such an
+/// agent holds grants a person approved, and is forgotten only by staff). The JWKS URIs
 /// of those that went, for the node's JWKS cache to forget too.
 pub async fn prune_unverified(db: impl PgExecutor<'_>, keep: i64) -> DbResult<Vec<String>> {
     sqlx::query_scalar!(
         "delete from agents where issuer in ( \
              select a.issuer from agents a left join agent_sightings s on s.issuer = a.issuer \
-             where not a.verified and a.enabled \
+             where not a.verified and a.enabled and a.registry is null \
+               and not exists (select 1 from grants g join receipts r on r.grant_id = g.id \
+                               where g.pa_issuer = a.issuer) \
              order by coalesce(s.last_seen_at, a.created_at) desc offset $1) \
          returning jwks_uri",
         keep,
@@ -451,7 +471,7 @@ pub async fn set_verified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<boo
 /// one is not forgotten this way: staff disable it.
 pub async fn forget_unverified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<bool> {
     let done = sqlx::query!(
-        "delete from agents where issuer = $1 and not verified",
+        "delete from agents where issuer = $1 and not verified and registry is null",
         issuer,
     )
     .execute(db)

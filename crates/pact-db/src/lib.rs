@@ -49,6 +49,7 @@ pub mod nodes;
 pub mod password_resets;
 pub mod receipt_log;
 pub mod receipts;
+pub mod registries;
 pub mod scopes;
 pub mod sealed;
 pub mod sessions;

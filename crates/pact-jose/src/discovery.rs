@@ -14,12 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use reqwest::header::ACCEPT;
-use reqwest::{Client, StatusCode, Url};
+use reqwest::{Client, Url};
 
 use crate::error::JwksError;
 use crate::jwks_cache::JwksPolicy;
-use crate::jwks_fetch::{build_client, fetch_jwks, transport_error};
+use crate::jwks_fetch::{build_client, fetch_document, fetch_jwks};
 use crate::keys::KeySet;
 use crate::uri_guard::check_jwks_uri;
 
@@ -92,7 +91,14 @@ impl IssuerDiscovery {
         check_issuer(iss, self.policy.allow_loopback)?;
         let url = check_jwks_uri(&discovery_url(iss), self.policy.allow_loopback)?;
         self.fetches.fetch_add(1, Ordering::Relaxed);
-        let body = self.fetch_document(url).await?;
+        let (_, body) = fetch_document(
+            &self.client,
+            url,
+            "application/json",
+            self.policy.max_bytes,
+            self.policy.fetch_timeout,
+        )
+        .await?;
         let doc: serde_json::Value =
             serde_json::from_slice(&body).map_err(|_| JwksError::Discovery("not JSON"))?;
         if doc.get("issuer").and_then(|v| v.as_str()) != Some(iss) {
@@ -110,41 +116,6 @@ impl IssuerDiscovery {
             keys: Arc::new(fetched.keys),
             ttl: fetched.ttl,
         })
-    }
-
-    /// GET a JSON document under the JWKS limits (status 200, `max_bytes`,
-    /// `fetch_timeout` for the whole exchange).
-    async fn fetch_document(&self, url: Url) -> Result<Vec<u8>, JwksError> {
-        let max = self.policy.max_bytes;
-        let exchange = async {
-            let mut response = self
-                .client
-                .get(url)
-                .header(ACCEPT, "application/json")
-                .send()
-                .await
-                .map_err(transport_error)?;
-            if response.status() != StatusCode::OK {
-                return Err(JwksError::Status(response.status().as_u16()));
-            }
-            if response
-                .content_length()
-                .is_some_and(|len| len > max as u64)
-            {
-                return Err(JwksError::TooLarge);
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
-                if body.len() + chunk.len() > max {
-                    return Err(JwksError::TooLarge);
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(body)
-        };
-        tokio::time::timeout(self.policy.fetch_timeout, exchange)
-            .await
-            .map_err(|_| JwksError::Timeout)?
     }
 }
 

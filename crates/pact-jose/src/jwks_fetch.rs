@@ -41,33 +41,55 @@ pub(crate) struct Fetched {
     pub(crate) ttl: Duration,
 }
 
-/// GET the JWKS: `Accept: application/json`, status must be 200, the body is
-/// read chunk by chunk and abandoned as soon as it exceeds `max_bytes` (a
-/// hostile endpoint cannot make us buffer an unbounded body), and the whole
-/// exchange is bounded by `fetch_timeout`.
+/// GET the JWKS: `Accept: application/json`, then [`fetch_document`]'s
+/// limits, then the key set parsed with its cache lifetime.
 pub(crate) async fn fetch_jwks(
     client: &Client,
     url: Url,
     policy: &JwksPolicy,
 ) -> Result<Fetched, JwksError> {
+    let (headers, body) = fetch_document(
+        client,
+        url,
+        "application/json",
+        policy.max_bytes,
+        policy.fetch_timeout,
+    )
+    .await?;
+    let ttl = ttl_from_headers(&headers, policy);
+    let keys = KeySet::from_json(&body)?;
+    Ok(Fetched { keys, ttl })
+}
+
+/// GET one document from a remote party (a JWKS, a discovery document, a
+/// registry's list): the status must be 200, the body is read chunk by chunk
+/// and abandoned as soon as it exceeds `max` (a hostile endpoint cannot make
+/// us buffer an unbounded body), and the whole exchange is bounded by
+/// `timeout`. Returns the response headers with the body.
+pub(crate) async fn fetch_document(
+    client: &Client,
+    url: Url,
+    accept: &str,
+    max: usize,
+    timeout: Duration,
+) -> Result<(HeaderMap, Vec<u8>), JwksError> {
     let exchange = async {
         let mut response = client
             .get(url)
-            .header(ACCEPT, "application/json")
+            .header(ACCEPT, accept)
             .send()
             .await
             .map_err(transport_error)?;
         if response.status() != StatusCode::OK {
             return Err(JwksError::Status(response.status().as_u16()));
         }
-        let max = policy.max_bytes;
         if response
             .content_length()
             .is_some_and(|len| len > max as u64)
         {
             return Err(JwksError::TooLarge);
         }
-        let ttl = ttl_from_headers(response.headers(), policy);
+        let headers = response.headers().clone();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
             if body.len() + chunk.len() > max {
@@ -75,11 +97,10 @@ pub(crate) async fn fetch_jwks(
             }
             body.extend_from_slice(&chunk);
         }
-        let keys = KeySet::from_json(&body)?;
-        Ok(Fetched { keys, ttl })
+        Ok((headers, body))
     };
     // reqwest's own timeout covers the request, this one covers everything.
-    tokio::time::timeout(policy.fetch_timeout, exchange)
+    tokio::time::timeout(timeout, exchange)
         .await
         .map_err(|_| JwksError::Timeout)?
 }

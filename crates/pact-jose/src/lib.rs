@@ -27,6 +27,7 @@ mod oidc;
 mod pa_jwt;
 mod provider_keys;
 mod receipt;
+mod registry_list;
 mod seal;
 mod signature_memo;
 mod tree_head;
@@ -74,6 +75,11 @@ pub use pa_jwt::{PaJwtRules, UnverifiedPaJwt, parse_pa_jwt};
 pub use provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};
 pub use receipt::{
     RECEIPT_TYP, ReceiptError, args_hash, receipt_hash, sign_receipt, verify_receipt,
+};
+pub use registry_list::{
+    LIST_SKEW_SECS, ListedAgent, MAX_LIST_LIFETIME_SECS, MAX_LISTED_AGENTS,
+    MAX_REGISTRY_LIST_BYTES, REGISTRY_LIST_TYP, RegistryFetcher, RegistryList, RegistryListError,
+    check_list, sign_registry_list, verify_registry_list,
 };
 pub use seal::{MasterKey, SealError};
 pub use signature_memo::{SignatureMemoStats, signature_memo_stats};

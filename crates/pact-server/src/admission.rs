@@ -1,6 +1,7 @@
 //! Which personal agents may talk to a brand (PACT §3.1): the Provider's
 //! policy. `allowlist` (the default) admits only agents staff registered;
-//! `open` also admits an agent nobody registered, when its `iss` is an https
+//! `registry` also those a trusted registry's signed list names
+//! (`registry.rs`); `open` also admits an agent nobody registered, when its `iss` is an https
 //! URL on a public address whose OpenID discovery document names a
 //! `jwks_uri`, and its PA-JWT verifies against those keys per §3.2 in full.
 //! The policy is Provider-wide (`--admission`) and a brand may override it
@@ -49,12 +50,17 @@ use crate::rate_limit::{AgentLimits, Bucket, KeyedLimiter};
 /// The brand setting that overrides the Provider's policy.
 pub const SETTING_KEY: &str = "admission";
 
-/// An admission policy (PACT §3.1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// An admission policy (PACT §3.1). Each admits what the one before it does,
+/// and more: staff's allowlist always, the agents a trusted registry lists
+/// from `registry` on, and unknown agents found by discovery under `open`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Policy {
     /// Only agents staff registered (`pactd agent add`).
     #[default]
     Allowlist,
+    /// Also agents a trusted registry's current signed list names
+    /// (`pactd registry add`, `registry.rs`).
+    Registry,
     /// Also agents found through OpenID discovery, unverified.
     Open,
 }
@@ -63,6 +69,7 @@ impl Policy {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Allowlist => "allowlist",
+            Self::Registry => "registry",
             Self::Open => "open",
         }
     }
@@ -70,6 +77,7 @@ impl Policy {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "allowlist" => Some(Self::Allowlist),
+            "registry" => Some(Self::Registry),
             "open" => Some(Self::Open),
             _ => None,
         }
@@ -85,7 +93,8 @@ impl std::fmt::Display for Policy {
 impl std::str::FromStr for Policy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::parse(s).ok_or_else(|| format!("{s:?} is not an admission policy (allowlist, open)"))
+        Self::parse(s)
+            .ok_or_else(|| format!("{s:?} is not an admission policy (allowlist, registry, open)"))
     }
 }
 
@@ -103,11 +112,48 @@ pub fn policy_at(provider: Policy, brand: &Brand) -> Policy {
     brand_override(brand).unwrap_or(provider)
 }
 
-/// Whether a stored agent may talk to a brand under `policy`: an enabled
-/// agent, verified, or unverified where the policy is `open` (an agent let in
-/// by one brand's open door is not let in by an allowlisting brand).
-pub fn admits(policy: Policy, agent: &Agent) -> bool {
-    agent.enabled && (agent.verified || policy == Policy::Open)
+/// How an agent came to be trusted (issue 31's trust tiers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Registered (or verified) by staff.
+    Staff,
+    /// Listed by a trusted registry, until its list expires.
+    Listed(time::OffsetDateTime),
+    /// Let in by the `open` policy; staff have not looked at it.
+    Unverified,
+}
+
+impl Tier {
+    pub fn of(agent: &Agent) -> Self {
+        match (agent.verified, agent.listed_until) {
+            (true, Some(until)) if agent.registry.is_some() => Self::Listed(until),
+            (true, _) => Self::Staff,
+            (false, _) => Self::Unverified,
+        }
+    }
+
+    /// The word staff see.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Staff => "verified",
+            Self::Listed(_) => "listed",
+            Self::Unverified => "unverified",
+        }
+    }
+}
+
+/// Whether a stored agent may talk to a brand under `policy` at `now`: an
+/// enabled agent that staff trust; one a registry lists, while its list is
+/// in force, where the policy is `registry` or `open`; an unverified one
+/// where the policy is `open` (an agent let in by one brand's open door is
+/// not let in by an allowlisting brand).
+pub fn admits(policy: Policy, agent: &Agent, now: time::OffsetDateTime) -> bool {
+    agent.enabled
+        && match Tier::of(agent) {
+            Tier::Staff => true,
+            Tier::Listed(until) => policy >= Policy::Registry && until > now,
+            Tier::Unverified => policy == Policy::Open,
+        }
 }
 
 /// The first of `wanted` that `agent` may not request at this brand: a
@@ -125,6 +171,37 @@ pub fn scope_refused<'w>(
         !offered
             .iter()
             .any(|s| &s.scope_id == *id && s.unverified_allowed)
+    })
+}
+
+/// The host staff name when blocking, in the form stored: lower case, no
+/// trailing dot; a URL is taken for its host. `None` when it is not a DNS
+/// name or address.
+pub fn normalize_host(input: &str) -> Option<String> {
+    let input = input.trim();
+    let host = match reqwest::Url::parse(input) {
+        Ok(url) if input.contains("://") => url.host_str()?.to_owned(),
+        _ => input.to_owned(),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let fine = !host.is_empty()
+        && host.len() <= 253
+        && !host.starts_with('.')
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    fine.then_some(host)
+}
+
+/// Whether `host` is blocked: it, or a domain above it, is in `blocked`
+/// (as the database's `pactd_host_blocked` decides).
+pub fn host_blocked(blocked: &[String], host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    blocked.iter().any(|b| {
+        host == *b
+            || host
+                .strip_suffix(b.as_str())
+                .is_some_and(|rest| rest.ends_with('.'))
     })
 }
 
@@ -196,6 +273,8 @@ pub enum Refusal {
     Issuer(JwksError),
     #[error("issuer stored meanwhile, and not admitted (blocked)")]
     NotAdmitted,
+    #[error("issuer's host is blocked")]
+    Blocked,
     #[error("issuer is backing off after a failure")]
     BackingOff,
     #[error("discovery budget spent")]
@@ -214,6 +293,7 @@ impl Refusal {
     fn label(&self) -> &'static str {
         match self {
             Self::Issuer(_) | Self::NotAdmitted => "issuer",
+            Self::Blocked => "blocked",
             Self::BackingOff => "backing_off",
             Self::Budget => "budget",
             Self::Discovery(_) => "discovery",
@@ -365,6 +445,11 @@ impl Door {
         let issuer = jwt.issuer();
         // Free checks first: the text of the issuer, then what we remember.
         let url = pact_jose::check_issuer(issuer, self.allow_loopback).map_err(Refusal::Issuer)?;
+        // A blocked host costs no fetch (the set is in the node's copy).
+        let blocked = state.config_cache.blocked_hosts(&state.db).await?;
+        if host_blocked(&blocked, url.host_str().unwrap_or_default()) {
+            return Err(Refusal::Blocked);
+        }
         let now = state.clock.instant();
         let found = {
             let memory = self.memory();
@@ -398,12 +483,13 @@ impl Door {
             &name,
             state.clock.now(),
         )
-        .await?;
+        .await?
+        .ok_or(Refusal::Blocked)?;
         let forgotten =
             pact_db::agents::prune_unverified(&mut *tx, self.settings.max_unverified).await?;
         // Another node (or staff) stored this issuer first, and it may since
         // have been blocked: the stored row decides.
-        if !admits(Policy::Open, &agent) {
+        if !admits(Policy::Open, &agent, state.clock.now()) {
             return Err(Refusal::NotAdmitted);
         }
         tx.commit().await.map_err(pact_db::Error::from)?;
@@ -581,11 +667,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_blocked_host_blocks_the_domains_under_it_only() {
+        let blocked = vec!["evil.example".to_owned()];
+        assert!(host_blocked(&blocked, "evil.example"));
+        assert!(host_blocked(&blocked, "a.b.EVIL.example."));
+        assert!(!host_blocked(&blocked, "notevil.example"));
+        assert!(!host_blocked(&blocked, "evil.example.com"));
+        assert_eq!(
+            normalize_host("https://Agent.Example:8443/x").as_deref(),
+            Some("agent.example")
+        );
+        assert_eq!(
+            normalize_host("Evil.Example.").as_deref(),
+            Some("evil.example")
+        );
+        assert_eq!(normalize_host("a b"), None);
+        assert_eq!(normalize_host(".example"), None);
+        assert_eq!(normalize_host(""), None);
+    }
+
+    #[test]
     fn policies_read_and_print_the_same_words() {
-        for p in [Policy::Allowlist, Policy::Open] {
+        for p in [Policy::Allowlist, Policy::Registry, Policy::Open] {
             assert_eq!(Policy::parse(p.as_str()), Some(p));
         }
-        assert_eq!(Policy::parse("registry"), None);
+        assert_eq!(Policy::parse("everyone"), None);
+        assert!(Policy::Allowlist < Policy::Registry && Policy::Registry < Policy::Open);
         assert_eq!(Policy::default(), Policy::Allowlist);
     }
 

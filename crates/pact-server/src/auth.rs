@@ -114,7 +114,7 @@ pub async fn authenticate_charging(
         crate::admission::policy_at(state.config.admission.policy, b)
     });
     let (agent, pa) = match found.agent {
-        Some(agent) if crate::admission::admits(policy, &agent) => {
+        Some(agent) if crate::admission::admits(policy, &agent, state.clock.now()) => {
             let key = state
                 .jwks
                 .key_for(&agent.jwks_uri, jwt.kid(), jwt.alg())
@@ -136,7 +136,7 @@ pub async fn authenticate_charging(
             tracing::info!(
                 issuer = %agent.issuer,
                 verified = agent.verified,
-                "PA-JWT rejected: issuer disabled, or unverified where the brand allowlists"
+                "PA-JWT rejected: issuer disabled, unverified or listed where the brand's policy does not admit it, or its listing expired"
             );
             return Err(ApiError::Unauthorized);
         }

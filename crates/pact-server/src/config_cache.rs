@@ -58,6 +58,9 @@ struct Entries {
     scopes: HashMap<String, Arc<Vec<BrandScope>>>,
     merchant: HashMap<String, Arc<MerchantSetup>>,
     webhook_secrets: HashMap<String, Arc<Vec<WebhookSecret>>>,
+    /// The hosts staff blocked (issue 31), read by the open door before any
+    /// fetch: a spray of issuers then costs no round trip for it either.
+    blocked_hosts: Option<Arc<Vec<String>>>,
 }
 
 /// A merchant brand's agent URL and tools (PACT §5.5 webhook turns).
@@ -227,6 +230,23 @@ impl ConfigCache {
             }
         });
         Ok(found)
+    }
+
+    /// The hosts staff blocked (`admission::host_blocked` reads them).
+    pub async fn blocked_hosts(&self, db: &PgPool) -> DbResult<Arc<Vec<String>>> {
+        if let Some(found) = self.lookup(|e| e.blocked_hosts.clone()) {
+            return Ok(found);
+        }
+        let ticket = self.ticket();
+        let hosts: Arc<Vec<String>> = Arc::new(
+            pact_db::registries::blocked_hosts(db)
+                .await?
+                .into_iter()
+                .map(|b| b.host)
+                .collect(),
+        );
+        self.keep(ticket, |e| e.blocked_hosts = Some(hosts.clone()));
+        Ok(hosts)
     }
 
     /// A brand's scopes, in scope-id order.

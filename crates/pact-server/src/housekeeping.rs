@@ -1,6 +1,6 @@
 //! Periodic work of a node: drop dead device authorizations, expired
 //! sessions, ceremonies and assertion `jti`s; reload keys so scheduled
-//! unpublishing takes effect.
+//! unpublishing takes effect; refresh the trusted registries' lists.
 
 use std::time::Duration;
 
@@ -83,6 +83,8 @@ pub async fn sweep(state: &AppState, now: OffsetDateTime) {
         Ok(n) => tracing::info!(removed = n, "removed the rows of nodes gone silent"),
         Err(e) => tracing::warn!(error = %e, "node list cleanup failed"),
     }
+    // Trusted registries' lists that are due (one node fetches each).
+    crate::registry::refresh_due(state, now).await;
     if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
         tracing::warn!(error = %e, "periodic key reload failed");
     }

@@ -34,6 +34,7 @@ pub mod page_limits;
 pub mod pending_polls;
 pub mod rate_limit;
 pub mod receipt_log;
+pub mod registry;
 pub mod request_timeout;
 pub mod revocation;
 pub mod router;

@@ -29,6 +29,7 @@ pub async fn run(
         Command::Migrate => println!("migrations applied"),
         Command::Brand(c) => brand(pool, cli, data_dir, c).await?,
         Command::Agent(c) => agent(pool, c).await?,
+        Command::Registry(c) => crate::admin_registry::run(pool, c).await?,
         Command::Keys(c) => keys(pool, cli, data_dir, c).await?,
         Command::Grants(c) => grants(pool, c).await?,
         Command::Receipts(c) => receipts(pool, c).await?,
@@ -416,10 +417,26 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
             decide_agent(pool, issuer, false).await?;
             println!("forgot {issuer} with its conversations and grants");
         }
+        AgentCommand::BlockHost { host, reason } => {
+            crate::admin_registry::block_host(pool, host, reason).await?;
+        }
+        AgentCommand::UnblockHost { host } => {
+            crate::admin_registry::unblock_host(pool, host).await?;
+        }
+        AgentCommand::BlockedHosts => {
+            for b in pact_db::registries::blocked_hosts(pool).await? {
+                println!("{}\t{}\t{}", b.host, b.blocked_at, b.reason);
+            }
+        }
         AgentCommand::List => {
             for a in pact_db::agents::list(pool).await? {
                 let state = if a.enabled { "enabled" } else { "disabled" };
-                let tier = if a.verified { "verified" } else { "unverified" };
+                let tier = match (pact_server::admission::Tier::of(&a), &a.registry) {
+                    (pact_server::admission::Tier::Listed(until), Some(r)) => {
+                        format!("listed by {r} until {until}")
+                    }
+                    (t, _) => t.label().to_owned(),
+                };
                 // The tier last, so scripts reading the first four columns
                 // keep working.
                 println!(

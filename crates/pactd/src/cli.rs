@@ -59,6 +59,10 @@ pub enum Command {
     /// Manage registered personal agents (PACT §3).
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Trusted registries of personal agents (PACT §3.1; the `registry`
+    /// admission policy): signed lists fetched from a URL with a pinned key.
+    #[command(subcommand)]
+    Registry(RegistryCommand),
     /// The Provider's signing keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -761,4 +765,57 @@ pub enum AgentCommand {
     /// List registered PAs and those admitted under the open policy, with
     /// their tier.
     List,
+    /// Block every issuer on a host and under it (`evil.example` blocks
+    /// `a.evil.example`): none is admitted under the open policy or taken
+    /// from a registry list, and the agents stored there are disabled with
+    /// their grants revoked, on every node.
+    BlockHost {
+        /// A DNS name, or a URL on it.
+        #[arg(long)]
+        host: String,
+        /// Stored with every grant this revokes (at most 200 characters).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Lift a host's block (the agents it disabled stay disabled).
+    UnblockHost {
+        #[arg(long)]
+        host: String,
+    },
+    /// The blocked hosts.
+    BlockedHosts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// Trust a registry: its list is fetched from URL and must be signed by
+    /// one of the pinned keys (docs/operations.md, "Trusted registries").
+    Add {
+        /// A short name, shown as the tier of the agents it lists.
+        name: String,
+        #[arg(long)]
+        url: String,
+        /// A file holding the registry's public keys: a JWKS, an array of
+        /// JWKs or one JWK (ES256, each with a kid).
+        #[arg(long, value_name = "FILE")]
+        keys: PathBuf,
+        /// Seconds between two fetches of the list [default: 3600].
+        #[arg(long, value_name = "SECS")]
+        refresh_secs: Option<i32>,
+        /// Allow a loopback URL (development, like `--allow-loopback-jwks`).
+        #[arg(long)]
+        allow_loopback: bool,
+    },
+    /// The registries, with what their last fetch did.
+    List,
+    /// Fetch and apply a registry's list now.
+    Refresh {
+        name: String,
+        /// Allow a loopback URL (development).
+        #[arg(long)]
+        allow_loopback: bool,
+    },
+    /// Stop trusting a registry: the agents it listed are no longer admitted
+    /// and their grants are revoked.
+    Remove { name: String },
 }

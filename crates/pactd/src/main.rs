@@ -4,6 +4,7 @@ mod admin;
 mod admin_accounts;
 mod admin_merchant;
 mod admin_oidc;
+mod admin_registry;
 mod cli;
 mod commands;
 mod database;

@@ -49,6 +49,36 @@ pub enum Flaw {
     NoSlowDown,
     /// §5.3 / RFC 8628: keeps saying slow_down to a client that added 5 s.
     SlowDownForever,
+    /// §3.1: its open door admits an issuer that is not https (any http
+    /// one, not only a development loopback issuer).
+    AdmitsHttpIssuer,
+    /// §3.1: says `pact_admission: allowlist`, yet admits an agent nobody
+    /// registered whose issuer serves OpenID discovery.
+    AdmitsUnderAllowlist,
+}
+
+/// Which agents a fake admits (PACT §3.1: the Provider's policy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Only the registered agent.
+    Allowlist,
+    /// Also any agent whose https issuer serves OpenID discovery, or whose
+    /// http issuer is a loopback address (a development Provider's
+    /// exception, as pactd's `--allow-loopback-jwks`).
+    Open,
+    /// Open, but https issuers only: as a Provider elsewhere, which cannot
+    /// reach the suite's loopback issuer.
+    OpenHttpsOnly,
+}
+
+impl Admission {
+    /// `pact_admission` in the RFC 8414 metadata, as pactd says it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowlist => "allowlist",
+            Self::Open | Self::OpenHttpsOnly => "open",
+        }
+    }
 }
 
 /// How a fake does what PACT leaves open.
@@ -67,6 +97,7 @@ pub struct Style {
     pub enforce_increase: bool,
     /// RFC 8628 `interval`.
     pub interval: u64,
+    pub admission: Admission,
 }
 
 impl Style {
@@ -78,10 +109,12 @@ impl Style {
         max_header_bytes: None,
         enforce_increase: true,
         interval: 1,
+        admission: Admission::Allowlist,
     };
 
     /// Otherwise, as PACT allows: schemes named differently, `bearer` in
-    /// lower case, 431 for oversized headers, no enforced increase, 3 s.
+    /// lower case, 431 for oversized headers, no enforced increase, 3 s,
+    /// open admission.
     pub const OTHER: Style = Style {
         pa_scheme: "platformJwt",
         delegation_scheme: "consent",
@@ -89,6 +122,7 @@ impl Style {
         max_header_bytes: Some(8 * 1024),
         enforce_increase: false,
         interval: 3,
+        admission: Admission::Open,
     };
 }
 
@@ -151,6 +185,71 @@ impl Fake {
             return None;
         }
         let key = self.keys.find(jwt.kid(), jwt.alg())?;
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        Some(jwt.verify(&key, &rules, now).ok()?.sub)
+    }
+
+    /// PACT §3.1: an agent nobody registered, through the open door: its
+    /// keys found by OpenID discovery at `iss`, its PA-JWT verified in full
+    /// (§3.2). Every name resolves to this machine (the fake's stand-in for
+    /// the Internet), so the issuers the suite serves are reachable.
+    async fn admit(&self, headers: &HeaderMap) -> Option<String> {
+        let open = self.style.admission != Admission::Allowlist;
+        if !open && self.flaw != Flaw::AdmitsUnderAllowlist {
+            return None;
+        }
+        let token = headers
+            .get(header::AUTHORIZATION)?
+            .to_str()
+            .ok()?
+            .strip_prefix("Bearer ")?;
+        let rules = PaJwtRules::new(self.audience.clone());
+        let jwt = parse_pa_jwt(token, &rules).ok()?;
+        let iss = jwt.issuer().to_owned();
+        if iss == ISSUER {
+            return None;
+        }
+        let url = url::Url::parse(&iss).ok()?;
+        let loopback = match url.host()? {
+            url::Host::Ipv4(ip) => ip.is_loopback(),
+            url::Host::Ipv6(ip) => ip.is_loopback(),
+            url::Host::Domain(_) => false,
+        };
+        let allowed = match url.scheme() {
+            "https" => true,
+            "http" => {
+                self.flaw == Flaw::AdmitsHttpIssuer
+                    || (loopback && self.style.admission != Admission::OpenHttpsOnly)
+            }
+            _ => false,
+        };
+        if !allowed {
+            return None;
+        }
+        let mut client = reqwest::Client::builder().timeout(Duration::from_secs(5));
+        if let Some(url::Host::Domain(name)) = url.host() {
+            // Port 0: reqwest keeps the URL's own port.
+            client = client.resolve(name, ([127, 0, 0, 1], 0).into());
+        }
+        let client = client.build().ok()?;
+        let discovery = format!(
+            "{}/.well-known/openid-configuration",
+            iss.trim_end_matches('/')
+        );
+        let doc: Value = client.get(discovery).send().await.ok()?.json().await.ok()?;
+        if doc["issuer"].as_str() != Some(iss.as_str()) {
+            return None;
+        }
+        let jwks = client
+            .get(doc["jwks_uri"].as_str()?)
+            .send()
+            .await
+            .ok()?
+            .bytes()
+            .await
+            .ok()?;
+        let keys = KeySet::from_json(&jwks).ok()?;
+        let key = keys.find(jwt.kid(), jwt.alg())?;
         let now = OffsetDateTime::now_utc().unix_timestamp();
         Some(jwt.verify(&key, &rules, now).ok()?.sub)
     }
@@ -267,8 +366,12 @@ async fn send(State(f): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Re
     if let Some(refused) = f.too_large(&headers) {
         return refused;
     }
-    let Some(sub) = f.authenticate(&headers) else {
-        return f.unauthorized();
+    let sub = match f.authenticate(&headers) {
+        Some(sub) => sub,
+        None => match f.admit(&headers).await {
+            Some(sub) => sub,
+            None => return f.unauthorized(),
+        },
     };
     let msg = match parse_send_message(&body) {
         Ok(m) => m,
@@ -310,7 +413,8 @@ async fn metadata(State(f): State<Arc<Fake>>) -> Response {
     f.oauth(
         200,
         &json!({"issuer": o, "device_authorization_endpoint": format!("{o}/device_authorization"),
-                "token_endpoint": format!("{o}/token"), "jwks_uri": format!("{o}/jwks.json")}),
+                "token_endpoint": format!("{o}/token"), "jwks_uri": format!("{o}/jwks.json"),
+                "pact_admission": f.style.admission.as_str()}),
     )
 }
 

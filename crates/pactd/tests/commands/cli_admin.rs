@@ -585,6 +585,19 @@ const COMMANDS: &[(&str, Audit)] = &[
     ("agent verify", Audit::Entries(&["agent.verify"])),
     ("agent forget", Audit::Entries(&["agent.forget"])),
     ("agent list", Audit::Nothing("configuration read")),
+    ("agent block-host", Audit::Entries(&["agent.block_host"])),
+    (
+        "agent unblock-host",
+        Audit::Entries(&["agent.unblock_host"]),
+    ),
+    ("agent blocked-hosts", Audit::Nothing("configuration read")),
+    ("registry add", Audit::Entries(&["registry.add"])),
+    ("registry list", Audit::Nothing("configuration read")),
+    (
+        "registry refresh",
+        Audit::Nothing("what the fetch did is stored on the registry (pactd registry list)"),
+    ),
+    ("registry remove", Audit::Entries(&["registry.remove"])),
     ("keys rotate", Audit::Entries(&["key.rotate"])),
     ("keys list", Audit::Nothing("public key schedule")),
     (
@@ -1099,6 +1112,47 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
     run(step(
         &["agent", "forget", "--issuer", "https://knock.example"],
         &["agent.forget"],
+    ))
+    .await;
+    // Issue 31: blocking a host, and a trusted registry (PACT §3.1).
+    run(step(
+        &[
+            "agent",
+            "block-host",
+            "--host",
+            "spam.example",
+            "--reason",
+            "spam",
+        ],
+        &["agent.block_host"],
+    ))
+    .await;
+    run(step(&["agent", "blocked-hosts"], &[])).await;
+    run(step(
+        &["agent", "unblock-host", "--host", "spam.example"],
+        &["agent.unblock_host"],
+    ))
+    .await;
+    let registry_key = pact_jose::ProviderKey::generate().unwrap();
+    let keys_file = dir.join("registry-keys.json");
+    std::fs::write(&keys_file, registry_key.public_jwk().to_string()).unwrap();
+    run(step(
+        &[
+            "registry",
+            "add",
+            "trusted",
+            "--url",
+            "https://registry.example/agents.jwt",
+            "--keys",
+            keys_file.to_str().unwrap(),
+        ],
+        &["registry.add"],
+    ))
+    .await;
+    run(step(&["registry", "list"], &[])).await;
+    run(step(
+        &["registry", "remove", "trusted"],
+        &["registry.remove"],
     ))
     .await;
     run(step(

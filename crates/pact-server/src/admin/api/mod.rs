@@ -13,10 +13,11 @@ pub mod keys;
 pub mod nodes;
 pub mod openapi;
 pub mod params;
+pub mod registries;
 pub mod staff;
 
 use axum::Router;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 
 use crate::admin::role::Role;
 use crate::state::AppState;
@@ -233,6 +234,83 @@ pub const OPERATIONS: &[Operation] = &[
         body: Some("AgentIssuer"),
         response: "AgentForgotten",
         route: || post(agents::forget),
+    },
+    Operation {
+        method: "get",
+        path: "/blocked-hosts",
+        operation_id: "listBlockedHosts",
+        summary: "Hosts whose issuers are not admitted under open nor taken from a registry list.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "BlockedHostList",
+        route: || get(registries::blocked_hosts),
+    },
+    Operation {
+        method: "post",
+        path: "/agents/block-host",
+        operation_id: "blockHost",
+        summary: "Block every issuer on a host and under it; the agents stored there are disabled and their grants revoked.",
+        role: Role::Operator,
+        query: &[],
+        body: Some("HostBlock"),
+        response: "HostBlocked",
+        route: || post(registries::block_host),
+    },
+    Operation {
+        method: "post",
+        path: "/agents/unblock-host",
+        operation_id: "unblockHost",
+        summary: "Lift a host's block (the agents it disabled stay disabled).",
+        role: Role::Operator,
+        query: &[],
+        body: Some("Host"),
+        response: "HostUnblocked",
+        route: || post(registries::unblock_host),
+    },
+    Operation {
+        method: "get",
+        path: "/registries",
+        operation_id: "listRegistries",
+        summary: "Trusted registries of personal agents (PACT §3.1) with what their last fetch did.",
+        role: Role::Viewer,
+        query: &[],
+        body: None,
+        response: "RegistryList",
+        route: || get(registries::list),
+    },
+    Operation {
+        method: "post",
+        path: "/registries",
+        operation_id: "addRegistry",
+        summary: "Trust a registry: its signed list is fetched from url and must verify with a pinned key.",
+        role: Role::Owner,
+        query: &[],
+        body: Some("NewRegistry"),
+        response: "Registry",
+        route: || post(registries::add),
+    },
+    Operation {
+        method: "post",
+        path: "/registries/{name}/refresh",
+        operation_id: "refreshRegistry",
+        summary: "Fetch and apply the registry's list now; a list refused changes nothing (422).",
+        role: Role::Operator,
+        query: &[],
+        body: None,
+        response: "RegistryRefreshed",
+        route: || post(registries::refresh),
+    },
+    Operation {
+        method: "delete",
+        path: "/registries/{name}",
+        operation_id: "removeRegistry",
+        summary: "Stop trusting a registry: the agents it listed are no longer admitted; their grants are revoked.",
+        role: Role::Owner,
+        query: &[],
+        body: None,
+        response: "RegistryRemoved",
+        route: || delete(registries::remove),
     },
     Operation {
         method: "post",

@@ -113,7 +113,11 @@ const GRANT_REQUIRED: &[&str] = &[
 
 fn schemas() -> Value {
     let mut all = base_schemas();
-    for more in [brand_setting_schemas(), admission_schemas()] {
+    for more in [
+        brand_setting_schemas(),
+        admission_schemas(),
+        registry_schemas(),
+    ] {
         if let (Some(all), Value::Object(more)) = (all.as_object_mut(), more) {
             all.extend(more);
         }
@@ -343,7 +347,7 @@ fn base_schemas() -> Value {
             ("description", s("string")),
             ("grant_lifetime_days", s("integer")),
             ("grant_lifetime_is_default", s("boolean")),
-            ("admission", json!({"type": "string", "enum": ["allowlist", "open"]})),
+            ("admission", json!({"type": "string", "enum": ["allowlist", "registry", "open"]})),
             ("admission_is_default", s("boolean")),
             ("scopes", json!({ "type": "array", "items": reference("Scope") })),
             ("details_types", json!({
@@ -415,7 +419,7 @@ fn admission_schemas() -> Value {
             "type": "object",
             "properties": {
                 "policy": {
-                    "type": ["string", "null"], "enum": ["allowlist", "open", null],
+                    "type": ["string", "null"], "enum": ["allowlist", "registry", "open", null],
                     "description": "Which personal agents the brand admits (PACT §3.1); null: the Provider's policy."
                 }
             },
@@ -700,4 +704,78 @@ mod tests {
         }
         assert_eq!(doc["openapi"], "3.1.0");
     }
+}
+
+/// The schemas of trusted registries and blocked hosts (PACT §3.1, issue 31).
+fn registry_schemas() -> Value {
+    let host = json!({ "type": "string", "minLength": 1, "maxLength": 253 });
+    json!({
+        "Registry": object(&[
+            ("name", s("string")),
+            ("url", s("string")),
+            ("keys", json!({ "type": "array", "items": { "type": "object" } })),
+            ("refresh_seconds", s("integer")),
+            ("created_at", time()),
+            ("next_fetch_at", time()),
+            ("last_fetched_at", json!({ "type": ["string", "null"], "format": "date-time" })),
+            ("last_error", nullable("string")),
+            ("list_issued_at", json!({ "type": ["string", "null"], "format": "date-time" })),
+            ("list_expires_at", json!({ "type": ["string", "null"], "format": "date-time" })),
+            ("listed", s("integer")),
+        ], &["name", "url", "keys", "refresh_seconds", "listed"]),
+        "RegistryList": list_of("Registry"),
+        "NewRegistry": json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$" },
+                "url": { "type": "string", "format": "uri" },
+                "keys": { "description": "The pinned public keys: a JWKS, an array of JWKs or one JWK (ES256, each with a kid)." },
+                "refresh_seconds": { "type": "integer", "minimum": 60, "maximum": 86400 }
+            },
+            "required": ["name", "url", "keys"],
+            "additionalProperties": false
+        }),
+        "RegistryRefreshed": object(&[
+            ("name", s("string")),
+            ("listed", s("integer")),
+            ("skipped", s("integer")),
+            ("delisted", json!({ "type": "array", "items": { "type": "string" } })),
+            ("revoked_grants", s("integer")),
+        ], &["name", "listed", "skipped", "delisted", "revoked_grants"]),
+        "RegistryRemoved": object(&[
+            ("name", s("string")),
+            ("unlisted_agents", s("integer")),
+            ("revoked_grants", s("integer")),
+        ], &["name", "unlisted_agents", "revoked_grants"]),
+        "BlockedHost": object(&[
+            ("host", s("string")),
+            ("reason", s("string")),
+            ("blocked_at", time()),
+        ], &["host", "reason", "blocked_at"]),
+        "BlockedHostList": list_of("BlockedHost"),
+        "HostBlock": json!({
+            "type": "object",
+            "properties": {
+                "host": host,
+                "reason": { "type": "string", "minLength": 1, "maxLength": 200, "pattern": NO_CONTROL }
+            },
+            "required": ["host", "reason"],
+            "additionalProperties": false
+        }),
+        "Host": json!({
+            "type": "object",
+            "properties": { "host": host },
+            "required": ["host"],
+            "additionalProperties": false
+        }),
+        "HostBlocked": object(&[
+            ("host", s("string")),
+            ("disabled_agents", json!({ "type": "array", "items": { "type": "string" } })),
+            ("revoked_grants", s("integer")),
+        ], &["host", "disabled_agents", "revoked_grants"]),
+        "HostUnblocked": object(&[
+            ("host", s("string")),
+            ("blocked", s("boolean")),
+        ], &["host", "blocked"]),
+    })
 }

@@ -137,6 +137,12 @@ fn deed(action: &str, e: &Entry, known: &Known) -> String {
         "agent.verify" => format!("verified the agent platform {}", known.agent(target)),
         "agent.forget" => format!("forgot the unverified agent platform {target}"),
         "agent.list" => "listed the agent platforms".into(),
+        "agent.block_host" => format!("blocked every agent platform on {target}"),
+        "agent.unblock_host" => format!("lifted the block on {target}"),
+        "registry.add" => format!("trusted the agent registry {target}"),
+        "registry.remove" => format!("stopped trusting the agent registry {target}"),
+        "registry.refresh" => format!("fetched the list of the agent registry {target}"),
+        "registry.list" => "listed the agent registries".into(),
         "admin.sign_in" => match detail("factor") {
             "" => "signed in to the console".into(),
             f => format!("signed in to the console (with {f})"),

@@ -86,3 +86,56 @@ pub async fn forget(
     audit(tx, actor, ip, "agent.forget", issuer, None, json!({})).await?;
     Ok(())
 }
+
+/// `agent.block_host`: no issuer on `host` or under it is admitted under
+/// `open` or taken from a registry's list, and the agents already stored
+/// there are disabled with their grants revoked, on every node (the grants
+/// trigger announces each revocation; the agents trigger drops every node's
+/// copy). A reason is required, as for disabling. Returns the host as stored,
+/// the agents disabled and the grants revoked.
+pub async fn block_host(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    host: &str,
+    why: Option<&str>,
+    now: time::OffsetDateTime,
+) -> Result<(String, Vec<String>, u64), OpsError> {
+    let host = crate::admission::normalize_host(host).ok_or_else(|| {
+        OpsError::Invalid("host: a DNS name such as agents.example (or a URL on it)".into())
+    })?;
+    let Some(why) = reason(why)? else {
+        return Err(OpsError::Invalid(
+            "reason is required: it is stored with every grant this revokes".into(),
+        ));
+    };
+    let (disabled, revoked) =
+        pact_db::registries::block_host(&mut *tx, &host, &why, &by_admin(&why), now).await?;
+    audit(
+        tx,
+        actor,
+        ip,
+        "agent.block_host",
+        &host,
+        None,
+        json!({"reason": why, "disabled_agents": disabled, "revoked_grants": revoked}),
+    )
+    .await?;
+    Ok((host, disabled, revoked))
+}
+
+/// `agent.unblock_host`: the host may knock again; the agents the block
+/// disabled stay disabled until staff enable each.
+pub async fn unblock_host(
+    tx: &mut PgConnection,
+    actor: &Actor,
+    ip: Option<&str>,
+    host: &str,
+) -> Result<String, OpsError> {
+    let host = crate::admission::normalize_host(host).ok_or(OpsError::Missing)?;
+    if !pact_db::registries::unblock_host(&mut *tx, &host).await? {
+        return Err(OpsError::Missing);
+    }
+    audit(tx, actor, ip, "agent.unblock_host", &host, None, json!({})).await?;
+    Ok(host)
+}

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod grants;
+pub mod registries;
 
 use serde_json::Value;
 use sqlx::PgConnection;
