@@ -76,6 +76,11 @@ usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
                      N old receipts (of N/100 expired grants), to show that no
                      request's cost grows with the tables [0]
   --markdown FILE    also write the results table (markdown) to FILE
+  --spray N          also measure open admission under a spray: identity turns
+                     of a registered agent at C/2 workers, quietly, then while N
+                     requests with random unknown issuers are sent to a brand
+                     whose policy is open, spread over the phase (issue 31);
+                     reports the discoveries and the rows they caused [0: skip]
   --fresh-pa-jwt yes|no  a new PA-JWT on every request instead of reusing
                      each for a minute as a PA may [no]
   --phases all|turns turns: only the message:send phases, the built-in demo
@@ -98,6 +103,8 @@ struct Args {
     turns_only: bool,
     /// A new PA-JWT (new `jti`, new signature to check) on every request.
     fresh_jwt: bool,
+    /// Requests with random unknown issuers sent during the spray phase.
+    spray: u64,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -111,6 +118,7 @@ fn parse_args() -> anyhow::Result<Args> {
         prefill: 0,
         markdown: None,
         turns_only: false,
+        spray: 0,
         fresh_jwt: false,
     };
     let mut it = std::env::args().skip(1);
@@ -137,6 +145,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--device-codes" => a.device_codes = usize::try_from(num()?)?,
             "--sequential" => a.sequential = usize::try_from(num()?)?,
             "--prefill" => a.prefill = num()?,
+            "--spray" => a.spray = num()?.min(1_000_000),
             "--markdown" => a.markdown = Some(PathBuf::from(value)),
             "--fresh-pa-jwt" => match value.as_str() {
                 "yes" => a.fresh_jwt = true,
@@ -306,6 +315,8 @@ struct Pactd {
     pid: u32,
     addr: SocketAddr,
     base_url: String,
+    /// The metrics listener's `/metrics`.
+    metrics_url: String,
     log: PathBuf,
 }
 
@@ -324,7 +335,9 @@ impl Pactd {
     async fn start(bin: PathBuf, db_url: &str, master: &MasterKey) -> anyhow::Result<Self> {
         let port = free_port()?;
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+        let metrics_port = free_port()?;
         let env = vec![
+            ("PACTD_METRICS_LISTEN", format!("127.0.0.1:{metrics_port}")),
             ("DATABASE_URL", db_url.to_owned()),
             ("PACTD_MASTER_KEY", master.to_base64()),
             ("PACTD_ALLOW_LOOPBACK_JWKS", "true".to_owned()),
@@ -354,6 +367,7 @@ impl Pactd {
             pid,
             addr,
             base_url: format!("http://{addr}"),
+            metrics_url: format!("http://127.0.0.1:{metrics_port}/metrics"),
             log,
         };
         me.wait_ready().await?;
@@ -675,6 +689,146 @@ where
         r.rps()
     );
     r
+}
+
+// ---------------------------------------------------------------------------
+// Open admission under a spray of unknown issuers (issue 31).
+
+/// The sum of the samples of `metric` whose labels contain `label` in a
+/// Prometheus text exposition.
+fn metric_sum(text: &str, metric: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn spray_phases(
+    results: &mut Vec<PhaseResult>,
+    server: &Pactd,
+    state: &AppState,
+    pool: &sqlx::PgPool,
+    ctx: &Arc<Ctx>,
+    spray: u64,
+    seconds: Duration,
+    probe: &CpuProbe,
+) -> anyhow::Result<()> {
+    server
+        .admin(&["brand", "add", "open-door", "--name", "Open door"])
+        .await?;
+    server
+        .admin(&["brand", "set", "open-door", "--admission", "open"])
+        .await?;
+    let open_send = format!("{}/message:send", state.config.interface_url("open-door"));
+    let workers = (ctx.pools.len() / 2).max(1);
+    let identity = |ctx: Arc<Ctx>| {
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                send_message(&ctx, &ctx.send_url, &jwt, None, "When are you open?", false).await
+            }
+        }
+    };
+    let agents = || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from agents")
+            .fetch_one(pool)
+            .await
+    };
+    results.push(
+        run_phase(
+            "identity message:send, quiet (spray baseline)",
+            workers,
+            Plan::For(seconds),
+            probe,
+            identity(ctx.clone()),
+        )
+        .await,
+    );
+    let rows_before = agents().await?;
+    let metrics_before = ctx
+        .http
+        .get(&server.metrics_url)
+        .send()
+        .await?
+        .text()
+        .await?;
+
+    // The spray: `spray` requests, each with an issuer never seen (a random
+    // name under .invalid, RFC 6761: it resolves nowhere), paced evenly over
+    // the phase by 8 senders. A bounded loop, loopback only.
+    let senders = 8_u64;
+    let per_sender = spray.div_ceil(senders);
+    let gap = seconds.div_f64(per_sender.max(1) as f64);
+    let mut tasks = Vec::new();
+    for s in 0..senders {
+        let ctx = ctx.clone();
+        let url = open_send.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut sent, mut refused) = (0_u64, 0_u64);
+            let start = Instant::now();
+            for i in 0..per_sender {
+                let due = start + gap.mul_f64(i as f64);
+                tokio::time::sleep_until(due.into()).await;
+                let iss = format!("https://s{s}-{i}-{}.spray.invalid", Uuid::new_v4().simple());
+                let jwt = ctx.pas[0].token_with("spray", &ctx.audience, |_, c| {
+                    c["iss"] = json!(iss);
+                });
+                let body = json!({"message": {"messageId": Uuid::new_v4().to_string(),
+                    "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+                if let Ok(res) = ctx
+                    .http
+                    .post(&url)
+                    .bearer_auth(&jwt)
+                    .json(&body)
+                    .send()
+                    .await
+                {
+                    sent += 1;
+                    refused += u64::from(res.status() == 401);
+                }
+            }
+            (sent, refused)
+        }));
+    }
+    results.push(
+        run_phase(
+            "identity message:send, while unknown issuers spray",
+            workers,
+            Plan::For(seconds),
+            probe,
+            identity(ctx.clone()),
+        )
+        .await,
+    );
+    let (mut sent, mut refused) = (0, 0);
+    for t in tasks {
+        let (s, r) = t.await?;
+        sent += s;
+        refused += r;
+    }
+    let metrics_after = ctx
+        .http
+        .get(&server.metrics_url)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let rows_after = agents().await?;
+    let counted = |label: &str| {
+        metric_sum(&metrics_after, "pactd_open_admission_total", label)
+            - metric_sum(&metrics_before, "pactd_open_admission_total", label)
+    };
+    let discoveries = counted("reason=\"discovery\"") + counted("result=\"admitted\"");
+    eprintln!(
+        "  spray: {sent} requests with unknown issuers sent, {refused} answered 401; \
+         {discoveries:.0} discoveries attempted (≤ 2 fetches each), {:.0} refused by the budget, \
+         {:.0} backing off; agents rows {rows_before} → {rows_after}",
+        counted("reason=\"budget\""),
+        counted("reason=\"backing_off\""),
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1371,6 +1525,22 @@ async fn main() -> anyhow::Result<()> {
         )
         .await,
     );
+
+    // 1a. Open admission under a spray (issue 31): a registered agent's
+    // identity turns, quiet and then while random unknown issuers knock.
+    if args.spray > 0 {
+        spray_phases(
+            &mut results,
+            &server,
+            &state,
+            &pool,
+            &ctx,
+            args.spray,
+            seconds,
+            &probe,
+        )
+        .await?;
+    }
 
     // 1b. The same turns at the merchant's own agent, with one tool call
     // each: the JSON route, then pactd's MCP face.

@@ -235,6 +235,32 @@ async fn every_documented_route_exists_and_answers() {
     .await
     .unwrap();
 
+    // A trusted registry whose signed list names one agent (PACT §3.1).
+    let registry_key = pact_jose::ProviderKey::generate().unwrap();
+    let now = app.clock.now().unix_timestamp();
+    let list = pact_jose::sign_registry_list(
+        &registry_key,
+        &pact_jose::RegistryList {
+            iat: now - 10,
+            exp: now + 3600,
+            agents: vec![pact_jose::ListedAgent {
+                issuer: "https://listed.example".into(),
+                jwks_uri: "https://listed.example/jwks.json".into(),
+                name: "Listed".into(),
+                logo_uri: None,
+            }],
+        },
+    )
+    .unwrap();
+    let list_base = pact_tests::held::serve(axum::Router::new().route(
+        "/agents.jwt",
+        axum::routing::get(move || {
+            let list = list.clone();
+            async move { list }
+        }),
+    ))
+    .await;
+
     let doc: Value = app
         .http
         .get(format!("{}{API}/openapi.json", app.base_url))
@@ -408,6 +434,41 @@ async fn every_documented_route_exists_and_answers() {
             "/brands/shop/details-types/order_view/remove".into(),
             None,
             "removeBrandDetailsType",
+        ),
+        (
+            "post",
+            "/registries".into(),
+            Some(
+                json!({"name": "trusted", "url": format!("{list_base}/agents.jwt"),
+                "keys": registry_key.public_jwk()}),
+            ),
+            "addRegistry",
+        ),
+        ("get", "/registries".into(), None, "listRegistries"),
+        (
+            "post",
+            "/registries/trusted/refresh".into(),
+            None,
+            "refreshRegistry",
+        ),
+        (
+            "post",
+            "/registries/trusted/remove".into(),
+            None,
+            "removeRegistry",
+        ),
+        (
+            "post",
+            "/agents/block-host".into(),
+            Some(json!({"host": "spam.example", "reason": "spam"})),
+            "blockHost",
+        ),
+        ("get", "/blocked-hosts".into(), None, "listBlockedHosts"),
+        (
+            "post",
+            "/agents/unblock-host".into(),
+            Some(json!({"host": "spam.example"})),
+            "unblockHost",
         ),
         ("get", "/audit".into(), None, "listAudit"),
     ];

@@ -125,6 +125,16 @@ const CONSOLE: &[(&str, &str, Expect)] = &[
         "/admin/agents/forget",
         Expect::Change(&["agent.forget"]),
     ),
+    (
+        "post",
+        "/admin/agents/block-host",
+        Expect::Change(&["agent.block_host"]),
+    ),
+    (
+        "post",
+        "/admin/agents/unblock-host",
+        Expect::Change(&["agent.unblock_host"]),
+    ),
     ("get", "/admin/grants", Expect::Read("grant.list")),
     ("get", "/admin/grants/{id}", Expect::Read("grant.read")),
     (
@@ -465,6 +475,16 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
             "/admin/agents/forget",
             &[("issuer", "https://knock.example")],
             "agent.forget",
+        ),
+        form(
+            "/admin/agents/block-host",
+            &[("host", "spam.example"), ("reason", "spam")],
+            "agent.block_host",
+        ),
+        form(
+            "/admin/agents/unblock-host",
+            &[("host", "spam.example")],
+            "agent.unblock_host",
         ),
         form(
             &format!("/admin/customers/{uid}/unlock"),

@@ -37,7 +37,9 @@ pub async fn checks(r: &mut Runner<'_>, s: &Setup) {
 /// in the brand's RFC 8414 metadata (PACT §3.1 leaves how to tell open).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Policy {
-    Allowlist,
+    /// Only agents staff registered: `allowlist`, or `registry` (also the
+    /// agents a trusted registry lists, which this run's fresh agent is not).
+    Closed(&'static str),
     Open,
 }
 
@@ -188,11 +190,11 @@ async fn open_admission(r: &mut Runner<'_>, s: &Setup) -> Verdict {
     let res = stranger.say(r, s).await?;
     let iss = stranger.issuer().to_owned();
     match policy {
-        Policy::Allowlist => expect::bare_401(&res)
-            .map(|()| "refused: the brand's pact_admission is allowlist".to_owned())
+        Policy::Closed(word) => expect::bare_401(&res)
+            .map(|()| format!("refused: the brand's pact_admission is {word}"))
             .map_err(|p| {
                 let label = format!(
-                    "an agent nobody registered ({iss}), where pact_admission is allowlist{}",
+                    "an agent nobody registered ({iss}), where pact_admission is {word}{}",
                     stranger.fetched()
                 );
                 during(&label, p)
@@ -232,10 +234,11 @@ async fn advertised_policy(r: &mut Runner<'_>, s: &Setup) -> Result<Policy, Prob
         p @ Problem::Skip(_) => p,
     })?;
     match v.get("pact_admission").and_then(Value::as_str) {
-        Some("allowlist") => Ok(Policy::Allowlist),
+        Some("allowlist") => Ok(Policy::Closed("allowlist")),
+        Some("registry") => Ok(Policy::Closed("registry")),
         Some("open") => Ok(Policy::Open),
         Some(other) => Err(skip(format!(
-            "pact_admission is {other:?}, neither allowlist nor open"
+            "pact_admission is {other:?}, none of allowlist, registry and open"
         ))),
         None => Err(skip(
             "the RFC 8414 metadata does not say the admission policy (no pact_admission)",

@@ -17,7 +17,7 @@ pub mod registries;
 pub mod staff;
 
 use axum::Router;
-use axum::routing::{MethodRouter, delete, get, post};
+use axum::routing::{MethodRouter, get, post};
 
 use crate::admin::role::Role;
 use crate::state::AppState;
@@ -302,15 +302,15 @@ pub const OPERATIONS: &[Operation] = &[
         route: || post(registries::refresh),
     },
     Operation {
-        method: "delete",
-        path: "/registries/{name}",
+        method: "post",
+        path: "/registries/{name}/remove",
         operation_id: "removeRegistry",
         summary: "Stop trusting a registry: the agents it listed are no longer admitted; their grants are revoked.",
         role: Role::Owner,
         query: &[],
         body: None,
         response: "RegistryRemoved",
-        route: || delete(registries::remove),
+        route: || post(registries::remove),
     },
     Operation {
         method: "post",

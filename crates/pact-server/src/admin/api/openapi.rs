@@ -681,31 +681,6 @@ pub fn document() -> Value {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_reference_resolves_and_every_operation_is_documented() {
-        let doc = document();
-        let text = doc.to_string();
-        let schemas = doc["components"]["schemas"].as_object().unwrap();
-        for part in text.split("#/components/schemas/").skip(1) {
-            let name: String = part.chars().take_while(|c| c.is_alphanumeric()).collect();
-            assert!(schemas.contains_key(&name), "dangling $ref {name}");
-        }
-        for op in OPERATIONS {
-            assert!(
-                doc["paths"][op.path][op.method]["operationId"] == op.operation_id,
-                "{} {} missing",
-                op.method,
-                op.path
-            );
-        }
-        assert_eq!(doc["openapi"], "3.1.0");
-    }
-}
-
 /// The schemas of trusted registries and blocked hosts (PACT §3.1, issue 31).
 fn registry_schemas() -> Value {
     let host = json!({ "type": "string", "minLength": 1, "maxLength": 253 });
@@ -778,4 +753,29 @@ fn registry_schemas() -> Value {
             ("blocked", s("boolean")),
         ], &["host", "blocked"]),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reference_resolves_and_every_operation_is_documented() {
+        let doc = document();
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for part in text.split("#/components/schemas/").skip(1) {
+            let name: String = part.chars().take_while(|c| c.is_alphanumeric()).collect();
+            assert!(schemas.contains_key(&name), "dangling $ref {name}");
+        }
+        for op in OPERATIONS {
+            assert!(
+                doc["paths"][op.path][op.method]["operationId"] == op.operation_id,
+                "{} {} missing",
+                op.method,
+                op.path
+            );
+        }
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
 }

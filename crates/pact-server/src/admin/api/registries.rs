@@ -119,7 +119,7 @@ pub async fn refresh(
     }
 }
 
-/// `DELETE /registries/{name}`: the agents it listed are no longer admitted
+/// `POST /registries/{name}/remove`: the agents it listed are no longer admitted
 /// and their grants are revoked.
 pub async fn remove(
     State(state): State<AppState>,

@@ -80,6 +80,8 @@ pub const ROUTES: &[Route] = &[
     form("/admin/agents/enable", || post(pages::enable_agent)),
     form("/admin/agents/verify", || post(pages::verify_agent)),
     form("/admin/agents/forget", || post(pages::forget_agent)),
+    form("/admin/agents/block-host", || post(pages::block_host)),
+    form("/admin/agents/unblock-host", || post(pages::unblock_host)),
     page("/admin/grants", || get(pages::grants)),
     page("/admin/grants/{id}", || get(pages::grant)),
     page("/admin/grants/{id}/receipts.json", || {

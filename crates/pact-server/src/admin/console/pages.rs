@@ -194,8 +194,37 @@ pub struct AgentRow {
     /// The trust tier (PACT §3.1): registered or verified by staff, or
     /// admitted by the open policy and not yet looked at.
     pub verified: bool,
+    /// The tier as staff read it: verified, unverified, or listed by a
+    /// trusted registry (with until when, or that the listing ended).
+    pub tier: String,
     pub grants: i64,
     pub people: i64,
+}
+
+/// The tier shown for an agent (issue 31's trust tiers).
+fn tier_words(a: &pact_db::agents::Agent, now: time::OffsetDateTime) -> String {
+    match (crate::admission::Tier::of(a), &a.registry) {
+        (crate::admission::Tier::Listed(until), Some(r)) if until > now => {
+            format!("listed by {r} until {}", when(until))
+        }
+        (crate::admission::Tier::Listed(_), Some(r)) => format!("no longer listed by {r}"),
+        (t, _) => t.label().to_owned(),
+    }
+}
+
+/// A trusted registry on the agent platforms page, with what its last fetch did.
+pub struct RegistryRow {
+    pub name: String,
+    pub url: String,
+    pub listed: i32,
+    pub state: String,
+    pub failed: bool,
+}
+
+pub struct BlockedHostRow {
+    pub host: String,
+    pub reason: String,
+    pub since: String,
 }
 
 /// An agent admitted under the open policy, as the "who knocks" table shows it.
@@ -216,6 +245,8 @@ struct AgentsPage {
     nav: Nav,
     agents: Vec<AgentRow>,
     seen: Vec<SeenRow>,
+    registries: Vec<RegistryRow>,
+    blocked: Vec<BlockedHostRow>,
     unlimited: bool,
     /// May register platforms: an owner limited to no brand.
     can_register: bool,
@@ -229,6 +260,7 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
         let (grants, people) =
             admin_search::active_for_agent(&state.db, who.actor.within(), &a.issuer, now).await?;
         rows.push(AgentRow {
+            tier: tier_words(&a, now),
             issuer: a.issuer,
             name: a.name,
             jwks_uri: a.jwks_uri,
@@ -238,6 +270,30 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
             people,
         });
     }
+    let registries = pact_db::registries::list(&state.db)
+        .await?
+        .into_iter()
+        .map(|r| RegistryRow {
+            state: match (&r.last_error, r.list_expires_at) {
+                (Some(e), _) => format!("last fetch refused, nothing changed: {e}"),
+                (None, Some(exp)) => format!("list in force until {}", when(exp)),
+                (None, None) => "not fetched yet".to_owned(),
+            },
+            failed: r.last_error.is_some(),
+            name: r.name,
+            url: r.url,
+            listed: r.listed,
+        })
+        .collect();
+    let blocked = pact_db::registries::blocked_hosts(&state.db)
+        .await?
+        .into_iter()
+        .map(|b| BlockedHostRow {
+            since: format!("{} ({})", when(b.blocked_at), ago(b.blocked_at, now)),
+            host: b.host,
+            reason: b.reason,
+        })
+        .collect();
     let seen = pact_db::agents::sightings(&state.db, 200)
         .await?
         .into_iter()
@@ -254,6 +310,8 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
         .collect();
     let page = AgentsPage {
         seen,
+        registries,
+        blocked,
         unlimited: who.actor.is_unlimited(),
         can_register: who.actor.is_unlimited() && who.actor.may(Role::Owner),
         nav: nav(&who),
@@ -340,6 +398,7 @@ pub async fn confirm_disable(
     let page = ConfirmDisablePage {
         nav: nav(&who),
         agent: AgentRow {
+            tier: tier_words(&a, state.clock.now()),
             issuer: a.issuer,
             name: a.name,
             jwks_uri: a.jwks_uri,
@@ -417,6 +476,56 @@ async fn decide_agent(
     .map_err(ops_page_error)?;
     tx.commit().await?;
     state.door.forget(issuer);
+    Ok(see_other("/admin/agents", None))
+}
+
+/// `POST /admin/agents/block-host` (`host`, `reason`): every issuer on the
+/// host and under it is refused; the agents stored there are disabled and
+/// their grants revoked (issue 31).
+pub async fn block_host(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    may_change_platforms(&state, &who, &staff.ip, "agent.block_host").await?;
+    let mut tx = state.db.begin().await?;
+    ops::agents::block_host(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        form.get("host").unwrap_or(""),
+        form.get("reason"),
+        state.clock.now(),
+    )
+    .await
+    .map_err(ops_page_error)?;
+    tx.commit().await?;
+    Ok(see_other("/admin/agents", None))
+}
+
+/// `POST /admin/agents/unblock-host` (`host`).
+pub async fn unblock_host(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+) -> Result<Response, PageError> {
+    let form = guard(&state, &headers, &staff, &body)?;
+    let who = signed_in_or_redirect!(&state, &staff);
+    may_change_platforms(&state, &who, &staff.ip, "agent.unblock_host").await?;
+    let mut tx = state.db.begin().await?;
+    ops::agents::unblock_host(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        form.get("host").unwrap_or(""),
+    )
+    .await
+    .map_err(ops_page_error)?;
+    tx.commit().await?;
     Ok(see_other("/admin/agents", None))
 }
 
