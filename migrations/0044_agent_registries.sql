@@ -55,3 +55,10 @@ $$;
 create function pactd_host_blocked(host text) returns boolean language sql stable as $$
     select exists (select 1 from blocked_hosts b where host = b.host or host like '%.' || b.host)
 $$;
+
+-- What an agent admitted under `open` says of itself in its discovery
+-- document (`client_name`, `logo_uri`, as RFC 7591 §2 names them), shown to
+-- staff deciding whom to verify, and only to them: people on consent see the
+-- issuer's host until staff verify the agent. The logo is not fetched.
+alter table agent_sightings add column claimed_name text check (char_length(claimed_name) <= 100);
+alter table agent_sightings add column claimed_logo_uri text check (char_length(claimed_logo_uri) <= 2048);

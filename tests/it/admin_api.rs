@@ -230,6 +230,7 @@ async fn every_documented_route_exists_and_answers() {
         "https://knock.example",
         "https://knock.example/jwks.json",
         "knock.example",
+        pact_db::agents::Claimed::default(),
         app.clock.now(),
     )
     .await

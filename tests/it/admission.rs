@@ -34,6 +34,14 @@ async fn an_unregistered_agent_is_admitted_under_open_as_unverified() {
         .expect("stored once verified");
     assert!(!agent.verified, "admitted by open: unverified");
     assert_eq!(agent.jwks_uri, pa.jwks_uri);
+    // People are shown the host; what it claims to be is for staff only.
+    assert_eq!(agent.name, "127.0.0.1");
+    let seen = pact_db::agents::sightings(&app.db, 10).await.unwrap();
+    assert_eq!(seen[0].claimed_name.as_deref(), Some("Test Agent"));
+    assert_eq!(
+        seen[0].claimed_logo_uri.as_deref(),
+        Some("https://logos.example/test-agent.png")
+    );
     assert_eq!((pa.discovery_hits(), pa.jwks_hits()), (1, 1));
     // The keys found by discovery serve the next requests: no fetch again.
     for i in 0..5 {

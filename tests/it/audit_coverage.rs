@@ -310,6 +310,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
         "https://knock.example",
         "https://knock.example/jwks.json",
         "knock.example",
+        pact_db::agents::Claimed::default(),
         app.clock.now(),
     )
     .await

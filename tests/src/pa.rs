@@ -143,7 +143,9 @@ impl TestPa {
         });
         let served = jwks.clone();
         let counted = jwks.clone();
-        let doc = json!({"issuer": issuer, "jwks_uri": jwks_uri});
+        // What an agent may claim of itself (RFC 7591 §2 names), for staff.
+        let doc = json!({"issuer": issuer, "jwks_uri": jwks_uri,
+            "client_name": "Test Agent", "logo_uri": "https://logos.example/test-agent.png"});
         let app = Router::new().route(
             "/.well-known/openid-configuration",
             get(move || {

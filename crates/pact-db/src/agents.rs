@@ -339,6 +339,14 @@ pub async fn set_logo(
     Ok(done.rows_affected() == 1)
 }
 
+/// What an agent admitted under `open` claims of itself (its discovery
+/// document's `client_name` and `logo_uri`), for staff.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Claimed<'a> {
+    pub name: Option<&'a str>,
+    pub logo_uri: Option<&'a str>,
+}
+
 /// Stores an agent the `open` policy admitted (PACT §3.1), unverified, once
 /// its PA-JWT verified; nothing is stored for an issuer before that. Another
 /// node (or staff) may have stored it meanwhile: then the stored row is
@@ -350,6 +358,7 @@ pub async fn insert_admitted(
     issuer: &str,
     jwks_uri: &str,
     name: &str,
+    claimed: Claimed<'_>,
     now: OffsetDateTime,
 ) -> DbResult<Option<Agent>> {
     sqlx::query_as!(
@@ -359,8 +368,9 @@ pub async fn insert_admitted(
              on conflict (issuer) do nothing \
              returning issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, \
              user_rate, user_burst, verified, registry, listed_until), \
-         seen as (insert into agent_sightings (issuer, first_seen_at, last_seen_at, requests) \
-             select issuer, $4, $4, 1 from new) \
+         seen as (insert into agent_sightings (issuer, first_seen_at, last_seen_at, requests, \
+                                                claimed_name, claimed_logo_uri) \
+             select issuer, $4, $4, 1, $5, $6 from new) \
          select issuer as \"issuer!\", jwks_uri as \"jwks_uri!\", name as \"name!\", \
                 enabled as \"enabled!\", created_at as \"created_at!\", updated_at as \"updated_at!\", \
                 pa_rate, pa_burst, user_rate, user_burst, verified as \"verified!\", registry, \
@@ -373,6 +383,8 @@ pub async fn insert_admitted(
         jwks_uri,
         name,
         now,
+        claimed.name,
+        claimed.logo_uri,
     )
     .fetch_optional(db)
     .await
@@ -437,6 +449,9 @@ pub struct Sighting {
     pub last_seen_at: OffsetDateTime,
     pub requests: i64,
     pub grants: i64,
+    /// What it claims to be called and its logo's URL (not fetched).
+    pub claimed_name: Option<String>,
+    pub claimed_logo_uri: Option<String>,
 }
 
 /// The agents seen under `open` (those with a sighting), most recent first.
@@ -445,7 +460,8 @@ pub async fn sightings(db: impl PgExecutor<'_>, limit: i64) -> DbResult<Vec<Sigh
         Sighting,
         "select a.issuer, a.name, a.jwks_uri, a.verified, a.enabled, s.first_seen_at, s.last_seen_at, \
                 s.requests, (select count(*) from grants g where g.pa_issuer = a.issuer \
-                             and g.revoked_at is null) as \"grants!\" \
+                             and g.revoked_at is null) as \"grants!\", \
+                s.claimed_name, s.claimed_logo_uri \
          from agent_sightings s join agents a on a.issuer = s.issuer \
          order by s.last_seen_at desc limit $1",
         limit,

@@ -33,6 +33,30 @@ pub struct Discovered {
     /// How long the key set may be cached (the JWKS answer's Cache-Control,
     /// clamped as for a registered agent).
     pub ttl: Duration,
+    /// What the document says the agent is called and its logo's URL
+    /// (`client_name`, `logo_uri`: RFC 7591 §2's names), when given and
+    /// sane; claims for staff to weigh, never shown to people as fact.
+    pub claimed_name: Option<String>,
+    pub claimed_logo_uri: Option<String>,
+}
+
+/// The longest claimed name kept.
+const MAX_CLAIMED_NAME_CHARS: usize = 100;
+
+/// A claimed name, trimmed, when it is 1–100 characters without control
+/// characters; else nothing (a bad claim is dropped, not an error).
+fn claimed_name(doc: &serde_json::Value) -> Option<String> {
+    let name = doc.get("client_name")?.as_str()?.trim();
+    let fine = !name.is_empty()
+        && name.chars().count() <= MAX_CLAIMED_NAME_CHARS
+        && !name.chars().any(char::is_control);
+    fine.then(|| name.to_owned())
+}
+
+/// A claimed logo URL, when it is an https URL on a public host (not fetched).
+fn claimed_logo_uri(doc: &serde_json::Value, allow_loopback: bool) -> Option<String> {
+    let uri = doc.get("logo_uri")?.as_str()?;
+    (uri.len() <= 2048 && check_jwks_uri(uri, allow_loopback).is_ok()).then(|| uri.to_owned())
 }
 
 /// The fetcher of discovery documents; one per node.
@@ -115,6 +139,8 @@ impl IssuerDiscovery {
             jwks_uri: jwks_uri.to_owned(),
             keys: Arc::new(fetched.keys),
             ttl: fetched.ttl,
+            claimed_name: claimed_name(&doc),
+            claimed_logo_uri: claimed_logo_uri(&doc, self.policy.allow_loopback),
         })
     }
 }
@@ -142,6 +168,25 @@ mod tests {
         // The test mode admits loopback over http, and nothing else over http.
         assert!(check_issuer("http://127.0.0.1:8080", true).is_ok());
         assert!(check_issuer("http://agent.example", true).is_err());
+    }
+
+    #[test]
+    fn claims_of_name_and_logo_are_kept_only_when_sane() {
+        let doc = serde_json::json!({"client_name": "  Ada's Agent ", "logo_uri": "https://a.example/l.png"});
+        assert_eq!(claimed_name(&doc).as_deref(), Some("Ada's Agent"));
+        assert_eq!(
+            claimed_logo_uri(&doc, false).as_deref(),
+            Some("https://a.example/l.png")
+        );
+        for bad in [
+            serde_json::json!({"client_name": "", "logo_uri": "http://a.example/l.png"}),
+            serde_json::json!({"client_name": "a\u{1b}[31m", "logo_uri": "https://10.0.0.1/l.png"}),
+            serde_json::json!({"client_name": "x".repeat(101), "logo_uri": 7}),
+            serde_json::json!({}),
+        ] {
+            assert_eq!(claimed_name(&bad), None, "{bad}");
+            assert_eq!(claimed_logo_uri(&bad, false), None, "{bad}");
+        }
     }
 
     #[test]

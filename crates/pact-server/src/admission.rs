@@ -481,6 +481,10 @@ impl Door {
             issuer,
             &discovered.jwks_uri,
             &name,
+            pact_db::agents::Claimed {
+                name: discovered.claimed_name.as_deref(),
+                logo_uri: discovered.claimed_logo_uri.as_deref(),
+            },
             state.clock.now(),
         )
         .await?
@@ -665,6 +669,49 @@ impl Sightings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn agent(verified: bool, listed_until: Option<time::OffsetDateTime>) -> Agent {
+        let t = time::OffsetDateTime::UNIX_EPOCH;
+        Agent {
+            issuer: "https://a.example".into(),
+            jwks_uri: "https://a.example/jwks".into(),
+            name: "A".into(),
+            enabled: true,
+            created_at: t,
+            updated_at: t,
+            pa_rate: None,
+            pa_burst: None,
+            user_rate: None,
+            user_burst: None,
+            verified,
+            registry: listed_until.map(|_| "trusted".to_owned()),
+            listed_until,
+        }
+    }
+
+    #[test]
+    fn each_policy_admits_what_the_one_before_does_and_more() {
+        use Policy::*;
+        let now = time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(1);
+        let staffs = agent(true, None);
+        let listed = agent(true, Some(now + time::Duration::minutes(1)));
+        let lapsed = agent(true, Some(now));
+        let unverified = agent(false, None);
+        let table = [
+            (&staffs, [true, true, true]),
+            (&listed, [false, true, true]),
+            (&lapsed, [false, false, false]),
+            (&unverified, [false, false, true]),
+        ];
+        for (a, want) in table {
+            let got = [Allowlist, Registry, Open].map(|p| admits(p, a, now));
+            assert_eq!(got, want, "{:?}", Tier::of(a));
+        }
+        let mut blocked = staffs.clone();
+        blocked.enabled = false;
+        assert!(!admits(Open, &blocked, now));
+        assert_eq!(Tier::of(&listed).label(), "listed");
+    }
 
     #[test]
     fn a_blocked_host_blocks_the_domains_under_it_only() {

@@ -290,7 +290,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PACTD_ALLOW_LOOPBACK_JWKS", num_args = 0..=1, default_missing_value = "true")]
     pub allow_loopback_jwks: Option<bool>,
     /// Which personal agents are admitted (PACT §3.1): `allowlist`, only those
-    /// registered with `pactd agent add`; `open`, also any whose https issuer
+    /// registered with `pactd agent add`; `registry`, also those a trusted
+    /// registry lists (`pactd registry`); `open`, also any whose https issuer
     /// serves OpenID discovery, as unverified. A brand may override it
     /// (`pactd brand set --admission`) [default: allowlist].
     #[arg(long, value_name = "POLICY", env = "PACTD_ADMISSION")]
@@ -614,9 +615,9 @@ pub struct BrandSetArgs {
     /// How long new grants last, 1–365 days.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..=365))]
     pub grant_ttl_days: Option<i64>,
-    /// Which personal agents the brand admits (PACT §3.1): allowlist, open,
-    /// or default (the Provider's `--admission`).
-    #[arg(long, value_name = "POLICY", value_parser = ["allowlist", "open", "default"])]
+    /// Which personal agents the brand admits (PACT §3.1): allowlist,
+    /// registry, open, or default (the Provider's `--admission`).
+    #[arg(long, value_name = "POLICY", value_parser = ["allowlist", "registry", "open", "default"])]
     pub admission: Option<String>,
     /// Answer the brand with the merchant's own agent at this URL (https);
     /// the first time, prints the webhook signing secret once.

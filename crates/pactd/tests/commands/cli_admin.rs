@@ -1105,6 +1105,7 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
         "https://knock.example",
         "https://knock.example/jwks.json",
         "knock.example",
+        pact_db::agents::Claimed::default(),
         time::OffsetDateTime::now_utc(),
     )
     .await

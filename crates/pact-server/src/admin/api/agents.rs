@@ -297,6 +297,8 @@ pub async fn seen(
                 "last_seen_at": rfc3339(s.last_seen_at),
                 "requests": s.requests,
                 "active_grants": s.grants,
+                "claimed_name": s.claimed_name,
+                "claimed_logo_uri": s.claimed_logo_uri,
             })
         })
         .collect();

@@ -332,7 +332,7 @@ pub async fn set_grant_lifetime(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Admission {
-    /// `allowlist`, `open`, or null for the Provider's policy.
+    /// `allowlist`, `registry`, `open`, or null for the Provider's policy.
     pub policy: Option<String>,
 }
 
@@ -348,10 +348,9 @@ pub async fn set_admission(
     let req: Admission = params::body(&body)?;
     let policy = match req.policy.as_deref() {
         None => None,
-        Some(p) => Some(
-            crate::admission::Policy::parse(p)
-                .ok_or_else(|| AdminApiError::invalid("policy is allowlist, open or null"))?,
-        ),
+        Some(p) => Some(crate::admission::Policy::parse(p).ok_or_else(|| {
+            AdminApiError::invalid("policy is allowlist, registry, open or null")
+        })?),
     };
     let mut tx = state.db.begin().await?;
     brand_settings::set_admission(&mut tx, &caller.actor, Some(&caller.ip), &b, policy).await?;

@@ -398,6 +398,8 @@ fn admission_schemas() -> Value {
             ("last_seen_at", time()),
             ("requests", s("integer")),
             ("active_grants", s("integer")),
+            ("claimed_name", nullable("string")),
+            ("claimed_logo_uri", nullable("string")),
         ], &["issuer", "name", "verified", "enabled", "first_seen_at", "last_seen_at", "requests",
              "active_grants"]),
         "SeenAgentList": list_of("SeenAgent"),

@@ -94,7 +94,7 @@ pub async fn grant_lifetime(
     Ok(back(&b.id))
 }
 
-/// Which agents the brand admits (PACT §3.1): `allowlist`, `open`, or
+/// Which agents the brand admits (PACT §3.1): `allowlist`, `registry`, `open`, or
 /// `default` for the Provider's policy.
 pub async fn admission(
     State(state): State<AppState>,
@@ -107,7 +107,7 @@ pub async fn admission(
     let policy = match form.get("policy").unwrap_or("") {
         "default" => None,
         other => Some(crate::admission::Policy::parse(other).ok_or_else(|| {
-            PageError::BadRequest("Choose allowlist, open or the server default.".into())
+            PageError::BadRequest("Choose allowlist, registry, open or the server default.".into())
         })?),
     };
     let mut tx = state.db.begin().await?;

@@ -237,6 +237,10 @@ pub struct SeenRow {
     pub last_seen: String,
     pub requests: i64,
     pub grants: i64,
+    /// What its discovery document claims (`client_name`, `logo_uri`); the
+    /// logo is shown as its address, never loaded.
+    pub claimed_name: String,
+    pub claimed_logo_uri: String,
 }
 
 #[derive(Template)]
@@ -306,6 +310,8 @@ pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Respo
             enabled: s.enabled,
             requests: s.requests,
             grants: s.grants,
+            claimed_name: s.claimed_name.unwrap_or_default(),
+            claimed_logo_uri: s.claimed_logo_uri.unwrap_or_default(),
         })
         .collect();
     let page = AgentsPage {
