@@ -746,41 +746,44 @@ async fn spray_phases(
         )
         .await,
     );
+    let scrape = || async { ctx.http.get(&server.metrics_url).send().await?.text().await };
+    // Every spray token is signed before the phase, so the load generator's
+    // signing does not compete with pactd for the cores while it is measured.
+    let senders = 8_u64;
+    let per_sender = spray.div_ceil(senders);
+    let tokens: Vec<Vec<String>> = (0..senders)
+        .map(|s| {
+            (0..per_sender)
+                .map(|i| {
+                    let iss = format!("https://s{s}-{i}-{}.spray.invalid", Uuid::new_v4().simple());
+                    ctx.pas[0].token_with("spray", &ctx.audience, |_, c| c["iss"] = json!(iss))
+                })
+                .collect()
+        })
+        .collect();
     let rows_before = agents().await?;
-    let metrics_before = ctx
-        .http
-        .get(&server.metrics_url)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let metrics_before = scrape().await?;
 
     // The spray: `spray` requests, each with an issuer never seen (a random
     // name under .invalid, RFC 6761: it resolves nowhere), paced evenly over
     // the phase by 8 senders. A bounded loop, loopback only.
-    let senders = 8_u64;
-    let per_sender = spray.div_ceil(senders);
     let gap = seconds.div_f64(per_sender.max(1) as f64);
     let mut tasks = Vec::new();
-    for s in 0..senders {
+    for jwts in tokens {
         let ctx = ctx.clone();
         let url = open_send.clone();
         tasks.push(tokio::spawn(async move {
             let (mut sent, mut refused) = (0_u64, 0_u64);
             let start = Instant::now();
-            for i in 0..per_sender {
+            for (i, jwt) in jwts.iter().enumerate() {
                 let due = start + gap.mul_f64(i as f64);
                 tokio::time::sleep_until(due.into()).await;
-                let iss = format!("https://s{s}-{i}-{}.spray.invalid", Uuid::new_v4().simple());
-                let jwt = ctx.pas[0].token_with("spray", &ctx.audience, |_, c| {
-                    c["iss"] = json!(iss);
-                });
                 let body = json!({"message": {"messageId": Uuid::new_v4().to_string(),
                     "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
                 if let Ok(res) = ctx
                     .http
                     .post(&url)
-                    .bearer_auth(&jwt)
+                    .bearer_auth(jwt)
                     .json(&body)
                     .send()
                     .await
@@ -789,7 +792,7 @@ async fn spray_phases(
                     refused += u64::from(res.status() == 401);
                 }
             }
-            (sent, refused)
+            (sent, refused, start.elapsed())
         }));
     }
     results.push(
@@ -802,19 +805,14 @@ async fn spray_phases(
         )
         .await,
     );
-    let (mut sent, mut refused) = (0, 0);
+    let (mut sent, mut refused, mut spray_took) = (0, 0, Duration::ZERO);
     for t in tasks {
-        let (s, r) = t.await?;
+        let (s, r, took) = t.await?;
         sent += s;
         refused += r;
+        spray_took = spray_took.max(took);
     }
-    let metrics_after = ctx
-        .http
-        .get(&server.metrics_url)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let metrics_after = scrape().await?;
     let rows_after = agents().await?;
     let counted = |label: &str| {
         metric_sum(&metrics_after, "pactd_open_admission_total", label)
@@ -822,9 +820,10 @@ async fn spray_phases(
     };
     let discoveries = counted("reason=\"discovery\"") + counted("result=\"admitted\"");
     eprintln!(
-        "  spray: {sent} requests with unknown issuers sent, {refused} answered 401; \
+        "  spray: {sent} requests with unknown issuers sent over {:.1} s, {refused} answered 401; \
          {discoveries:.0} discoveries attempted (≤ 2 fetches each), {:.0} refused by the budget, \
          {:.0} backing off; agents rows {rows_before} → {rows_after}",
+        spray_took.as_secs_f64(),
         counted("reason=\"budget\""),
         counted("reason=\"backing_off\""),
     );

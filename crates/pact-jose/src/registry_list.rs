@@ -25,8 +25,6 @@
 //! the one in force (no rollback), since that needs what was stored.
 
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
@@ -177,11 +175,11 @@ impl std::fmt::Debug for RegistryFetcher {
 }
 
 impl RegistryFetcher {
-    pub fn new(policy: JwksPolicy) -> Result<Arc<Self>, JwksError> {
-        Ok(Arc::new(Self {
+    pub fn new(policy: JwksPolicy) -> Result<Self, JwksError> {
+        Ok(Self {
             client: build_client(&policy)?,
             policy,
-        }))
+        })
     }
 
     /// GETs the list at `url` (which must pass the jwksUri rules) as text.
@@ -192,7 +190,7 @@ impl RegistryFetcher {
             url,
             "application/jwt",
             MAX_REGISTRY_LIST_BYTES,
-            self.policy.fetch_timeout.max(Duration::from_secs(5)),
+            self.policy.fetch_timeout,
         )
         .await?;
         String::from_utf8(body).map_err(|_| JwksError::Discovery("registry list is not text"))

@@ -494,22 +494,7 @@ pub async fn block_host(
     staff: Staff,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
-    may_change_platforms(&state, &who, &staff.ip, "agent.block_host").await?;
-    let mut tx = state.db.begin().await?;
-    ops::agents::block_host(
-        &mut tx,
-        &who.actor,
-        Some(&staff.ip),
-        form.get("host").unwrap_or(""),
-        form.get("reason"),
-        state.clock.now(),
-    )
-    .await
-    .map_err(ops_page_error)?;
-    tx.commit().await?;
-    Ok(see_other("/admin/agents", None))
+    decide_host(state, headers, staff, body, true).await
 }
 
 /// `POST /admin/agents/unblock-host` (`host`).
@@ -519,17 +504,37 @@ pub async fn unblock_host(
     staff: Staff,
     body: Bytes,
 ) -> Result<Response, PageError> {
+    decide_host(state, headers, staff, body, false).await
+}
+
+/// Blocking and unblocking a host: the same checks, one ops call each.
+async fn decide_host(
+    state: AppState,
+    headers: HeaderMap,
+    staff: Staff,
+    body: Bytes,
+    block: bool,
+) -> Result<Response, PageError> {
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
-    may_change_platforms(&state, &who, &staff.ip, "agent.unblock_host").await?;
+    let action = if block {
+        "agent.block_host"
+    } else {
+        "agent.unblock_host"
+    };
+    may_change_platforms(&state, &who, &staff.ip, action).await?;
+    let host = form.get("host").unwrap_or("");
     let mut tx = state.db.begin().await?;
-    ops::agents::unblock_host(
-        &mut tx,
-        &who.actor,
-        Some(&staff.ip),
-        form.get("host").unwrap_or(""),
-    )
-    .await
+    if block {
+        let (who, ip, now) = (&who.actor, Some(staff.ip.as_str()), state.clock.now());
+        ops::agents::block_host(&mut tx, who, ip, host, form.get("reason"), now)
+            .await
+            .map(|_| ())
+    } else {
+        ops::agents::unblock_host(&mut tx, &who.actor, Some(&staff.ip), host)
+            .await
+            .map(|_| ())
+    }
     .map_err(ops_page_error)?;
     tx.commit().await?;
     Ok(see_other("/admin/agents", None))
