@@ -308,6 +308,87 @@ async fn unverified_gets_only_allowed_scopes_verified_the_rest_blocked_nothing()
     assert_eq!(pa.discovery_hits(), 1);
 }
 
+/// Forgetting an unverified agent drops its grants by the cascade; one whose
+/// grants have receipts (append-only, PACT §5.6) is refused with a reason
+/// staff can act on, and nothing changes.
+#[tokio::test]
+async fn an_unverified_agent_with_receipts_is_not_forgotten() {
+    let app = TestApp::spawn_with(|c| {
+        c.admission.policy = Policy::Open;
+        c.delegation.poll_interval_secs = 1;
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
+        .await
+        .unwrap();
+    app.settle().await;
+    let pa = TestPa::start_discoverable().await;
+    let user =
+        pact_tests::pages::add_user(&app, "demo", "bea@example.com", "bea's password 1").await;
+    let tokens = app
+        .connect(&pa, "pa-sub", &user.subject(), &["orders:read"])
+        .await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa.token("pa-sub", app.audience()),
+            access,
+            "m1",
+            "show my orders",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let before: (i64, i64) =
+        sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(before.1, 1, "the turn left its receipt");
+
+    let mut tx = app.db.begin().await.unwrap();
+    let refused = pact_server::admin::ops::agents::forget(&mut tx, &staff(), None, &pa.issuer)
+        .await
+        .unwrap_err();
+    drop(tx);
+    match refused {
+        pact_server::admin::ops::OpsError::Invalid(why) => {
+            assert!(why.contains("receipts"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let after: (i64, i64) =
+        sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(after, before, "nothing changed");
+    assert!(
+        pact_db::agents::find(&app.db, &pa.issuer)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Without receipts the agent goes, with its grants.
+    let other = TestPa::start_discoverable().await;
+    app.connect(&other, "pa-sub", &user.subject(), &["orders:read"])
+        .await;
+    let mut tx = app.db.begin().await.unwrap();
+    pact_server::admin::ops::agents::forget(&mut tx, &staff(), None, &other.issuer)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let grants: i64 = sqlx::query_scalar("select count(*) from grants where pa_issuer = $1")
+        .bind(&other.issuer)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(grants, 0);
+}
+
 /// An agent nobody registered finds what to put in `aud` (PACT §3) and the
 /// brand's policy in the brand's RFC 8414 metadata.
 #[tokio::test]

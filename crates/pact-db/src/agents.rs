@@ -1,6 +1,6 @@
 //! Registered personal-agent platforms (PACT §3: issuer, jwksUri, enabled).
 
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 
 use crate::DbResult;
@@ -482,15 +482,42 @@ pub async fn set_verified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<boo
     Ok(done.rows_affected() == 1)
 }
 
+/// What [`forget_unverified`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forgot {
+    Done,
+    /// No unverified agent of that issuer outside a registry's list.
+    Missing,
+    /// Its grants have receipts: they are append-only and refer to their
+    /// grants (PACT §5.6), so the agent stays; staff disable it instead.
+    HasReceipts,
+}
+
 /// Staff forget an unverified agent (its conversations and grants go with it,
-/// by the cascade); false when there is no such unverified agent. A verified
-/// one is not forgotten this way: staff disable it.
-pub async fn forget_unverified(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<bool> {
+/// by the cascade). A verified one is not forgotten this way (staff disable
+/// it), nor one whose grants have receipts.
+pub async fn forget_unverified(conn: &mut PgConnection, issuer: &str) -> DbResult<Forgot> {
     let done = sqlx::query!(
-        "delete from agents where issuer = $1 and not verified and registry is null",
+        "delete from agents a where a.issuer = $1 and not a.verified and a.registry is null \
+           and not exists (select 1 from grants g join receipts r on r.grant_id = g.id \
+                           where g.pa_issuer = a.issuer)",
         issuer,
     )
-    .execute(db)
+    .execute(&mut *conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    if done.rows_affected() == 1 {
+        return Ok(Forgot::Done);
+    }
+    let held = sqlx::query_scalar!(
+        "select exists (select 1 from agents where issuer = $1 and not verified \
+                        and registry is null) as \"held!\"",
+        issuer,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(if held {
+        Forgot::HasReceipts
+    } else {
+        Forgot::Missing
+    })
 }

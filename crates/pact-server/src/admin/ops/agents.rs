@@ -73,15 +73,23 @@ pub async fn verify(
 
 /// `agent.forget`: staff drop an unverified agent with its conversations and
 /// grants (the cascade). Not for a verified one (disable it instead):
-/// [`OpsError::Missing`].
+/// [`OpsError::Missing`]; nor for one whose grants have receipts
+/// ([`OpsError::Invalid`], saying so).
 pub async fn forget(
     tx: &mut PgConnection,
     actor: &Actor,
     ip: Option<&str>,
     issuer: &str,
 ) -> Result<(), OpsError> {
-    if !pact_db::agents::forget_unverified(&mut *tx, issuer).await? {
-        return Err(OpsError::Missing);
+    match pact_db::agents::forget_unverified(&mut *tx, issuer).await? {
+        pact_db::agents::Forgot::Done => {}
+        pact_db::agents::Forgot::Missing => return Err(OpsError::Missing),
+        pact_db::agents::Forgot::HasReceipts => {
+            return Err(OpsError::Invalid(
+                "this agent's grants have receipts, which are kept: disable or block it instead"
+                    .into(),
+            ));
+        }
     }
     audit(tx, actor, ip, "agent.forget", issuer, None, json!({})).await?;
     Ok(())
