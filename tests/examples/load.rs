@@ -77,7 +77,8 @@ usage: load [--seconds N] [--concurrency C] [--pas P] [--subs S]
                      request's cost grows with the tables [0]
   --markdown FILE    also write the results table (markdown) to FILE
   --spray N          also measure open admission under a spray: identity turns
-                     of a registered agent at C/2 workers, quietly, then while N
+                     of a registered agent at a steady 1,000/s over C/2
+                     workers, quietly, then while N
                      requests with random unknown issuers are sent to a brand
                      whose policy is open, spread over the phase (issue 31);
                      reports the discoveries and the rows they caused [0: skip]
@@ -540,6 +541,10 @@ enum Plan {
     For(Duration),
     /// This many requests in all, shared among the workers.
     Requests(usize),
+    /// Until the deadline at a fixed total rate (requests per second), each
+    /// request sent at its due time and timed from there: the latency of a
+    /// steady load, which a closed loop at full speed cannot show.
+    Paced(Duration, u32),
 }
 
 #[derive(Default)]
@@ -634,8 +639,13 @@ where
     let before = probe.snap().await;
     let start = Instant::now();
     let deadline = match plan {
-        Plan::For(d) => Some(start + d),
+        Plan::For(d) | Plan::Paced(d, _) => Some(start + d),
         Plan::Requests(_) => None,
+    };
+    // Paced: worker w sends its i-th request at start + (i·C + w) / rate.
+    let gap = match plan {
+        Plan::Paced(_, rate) => Some(Duration::from_secs(1).div_f64(f64::from(rate.max(1)))),
+        _ => None,
     };
     let mut workers = Vec::with_capacity(concurrency);
     for w in 0..concurrency {
@@ -644,8 +654,16 @@ where
         workers.push(tokio::spawn(async move {
             let mut tally = Tally::default();
             for i in 0..MAX_REQUESTS_PER_WORKER {
+                // When paced, a request is timed from when it was due, so a
+                // server that falls behind shows its queue in the latency.
+                let mut due = None;
                 let seq = match plan {
-                    Plan::For(_) => {
+                    Plan::For(_) | Plan::Paced(..) => {
+                        if let Some(gap) = gap {
+                            let at = start + gap.mul_f64((i as usize * concurrency + w) as f64);
+                            tokio::time::sleep_until(at.into()).await;
+                            due = Some(at);
+                        }
                         if deadline.is_some_and(|d| Instant::now() >= d) {
                             break;
                         }
@@ -659,7 +677,7 @@ where
                         k as u64
                     }
                 };
-                let t = Instant::now();
+                let t = due.unwrap_or_else(Instant::now);
                 let outcome = f(w, seq).await;
                 tally.record(outcome, t.elapsed());
             }
@@ -703,6 +721,12 @@ fn metric_sum(text: &str, metric: &str, label: &str) -> f64 {
         .sum()
 }
 
+/// The registered agent's steady load while the spray runs (and before it),
+/// in requests per second: below what its rate limits allow (10 per second
+/// for each of the workers' 64 subs), so that each request is answered and
+/// the spray's effect on its latency is what the phases compare.
+const SPRAY_BASELINE_RATE: u32 = 1_000;
+
 #[allow(clippy::too_many_arguments)]
 async fn spray_phases(
     results: &mut Vec<PhaseResult>,
@@ -740,7 +764,7 @@ async fn spray_phases(
         run_phase(
             "identity message:send, quiet (spray baseline)",
             workers,
-            Plan::For(seconds),
+            Plan::Paced(seconds, SPRAY_BASELINE_RATE),
             probe,
             identity(ctx.clone()),
         )
@@ -799,7 +823,7 @@ async fn spray_phases(
         run_phase(
             "identity message:send, while unknown issuers spray",
             workers,
-            Plan::For(seconds),
+            Plan::Paced(seconds, SPRAY_BASELINE_RATE),
             probe,
             identity(ctx.clone()),
         )

@@ -12,27 +12,45 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use josekit::jwk::Jwk;
 use josekit::jwk::alg::ec::{EcCurve, EcKeyPair};
 use josekit::jwk::alg::rsa::RsaKeyPair;
+use josekit::jws::alg::ecdsa::EcdsaJwsSigner;
+use josekit::jws::alg::rsassa::RsassaJwsSigner;
 use josekit::jws::{ES256, JwsSigner, RS256};
 use serde_json::{Value, json};
 
 /// A signing key of the PA, with the kid it is published under.
 #[derive(Clone)]
 pub enum PaKey {
-    Ec { kid: String, pair: Arc<EcKeyPair> },
-    Rsa { kid: String, pair: Arc<RsaKeyPair> },
+    Ec {
+        kid: String,
+        pair: Arc<EcKeyPair>,
+        /// Made once: building a signer from the JWK costs far more than a
+        /// signature, and the load example signs a PA-JWT per request.
+        signer: Arc<EcdsaJwsSigner>,
+    },
+    Rsa {
+        kid: String,
+        pair: Arc<RsaKeyPair>,
+        signer: Arc<RsassaJwsSigner>,
+    },
 }
 
 impl PaKey {
     pub fn new_ec(kid: &str) -> Self {
+        let pair = EcKeyPair::generate(EcCurve::P256).unwrap();
+        let signer = ES256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap();
         Self::Ec {
             kid: kid.into(),
-            pair: Arc::new(EcKeyPair::generate(EcCurve::P256).unwrap()),
+            pair: Arc::new(pair),
+            signer: Arc::new(signer),
         }
     }
     pub fn new_rsa(kid: &str) -> Self {
+        let pair = RsaKeyPair::generate(2048).unwrap();
+        let signer = RS256.signer_from_jwk(&pair.to_jwk_private_key()).unwrap();
         Self::Rsa {
             kid: kid.into(),
-            pair: Arc::new(RsaKeyPair::generate(2048).unwrap()),
+            pair: Arc::new(pair),
+            signer: Arc::new(signer),
         }
     }
     pub fn kid(&self) -> &str {
@@ -59,16 +77,8 @@ impl PaKey {
     /// Signs `input` with this key's own algorithm.
     pub fn sign(&self, input: &[u8]) -> Vec<u8> {
         match self {
-            Self::Ec { pair, .. } => ES256
-                .signer_from_jwk(&pair.to_jwk_private_key())
-                .unwrap()
-                .sign(input)
-                .unwrap(),
-            Self::Rsa { pair, .. } => RS256
-                .signer_from_jwk(&pair.to_jwk_private_key())
-                .unwrap()
-                .sign(input)
-                .unwrap(),
+            Self::Ec { signer, .. } => signer.sign(input).unwrap(),
+            Self::Rsa { signer, .. } => signer.sign(input).unwrap(),
         }
     }
 }

@@ -193,6 +193,20 @@ pub fn normalize_host(input: &str) -> Option<String> {
     fine.then_some(host)
 }
 
+/// Whether an issuer's host is an IP address. Open admission takes only
+/// issuers named by DNS: a host block (`block_host`) is written for names and
+/// the domains above them, and people are shown the issuer's host, which an
+/// address does not name. Registered and listed agents are not concerned.
+/// Loopback addresses pass when the node allows loopback (development and
+/// tests, `--allow-loopback-jwks`), as they do for JWKS URLs.
+pub fn is_address_issuer(url: &reqwest::Url, allow_loopback: bool) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => !(allow_loopback && ip.is_loopback()),
+        Some(url::Host::Ipv6(ip)) => !(allow_loopback && ip.is_loopback()),
+        Some(url::Host::Domain(_)) | None => false,
+    }
+}
+
 /// Whether `host` is blocked: it, or a domain above it, is in `blocked`
 /// (as the database's `pactd_host_blocked` decides).
 pub fn host_blocked(blocked: &[String], host: &str) -> bool {
@@ -445,6 +459,11 @@ impl Door {
         let issuer = jwt.issuer();
         // Free checks first: the text of the issuer, then what we remember.
         let url = pact_jose::check_issuer(issuer, self.allow_loopback).map_err(Refusal::Issuer)?;
+        if is_address_issuer(&url, self.allow_loopback) {
+            return Err(Refusal::Issuer(JwksError::InvalidUri(
+                "an issuer admitted under open is a DNS name, not an address",
+            )));
+        }
         // A blocked host costs no fetch (the set is in the node's copy).
         let blocked = state.config_cache.blocked_hosts(&state.db).await?;
         if host_blocked(&blocked, url.host_str().unwrap_or_default()) {
@@ -669,6 +688,21 @@ impl Sightings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_admission_takes_issuers_named_by_dns_only() {
+        let address =
+            |iss: &str, loopback| is_address_issuer(&reqwest::Url::parse(iss).unwrap(), loopback);
+        assert!(!address("https://agent.example", false));
+        assert!(!address("https://agent.example:8443/pa", false));
+        assert!(address("https://203.0.113.7", false));
+        assert!(address("https://[2001:db8::7]/pa", false));
+        // Loopback only where the node allows it (development, tests).
+        assert!(address("http://127.0.0.1:8080", false));
+        assert!(!address("http://127.0.0.1:8080", true));
+        assert!(!address("http://[::1]:8080", true));
+        assert!(address("https://203.0.113.7", true));
+    }
 
     fn agent(verified: bool, listed_until: Option<time::OffsetDateTime>) -> Agent {
         let t = time::OffsetDateTime::UNIX_EPOCH;
