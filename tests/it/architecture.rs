@@ -275,19 +275,28 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// grows by no module. Lower `LARGEST_CYCLE` as modules leave it.
 #[test]
 fn pact_server_import_cycles_do_not_grow() {
-    const LARGEST_CYCLE: usize = 25;
+    const LARGEST_CYCLE: usize = 17;
     const OUTSIDE_EVERY_CYCLE: &[&str] = &[
         "accounts",
+        "agent",
+        "background",
+        "config",
+        "config_cache",
         "domain",
         "error",
+        "feed",
         "health",
+        "housekeeping",
         "jobs",
         "keys",
+        "listener",
         "mail",
         "oidc_discovery",
         "page_limits",
+        "pending_polls",
         "rate_limit",
         "revocation",
+        "trace_context",
     ];
     let graph = server_module_graph();
     assert!(graph.contains_key("state") && graph.contains_key("domain"));

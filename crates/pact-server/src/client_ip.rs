@@ -14,49 +14,10 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use ipnet::IpNet;
 
+pub use crate::domain::proxies::TrustedProxies;
+use crate::domain::proxies::canonical;
 use crate::state::AppState;
-
-/// The networks whose connections may tell us the client address.
-#[derive(Clone, Debug, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
-
-impl TrustedProxies {
-    pub fn new(nets: Vec<IpNet>) -> Self {
-        Self(nets)
-    }
-
-    /// Parses `10.0.0.0/8, 192.0.2.7` (an address alone is a /32 or /128).
-    pub fn parse(list: &str) -> Result<Self, String> {
-        list.split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                s.parse::<IpNet>()
-                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| format!("not an address or network: {s:?}"))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Self)
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
-        self.0.iter().any(|n| n.contains(&ip))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// `::ffff:192.0.2.7` is `192.0.2.7`.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
 
 /// The client address for this peer and these headers (a plain function so
 /// the rule is tested without a server).

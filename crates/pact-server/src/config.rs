@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use pact_jose::{JwksPolicy, MasterKey};
 
-use crate::client_ip::TrustedProxies;
+use pact_db::agents::Agent;
+
+use crate::domain::admission::Policy;
+use crate::domain::proxies::TrustedProxies;
 use crate::page_limits::PageLimitSettings;
-use crate::rate_limit::RateLimits;
+use crate::rate_limit::{AgentLimits, RateLimits};
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -23,7 +26,7 @@ pub struct Config {
     pub jwks: JwksPolicy,
     /// Which personal agents are admitted (PACT §3.1) and open admission's
     /// budget (`admission.rs`).
-    pub admission: crate::admission::AdmissionSettings,
+    pub admission: AdmissionSettings,
     pub request_timeout: Duration,
     pub body_limit: usize,
     pub rate_limits: RateLimits,
@@ -225,6 +228,67 @@ impl Config {
 /// The default audience: `{public_url}/a2a`.
 pub fn default_audience(public_url: &str) -> String {
     format!("{}/a2a", public_url.trim_end_matches('/'))
+}
+
+/// Open admission's budget and bounds (the arithmetic is in the
+/// `admission` module's comment).
+#[derive(Clone, Debug)]
+pub struct AdmissionSettings {
+    /// The Provider-wide policy (`--admission`).
+    pub policy: Policy,
+    /// Discoveries per second, node-wide, and their burst.
+    pub discovery_rate: f64,
+    pub discovery_burst: f64,
+    /// At most one discovery per issuer host this often.
+    pub per_host_interval: Duration,
+    /// An issuer that failed waits this long, doubling on each further
+    /// failure up to `backoff_max`.
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// Discoveries running at once.
+    pub max_in_flight: usize,
+    /// Issuers remembered (back-offs and discovered keys), each map.
+    pub max_remembered: usize,
+    /// Unverified agents kept in the database.
+    pub max_unverified: i64,
+    /// An unverified agent's rate limits (requests per second and burst),
+    /// platform-wide and per user, unless staff set its own.
+    pub unverified_pa: (f64, f64),
+    pub unverified_user: (f64, f64),
+}
+
+impl Default for AdmissionSettings {
+    fn default() -> Self {
+        Self {
+            policy: Policy::Allowlist,
+            discovery_rate: 2.0,
+            discovery_burst: 10.0,
+            per_host_interval: Duration::from_secs(60),
+            backoff_min: Duration::from_secs(60),
+            backoff_max: Duration::from_secs(3600),
+            max_in_flight: 4,
+            max_remembered: 10_000,
+            max_unverified: 1_000,
+            unverified_pa: (20.0, 40.0),
+            unverified_user: (2.0, 10.0),
+        }
+    }
+}
+
+impl AdmissionSettings {
+    /// The rate limits an agent is held to: its own where staff set them,
+    /// else, for an unverified agent, the lower ones of its tier (`None`
+    /// keeps the node's defaults for a verified one).
+    pub fn limits_of(&self, agent: &Agent) -> AgentLimits {
+        let own = AgentLimits::of(agent);
+        if agent.verified {
+            return own;
+        }
+        AgentLimits {
+            pa: own.pa.or(Some(self.unverified_pa)),
+            user: own.user.or(Some(self.unverified_user)),
+        }
+    }
 }
 
 #[cfg(test)]

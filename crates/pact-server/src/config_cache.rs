@@ -262,6 +262,22 @@ impl ConfigCache {
         Ok(loaded)
     }
 
+    /// The brand's tools and their rules now: the merchant's (from this
+    /// copy of its setup), or the built-in agent's.
+    pub async fn brand_rules(
+        &self,
+        db: &PgPool,
+        brand: &Brand,
+    ) -> DbResult<crate::domain::terms::RulesNow> {
+        if brand.agent_kind == "webhook" {
+            Ok(self.merchant(db, &brand.id).await?.rules.clone())
+        } else {
+            Ok(crate::agent::bounds::builtin_rules(
+                &crate::agent::demo_tools::all(),
+            ))
+        }
+    }
+
     /// A merchant brand's agent URL and tools.
     pub async fn merchant(&self, db: &PgPool, brand_id: &str) -> DbResult<Arc<MerchantSetup>> {
         if let Some(hit) = self.lookup(|e| e.merchant.get(brand_id).cloned()) {

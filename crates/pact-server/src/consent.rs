@@ -203,7 +203,7 @@ pub async fn approve(
     // What the person approves now is recorded with the types and tools of
     // this moment (PACT §5.7: no later edit may widen it); the earlier
     // grants' records come along with their budgets.
-    let rules = bounds::brand_rules(state, &brand).await?;
+    let rules = state.config_cache.brand_rules(&state.db, &brand).await?;
     let entries: Vec<Value> = details
         .as_ref()
         .and_then(Value::as_array)

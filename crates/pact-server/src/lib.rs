@@ -11,6 +11,7 @@ pub mod admission;
 pub mod agent;
 pub mod auth;
 pub mod authorizations;
+pub mod background;
 pub mod client_ip;
 pub mod config;
 pub mod config_cache;

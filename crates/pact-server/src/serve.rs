@@ -41,7 +41,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let background = state.spawn_background();
+    let background = crate::background::spawn(&state);
     let (state_db, node_id) = (state.db.clone(), state.node.id);
     let settings = state.config.connections.clone();
     let trusted = state.config.trusted_proxies.clone();

@@ -158,40 +158,4 @@ impl AppState {
             oidc_discovery: Default::default(),
         })))
     }
-
-    /// Starts the node's background work under one supervisor (`jobs.rs`):
-    /// the change listener, housekeeping, the database probe, the receipt
-    /// tree head and the node heartbeat. Aborting the handle stops them all.
-    pub fn spawn_background(&self) -> tokio::task::JoinHandle<()> {
-        use crate::jobs::Job;
-        fn nothing(_: &AppState) {}
-        let jobs = vec![
-            Job {
-                name: "listener",
-                run: |s| Box::pin(crate::listener::run(s)),
-                on_stop: crate::listener::stopped,
-            },
-            Job {
-                name: "housekeeping",
-                run: |s| Box::pin(crate::housekeeping::run(s)),
-                on_stop: nothing,
-            },
-            Job {
-                name: "db_probe",
-                run: |s| Box::pin(crate::db_health::probe(s)),
-                on_stop: nothing,
-            },
-            Job {
-                name: "receipt_log",
-                run: |s| Box::pin(crate::receipt_log::run(s)),
-                on_stop: nothing,
-            },
-            Job {
-                name: "node_heartbeat",
-                run: |s| Box::pin(crate::nodes::run(s)),
-                on_stop: nothing,
-            },
-        ];
-        tokio::spawn(crate::jobs::supervise(self.clone(), jobs))
-    }
 }

@@ -23,7 +23,7 @@ use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::client_ip::TrustedProxies;
+use crate::domain::proxies::TrustedProxies;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 

@@ -241,7 +241,7 @@ async fn begin(
             let terms = if grant.terms.is_some() || grant.authorization_details.is_none() {
                 bounds::terms_of_recorded(grant.terms)
             } else {
-                let rules = bounds::brand_rules(state, brand).await?;
+                let rules = state.config_cache.brand_rules(&state.db, brand).await?;
                 let types = authz_details::types_from_settings(&brand.settings);
                 let mut conn = state.db.acquire().await?;
                 bounds::terms_of(

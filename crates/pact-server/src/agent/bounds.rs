@@ -68,24 +68,6 @@ pub fn builtin_rules(tools: &[&dyn Tool]) -> RulesNow {
         .collect()
 }
 
-/// The brand's tools and their rules now: the merchant's (from the node's
-/// configuration copy), or the built-in agent's.
-pub async fn brand_rules(
-    state: &crate::state::AppState,
-    brand: &Brand,
-) -> Result<RulesNow, pact_db::Error> {
-    if brand.agent_kind == "webhook" {
-        Ok(state
-            .config_cache
-            .merchant(&state.db, &brand.id)
-            .await?
-            .rules
-            .clone())
-    } else {
-        Ok(builtin_rules(&super::demo_tools::all()))
-    }
-}
-
 /// Terms as recorded with a grant (`None`: a grant without details, its
 /// scopes alone); terms that do not read refuse every limited call.
 pub fn terms_of_recorded(recorded: Option<Value>) -> Arc<Terms> {
