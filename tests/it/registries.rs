@@ -59,7 +59,7 @@ fn listed(pa: &TestPa) -> ListedAgent {
         issuer: pa.issuer.clone(),
         jwks_uri: pa.jwks_uri.clone(),
         name: "Listed Agent".to_owned(),
-        logo_uri: None,
+        logo_uri: Some("https://logos.example/listed.png".to_owned()),
     }
 }
 
@@ -143,6 +143,15 @@ async fn a_signed_list_admits_its_agents_and_a_bad_one_changes_nothing() {
     assert!(agent.verified && agent.enabled);
     assert_eq!(agent.registry.as_deref(), Some("trusted"));
     assert_eq!(agent.name, "Listed Agent");
+    let links = pact_db::agents::metadata(&app.db, &pa.issuer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        links.logo_uri.as_deref(),
+        Some("https://logos.example/listed.png"),
+        "the list's logo is shown once fetched"
+    );
     assert_eq!(pa.discovery_hits(), 0, "a listed agent is not discovered");
     // A brand that allowlists does not take the registry's word.
     assert_bare_401(

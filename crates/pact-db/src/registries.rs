@@ -134,6 +134,8 @@ pub struct Listing<'a> {
     pub issuer: &'a str,
     pub jwks_uri: &'a str,
     pub name: &'a str,
+    /// Shown on consent once fetched (the logo refresh of `agents.rs`).
+    pub logo_uri: Option<&'a str>,
 }
 
 /// What applying a list changed.
@@ -198,14 +200,23 @@ pub async fn apply_list(
     let issuers: Vec<String> = agents.iter().map(|a| a.issuer.to_owned()).collect();
     let uris: Vec<String> = agents.iter().map(|a| a.jwks_uri.to_owned()).collect();
     let names: Vec<String> = agents.iter().map(|a| a.name.to_owned()).collect();
+    let logos: Vec<Option<String>> = agents
+        .iter()
+        .map(|a| a.logo_uri.map(str::to_owned))
+        .collect();
     let listed = sqlx::query!(
-        "insert into agents (issuer, jwks_uri, name, verified, registry, listed_until, created_at, updated_at) \
-         select t.issuer, t.jwks_uri, t.name, true, $4, $5, $6, $6 \
-         from unnest($1::text[], $2::text[], $3::text[]) as t(issuer, jwks_uri, name) \
+        "insert into agents (issuer, jwks_uri, name, logo_uri, verified, registry, listed_until, \
+                             created_at, updated_at) \
+         select t.issuer, t.jwks_uri, t.name, t.logo_uri, true, $4, $5, $6, $6 \
+         from unnest($1::text[], $2::text[], $3::text[], $7::text[]) as t(issuer, jwks_uri, name, logo_uri) \
          where not pactd_host_blocked(pactd_issuer_host(t.issuer)) \
          on conflict (issuer) do update set jwks_uri = excluded.jwks_uri, name = excluded.name, \
              verified = true, registry = excluded.registry, listed_until = excluded.listed_until, \
-             updated_at = excluded.updated_at \
+             updated_at = excluded.updated_at, logo_uri = excluded.logo_uri, \
+             logo_sha256 = case when agents.logo_uri is not distinct from excluded.logo_uri \
+                                then agents.logo_sha256 end, \
+             logo_fetched_at = case when agents.logo_uri is not distinct from excluded.logo_uri \
+                                    then agents.logo_fetched_at end \
          where agents.registry = excluded.registry or (agents.registry is null and not agents.verified)",
         &issuers,
         &uris,
@@ -213,6 +224,7 @@ pub async fn apply_list(
         registry,
         expires_at,
         now,
+        &logos as &[Option<String>],
     )
     .execute(&mut *tx)
     .await?

@@ -137,6 +137,7 @@ async fn fetch_and_apply(
             issuer: &a.issuer,
             jwks_uri: &a.jwks_uri,
             name: a.name.trim(),
+            logo_uri: a.logo_uri.as_deref(),
         })
         .collect();
     let mut tx = db.begin().await.map_err(pact_db::Error::from)?;
