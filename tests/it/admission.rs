@@ -113,6 +113,29 @@ async fn a_brand_overrides_the_providers_policy_both_ways() {
     assert_eq!(other.discovery_hits(), 0);
 }
 
+/// A brand under `open` with delegation on, whose `orders:read` unverified
+/// agents may ask for (and `orders:cancel` not).
+async fn open_app_allowing_orders_read() -> TestApp {
+    let app = TestApp::spawn_with(|c| {
+        c.admission.policy = Policy::Open;
+        c.delegation.poll_interval_secs = 1;
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
+        .await
+        .unwrap();
+    app.settle().await;
+    app
+}
+
+async fn grants_and_receipts(app: &TestApp) -> (i64, i64) {
+    sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_non_https_issuer_is_refused_without_a_fetch() {
     let app = open_app().await;
@@ -123,6 +146,24 @@ async fn a_non_https_issuer_is_refused_without_a_fetch() {
         "https://10.0.0.1",
         "ftp://127.0.0.1",
     ] {
+        let token = pa.token_with("u1", app.audience(), |_, c| c["iss"] = json!(iss));
+        assert_bare_401(app.send("demo", &token, "m1", "hi", None).await).await;
+    }
+    assert_eq!(app.state.door.fetch_count(), 0);
+    assert_eq!(agents(&app).await, 0);
+}
+
+/// Open admission takes issuers named by DNS: an address (which a host
+/// block cannot name) is refused before any fetch, even a public one on
+/// https. (Public, so that the jwksUri rules alone would let them through:
+/// should this rule break, the test's one discovery attempt leaves the
+/// machine and is counted, within the fetch timeout; while it holds, nothing
+/// is sent anywhere.)
+#[tokio::test]
+async fn an_address_issuer_is_refused_without_a_fetch() {
+    let app = open_app().await;
+    let pa = TestPa::start_discoverable().await;
+    for iss in ["https://1.1.1.1", "https://[2606:4700:4700::1111]/pa"] {
         let token = pa.token_with("u1", app.audience(), |_, c| c["iss"] = json!(iss));
         assert_bare_401(app.send("demo", &token, "m1", "hi", None).await).await;
     }
@@ -218,16 +259,7 @@ async fn device_authorization_status(
 /// refused on another node and its grants are revoked.
 #[tokio::test]
 async fn unverified_gets_only_allowed_scopes_verified_the_rest_blocked_nothing() {
-    let app = TestApp::spawn_with(|c| {
-        c.admission.policy = Policy::Open;
-        c.delegation.poll_interval_secs = 1;
-    })
-    .await;
-    app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
-        .await
-        .unwrap();
-    app.settle().await;
+    let app = open_app_allowing_orders_read().await;
     let pa = TestPa::start_discoverable().await;
     let user =
         pact_tests::pages::add_user(&app, "demo", "ann@example.com", "ann's password 1").await;
@@ -313,16 +345,7 @@ async fn unverified_gets_only_allowed_scopes_verified_the_rest_blocked_nothing()
 /// staff can act on, and nothing changes.
 #[tokio::test]
 async fn an_unverified_agent_with_receipts_is_not_forgotten() {
-    let app = TestApp::spawn_with(|c| {
-        c.admission.policy = Policy::Open;
-        c.delegation.poll_interval_secs = 1;
-    })
-    .await;
-    app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
-        .await
-        .unwrap();
-    app.settle().await;
+    let app = open_app_allowing_orders_read().await;
     let pa = TestPa::start_discoverable().await;
     let user =
         pact_tests::pages::add_user(&app, "demo", "bea@example.com", "bea's password 1").await;
@@ -341,11 +364,7 @@ async fn an_unverified_agent_with_receipts_is_not_forgotten() {
         )
         .await;
     assert_eq!(res.status(), 200);
-    let before: (i64, i64) =
-        sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
-            .fetch_one(&app.db)
-            .await
-            .unwrap();
+    let before = grants_and_receipts(&app).await;
     assert_eq!(before.1, 1, "the turn left its receipt");
 
     let mut tx = app.db.begin().await.unwrap();
@@ -359,11 +378,7 @@ async fn an_unverified_agent_with_receipts_is_not_forgotten() {
         }
         other => panic!("{other:?}"),
     }
-    let after: (i64, i64) =
-        sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
-            .fetch_one(&app.db)
-            .await
-            .unwrap();
+    let after = grants_and_receipts(&app).await;
     assert_eq!(after, before, "nothing changed");
     assert!(
         pact_db::agents::find(&app.db, &pa.issuer)
