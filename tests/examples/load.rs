@@ -376,7 +376,7 @@ impl Pactd {
     }
 
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
-        let http = reqwest::Client::builder()
+        let http = pact_jose::with_shared_tls(reqwest::Client::builder())
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()?;
@@ -1454,7 +1454,7 @@ async fn main() -> anyhow::Result<()> {
         ticks: clock_ticks(),
     };
 
-    let http = reqwest::Client::builder()
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
         .no_proxy()
         .timeout(Duration::from_secs(30))
         .pool_max_idle_per_host(4 * c)

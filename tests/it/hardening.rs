@@ -283,7 +283,7 @@ async fn a_flood_of_cookieless_page_views_adds_no_rows() {
         } else {
             "/login?brand=demo"
         };
-        let res = reqwest::get(format!("{}{path}", app.base_url))
+        let res = pact_tests::http_get(format!("{}{path}", app.base_url))
             .await
             .unwrap();
         assert_eq!(res.status(), 200);

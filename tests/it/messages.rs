@@ -257,7 +257,9 @@ pub(crate) async fn join_all<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Outpu
 
 #[tokio::test]
 async fn a_message_whose_reply_is_not_stored_yet_is_invalid_params() {
-    let app = TestApp::spawn().await;
+    // A retry waits for the running turn up to the request timeout less 2 s
+    // (`a2a/send.rs`); a short timeout keeps that wait at its 1 s floor.
+    let app = TestApp::spawn_with(|c| c.request_timeout = std::time::Duration::from_secs(3)).await;
     let pa = app.registered_pa(ISS).await;
     let token = pa.token("u1", app.audience());
     let first: Value = app

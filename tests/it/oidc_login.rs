@@ -1251,7 +1251,7 @@ async fn a_german_browser_gets_the_openid_refusals_in_german() {
         "accept-language",
         reqwest::header::HeaderValue::from_static("de-CH, en;q=0.5"),
     );
-    let german = reqwest::Client::builder()
+    let german = pact_jose::with_shared_tls(reqwest::Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .default_headers(headers)
         .build()

@@ -101,7 +101,7 @@ async fn shutdown_finishes_in_flight_requests() {
     let healthz = format!("{}/healthz", app.base_url);
     let stopping = tokio::spawn(app.stop()); // returns only once the in-flight request is done
     // Once a new connection is refused the node has stopped accepting...
-    while reqwest::get(&healthz).await.is_ok() {
+    while pact_tests::http_get(&healthz).await.is_ok() {
         tokio::task::yield_now().await;
     }
     // ...and it is still draining: the held turn keeps it from returning.
@@ -113,7 +113,7 @@ async fn shutdown_finishes_in_flight_requests() {
     let v: serde_json::Value = res.json().await.unwrap();
     assert_eq!(v["message"]["parts"][0]["text"], "done slowly");
     // And nothing is accepted any more.
-    assert!(reqwest::get(&healthz).await.is_err());
+    assert!(pact_tests::http_get(&healthz).await.is_err());
 }
 
 #[tokio::test]

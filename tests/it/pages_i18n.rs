@@ -30,7 +30,7 @@ fn browser_speaking(app: &TestApp, accept: &'static str) -> Browser {
     let mut b = Browser::new(app);
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT_LANGUAGE, HeaderValue::from_static(accept));
-    b.client = reqwest::Client::builder()
+    b.client = pact_jose::with_shared_tls(reqwest::Client::builder())
         .cookie_provider(b.jar.clone())
         .redirect(reqwest::redirect::Policy::none())
         .default_headers(headers)

@@ -99,7 +99,7 @@ async fn with_an_https_public_url_the_cookie_is_secure_and_host_prefixed() {
         TestApp::spawn_with(|c| c.public_url = c.public_url.replace("http://", "https://")).await;
     add_user(&app, "demo", EMAIL, PW).await;
     let origin = app.state.config.public_url.clone();
-    let http = reqwest::Client::builder()
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();

@@ -85,7 +85,7 @@ impl TestApp {
             state,
             master_key,
             clock,
-            http: reqwest::Client::builder()
+            http: pact_jose::with_shared_tls(reqwest::Client::builder())
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap(),

@@ -60,7 +60,9 @@ impl Booking {
             base: format!("http://127.0.0.1:{port}"),
             secret: secret.to_owned(),
             _child: child,
-            http: reqwest::Client::new(),
+            http: pact_jose::with_shared_tls(reqwest::Client::builder())
+                .build()
+                .unwrap(),
         }
     }
 

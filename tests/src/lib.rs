@@ -19,3 +19,18 @@ pub mod tcp_proxy;
 
 pub use app::TestApp;
 pub use pa::TestPa;
+
+/// A new HTTP client on the process's shared TLS connector
+/// (`pact_jose::with_shared_tls`): building a client is then cheap, so a test
+/// may build one per simulated browser or per poll.
+pub fn http_client() -> reqwest::Client {
+    pact_jose::with_shared_tls(reqwest::Client::builder())
+        .build()
+        .expect("build an HTTP client")
+}
+
+/// `reqwest::get` on [`http_client`]: the same one-off GET without parsing the
+/// system's CA bundle again.
+pub async fn http_get(url: impl reqwest::IntoUrl) -> reqwest::Result<reqwest::Response> {
+    http_client().get(url).send().await
+}

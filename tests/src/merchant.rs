@@ -68,7 +68,9 @@ impl Merchant {
             base: format!("http://127.0.0.1:{port}"),
             secret: secrets.to_owned(),
             _child: child,
-            http: reqwest::Client::new(),
+            http: pact_jose::with_shared_tls(reqwest::Client::builder())
+                .build()
+                .unwrap(),
         }
     }
 

@@ -78,7 +78,7 @@ impl NodeService {
     }
 
     pub async fn stats(&self) -> Value {
-        reqwest::get(format!("{}/stats", self.base))
+        crate::http_get(format!("{}/stats", self.base))
             .await
             .unwrap()
             .json()

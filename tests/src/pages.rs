@@ -33,7 +33,7 @@ pub struct Browser {
 impl Browser {
     pub fn new(app: &TestApp) -> Self {
         let jar = Arc::new(Jar::default());
-        let client = Client::builder()
+        let client = pact_jose::with_shared_tls(Client::builder())
             .cookie_provider(jar.clone())
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -174,7 +174,7 @@ impl Step {
 
 impl PactdBrowser {
     pub fn new(account: LoginAccount) -> Result<Self> {
-        let client = Client::builder()
+        let client = pact_jose::with_shared_tls(Client::builder())
             .cookie_store(true)
             .redirect(redirect::Policy::none())
             .timeout(REQUEST_TIMEOUT)

@@ -303,7 +303,7 @@ pub struct Http {
 impl Http {
     pub fn new() -> Result<Self> {
         let build = |policy| {
-            reqwest::Client::builder()
+            pact_jose::with_shared_tls(reqwest::Client::builder())
                 .redirect(policy)
                 .timeout(Duration::from_secs(20))
                 .user_agent(concat!("pact-agent/", env!("CARGO_PKG_VERSION")))

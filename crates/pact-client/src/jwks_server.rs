@@ -145,18 +145,18 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    async fn get(url: impl reqwest::IntoUrl) -> reqwest::Result<reqwest::Response> {
+        let client = pact_jose::with_shared_tls(reqwest::Client::builder()).build()?;
+        client.get(url).send().await
+    }
+
     #[tokio::test]
     async fn serves_and_counts() {
         let key = crate::keys::AgentKey::generate().unwrap();
         let server = JwksServer::start("127.0.0.1:0".parse().unwrap(), key.jwks())
             .await
             .unwrap();
-        let v: Value = reqwest::get(server.uri())
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v: Value = get(server.uri()).await.unwrap().json().await.unwrap();
         assert_eq!(v["keys"][0]["kid"], key.kid());
         assert_eq!(server.hits(), 1);
     }
@@ -167,7 +167,7 @@ mod tests {
         let plain = JwksServer::start("127.0.0.1:0".parse().unwrap(), key.jwks())
             .await
             .unwrap();
-        let none = reqwest::get(format!("http://{}{DISCOVERY_PATH}", plain.addr()))
+        let none = get(format!("http://{}{DISCOVERY_PATH}", plain.addr()))
             .await
             .unwrap();
         assert_eq!(none.status(), 404);
@@ -181,7 +181,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let v: Value = reqwest::get(format!("http://{}{DISCOVERY_PATH}", server.addr()))
+        let v: Value = get(format!("http://{}{DISCOVERY_PATH}", server.addr()))
             .await
             .unwrap()
             .json()

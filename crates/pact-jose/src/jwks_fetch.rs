@@ -20,7 +20,7 @@ use crate::uri_guard::GuardedResolver;
 ///   kept-alive socket would outlive a DNS change the guard should see;
 /// * https only unless loopback mode (PACT §3: the jwksUri is HTTPS).
 pub(crate) fn build_client(policy: &JwksPolicy) -> Result<Client, JwksError> {
-    Client::builder()
+    crate::with_shared_tls(Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .no_proxy()

@@ -30,6 +30,7 @@ mod receipt;
 mod registry_list;
 mod seal;
 mod signature_memo;
+mod tls_roots;
 mod tree_head;
 mod uri_guard;
 
@@ -83,5 +84,6 @@ pub use registry_list::{
 };
 pub use seal::{MasterKey, SealError};
 pub use signature_memo::{SignatureMemoStats, signature_memo_stats};
+pub use tls_roots::with_shared_tls;
 pub use tree_head::{TREE_HEAD_TYP, TreeHead, TreeHeadError, sign_tree_head, verify_tree_head};
 pub use uri_guard::{GuardedResolver, IpClass, check_jwks_uri, classify_ip, ip_allowed};

@@ -92,7 +92,7 @@ pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
 #[tracing::instrument(name = "logo.fetch", level = "debug", skip_all)]
 pub async fn fetch_logo(uri: &str, allow_loopback: bool) -> Result<Logo, LogoError> {
     let url = check_jwks_uri(uri, allow_loopback).map_err(LogoError::from_guard)?;
-    let client = Client::builder()
+    let client = crate::with_shared_tls(Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .no_proxy()

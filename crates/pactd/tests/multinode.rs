@@ -179,7 +179,7 @@ impl Node {
             if let Some(status) = node.child.try_wait().unwrap() {
                 panic!("pactd exited before serving ({status}): {}", node.log());
             }
-            if let Ok(res) = reqwest::get(format!("{}/healthz", node.url())).await
+            if let Ok(res) = pact_tests::http_get(format!("{}/healthz", node.url())).await
                 && res.status() == 200
             {
                 return node;
@@ -326,7 +326,7 @@ impl Drop for Nginx {
 
 /// An HTTP client on [`CLIENT_IP`], so pactd can tell it from the proxy.
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    pact_jose::with_shared_tls(reqwest::Client::builder())
         .local_address(IpAddr::V4(CLIENT_IP))
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(20))
@@ -1313,7 +1313,7 @@ async fn until_routed_to_primary(url: &str) {
 
 /// A counter or gauge from a node's `/metrics`.
 async fn metric(metrics_port: u16, name: &str) -> f64 {
-    let text = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+    let text = pact_tests::http_get(format!("http://127.0.0.1:{metrics_port}/metrics"))
         .await
         .unwrap()
         .text()

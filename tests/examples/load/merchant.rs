@@ -81,7 +81,7 @@ pub async fn start(whsec: &str, port: u16) -> anyhow::Result<Arc<Merchant>> {
         .strip_prefix("whsec_")
         .ok_or_else(|| anyhow::anyhow!("not a whsec_ secret"))?;
     let secret = WebhookSecret::from_bytes(STANDARD.decode(raw)?);
-    let http = reqwest::Client::builder()
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
         .no_proxy()
         .timeout(std::time::Duration::from_secs(30))
         .pool_max_idle_per_host(256)

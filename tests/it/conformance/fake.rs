@@ -226,7 +226,8 @@ impl Fake {
         if !allowed {
             return None;
         }
-        let mut client = reqwest::Client::builder().timeout(Duration::from_secs(5));
+        let mut client =
+            pact_jose::with_shared_tls(reqwest::Client::builder()).timeout(Duration::from_secs(5));
         if let Some(url::Host::Domain(name)) = url.host() {
             // Port 0: reqwest keeps the URL's own port.
             client = client.resolve(name, ([127, 0, 0, 1], 0).into());

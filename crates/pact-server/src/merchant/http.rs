@@ -31,7 +31,7 @@ pub enum CallError {
 }
 
 pub fn build_client(allow_loopback: bool) -> Result<Client, reqwest::Error> {
-    Client::builder()
+    pact_jose::with_shared_tls(Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .no_proxy()

@@ -145,7 +145,9 @@ impl Server {
     }
 
     async fn wait_healthy(&mut self, timeout: Duration) {
-        let http = reqwest::Client::new();
+        let http = pact_jose::with_shared_tls(reqwest::Client::builder())
+            .build()
+            .unwrap();
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -217,7 +219,9 @@ async fn send(iface: &str, token: &str, text: &str) -> reqwest::Response {
         "role": "ROLE_USER",
         "parts": [{"text": text}],
     }});
-    reqwest::Client::new()
+    pact_jose::with_shared_tls(reqwest::Client::builder())
+        .build()
+        .unwrap()
         .post(format!("{iface}/message:send"))
         .bearer_auth(token)
         .json(&body)
@@ -257,7 +261,7 @@ async fn assert_unauthorized(res: reqwest::Response, what: &str) {
 }
 
 async fn get_json(url: &str) -> Value {
-    let res = reqwest::get(url).await.unwrap();
+    let res = pact_tests::http_get(url).await.unwrap();
     let status = res.status();
     let body = res.text().await.unwrap();
     assert_eq!(status, reqwest::StatusCode::OK, "GET {url}: {body}");
@@ -917,13 +921,13 @@ async fn serve_seeds_the_demo_brand_only_when_asked_and_never_changes_it() {
         }
     };
     let mut plain = start(false).await;
-    let res = reqwest::get(card(&plain.base_url)).await.unwrap();
+    let res = pact_tests::http_get(card(&plain.base_url)).await.unwrap();
     assert_eq!(res.status(), 404, "no demo brand unless asked");
     let status = plain.terminate().await;
     assert!(status.success(), "exit {status}\n{}", plain.output());
 
     let mut seeded = start(true).await;
-    let res = reqwest::get(card(&seeded.base_url)).await.unwrap();
+    let res = pact_tests::http_get(card(&seeded.base_url)).await.unwrap();
     assert_eq!(res.status(), 200, "the first run shows the demo card");
     let status = seeded.terminate().await;
     assert!(status.success(), "exit {status}\n{}", seeded.output());
@@ -1972,7 +1976,9 @@ async fn a_flood_of_idle_metrics_connections_leaves_the_public_listener_its_desc
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // With the flood still open, the public listener answers at once.
-    let http = reqwest::Client::new();
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
+        .build()
+        .unwrap();
     for path in ["/healthz", "/readyz"] {
         let res = http
             .get(format!("http://{listen}{path}"))

@@ -87,7 +87,7 @@ impl Server {
                 panic!("pactd exited before serving ({status}): {}", server.log());
             }
             let url = format!("http://127.0.0.1:{port}/healthz");
-            if let Ok(res) = reqwest::get(&url).await
+            if let Ok(res) = pact_tests::http_get(&url).await
                 && res.status() == 200
             {
                 return server;
@@ -875,7 +875,9 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         .env("DATABASE_URL", &db_url)
         .env("PACTD_MASTER_KEY_FILE", &new_file);
     let server = Server::start(with_new, &serve_args, port, &dir).await;
-    let res = reqwest::Client::new()
+    let res = pact_jose::with_shared_tls(reqwest::Client::builder())
+        .build()
+        .unwrap()
         .post(format!(
             "http://127.0.0.1:{}/a2a/demo/message:send",
             server.port
@@ -947,7 +949,7 @@ async fn a_pactd_keeps_running_on_a_schema_that_a_newer_release_expanded() {
         &dir,
     )
     .await;
-    let card = reqwest::get(format!(
+    let card = pact_tests::http_get(format!(
         "http://127.0.0.1:{port}/a2a/acme/.well-known/agent-card.json"
     ))
     .await

@@ -226,7 +226,9 @@ async fn agent_turn(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -
         .unwrap()
         .turns
         .push((parent.clone(), token.clone(), tools));
-    let http = reqwest::Client::new();
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
+        .build()
+        .unwrap();
     let call = |token: String| {
         let mut req = http.post(&url).bearer_auth(token).json(&json!({}));
         if let Some(p) = &parent {
@@ -316,7 +318,7 @@ impl Pactd {
             if let Some(status) = pactd.child.try_wait().unwrap() {
                 panic!("pactd exited before serving ({status}): {}", pactd.log());
             }
-            if let Ok(res) = reqwest::get(format!("{}/healthz", pactd.base)).await
+            if let Ok(res) = pact_tests::http_get(format!("{}/healthz", pactd.base)).await
                 && res.status() == 200
             {
                 return pactd;
@@ -412,7 +414,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     let pactd = Pactd::start(&app, &otlp).await;
     let base = pactd.base.clone();
     let audience = format!("{base}/a2a");
-    let http = reqwest::Client::builder()
+    let http = pact_jose::with_shared_tls(reqwest::Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -454,7 +456,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     // 2. The person: code, password, TOTP, consent, on pactd's pages.
     let jar = Arc::new(reqwest::cookie::Jar::default());
     let b = Browser {
-        client: reqwest::Client::builder()
+        client: pact_jose::with_shared_tls(reqwest::Client::builder())
             .cookie_provider(jar.clone())
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -573,7 +575,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     assert_eq!(body["active"], true);
 
     // 6. Incoming `traceparent`: honoured from the trusted proxy only.
-    let from_proxy = reqwest::Client::builder()
+    let from_proxy = pact_jose::with_shared_tls(reqwest::Client::builder())
         .local_address(IpAddr::V4(PROXY_IP))
         .build()
         .unwrap();
@@ -856,10 +858,10 @@ async fn a_collector_that_is_down_is_counted_and_logged_once_a_minute() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let page = loop {
         // Requests make spans; each batch of them fails.
-        reqwest::get(format!("{}/healthz", pactd.base))
+        pact_tests::http_get(format!("{}/healthz", pactd.base))
             .await
             .unwrap();
-        let page = reqwest::get(format!("http://{metrics}/metrics"))
+        let page = pact_tests::http_get(format!("http://{metrics}/metrics"))
             .await
             .unwrap()
             .text()
