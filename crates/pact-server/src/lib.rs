@@ -5,39 +5,24 @@
 //! persist and respond. Every error leaves through one mapping in `error.rs`.
 
 pub mod a2a;
-pub mod accounts;
 pub mod admin;
 pub mod admission;
-pub mod agent;
 pub mod auth;
-pub mod authorizations;
 pub mod background;
 pub mod client_ip;
-pub mod config;
-pub mod config_cache;
 pub mod consent;
 pub mod db_health;
-pub mod domain;
 pub mod error;
-pub mod feed;
 pub mod health;
 pub mod housekeeping;
-pub mod jobs;
-pub mod keys;
 pub mod listener;
-pub mod mail;
 pub mod merchant;
 pub mod nodes;
 pub mod oauth;
-pub mod oidc_discovery;
 pub mod operations;
-pub mod page_limits;
-pub mod pending_polls;
-pub mod rate_limit;
 pub mod receipt_log;
 pub mod registry;
 pub mod request_timeout;
-pub mod revocation;
 pub mod router;
 pub mod serve;
 pub mod state;
@@ -45,6 +30,13 @@ pub mod telemetry;
 pub mod trace_context;
 pub mod web;
 pub mod who;
+
+// The layers below, under the names the modules of this crate and the tests
+// have always used (`crate::domain::…`, `pact_server::config::…`).
+pub use pact_core::{
+    accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
+};
+pub use pact_node::{config_cache, feed, jobs, keys, oidc_discovery, pending_polls, revocation};
 
 pub use config::Config;
 pub use router::router;

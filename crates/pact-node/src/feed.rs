@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::config::ListenerSettings;
+use pact_core::config::ListenerSettings;
 
 /// A memory view may answer when its feed was proven current at `proven`
 /// (`None`: not since the listener last (re)subscribed) and `now` is at most

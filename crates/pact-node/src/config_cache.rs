@@ -69,7 +69,7 @@ pub struct MerchantSetup {
     pub agent: Option<BrandAgent>,
     pub tools: Vec<BrandTool>,
     /// The tools' scopes and limit rules, as the gate reads them.
-    pub rules: crate::domain::terms::RulesNow,
+    pub rules: pact_core::domain::terms::RulesNow,
 }
 
 /// Where a load started, so that its result is kept only if nothing changed.
@@ -268,12 +268,12 @@ impl ConfigCache {
         &self,
         db: &PgPool,
         brand: &Brand,
-    ) -> DbResult<crate::domain::terms::RulesNow> {
+    ) -> DbResult<pact_core::domain::terms::RulesNow> {
         if brand.agent_kind == "webhook" {
             Ok(self.merchant(db, &brand.id).await?.rules.clone())
         } else {
-            Ok(crate::agent::bounds::builtin_rules(
-                &crate::agent::demo_tools::all(),
+            Ok(pact_core::agent::bounds::builtin_rules(
+                &pact_core::agent::demo_tools::all(),
             ))
         }
     }
@@ -287,7 +287,7 @@ impl ConfigCache {
         let tools = pact_db::merchant::list_tools(db, brand_id).await?;
         let loaded = Arc::new(MerchantSetup {
             agent: pact_db::merchant::find_agent(db, brand_id).await?,
-            rules: crate::agent::bounds::merchant_rules(&tools),
+            rules: pact_core::agent::bounds::merchant_rules(&tools),
             tools,
         });
         self.keep(ticket, |e| {

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::domain::device_flow::{self, PollDecision, PollState, Status};
+use pact_core::domain::device_flow::{self, PollDecision, PollState, Status};
 use crate::feed::ChangeFeed;
 
 /// Past this many codes the book stops learning new ones (after dropping the
@@ -276,7 +276,7 @@ mod tests {
 
     /// A book whose feed was proven just now (and stays so for the test).
     fn live_book() -> PendingPolls {
-        let feed = Arc::new(ChangeFeed::new(&crate::config::ListenerSettings {
+        let feed = Arc::new(ChangeFeed::new(&pact_core::config::ListenerSettings {
             heartbeat_every: std::time::Duration::from_secs(600),
             heartbeat_timeout: std::time::Duration::from_secs(600),
         }));

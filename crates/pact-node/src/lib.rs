@@ -1,0 +1,19 @@
+//! What one pactd node holds in memory and runs in the background.
+//!
+//! The node's views of shared state: the signing-key snapshot chosen by
+//! `now` (`keys.rs`), the revocation view, the copy of rarely-changing rows
+//! (`config_cache.rs`) and the device codes seen pending (`pending_polls.rs`),
+//! the last two used only while the change feed is proven alive (`feed.rs`);
+//! the brands' OpenID discovery documents as last read; and the supervisor
+//! that runs the node's background jobs and restarts them (`jobs.rs`).
+//!
+//! It builds on `pact-core` and knows nothing of HTTP: `pact-server` wires
+//! these views into its state and feeds them from its listener.
+
+pub mod config_cache;
+pub mod feed;
+pub mod jobs;
+pub mod keys;
+pub mod oidc_discovery;
+pub mod pending_polls;
+pub mod revocation;
