@@ -287,7 +287,9 @@ async fn the_official_python_sdk_runs_identity_step_up_and_delegated_turns() {
         Ok(python) => python,
         Err(why) => {
             std::fs::remove_dir_all(&work).ok();
-            eprintln!("SKIPPED: the A2A Python SDK cannot be installed here: {why}");
+            pact_tests::skip(&format!(
+                "the A2A Python SDK cannot be installed here: {why}"
+            ));
             return;
         }
     };

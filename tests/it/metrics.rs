@@ -24,8 +24,8 @@ fn promtool() -> Option<()> {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        eprintln!(
-            "SKIPPED: promtool is not installed (Debian: apt-get install --no-install-recommends prometheus)"
+        pact_tests::skip(
+            "promtool is not installed (Debian: apt-get install --no-install-recommends prometheus)",
         );
     }
     found.then_some(())

@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use pact_core::domain::device_flow::{self, PollDecision, PollState, Status};
 use crate::feed::ChangeFeed;
+use pact_core::domain::device_flow::{self, PollDecision, PollState, Status};
 
 /// Past this many codes the book stops learning new ones (after dropping the
 /// expired): each is a pending authorization the PA limits let through, and
