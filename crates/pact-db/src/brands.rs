@@ -15,6 +15,29 @@ pub struct Brand {
     pub created_at: OffsetDateTime,
 }
 
+/// Who answers a brand's turns, as `brands.agent_kind` says: the merchant's
+/// own agent behind signed webhooks (`merchant::set_agent` writes `webhook`),
+/// or a built-in agent registered under its kind (`demo`, or a test's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentKind<'a> {
+    Webhook,
+    BuiltIn(&'a str),
+}
+
+/// The `agent_kind` value of a brand answered by the merchant's own agent.
+pub const WEBHOOK_AGENT_KIND: &str = "webhook";
+
+impl Brand {
+    /// Who answers this brand's turns.
+    pub fn agent(&self) -> AgentKind<'_> {
+        if self.agent_kind == WEBHOOK_AGENT_KIND {
+            AgentKind::Webhook
+        } else {
+            AgentKind::BuiltIn(&self.agent_kind)
+        }
+    }
+}
+
 /// Brand ids appear in URLs (`/a2a/{brand_id}`), so they are restricted to a
 /// URL-safe lower-case alphabet; the table has the same check.
 pub fn is_valid_brand_id(id: &str) -> bool {

@@ -190,6 +190,15 @@ pub async fn create_with_receipt(
     Ok(Finished::of(row.stored, row.fence_ok))
 }
 
+/// Who a conversation belongs to: the brand and the personal agent's
+/// platform and `sub` (PACT §4: a context is never shared between them).
+#[derive(Clone, Copy, Debug)]
+pub struct Owner<'a> {
+    pub brand_id: &'a str,
+    pub pa_issuer: &'a str,
+    pub pa_sub: &'a str,
+}
+
 /// Locks the conversation for this turn, but only when it belongs to this
 /// exact (brand, PA issuer, PA sub): anyone else's context reads as absent, so
 /// the caller answers `Unknown contextId` for both (PACT §4). The row lock
@@ -198,10 +207,13 @@ pub async fn create_with_receipt(
 pub async fn lock_owned(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
+    owner: Owner<'_>,
 ) -> DbResult<Option<Conversation>> {
+    let Owner {
+        brand_id,
+        pa_issuer,
+        pa_sub,
+    } = owner;
     sqlx::query_as!(
         Conversation,
         "select id, brand_id, pa_issuer, pa_sub, user_sub, closed from conversations \

@@ -269,7 +269,7 @@ impl ConfigCache {
         db: &PgPool,
         brand: &Brand,
     ) -> DbResult<pact_core::domain::terms::RulesNow> {
-        if brand.agent_kind == "webhook" {
+        if brand.agent() == pact_db::brands::AgentKind::Webhook {
             Ok(self.merchant(db, &brand.id).await?.rules.clone())
         } else {
             Ok(pact_core::agent::bounds::builtin_rules(

@@ -73,6 +73,11 @@ impl BrandAgents {
         self.by_kind.insert(kind.to_owned(), agent);
     }
 
+    /// The built-in agent of this kind (`Brand::agent`'s `BuiltIn`).
+    pub fn of_kind(&self, kind: &str) -> Option<&Arc<dyn BrandAgent>> {
+        self.by_kind.get(kind)
+    }
+
     pub fn for_brand(&self, brand: &Brand) -> Option<&Arc<dyn BrandAgent>> {
         self.by_kind.get(&brand.agent_kind)
     }

@@ -46,6 +46,7 @@ use crate::domain::authz_details;
 use crate::error::{ApiError, a2a_json};
 use crate::merchant::live_turns::TurnEnd;
 use crate::state::AppState;
+use pact_db::brands::AgentKind;
 
 /// How often a retry looks again for the reply of a running turn.
 const RETRY_POLL: Duration = Duration::from_millis(50);
@@ -276,7 +277,12 @@ async fn begin(
     let mut tx = state.relaxed_db.begin().await?;
 
     // The conversation row lock orders claims of one context across nodes.
-    let conversation = conversations::lock_owned(&mut *tx, id, &brand.id, iss, sub)
+    let owner = conversations::Owner {
+        brand_id: &brand.id,
+        pa_issuer: iss,
+        pa_sub: sub,
+    };
+    let conversation = conversations::lock_owned(&mut *tx, id, owner)
         .await?
         .ok_or_else(A2aError::unknown_context)?;
     if conversation.closed {
@@ -361,52 +367,55 @@ async fn run_claimed(
     let offered: BTreeSet<String> = scope_rows.iter().map(|s| s.scope_id.clone()).collect();
     let context_id = conversation_id.to_string();
 
-    let (text, mut record, mut end) = if brand.agent_kind == "webhook" {
-        let turn = crate::merchant::turn::WebhookTurn {
-            caller,
-            delegation,
-            conversation_id,
-            fresh,
-            message_id: &incoming.message_id,
-            text: &incoming.text,
-            offered: &offered,
-            request_id,
-        };
-        crate::merchant::turn::run(state, turn)
-            .instrument(tracing::debug_span!(
-                "brand_agent",
-                pact.agent_kind = "webhook"
-            ))
-            .await
-            .map_err(|e| {
-                // For the operator: the brand and the cause; never a secret or token.
-                tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
-                ApiError::AgentUnavailable
-            })?
-    } else {
-        let agent = state.agents.for_brand(brand).ok_or_else(|| {
-            ApiError::Internal(format!("no brand agent of kind {:?}", brand.agent_kind).into())
-        })?;
-        // Built-in tools run on a plain pooled connection, outside any transaction.
-        let rules = bounds::builtin_rules(&crate::agent::demo_tools::all());
-        let mut conn = state.db.acquire().await?;
-        let mut gate = ToolGate::new(&mut conn, brand, &offered, delegation, &rules);
-        let turn = Turn {
-            brand,
-            pa_issuer: iss,
-            pa_sub: sub,
-            context_id: &context_id,
-            text: &incoming.text,
-        };
-        let text = agent
-            .respond(turn, &mut gate)
-            .instrument(tracing::debug_span!("brand_agent", pact.agent_kind = %brand.agent_kind))
-            .await
-            .map_err(|e| match e {
-                AgentError::DatabaseUnavailable => ApiError::Unavailable,
-                e @ AgentError::Failed(_) => ApiError::internal(e),
+    let (text, mut record, mut end) = match brand.agent() {
+        AgentKind::Webhook => {
+            let turn = crate::merchant::turn::WebhookTurn {
+                caller,
+                delegation,
+                conversation_id,
+                fresh,
+                message_id: &incoming.message_id,
+                text: &incoming.text,
+                offered: &offered,
+                request_id,
+            };
+            crate::merchant::turn::run(state, turn)
+                .instrument(tracing::debug_span!(
+                    "brand_agent",
+                    pact.agent_kind = "webhook"
+                ))
+                .await
+                .map_err(|e| {
+                    // For the operator: the brand and the cause; never a secret or token.
+                    tracing::warn!(brand = %brand.id, cause = %e, "the brand's agent failed");
+                    ApiError::AgentUnavailable
+                })?
+        }
+        AgentKind::BuiltIn(kind) => {
+            let agent = state.agents.of_kind(kind).ok_or_else(|| {
+                ApiError::Internal(format!("no brand agent of kind {kind:?}").into())
             })?;
-        (text, gate.into_record(), None)
+            // Built-in tools run on a plain pooled connection, outside any transaction.
+            let rules = bounds::builtin_rules(&crate::agent::demo_tools::all());
+            let mut conn = state.db.acquire().await?;
+            let mut gate = ToolGate::new(&mut conn, brand, &offered, delegation, &rules);
+            let turn = Turn {
+                brand,
+                pa_issuer: iss,
+                pa_sub: sub,
+                context_id: &context_id,
+                text: &incoming.text,
+            };
+            let text = agent
+                .respond(turn, &mut gate)
+                .instrument(tracing::debug_span!("brand_agent", pact.agent_kind = %kind))
+                .await
+                .map_err(|e| match e {
+                    AgentError::DatabaseUnavailable => ApiError::Unavailable,
+                    e @ AgentError::Failed(_) => ApiError::internal(e),
+                })?;
+            (text, gate.into_record(), None)
+        }
     };
 
     // Phase 3. A delegated turn's receipt is chained at the head phase 1 read

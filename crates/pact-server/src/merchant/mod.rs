@@ -35,7 +35,7 @@ pub const HISTORY_TURNS: i64 = 20;
 /// The card's skills for a brand answered by its own agent: one general
 /// skill in the brand's words (the agent's real abilities are the merchant's).
 pub fn skills(brand: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkill> {
-    if brand.agent_kind != "webhook" {
+    if brand.agent() != pact_db::brands::AgentKind::Webhook {
         return Vec::new();
     }
     vec![pact_proto::card::AgentSkill {

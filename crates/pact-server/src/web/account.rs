@@ -672,6 +672,12 @@ pub async fn confirm_revoke(
     Ok(render(&page, StatusCode::OK))
 }
 
+/// What a confirmation page's button posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct ConfirmForm {
+    confirm: Option<String>,
+}
+
 /// `POST /account/grants/{id}/revoke` (from the confirmation page): the
 /// agent's access ends now, on every node — the rows are the truth every
 /// delegated turn re-checks, the table trigger notifies the other nodes, and
@@ -685,8 +691,9 @@ pub async fn revoke(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let form: ConfirmForm = form.decode()?;
     let (brand, person, grant) = own_grant(&state, session, &id).await?;
-    if form.get("confirm") != Some("yes") {
+    if form.confirm.as_deref() != Some("yes") {
         // Only the confirmation page's button says yes.
         return Ok(Redirect::to(&format!("/account/grants/{}/revoke", grant.id)).into_response());
     }

@@ -107,6 +107,13 @@ fn reauthenticated(user: &User, session: &Session, given: &str, now: OffsetDateT
     }
 }
 
+/// What the confirmation page posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct DeleteForm {
+    confirm: Option<String>,
+    password: Option<String>,
+}
+
 /// `POST /account/delete` (from the confirmation page).
 pub async fn delete(
     State(state): State<AppState>,
@@ -116,12 +123,13 @@ pub async fn delete(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let form: DeleteForm = form.decode()?;
     let (brand_name, user) = own_account(&state, session).await?;
-    if form.get("confirm") != Some("yes") {
+    if form.confirm.as_deref() != Some("yes") {
         return Ok(Redirect::to("/account/delete").into_response());
     }
     let now = state.clock.now();
-    if !reauthenticated(&user, session, form.get("password").unwrap_or(""), now) {
+    if !reauthenticated(&user, session, form.password.as_deref().unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
             i18n::t("del-err-password")
         } else {

@@ -422,6 +422,12 @@ async fn code_was_used(state: &AppState, code: &str) -> Result<bool, pact_db::Er
 
 /// `POST /device`: confirm the code. An anonymous visitor gets a session
 /// only here, once a valid code gives it something to remember.
+/// What the code-entry page posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct CodeForm {
+    user_code: Option<String>,
+}
+
 pub async fn confirm(
     State(state): State<AppState>,
     ip: ClientIp,
@@ -430,9 +436,10 @@ pub async fn confirm(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    let form: CodeForm = form.decode()?;
     limit_code_entry(&state, &visitor, &ip)?;
 
-    let typed = form.get("user_code").unwrap_or("");
+    let typed = form.user_code.as_deref().unwrap_or("");
     let signed_in = browser.signed_in();
     let Some(code) = user_code::normalise(typed) else {
         return entry_again(
@@ -929,6 +936,13 @@ async fn approve_operations(
 /// decided, and go back to it: the consent page then asks to sign in again
 /// (PACT §5.2: the grant is for the person who approves). A plain form, so
 /// it works without JavaScript.
+/// What "Not you?" on the consent page posts (besides its CSRF token): the
+/// request the page showed.
+#[derive(Debug, serde::Deserialize)]
+struct NotYouForm {
+    authorization: Option<String>,
+}
+
 pub async fn not_you(
     State(state): State<AppState>,
     browser: Browser,
@@ -936,11 +950,12 @@ pub async fn not_you(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
+    let form: NotYouForm = form.decode()?;
     let Some(id) = old.device_authorization_id else {
         return Ok(see_other("/device"));
     };
     // Like Approve: the form must be for the request the session holds.
-    if form.get("authorization") != Some(id.to_string().as_str()) {
+    if form.authorization.as_deref() != Some(id.to_string().as_str()) {
         return Err(PageError::Forbidden(i18n::t(
             "consent-err-other-request-not-you",
         )));

@@ -388,6 +388,15 @@ pub async fn get_login(
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
 
+/// What the sign-in page posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct SignInForm {
+    brand: Option<String>,
+    next: Option<String>,
+    email: Option<String>,
+    password: Option<String>,
+}
+
 pub async fn post_login(
     State(state): State<AppState>,
     ip: ClientIp,
@@ -396,9 +405,10 @@ pub async fn post_login(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
+    let form: SignInForm = form.decode()?;
     let old = visitor.session();
-    let brand = brand_for(&state, form.get("brand"), old).await?;
-    let next = security::safe_next(form.get("next"));
+    let brand = brand_for(&state, form.brand.as_deref(), old).await?;
+    let next = security::safe_next(form.next.as_deref());
     i18n::set_here(login_path(Some(&brand.id), &next));
     let agent_name = asking_agent(&state, old, &brand.id).await?;
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
@@ -427,10 +437,11 @@ pub async fn post_login(
     };
 
     let email = form
-        .get("email")
+        .email
+        .as_deref()
         .map(|e| e.trim().to_lowercase())
         .unwrap_or_default();
-    let given = form.get("password").unwrap_or("");
+    let given = form.password.as_deref().unwrap_or("");
     if email.is_empty() || given.is_empty() {
         return Ok(page(
             &i18n::t("login-err-empty"),
@@ -667,6 +678,14 @@ enum Checked {
     Reused,
 }
 
+/// What the second-factor page posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct SecondFactorForm {
+    next: Option<String>,
+    code: Option<String>,
+    recovery_code: Option<String>,
+}
+
 pub async fn post_second_factor(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -674,7 +693,8 @@ pub async fn post_second_factor(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let next = security::safe_next(form.get("next"));
+    let form: SecondFactorForm = form.decode()?;
+    let next = security::safe_next(form.next.as_deref());
     let Some(who) = who(&state, old).await? else {
         return not_for_second_factor(Some(old), &next);
     };
@@ -702,8 +722,8 @@ pub async fn post_second_factor(
         with_headers(render(&p, status), None, retry)
     };
 
-    let code = form.get("code");
-    let recovery_code = form.get("recovery_code");
+    let code = form.code.as_deref();
+    let recovery_code = form.recovery_code.as_deref();
     if code.is_none() && recovery_code.is_none() {
         return Ok(page(
             &i18n::t("mfa-err-empty"),

@@ -292,6 +292,21 @@ pub async fn get_totp(
         .await
 }
 
+/// What the authenticator set-up page posts (besides its CSRF token): the
+/// sealed secret it was shown, and the first code from it.
+#[derive(Debug, serde::Deserialize)]
+struct TotpForm {
+    next: Option<String>,
+    sealed: Option<String>,
+    code: Option<String>,
+}
+
+/// A form that posts only where to go next.
+#[derive(Debug, serde::Deserialize)]
+struct NextForm {
+    next: Option<String>,
+}
+
 pub async fn post_totp(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -299,7 +314,8 @@ pub async fn post_totp(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (_, form) = guard_post(&state, &headers, &browser, &body)?;
-    let next = security::safe_next(form.get("next"));
+    let form: TotpForm = form.decode()?;
+    let next = security::safe_next(form.next.as_deref());
     let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
         Ok(v) => v,
@@ -307,7 +323,7 @@ pub async fn post_totp(
     };
     let user = who.user();
     let expired = || PageError::BadRequest(i18n::t("totp-err-expired"));
-    let sealed_text = form.get("sealed").ok_or_else(expired)?;
+    let sealed_text = form.sealed.as_deref().ok_or_else(expired)?;
     let sealed = URL_SAFE_NO_PAD
         .decode(sealed_text.trim())
         .map_err(|_| expired())?;
@@ -341,7 +357,7 @@ pub async fn post_totp(
             )
             .await;
     }
-    let Some(code) = form.get("code") else {
+    let Some(code) = form.code.as_deref() else {
         return setup
             .render(
                 &secret,
@@ -435,7 +451,7 @@ pub async fn post_recovery_codes(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (s, form) = guard_post(&state, &headers, &browser, &body)?;
-    let next = security::safe_next(form.get("next"));
+    let next = security::safe_next(form.decode::<NextForm>()?.next.as_deref());
     let now = state.clock.now();
     let Some(Who::SignedIn(user)) = who(&state, s).await? else {
         return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));

@@ -105,6 +105,13 @@ pub async fn get_forgot(
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
 
+/// What "Forgot your password?" posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct ForgotForm {
+    brand: Option<String>,
+    email: Option<String>,
+}
+
 pub async fn post_forgot(
     State(state): State<AppState>,
     ip: ClientIp,
@@ -114,7 +121,8 @@ pub async fn post_forgot(
 ) -> Result<Response, PageError> {
     not_offered(&state)?;
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let brand = brand_for(&state, form.get("brand"), visitor.session()).await?;
+    let form: ForgotForm = form.decode()?;
+    let brand = brand_for(&state, form.brand.as_deref(), visitor.session()).await?;
     i18n::set_here(format!(
         "/login/forgot?brand={}",
         super::login::enc(&brand.id)
@@ -132,7 +140,8 @@ pub async fn post_forgot(
         with_headers(render(&p, status), None, retry)
     };
     let email = form
-        .get("email")
+        .email
+        .as_deref()
         .map(|e| e.trim().to_lowercase())
         .unwrap_or_default();
     if !plausible_email(&email) {
@@ -289,6 +298,14 @@ pub async fn get_reset(
     Ok(with_headers(render(&page, StatusCode::OK), cookie, None))
 }
 
+/// What the new-password page posts (besides its CSRF token).
+#[derive(Debug, serde::Deserialize)]
+struct ResetForm {
+    token: Option<String>,
+    password: Option<String>,
+    confirm: Option<String>,
+}
+
 pub async fn post_reset(
     State(state): State<AppState>,
     ip: ClientIp,
@@ -298,7 +315,8 @@ pub async fn post_reset(
 ) -> Result<Response, PageError> {
     not_offered(&state)?;
     let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let token = form.get("token").unwrap_or("").to_owned();
+    let form: ResetForm = form.decode()?;
+    let token = form.token.clone().unwrap_or_default();
     let now = state.clock.now();
     let Some((user, brand)) = link_owner(&state, &token, now).await? else {
         return Err(dead_link());
@@ -318,8 +336,8 @@ pub async fn post_reset(
         };
         with_headers(render(&p, status), None, None)
     };
-    let new = form.get("password").unwrap_or("");
-    if new != form.get("confirm").unwrap_or("") {
+    let new = form.password.as_deref().unwrap_or("");
+    if new != form.confirm.as_deref().unwrap_or("") {
         return Ok(page(
             Some(&i18n::t("reset-err-mismatch")),
             StatusCode::BAD_REQUEST,

@@ -42,6 +42,47 @@ macro_rules! owner_of {
     }};
 }
 
+/// The card's text: name, description and skills (a JSON array).
+#[derive(Debug, serde::Deserialize)]
+struct CardForm {
+    name: Option<String>,
+    description: Option<String>,
+    skills: Option<String>,
+}
+
+/// How long a grant of the brand lives, in days (blank: the default).
+#[derive(Debug, serde::Deserialize)]
+struct LifetimeForm {
+    days: Option<String>,
+}
+
+/// The brand's admission policy, or `default`.
+#[derive(Debug, serde::Deserialize)]
+struct AdmissionForm {
+    policy: Option<String>,
+}
+
+/// An `authorization_details` type: its name and, to add or change it, its
+/// declaration (JSON).
+#[derive(Debug, serde::Deserialize)]
+struct DetailsTypeForm {
+    type_name: Option<String>,
+    declaration: Option<String>,
+}
+
+/// A merchant tool as the brand page edits it (to remove one, only `name`).
+#[derive(Debug, serde::Deserialize)]
+struct ToolForm {
+    name: Option<String>,
+    scope: Option<String>,
+    url: Option<String>,
+    description: Option<String>,
+    /// Field paths, one per line or comma-separated.
+    enforce: Option<String>,
+    input_schema: Option<String>,
+    summary: Option<String>,
+}
+
 pub async fn card_text(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -50,16 +91,17 @@ pub async fn card_text(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.card");
+    let form: CardForm = form.decode()?;
     // A blank skills field is the brand agent's own skills.
-    let skills = match form.get("skills") {
+    let skills = match form.skills.as_deref() {
         None => Vec::new(),
         Some(raw) => serde_json::from_str(raw).map_err(|e| {
             PageError::BadRequest(format!("The skills are not a JSON array of skills: {e}"))
         })?,
     };
     let edit = brand_settings::CardEdit {
-        name: form.get("name"),
-        description: Some(form.get("description").unwrap_or("")),
+        name: form.name.as_deref(),
+        description: Some(form.description.as_deref().unwrap_or("")),
         skills: Some(skills),
     };
     let mut tx = state.db.begin().await?;
@@ -78,7 +120,8 @@ pub async fn grant_lifetime(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.grant_lifetime");
-    let raw = form.get("days").unwrap_or("").trim();
+    let form: LifetimeForm = form.decode()?;
+    let raw = form.days.as_deref().unwrap_or("").trim();
     let days = if raw.is_empty() {
         None
     } else {
@@ -104,7 +147,8 @@ pub async fn admission(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.admission");
-    let policy = match form.get("policy").unwrap_or("") {
+    let form: AdmissionForm = form.decode()?;
+    let policy = match form.policy.as_deref().unwrap_or("") {
         "default" => None,
         other => Some(crate::admission::Policy::parse(other).ok_or_else(|| {
             PageError::BadRequest("Choose allowlist, registry, open or the server default.".into())
@@ -126,8 +170,9 @@ pub async fn upsert_details_type(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "details_type.upsert");
-    let name = form.get("type_name").unwrap_or("").trim().to_owned();
-    let declaration = serde_json::from_str(form.get("declaration").unwrap_or(""))
+    let form: DetailsTypeForm = form.decode()?;
+    let name = form.type_name.as_deref().unwrap_or("").trim().to_owned();
+    let declaration = serde_json::from_str(form.declaration.as_deref().unwrap_or(""))
         .map_err(|e| PageError::BadRequest(format!("The declaration is not valid: {e}")))?;
     let mut tx = state.db.begin().await?;
     brand_settings::upsert_details_type(
@@ -152,7 +197,8 @@ pub async fn remove_details_type(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "details_type.remove");
-    let name = form.get("type_name").unwrap_or("");
+    let form: DetailsTypeForm = form.decode()?;
+    let name = form.type_name.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
     brand_settings::remove_details_type(&mut tx, &who.actor, Some(&staff.ip), &b, name)
         .await
@@ -169,15 +215,16 @@ pub async fn upsert_tool(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "tool.upsert");
-    let text = |k: &str| form.get(k).unwrap_or("").trim().to_owned();
-    let scope = Some(text("scope")).filter(|s| !s.is_empty());
-    let enforce = text("enforce")
+    let form: ToolForm = form.decode()?;
+    let text = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
+    let scope = Some(text(&form.scope)).filter(|s| !s.is_empty());
+    let enforce = text(&form.enforce)
         .split([',', '\n'])
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(str::to_owned)
         .collect();
-    let schema = text("input_schema");
+    let schema = text(&form.input_schema);
     let input_schema = if schema.is_empty() {
         None
     } else {
@@ -186,13 +233,13 @@ pub async fn upsert_tool(
         })?)
     };
     let def = ToolDefinition {
-        name: text("name"),
+        name: text(&form.name),
         scope,
-        url: text("url"),
-        description: text("description"),
+        url: text(&form.url),
+        description: text(&form.description),
         enforce,
         input_schema,
-        summary: text("summary"),
+        summary: text(&form.summary),
     };
     let mut tx = state.db.begin().await?;
     brand_settings::upsert_tool(&mut tx, &who.actor, Some(&staff.ip), &b, def)
@@ -210,7 +257,8 @@ pub async fn remove_tool(
     body: Bytes,
 ) -> Result<Response, PageError> {
     let (form, who, b) = owner_of!(state, headers, staff, body, id, "tool.remove");
-    let name = form.get("name").unwrap_or("");
+    let form: ToolForm = form.decode()?;
+    let name = form.name.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
     brand_settings::remove_tool(&mut tx, &who.actor, Some(&staff.ip), &b, name)
         .await

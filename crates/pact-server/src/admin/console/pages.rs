@@ -354,8 +354,54 @@ struct ConfirmPage {
 }
 
 /// Whether the form is the confirmed one.
-fn confirmed(form: &crate::web::form::Fields) -> bool {
-    form.get("confirm") == Some("yes")
+/// A console form that names an agent platform, with the reason staff give.
+#[derive(Debug, serde::Deserialize)]
+struct PlatformForm {
+    issuer: Option<String>,
+    reason: Option<String>,
+}
+
+/// Blocking or unblocking a host: the host, and the reason for a block.
+#[derive(Debug, serde::Deserialize)]
+struct HostForm {
+    host: Option<String>,
+    reason: Option<String>,
+}
+
+/// Registering an agent platform: the two it must have, the name it may, and
+/// its links (a blank one keeps what is stored).
+#[derive(Debug, serde::Deserialize)]
+struct RegisterForm {
+    issuer: Option<String>,
+    jwks_uri: Option<String>,
+    name: Option<String>,
+    homepage: Option<String>,
+    logo_uri: Option<String>,
+    policy_uri: Option<String>,
+    tos_uri: Option<String>,
+}
+
+/// A brand's scope, added or changed or removed on the brand page.
+#[derive(Debug, serde::Deserialize)]
+struct ScopeForm {
+    scope_id: Option<String>,
+    description: Option<String>,
+    requires_mfa: Option<String>,
+    unverified_allowed: Option<String>,
+}
+
+/// A revocation asked for on the console: the reason staff give, and `yes`
+/// once they confirmed on the page that says what it will do.
+#[derive(Debug, serde::Deserialize)]
+struct RevokeForm {
+    confirm: Option<String>,
+    reason: Option<String>,
+}
+
+impl RevokeForm {
+    fn confirmed(&self) -> bool {
+        self.confirm.as_deref() == Some("yes")
+    }
 }
 
 /// Platform changes need an operator limited to no brand (a platform serves
@@ -432,7 +478,8 @@ async fn toggle_agent(
         "agent.disable"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
-    let issuer = form.get("issuer").unwrap_or("");
+    let form: PlatformForm = form.decode()?;
+    let issuer = form.issuer.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
     ops::agents::set_enabled(
         &mut tx,
@@ -440,7 +487,7 @@ async fn toggle_agent(
         Some(&staff.ip),
         issuer,
         enabled,
-        form.get("reason"),
+        form.reason.as_deref(),
     )
     .await
     .map_err(|e| match e {
@@ -472,7 +519,8 @@ async fn decide_agent(
         "agent.forget"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
-    let issuer = form.get("issuer").unwrap_or("");
+    let form: PlatformForm = form.decode()?;
+    let issuer = form.issuer.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
     if verify {
         ops::agents::verify(&mut tx, &who.actor, Some(&staff.ip), issuer).await
@@ -523,11 +571,12 @@ async fn decide_host(
         "agent.unblock_host"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
-    let host = form.get("host").unwrap_or("");
+    let form: HostForm = form.decode()?;
+    let host = form.host.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
     if block {
         let (who, ip, now) = (&who.actor, Some(staff.ip.as_str()), state.clock.now());
-        ops::agents::block_host(&mut tx, who, ip, host, form.get("reason"), now)
+        ops::agents::block_host(&mut tx, who, ip, host, form.reason.as_deref(), now)
             .await
             .map(|_| ())
     } else {
@@ -581,23 +630,20 @@ pub async fn register_agent(
             "Registering an agent platform needs the owner role, for every brand.".into(),
         ));
     }
-    let issuer = form.get("issuer").unwrap_or("");
-    let jwks_uri = form.get("jwks_uri").unwrap_or("");
-    let name = crate::admin::api::agents::check_registration(issuer, jwks_uri, form.get("name"))
-        .map_err(PageError::BadRequest)?;
+    let form: RegisterForm = form.decode()?;
+    let issuer = form.issuer.as_deref().unwrap_or("");
+    let jwks_uri = form.jwks_uri.as_deref().unwrap_or("");
+    let name =
+        crate::admin::api::agents::check_registration(issuer, jwks_uri, form.name.as_deref())
+            .map_err(PageError::BadRequest)?;
     // A blank link field keeps what is stored (the form cannot tell "remove"
     // from "not given"; the API and `pactd agent add` take "" to remove).
-    let link = |field: &str| {
-        form.get(field)
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    };
+    let link = |field: &Option<String>| field.as_deref().map(str::trim).map(str::to_owned);
     let links = crate::who::LinkFlags {
-        homepage: link("homepage"),
-        logo: link("logo_uri"),
-        policy: link("policy_uri"),
-        tos: link("tos_uri"),
+        homepage: link(&form.homepage),
+        logo: link(&form.logo_uri),
+        policy: link(&form.policy_uri),
+        tos: link(&form.tos_uri),
     };
     crate::admin::api::agents::register_with_links(
         &state, &who.actor, &staff.ip, issuer, jwks_uri, &name, &links,
@@ -1101,9 +1147,10 @@ pub async fn revoke_grant(
         .await?;
         return Err(needs_operator());
     }
+    let form: RevokeForm = form.decode()?;
     let g = visible_grant(&state, &who, &id).await?;
-    if !confirmed(&form) {
-        let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+    if !form.confirmed() {
+        let reason = ops::reason(form.reason.as_deref()).map_err(ops_page_error)?;
         let agent = pact_db::agents::find(&state.db, &g.pa_issuer)
             .await?
             .map_or_else(|| g.pa_issuer.clone(), |a| a.name);
@@ -1124,7 +1171,8 @@ pub async fn revoke_grant(
     }
     let mut tx = state.db.begin().await?;
     // Already revoked: nothing to do, the grant page says so.
-    let revoked = ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, form.get("reason"))
+    let reason = form.reason.as_deref();
+    let revoked = ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, reason)
         .await
         .map_err(ops_page_error)?;
     tx.commit().await?;
@@ -1220,7 +1268,7 @@ pub async fn customer_action(
     Path((id, action)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
+    let form: RevokeForm = guard(&state, &headers, &staff, &body)?.decode()?;
     let who = signed_in_or_redirect!(&state, &staff);
     let action = match action.as_str() {
         "unlock" => Some(CustomerAction::Unlock),
@@ -1250,8 +1298,8 @@ pub async fn customer_action(
         ),
         // Every live grant of the customer, recorded by the one function,
         // once confirmed.
-        None if !confirmed(&form) => {
-            let reason = ops::reason(form.get("reason")).map_err(ops_page_error)?;
+        None if !form.confirmed() => {
+            let reason = ops::reason(form.reason.as_deref()).map_err(ops_page_error)?;
             let page = ConfirmPage {
                 nav: nav(&who),
                 title: format!("Revoke every grant {} gave?", user.email),
@@ -1271,7 +1319,7 @@ pub async fn customer_action(
                 &who.actor,
                 Some(&staff.ip),
                 &user,
-                form.get("reason"),
+                form.reason.as_deref(),
             )
             .await
             .map_err(ops_page_error)?;
@@ -1682,11 +1730,13 @@ pub async fn upsert_scope(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     let b = brand_change_allowed(&state, &who, &staff.ip, "scope.upsert", &id).await?;
+    let form: ScopeForm = form.decode()?;
     let def = crate::admin::api::brands::ScopeDefinition {
-        scope_id: form.get("scope_id").unwrap_or("").trim().to_owned(),
-        description: form.get("description").unwrap_or("").to_owned(),
-        requires_mfa: form.get("requires_mfa").is_some(),
-        unverified_allowed: form.get("unverified_allowed").is_some(),
+        scope_id: form.scope_id.as_deref().unwrap_or("").trim().to_owned(),
+        description: form.description.unwrap_or_default(),
+        // Checkboxes: present when ticked.
+        requires_mfa: form.requires_mfa.is_some(),
+        unverified_allowed: form.unverified_allowed.is_some(),
     };
     crate::admin::api::brands::upsert_scope(&state, &who.actor, &staff.ip, &b.id, &def)
         .await
@@ -1705,7 +1755,8 @@ pub async fn remove_scope(
     let form = guard(&state, &headers, &staff, &body)?;
     let who = signed_in_or_redirect!(&state, &staff);
     let b = brand_change_allowed(&state, &who, &staff.ip, "scope.remove", &id).await?;
-    let scope = form.get("scope_id").unwrap_or("");
+    let form: ScopeForm = form.decode()?;
+    let scope = form.scope_id.as_deref().unwrap_or("");
     if !crate::admin::api::brands::remove_scope_of(&state, &who.actor, &staff.ip, &b.id, scope)
         .await
         .map_err(api_to_page)?

@@ -104,6 +104,23 @@ pub async fn get_sign_in(State(state): State<AppState>, browser: Browser) -> Res
     with_headers(render(&page, StatusCode::OK), set, None)
 }
 
+/// What the staff sign-in page posts (besides its form token).
+#[derive(Debug, serde::Deserialize)]
+struct StaffSignInForm {
+    email: Option<String>,
+    password: Option<String>,
+}
+
+/// What the second-factor and authenticator set-up pages post (besides
+/// their CSRF token): a code, or a recovery code, and on set-up the sealed
+/// secret the page was shown.
+#[derive(Debug, serde::Deserialize)]
+struct CodeForm {
+    code: Option<String>,
+    recovery_code: Option<String>,
+    sealed: Option<String>,
+}
+
 pub async fn post_sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -114,7 +131,8 @@ pub async fn post_sign_in(
     security::check_origin(&headers, &state.config.public_url)?;
     let form = Fields::parse(&body);
     let token = check_form_token(&browser, form.get("csrf"))?;
-    let email = form.get("email").unwrap_or("").trim().to_lowercase();
+    let form: StaffSignInForm = form.decode()?;
+    let email = form.email.as_deref().unwrap_or("").trim().to_lowercase();
     let again = |error: &str, status: StatusCode, retry: Option<u64>| {
         let page = SignInPage {
             csrf: token.as_str(),
@@ -166,7 +184,7 @@ pub async fn post_sign_in(
     };
     // The same argon2 work for an unknown email (a dummy hash), off the async threads.
     let stored = admin.as_ref().map(|a| a.password_hash.clone());
-    let attempt = form.get("password").unwrap_or("").to_owned();
+    let attempt = form.password.clone().unwrap_or_default();
     let verified =
         tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
             .await
@@ -268,7 +286,7 @@ pub async fn post_second_factor(
     staff: Staff,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
+    let form: CodeForm = guard(&state, &headers, &staff, &body)?.decode()?;
     let (s, admin) = match pending(&state, &staff).await? {
         Ok(v) => v,
         Err(r) => return Ok(r),
@@ -296,7 +314,7 @@ pub async fn post_second_factor(
             Some(secs.unsigned_abs()),
         ));
     }
-    if let Some(typed) = form.get("recovery_code") {
+    if let Some(typed) = form.recovery_code.as_deref() {
         return recovery_sign_in(&state, &staff, &s, &admin, typed, now, again).await;
     }
     let Some(sealed) = &admin.totp_secret_sealed else {
@@ -313,7 +331,7 @@ pub async fn post_second_factor(
         .map_err(PageError::internal)?;
     let step = totp::verify(
         &secret,
-        form.get("code").unwrap_or(""),
+        form.code.as_deref().unwrap_or(""),
         now.unix_timestamp(),
     );
     let fresh = match step {
@@ -502,7 +520,7 @@ pub async fn post_totp_setup(
     staff: Staff,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
+    let form: CodeForm = guard(&state, &headers, &staff, &body)?.decode()?;
     let (s, admin) = match pending(&state, &staff).await? {
         Ok(v) => v,
         Err(r) => return Ok(r),
@@ -514,7 +532,7 @@ pub async fn post_totp_setup(
         return Ok(see_other("/admin/second-factor", None));
     }
     let expired = || PageError::BadRequest("This setup page has expired. Open it again.".into());
-    let sealed_text = form.get("sealed").ok_or_else(expired)?;
+    let sealed_text = form.sealed.as_deref().ok_or_else(expired)?;
     let sealed = URL_SAFE_NO_PAD
         .decode(sealed_text.trim())
         .map_err(|_| expired())?;
@@ -542,7 +560,7 @@ pub async fn post_totp_setup(
     let now = state.clock.now();
     let Some(step) = totp::verify(
         &secret,
-        form.get("code").unwrap_or(""),
+        form.code.as_deref().unwrap_or(""),
         now.unix_timestamp(),
     ) else {
         return render_setup(
