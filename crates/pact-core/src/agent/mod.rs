@@ -56,7 +56,8 @@ pub trait BrandAgent: Send + Sync {
     ) -> BoxFuture<'a, Result<String, AgentError>>;
 }
 
-/// The agents available to brands, by `agent_kind`.
+/// The built-in agents available to brands, by `agent_kind`
+/// (`pact_db::brands::Brand::agent`).
 #[derive(Clone)]
 pub struct BrandAgents {
     by_kind: HashMap<String, Arc<dyn BrandAgent>>,
@@ -76,9 +77,5 @@ impl BrandAgents {
     /// The built-in agent of this kind (`Brand::agent`'s `BuiltIn`).
     pub fn of_kind(&self, kind: &str) -> Option<&Arc<dyn BrandAgent>> {
         self.by_kind.get(kind)
-    }
-
-    pub fn for_brand(&self, brand: &Brand) -> Option<&Arc<dyn BrandAgent>> {
-        self.by_kind.get(&brand.agent_kind)
     }
 }

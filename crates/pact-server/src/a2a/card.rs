@@ -18,13 +18,15 @@ pub async fn get_card(
         .ok_or(ApiError::NotFound)?;
     // The owner's skills when set (`pactd brand set --skills-json`, the API,
     // the console), otherwise the brand agent's own.
-    let skills = crate::admin::brand_settings::card_skills(&brand).unwrap_or_else(|| {
-        state
-            .agents
-            .for_brand(&brand)
-            .map(|a| a.skills(&brand))
-            .unwrap_or_else(|| crate::merchant::skills(&brand))
-    });
+    let skills =
+        crate::admin::brand_settings::card_skills(&brand).unwrap_or_else(|| match brand.agent() {
+            pact_db::brands::AgentKind::Webhook => crate::merchant::skills(&brand),
+            pact_db::brands::AgentKind::BuiltIn(kind) => state
+                .agents
+                .of_kind(kind)
+                .map(|a| a.skills(&brand))
+                .unwrap_or_default(),
+        });
     let interface_url = state.config.interface_url(&brand.id);
     // PACT §2: a brand with scopes advertises delegation (the device-code flow).
     let scopes = pact_db::scopes::list(&state.db, &brand.id).await?;
