@@ -40,7 +40,7 @@ pub enum Kind<'a> {
     /// scopes takes it over with a code of its own.
     StepUp,
     /// The link of a step-up beyond a limit: the operations to approve one
-    /// by one (`crate::operations`). The live one for exactly these is
+    /// by one (`pact_server::web::operations`). The live one for exactly these is
     /// reused. Nobody holds its device code, and no PA takes it over: its
     /// approval adds to the grants the calls were made under.
     Operation {

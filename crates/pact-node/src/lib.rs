@@ -11,9 +11,16 @@
 //! these views into its state and feeds them from its listener.
 
 pub mod config_cache;
+pub mod db_health;
 pub mod feed;
 pub mod jobs;
 pub mod keys;
+pub mod live_turns;
+pub mod node_identity;
 pub mod oidc_discovery;
+pub mod outbound;
 pub mod pending_polls;
+pub mod receipt_tree;
 pub mod revocation;
+pub mod turn_token;
+pub mod webhook_signing;

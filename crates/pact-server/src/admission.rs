@@ -112,6 +112,17 @@ struct Memory {
     in_flight: HashSet<String>,
 }
 
+/// What the door uses of its node: the pools, the clock, the copy of
+/// rarely-changing rows (blocked hosts), the JWKS cache and the PA-JWT rules.
+pub struct Around<'a> {
+    pub db: &'a pact_db::PgPool,
+    pub relaxed_db: &'a pact_db::PgPool,
+    pub clock: &'a pact_clock::Clock,
+    pub config_cache: &'a crate::config_cache::ConfigCache,
+    pub jwks: &'a pact_jose::JwksCache,
+    pub pa_rules: &'a pact_jose::PaJwtRules,
+}
+
 /// The open door: one per node.
 pub struct Door {
     settings: AdmissionSettings,
@@ -213,10 +224,10 @@ impl Door {
     /// verified claims.
     pub async fn admit(
         &self,
-        state: &crate::state::AppState,
+        node: &Around<'_>,
         jwt: &UnverifiedPaJwt,
     ) -> Result<(Agent, PaClaims), Refusal> {
-        let got = self.try_admit(state, jwt).await;
+        let got = self.try_admit(node, jwt).await;
         let result = if got.is_ok() { "admitted" } else { "refused" };
         let reason = got.as_ref().err().map_or("none", Refusal::label);
         metrics::counter!("pactd_open_admission_total", "result" => result, "reason" => reason)
@@ -226,7 +237,7 @@ impl Door {
 
     async fn try_admit(
         &self,
-        state: &crate::state::AppState,
+        node: &Around<'_>,
         jwt: &UnverifiedPaJwt,
     ) -> Result<(Agent, PaClaims), Refusal> {
         let issuer = jwt.issuer();
@@ -238,11 +249,11 @@ impl Door {
             )));
         }
         // A blocked host costs no fetch (the set is in the node's copy).
-        let blocked = state.config_cache.blocked_hosts(&state.db).await?;
+        let blocked = node.config_cache.blocked_hosts(node.db).await?;
         if host_blocked(&blocked, url.host_str().unwrap_or_default()) {
             return Err(Refusal::Blocked);
         }
-        let now = state.clock.instant();
+        let now = node.clock.instant();
         let found = {
             let memory = self.memory();
             if memory.backoffs.get(issuer).is_some_and(|b| b.until > now) {
@@ -263,11 +274,11 @@ impl Door {
             .find(jwt.kid(), jwt.alg())
             .ok_or(Refusal::NoKey)?;
         let claims = jwt
-            .verify(&key, &state.pa_rules, state.clock.now().unix_timestamp())
+            .verify(&key, node.pa_rules, node.clock.now().unix_timestamp())
             .map_err(Refusal::Token)?;
         // Verified (§3.2): the first write for this issuer.
         let name = url.host_str().unwrap_or(issuer).to_owned();
-        let mut tx = state.db.begin().await.map_err(pact_db::Error::from)?;
+        let mut tx = node.db.begin().await.map_err(pact_db::Error::from)?;
         let agent = pact_db::agents::insert_admitted(
             &mut *tx,
             issuer,
@@ -277,7 +288,7 @@ impl Door {
                 name: discovered.claimed_name.as_deref(),
                 logo_uri: discovered.claimed_logo_uri.as_deref(),
             },
-            state.clock.now(),
+            node.clock.now(),
         )
         .await?
         .ok_or(Refusal::Blocked)?;
@@ -285,7 +296,7 @@ impl Door {
             pact_db::agents::prune_unverified(&mut *tx, self.settings.max_unverified).await?;
         // Another node (or staff) stored this issuer first, and it may since
         // have been blocked: the stored row decides.
-        if !admits(Policy::Open, &agent, state.clock.now()) {
+        if !admits(Policy::Open, &agent, node.clock.now()) {
             return Err(Refusal::NotAdmitted);
         }
         tx.commit().await.map_err(pact_db::Error::from)?;
@@ -298,9 +309,9 @@ impl Door {
         // This node's JWKS cache holds an entry per admitted agent's URI; the
         // forgotten ones go with them, so the bound on rows bounds it too.
         for uri in &forgotten {
-            state.jwks.forget(uri);
+            node.jwks.forget(uri);
         }
-        if let Err(e) = state
+        if let Err(e) = node
             .jwks
             .prime(&agent.jwks_uri, discovered.keys.clone(), discovered.ttl)
         {
@@ -396,20 +407,20 @@ impl Door {
     /// Counts a request of an unverified agent; at most once a minute per
     /// agent, writes what was counted to its sighting (staff's "who knocks"),
     /// off the request's path.
-    pub fn seen(&self, state: &crate::state::AppState, agent: &Agent) {
+    pub fn seen(&self, node: &Around<'_>, agent: &Agent) {
         if agent.verified {
             return;
         }
         let Some(requests) = self.sightings.count(
             &agent.issuer,
-            state.clock.instant(),
+            node.clock.instant(),
             self.settings.max_remembered,
         ) else {
             return;
         };
-        let db = state.relaxed_db.clone();
+        let db = node.relaxed_db.clone();
         let issuer = agent.issuer.clone();
-        let now = state.clock.now();
+        let now = node.clock.now();
         tokio::spawn(async move {
             if let Err(e) = pact_db::agents::record_sighting(&db, &issuer, requests, now).await {
                 tracing::debug!(error = %e, "sighting not recorded");

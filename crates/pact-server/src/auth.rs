@@ -129,7 +129,7 @@ pub async fn authenticate_charging(
             })?;
             // Staff's "who knocks" (unverified agents only); the request
             // that admitted an agent is its first sighting already.
-            state.door.seen(state, &agent);
+            state.door.seen(&door_around(state), &agent);
             (agent, pa)
         }
         Some(agent) => {
@@ -140,7 +140,7 @@ pub async fn authenticate_charging(
             );
             return Err(ApiError::Unauthorized);
         }
-        None if policy == Policy::Open => match state.door.admit(state, &jwt).await {
+        None if policy == Policy::Open => match state.door.admit(&door_around(state), &jwt).await {
             Ok(admitted) => admitted,
             // Attacker-chosen issuers: logged at debug, so a spray does not
             // flood the log; the metric counts every refusal by reason.
@@ -182,6 +182,18 @@ pub fn charge(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
 fn rate_limited(wait: std::time::Duration) -> ApiError {
     ApiError::RateLimited {
         retry_after_secs: wait.as_secs().saturating_add(1),
+    }
+}
+
+/// What the open door uses of this node (`admission::Around`).
+fn door_around(state: &AppState) -> crate::admission::Around<'_> {
+    crate::admission::Around {
+        db: &state.db,
+        relaxed_db: &state.relaxed_db,
+        clock: &state.clock,
+        config_cache: &state.config_cache,
+        jwks: &state.jwks,
+        pa_rules: &state.pa_rules,
     }
 }
 

@@ -280,7 +280,7 @@ async fn drop_used_operations(
     Ok(())
 }
 
-/// The person's decision on a step-up beyond a limit (`crate::operations`):
+/// The person's decision on a step-up beyond a limit (`pact_core::agent::asked`):
 /// each operation asked about is added, with a budget of one use, to the
 /// live grants of this person for this platform at this brand that hold its
 /// scope (PACT §5.5: the person approves what the turn lacked; the personal
@@ -298,7 +298,7 @@ pub async fn approve_operations(
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
-    let asked = crate::operations::asked_of(auth.operations.as_ref())
+    let asked = crate::agent::asked::asked_of(auth.operations.as_ref())
         .filter(|a| !a.is_empty())
         .ok_or(ConsentError::NotFound)?;
     let mut granted = Vec::new();

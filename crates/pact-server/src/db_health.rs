@@ -11,14 +11,12 @@
 //! again; before the node says it is back, the pools' idle connections are
 //! checked and the ones the outage broke are closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Notify;
 
 use crate::error::{ApiError, DbUnavailable};
 use crate::oauth::OAuthFailure;
@@ -29,39 +27,7 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(250);
 /// A probe that takes longer than this counts as a failure.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-#[derive(Debug, Default)]
-pub struct DbHealth {
-    down: AtomicBool,
-    wake: Notify,
-    /// Asks the probe for a check now (the listener lost its connection).
-    suspect: Notify,
-}
-
-impl DbHealth {
-    pub fn is_down(&self) -> bool {
-        self.down.load(Ordering::Acquire)
-    }
-
-    /// A request met an unreachable database.
-    pub fn mark_down(&self) {
-        if !self.down.swap(true, Ordering::AcqRel) {
-            tracing::warn!("database unreachable: answering 503 until it is back");
-            self.wake.notify_one();
-        }
-    }
-
-    /// The change listener lost its connection or its heartbeat: perhaps the
-    /// database is gone; the probe checks at once.
-    pub fn suspect(&self) {
-        self.suspect.notify_one();
-    }
-
-    fn mark_up(&self) {
-        if self.down.swap(false, Ordering::AcqRel) {
-            tracing::info!("database reachable again");
-        }
-    }
-}
+pub use pact_node::db_health::DbHealth;
 
 /// Background: waits until the database is marked down (or suspected, and a
 /// check at once finds it unreachable), then probes it until it answers.
@@ -70,8 +36,8 @@ pub async fn probe(state: AppState) {
     loop {
         if !health.is_down() {
             tokio::select! {
-                () = health.wake.notified() => {}
-                () = health.suspect.notified() => {
+                () = health.woken() => {}
+                () = health.suspected() => {
                     if !reachable_now(&state).await {
                         health.mark_down();
                     }

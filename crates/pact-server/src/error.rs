@@ -168,3 +168,20 @@ impl From<sqlx::Error> for ApiError {
         pact_db::Error::from(e).into()
     }
 }
+
+/// JSON with the no-store headers RFC 6749 §5.1 requires on token responses
+/// (`oauth::oauth_json`), also used by the tool gateway and its MCP face,
+/// whose answers carry a turn's data.
+pub fn json_no_store(status: StatusCode, body: &impl serde::Serialize) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut res = Response::new(Body::from(bytes));
+    *res.status_mut() = status;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    res
+}

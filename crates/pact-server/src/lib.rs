@@ -5,6 +5,7 @@
 //! persist and respond. Every error leaves through one mapping in `error.rs`.
 
 pub mod a2a;
+pub mod accept;
 pub mod admin;
 pub mod admission;
 pub mod auth;
@@ -19,7 +20,6 @@ pub mod listener;
 pub mod merchant;
 pub mod nodes;
 pub mod oauth;
-pub mod operations;
 pub mod receipt_log;
 pub mod registry;
 pub mod request_timeout;
@@ -27,6 +27,7 @@ pub mod router;
 pub mod serve;
 pub mod state;
 pub mod telemetry;
+pub mod tool_schema;
 pub mod trace_context;
 pub mod web;
 pub mod who;

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use pact_db::nodes::NodeRow;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::state::AppState;
 
@@ -23,46 +22,7 @@ pub const GONE_AFTER: time::Duration = time::Duration::seconds(35);
 /// A row older than this is removed (housekeeping).
 pub const SWEEP_AFTER: time::Duration = time::Duration::minutes(5);
 
-/// Who this process is; the id is random per process, so a restarted node is
-/// a new row and the old one is swept.
-#[derive(Clone, Debug)]
-pub struct NodeIdentity {
-    pub id: Uuid,
-    pub hostname: String,
-    pub version: &'static str,
-    pub started_at: OffsetDateTime,
-}
-
-impl NodeIdentity {
-    pub fn new(now: OffsetDateTime) -> Self {
-        Self {
-            id: Uuid::new_v4(),
-            hostname: hostname(),
-            version: env!("CARGO_PKG_VERSION"),
-            started_at: now,
-        }
-    }
-}
-
-/// The kernel's host name (Linux), else `$HOSTNAME`, else "unknown"; bounded
-/// to what the table accepts.
-fn hostname() -> String {
-    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_default();
-    let clean: String = raw
-        .trim()
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(255)
-        .collect();
-    if clean.is_empty() {
-        "unknown".to_owned()
-    } else {
-        clean
-    }
-}
+pub use pact_node::node_identity::NodeIdentity;
 
 /// Writes this node's row now.
 pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), pact_db::Error> {
@@ -166,6 +126,7 @@ pub fn summary(nodes: &[NodeView]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn view(host: &str, listening: bool, gone: bool) -> NodeView {
         let t = OffsetDateTime::UNIX_EPOCH;

@@ -7,8 +7,6 @@
 //! the newest receipts or a whole grant's chain is provable, not merely
 //! detectable by pactd itself.
 
-use std::sync::Mutex;
-
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -26,22 +24,7 @@ use crate::state::AppState;
 /// How many pending receipts one transaction moves into the log.
 const APPEND_BATCH: i64 = 10_000;
 
-/// This node's copy of the log's leaf hashes and complete subtrees. The log
-/// is append-only, so the copy only ever grows from the database; roots and
-/// proofs then cost O(log n) hashes instead of a pass over every receipt.
-#[derive(Default)]
-pub struct LogCache {
-    tree: Mutex<Tree>,
-}
-
-impl LogCache {
-    fn with_tree<R>(&self, f: impl FnOnce(&mut Tree) -> R) -> R {
-        match self.tree.lock() {
-            Ok(mut t) => f(&mut t),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
-    }
-}
+pub use pact_node::receipt_tree::LogCache;
 
 fn to_hash(bytes: &[u8]) -> Result<Hash, ApiError> {
     bytes

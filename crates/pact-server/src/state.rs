@@ -40,22 +40,22 @@ pub struct Inner {
     /// change listener is connected (see `pending_polls.rs`).
     pub pending_polls: crate::pending_polls::PendingPolls,
     pub page_limits: crate::page_limits::PageLimits,
-    pub db_health: crate::db_health::DbHealth,
+    pub db_health: pact_node::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
     /// Webhook turns running on this node, for the tool gateway.
-    pub live_turns: crate::merchant::live_turns::LiveTurns,
-    /// Webhook signing secrets already opened (`merchant::signing`).
-    pub opened_secrets: crate::merchant::signing::OpenedSecrets,
+    pub live_turns: pact_node::live_turns::LiveTurns,
+    /// Webhook signing secrets already opened (`pact_node::webhook_signing`).
+    pub opened_secrets: pact_node::webhook_signing::OpenedSecrets,
     /// The SSRF-guarded client for calls to merchants' agents and tools.
     pub outbound: reqwest::Client,
     /// Sends password-reset links; `None` when no SMTP server is configured.
     pub mailer: Option<crate::mail::Mailer>,
-    /// This node's copy of the receipt log's Merkle tree (`receipt_log.rs`).
-    pub receipt_log: crate::receipt_log::LogCache,
+    /// This node's copy of the receipt log's Merkle tree (kept by `receipt_log.rs`).
+    pub receipt_log: pact_node::receipt_tree::LogCache,
     /// This process in the `nodes` table (its heartbeat).
-    pub node: crate::nodes::NodeIdentity,
+    pub node: pact_node::node_identity::NodeIdentity,
     /// The brands' OpenID providers' discovery documents, for back-channel logout.
     pub oidc_discovery: crate::oidc_discovery::DiscoveryCache,
 }
@@ -121,14 +121,14 @@ impl AppState {
                  (use http://localhost:PORT or a host name with --public-url)"
             );
         }
-        let outbound = crate::merchant::http::build_client(config.jwks.allow_loopback)?;
+        let outbound = pact_node::outbound::build_client(config.jwks.allow_loopback)?;
         let mailer = config
             .mail
             .as_ref()
             .map(crate::mail::Mailer::new)
             .transpose()?;
-        let node = crate::nodes::NodeIdentity::new(clock.now());
-        let turn_key = crate::merchant::turn_token::TurnKey::from_master(&config.master_key)
+        let node = pact_node::node_identity::NodeIdentity::new(clock.now());
+        let turn_key = pact_node::turn_token::TurnKey::from_master(&config.master_key)
             .map_err(StateError::TurnKey)?;
         let feed = Arc::new(crate::feed::ChangeFeed::new(&config.listener));
         Ok(Self(Arc::new(Inner {
@@ -146,10 +146,10 @@ impl AppState {
             pending_polls: crate::pending_polls::PendingPolls::new(feed.clone()),
             feed,
             page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
-            db_health: crate::db_health::DbHealth::default(),
+            db_health: pact_node::db_health::DbHealth::default(),
             webauthn,
             config,
-            live_turns: crate::merchant::live_turns::LiveTurns::new(turn_key),
+            live_turns: pact_node::live_turns::LiveTurns::new(turn_key),
             opened_secrets: Default::default(),
             outbound,
             mailer,

@@ -391,7 +391,7 @@ pub async fn serve(
     let settings = connection_settings(&state.config.connections);
     // Nobody's forwarded address is believed here: the caps count peers.
     let trusted = TrustedProxies::default();
-    crate::serve::accept_loop(
+    crate::accept::accept_loop(
         listener,
         router(state, handle),
         &settings,

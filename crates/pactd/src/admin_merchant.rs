@@ -262,7 +262,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
                 .context("invalid --input-schema JSON")?;
             // Checked here too, to name the flag; brand_settings checks it again.
             if let Some(schema) = &schema {
-                pact_server::merchant::schema::check(schema)
+                pact_server::tool_schema::check(schema)
                     .map_err(|e| anyhow::anyhow!("invalid --input-schema: {e}"))?;
             }
             let mut tx = pool.begin().await?;

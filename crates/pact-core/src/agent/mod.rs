@@ -5,6 +5,7 @@
 //! demo agent answers for `agent_kind = 'demo'`; later kinds (a webhook to the
 //! brand's own agent) plug in behind the same trait.
 
+pub mod asked;
 pub mod bounds;
 pub mod demo;
 pub mod demo_tools;

@@ -779,7 +779,7 @@ async fn operation_step_up(
     record: &GateRecord,
 ) -> Result<StepUp, Stored> {
     let now = state.clock.now();
-    let asked = crate::operations::Asked::of(&record.beyond);
+    let asked = crate::web::operations::Asked::of(&record.beyond);
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
         pa_issuer: &caller.pa.iss,

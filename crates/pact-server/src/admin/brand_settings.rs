@@ -469,7 +469,7 @@ pub async fn upsert_tool(
     // Every call's arguments are validated against it and MCP clients list
     // it as the tool's inputSchema: refuse one that cannot serve.
     if let Some(schema) = &def.input_schema {
-        crate::merchant::schema::check(schema)
+        crate::tool_schema::check(schema)
             .map_err(|e| invalid(format!("invalid input_schema: {e}")))?;
     }
     refuse_control(&json!([def.scope, def.enforce, def.input_schema]))?;

@@ -30,16 +30,17 @@ use uuid::Uuid;
 use pact_db::merchant::BrandTool;
 
 use super::live_turns::CallGuard;
-use super::{MAX_TOOL_RESPONSE_BYTES, http, mcp_client, schema, signing};
+use super::{MAX_TOOL_RESPONSE_BYTES, http, mcp_client, signing};
 use crate::agent::bounds::{self, Judged};
 use crate::agent::{Delegation, Done, ToolError};
 use crate::auth::bearer;
 use crate::domain::hidden_chars;
 use crate::domain::terms::Plan;
 use crate::state::AppState;
+use crate::tool_schema as schema;
 
 fn reply(status: StatusCode, body: &Value) -> Response {
-    let mut res = crate::oauth::oauth_json(status, body);
+    let mut res = crate::error::json_no_store(status, body);
     if status == StatusCode::UNAUTHORIZED {
         res.headers_mut().insert(
             header::WWW_AUTHENTICATE,

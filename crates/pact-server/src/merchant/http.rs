@@ -30,16 +30,7 @@ pub enum CallError {
     Transport(String),
 }
 
-pub fn build_client(allow_loopback: bool) -> Result<Client, reqwest::Error> {
-    pact_jose::with_shared_tls(Client::builder())
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        .no_proxy()
-        .https_only(!allow_loopback)
-        .dns_resolver(pact_jose::GuardedResolver::new(allow_loopback))
-        .user_agent(concat!("pactd/", env!("CARGO_PKG_VERSION")))
-        .build()
-}
+pub use pact_node::outbound::build_client;
 
 pub(crate) fn transport(e: reqwest::Error) -> CallError {
     if e.is_timeout() {

@@ -40,11 +40,11 @@ use uuid::Uuid;
 
 use super::gateway::{self, CallOutput, CallRefusal};
 use super::live_turns::{CallGuard, LiveTurn};
-use super::schema;
 use crate::agent::ToolError;
 use crate::agent::tools::scope_rule;
 use crate::auth::bearer;
 use crate::state::AppState;
+use crate::tool_schema as schema;
 
 /// The revisions pactd speaks, newest first; `initialize` answers with the
 /// client's when listed here, else with the newest (MCP lifecycle, version
@@ -61,7 +61,7 @@ const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
-    crate::oauth::oauth_json(status, body)
+    crate::error::json_no_store(status, body)
 }
 
 fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {

@@ -19,10 +19,10 @@ use serde_json::{Map, Value, json};
 use sqlx::PgConnection;
 
 use super::mcp_client::{self, Signer};
-use super::schema;
 use super::signing::WebhookSecret;
 use crate::admin::brand_settings::EditError;
 use crate::domain::hidden_chars;
+use crate::tool_schema as schema;
 
 /// Longest description kept, in bytes (as the console's tool form).
 const MAX_DESCRIPTION: usize = 1000;

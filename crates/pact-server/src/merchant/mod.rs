@@ -15,10 +15,9 @@ pub mod live_turns;
 pub mod mcp;
 pub mod mcp_client;
 pub mod mcp_import;
-pub mod schema;
-pub mod signing;
+pub use pact_node::turn_token;
+pub use pact_node::webhook_signing as signing;
 pub mod turn;
-pub mod turn_token;
 
 use time::OffsetDateTime;
 

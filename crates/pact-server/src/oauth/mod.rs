@@ -15,7 +15,6 @@ pub mod token;
 
 use std::collections::BTreeSet;
 
-use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pact_proto::oauth::{OAuthError, OAuthErrorCode};
@@ -97,19 +96,7 @@ impl FromRequestParts<AppState> for TokenCaller {
 }
 
 /// JSON with the no-store headers RFC 6749 §5.1 requires on token responses.
-pub fn oauth_json(status: StatusCode, body: &impl serde::Serialize) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut res = Response::new(Body::from(bytes));
-    *res.status_mut() = status;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    res
-}
+pub use crate::error::json_no_store as oauth_json;
 
 impl IntoResponse for OAuthFailure {
     fn into_response(self) -> Response {

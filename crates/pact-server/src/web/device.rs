@@ -125,7 +125,7 @@ struct ConsentPage<'a> {
     error: Option<&'a str>,
 }
 
-/// One call the person is asked to allow once (`crate::operations`).
+/// One call the person is asked to allow once (`crate::web::operations`).
 struct OperationRow {
     summary: String,
     beyond: String,
@@ -623,12 +623,12 @@ async fn consent_page(
         })
         .collect();
     let types = authz_details::types_from_settings(&d.brand.settings);
-    let operations: Vec<OperationRow> = crate::operations::asked_of(d.auth.operations.as_ref())
+    let operations: Vec<OperationRow> = crate::agent::asked::asked_of(d.auth.operations.as_ref())
         .unwrap_or_default()
         .iter()
         .map(|o| OperationRow {
-            summary: o.summary_text(),
-            beyond: o.beyond_text(),
+            summary: crate::web::operations::summary_text(o),
+            beyond: crate::web::operations::beyond_text(o),
         })
         .collect();
     // The entries of a one-off approval are its operations, shown above.

@@ -21,6 +21,7 @@ pub mod login;
 pub mod logos;
 pub mod mfa;
 pub mod oidc_login;
+pub mod operations;
 pub mod page;
 pub mod passkeys;
 pub mod password_reset;
