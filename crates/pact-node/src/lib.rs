@@ -4,8 +4,13 @@
 //! `now` (`keys.rs`), the revocation view, the copy of rarely-changing rows
 //! (`config_cache.rs`) and the device codes seen pending (`pending_polls.rs`),
 //! the last two used only while the change feed is proven alive (`feed.rs`);
-//! the brands' OpenID discovery documents as last read; and the supervisor
-//! that runs the node's background jobs and restarts them (`jobs.rs`).
+//! the brands' OpenID discovery documents as last read; the webhook turns
+//! running here (`live_turns.rs`, `turn_token.rs`), the webhook secrets
+//! already opened (`webhook_signing.rs`) and the client that calls merchants
+//! (`outbound.rs`); the receipt log's tree (`receipt_tree.rs`); whether the
+//! database answers (`db_health.rs`); who this process is
+//! (`node_identity.rs`); and the supervisor that runs the node's background
+//! jobs and restarts them (`jobs.rs`).
 //!
 //! It builds on `pact-core` and knows nothing of HTTP: `pact-server` wires
 //! these views into its state and feeds them from its listener.

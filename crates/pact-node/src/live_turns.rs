@@ -9,7 +9,9 @@
 //! expired. Ending the turn (reply stored or failed) removes it, so a token
 //! is useless after its turn whatever its lifetime said.
 //!
-//! Another node (behind a round-robin proxy) checks the token's signature,
+//! Another node (behind a round-robin proxy) checks the token's signature
+//! (pact-server's `merchant/live_turns.rs`, which then builds the guard with
+//! [`CallGuard::for_other_node`]),
 //! rebuilds what the gateway needs from the database (the grant and its
 //! terms, the brand's scopes and tools), and enters the turn's fence
 //! (`pact_db::turn_fences`): only while the turn has not ended, and it
@@ -30,8 +32,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::turn_token::{TurnClaims, TurnKey};
-use pact_core::agent::asked::{AskedOperation, BeyondRecord};
-use pact_core::agent::{BeyondCall, Delegation, GateRecord};
+use pact_core::agent::asked::AskedOperation;
+use pact_core::agent::{Delegation, GateRecord};
 use pact_core::domain::terms::RulesNow;
 
 /// How often a finishing turn looks again at calls in flight on other nodes.
@@ -418,21 +420,7 @@ async fn other_nodes(
 
 /// What one call on another node did, as its fence keeps it.
 fn record_json(r: &GateRecord) -> Value {
-    let beyond: Vec<AskedOperation> = r
-        .beyond
-        .iter()
-        .map(|b| AskedOperation {
-            grant_id: b.grant_id,
-            tool: b.tool.clone(),
-            scope: b.scope.clone(),
-            args: b.args.clone(),
-            args_hash: b.args_hash.clone(),
-            amounts: b.amounts.iter().map(|a| a.to_json()).collect(),
-            summary: b.summary.clone(),
-            description: b.description.clone(),
-            beyond: BeyondRecord::of(&b.beyond),
-        })
-        .collect();
+    let beyond: Vec<AskedOperation> = r.beyond.iter().map(AskedOperation::of).collect();
     json!({
         "usedScopes": r.used_scopes,
         "actions": r.actions,
@@ -475,17 +463,7 @@ fn merge_record(into: &mut GateRecord, v: &Value) {
         {
             continue;
         }
-        into.beyond.push(BeyondCall {
-            grant_id: o.grant_id,
-            tool: o.tool.clone(),
-            scope: o.scope.clone(),
-            amounts: o.amounts(),
-            beyond: o.beyond.to_beyond(),
-            args: o.args,
-            args_hash: o.args_hash,
-            summary: o.summary,
-            description: o.description,
-        });
+        into.beyond.push(o.into_call());
     }
 }
 

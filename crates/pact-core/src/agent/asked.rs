@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::BeyondCall;
 use crate::domain::limits::{self, FieldKind};
 use crate::domain::money::Amount;
 use crate::domain::terms::{Beyond, BeyondWhy};
@@ -97,6 +98,37 @@ impl BeyondRecord {
 }
 
 impl AskedOperation {
+    /// A call the tool gate found beyond a limit, as it is stored.
+    pub fn of(c: &BeyondCall) -> Self {
+        Self {
+            grant_id: c.grant_id,
+            tool: c.tool.clone(),
+            scope: c.scope.clone(),
+            args: c.args.clone(),
+            args_hash: c.args_hash.clone(),
+            amounts: c.amounts.iter().map(|a| a.to_json()).collect(),
+            summary: c.summary.clone(),
+            description: c.description.clone(),
+            beyond: BeyondRecord::of(&c.beyond),
+        }
+    }
+
+    /// Back to the tool gate's form (a call made on another node, read
+    /// from the turn's fence).
+    pub fn into_call(self) -> BeyondCall {
+        BeyondCall {
+            grant_id: self.grant_id,
+            amounts: self.amounts(),
+            beyond: self.beyond.to_beyond(),
+            tool: self.tool,
+            scope: self.scope,
+            args: self.args,
+            args_hash: self.args_hash,
+            summary: self.summary,
+            description: self.description,
+        }
+    }
+
     /// The amounts the approved call may move.
     pub fn amounts(&self) -> Vec<Amount> {
         self.amounts.iter().filter_map(Amount::from_json).collect()

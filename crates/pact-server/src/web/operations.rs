@@ -43,20 +43,7 @@ pub struct Asked {
 
 impl Asked {
     pub fn of(calls: &[BeyondCall]) -> Self {
-        let ops: Vec<AskedOperation> = calls
-            .iter()
-            .map(|c| AskedOperation {
-                grant_id: c.grant_id,
-                tool: c.tool.clone(),
-                scope: c.scope.clone(),
-                args: c.args.clone(),
-                args_hash: c.args_hash.clone(),
-                amounts: c.amounts.iter().map(|a| a.to_json()).collect(),
-                summary: c.summary.clone(),
-                description: c.description.clone(),
-                beyond: BeyondRecord::of(&c.beyond),
-            })
-            .collect();
+        let ops: Vec<AskedOperation> = calls.iter().map(AskedOperation::of).collect();
         i18n::with_lang(i18n::Lang::En, || {
             let entries: Vec<Value> = ops
                 .iter()
