@@ -10,67 +10,21 @@
 //!
 //! Screenshots of every page land in `target/browser-screenshots/admin-<journey>/`.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-
 use pact_tests::TestApp;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
 const ISS: &str = "https://pa.example";
 const PASSWORD: &str = "correct horse battery staple";
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-async fn run_journey(journey: &str, input: &mut Value) -> Value {
-    let dir = workspace().join("tests/browser");
-    if !dir.join("node_modules/playwright-core").exists() {
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm is needed for the browser tests (apt-get install -y nodejs npm)");
-        assert!(status.success(), "npm ci failed in tests/browser");
-    }
-    let shots = workspace().join(format!("target/browser-screenshots/admin-{journey}"));
-    std::fs::remove_dir_all(&shots).ok();
-    std::fs::create_dir_all(&shots).unwrap();
-    input["shots"] = json!(shots);
-    let mut child = tokio::process::Command::new("node")
-        .arg("admin.mjs")
-        .arg(journey)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node is needed for the browser tests");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .await
-        .unwrap();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
-        .await
-        .expect("the journey did not finish in 90 s")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{journey} journey failed:\n{stderr}\n{stdout}\nscreenshots: {}",
-        shots.display()
-    );
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
+async fn run_journey(journey: &str, input: &Value) -> Value {
+    pact_tests::browser::run(
+        "admin.mjs",
+        journey,
+        &format!("admin-{journey}"),
+        input.clone(),
+    )
+    .await
 }
 
 /// Every page the journey measured (tests/browser/admin.mjs `measure`), and
@@ -245,7 +199,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     .unwrap();
     tx.commit().await.unwrap();
 
-    let mut input = json!({
+    let input = json!({
         "base": a.state.config.public_url,
         "password": PASSWORD,
         "issuer": ISS,
@@ -261,7 +215,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
         "new_issuer": "https://new-agent.example",
         "agent_name": "Test PA",
     });
-    let out = run_journey("console", &mut input).await;
+    let out = run_journey("console", &input).await;
 
     // The agent's next delegated call, on the other node, is refused.
     let after = b
@@ -402,7 +356,7 @@ async fn an_admin_signs_in_with_a_passkey_and_a_recovery_code_works_once() {
         .await
         .unwrap()
         .unwrap();
-    let mut input = json!({
+    let input = json!({
         "base": app.state.config.public_url,
         "password": PASSWORD,
         "admin": "ops@example.com",
@@ -411,7 +365,7 @@ async fn an_admin_signs_in_with_a_passkey_and_a_recovery_code_works_once() {
         "viewer": "desk@example.com",
         "viewer_totp_hex": viewer_totp,
     });
-    let out = run_journey("factors", &mut input).await;
+    let out = run_journey("factors", &input).await;
     assert_fits(&out, &["recovery-codes", "account", "second-factor"]);
 
     // The passkey is the admin's, and it signed the admin in.

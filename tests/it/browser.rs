@@ -5,85 +5,18 @@
 //!
 //! Screenshots of every page land in `target/browser-screenshots/<journey>/`.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::OnceLock;
-
 use pact_tests::TestApp;
 use pact_tests::pages::{add_totp, add_user};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 const ISS: &str = "https://pa.example";
 const PASSWORD: &str = "correct horse battery staple";
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-/// `npm ci` once per test run when playwright-core is not installed yet.
-fn ensure_playwright() {
-    static READY: OnceLock<()> = OnceLock::new();
-    READY.get_or_init(|| {
-        let dir = workspace().join("tests/browser");
-        if dir.join("node_modules/playwright-core").exists()
-            && dir.join("node_modules/axe-core").exists()
-        {
-            return;
-        }
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm is needed for the browser tests (apt-get install -y nodejs npm)");
-        assert!(status.success(), "npm ci failed in tests/browser");
-    });
-    assert!(
-        Path::new("/usr/bin/chromium").exists(),
-        "the browser tests need Debian's Chromium: apt-get install -y chromium (.ci/run does it)"
-    );
-}
-
-/// Runs one journey; panics with the script's stderr unless it succeeds.
-pub(crate) async fn journey(name: &str, mut input: Value) -> Value {
-    ensure_playwright();
-    let dir = input["shots_name"].as_str().unwrap_or(name).to_owned();
-    let shots = workspace().join("target/browser-screenshots").join(dir);
-    std::fs::remove_dir_all(&shots).ok();
-    std::fs::create_dir_all(&shots).unwrap();
-    input["shots"] = json!(shots);
-    let mut child = tokio::process::Command::new("node")
-        .arg("journeys.mjs")
-        .arg(name)
-        .current_dir(workspace().join("tests/browser"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node is needed for the browser tests");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .await
-        .unwrap();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output())
-        .await
-        .expect("the browser journey did not finish in 90 s")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "journey {name} failed:\n{stderr}\n{stdout}\nscreenshots: {}",
-        shots.display()
-    );
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or("{}")).unwrap()
+/// Runs one journey of `journeys.mjs`; panics with the script's stderr
+/// unless it succeeds.
+pub(crate) async fn journey(name: &str, input: Value) -> Value {
+    let shots = input["shots_name"].as_str().unwrap_or(name).to_owned();
+    pact_tests::browser::run("journeys.mjs", name, &shots, input).await
 }
 
 /// pactd on `http://localhost:PORT` (a WebAuthn relying party needs a domain

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod booking;
+pub mod browser;
 pub mod db;
 pub mod delegation;
 pub mod held;
