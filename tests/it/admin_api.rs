@@ -314,6 +314,18 @@ async fn every_documented_route_exists_and_answers() {
             None,
             "resetCustomerSecondFactors",
         ),
+        (
+            "post",
+            format!("/customers/{}/disable", user.id),
+            None,
+            "disableCustomer",
+        ),
+        (
+            "post",
+            format!("/customers/{}/enable", user.id),
+            None,
+            "enableCustomer",
+        ),
         ("get", "/agents".into(), None, "listAgents"),
         (
             "post",
@@ -472,6 +484,13 @@ async fn every_documented_route_exists_and_answers() {
             "unblockHost",
         ),
         ("get", "/audit".into(), None, "listAudit"),
+        // Last: the account is gone after it.
+        (
+            "post",
+            format!("/customers/{}/remove", user.id),
+            None,
+            "removeCustomer",
+        ),
     ];
     let mut documented: Vec<String> = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
@@ -583,6 +602,9 @@ async fn each_role_may_do_what_it_should_and_no_more() {
         (format!("/customers/{}/reset-second-factors", user.id), None),
         (format!("/customers/{}/sign-out", user.id), None),
         (format!("/customers/{}/revoke-grants", user.id), None),
+        (format!("/customers/{}/disable", user.id), None),
+        (format!("/customers/{}/enable", user.id), None),
+        (format!("/customers/{}/remove", user.id), None),
         (
             "/agents/disable".to_owned(),
             Some(json!({"issuer": ISS, "reason": "x"})),
@@ -629,6 +651,23 @@ async fn each_role_may_do_what_it_should_and_no_more() {
         "forbidden",
     )
     .await;
+    // Erasing a customer's account is the owner's call.
+    call_refused(
+        &app,
+        &operator,
+        "post",
+        &format!("/customers/{}/remove", user.id),
+        None,
+        403,
+        "forbidden",
+    )
+    .await;
+    assert!(
+        pact_db::users::find_by_email(&app.db, "demo", "ann@example.com")
+            .await
+            .unwrap()
+            .is_some()
+    );
     let v = call_ok(
         &app,
         &operator,
@@ -904,6 +943,131 @@ async fn a_revocation_through_the_api_is_refused_on_another_node() {
         b.hears_revocation(grant).await,
         "node B did not hear of the revocation"
     );
+    b.stop().await;
+}
+
+/// Disabling a customer's account ends every agent's access at once, on
+/// another node too; enabling it lets the customer sign in again but gives no
+/// agent its access back; removing it (owner only) erases the account and
+/// keeps the revoked grant as evidence. Each is one audited action, the same
+/// the console and the command line take.
+#[tokio::test]
+async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_erases_them() {
+    let a = app().await;
+    let b = a.spawn_peer(same_public_url).await;
+    let operator = credential(&a, "sec", "operator", None).await;
+    let owner = credential(&a, "boss", "owner", None).await;
+    let pa = a.registered_pa(ISS).await;
+    let tokens = a
+        .node_connect("demo", &pa, SUB, "alice", &["orders:read"], None)
+        .await;
+    let token = tokens["access_token"].as_str().unwrap().to_owned();
+    let grant = grant_of(&tokens);
+    // The account whose subject the grant names.
+    let hash = pact_server::accounts::password::hash("correct horse battery").unwrap();
+    let user = pact_db::users::insert(
+        &a.db,
+        Uuid::new_v4(),
+        "demo",
+        "alice@example.com",
+        Some("alice"),
+        &hash,
+    )
+    .await
+    .unwrap();
+    let pa_jwt = pa.token(SUB, "http://pactd.test/a2a");
+    let bearer = format!("Bearer {token}");
+    let send =
+        |id: &'static str| b.node_send("demo", &pa_jwt, Some(&bearer), id, "show my orders", None);
+    assert_eq!(send("m1").await.status(), 200);
+
+    let v = call_ok(
+        &a,
+        &operator,
+        "post",
+        &format!("/customers/{}/disable", user.id),
+        None,
+    )
+    .await;
+    assert_eq!(
+        v,
+        json!({"id": user.id, "disabled": true, "signed_out": true, "revoked_grants": 1})
+    );
+    assert_eq!(send("m2").await.status(), 401);
+    assert!(b.hears_revocation(grant).await, "node B did not hear of it");
+    let g = pact_db::grants::find(&a.db, grant).await.unwrap().unwrap();
+    assert!(g.revoked_at.is_some());
+    let stored = pact_db::users::find_by_email(&a.db, "demo", "alice@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.disabled_at.is_some());
+
+    let v = call_ok(
+        &a,
+        &operator,
+        "post",
+        &format!("/customers/{}/enable", user.id),
+        None,
+    )
+    .await;
+    assert_eq!(v, json!({"id": user.id, "disabled": false}));
+    assert_eq!(send("m3").await.status(), 401, "enabling revives no grant");
+
+    // An operator may not erase the account; the owner may.
+    call_refused(
+        &a,
+        &operator,
+        "post",
+        &format!("/customers/{}/remove", user.id),
+        None,
+        403,
+        "forbidden",
+    )
+    .await;
+    let v = call_ok(
+        &a,
+        &owner,
+        "post",
+        &format!("/customers/{}/remove", user.id),
+        None,
+    )
+    .await;
+    assert_eq!(
+        v,
+        json!({"id": user.id, "removed": true, "revoked_grants": 0})
+    );
+    assert!(
+        pact_db::users::find_by_email(&a.db, "demo", "alice@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        pact_db::grants::find(&a.db, grant).await.unwrap().is_some(),
+        "the revoked grant stays as evidence"
+    );
+    call_refused(
+        &a,
+        &owner,
+        "post",
+        &format!("/customers/{}/remove", user.id),
+        None,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_audited(
+        &a,
+        "sec",
+        &[
+            "customer.disable",
+            "customer.enable",
+            "customer.remove.denied",
+        ],
+    )
+    .await;
+    assert_audited(&a, "boss", &["customer.remove"]).await;
     b.stop().await;
 }
 

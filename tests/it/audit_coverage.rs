@@ -156,6 +156,8 @@ const CONSOLE: &[(&str, &str, Expect)] = &[
             "customer.reset_second_factors",
             "customer.sign_out",
             "customer.revoke_grants",
+            "customer.disable",
+            "customer.enable",
         ]),
     ),
     ("get", "/admin/brands", Expect::Nothing("configuration")),
@@ -506,6 +508,16 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
             &format!("/admin/customers/{uid}/revoke-grants"),
             &[("confirm", "yes")],
             "customer.revoke_grants",
+        ),
+        form(
+            &format!("/admin/customers/{uid}/disable"),
+            &[("confirm", "yes")],
+            "customer.disable",
+        ),
+        form(
+            &format!("/admin/customers/{uid}/enable"),
+            &[],
+            "customer.enable",
         ),
         form(
             "/admin/brands/demo/scopes",

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use pact_db::{PgPool, ResultExt};
+use pact_server::admin::ops::customers::{self, Action};
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
 use pact_server::domain::hidden_chars;
@@ -1102,61 +1103,24 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             }
         }
         UserCommand::ResetMfa { brand_id, email } => {
-            require_brand(pool, brand_id).await?;
-            let email = normalise_email(email)?;
-            let user = pact_db::users::find_by_email(pool, brand_id, &email)
-                .await?
-                .with_context(|| {
-                    format!("brand {brand_id:?} has no account with email {email:?}")
-                })?;
-            let mut tx = pool.begin().await?;
-            pact_db::users::reset_mfa(&mut tx, user.id).await?;
-            audit(
-                &mut *tx,
-                "customer.reset_second_factors",
-                &user.id.to_string(),
-                Some(brand_id),
-                serde_json::json!({}),
-            )
-            .await?;
-            tx.commit().await?;
+            let user = existing_user(pool, brand_id, email).await?;
+            customer_action(pool, &user, Action::ResetSecondFactors).await?;
             println!(
-                "removed every second factor of {email} on {brand_id} (authenticator app, passkeys, recovery codes)"
+                "removed every second factor of {} on {brand_id} (authenticator app, passkeys, recovery codes)",
+                user.email
             );
         }
         UserCommand::Disable { brand_id, email } => {
             let user = existing_user(pool, brand_id, email).await?;
-            let mut tx = pool.begin().await?;
-            pact_db::users::set_disabled(&mut tx, user.id, Some(now())).await?;
-            let revoked =
-                revoke_every_grant(&mut tx, brand_id, &user, "the account was disabled").await?;
-            audit(
-                &mut *tx,
-                "customer.disable",
-                &user.id.to_string(),
-                Some(brand_id),
-                serde_json::json!({"revoked_grants": revoked}),
-            )
-            .await?;
-            tx.commit().await?;
+            let done = customer_action(pool, &user, Action::Disable).await?;
             println!(
                 "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
-                user.email, revoked
+                user.email, done["revoked_grants"]
             );
         }
         UserCommand::Enable { brand_id, email } => {
             let user = existing_user(pool, brand_id, email).await?;
-            let mut tx = pool.begin().await?;
-            pact_db::users::set_disabled(&mut tx, user.id, None).await?;
-            audit(
-                &mut *tx,
-                "customer.enable",
-                &user.id.to_string(),
-                Some(brand_id),
-                serde_json::json!({}),
-            )
-            .await?;
-            tx.commit().await?;
+            customer_action(pool, &user, Action::Enable).await?;
             println!(
                 "enabled {} on {brand_id} (revoked grants stay revoked)",
                 user.email
@@ -1164,22 +1128,10 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         }
         UserCommand::Remove { brand_id, email } => {
             let user = existing_user(pool, brand_id, email).await?;
-            let mut tx = pool.begin().await?;
-            let revoked =
-                revoke_every_grant(&mut tx, brand_id, &user, "the account was removed").await?;
-            pact_db::users::delete(&mut *tx, user.id).await?;
-            audit(
-                &mut *tx,
-                "customer.remove",
-                &user.id.to_string(),
-                Some(brand_id),
-                serde_json::json!({"revoked_grants": revoked}),
-            )
-            .await?;
-            tx.commit().await?;
+            let done = customer_action(pool, &user, Action::Remove).await?;
             println!(
                 "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",
-                user.email, revoked
+                user.email, done["revoked_grants"]
             );
         }
         UserCommand::SetPassword { brand_id, email } => {
@@ -1208,22 +1160,26 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Revokes every live grant of the account, staff's `why` as the reason (the
-/// table trigger announces each, PACT §5.7); how many it revoked.
-async fn revoke_every_grant(
-    tx: &mut pact_db::Transaction<'_, pact_db::Postgres>,
-    brand_id: &str,
+/// One staff action on a customer account, by the function the admin API and
+/// the console call too (it acts and audits in one transaction): what it did.
+async fn customer_action(
+    pool: &PgPool,
     user: &pact_db::users::User,
-    why: &str,
-) -> anyhow::Result<usize> {
-    let revoked = pact_db::grants::revoke_all_for_user(
-        &mut **tx,
-        brand_id,
-        &user.subject(),
-        &pact_db::grants::reason::by_admin(why),
+    action: Action,
+) -> anyhow::Result<serde_json::Value> {
+    let mut tx = pool.begin().await?;
+    let done = customers::apply(
+        &mut tx,
+        &crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin().as_deref(),
+        user,
+        action,
+        now(),
     )
-    .await?;
-    Ok(revoked.len())
+    .await
+    .map_err(crate::admin_merchant::edit_error)?;
+    tx.commit().await?;
+    Ok(done)
 }
 
 /// The account with this email at this brand, or a clear error.

@@ -1,6 +1,7 @@
 //! `/admin/api/v1/customers`: find brand customers (built-in accounts), see
 //! their second factors and lock state, unlock, reset second factors, sign
-//! out everywhere.
+//! out everywhere, disable, enable and remove (each written once, in
+//! `admin::ops::customers`).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -13,7 +14,7 @@ use time::OffsetDateTime;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params::{self, rfc3339};
-use crate::accounts::lockout;
+use crate::admin::ops::customers::{self, Action};
 use crate::admin::role::Role;
 use crate::state::AppState;
 
@@ -105,75 +106,23 @@ pub async fn get(
     Ok(Json(out))
 }
 
-/// Which customer operation a POST is.
-#[derive(Clone, Copy, Debug)]
-pub enum CustomerAction {
-    Unlock,
-    ResetSecondFactors,
-    SignOut,
-}
-
-impl CustomerAction {
-    pub fn audit_name(self) -> &'static str {
-        match self {
-            Self::Unlock => "customer.unlock",
-            Self::ResetSecondFactors => "customer.reset_second_factors",
-            Self::SignOut => "customer.sign_out",
-        }
-    }
-}
-
-/// Does one customer operation inside the caller's transaction (which also
-/// holds its audit entry); returns what it did. Shared with the console.
-pub async fn apply(
-    tx: &mut sqlx::PgConnection,
-    user: &User,
-    action: CustomerAction,
-) -> Result<Value, AdminApiError> {
-    Ok(match action {
-        CustomerAction::Unlock => {
-            pact_db::users::clear_failures(&mut *tx, user.id).await?;
-            // The per-email counter of password sign-ins (accounts/lockout.rs);
-            // per-address counters expire on their own.
-            pact_db::sign_in_failures::clear(
-                &mut *tx,
-                &[lockout::account_key(&user.brand_id, &user.email)],
-            )
-            .await?;
-            json!({"unlocked": true})
-        }
-        CustomerAction::ResetSecondFactors => {
-            pact_db::users::reset_mfa(tx, user.id).await?;
-            json!({"second_factors_removed": true, "signed_out": true})
-        }
-        CustomerAction::SignOut => {
-            let n = admin_search::sign_out_customer(&mut *tx, user.id).await?;
-            json!({"sessions_ended": n})
-        }
-    })
-}
-
 async fn post(
     state: AppState,
     caller: ApiCaller,
     id: String,
-    action: CustomerAction,
+    action: Action,
 ) -> Result<Json<Value>, AdminApiError> {
-    caller
-        .require(&state, Role::Operator, action.audit_name())
-        .await?;
+    let role = match action {
+        // Erasing an account cannot be undone: the owner's call.
+        Action::Remove => Role::Owner,
+        _ => Role::Operator,
+    };
+    caller.require(&state, role, action.audit_name()).await?;
     let user = visible_customer(&state, &caller, &id).await?;
     let mut tx = state.db.begin().await?;
-    let detail = apply(&mut tx, &user, action).await?;
-    caller
-        .record(
-            &mut *tx,
-            action.audit_name(),
-            Some(&user.id.to_string()),
-            Some(&user.brand_id),
-            detail.clone(),
-        )
-        .await?;
+    let now = state.clock.now();
+    let detail =
+        customers::apply(&mut tx, &caller.actor, Some(&caller.ip), &user, action, now).await?;
     tx.commit().await?;
     let mut out = json!({"id": user.id});
     if let (Some(o), Value::Object(d)) = (out.as_object_mut(), detail) {
@@ -188,7 +137,7 @@ pub async fn unlock(
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminApiError> {
-    post(state, caller, id, CustomerAction::Unlock).await
+    post(state, caller, id, Action::Unlock).await
 }
 
 /// `POST /customers/{id}/reset-second-factors`
@@ -197,7 +146,7 @@ pub async fn reset_second_factors(
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminApiError> {
-    post(state, caller, id, CustomerAction::ResetSecondFactors).await
+    post(state, caller, id, Action::ResetSecondFactors).await
 }
 
 /// `POST /customers/{id}/sign-out`
@@ -206,5 +155,35 @@ pub async fn sign_out(
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminApiError> {
-    post(state, caller, id, CustomerAction::SignOut).await
+    post(state, caller, id, Action::SignOut).await
+}
+
+/// `POST /customers/{id}/disable`: the account cannot sign in, its sessions
+/// end and every grant it gave is revoked at once.
+pub async fn disable(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, Action::Disable).await
+}
+
+/// `POST /customers/{id}/enable`: the account can sign in again (its revoked
+/// grants stay revoked).
+pub async fn enable(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, Action::Enable).await
+}
+
+/// `POST /customers/{id}/remove`: erases the account, its second factors and
+/// sessions, and revokes every grant it gave (owner only).
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AdminApiError> {
+    post(state, caller, id, Action::Remove).await
 }

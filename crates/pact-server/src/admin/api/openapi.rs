@@ -235,8 +235,16 @@ fn base_schemas() -> Value {
             ("id", json!({ "type": "string", "format": "uuid" })),
             ("revoked_grants", s("integer")),
         ], &["id", "revoked_grants"]),
+        // What the action did: only the fields of the action taken are present.
         "CustomerChanged": object(&[
             ("id", json!({ "type": "string", "format": "uuid" })),
+            ("unlocked", s("boolean")),
+            ("second_factors_removed", s("boolean")),
+            ("signed_out", s("boolean")),
+            ("sessions_ended", s("integer")),
+            ("disabled", s("boolean")),
+            ("removed", s("boolean")),
+            ("revoked_grants", s("integer")),
         ], &["id"]),
         "Agent": object(&agent, &["issuer", "jwks_uri", "name", "enabled"]),
         "AgentList": list_of("Agent"),

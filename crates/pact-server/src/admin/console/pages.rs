@@ -14,11 +14,11 @@ use time::OffsetDateTime;
 
 use super::guard;
 use super::session::{SignedIn, Staff};
-use crate::admin::api::customers::{CustomerAction, apply};
 use crate::admin::api::grants::customer_subjects;
 use crate::admin::api::params::{grant_cursor, parse_grant_cursor};
+use crate::admin::ops::{self, customers};
+use crate::admin::receipts_export;
 use crate::admin::role::Role;
-use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
 use crate::web::login::see_other;
 use crate::web::{PageError, render};
@@ -1271,16 +1271,18 @@ pub async fn customer_action(
     let form: RevokeForm = guard(&state, &headers, &staff, &body)?.decode()?;
     let who = signed_in_or_redirect!(&state, &staff);
     let action = match action.as_str() {
-        "unlock" => Some(CustomerAction::Unlock),
-        "reset-second-factors" => Some(CustomerAction::ResetSecondFactors),
-        "sign-out" => Some(CustomerAction::SignOut),
+        "unlock" => Some(customers::Action::Unlock),
+        "reset-second-factors" => Some(customers::Action::ResetSecondFactors),
+        "sign-out" => Some(customers::Action::SignOut),
+        "disable" => Some(customers::Action::Disable),
+        "enable" => Some(customers::Action::Enable),
         "revoke-grants" => None,
         _ => return Err(not_found()),
     };
     if !who.actor.may(Role::Operator) {
         // Before the customer is looked up, as the API: the answer and the
         // entry never depend on whether the customer exists.
-        let name = action.map_or("customer.revoke_grants", CustomerAction::audit_name);
+        let name = action.map_or("customer.revoke_grants", customers::Action::audit_name);
         denied(&state, &who, &staff.ip, name, None, "operator").await?;
         return Err(needs_operator());
     }
@@ -1288,66 +1290,71 @@ pub async fn customer_action(
     let user = admin_search::customer(&state.db, who.actor.within(), uid)
         .await?
         .ok_or_else(not_found)?;
-    let mut tx = state.db.begin().await?;
-    let (name, detail) = match action {
-        Some(action) => (
-            action.audit_name(),
-            apply(&mut tx, &user, action)
-                .await
-                .map_err(|e| PageError::Internal(format!("{e:?}").into()))?,
-        ),
-        // Every live grant of the customer, recorded by the one function,
-        // once confirmed.
-        None if !form.confirmed() => {
-            let reason = ops::reason(form.reason.as_deref()).map_err(ops_page_error)?;
-            let page = ConfirmPage {
-                nav: nav(&who),
-                title: format!("Revoke every grant {} gave?", user.email),
-                consequence: "Every agent this customer connected loses its access, on every node \
-                              at once. The customer can connect them again later."
-                    .into(),
-                reason: reason.unwrap_or_default(),
-                action: format!("/admin/customers/{}/revoke-grants", user.id),
-                confirm_label: "Yes, revoke them all",
-                cancel_href: format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
-            };
-            return Ok(render(&page, StatusCode::OK));
-        }
-        None => {
-            let revoked = ops::grants::revoke_for_customer(
-                &mut tx,
-                &who.actor,
-                Some(&staff.ip),
-                &user,
-                form.reason.as_deref(),
-            )
-            .await
-            .map_err(ops_page_error)?;
-            tx.commit().await?;
-            return Ok(see_other(
-                &format!(
-                    "/admin/customers?q={}&revoked={revoked}",
-                    crate::web::login::enc(&user.email)
-                ),
-                None,
-            ));
-        }
+    let back = format!("/admin/customers?q={}", crate::web::login::enc(&user.email));
+    // What ends grants asks first, saying what the customer will lose.
+    let confirm = match action {
+        None => Some((
+            ops::reason(form.reason.as_deref())
+                .map_err(ops_page_error)?
+                .unwrap_or_default(),
+            format!("Revoke every grant {} gave?", user.email),
+            "Every agent this customer connected loses its access, on every node at once. \
+             The customer can connect them again later.",
+            "revoke-grants",
+            "Yes, revoke them all",
+        )),
+        Some(customers::Action::Disable) => Some((
+            customers::DISABLED.to_owned(),
+            format!("Disable {}?", user.email),
+            "The customer can no longer sign in, is signed out everywhere, and every agent they \
+             connected loses its access, on every node at once. Enabling the account later does \
+             not give those agents their access back.",
+            "disable",
+            "Yes, disable the account",
+        )),
+        Some(_) => None,
     };
-    record(
-        &mut *tx,
-        &who,
-        &staff.ip,
-        name,
-        Some(&user.id.to_string()),
-        Some(&user.brand_id),
-        detail,
+    if let Some((reason, title, consequence, path, confirm_label)) = confirm
+        && !form.confirmed()
+    {
+        let page = ConfirmPage {
+            nav: nav(&who),
+            title,
+            consequence: consequence.into(),
+            reason,
+            action: format!("/admin/customers/{}/{path}", user.id),
+            confirm_label,
+            cancel_href: back,
+        };
+        return Ok(render(&page, StatusCode::OK));
+    }
+    let mut tx = state.db.begin().await?;
+    let Some(action) = action else {
+        // Every live grant of the customer, recorded by the one function.
+        let revoked = ops::grants::revoke_for_customer(
+            &mut tx,
+            &who.actor,
+            Some(&staff.ip),
+            &user,
+            form.reason.as_deref(),
+        )
+        .await
+        .map_err(ops_page_error)?;
+        tx.commit().await?;
+        return Ok(see_other(&format!("{back}&revoked={revoked}"), None));
+    };
+    customers::apply(
+        &mut tx,
+        &who.actor,
+        Some(&staff.ip),
+        &user,
+        action,
+        state.clock.now(),
     )
-    .await?;
+    .await
+    .map_err(ops_page_error)?;
     tx.commit().await?;
-    Ok(see_other(
-        &format!("/admin/customers?q={}", crate::web::login::enc(&user.email)),
-        None,
-    ))
+    Ok(see_other(&back, None))
 }
 
 // --- audit log ---------------------------------------------------------------

@@ -4,6 +4,7 @@
 //! call them (roles and brands) and how an answer is shown.
 
 pub mod agents;
+pub mod customers;
 pub mod grants;
 pub mod registries;
 
