@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use pact_jose::MasterKey;
+use pact_crypto::MasterKey;
 use pact_server::{AppState, Config};
 use pact_tests::TestPa;
 use serde_json::{Value, json};

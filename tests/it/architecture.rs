@@ -13,14 +13,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("pact-proto", &[]),
     ("pact-db", &[]),
     ("pact-devdb", &[]),
-    ("pact-jose", &["pact-clock", "pact-proto"]),
-    ("pact-core", &["pact-db", "pact-jose", "pact-proto"]),
-    ("pact-node", &["pact-core", "pact-db", "pact-jose"]),
+    ("pact-crypto", &[]),
+    ("pact-jose", &["pact-clock", "pact-crypto", "pact-proto"]),
+    (
+        "pact-core",
+        &["pact-crypto", "pact-db", "pact-jose", "pact-proto"],
+    ),
+    (
+        "pact-node",
+        &["pact-core", "pact-crypto", "pact-db", "pact-jose"],
+    ),
     (
         "pact-server",
         &[
             "pact-clock",
             "pact-core",
+            "pact-crypto",
             "pact-db",
             "pact-jose",
             "pact-node",
@@ -31,6 +39,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "pactd",
         &[
             "pact-clock",
+            "pact-crypto",
             "pact-db",
             "pact-devdb",
             "pact-jose",
@@ -45,13 +54,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "pact-agent",
-        &["pact-client", "pact-conformance", "pact-jose", "pact-proto"],
+        &[
+            "pact-client",
+            "pact-conformance",
+            "pact-crypto",
+            "pact-jose",
+            "pact-proto",
+        ],
     ),
     (
         "pact-tests",
         &[
             "pact-agent",
             "pact-clock",
+            "pact-crypto",
             "pact-db",
             "pact-devdb",
             "pact-jose",

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pact_jose::MasterKey;
+use pact_crypto::MasterKey;
 use pact_server::Config;
 use pact_server::agent::BrandAgents;
 use pact_server::config::ListenerSettings;

@@ -84,7 +84,7 @@ async fn shutdown_finishes_in_flight_requests() {
     let mut agents = BrandAgents::builtin();
     let held = Arc::new(Held::default());
     agents.insert("slow", held.clone());
-    let master = Arc::new(pact_jose::MasterKey::generate().unwrap());
+    let master = Arc::new(pact_crypto::MasterKey::generate().unwrap());
     let app = TestApp::spawn_full(db_url, master, |_| {}, agents).await;
     sqlx::query("update brands set agent_kind = 'slow' where id = 'demo'")
         .execute(&app.db)

@@ -7,8 +7,8 @@
 use pact_agent::http::Http;
 use pact_agent::receipt_log::check_all;
 use pact_agent::state::{Home, StoredReceipt};
+use pact_crypto::merkle::{self, Hash};
 use pact_jose::ProviderKeySet;
-use pact_jose::merkle::{self, Hash};
 use pact_server::receipt_log::{audit, publish};
 use pact_tests::TestApp;
 use serde_json::Value;

@@ -234,11 +234,14 @@ async fn svg_html_oversized_and_redirected_logos_are_refused_and_nothing_is_stor
         format!("https://localhost:{}/logo.png", platform.addr.port()),
         format!("https://127.0.0.1:{}/logo.png", platform.addr.port()),
     ] {
-        let err = pact_jose::fetch_logo(&uri, false).await.unwrap_err();
+        let err = pact_server::logo_fetch::fetch_logo(&uri, false)
+            .await
+            .unwrap_err();
         assert!(
             matches!(
                 err,
-                pact_jose::LogoError::ForbiddenAddress | pact_jose::LogoError::InvalidUri(_)
+                pact_server::logo_fetch::LogoError::ForbiddenAddress
+                    | pact_server::logo_fetch::LogoError::InvalidUri(_)
             ),
             "{uri}: {err}"
         );

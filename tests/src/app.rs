@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use pact_jose::MasterKey;
+use pact_crypto::MasterKey;
 
 use pact_server::{AppState, Config};
 use serde_json::{Value, json};

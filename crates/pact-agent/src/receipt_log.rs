@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Result, anyhow, bail};
-use pact_jose::merkle::{self, Hash};
+use pact_crypto::merkle::{self, Hash};
 use pact_jose::{ProviderKeySet, TreeHead};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use pact_jose::{JwksPolicy, MasterKey};
+use pact_crypto::MasterKey;
+use pact_jose::JwksPolicy;
 
 use pact_db::agents::Agent;
 

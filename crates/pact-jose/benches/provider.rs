@@ -7,8 +7,9 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use pact_crypto::MasterKey;
 use pact_jose::{
-    MasterKey, ProviderKey, ProviderKeySet, args_hash, sign_delegation_token, sign_receipt,
+    ProviderKey, ProviderKeySet, args_hash, sign_delegation_token, sign_receipt,
     verify_delegation_token, verify_receipt,
 };
 use pact_proto::oauth::{DelegationClaims, ReceiptAction, ReceiptClaims};

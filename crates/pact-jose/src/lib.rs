@@ -21,14 +21,11 @@ mod error;
 mod jwks_cache;
 mod jwks_fetch;
 mod keys;
-mod logo_fetch;
-pub mod merkle;
 mod oidc;
 mod pa_jwt;
 mod provider_keys;
 mod receipt;
 mod registry_list;
-mod seal;
 mod signature_memo;
 mod tls_roots;
 mod tree_head;
@@ -38,8 +35,6 @@ mod uri_guard;
 mod delegation_tests;
 #[cfg(test)]
 mod keys_tests;
-#[cfg(test)]
-mod merkle_tests;
 #[cfg(test)]
 mod pa_jwt_tests;
 #[cfg(test)]
@@ -63,9 +58,6 @@ pub use discovery::{
 pub use error::{JwksError, PaJwtError};
 pub use jwks_cache::{JwksCache, JwksPolicy};
 pub use keys::{KeySet, VerifyingKey};
-pub use logo_fetch::{
-    LOGO_FETCH_TIMEOUT, Logo, LogoError, MAX_LOGO_BYTES, fetch_logo, sniff_image,
-};
 pub use oidc::{
     BACKCHANNEL_LOGOUT_EVENT, CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_LIFETIME_SECS,
     CLIENT_ASSERTION_TYPE, ClientAssertion, IdToken, IdTokenExpect, LOGOUT_TOKEN_TYP, LogoutToken,
@@ -82,7 +74,6 @@ pub use registry_list::{
     MAX_REGISTRY_LIST_BYTES, REGISTRY_LIST_TYP, RegistryFetcher, RegistryList, RegistryListError,
     check_list, sign_registry_list, verify_registry_list,
 };
-pub use seal::{MasterKey, SealError};
 pub use signature_memo::{SignatureMemoStats, signature_memo_stats};
 pub use tls_roots::with_shared_tls;
 pub use tree_head::{TREE_HEAD_TYP, TreeHead, TreeHeadError, sign_tree_head, verify_tree_head};

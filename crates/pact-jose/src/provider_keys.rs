@@ -167,7 +167,7 @@ impl ProviderKey {
     }
 
     /// PKCS#8 DER of the private key. Secret: seal it with
-    /// [`MasterKey::seal`](crate::MasterKey::seal) before storing it.
+    /// [`MasterKey::seal`](pact_crypto::MasterKey::seal) before storing it.
     pub fn private_pkcs8_der(&self) -> Vec<u8> {
         self.pkcs8.clone()
     }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};
-use crate::seal::MasterKey;
+use pact_crypto::MasterKey;
 
 fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::merkle::{Hash, decode_hash, encode_hash};
 use crate::provider_keys::{ProviderKey, ProviderKeyError, ProviderKeySet};
+use pact_crypto::merkle::{Hash, decode_hash, encode_hash};
 
 /// The JOSE `typ` of a tree head (RFC 8725 §3.11): distinct from receipts
 /// and delegation tokens, so no signed object passes as another kind.

@@ -2,10 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::merkle::{Tree, receipt_leaf_hash};
 use crate::provider_keys::{ProviderKey, ProviderKeySet};
 use crate::receipt::RECEIPT_TYP;
 use crate::tree_head::{TreeHead, TreeHeadError, sign_tree_head, verify_tree_head};
+use pact_crypto::merkle::{Tree, receipt_leaf_hash};
 
 #[test]
 fn sign_then_verify_and_refuse_other_keys_and_types() {

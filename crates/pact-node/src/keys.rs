@@ -11,9 +11,10 @@
 
 use std::sync::{Arc, RwLock};
 
+use pact_crypto::MasterKey;
 use pact_db::PgPool;
 use pact_db::signing_keys::SigningKeyRow;
-use pact_jose::{MasterKey, ProviderKey, ProviderKeySet};
+use pact_jose::{ProviderKey, ProviderKeySet};
 use time::{Duration, OffsetDateTime};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +26,7 @@ pub enum KeyError {
     #[error("key material: {0}")]
     Key(#[from] pact_jose::ProviderKeyError),
     #[error("sealing: {0}")]
-    Seal(#[from] pact_jose::SealError),
+    Seal(#[from] pact_crypto::SealError),
     #[error("no signing key is active")]
     NoActiveKey,
 }

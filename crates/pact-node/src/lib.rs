@@ -7,12 +7,13 @@
 //! the brands' OpenID discovery documents as last read; the webhook turns
 //! running here (`live_turns.rs`, `turn_token.rs`), the webhook secrets
 //! already opened (`webhook_signing.rs`) and the client that calls merchants
-//! (`outbound.rs`); the receipt log's tree (`receipt_tree.rs`); whether the
+//! (`outbound.rs`); agent platforms' logos fetched under the SSRF guard
+//! (`logo_fetch.rs`); the receipt log's tree (`receipt_tree.rs`); whether the
 //! database answers (`db_health.rs`); who this process is
 //! (`node_identity.rs`); and the supervisor that runs the node's background
 //! jobs and restarts them (`jobs.rs`).
 //!
-//! It builds on `pact-core` and knows nothing of HTTP: `pact-server` wires
+//! It builds on `pact-core` and serves no HTTP (it only makes outbound calls): `pact-server` wires
 //! these views into its state and feeds them from its listener.
 
 pub mod config_cache;
@@ -21,6 +22,7 @@ pub mod feed;
 pub mod jobs;
 pub mod keys;
 pub mod live_turns;
+pub mod logo_fetch;
 pub mod node_identity;
 pub mod oidc_discovery;
 pub mod outbound;

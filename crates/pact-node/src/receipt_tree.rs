@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use pact_jose::merkle::Tree;
+use pact_crypto::merkle::Tree;
 
 /// This node's copy of the log's leaf hashes and complete subtrees. The log
 /// is append-only, so the copy only ever grows from the database; roots and

@@ -57,7 +57,7 @@ impl std::fmt::Debug for TurnKey {
 }
 
 impl TurnKey {
-    pub fn from_master(master: &pact_jose::MasterKey) -> Result<Self, pact_jose::SealError> {
+    pub fn from_master(master: &pact_crypto::MasterKey) -> Result<Self, pact_crypto::SealError> {
         master.derive(b"pactd turn token v1").map(Self)
     }
 

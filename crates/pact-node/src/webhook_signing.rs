@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use hmac::{Hmac, Mac};
-use pact_jose::{MasterKey, SealError};
+use pact_crypto::{MasterKey, SealError};
 use sha2::Sha256;
 use uuid::Uuid;
 

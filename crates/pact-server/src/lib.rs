@@ -37,7 +37,9 @@ pub mod who;
 pub use pact_core::{
     accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
 };
-pub use pact_node::{config_cache, feed, jobs, keys, oidc_discovery, pending_polls, revocation};
+pub use pact_node::{
+    config_cache, feed, jobs, keys, logo_fetch, oidc_discovery, pending_polls, revocation,
+};
 
 pub use config::Config;
 pub use router::router;

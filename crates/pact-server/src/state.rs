@@ -78,7 +78,7 @@ pub enum StateError {
     #[error("mail: {0}")]
     Mail(#[from] crate::mail::MailError),
     #[error("the turn token key: {0}")]
-    TurnKey(pact_jose::SealError),
+    TurnKey(pact_crypto::SealError),
 }
 
 impl AppState {

@@ -47,7 +47,12 @@ pub fn check_link(flag: &str, uri: &str) -> Result<(), String> {
     }
     pact_jose::check_jwks_uri(uri, true)
         .map(|_| ())
-        .map_err(|e| format!("{flag}: {}", pact_jose::LogoError::from_guard(e)))
+        .map_err(|e| {
+            format!(
+                "{flag}: {}",
+                pact_node::logo_fetch::LogoError::from_guard(e)
+            )
+        })
 }
 
 /// The host (and port, when not the default) a link goes to, as the page
@@ -118,7 +123,7 @@ impl LinkFlags {
 pub async fn fetch_for_registration(
     uri: &str,
     allow_loopback: bool,
-) -> Result<pact_jose::Logo, String> {
+) -> Result<pact_node::logo_fetch::Logo, String> {
     fetch_logo_as(uri, allow_loopback, "--logo-uri").await
 }
 
@@ -131,12 +136,16 @@ pub async fn fetch_for_remote_registration(
     uri: &str,
     allow_loopback: bool,
     field: &str,
-) -> Result<pact_jose::Logo, String> {
+) -> Result<pact_node::logo_fetch::Logo, String> {
     fetch_logo_as(uri, allow_loopback, field).await
 }
 
-async fn fetch_logo_as(uri: &str, loopback: bool, field: &str) -> Result<pact_jose::Logo, String> {
-    pact_jose::fetch_logo(uri, loopback)
+async fn fetch_logo_as(
+    uri: &str,
+    loopback: bool,
+    field: &str,
+) -> Result<pact_node::logo_fetch::Logo, String> {
+    pact_node::logo_fetch::fetch_logo(uri, loopback)
         .await
         .map_err(|e| format!("{field}: the logo was not accepted: {e}"))
 }
@@ -150,7 +159,7 @@ pub async fn register_platform(
     jwks_uri: &str,
     name: &str,
     links: &LinkFlags,
-    logo: Option<&pact_jose::Logo>,
+    logo: Option<&pact_node::logo_fetch::Logo>,
     now: OffsetDateTime,
 ) -> Result<(pact_db::agents::Agent, Option<AgentMetadata>), pact_db::Error> {
     let agent = pact_db::agents::upsert(&mut *tx, issuer, jwks_uri, name).await?;
@@ -168,7 +177,7 @@ pub async fn store_links(
     tx: &mut PgConnection,
     issuer: &str,
     flags: &LinkFlags,
-    logo: Option<&pact_jose::Logo>,
+    logo: Option<&pact_node::logo_fetch::Logo>,
     now: OffsetDateTime,
 ) -> Result<AgentMetadata, pact_db::Error> {
     let mut m = pact_db::agents::metadata(&mut *tx, issuer)
@@ -229,7 +238,7 @@ pub async fn refresh(state: &AppState, issuer: &str, now: OffsetDateTime) -> Res
     else {
         return Ok(());
     };
-    let logo = pact_jose::fetch_logo(&uri, state.config.jwks.allow_loopback)
+    let logo = pact_node::logo_fetch::fetch_logo(&uri, state.config.jwks.allow_loopback)
         .await
         .map_err(|e| e.to_string())?;
     let name = sha256_hex(&logo.bytes);
@@ -247,7 +256,7 @@ pub async fn refresh(state: &AppState, issuer: &str, now: OffsetDateTime) -> Res
 // ------------------------------------------------------------ the brand's look
 
 /// The largest brand logo accepted (the same cap as a platform's).
-pub const MAX_BRAND_LOGO_BYTES: usize = pact_jose::MAX_LOGO_BYTES;
+pub const MAX_BRAND_LOGO_BYTES: usize = pact_node::logo_fetch::MAX_LOGO_BYTES;
 
 /// A brand logo file: PNG, JPEG or WebP by its bytes (never SVG, which is a
 /// document that can carry script), at most 256 KiB.
@@ -258,7 +267,7 @@ pub fn check_brand_logo(bytes: &[u8]) -> Result<&'static str, String> {
             MAX_BRAND_LOGO_BYTES / 1024
         ));
     }
-    match pact_jose::sniff_image(bytes) {
+    match pact_node::logo_fetch::sniff_image(bytes) {
         Some(t @ ("image/png" | "image/jpeg" | "image/webp")) => Ok(t),
         _ => Err("--logo: not a PNG, JPEG or WebP file (SVG is not accepted)".to_owned()),
     }

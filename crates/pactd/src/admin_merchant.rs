@@ -2,8 +2,8 @@
 //! secret, the tools behind the gateway, and API credentials.
 
 use anyhow::{Context, bail};
+use pact_crypto::MasterKey;
 use pact_db::PgPool;
-use pact_jose::MasterKey;
 use pact_server::admin::brand_settings;
 use pact_server::merchant::credentials;
 use pact_server::merchant::signing::WebhookSecret;

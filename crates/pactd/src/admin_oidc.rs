@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use pact_crypto::MasterKey;
 use pact_db::PgPool;
-use pact_jose::MasterKey;
 use serde_json::Value;
 
 use crate::admin_accounts::audit_cli as audit;

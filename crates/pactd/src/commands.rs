@@ -73,7 +73,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             result
         }
         Command::Keys(crate::cli::KeysCommand::GenerateMasterKey) => {
-            let key = pact_jose::MasterKey::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let key = pact_crypto::MasterKey::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("{}", key.to_base64());
             Ok(())
         }

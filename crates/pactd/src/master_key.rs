@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use pact_jose::MasterKey;
+use pact_crypto::MasterKey;
 
 use crate::cli::Cli;
 

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use pact_crypto::MasterKey;
 use pact_db::PgPool;
-use pact_jose::MasterKey;
 use pact_server::merchant::signing::WebhookSecret;
 
 use crate::master_key;

@@ -125,7 +125,7 @@ pub fn server_config(
     args: &ServeArgs,
     file: &FileSettings,
     dev: bool,
-    master_key: std::sync::Arc<pact_jose::MasterKey>,
+    master_key: std::sync::Arc<pact_crypto::MasterKey>,
 ) -> anyhow::Result<pact_server::Config> {
     let listen = args
         .listen

@@ -1407,7 +1407,7 @@ async fn a_promoted_replica_takes_over_without_restarting_pactd() {
 
     // Seeded through the router like everything else.
     let public_url = "http://pact.test".to_owned();
-    let master = Arc::new(pact_jose::MasterKey::generate().unwrap());
+    let master = Arc::new(pact_crypto::MasterKey::generate().unwrap());
     let app = TestApp::spawn_full(
         db_url.clone(),
         master.clone(),

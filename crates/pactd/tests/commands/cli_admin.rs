@@ -803,7 +803,7 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
 
     // `migrate` on an empty database: the schema change, once it has the log.
     let empty = pact_tests::db::empty_database().await;
-    let key = pact_jose::MasterKey::generate().unwrap().to_base64();
+    let key = pact_crypto::MasterKey::generate().unwrap().to_base64();
     let empty_pool = pact_db::connect(&empty, 2).await.unwrap();
     // No audit_log yet: the runner's "before" needs the table, so count after.
     let mut cmd = Command::new(PACTD);
@@ -1269,7 +1269,7 @@ async fn every_command_that_changes_something_or_reads_customer_data_is_audited(
     let new_key = dir.join("new.key");
     std::fs::write(
         &new_key,
-        pact_jose::MasterKey::generate().unwrap().to_base64(),
+        pact_crypto::MasterKey::generate().unwrap().to_base64(),
     )
     .unwrap();
     run(Step {

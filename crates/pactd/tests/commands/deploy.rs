@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pact_jose::MasterKey;
+use pact_crypto::MasterKey;
 use pact_server::merchant::signing::WebhookSecret;
 use serde_json::json;
 use serde_yaml_ng::Value as Yaml;

@@ -77,7 +77,7 @@ pub const LINK_FIELDS: [&str; 4] = ["homepage", "logo_uri", "policy_uri", "tos_u
 pub async fn prepare_links(
     state: &AppState,
     links: &who::LinkFlags,
-) -> Result<Option<pact_jose::Logo>, String> {
+) -> Result<Option<pact_node::logo_fetch::Logo>, String> {
     links.check_named(LINK_FIELDS)?;
     match links.logo_to_fetch() {
         Some(uri) => who::fetch_for_remote_registration(

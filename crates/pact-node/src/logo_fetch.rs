@@ -5,7 +5,8 @@
 //! platform (it would learn who is deciding, and when), so pactd fetches the
 //! image itself. That makes the `logo_uri` a URL chosen by a PA operator that
 //! our server fetches: the same SSRF rules as a jwksUri apply (the URI check
-//! and the guarded resolver of `uri_guard.rs`, no redirects, no proxy), plus
+//! and the guarded resolver of `pact-jose/src/uri_guard.rs`, no redirects, no
+//! proxy), plus
 //! a size cap, a timeout, and a content check by magic bytes: only raster
 //! PNG, JPEG, GIF and WebP are kept. SVG is refused because it is a document
 //! that can carry script and external references, not an image we can serve
@@ -17,8 +18,7 @@ use std::time::Duration;
 use reqwest::header::ACCEPT;
 use reqwest::{Client, StatusCode};
 
-use crate::error::JwksError;
-use crate::uri_guard::{GuardedResolver, check_jwks_uri};
+use pact_jose::{GuardedResolver, JwksError, check_jwks_uri};
 
 /// The largest logo kept: a consent-page icon, not a photo.
 pub const MAX_LOGO_BYTES: usize = 256 * 1024;
@@ -92,7 +92,7 @@ pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
 #[tracing::instrument(name = "logo.fetch", level = "debug", skip_all)]
 pub async fn fetch_logo(uri: &str, allow_loopback: bool) -> Result<Logo, LogoError> {
     let url = check_jwks_uri(uri, allow_loopback).map_err(LogoError::from_guard)?;
-    let client = crate::with_shared_tls(Client::builder())
+    let client = pact_jose::with_shared_tls(Client::builder())
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .no_proxy()

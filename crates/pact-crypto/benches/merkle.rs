@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use pact_jose::merkle::{Tree, leaf_hash, verify_consistency, verify_inclusion};
+use pact_crypto::merkle::{Tree, leaf_hash, verify_consistency, verify_inclusion};
 
 const N: u64 = 1_000_000;
 
