@@ -461,31 +461,24 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             let overlap = overlap_secs.map_or(defaults.key_overlap, std::time::Duration::from_secs);
             let retain = retain_secs.map_or(defaults.key_retention, std::time::Duration::from_secs);
             let now = now();
-            let signs_from = now + time::Duration::try_from(overlap)?;
-            // The key and its audit entry commit together, as the console's
-            // and the admin API's rotation do (admin/api/keys.rs): a rotation
-            // never happens without its trace.
+            // The same function as the console's and the admin API's
+            // rotation: the key and its audit entry commit together.
             let mut tx = pool.begin().await?;
-            let kid = pact_server::keys::rotate_in(
+            let key = pact_server::admin::ops::keys::rotate(
                 &mut tx,
+                &crate::admin_accounts::cli_as_actor(),
+                crate::admin_accounts::cli_origin().as_deref(),
                 &master,
                 now,
                 time::Duration::try_from(overlap)?,
                 time::Duration::try_from(retain)?,
             )
             .await?;
-            audit(
-                &mut *tx,
-                "key.rotate",
-                &kid,
-                None,
-                serde_json::json!({"signs_from": rfc3339(signs_from)}),
-            )
-            .await?;
             tx.commit().await?;
             println!(
-                "new signing key {kid}: published now, signs from {}",
-                rfc3339(now + time::Duration::try_from(overlap)?)
+                "new signing key {}: published now, signs from {}",
+                key.kid,
+                rfc3339(key.activates_at)
             );
         }
         KeysCommand::List => {

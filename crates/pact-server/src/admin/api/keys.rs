@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params::rfc3339;
+use crate::admin::ops;
 use crate::admin::role::{Actor, Role};
 use crate::keys::KeyInfo;
 use crate::state::AppState;
@@ -64,27 +65,10 @@ pub async fn rotate_now(
         other => AdminApiError::internal(other),
     };
     let mut tx = state.db.begin().await?;
-    let kid = crate::keys::rotate_in(&mut tx, &state.config.master_key, now, overlap, retain)
+    let master = &state.config.master_key;
+    let key = ops::keys::rotate(&mut tx, actor, Some(ip), master, now, overlap, retain)
         .await
         .map_err(key_error)?;
-    let rows = pact_db::signing_keys::all(&mut *tx).await?;
-    let key = crate::keys::describe(&rows, now)
-        .into_iter()
-        .find(|k| k.kid == kid)
-        .ok_or_else(|| AdminApiError::Internal(format!("rotated key {kid} not found").into()))?;
-    pact_db::audit::record(
-        &mut *tx,
-        &pact_db::audit::NewEntry {
-            actor_kind: actor.kind,
-            actor: &actor.name,
-            action: "key.rotate",
-            target: Some(&key.kid),
-            brand_id: None,
-            detail: json!({"signs_from": rfc3339(key.activates_at)}),
-            client_addr: Some(ip),
-        },
-    )
-    .await?;
     tx.commit().await?;
     Ok(key)
 }

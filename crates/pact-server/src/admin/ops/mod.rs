@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod customers;
 pub mod grants;
+pub mod keys;
 pub mod registries;
 
 use serde_json::Value;
