@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, anyhow, bail};
 use pact_db::{PgPool, ResultExt};
 use pact_server::admin::ops::customers::{self, Action};
+use pact_server::admin::ops::{self, scopes::ScopeDefinition};
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
 use pact_server::domain::hidden_chars;
@@ -113,44 +114,30 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             unverified_allowed,
         }) => {
             require_brand(pool, brand_id).await?;
-            pact_server::domain::scopes::check_definition(scope_id, description)
-                .map_err(anyhow::Error::msg)?;
-            // The same entry as the API's and the console's scope edit.
+            // The same function as the API's and the console's scope edit.
             let mut tx = pool.begin().await?;
-            pact_db::scopes::upsert(&mut *tx, brand_id, scope_id, description, *requires_mfa)
-                .await?;
-            pact_db::scopes::set_unverified_allowed(
-                &mut *tx,
-                brand_id,
-                scope_id,
-                *unverified_allowed,
-            )
-            .await?;
-            audit(
-                &mut *tx,
-                "scope.upsert",
-                scope_id,
-                Some(brand_id),
-                serde_json::json!({"description": description, "requires_mfa": requires_mfa,
-                                   "unverified_allowed": unverified_allowed}),
-            )
-            .await?;
+            let def = ScopeDefinition {
+                scope_id: scope_id.clone(),
+                description: description.clone(),
+                requires_mfa: *requires_mfa,
+                unverified_allowed: *unverified_allowed,
+            };
+            let (who, at) = cli_who();
+            ops::scopes::upsert(&mut tx, &who, at.as_deref(), brand_id, &def)
+                .await
+                .map_err(crate::admin_merchant::edit_error)?;
             tx.commit().await?;
             println!("scope {scope_id} on {brand_id}: {description}");
         }
         BrandCommand::Scope(ScopeCommand::Remove { brand_id, scope_id }) => {
             let mut tx = pool.begin().await?;
-            if !pact_db::scopes::remove(&mut *tx, brand_id, scope_id).await? {
+            let (who, at) = cli_who();
+            if !ops::scopes::remove(&mut tx, &who, at.as_deref(), brand_id, scope_id)
+                .await
+                .map_err(crate::admin_merchant::edit_error)?
+            {
                 bail!("brand {brand_id:?} has no scope {scope_id:?}");
             }
-            audit(
-                &mut *tx,
-                "scope.remove",
-                scope_id,
-                Some(brand_id),
-                serde_json::json!({}),
-            )
-            .await?;
             tx.commit().await?;
             println!(
                 "removed scope {scope_id} from {brand_id} (existing grants keep it until they end or are revoked)"
@@ -1151,6 +1138,15 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Who acts when a command runs: the operating-system user on this host, as
+/// the audit log names them.
+fn cli_who() -> (pact_server::admin::role::Actor, Option<String>) {
+    (
+        crate::admin_accounts::cli_as_actor(),
+        crate::admin_accounts::cli_origin(),
+    )
 }
 
 /// One staff action on a customer account, by the function the admin API and

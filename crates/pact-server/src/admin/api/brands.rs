@@ -17,6 +17,8 @@ use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
 use crate::admin::brand_settings::{self, ToolDefinition};
+use crate::admin::ops;
+pub use crate::admin::ops::scopes::ScopeDefinition;
 use crate::admin::role::{Actor, Role};
 use crate::domain::authz_details::DetailsType;
 use crate::state::AppState;
@@ -120,20 +122,9 @@ pub async fn get(
     Ok(Json(brand_json(&state, &b).await?))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScopeDefinition {
-    pub scope_id: String,
-    pub description: String,
-    #[serde(default)]
-    pub requires_mfa: bool,
-    /// Unverified agents (admitted under `open`) may request it.
-    #[serde(default)]
-    pub unverified_allowed: bool,
-}
-
 /// Adds or changes one scope of a visible brand, audited as `scope.upsert`
-/// under `actor` (shared with the console).
+/// under `actor` (shared with the console; the one function is
+/// `ops::scopes::upsert`).
 pub async fn upsert_scope(
     state: &AppState,
     actor: &Actor,
@@ -141,35 +132,8 @@ pub async fn upsert_scope(
     brand_id: &str,
     def: &ScopeDefinition,
 ) -> Result<(), AdminApiError> {
-    crate::domain::scopes::check_definition(&def.scope_id, &def.description)
-        .map_err(AdminApiError::invalid)?;
     let mut tx = state.db.begin().await?;
-    pact_db::scopes::upsert(
-        &mut *tx,
-        brand_id,
-        &def.scope_id,
-        &def.description,
-        def.requires_mfa,
-    )
-    .await?;
-    pact_db::scopes::set_unverified_allowed(
-        &mut *tx,
-        brand_id,
-        &def.scope_id,
-        def.unverified_allowed,
-    )
-    .await?;
-    record(
-        &mut *tx,
-        actor,
-        ip,
-        "scope.upsert",
-        &def.scope_id,
-        brand_id,
-        json!({"description": def.description, "requires_mfa": def.requires_mfa,
-               "unverified_allowed": def.unverified_allowed}),
-    )
-    .await?;
+    ops::scopes::upsert(&mut tx, actor, Some(ip), brand_id, def).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -184,46 +148,9 @@ pub async fn remove_scope_of(
     scope_id: &str,
 ) -> Result<bool, AdminApiError> {
     let mut tx = state.db.begin().await?;
-    if !pact_db::scopes::remove(&mut *tx, brand_id, scope_id).await? {
-        return Ok(false);
-    }
-    record(
-        &mut *tx,
-        actor,
-        ip,
-        "scope.remove",
-        scope_id,
-        brand_id,
-        json!({}),
-    )
-    .await?;
+    let removed = ops::scopes::remove(&mut tx, actor, Some(ip), brand_id, scope_id).await?;
     tx.commit().await?;
-    Ok(true)
-}
-
-async fn record(
-    db: impl sqlx::PgExecutor<'_>,
-    actor: &Actor,
-    ip: &str,
-    action: &str,
-    target: &str,
-    brand_id: &str,
-    detail: Value,
-) -> Result<(), pact_db::Error> {
-    pact_db::audit::record(
-        db,
-        &pact_db::audit::NewEntry {
-            actor_kind: actor.kind,
-            actor: &actor.name,
-            action,
-            target: Some(target),
-            brand_id: Some(brand_id),
-            detail,
-            client_addr: Some(ip),
-        },
-    )
-    .await
-    .map(|_| ())
+    Ok(removed)
 }
 
 /// `POST /brands/{brand}/scopes` (owner): add or change a scope.

@@ -8,6 +8,7 @@ pub mod customers;
 pub mod grants;
 pub mod keys;
 pub mod registries;
+pub mod scopes;
 
 use serde_json::Value;
 use sqlx::PgConnection;
