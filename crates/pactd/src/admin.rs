@@ -8,7 +8,6 @@ use pact_server::admin::ops::customers::{self, Action};
 use pact_server::admin::ops::{self, scopes::ScopeDefinition};
 use pact_server::agent::demo_tools::DEMO_SCOPES;
 use pact_server::domain::authz_details::{self, DetailsType};
-use pact_server::domain::hidden_chars;
 use pact_server::who;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -287,20 +286,14 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 tos: tos_uri.clone(),
             };
             links.check().map_err(anyhow::Error::msg)?;
-            if issuer.trim().is_empty() || issuer.trim() != issuer {
-                bail!(
-                    "the issuer must be a non-empty string without surrounding spaces (it is compared exactly)"
-                );
-            }
-            // Loopback URIs are allowed at registration; the server refuses to
-            // fetch them unless it runs with --allow-loopback-jwks.
-            pact_jose::check_jwks_uri(jwks_uri, true)
-                .map_err(|e| anyhow::anyhow!("invalid --jwks-uri: {e}"))?;
-            let name = name.clone().unwrap_or_else(|| issuer.clone());
-            // The name is shown on consent: it must look like what it is.
-            if let Some(c) = hidden_chars::first_hidden(&name) {
-                bail!("{}", hidden_chars::refusal("the agent name", c));
-            }
+            // The one check the admin API and the console make too.
+            let name = ops::agents::check_registration_named(
+                issuer,
+                jwks_uri,
+                name.as_deref(),
+                ["--issuer", "--jwks-uri", "--name"],
+            )
+            .map_err(|e| anyhow!("invalid {e}"))?;
             // Fetched before anything is written: a logo that is refused
             // (SVG, HTML, too large, a redirect, a private address) leaves
             // the registration as it was.
@@ -313,36 +306,21 @@ async fn agent(pool: &PgPool, c: &AgentCommand) -> anyhow::Result<()> {
                 None => None,
             };
             let mut tx = pool.begin().await?;
-            let (agent, meta) = who::register_platform(
-                &mut tx,
+            let registration = ops::agents::Registration {
                 issuer,
                 jwks_uri,
-                &name,
-                &links,
-                logo.as_ref(),
-                now(),
-            )
-            .await?;
-            // Re-registering without the flags keeps the limits the PA has.
-            if pa.is_some() || user.is_some() {
-                pact_db::agents::set_limits(
-                    &mut *tx,
-                    issuer,
-                    pa.or(agent.pa_limit()),
-                    user.or(agent.user_limit()),
-                )
-                .await?;
-            }
-            // With the registration, in its transaction: never one without the other.
-            audit(
-                &mut *tx,
-                "agent.register",
-                issuer,
-                None,
-                serde_json::json!({"jwks_uri": jwks_uri, "name": name, "pa_limit": pa, "user_limit": user,
-                    "logo_uri": logo_uri, "homepage": homepage, "policy_uri": policy_uri, "tos_uri": tos_uri}),
-            )
-            .await?;
+                name: &name,
+                links: &links,
+                logo: logo.as_ref(),
+                // Re-registering without the flags keeps the limits it has.
+                pa_limit: pa,
+                user_limit: user,
+            };
+            let (who, at) = cli_who();
+            let (agent, meta) =
+                ops::agents::register(&mut tx, &who, at.as_deref(), &registration, now())
+                    .await
+                    .map_err(crate::admin_merchant::edit_error)?;
             tx.commit().await?;
             if let (Some(logo), Some(m)) = (&logo, &meta) {
                 println!(

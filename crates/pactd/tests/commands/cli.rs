@@ -700,6 +700,35 @@ async fn agents_are_added_disabled_and_enabled_and_bad_input_is_refused() {
             refused.describe()
         );
     }
+    // The CLI checks a registration as the admin API and the console do (one
+    // function): a name too long or with a control character, an issuer with
+    // a control character, are refused here too.
+    let long_name = "n".repeat(201);
+    for (flag, args) in [
+        ("--name", ["https://other.example", long_name.as_str()]),
+        ("--name", ["https://other.example", "Agent\u{7}"]),
+        ("--issuer", ["https://other.example/\u{1}", "Agent"]),
+    ] {
+        let refused = run(
+            pactd_on(&db),
+            &[
+                "agent",
+                "add",
+                "--issuer",
+                args[0],
+                "--jwks-uri",
+                "https://other.example/jwks.json",
+                "--name",
+                args[1],
+            ],
+        )
+        .await;
+        assert!(
+            refused.failed().contains(&format!("invalid {flag}")),
+            "{args:?}: {}",
+            refused.describe()
+        );
+    }
 
     // Only the first agent was ever registered.
     let list = run(pactd_on(&db), &["agent", "list"]).await;

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params::{self, rfc3339};
+use crate::admin::ops;
 use crate::admin::role::Role;
 use crate::state::AppState;
 use crate::who;
@@ -112,71 +113,23 @@ pub async fn register_with_links(
         .await
         .map_err(AdminApiError::invalid)?;
     let mut tx = state.db.begin().await?;
-    let (a, meta) = who::register_platform(
-        &mut tx,
+    let registration = ops::agents::Registration {
         issuer,
         jwks_uri,
         name,
         links,
-        logo.as_ref(),
-        state.clock.now(),
-    )
-    .await?;
-    pact_db::audit::record(
-        &mut *tx,
-        &pact_db::audit::NewEntry {
-            actor_kind: actor.kind,
-            actor: &actor.name,
-            action: "agent.register",
-            target: Some(&a.issuer),
-            brand_id: None,
-            detail: json!({"jwks_uri": a.jwks_uri, "name": a.name,
-                "homepage": links.homepage, "logo_uri": links.logo,
-                "policy_uri": links.policy, "tos_uri": links.tos}),
-            client_addr: Some(ip),
-        },
-    )
-    .await?;
+        logo: logo.as_ref(),
+        pa_limit: None,
+        user_limit: None,
+    };
+    let now = state.clock.now();
+    let done = ops::agents::register(&mut tx, actor, Some(ip), &registration, now).await?;
     tx.commit().await?;
-    Ok((a, meta))
+    Ok(done)
 }
 
-/// Checks a registration (shared with the console); returns the display
-/// name (the issuer when none is given).
-pub fn check_registration(
-    issuer: &str,
-    jwks_uri: &str,
-    name: Option<&str>,
-) -> Result<String, String> {
-    if issuer.trim().is_empty()
-        || issuer.trim() != issuer
-        || issuer.len() > 512
-        || issuer.chars().any(char::is_control)
-    {
-        return Err(
-            "issuer: a non-empty string without surrounding spaces (it is compared exactly, PACT §3)"
-                .into(),
-        );
-    }
-    // Loopback URIs are accepted at registration (as `pactd agent add` does);
-    // the server fetches them only with --allow-loopback-jwks.
-    pact_jose::check_jwks_uri(jwks_uri, true).map_err(|e| format!("jwks_uri: {e}"))?;
-    match name.map(str::trim) {
-        Some(n) if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) => {
-            Err("name: 1–200 characters, no control characters".into())
-        }
-        Some(n) => match crate::domain::hidden_chars::first_hidden(n) {
-            // The name is shown on consent: it must look like what it is
-            // (as `pactd agent add` checks it).
-            Some(c) => Err(format!(
-                "name: {}",
-                crate::domain::hidden_chars::refusal("the agent name", c)
-            )),
-            None => Ok(n.to_owned()),
-        },
-        None => Ok(issuer.to_owned()),
-    }
-}
+/// The one check of a registration (shared with the console and the CLI).
+pub use crate::admin::ops::agents::check_registration;
 
 /// `POST /agents` `{"issuer", "jwks_uri", "name"}`: register, or move a
 /// known issuer to a new JWKS URI.
