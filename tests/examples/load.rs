@@ -1497,7 +1497,7 @@ async fn main() -> anyhow::Result<()> {
             bail!("warm-up request failed: {kind}: {sample}");
         }
         let jwt = ctx.worker_jwt(w, 1);
-        for text in ["#json", "#mcp"] {
+        for text in ["#json", "#mcp", "#mcp-shared"] {
             if let Outcome::Error(kind, sample) =
                 send_message(&ctx, &ctx.shop_send_url, &jwt, None, text, true).await
             {
@@ -1616,6 +1616,17 @@ async fn main() -> anyhow::Result<()> {
         Plan::For(seconds),
         &probe,
         webhook(ctx.clone(), "#mcp"),
+    )
+    .await;
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "webhook agent + 1 MCP tool call, one session for all turns",
+        c,
+        Plan::For(seconds),
+        &probe,
+        webhook(ctx.clone(), "#mcp-shared"),
     )
     .await;
 
@@ -1804,6 +1815,17 @@ async fn main() -> anyhow::Result<()> {
         Plan::For(seconds),
         &probe,
         shop_delegated(ctx.clone(), "#mcp"),
+    )
+    .await;
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "delegated webhook agent + 1 MCP tool call + receipt, one session for all turns",
+        c,
+        Plan::For(seconds),
+        &probe,
+        shop_delegated(ctx.clone(), "#mcp-shared"),
     )
     .await;
 

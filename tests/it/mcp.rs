@@ -708,3 +708,226 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
     );
     assert_eq!(m.stats().await["cancellations"], json!({"SHOP-1002": 1}));
 }
+
+/// A long-running agent keeps one MCP client for all its turns, on the
+/// brand's shared endpoint: the official SDK, connected once, each request
+/// carrying the token of the turn it serves. Every turn still sees only its
+/// own grant, and its calls land in its own receipt.
+#[tokio::test]
+async fn one_official_mcp_client_serves_many_turns_on_the_brand_endpoint() {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    let m = app.merchant_brand("demo").await;
+    let agent = NodeService::brand_agent(&m.secret).await;
+    app.set_agent("demo", &format!("{}/pact", agent.base), None)
+        .await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+
+    let v = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &read,
+            "m1",
+            "Show me my orders #shared",
+            None,
+        )
+        .await,
+    )
+    .await;
+    let first = agent.seen("m1").await;
+    assert!(first["error"].is_null(), "{first}");
+    assert!(text(&v["message"]).contains("SHOP-1001"), "{v} {first}");
+    let session = first["sessionId"].as_str().unwrap().to_owned();
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert_eq!(claims.actions.len(), 1);
+    assert_eq!(claims.actions[0].tool, "lookup_orders");
+
+    // Another turn, without delegation, on the same session: it sees its own grant (none).
+    let v = ok_json(
+        app.send("demo", &pa_jwt, "m2", "Show me my orders #shared", None)
+            .await,
+    )
+    .await;
+    let second = agent.seen("m2").await;
+    assert!(second["error"].is_null(), "{second}");
+    assert_eq!(
+        second["sessionId"],
+        session.as_str(),
+        "one session for both"
+    );
+    assert_eq!(
+        named(&second["tools"], "lookup_orders")["grant"]["allowed"],
+        false
+    );
+    assert_eq!(second["calls"][0]["isError"], true, "{second}");
+    assert!(text(&v["message"]).contains("permission"), "{v}");
+
+    // And a delegated one again: allowed, receipted under its own turn.
+    let v = ok_json(
+        app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &read,
+            "m3",
+            "Show me my orders #shared",
+            None,
+        )
+        .await,
+    )
+    .await;
+    let third = agent.seen("m3").await;
+    assert_eq!(third["sessionId"], session.as_str());
+    let claims = verified_receipt(&app, &v["message"]).await;
+    assert_eq!(claims.actions.len(), 1);
+    assert_eq!(m.stats().await["tool_calls"], json!({"lookup_orders": 2}));
+    assert!(app.state.live_turns.is_empty());
+}
+
+/// The brand's shared endpoint: a session there is signed for the brand and
+/// carries no authority. Every request is admitted by its own turn's token,
+/// at its own brand, while the turn runs; sessions of one endpoint never pass
+/// at another, and they expire.
+#[tokio::test]
+async fn the_brand_mcp_endpoint_admits_each_request_by_its_own_turn_token() {
+    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    app.enable_demo_delegation().await;
+    let _m = app.merchant_brand("demo").await;
+    app.add_brand("acme", "Acme").await;
+    let (agent_url, capture, mut turns) = start_capture().await;
+    app.set_agent("demo", &agent_url, None).await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let delegation = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+
+    let app = Arc::new(app);
+    let (a1, a2) = (app.clone(), app.clone());
+    let (j1, d1) = (pa_jwt.clone(), delegation.clone());
+    let first = tokio::spawn(async move {
+        a1.send_delegated("demo", &j1, &d1, "m1", "show my orders", None)
+            .await
+            .status()
+    });
+    let t1 = turns.recv().await.unwrap();
+    let j2 = pa_jwt.clone();
+    let second =
+        tokio::spawn(async move { a2.send("demo", &j2, "m2", "hello", None).await.status() });
+    let t2 = turns.recv().await.unwrap();
+    let shared_url = t1["tools"]["brandMcpUrl"].as_str().unwrap().to_owned();
+    assert_eq!(shared_url, format!("{}/mcp", app.iface("demo")));
+    assert_eq!(t2["tools"]["brandMcpUrl"], shared_url.as_str());
+
+    // Opened with the first turn's token, used with the second's.
+    let mut one = Raw::of(&app, &t1);
+    one.url.clone_from(&shared_url);
+    let init = one.initialize().await;
+    assert_eq!(init["result"]["protocolVersion"], VERSION);
+    let mut two = Raw::of(&app, &t2);
+    two.url.clone_from(&shared_url);
+    two.session.clone_from(&one.session);
+    let (status, list) = two.rpc("tools/list", json!({})).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(
+        named(&list["result"]["tools"], "lookup_orders")["_meta"]["pactd/grant"]["allowed"],
+        false,
+        "the second turn has no delegation"
+    );
+    let body = two.call("lookup_orders", json!({})).await;
+    assert_eq!(body["result"]["isError"], true);
+    assert_eq!(body["result"]["structuredContent"]["scope"], "orders:read");
+    let body = one.call("lookup_orders", json!({})).await;
+    assert_eq!(body["result"]["isError"], false, "{body}");
+
+    // No token, a guessed one, a token at another brand's endpoint: 401.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let res = app.http.post(&shared_url).json(&ping).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    let mut guessed = Raw::of(&app, &t1);
+    guessed.url.clone_from(&shared_url);
+    guessed.session.clone_from(&one.session);
+    guessed.token = format!("{}x", one.token);
+    assert_eq!(guessed.rpc("ping", json!({})).await.0, 401);
+    let mut acme = Raw::of(&app, &t1);
+    acme.url = shared_url.replace("/a2a/demo/", "/a2a/acme/");
+    acme.session.clone_from(&one.session);
+    assert_eq!(acme.rpc("ping", json!({})).await.0, 401);
+
+    // Sessions never cross endpoints: the shared one at a turn's own endpoint,
+    // a turn's own at the shared endpoint.
+    let mut own = Raw::of(&app, &t1);
+    own.session.clone_from(&one.session);
+    assert_eq!(own.rpc("ping", json!({})).await.0, 404);
+    let mut turn_session = Raw::of(&app, &t1);
+    turn_session.initialize().await;
+    turn_session.url.clone_from(&shared_url);
+    assert_eq!(turn_session.rpc("ping", json!({})).await.0, 404);
+    // None, made up, or the wrong version.
+    let mut none = Raw::of(&app, &t1);
+    none.url.clone_from(&shared_url);
+    assert_eq!(none.rpc("tools/list", json!({})).await.0, 400);
+    none.session = Some("4102444800-AAAAAAAAAAAAAAAA.2025-11-25.AAAAAAAAAAAAAAAAAAAAAA".to_owned());
+    assert_eq!(none.rpc("tools/list", json!({})).await.0, 404);
+    let res = app
+        .http
+        .post(&shared_url)
+        .bearer_auth(&one.token)
+        .header("mcp-session-id", one.session.as_deref().unwrap())
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    // Neither a stream nor an explicit end is offered there.
+    for res in [
+        app.http
+            .get(&shared_url)
+            .bearer_auth(&one.token)
+            .send()
+            .await
+            .unwrap(),
+        app.http
+            .delete(&shared_url)
+            .bearer_auth(&one.token)
+            .header("mcp-session-id", one.session.as_deref().unwrap())
+            .send()
+            .await
+            .unwrap(),
+    ] {
+        assert_eq!(res.status(), 405);
+        assert_eq!(res.headers()["allow"], "POST");
+    }
+
+    // The turns end: their tokens open nothing, the session notwithstanding.
+    capture.release.add_permits(2);
+    assert_eq!(first.await.unwrap(), 200);
+    assert_eq!(second.await.unwrap(), 200);
+    assert_eq!(one.rpc("ping", json!({})).await.0, 401);
+    assert_eq!(two.rpc("ping", json!({})).await.0, 401);
+
+    // Half a day later the session has expired: a new turn's token gets 404, then a new session.
+    app.clock
+        .advance(std::time::Duration::from_secs(12 * 3600 + 60));
+    let at = app.clock.now().unix_timestamp();
+    let late_jwt = pa.token_with(SUB, app.audience(), |_, claims| {
+        claims["iat"] = json!(at);
+        claims["exp"] = json!(at + 120);
+    });
+    let a3 = app.clone();
+    let third = tokio::spawn(async move {
+        a3.send("demo", &late_jwt, "m3", "hello", None)
+            .await
+            .status()
+    });
+    let t3 = turns.recv().await.unwrap();
+    let mut late = Raw::of(&app, &t3);
+    late.url.clone_from(&shared_url);
+    late.session.clone_from(&one.session);
+    assert_eq!(late.rpc("ping", json!({})).await.0, 404);
+    late.initialize().await;
+    assert_eq!(late.rpc("ping", json!({})).await.0, 200);
+    capture.release.add_permits(1);
+    assert_eq!(third.await.unwrap(), 200);
+}

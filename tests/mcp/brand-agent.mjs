@@ -5,6 +5,12 @@
 // StreamableHTTPClientTransport, pointed at the turn's `tools.mcpUrl` with the
 // turn token as its bearer token. Nothing of the SDK is patched or wrapped.
 //
+// A turn whose text says "#shared" goes instead through one Client kept for
+// the process's whole life, on the brand's shared endpoint
+// (`tools.brandMcpUrl`), as a long-running agent would keep its MCP
+// connection: the SDK's documented `fetch` option puts the token of the turn
+// being served on each request.
+//
 //   MERCHANT_WEBHOOK_SECRET=whsec_... node tests/mcp/brand-agent.mjs --port 0
 //
 //   POST /pact   pactd's signed turn (Standard Webhooks); answers {"reply": ...}
@@ -12,6 +18,7 @@
 //
 // It prints "listening on port N" first, for the test harness.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 
@@ -57,15 +64,51 @@ function verify(headers, body) {
 
 const stats = { turns: {}, refusedSignatures: 0 };
 
-// The agent's brain: the turn text decides which tool it calls, and how.
-async function decide(turn, seen) {
-  const text = turn.turn.text;
-  const lower = text.toLowerCase();
+// The token of the turn being served, for the shared client's requests.
+const turnToken = new AsyncLocalStorage();
+let shared = null;
+
+// One client for every "#shared" turn, connected on the first one.
+function sharedClient(turn) {
+  if (!shared) {
+    shared = (async () => {
+      const client = new Client({ name: 'example-brand-agent', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(turn.tools.brandMcpUrl), {
+        fetch: (url, init) => {
+          const headers = new Headers(init?.headers);
+          headers.set('Authorization', `Bearer ${turnToken.getStore()}`);
+          return fetch(url, { ...init, headers });
+        },
+      });
+      await client.connect(transport);
+      return { client, transport };
+    })().catch((e) => {
+      shared = null;
+      throw e;
+    });
+  }
+  return shared;
+}
+
+async function perTurnClient(turn) {
   const client = new Client({ name: 'example-brand-agent', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(turn.tools.mcpUrl), {
     requestInit: { headers: { Authorization: `Bearer ${turn.tools.token}` } },
   });
   await client.connect(transport);
+  return { client, transport };
+}
+
+// The agent's brain: the turn text decides which tool it calls, and how.
+function decide(turn, seen) {
+  return turnToken.run(turn.tools.token, () => decideInTurn(turn, seen));
+}
+
+async function decideInTurn(turn, seen) {
+  const text = turn.turn.text;
+  const lower = text.toLowerCase();
+  const isShared = text.includes('#shared');
+  const { client, transport } = isShared ? await sharedClient(turn) : await perTurnClient(turn);
   try {
     seen.protocolVersion = transport.protocolVersion ?? null;
     seen.sessionId = transport.sessionId ?? null;
@@ -107,9 +150,11 @@ async function decide(turn, seen) {
     }
     return 'Hello from Example Shop, over MCP.';
   } finally {
-    // Ends the session (DELETE) and the transport.
-    await transport.terminateSession().catch(() => {});
-    await client.close();
+    // Ends a per-turn session (DELETE) and its transport; the shared one lives on.
+    if (!isShared) {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
   }
 }
 

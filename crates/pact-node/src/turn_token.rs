@@ -119,6 +119,35 @@ impl TurnKey {
         (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16]))
             .then(|| version.to_owned())
     }
+
+    /// A new MCP session id of the brand's shared endpoint for `version`,
+    /// refused from `expires` (Unix seconds) on. It names no turn: a
+    /// long-running MCP client keeps one session over many turns and proves
+    /// each request's turn with that turn's token. The tag covers
+    /// `brand:{brand}`, which no turn id (a UUID) can spell, so a turn's
+    /// session id never passes as a brand's, nor the reverse.
+    pub fn brand_session_id(&self, brand: &str, version: &str, expires: i64) -> Option<String> {
+        let mut nonce = [0u8; 12];
+        openssl::rand::rand_bytes(&mut nonce).ok()?;
+        let head = format!("{expires}-{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
+        let tag = self.tag(format!("brand:{brand}.{head}").as_bytes())?;
+        Some(format!("{head}.{}", URL_SAFE_NO_PAD.encode(&tag[..16])))
+    }
+
+    /// The protocol version of a session id this key made for `brand`'s
+    /// shared endpoint, while it has not expired at `now` (Unix seconds).
+    pub fn brand_session_version(&self, brand: &str, id: &str, now: i64) -> Option<String> {
+        if id.len() > 128 {
+            return None;
+        }
+        let (head, tag) = id.rsplit_once('.')?;
+        let (nonce, version) = head.split_once('.')?;
+        let expires: i64 = nonce.split_once('-')?.0.parse().ok()?;
+        let given = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        let expected = self.tag(format!("brand:{brand}.{head}").as_bytes())?;
+        (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16]) && now < expires)
+            .then(|| version.to_owned())
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +210,39 @@ mod tests {
             id,
             key.session_id(Uuid::from_u128(7), "2025-11-25").unwrap()
         );
+    }
+
+    #[test]
+    fn a_brand_session_id_names_its_brand_and_dies_at_its_expiry() {
+        let key = TurnKey::for_tests(1);
+        let id = key.brand_session_id("shop", "2025-11-25", 1_000).unwrap();
+        assert!(id.bytes().all(|b| b.is_ascii_graphic()));
+        assert_eq!(
+            key.brand_session_version("shop", &id, 999).as_deref(),
+            Some("2025-11-25")
+        );
+        assert_eq!(
+            key.brand_session_version("shop", &id, 1_000),
+            None,
+            "expired"
+        );
+        assert_eq!(
+            key.brand_session_version("acme", &id, 999),
+            None,
+            "another brand"
+        );
+        assert_eq!(
+            TurnKey::for_tests(2).brand_session_version("shop", &id, 999),
+            None,
+            "another key"
+        );
+        // A later expiry written in, with the old tag.
+        let stretched = id.replacen("1000-", "9000-", 1);
+        assert_eq!(key.brand_session_version("shop", &stretched, 999), None);
+        // Neither kind passes as the other.
+        let turn = Uuid::from_u128(7);
+        let turn_session = key.session_id(turn, "2025-11-25").unwrap();
+        assert_eq!(key.brand_session_version("shop", &turn_session, 0), None);
+        assert_eq!(key.session_version(turn, &id), None);
     }
 }

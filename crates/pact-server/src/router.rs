@@ -191,6 +191,13 @@ pub fn router(state: AppState) -> Router {
                 .get(crate::merchant::mcp::get_not_offered)
                 .delete(crate::merchant::mcp::delete),
         )
+        // one MCP session for all of a brand's turns (merchant/mcp.rs)
+        .route(
+            "/a2a/{brand}/mcp",
+            post(crate::merchant::mcp::post_brand)
+                .get(crate::merchant::mcp::brand_not_offered)
+                .delete(crate::merchant::mcp::brand_not_offered),
+        )
         // the receipt log: signed tree heads and proofs, public (receipt_log.rs)
         .route("/receipts/tree-head", get(crate::receipt_log::tree_head))
         .route(

@@ -97,18 +97,21 @@ pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
     span
 }
 
-/// `/a2a/{brand}/turns/{turn}/…`: the gateway and MCP routes of a turn.
+/// `/a2a/{brand}/turns/{turn}/…`: the gateway and MCP routes of a turn; and
+/// `/a2a/{brand}/mcp`, the brand's shared MCP endpoint, whose every request
+/// carries a turn token too.
 fn is_turn_call(path: &str) -> bool {
     let mut segments = path.split('/');
-    matches!(
-        (
-            segments.next(),
-            segments.next(),
-            segments.next(),
-            segments.next()
-        ),
-        (Some(""), Some("a2a"), Some(_), Some("turns"))
-    )
+    match (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    ) {
+        (Some(""), Some("a2a"), Some(_), Some("turns")) => true,
+        (Some(""), Some("a2a"), Some(_), Some("mcp")) => segments.next().is_none(),
+        _ => false,
+    }
 }
 
 /// Starts the OpenTelemetry span of `span`, which gives it its ids, and
@@ -241,6 +244,8 @@ mod tests {
     fn turn_calls_are_the_gateway_and_mcp_routes() {
         assert!(is_turn_call("/a2a/shop/turns/0b5e/tools/lookup_orders"));
         assert!(is_turn_call("/a2a/shop/turns/0b5e/mcp"));
+        assert!(is_turn_call("/a2a/shop/mcp"));
+        assert!(!is_turn_call("/a2a/shop/mcp/x"));
         assert!(!is_turn_call("/a2a/shop/message:send"));
         assert!(!is_turn_call("/a2a/turns"));
         assert!(!is_turn_call("/x/a2a/shop/turns/1"));

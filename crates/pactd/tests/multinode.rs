@@ -964,6 +964,7 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
         .unwrap();
     let tools_url = turn["tools"]["url"].as_str().unwrap().to_owned();
     let mcp_url = turn["tools"]["mcpUrl"].as_str().unwrap().to_owned();
+    let brand_mcp_url = turn["tools"]["brandMcpUrl"].as_str().unwrap().to_owned();
     let token = turn["tools"]["token"].as_str().unwrap().to_owned();
     assert!(
         tools_url.starts_with(&lb),
@@ -997,9 +998,9 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     );
 
     // An MCP session: initialize, list and call, each on the next node.
-    let mcp = |session: Option<String>, body: Value| {
+    let mcp_at = |url: &str, session: Option<String>, body: Value| {
         let mut req = http
-            .post(&mcp_url)
+            .post(url)
             .bearer_auth(&token)
             .header("accept", "application/json, text/event-stream")
             .json(&body);
@@ -1018,6 +1019,7 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
             (status, id, res.json::<Value>().await.unwrap_or(Value::Null))
         }
     };
+    let mcp = |session: Option<String>, body: Value| mcp_at(&mcp_url, session, body);
     let (status, session, body) = mcp(
         None,
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -1048,6 +1050,36 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_ne!(body["result"]["isError"], json!(true), "{body}");
+
+    // The brand's shared MCP endpoint: a session opened on one node serves
+    // the turn's calls on the others (signed for the brand with the key every
+    // node derives from the master key).
+    let (status, session, body) = mcp_at(
+        &brand_mcp_url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "multinode", "version": "1"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a shared MCP session id");
+    for id in 2..5 {
+        let (status, _, body) = mcp_at(
+            &brand_mcp_url,
+            Some(session.clone()),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "lookup_orders", "arguments": {}}}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert_ne!(body["result"]["isError"], json!(true), "{body}");
+    }
+    let shared_requests = nginx.upstreams_of("/a2a/demo/mcp ");
+    let mut spread_shared = shared_requests.clone();
+    spread_shared.sort();
+    spread_shared.dedup();
+    assert_eq!(spread_shared.len(), 3, "{shared_requests:?}");
 
     let turn_requests = nginx.upstreams_of("/turns/");
     let mut spread = turn_requests.clone();

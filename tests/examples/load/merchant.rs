@@ -8,7 +8,11 @@
 //!
 //! * `#json` — the JSON route, `POST {tools.url}/{tool}`;
 //! * `#mcp` — pactd's MCP face: `initialize`, `notifications/initialized`,
-//!   `tools/call`, as an MCP client library does for a new session.
+//!   `tools/call`, as an MCP client library does for a new session;
+//! * `#mcp-shared` — the brand's shared MCP endpoint (`tools.brandMcpUrl`):
+//!   one session for the merchant's whole life, opened on its first turn,
+//!   then only `tools/call`, with each turn's token, as a long-running MCP
+//!   client does.
 //!
 //! The tool is `store_hours` (public) in an identity turn and `my_orders`
 //! (scope `orders:read`) in a delegated one. The tool endpoint
@@ -41,6 +45,8 @@ pub struct Merchant {
     /// calls through pactd's gateway took, as the merchant sees them.
     pub hold_us: AtomicU64,
     pub gateway_us: AtomicU64,
+    /// The session on the brand's shared MCP endpoint, once opened.
+    shared_session: tokio::sync::OnceCell<String>,
 }
 
 /// What the merchant saw over a span of turns.
@@ -94,6 +100,7 @@ pub async fn start(whsec: &str, port: u16) -> anyhow::Result<Arc<Merchant>> {
         failures: AtomicU64::new(0),
         hold_us: AtomicU64::new(0),
         gateway_us: AtomicU64::new(0),
+        shared_session: tokio::sync::OnceCell::new(),
     });
     let app = Router::new()
         .route("/agent", post(agent))
@@ -158,7 +165,9 @@ async fn agent(State(m): State<Arc<Merchant>>, headers: HeaderMap, body: Bytes) 
     let tools = &turn["tools"];
     let token = tools["token"].as_str().unwrap_or("");
     let calling = Instant::now();
-    let answer = if text.contains("#mcp") {
+    let answer = if text.contains("#mcp-shared") {
+        mcp_shared_call(&m, tools["brandMcpUrl"].as_str().unwrap_or(""), token, tool).await
+    } else if text.contains("#mcp") {
         mcp_call(&m, tools["mcpUrl"].as_str().unwrap_or(""), token, tool).await
     } else {
         json_call(&m, tools["url"].as_str().unwrap_or(""), token, tool).await
@@ -232,7 +241,8 @@ async fn rpc(
     Ok((session, v))
 }
 
-async fn mcp_call(m: &Merchant, url: &str, token: &str, tool: &str) -> Result<Value, String> {
+/// `initialize` and `notifications/initialized`: a new session's id.
+async fn mcp_open(m: &Merchant, url: &str, token: &str) -> Result<String, String> {
     let (session, _) = rpc(
         m,
         url,
@@ -252,11 +262,39 @@ async fn mcp_call(m: &Merchant, url: &str, token: &str, tool: &str) -> Result<Va
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
     .await?;
+    Ok(session)
+}
+
+async fn mcp_call(m: &Merchant, url: &str, token: &str, tool: &str) -> Result<Value, String> {
+    let session = mcp_open(m, url, token).await?;
+    mcp_tool(m, url, token, &session, tool).await
+}
+
+async fn mcp_shared_call(
+    m: &Merchant,
+    url: &str,
+    token: &str,
+    tool: &str,
+) -> Result<Value, String> {
+    let session = m
+        .shared_session
+        .get_or_try_init(|| mcp_open(m, url, token))
+        .await?;
+    mcp_tool(m, url, token, session, tool).await
+}
+
+async fn mcp_tool(
+    m: &Merchant,
+    url: &str,
+    token: &str,
+    session: &str,
+    tool: &str,
+) -> Result<Value, String> {
     let (_, v) = rpc(
         m,
         url,
         token,
-        Some(&session),
+        Some(session),
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": tool, "arguments": {}}}),
     )

@@ -20,6 +20,15 @@
 //! negotiated `MCP-Protocol-Version` (else 400). A present `Origin` other
 //! than pactd's own is refused with 403 (the transport's DNS-rebinding rule).
 //!
+//! `{iface}/mcp` is the same server for a merchant's agent that keeps one MCP
+//! client for its whole life instead of one per turn (a session per turn
+//! costs two extra round trips, `initialize` and `notifications/initialized`,
+//! on every turn: issue 27). Its sessions are signed for the brand, not a
+//! turn, and expire after [`BRAND_SESSION_LIFETIME`]; every request there
+//! still carries the token of the turn it acts in, so a session grants
+//! nothing by itself and ending one early is not offered (DELETE is `405`,
+//! which the transport allows).
+//!
 //! `tools/list` lists the brand's tools (not those imported from the
 //! merchant's MCP server and never mapped to a scope) with their input schemas and, in
 //! `_meta["pactd/grant"]`, whether this turn's grant allows each.
@@ -50,6 +59,21 @@ use crate::tool_schema as schema;
 /// client's when listed here, else with the newest (MCP lifecycle, version
 /// negotiation).
 pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
+
+/// How long a session of the brand's shared endpoint is accepted. It is a
+/// record of the negotiated version, never a credential, so it may outlive
+/// many turns; a client whose session expired gets `404` and initializes
+/// again, as the transport says.
+pub const BRAND_SESSION_LIFETIME: time::Duration = time::Duration::hours(12);
+
+/// The endpoint a request reached, and so the sessions it may use.
+#[derive(Clone, Copy)]
+enum Endpoint<'a> {
+    /// `{iface}/turns/{turn}/mcp`: sessions of that turn only.
+    Turn,
+    /// `{iface}/mcp`: sessions of the brand, any of its turns.
+    Brand(&'a str),
+}
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 static VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -106,6 +130,16 @@ pub async fn get_not_offered() -> Response {
     res
 }
 
+/// The brand's shared endpoint offers neither the SSE stream (GET) nor an
+/// explicit end of session (DELETE): its sessions carry no authority and
+/// expire on their own, and the transport lets a server answer 405 to both.
+pub async fn brand_not_offered() -> Response {
+    let mut res = empty(StatusCode::METHOD_NOT_ALLOWED);
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    res
+}
+
 /// The transport's DNS-rebinding rule: a request that names an `Origin` must
 /// name pactd's own (a browser page elsewhere must not drive a turn).
 fn origin_ok(state: &AppState, headers: &HeaderMap) -> bool {
@@ -119,11 +153,13 @@ fn origin_ok(state: &AppState, headers: &HeaderMap) -> bool {
 }
 
 /// Origin, then the turn token: the turn this request may act in (on this
-/// node or another: `live_turns::authorize`).
+/// node or another: `live_turns::authorize`). The turn is the path's, or on
+/// the brand's shared endpoint (`turn_id` `None`) the one the token was
+/// signed for.
 async fn admit(
     state: &AppState,
     brand_id: &str,
-    turn_id: &str,
+    turn_id: Option<&str>,
     headers: &HeaderMap,
     now: OffsetDateTime,
 ) -> Result<CallGuard, Box<Response>> {
@@ -137,7 +173,19 @@ async fn admit(
         )));
     }
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
-    let turn_id = Uuid::parse_str(turn_id).map_err(|_| Box::new(unauthorized()))?;
+    let turn_id = match turn_id {
+        Some(id) => Uuid::parse_str(id).ok(),
+        None => state
+            .live_turns
+            .key()
+            .verify(token)
+            .map(|claims| claims.turn),
+    }
+    .ok_or_else(|| {
+        crate::trace_context::start_turn_call_span(None);
+        tracing::info!(brand = %brand_id, "MCP request refused: turn token");
+        Box::new(unauthorized())
+    })?;
     super::live_turns::authorize(state, turn_id, brand_id, token, headers, now)
         .await
         .map_err(|why| {
@@ -151,12 +199,15 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> 
 }
 
 /// The session a POST after `initialize` belongs to: its id must be one
-/// pactd signed for this turn (any node checks that), not ended on any node,
-/// and the protocol version header the one negotiated.
+/// pactd signed for this turn (any node checks that) and not ended on any
+/// node, or on the shared endpoint one signed for this brand and not
+/// expired; and the protocol version header the one negotiated.
 async fn session(
     state: &AppState,
+    endpoint: Endpoint<'_>,
     turn: &CallGuard,
     headers: &HeaderMap,
+    now: OffsetDateTime,
 ) -> Result<(), Box<Response>> {
     let Some(id) = header_str(headers, &SESSION_HEADER) else {
         return Err(Box::new(rpc_error(
@@ -174,9 +225,22 @@ async fn session(
             "unknown or ended session",
         ))
     };
-    let Some(version) = state.live_turns.key().session_version(turn.id, id) else {
+    let version = match endpoint {
+        Endpoint::Brand(brand) => {
+            state
+                .live_turns
+                .key()
+                .brand_session_version(brand, id, now.unix_timestamp())
+        }
+        Endpoint::Turn => state.live_turns.key().session_version(turn.id, id),
+    };
+    let Some(version) = version else {
         return Err(unknown());
     };
+    check_version(headers, &version)?;
+    if matches!(endpoint, Endpoint::Brand(_)) {
+        return Ok(());
+    }
     let closed_here = turn
         .closed_sessions
         .lock()
@@ -191,7 +255,11 @@ async fn session(
     if closed_here || closed_elsewhere {
         return Err(unknown());
     }
-    if header_str(headers, &VERSION_HEADER) != Some(version.as_str()) {
+    Ok(())
+}
+
+fn check_version(headers: &HeaderMap, version: &str) -> Result<(), Box<Response>> {
+    if header_str(headers, &VERSION_HEADER) != Some(version) {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
@@ -227,6 +295,7 @@ fn is_json_content(headers: &HeaderMap) -> bool {
     })
 }
 
+/// POST to a turn's own endpoint.
 pub async fn post(
     State(state): State<AppState>,
     Path((brand_id, turn_id)): Path<(String, String)>,
@@ -234,11 +303,46 @@ pub async fn post(
     body: Bytes,
 ) -> Response {
     let now = state.clock.now();
-    let turn = match admit(&state, &brand_id, &turn_id, &headers, now).await {
+    let turn = match admit(&state, &brand_id, Some(&turn_id), &headers, now).await {
         Ok(t) => t,
         Err(res) => return *res,
     };
-    if !is_json_content(&headers) {
+    message(&state, Endpoint::Turn, &turn, &headers, &body, now).await
+}
+
+/// POST to the brand's shared endpoint: the turn is the token's.
+pub async fn post_brand(
+    State(state): State<AppState>,
+    Path(brand_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let now = state.clock.now();
+    let turn = match admit(&state, &brand_id, None, &headers, now).await {
+        Ok(t) => t,
+        Err(res) => return *res,
+    };
+    message(
+        &state,
+        Endpoint::Brand(&brand_id),
+        &turn,
+        &headers,
+        &body,
+        now,
+    )
+    .await
+}
+
+/// One JSON-RPC message of an admitted request.
+async fn message(
+    state: &AppState,
+    endpoint: Endpoint<'_>,
+    turn: &CallGuard,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: OffsetDateTime,
+) -> Response {
+    if !is_json_content(headers) {
         return rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Value::Null,
@@ -246,7 +350,7 @@ pub async fn post(
             "Content-Type must be application/json",
         );
     }
-    if !accepts_json(&headers) {
+    if !accepts_json(headers) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             Value::Null,
@@ -254,7 +358,7 @@ pub async fn post(
             "Accept must allow application/json",
         );
     }
-    let message: Value = match serde_json::from_slice(&body) {
+    let message: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(_) => {
             return rpc_error(
@@ -293,7 +397,9 @@ pub async fn post(
     let method = message.get("method").and_then(Value::as_str);
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let (method, id) = match (method, id) {
-        (Some("initialize"), Some(id)) => return initialize(&state, &turn, id, &params),
+        (Some("initialize"), Some(id)) => {
+            return initialize(state, endpoint, turn, id, &params, now);
+        }
         (Some(m), Some(id)) => (m, id),
         // A notification (no id), or a response to a request: pactd sends
         // none, so there is nothing to match it with. Both are accepted with
@@ -301,7 +407,7 @@ pub async fn post(
         (m, None)
             if m.is_some() || message.contains_key("result") || message.contains_key("error") =>
         {
-            return match session(&state, &turn, &headers).await {
+            return match session(state, endpoint, turn, headers, now).await {
                 Ok(()) => empty(StatusCode::ACCEPTED),
                 Err(res) => *res,
             };
@@ -315,12 +421,12 @@ pub async fn post(
             );
         }
     };
-    if let Err(res) = session(&state, &turn, &headers).await {
+    if let Err(res) = session(state, endpoint, turn, headers, now).await {
         return *res;
     }
     match method {
         "ping" => rpc_result(id, json!({})),
-        "tools/list" => rpc_result(id, tools_list(&state, &turn)),
+        "tools/list" => rpc_result(id, tools_list(state, turn)),
         "tools/call" => {
             let Some(name) = params.get("name").and_then(Value::as_str) else {
                 return rpc_error(StatusCode::OK, id, INVALID_PARAMS, "params.name required");
@@ -329,8 +435,8 @@ pub async fn post(
                 .get("arguments")
                 .cloned()
                 .unwrap_or_else(|| json!({}));
-            let request_id = gateway::request_id(&headers);
-            match gateway::run_call(&state, &turn, name, args, &request_id, now).await {
+            let request_id = gateway::request_id(headers);
+            match gateway::run_call(state, turn, name, args, &request_id, now).await {
                 Ok(CallOutput::Json(out)) => rpc_result(id, tool_result(out)),
                 // A tool on the merchant's MCP server: its own result, as it sent it.
                 Ok(CallOutput::Mcp(result)) => rpc_result(id, result),
@@ -355,14 +461,22 @@ pub async fn delete(
     headers: HeaderMap,
 ) -> Response {
     let now = state.clock.now();
-    let turn = match admit(&state, &brand_id, &turn_id, &headers, now).await {
+    let turn = match admit(&state, &brand_id, Some(&turn_id), &headers, now).await {
         Ok(t) => t,
         Err(res) => return *res,
     };
     if header_str(&headers, &SESSION_HEADER).is_none() {
         return empty(StatusCode::BAD_REQUEST);
     }
-    if let Err(res) = session(&state, &turn, &headers_without_version(&headers)).await {
+    if let Err(res) = session(
+        &state,
+        Endpoint::Turn,
+        &turn,
+        &headers_without_version(&headers),
+        now,
+    )
+    .await
+    {
         return if res.status() == StatusCode::NOT_FOUND {
             empty(StatusCode::NOT_FOUND)
         } else {
@@ -398,14 +512,30 @@ fn headers_without_version(headers: &HeaderMap) -> HeaderMap {
     h
 }
 
-fn initialize(state: &AppState, turn: &LiveTurn, id: Value, params: &Value) -> Response {
+fn initialize(
+    state: &AppState,
+    endpoint: Endpoint<'_>,
+    turn: &LiveTurn,
+    id: Value,
+    params: &Value,
+    now: OffsetDateTime,
+) -> Response {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let version = asked
         .filter(|v| PROTOCOL_VERSIONS.contains(v))
         .unwrap_or(PROTOCOL_VERSIONS[0])
         .to_owned();
     // Signed, so any node can check it: a session needs no memory anywhere.
-    let Some(session_id) = state.live_turns.key().session_id(turn.id, &version) else {
+    let key = state.live_turns.key();
+    let session_id = match endpoint {
+        Endpoint::Turn => key.session_id(turn.id, &version),
+        Endpoint::Brand(brand) => key.brand_session_id(
+            brand,
+            &version,
+            (now + BRAND_SESSION_LIFETIME).unix_timestamp(),
+        ),
+    };
+    let Some(session_id) = session_id else {
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             id,
@@ -421,9 +551,13 @@ fn initialize(state: &AppState, turn: &LiveTurn, id: Value, params: &Value) -> R
             "title": format!("{} tools (pactd)", turn.brand_id),
             "version": env!("CARGO_PKG_VERSION"),
         },
-        "instructions": "The tools of this brand for one turn. A call the person has not \
-            allowed is refused with isError; a missing scope makes your reply a request for \
-            the person's approval, so tell them you need their permission.",
+        "instructions": format!("{} A call the person has not allowed is refused with \
+            isError; a missing scope makes your reply a request for the person's approval, so \
+            tell them you need their permission.", match endpoint {
+                Endpoint::Turn => "The tools of this brand for one turn.",
+                Endpoint::Brand(_) => "The tools of this brand; each request acts in the turn \
+                    whose token it carries.",
+            }),
     });
     let mut res = rpc_result(id, result);
     if let Ok(v) = HeaderValue::from_str(&session_id) {

@@ -115,6 +115,9 @@ pub async fn run(
         state.config.interface_url(&brand.id),
         live.turn.id
     );
+    // The brand's shared MCP endpoint: one session for the agent's life,
+    // this turn named by the token on each request (merchant/mcp.rs).
+    let brand_mcp_url = format!("{}/mcp", state.config.interface_url(&brand.id));
     let body = json!({
         "type": "pact.turn",
         // The destination, under the signature (issue 28, finding 5).
@@ -151,6 +154,7 @@ pub async fn run(
         "tools": {
             "url": tools_url,
             "mcpUrl": mcp_url,
+            "brandMcpUrl": brand_mcp_url,
             "token": live.token,
             "expiresAt": (now + timeout).unix_timestamp(),
             "available": available,
