@@ -763,7 +763,11 @@ async fn one_official_mcp_client_serves_many_turns_on_the_brand_endpoint() {
         false
     );
     assert_eq!(second["calls"][0]["isError"], true, "{second}");
-    assert!(text(&v["message"]).contains("permission"), "{v}");
+    // The refused call made this turn's reply the step-up (PACT §5.4).
+    assert_eq!(
+        v["task"]["status"]["state"], "TASK_STATE_AUTH_REQUIRED",
+        "{v}"
+    );
 
     // And a delegated one again: allowed, receipted under its own turn.
     let v = ok_json(
