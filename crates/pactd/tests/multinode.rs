@@ -1115,15 +1115,16 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
         .filter(|a| a.outcome.as_deref() == Some("done"))
         .map(|a| a.tool.as_str())
         .collect();
+    // Six JSON reads, one cancellation, one MCP call per-turn, three on the shared session.
     assert_eq!(
         done.len(),
-        8,
+        11,
         "every call from every node is in the receipt: {claims:?}"
     );
     assert_eq!(claims.refused.len(), 1, "{claims:?}");
     assert_eq!(
         tools.0.lock().unwrap().len(),
-        8,
+        11,
         "what reached the merchant is what the receipt says"
     );
     for port in ports {
