@@ -268,11 +268,20 @@ impl<'a> Raw<'a> {
     }
 }
 
-/// The endpoint admits only its own turn's token, at its own brand, while
-/// the turn runs, from no foreign origin; and only sessions it issued, at the
-/// version it negotiated. When the turn ends, its sessions end with it.
-#[tokio::test]
-async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
+/// Two turns held open at the `demo` brand (a second brand, `acme`, beside
+/// it): `t1` delegated with `orders:read`, `t2` without delegation.
+struct HeldTurns {
+    app: Arc<TestApp>,
+    pa: pact_tests::pa::TestPa,
+    capture: Arc<Capture>,
+    turns: mpsc::UnboundedReceiver<Value>,
+    t1: Value,
+    t2: Value,
+    first: tokio::task::JoinHandle<reqwest::StatusCode>,
+    second: tokio::task::JoinHandle<reqwest::StatusCode>,
+}
+
+async fn held_turns() -> HeldTurns {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
     let _m = app.merchant_brand("demo").await;
@@ -296,6 +305,33 @@ async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
     let second =
         tokio::spawn(async move { a2.send("demo", &j2, "m2", "hello", None).await.status() });
     let t2 = turns.recv().await.unwrap();
+    HeldTurns {
+        app,
+        pa,
+        capture,
+        turns,
+        t1,
+        t2,
+        first,
+        second,
+    }
+}
+
+/// The endpoint admits only its own turn's token, at its own brand, while
+/// the turn runs, from no foreign origin; and only sessions it issued, at the
+/// version it negotiated. When the turn ends, its sessions end with it.
+#[tokio::test]
+async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
+    let HeldTurns {
+        app,
+        pa: _,
+        capture,
+        turns: _,
+        t1,
+        t2,
+        first,
+        second,
+    } = held_turns().await;
     let url1 = t1["tools"]["mcpUrl"].as_str().unwrap().to_owned();
     assert!(
         url1.starts_with(&format!("{}/turns/", app.iface("demo"))),
@@ -796,29 +832,16 @@ async fn one_official_mcp_client_serves_many_turns_on_the_brand_endpoint() {
 /// at another, and they expire.
 #[tokio::test]
 async fn the_brand_mcp_endpoint_admits_each_request_by_its_own_turn_token() {
-    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
-    app.enable_demo_delegation().await;
-    let _m = app.merchant_brand("demo").await;
-    app.add_brand("acme", "Acme").await;
-    let (agent_url, capture, mut turns) = start_capture().await;
-    app.set_agent("demo", &agent_url, None).await;
-    let pa = app.registered_pa(ISS).await;
-    let pa_jwt = pa.token(SUB, app.audience());
-    let delegation = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
-
-    let app = Arc::new(app);
-    let (a1, a2) = (app.clone(), app.clone());
-    let (j1, d1) = (pa_jwt.clone(), delegation.clone());
-    let first = tokio::spawn(async move {
-        a1.send_delegated("demo", &j1, &d1, "m1", "show my orders", None)
-            .await
-            .status()
-    });
-    let t1 = turns.recv().await.unwrap();
-    let j2 = pa_jwt.clone();
-    let second =
-        tokio::spawn(async move { a2.send("demo", &j2, "m2", "hello", None).await.status() });
-    let t2 = turns.recv().await.unwrap();
+    let HeldTurns {
+        app,
+        pa,
+        capture,
+        mut turns,
+        t1,
+        t2,
+        first,
+        second,
+    } = held_turns().await;
     let shared_url = t1["tools"]["brandMcpUrl"].as_str().unwrap().to_owned();
     assert_eq!(shared_url, format!("{}/mcp", app.iface("demo")));
     assert_eq!(t2["tools"]["brandMcpUrl"], shared_url.as_str());

@@ -1020,13 +1020,12 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
         }
     };
     let mcp = |session: Option<String>, body: Value| mcp_at(&mcp_url, session, body);
-    let (status, session, body) = mcp(
-        None,
+    let initialize = || {
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                          "clientInfo": {"name": "multinode", "version": "1"}}}),
-    )
-    .await;
+                          "clientInfo": {"name": "multinode", "version": "1"}}})
+    };
+    let (status, session, body) = mcp(None, initialize()).await;
     assert_eq!(status, 200, "{body}");
     let session = session.expect("an MCP session id");
     let (status, _, body) = mcp(
@@ -1054,14 +1053,7 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
     // The brand's shared MCP endpoint: a session opened on one node serves
     // the turn's calls on the others (signed for the brand with the key every
     // node derives from the master key).
-    let (status, session, body) = mcp_at(
-        &brand_mcp_url,
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                          "clientInfo": {"name": "multinode", "version": "1"}}}),
-    )
-    .await;
+    let (status, session, body) = mcp_at(&brand_mcp_url, None, initialize()).await;
     assert_eq!(status, 200, "{body}");
     let session = session.expect("a shared MCP session id");
     for id in 2..5 {
