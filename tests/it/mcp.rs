@@ -272,6 +272,8 @@ impl<'a> Raw<'a> {
 /// it): `t1` delegated with `orders:read`, `t2` without delegation.
 struct HeldTurns {
     app: Arc<TestApp>,
+    /// The merchant's order API behind the tools; stopped when dropped.
+    _merchant: pact_tests::merchant::Merchant,
     pa: pact_tests::pa::TestPa,
     capture: Arc<Capture>,
     turns: mpsc::UnboundedReceiver<Value>,
@@ -284,7 +286,7 @@ struct HeldTurns {
 async fn held_turns() -> HeldTurns {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
-    let _m = app.merchant_brand("demo").await;
+    let merchant = app.merchant_brand("demo").await;
     app.add_brand("acme", "Acme").await;
     let (agent_url, capture, mut turns) = start_capture().await;
     app.set_agent("demo", &agent_url, None).await;
@@ -307,6 +309,7 @@ async fn held_turns() -> HeldTurns {
     let t2 = turns.recv().await.unwrap();
     HeldTurns {
         app,
+        _merchant: merchant,
         pa,
         capture,
         turns,
@@ -324,6 +327,7 @@ async fn held_turns() -> HeldTurns {
 async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
     let HeldTurns {
         app,
+        _merchant,
         pa: _,
         capture,
         turns: _,
@@ -834,6 +838,7 @@ async fn one_official_mcp_client_serves_many_turns_on_the_brand_endpoint() {
 async fn the_brand_mcp_endpoint_admits_each_request_by_its_own_turn_token() {
     let HeldTurns {
         app,
+        _merchant,
         pa,
         capture,
         mut turns,
