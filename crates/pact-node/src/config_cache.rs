@@ -22,6 +22,7 @@ use pact_db::brands::Brand;
 use pact_db::merchant::{BrandAgent, BrandTool, WebhookSecret};
 use pact_db::scopes::BrandScope;
 use pact_db::{DbResult, PgPool};
+use serde_json::value::RawValue;
 
 use crate::feed::ChangeFeed;
 
@@ -67,9 +68,56 @@ struct Entries {
 #[derive(Clone, Debug)]
 pub struct MerchantSetup {
     pub agent: Option<BrandAgent>,
-    pub tools: Vec<BrandTool>,
+    /// Shared with every turn that runs on this copy (a turn keeps the tools
+    /// it started with): cloning the list per turn cost more than the turn's
+    /// own work.
+    pub tools: Arc<Vec<BrandTool>>,
     /// The tools' scopes and limit rules, as the gate reads them.
-    pub rules: pact_core::domain::terms::RulesNow,
+    pub rules: Arc<pact_core::domain::terms::RulesNow>,
+    /// The tools a turn offers the agent (`tools.available` of the turn
+    /// webhook), written once per load: the mapped tools' name, description,
+    /// scope and input schema. An imported tool nobody has mapped to a scope
+    /// is not offered (deny by default).
+    pub available: Box<RawValue>,
+}
+
+impl MerchantSetup {
+    pub fn new(agent: Option<BrandAgent>, tools: Vec<BrandTool>) -> Self {
+        let rules = pact_core::agent::bounds::merchant_rules(&tools);
+        let available = offered_json(&tools);
+        Self {
+            agent,
+            tools: Arc::new(tools),
+            rules: Arc::new(rules),
+            available,
+        }
+    }
+}
+
+/// One offered tool as the turn webhook names it.
+#[derive(serde::Serialize)]
+struct Offered<'a> {
+    name: &'a str,
+    description: &'a str,
+    scope: Option<&'a str>,
+    #[serde(rename = "inputSchema")]
+    input_schema: Option<&'a serde_json::Value>,
+}
+
+fn offered_json(tools: &[BrandTool]) -> Box<RawValue> {
+    let offered: Vec<Offered<'_>> = tools
+        .iter()
+        .filter(|t| t.mapped)
+        .map(|t| Offered {
+            name: &t.name,
+            description: &t.description,
+            scope: t.scope.as_deref(),
+            input_schema: t.input_schema.as_ref(),
+        })
+        .collect();
+    // Strings and JSON values only: encoding cannot fail (were it to, the
+    // agent would be offered `null`, never a half list).
+    serde_json::value::to_raw_value(&offered).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// Where a load started, so that its result is kept only if nothing changed.
@@ -270,7 +318,7 @@ impl ConfigCache {
         brand: &Brand,
     ) -> DbResult<pact_core::domain::terms::RulesNow> {
         if brand.agent() == pact_db::brands::AgentKind::Webhook {
-            Ok(self.merchant(db, &brand.id).await?.rules.clone())
+            Ok((*self.merchant(db, &brand.id).await?.rules).clone())
         } else {
             Ok(pact_core::agent::bounds::builtin_rules(
                 &pact_core::agent::demo_tools::all(),
@@ -285,11 +333,10 @@ impl ConfigCache {
         }
         let ticket = self.ticket();
         let tools = pact_db::merchant::list_tools(db, brand_id).await?;
-        let loaded = Arc::new(MerchantSetup {
-            agent: pact_db::merchant::find_agent(db, brand_id).await?,
-            rules: pact_core::agent::bounds::merchant_rules(&tools),
+        let loaded = Arc::new(MerchantSetup::new(
+            pact_db::merchant::find_agent(db, brand_id).await?,
             tools,
-        });
+        ));
         self.keep(ticket, |e| {
             insert_bounded(&mut e.merchant, brand_id, loaded.clone())
         });

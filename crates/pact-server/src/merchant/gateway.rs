@@ -552,6 +552,29 @@ impl CallOutput {
     }
 }
 
+/// The body of `pact.tool_call` (docs/merchant-agent.md), written straight
+/// from the call: borrowed, in the documented order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCallPayload<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    request_id: &'a str,
+    brand: &'a str,
+    tool: &'a str,
+    /// The destination, under the signature: a call captured at one tool
+    /// cannot be replayed to another endpoint (issue 28, finding 5).
+    url: &'a str,
+    args: &'a Value,
+    user_id: Option<&'a str>,
+    grant_id: Option<Uuid>,
+    context_id: &'a str,
+    message_id: &'a str,
+    /// The limits the person set that apply to this call (PACT §5.7): the
+    /// merchant's own system may refuse to go beyond them.
+    limits: &'a [Value],
+}
+
 /// The signed `pact.tool_call` POSTed to a URL tool; what it answered.
 #[allow(clippy::too_many_arguments)]
 async fn forward_url(
@@ -565,23 +588,19 @@ async fn forward_url(
     secrets: &[signing::WebhookSecret],
     now: OffsetDateTime,
 ) -> Forwarded {
-    let forward = json!({
-        "type": "pact.tool_call",
-        "requestId": request_id,
-        "brand": turn.brand_id,
-        "tool": tool.name,
-        // The destination, under the signature: a call captured at one tool
-        // cannot be replayed to another endpoint (issue 28, finding 5).
-        "url": tool.url,
-        "args": args,
-        "userId": delegation.map(|d| d.user_sub.as_str()),
-        "grantId": delegation.map(|d| d.grant_id),
-        "contextId": turn.context_id,
-        "messageId": turn.message_id,
-        // The limits the person set that apply to this call (PACT §5.7):
-        // the merchant's own system may refuse to go beyond them.
-        "limits": limits,
-    });
+    let forward = ToolCallPayload {
+        kind: "pact.tool_call",
+        request_id,
+        brand: &turn.brand_id,
+        tool: &tool.name,
+        url: &tool.url,
+        args,
+        user_id: delegation.map(|d| d.user_sub.as_str()),
+        grant_id: delegation.map(|d| d.grant_id),
+        context_id: &turn.context_id,
+        message_id: &turn.message_id,
+        limits,
+    };
     let not_sent = |cause: String| Forwarded::NoAnswer {
         cause,
         sent: false,

@@ -6,10 +6,12 @@
 //! (a 3xx could point a public URL at a private one); no proxy; per-call
 //! timeouts; response bodies read chunk by chunk up to a cap.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use reqwest::{Client, StatusCode};
+use reqwest::{Client, StatusCode, Url};
 use tracing::Instrument;
 
 use super::signing::SignedHeaders;
@@ -46,6 +48,39 @@ pub(crate) fn transport(e: reqwest::Error) -> CallError {
     }
 }
 
+/// How many checked URLs are remembered before the memo starts over (a
+/// node's merchants have a handful of agent and tool URLs each).
+const CHECKED_URLS: usize = 1024;
+
+/// One memo for each value of `allow_loopback` (tests run nodes of both kinds in one process).
+static CHECKED: LazyLock<Mutex<[HashMap<String, Url>; 2]>> = LazyLock::new(Mutex::default);
+
+/// `pact_jose::check_jwks_uri` for a merchant URL, remembered: the check is
+/// a function of the text alone (the addresses a name resolves to are
+/// checked on every connection, by the guarded resolver), and parsing the
+/// same agent and tool URLs on every call was a measurable part of a
+/// webhook turn. Only URLs that passed are kept.
+fn checked_url(url: &str, allow_loopback: bool) -> Result<Url, CallError> {
+    let kind = usize::from(allow_loopback);
+    let mut memo = CHECKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(hit) = memo[kind].get(url) {
+        return Ok(hit.clone());
+    }
+    drop(memo);
+    let checked = pact_jose::check_jwks_uri(url, allow_loopback)
+        .map_err(|e| CallError::Refused(e.to_string()))?;
+    memo = CHECKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if memo[kind].len() >= CHECKED_URLS {
+        memo[kind].clear();
+    }
+    memo[kind].insert(url.to_owned(), checked.clone());
+    Ok(checked)
+}
+
 /// POSTs a signed JSON body; returns the status and the response body (at
 /// most `max` bytes). The whole exchange is bounded by `timeout`.
 pub async fn post_signed(
@@ -57,8 +92,7 @@ pub async fn post_signed(
     timeout: Duration,
     max: usize,
 ) -> Result<(StatusCode, Vec<u8>), CallError> {
-    let url = pact_jose::check_jwks_uri(url, allow_loopback)
-        .map_err(|e| CallError::Refused(e.to_string()))?;
+    let url = checked_url(url, allow_loopback)?;
     // The host only: a merchant may put a credential in its URL's path or query.
     let span = tracing::debug_span!(
         "merchant.call",
@@ -101,4 +135,34 @@ pub async fn post_signed(
     tokio::time::timeout(timeout, exchange.instrument(span))
         .await
         .map_err(|_| CallError::Timeout)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_memo_keeps_only_what_passed_and_each_kind_apart() {
+        let loopback = "http://127.0.0.1:9/agent";
+        // Remembered as allowed where loopback is allowed...
+        assert!(checked_url(loopback, true).is_ok());
+        assert!(checked_url(loopback, true).is_ok());
+        // ...which says nothing for a node that refuses loopback.
+        assert!(matches!(
+            checked_url(loopback, false),
+            Err(CallError::Refused(_))
+        ));
+        // A refusal is never remembered as a pass: asked again, refused again.
+        for _ in 0..2 {
+            assert!(matches!(
+                checked_url("http://10.0.0.7/tool", true),
+                Err(CallError::Refused(_))
+            ));
+        }
+        let url = checked_url("https://merchant.example/tools/a?x=1", false);
+        assert_eq!(
+            url.ok().map(|u| u.to_string()).as_deref(),
+            Some("https://merchant.example/tools/a?x=1")
+        );
+    }
 }

@@ -9,7 +9,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::live_turns::{TurnEnd, TurnSetup};
@@ -44,6 +46,87 @@ fn reply_text(reply: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// The turn webhook's body (`pact.turn`, docs/merchant-agent.md), written
+/// straight from what the turn holds: borrowed, in the documented order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The destination, under the signature (issue 28, finding 5).
+    url: &'a str,
+    request_id: &'a str,
+    brand: &'a str,
+    turn: TurnPart<'a>,
+    caller: CallerPart<'a>,
+    delegation: Option<DelegationPart<'a>>,
+    tools: ToolsPart<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnPart<'a> {
+    context_id: &'a str,
+    message_id: &'a str,
+    text: &'a str,
+    history: Vec<PastTurn<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PastTurn<'a> {
+    message_id: &'a str,
+    text: &'a str,
+    reply: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallerPart<'a> {
+    pa_issuer: &'a str,
+    pa_name: &'a str,
+    pa_sub: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DelegationPart<'a> {
+    grant_id: Uuid,
+    user_id: &'a str,
+    scopes: &'a BTreeSet<String>,
+    authorization_details: Option<&'a Value>,
+    /// What the grant holds now, as the gateway applies it: each entry's
+    /// values, and calls the person allowed once.
+    limits: Vec<LimitPart<'a>>,
+    approved_once: Vec<OncePart<'a>>,
+}
+
+#[derive(Serialize)]
+struct LimitPart<'a> {
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    values: &'a Map<String, Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OncePart<'a> {
+    tool: &'a str,
+    args_hash: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsPart<'a> {
+    url: &'a str,
+    mcp_url: &'a str,
+    brand_mcp_url: &'a str,
+    token: &'a str,
+    expires_at: i64,
+    /// The brand's mapped tools, written once per load of its setup.
+    available: &'a RawValue,
+}
+
 /// Runs the turn at the merchant's agent: its reply text and what it did
 /// through the gateway.
 pub async fn run(
@@ -61,7 +144,6 @@ pub async fn run(
         .agent
         .clone()
         .ok_or_else(|| TurnFailure::Setup("the brand has no agent URL".to_owned()))?;
-    let tools = setup.tools.clone();
     let history = if t.fresh {
         Vec::new()
     } else {
@@ -75,15 +157,6 @@ pub async fn run(
     let tool_timeout =
         Duration::from_millis(u64::try_from(agent.tool_timeout_ms).unwrap_or(10_000));
     let context_id = t.conversation_id.to_string();
-    // An imported tool nobody has mapped to a scope is not offered (deny by default).
-    let available: Vec<Value> = tools
-        .iter()
-        .filter(|tool| tool.mapped)
-        .map(|tool| {
-            json!({"name": tool.name, "description": tool.description, "scope": tool.scope,
-                   "inputSchema": tool.input_schema})
-        })
-        .collect();
     let mut live = state
         .live_turns
         .start(
@@ -94,7 +167,7 @@ pub async fn run(
                 delegation: t.delegation.cloned(),
                 offered: t.offered.clone(),
                 rules: setup.rules.clone(),
-                tools,
+                tools: setup.tools.clone(),
                 tool_timeout,
                 context_id: context_id.clone(),
                 message_id: t.message_id.to_owned(),
@@ -118,48 +191,64 @@ pub async fn run(
     // The brand's shared MCP endpoint: one session for the agent's life,
     // this turn named by the token on each request (merchant/mcp.rs).
     let brand_mcp_url = format!("{}/mcp", state.config.interface_url(&brand.id));
-    let body = json!({
-        "type": "pact.turn",
-        // The destination, under the signature (issue 28, finding 5).
-        "url": agent.url,
-        "requestId": t.request_id,
-        "brand": brand.id,
-        "turn": {
-            "contextId": context_id,
-            "messageId": t.message_id,
-            "text": t.text,
-            "history": history.iter().map(|h| json!({
-                "messageId": h.message_id, "text": h.request_text, "reply": reply_text(&h.reply),
-            })).collect::<Vec<_>>(),
-        },
-        "caller": {
-            "paIssuer": t.caller.pa.iss,
-            "paName": t.caller.agent.name,
-            "paSub": t.caller.pa.sub,
-        },
-        "delegation": t.delegation.map(|d| json!({
-            "grantId": d.grant_id,
-            "userId": d.user_sub,
-            "scopes": d.scopes,
-            "authorizationDetails": d.authorization_details,
-            // What the grant holds now, as the gateway applies it: each
-            // entry's values, and calls the person allowed once.
-            "limits": d.terms.entries.iter().map(|e| json!({
-                "type": e.type_name, "values": e.values,
-            })).collect::<Vec<_>>(),
-            "approvedOnce": d.terms.operations.iter().map(|o| json!({
-                "tool": o.tool, "argsHash": o.args_hash,
-            })).collect::<Vec<_>>(),
-        })),
-        "tools": {
-            "url": tools_url,
-            "mcpUrl": mcp_url,
-            "brandMcpUrl": brand_mcp_url,
-            "token": live.token,
-            "expiresAt": (now + timeout).unix_timestamp(),
-            "available": available,
-        },
+    let history: Vec<PastTurn<'_>> = history
+        .iter()
+        .map(|h| PastTurn {
+            message_id: &h.message_id,
+            text: &h.request_text,
+            reply: reply_text(&h.reply),
+        })
+        .collect();
+    let delegation = t.delegation.map(|d| DelegationPart {
+        grant_id: d.grant_id,
+        user_id: &d.user_sub,
+        scopes: &d.scopes,
+        authorization_details: d.authorization_details.as_ref(),
+        limits: d
+            .terms
+            .entries
+            .iter()
+            .map(|e| LimitPart {
+                type_name: &e.type_name,
+                values: &e.values,
+            })
+            .collect(),
+        approved_once: d
+            .terms
+            .operations
+            .iter()
+            .map(|o| OncePart {
+                tool: &o.tool,
+                args_hash: &o.args_hash,
+            })
+            .collect(),
     });
+    let body = Payload {
+        kind: "pact.turn",
+        url: &agent.url,
+        request_id: t.request_id,
+        brand: &brand.id,
+        turn: TurnPart {
+            context_id: &context_id,
+            message_id: t.message_id,
+            text: t.text,
+            history,
+        },
+        caller: CallerPart {
+            pa_issuer: &t.caller.pa.iss,
+            pa_name: &t.caller.agent.name,
+            pa_sub: &t.caller.pa.sub,
+        },
+        delegation,
+        tools: ToolsPart {
+            url: &tools_url,
+            mcp_url: &mcp_url,
+            brand_mcp_url: &brand_mcp_url,
+            token: &live.token,
+            expires_at: (now + timeout).unix_timestamp(),
+            available: &setup.available,
+        },
+    };
     let bytes = serde_json::to_vec(&body).map_err(|_| TurnFailure::Malformed("encoding"))?;
     let signed = signing::sign_all(
         &secrets,
