@@ -16,7 +16,12 @@
 //!   whose replies carry a signed, chained receipt;
 //! * delegated `message:send` that needs a scope the grant lacks: the reply is
 //!   an `auth-required` step-up task with its device authorization;
-//! * the token endpoint's `refresh_token` grant, with rotation.
+//! * the token endpoint's `refresh_token` grant, with rotation;
+//! * the same turns at a merchant's own agent (`load/merchant.rs`, a webhook
+//!   agent in this process) with one tool call each through pactd's gateway:
+//!   the JSON route, the MCP face (a session per turn, and the brand's shared
+//!   session), delegated, and delegated with a consumed limit (a count the
+//!   gateway charges before it forwards the call).
 //!
 //! Rate limits (per node, in memory): 200 req/s (burst 400) per PA platform and
 //! 10 req/s (burst 30) per `(PA, sub)`. To measure the server rather than the
@@ -883,6 +888,9 @@ struct Ctx {
     delegations: Vec<String>,
     /// Per worker, its delegation token at the merchant's brand.
     shop_delegations: Vec<String>,
+    /// Per worker, a delegation token at the merchant's brand whose grant
+    /// holds a consumed limit (a count of lookups, charged per call).
+    shop_counted_delegations: Vec<String>,
     /// Per worker, the latest refresh token of its grant (rotated on each use).
     refresh: Vec<Mutex<String>>,
     poll_cursor: AtomicUsize,
@@ -1101,11 +1109,15 @@ async fn device_authorize(
     url: &str,
     slot: &Slot,
     scope: &str,
+    details: Option<&str>,
 ) -> anyhow::Result<(String, String)> {
     let issuer = ctx.pas[slot.pa].issuer.clone();
     for _ in 0..10 {
         let jwt = ctx.jwt(slot);
-        let form = [("client_id", issuer.as_str()), ("scope", scope)];
+        let mut form = vec![("client_id", issuer.as_str()), ("scope", scope)];
+        if let Some(d) = details {
+            form.push(("authorization_details", d));
+        }
         let (status, v) = oauth_post(ctx, url, &jwt, &form)
             .await
             .map_err(anyhow::Error::msg)?;
@@ -1126,7 +1138,11 @@ async fn device_authorize(
     bail!("device_authorization stayed rate-limited")
 }
 
-/// One grant of `orders:read` for `user`, approved through the consent
+/// What the counted grants ask for: more lookups than any run makes.
+const COUNTED_DETAILS: &str = r#"[{"type":"order_lookups","max_lookups":1000000}]"#;
+
+/// One grant of `scope` for `user`, with the `authorization_details` the
+/// agent asks for when there are any, approved through the consent
 /// domain function (as the consent page would), its tokens by polling at
 /// `urls` (device authorization, token endpoint): the delegation token and
 /// the refresh token.
@@ -1136,8 +1152,9 @@ async fn grant(
     slot: &Slot,
     user: &str,
     urls: (&str, &str),
+    (scope, details): (&str, Option<&str>),
 ) -> anyhow::Result<(String, String)> {
-    let (device_code, user_code) = device_authorize(ctx, urls.0, slot, "orders:read").await?;
+    let (device_code, user_code) = device_authorize(ctx, urls.0, slot, scope, details).await?;
     let auth = pact_server::consent::find_by_user_code(state, &user_code)
         .await?
         .context("the user code is not live")?;
@@ -1146,7 +1163,8 @@ async fn grant(
         pact_server::consent::Approval {
             authorization_id: auth.id,
             user_sub: user,
-            scopes: BTreeSet::from(["orders:read".to_owned()]),
+            scopes: BTreeSet::from([scope.to_owned()]),
+            // As the agent asked (RFC 9396: the person may only narrow it).
             authorization_details: None,
         },
         OffsetDateTime::now_utc(),
@@ -1414,11 +1432,42 @@ async fn main() -> anyhow::Result<()> {
         .lines()
         .find(|l| l.starts_with("whsec_"))
         .context("brand set --agent-url printed no webhook secret")?;
-    for (tool, scope) in [("store_hours", None), ("my_orders", Some("orders:read"))] {
+    // A consumed limit (PACT §5.7): `order_lookups` grants a count of
+    // lookups, and `counted_orders` uses one per call.
+    server
+        .admin(&[
+            "brand",
+            "scope",
+            "add",
+            "shop",
+            "orders:lookup",
+            "Look up your orders, a set number of times",
+        ])
+        .await?;
+    server
+        .admin(&[
+            "brand",
+            "details-type",
+            "add",
+            "shop",
+            "order_lookups",
+            "--json",
+            r#"{"scope":"orders:lookup","description":"At most {max_lookups} lookups",
+                "fields":{"max_lookups":{"type":"count","label":"lookups"}}}"#,
+        ])
+        .await?;
+    for (tool, scope, enforce) in [
+        ("store_hours", None, None),
+        ("my_orders", Some("orders:read"), None),
+        ("counted_orders", Some("orders:lookup"), Some("max_lookups")),
+    ] {
         let url = format!("{merchant_url}/tools/{tool}");
         let mut a = vec!["brand", "tool", "add", "shop", tool, "--url", &url];
         if let Some(scope) = scope {
             a.extend(["--scope", scope]);
+        }
+        if let Some(rule) = enforce {
+            a.extend(["--enforce", rule]);
         }
         server.admin(&a).await?;
     }
@@ -1475,6 +1524,7 @@ async fn main() -> anyhow::Result<()> {
         pending: Vec::new(),
         delegations: Vec::new(),
         shop_delegations: Vec::new(),
+        shop_counted_delegations: Vec::new(),
         refresh: Vec::new(),
         poll_cursor: AtomicUsize::new(0),
         fresh_jwt: args.fresh_jwt,
@@ -1721,6 +1771,7 @@ async fn main() -> anyhow::Result<()> {
             &slot,
             &format!("brand-user-{w}"),
             (&ctx.device_url, &ctx.token_url),
+            ("orders:read", None),
         )
         .await?;
         ctx.delegations.push(access);
@@ -1732,9 +1783,23 @@ async fn main() -> anyhow::Result<()> {
             &slot,
             &format!("shop-user-{w}"),
             (&ctx.shop_device_url, &ctx.shop_token_url),
+            ("orders:read", None),
         )
         .await?;
         ctx.shop_delegations.push(access);
+        // A grant with a consumed limit: each call of `counted_orders` is
+        // charged against its budget row, atomically, before it is forwarded.
+        let slot = ctx.slot(w % args.pas, format!("shop-counted-w{w}"));
+        let (access, _) = grant(
+            &ctx,
+            &state,
+            &slot,
+            &format!("shop-counted-user-{w}"),
+            (&ctx.shop_device_url, &ctx.shop_token_url),
+            ("orders:lookup", Some(COUNTED_DETAILS)),
+        )
+        .await?;
+        ctx.shop_counted_delegations.push(access);
     }
     let ctx = Arc::new(ctx);
     let delegated = |ctx: Arc<Ctx>| {
@@ -1804,6 +1869,38 @@ async fn main() -> anyhow::Result<()> {
         Plan::For(seconds),
         &probe,
         shop_delegated(ctx.clone(), "#json"),
+    )
+    .await;
+    // The same with a consumed limit: the gateway charges the grant's count
+    // (one statement on its budget row) before it forwards the call.
+    let counted = {
+        let ctx = ctx.clone();
+        move |w: usize, seq: u64| {
+            let ctx = ctx.clone();
+            async move {
+                let jwt = ctx.worker_jwt(w, seq);
+                let d = ctx.shop_counted_delegations[w].as_str();
+                send_message(
+                    &ctx,
+                    &ctx.shop_send_url,
+                    &jwt,
+                    Some(d),
+                    "#json #counted",
+                    seq.is_multiple_of(CHECK_EVERY),
+                )
+                .await
+            }
+        }
+    };
+    merchant_phase(
+        &mut results,
+        &mut held,
+        &merchant,
+        "delegated webhook agent + 1 JSON tool call charged to a count + receipt",
+        c,
+        Plan::For(seconds),
+        &probe,
+        counted,
     )
     .await;
     merchant_phase(

@@ -157,7 +157,9 @@ async fn agent(State(m): State<Arc<Merchant>>, headers: HeaderMap, body: Bytes) 
         Err(e) => return fail(&m, format!("turn not JSON: {e}")),
     };
     let text = turn["turn"]["text"].as_str().unwrap_or("");
-    let tool = if turn["delegation"].is_object() {
+    let tool = if text.contains("#counted") {
+        "counted_orders"
+    } else if turn["delegation"].is_object() {
         "my_orders"
     } else {
         "store_hours"
