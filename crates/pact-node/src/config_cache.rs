@@ -69,8 +69,8 @@ struct Entries {
 pub struct MerchantSetup {
     pub agent: Option<BrandAgent>,
     /// Shared with every turn that runs on this copy (a turn keeps the tools
-    /// it started with): cloning the list per turn cost more than the turn's
-    /// own work.
+    /// it started with): copying the list and its schemas into each turn was
+    /// a measurable part of a webhook turn's CPU (docs/performance.md).
     pub tools: Arc<Vec<BrandTool>>,
     /// The tools' scopes and limit rules, as the gate reads them.
     pub rules: Arc<pact_core::domain::terms::RulesNow>,
@@ -363,5 +363,38 @@ impl ConfigCache {
             insert_bounded(&mut e.webhook_secrets, brand_id, loaded.clone())
         });
         Ok(loaded)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_offers_only_mapped_tools_with_their_documented_members() {
+        let mut unmapped = BrandTool::at_url("shop", "imported", None, "https://m.example/t");
+        unmapped.mapped = false;
+        let mut lookup = BrandTool::at_url(
+            "shop",
+            "my_orders",
+            Some("orders:read"),
+            "https://m.example/orders",
+        );
+        lookup.description = "Your orders".to_owned();
+        lookup.input_schema = Some(serde_json::json!({"type": "object"}));
+        let public = BrandTool::at_url("shop", "store_hours", None, "https://m.example/hours");
+        let setup = MerchantSetup::new(None, vec![unmapped, lookup, public]);
+        let offered: serde_json::Value = serde_json::from_str(setup.available.get()).unwrap();
+        assert_eq!(
+            offered,
+            serde_json::json!([
+                {"name": "my_orders", "description": "Your orders", "scope": "orders:read",
+                 "inputSchema": {"type": "object"}},
+                {"name": "store_hours", "description": "", "scope": null, "inputSchema": null},
+            ])
+        );
+        // The turn's gate still sees every tool (an unmapped one is refused there).
+        assert_eq!(setup.tools.len(), 3);
     }
 }
