@@ -1903,6 +1903,20 @@ async fn main() -> anyhow::Result<()> {
         counted,
     )
     .await;
+    // The phase measured what it says only if every answered turn's call
+    // was charged: the budgets' use must cover them.
+    let charged: i64 =
+        sqlx::query_scalar("select coalesce(sum(used), 0)::bigint from grant_budgets")
+            .fetch_one(&pool)
+            .await?;
+    let answered = results.last().map_or(0, PhaseResult::answered);
+    ensure!(
+        usize::try_from(charged).unwrap_or(0) >= answered,
+        "the counted phase answered {answered} turns but its budgets were charged {charged} times"
+    );
+    held.push(Some(format!(
+        "- the counted phase: {answered} turns answered, {charged} calls charged to their grants' counts"
+    )));
     merchant_phase(
         &mut results,
         &mut held,
