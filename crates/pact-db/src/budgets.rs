@@ -69,6 +69,22 @@ pub async fn extend(
 /// Charges each budget its amount, all or none (`pactd_charge_budgets`):
 /// false when one of them has not that much left (or does not exist).
 pub async fn charge(db: impl PgExecutor<'_>, ids: &[Uuid], amounts: &[i64]) -> DbResult<bool> {
+    if let ([id], [amount]) = (ids, amounts) {
+        // One budget, the usual call (one count, or one running total): a
+        // single conditional update is all or nothing by itself, so the
+        // function's savepoint (its exception block, a subtransaction) is
+        // not needed. Same rule: a negative amount, or more than is left,
+        // or no such row, charges nothing.
+        let done = sqlx::query!(
+            "update grant_budgets set used = used + $2 \
+             where id = $1 and $2::bigint >= 0 and used + $2::bigint <= cap",
+            id,
+            amount,
+        )
+        .execute(db)
+        .await?;
+        return Ok(done.rows_affected() == 1);
+    }
     sqlx::query_scalar!(
         "select pactd_charge_budgets($1, $2) as \"charged!\"",
         ids,
