@@ -1618,23 +1618,27 @@ async fn main() -> anyhow::Result<()> {
     // 1b. The same turns at the merchant's own agent, with one tool call
     // each: the JSON route, then pactd's MCP face.
     let mut held = Vec::new();
-    let webhook = |ctx: Arc<Ctx>, text: &'static str| {
-        move |w: usize, seq: u64| {
-            let ctx = ctx.clone();
-            async move {
-                let jwt = ctx.worker_jwt(w, seq);
-                send_message(
-                    &ctx,
-                    &ctx.shop_send_url,
-                    &jwt,
-                    None,
-                    text,
-                    seq.is_multiple_of(CHECK_EVERY),
-                )
-                .await
+    // A turn at the merchant's brand: `text` says how its agent calls the
+    // tool (`load/merchant.rs`), `delegation` which token the worker sends.
+    let shop_turns =
+        |ctx: Arc<Ctx>, text: &'static str, delegation: fn(&Ctx, usize) -> Option<&str>| {
+            move |w: usize, seq: u64| {
+                let ctx = ctx.clone();
+                async move {
+                    let jwt = ctx.worker_jwt(w, seq);
+                    send_message(
+                        &ctx,
+                        &ctx.shop_send_url,
+                        &jwt,
+                        delegation(&ctx, w),
+                        text,
+                        seq.is_multiple_of(CHECK_EVERY),
+                    )
+                    .await
+                }
             }
-        }
-    };
+        };
+    let no_grant: fn(&Ctx, usize) -> Option<&str> = |_, _| None;
     merchant_phase(
         &mut results,
         &mut held,
@@ -1643,7 +1647,7 @@ async fn main() -> anyhow::Result<()> {
         1,
         Plan::Requests(args.sequential),
         &probe,
-        webhook(ctx.clone(), "#json"),
+        shop_turns(ctx.clone(), "#json", no_grant),
     )
     .await;
     merchant_phase(
@@ -1654,7 +1658,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        webhook(ctx.clone(), "#json"),
+        shop_turns(ctx.clone(), "#json", no_grant),
     )
     .await;
     merchant_phase(
@@ -1665,7 +1669,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        webhook(ctx.clone(), "#mcp"),
+        shop_turns(ctx.clone(), "#mcp", no_grant),
     )
     .await;
     merchant_phase(
@@ -1676,7 +1680,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        webhook(ctx.clone(), "#mcp-shared"),
+        shop_turns(ctx.clone(), "#mcp-shared", no_grant),
     )
     .await;
 
@@ -1842,24 +1846,7 @@ async fn main() -> anyhow::Result<()> {
     );
     // 3b. Delegated turns at the merchant's own agent: one scoped tool call
     // (my_orders, orders:read) each, and the turn's receipt.
-    let shop_delegated = |ctx: Arc<Ctx>, text: &'static str| {
-        move |w: usize, seq: u64| {
-            let ctx = ctx.clone();
-            async move {
-                let jwt = ctx.worker_jwt(w, seq);
-                let d = ctx.shop_delegations[w].as_str();
-                send_message(
-                    &ctx,
-                    &ctx.shop_send_url,
-                    &jwt,
-                    Some(d),
-                    text,
-                    seq.is_multiple_of(CHECK_EVERY),
-                )
-                .await
-            }
-        }
-    };
+    let shop_grant: fn(&Ctx, usize) -> Option<&str> = |c, w| Some(c.shop_delegations[w].as_str());
     merchant_phase(
         &mut results,
         &mut held,
@@ -1868,30 +1855,13 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        shop_delegated(ctx.clone(), "#json"),
+        shop_turns(ctx.clone(), "#json", shop_grant),
     )
     .await;
     // The same with a consumed limit: the gateway charges the grant's count
     // (one statement on its budget row) before it forwards the call.
-    let counted = {
-        let ctx = ctx.clone();
-        move |w: usize, seq: u64| {
-            let ctx = ctx.clone();
-            async move {
-                let jwt = ctx.worker_jwt(w, seq);
-                let d = ctx.shop_counted_delegations[w].as_str();
-                send_message(
-                    &ctx,
-                    &ctx.shop_send_url,
-                    &jwt,
-                    Some(d),
-                    "#json #counted",
-                    seq.is_multiple_of(CHECK_EVERY),
-                )
-                .await
-            }
-        }
-    };
+    let counted_grant: fn(&Ctx, usize) -> Option<&str> =
+        |c, w| Some(c.shop_counted_delegations[w].as_str());
     merchant_phase(
         &mut results,
         &mut held,
@@ -1900,7 +1870,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        counted,
+        shop_turns(ctx.clone(), "#json #counted", counted_grant),
     )
     .await;
     // The phase measured what it says only if every answered turn's call
@@ -1925,7 +1895,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        shop_delegated(ctx.clone(), "#mcp"),
+        shop_turns(ctx.clone(), "#mcp", shop_grant),
     )
     .await;
     merchant_phase(
@@ -1936,7 +1906,7 @@ async fn main() -> anyhow::Result<()> {
         c,
         Plan::For(seconds),
         &probe,
-        shop_delegated(ctx.clone(), "#mcp-shared"),
+        shop_turns(ctx.clone(), "#mcp-shared", shop_grant),
     )
     .await;
 

@@ -36,12 +36,19 @@ fn named(tools: &Value, name: &str) -> Value {
         .clone()
 }
 
-/// The journey through an off-the-shelf MCP client: lookup allowed
-/// and receipted; cancel refused with an MCP tool error naming the scope and
-/// the A2A reply a step-up; after approval the cancel reaches the merchant's
-/// API exactly once.
-#[tokio::test]
-async fn an_official_mcp_client_runs_the_delegated_journey() {
+/// The demo brand answered by the example MCP agent
+/// (`tests/mcp/brand-agent.mjs`), its order API the test merchant's, and a
+/// registered PA holding ann's `orders:read` grant.
+struct AgentShop {
+    app: TestApp,
+    m: pact_tests::merchant::Merchant,
+    agent: NodeService,
+    pa: pact_tests::TestPa,
+    pa_jwt: String,
+    read: String,
+}
+
+async fn agent_shop() -> AgentShop {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
     let m = app.merchant_brand("demo").await;
@@ -51,6 +58,30 @@ async fn an_official_mcp_client_runs_the_delegated_journey() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+    AgentShop {
+        app,
+        m,
+        agent,
+        pa,
+        pa_jwt,
+        read,
+    }
+}
+
+/// The journey through an off-the-shelf MCP client: lookup allowed
+/// and receipted; cancel refused with an MCP tool error naming the scope and
+/// the A2A reply a step-up; after approval the cancel reaches the merchant's
+/// API exactly once.
+#[tokio::test]
+async fn an_official_mcp_client_runs_the_delegated_journey() {
+    let AgentShop {
+        app,
+        m,
+        agent,
+        pa,
+        pa_jwt,
+        read,
+    } = agent_shop().await;
 
     let v = ok_json(
         app.send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
@@ -755,15 +786,14 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
 /// own grant, and its calls land in its own receipt.
 #[tokio::test]
 async fn one_official_mcp_client_serves_many_turns_on_the_brand_endpoint() {
-    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
-    app.enable_demo_delegation().await;
-    let m = app.merchant_brand("demo").await;
-    let agent = NodeService::brand_agent(&m.secret).await;
-    app.set_agent("demo", &format!("{}/pact", agent.base), None)
-        .await;
-    let pa = app.registered_pa(ISS).await;
-    let pa_jwt = pa.token(SUB, app.audience());
-    let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+    let AgentShop {
+        app,
+        m,
+        agent,
+        pa: _pa, // its JWKS stays served for the whole test
+        pa_jwt,
+        read,
+    } = agent_shop().await;
 
     let v = ok_json(
         app.send_delegated(

@@ -100,24 +100,13 @@ impl TurnKey {
     /// A new MCP session id of `turn` for `version` (visible ASCII only, as
     /// the transport requires).
     pub fn session_id(&self, turn: Uuid, version: &str) -> Option<String> {
-        let mut nonce = [0u8; 12];
-        openssl::rand::rand_bytes(&mut nonce).ok()?;
-        let head = format!("{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
-        let tag = self.tag(format!("{turn}.{head}").as_bytes())?;
-        Some(format!("{head}.{}", URL_SAFE_NO_PAD.encode(&tag[..16])))
+        self.new_session(&turn.to_string(), "", version)
     }
 
     /// The protocol version of a session id this key made for `turn`.
     pub fn session_version(&self, turn: Uuid, id: &str) -> Option<String> {
-        if id.len() > 128 {
-            return None;
-        }
-        let (head, tag) = id.rsplit_once('.')?;
-        let (_, version) = head.split_once('.')?;
-        let given = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        let expected = self.tag(format!("{turn}.{head}").as_bytes())?;
-        (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16]))
-            .then(|| version.to_owned())
+        let head = self.session_head(&turn.to_string(), id)?;
+        head.split_once('.').map(|(_, version)| version.to_owned())
     }
 
     /// A new MCP session id of the brand's shared endpoint for `version`,
@@ -127,26 +116,36 @@ impl TurnKey {
     /// `brand:{brand}`, which no turn id (a UUID) can spell, so a turn's
     /// session id never passes as a brand's, nor the reverse.
     pub fn brand_session_id(&self, brand: &str, version: &str, expires: i64) -> Option<String> {
-        let mut nonce = [0u8; 12];
-        openssl::rand::rand_bytes(&mut nonce).ok()?;
-        let head = format!("{expires}-{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
-        let tag = self.tag(format!("brand:{brand}.{head}").as_bytes())?;
-        Some(format!("{head}.{}", URL_SAFE_NO_PAD.encode(&tag[..16])))
+        self.new_session(&format!("brand:{brand}"), &format!("{expires}-"), version)
     }
 
     /// The protocol version of a session id this key made for `brand`'s
     /// shared endpoint, while it has not expired at `now` (Unix seconds).
     pub fn brand_session_version(&self, brand: &str, id: &str, now: i64) -> Option<String> {
+        let head = self.session_head(&format!("brand:{brand}"), id)?;
+        let (nonce, version) = head.split_once('.')?;
+        let expires: i64 = nonce.split_once('-')?.0.parse().ok()?;
+        (now < expires).then(|| version.to_owned())
+    }
+
+    /// `{prefix}{nonce}.{version}.{tag}`, the tag over `{owner}.` and the rest.
+    fn new_session(&self, owner: &str, prefix: &str, version: &str) -> Option<String> {
+        let mut nonce = [0u8; 12];
+        openssl::rand::rand_bytes(&mut nonce).ok()?;
+        let head = format!("{prefix}{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
+        let tag = self.tag(format!("{owner}.{head}").as_bytes())?;
+        Some(format!("{head}.{}", URL_SAFE_NO_PAD.encode(&tag[..16])))
+    }
+
+    /// The signed part of a session id, when its tag is this key's for `owner`.
+    fn session_head<'a>(&self, owner: &str, id: &'a str) -> Option<&'a str> {
         if id.len() > 128 {
             return None;
         }
         let (head, tag) = id.rsplit_once('.')?;
-        let (nonce, version) = head.split_once('.')?;
-        let expires: i64 = nonce.split_once('-')?.0.parse().ok()?;
         let given = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        let expected = self.tag(format!("brand:{brand}.{head}").as_bytes())?;
-        (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16]) && now < expires)
-            .then(|| version.to_owned())
+        let expected = self.tag(format!("{owner}.{head}").as_bytes())?;
+        (given.len() == 16 && openssl::memcmp::eq(&given, &expected[..16])).then_some(head)
     }
 }
 

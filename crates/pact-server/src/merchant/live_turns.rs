@@ -31,39 +31,78 @@ pub async fn authorize(
     headers: &http::HeaderMap,
     now: OffsetDateTime,
 ) -> Result<CallGuard, TokenRefusal> {
-    let result = authorize_proven(state, turn_id, brand_id, token, headers, now).await;
+    let result = match this_node(state, turn_id, brand_id, token, headers, now) {
+        Some(local) => local,
+        None => match state.live_turns.key().verify(token) {
+            Some(claims) if claims.turn == turn_id => {
+                other_node(state, &claims, brand_id, headers, now).await
+            }
+            _ => Err(TokenRefusal::WrongToken),
+        },
+    };
+    refused_without_parent(result)
+}
+
+/// The same where the request names no turn (the brand's shared MCP
+/// endpoint): the turn is the one the token was signed for, its signature
+/// checked once.
+pub async fn authorize_token(
+    state: &AppState,
+    brand_id: &str,
+    token: &str,
+    headers: &http::HeaderMap,
+    now: OffsetDateTime,
+) -> Result<CallGuard, TokenRefusal> {
+    let result = match state.live_turns.key().verify(token) {
+        None => Err(TokenRefusal::WrongToken),
+        Some(claims) => match this_node(state, claims.turn, brand_id, token, headers, now) {
+            Some(local) => local,
+            None => other_node(state, &claims, brand_id, headers, now).await,
+        },
+    };
+    refused_without_parent(result)
+}
+
+/// No proven caller: its span starts without the caller's parent.
+fn refused_without_parent(
+    result: Result<CallGuard, TokenRefusal>,
+) -> Result<CallGuard, TokenRefusal> {
     if result.is_err() {
-        // No proven caller: its span starts without the caller's parent.
         crate::trace_context::start_turn_call_span(None);
     }
     result
 }
 
-async fn authorize_proven(
+/// The turn from this node's memory; `None` when it does not run here.
+fn this_node(
     state: &AppState,
     turn_id: Uuid,
     brand_id: &str,
     token: &str,
     headers: &http::HeaderMap,
     now: OffsetDateTime,
-) -> Result<CallGuard, TokenRefusal> {
+) -> Option<Result<CallGuard, TokenRefusal>> {
     match state.live_turns.authorize(turn_id, brand_id, token, now) {
-        Err(TokenRefusal::UnknownTurn) => {}
+        Err(TokenRefusal::UnknownTurn) => None,
         other => {
             if other.is_ok() {
                 crate::trace_context::start_turn_call_span(Some(headers));
             }
-            return other;
+            Some(other)
         }
     }
-    let claims = state
-        .live_turns
-        .key()
-        .verify(token)
-        .ok_or(TokenRefusal::WrongToken)?;
-    if claims.turn != turn_id {
-        return Err(TokenRefusal::WrongToken);
-    }
+}
+
+/// Another node's turn, from its verified claims and the database (entering
+/// the turn's fence).
+async fn other_node(
+    state: &AppState,
+    claims: &TurnClaims,
+    brand_id: &str,
+    headers: &http::HeaderMap,
+    now: OffsetDateTime,
+) -> Result<CallGuard, TokenRefusal> {
+    let turn_id = claims.turn;
     if claims.brand != brand_id {
         return Err(TokenRefusal::WrongBrand);
     }
@@ -74,7 +113,7 @@ async fn authorize_proven(
     }
     // Signed by a node for this turn and brand, and not expired: proven.
     crate::trace_context::start_turn_call_span(Some(headers));
-    let setup = remote_setup(state, &claims, expires_at, now)
+    let setup = remote_setup(state, claims, expires_at, now)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, turn = %turn_id, "could not load another node's turn");

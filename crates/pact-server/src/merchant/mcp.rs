@@ -173,25 +173,22 @@ async fn admit(
         )));
     }
     let token = bearer(headers, &header::AUTHORIZATION).ok_or_else(|| Box::new(unauthorized()))?;
-    let turn_id = match turn_id {
-        Some(id) => Uuid::parse_str(id).ok(),
-        None => state
-            .live_turns
-            .key()
-            .verify(token)
-            .map(|claims| claims.turn),
-    }
-    .ok_or_else(|| {
-        crate::trace_context::start_turn_call_span(None);
-        tracing::info!(brand = %brand_id, "MCP request refused: turn token");
+    let admitted = match turn_id {
+        Some(id) => match Uuid::parse_str(id) {
+            Ok(turn_id) => {
+                super::live_turns::authorize(state, turn_id, brand_id, token, headers, now).await
+            }
+            Err(_) => {
+                crate::trace_context::start_turn_call_span(None);
+                Err(super::live_turns::TokenRefusal::WrongToken)
+            }
+        },
+        None => super::live_turns::authorize_token(state, brand_id, token, headers, now).await,
+    };
+    admitted.map_err(|why| {
+        tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
         Box::new(unauthorized())
-    })?;
-    super::live_turns::authorize(state, turn_id, brand_id, token, headers, now)
-        .await
-        .map_err(|why| {
-            tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
-            Box::new(unauthorized())
-        })
+    })
 }
 
 fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
@@ -237,29 +234,24 @@ async fn session(
     let Some(version) = version else {
         return Err(unknown());
     };
-    check_version(headers, &version)?;
-    if matches!(endpoint, Endpoint::Brand(_)) {
-        return Ok(());
+    // A turn's session may have been ended (DELETE); a brand's cannot be.
+    if matches!(endpoint, Endpoint::Turn) {
+        let closed_here = turn
+            .closed_sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(id);
+        // Another node's turn: a session ended anywhere is ended (the fence).
+        let closed_elsewhere = turn.is_remote()
+            && pact_db::turn_fences::status(&state.relaxed_db, turn.id, id)
+                .await
+                .map(|(_, closed)| closed)
+                .unwrap_or(true);
+        if closed_here || closed_elsewhere {
+            return Err(unknown());
+        }
     }
-    let closed_here = turn
-        .closed_sessions
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .contains(id);
-    // Another node's turn: a session ended anywhere is ended (the fence).
-    let closed_elsewhere = turn.is_remote()
-        && pact_db::turn_fences::status(&state.relaxed_db, turn.id, id)
-            .await
-            .map(|(_, closed)| closed)
-            .unwrap_or(true);
-    if closed_here || closed_elsewhere {
-        return Err(unknown());
-    }
-    Ok(())
-}
-
-fn check_version(headers: &HeaderMap, version: &str) -> Result<(), Box<Response>> {
-    if header_str(headers, &VERSION_HEADER) != Some(version) {
+    if header_str(headers, &VERSION_HEADER) != Some(version.as_str()) {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
