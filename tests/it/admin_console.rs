@@ -662,3 +662,79 @@ async fn a_passkey_account_cannot_set_up_an_app_to_skip_its_passkey() {
     assert!(!after.has_totp(), "no app was set up");
     assert_eq!(after.failed_logins, 1, "the wrong recovery code counted");
 }
+
+/// The audit log's newest id and the grants' revocations, to see that a
+/// refused POST changed nothing.
+async fn footprint(app: &TestApp) -> (i64, i64) {
+    sqlx::query_as(
+        "select (select coalesce(max(id), 0) from audit_log), \
+                (select count(*) from grants where revoked_at is not null)",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap()
+}
+
+/// Every form of the console's one route table (`ROUTES`), posted by a
+/// signed-in owner with a wrong CSRF token, with the right one from another
+/// origin, and with the right one and no session at all: each is refused
+/// with 403 before it acts, and nothing is recorded or changed. A new form
+/// is covered without being named here.
+#[tokio::test]
+async fn every_console_form_refuses_a_forged_post_and_changes_nothing() {
+    // On a host name, so that the passkey forms are open too.
+    let app = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    add_admin(&app, "root@example.com", "owner", None).await;
+    let g = grant(&app, "demo", "ann").await.to_string();
+    let owner = Browser::new(&app);
+    sign_in(&app, &owner, "root@example.com").await;
+    let (_, html) = owner.get_html("/admin").await;
+    let csrf = csrf_from(&html).unwrap();
+    let signed_out = Browser::new(&app);
+    let before = footprint(&app).await;
+
+    let forms: Vec<&str> = pact_server::admin::console::ROUTES
+        .iter()
+        .filter(|r| r.method == "post")
+        .map(|r| r.path)
+        .collect();
+    assert!(forms.len() > 20, "{forms:?}");
+    for route in forms {
+        let path = route.replace("{id}", &g).replace("{action}", "unlock");
+        let fields = [
+            ("csrf", csrf.as_str()),
+            ("reason", "forged"),
+            ("issuer", ISS),
+        ];
+        let wrong_token = owner
+            .post(&path, &[("csrf", "not the token"), ("issuer", ISS)])
+            .await;
+        assert_eq!(wrong_token.status(), 403, "{route}: a wrong CSRF token");
+        let elsewhere = owner
+            .client
+            .post(owner.url(&path))
+            .header("origin", "https://evil.example")
+            .header("x-csrf-token", csrf.as_str())
+            .form(&fields)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(elsewhere.status(), 403, "{route}: another origin");
+        let no_session = signed_out.post(&path, &fields).await;
+        assert_eq!(no_session.status(), 403, "{route}: no session");
+        assert_eq!(footprint(&app).await, before, "{route}: nothing changed");
+    }
+    // The same token, from the page's own origin, still works.
+    let res = owner
+        .post(
+            &format!("/admin/grants/{g}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_ne!(footprint(&app).await, before);
+}

@@ -9,14 +9,11 @@
 //!   `enforce` (FIELD=ARG, comma- or line-separated), `input_schema` (JSON)
 //! * `POST /admin/brands/{brand}/tools/remove` — `name`
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::guard;
+use super::extract::StaffForm;
 use super::pages::brand_change_allowed;
-use super::session::Staff;
 use crate::admin::brand_settings::{self, EditError, ToolDefinition};
 use crate::state::AppState;
 use crate::web::PageError;
@@ -28,18 +25,6 @@ fn to_page(e: EditError) -> PageError {
 
 fn back(brand: &str) -> Response {
     see_other(&format!("/admin/brands/{brand}"), None)
-}
-
-/// The signed-in owner of the brand, after the Origin and CSRF checks.
-macro_rules! owner_of {
-    ($state:expr, $headers:expr, $staff:expr, $body:expr, $brand:expr, $action:expr) => {{
-        let form = guard(&$state, &$headers, &$staff, &$body)?;
-        let Some(who) = $staff.signed_in(&$state).await? else {
-            return Ok(see_other("/admin/sign-in", None));
-        };
-        let b = brand_change_allowed(&$state, &who, &$staff.ip, $action, &$brand).await?;
-        (form, who, b)
-    }};
 }
 
 /// The card's text: name, description and skills (a JSON array).
@@ -85,12 +70,14 @@ struct ToolForm {
 
 pub async fn card_text(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.card");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.card", &id).await?;
     let form: CardForm = form.decode()?;
     // A blank skills field is the brand agent's own skills.
     let skills = match form.skills.as_deref() {
@@ -114,12 +101,14 @@ pub async fn card_text(
 
 pub async fn grant_lifetime(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.grant_lifetime");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.grant_lifetime", &id).await?;
     let form: LifetimeForm = form.decode()?;
     let raw = form.days.as_deref().unwrap_or("").trim();
     let days = if raw.is_empty() {
@@ -141,12 +130,14 @@ pub async fn grant_lifetime(
 /// `default` for the Provider's policy.
 pub async fn admission(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "brand.admission");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.admission", &id).await?;
     let form: AdmissionForm = form.decode()?;
     let policy = match form.policy.as_deref().unwrap_or("") {
         "default" => None,
@@ -164,12 +155,14 @@ pub async fn admission(
 
 pub async fn upsert_details_type(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "details_type.upsert");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "details_type.upsert", &id).await?;
     let form: DetailsTypeForm = form.decode()?;
     let name = form.type_name.as_deref().unwrap_or("").trim().to_owned();
     let declaration = serde_json::from_str(form.declaration.as_deref().unwrap_or(""))
@@ -191,12 +184,14 @@ pub async fn upsert_details_type(
 
 pub async fn remove_details_type(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "details_type.remove");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "details_type.remove", &id).await?;
     let form: DetailsTypeForm = form.decode()?;
     let name = form.type_name.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
@@ -209,12 +204,14 @@ pub async fn remove_details_type(
 
 pub async fn upsert_tool(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "tool.upsert");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "tool.upsert", &id).await?;
     let form: ToolForm = form.decode()?;
     let text = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
     let scope = Some(text(&form.scope)).filter(|s| !s.is_empty());
@@ -251,12 +248,14 @@ pub async fn upsert_tool(
 
 pub async fn remove_tool(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let (form, who, b) = owner_of!(state, headers, staff, body, id, "tool.remove");
+    let b = brand_change_allowed(&state, &who, &staff.ip, "tool.remove", &id).await?;
     let form: ToolForm = form.decode()?;
     let name = form.name.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;

@@ -22,7 +22,6 @@
 
 use askama::Template;
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -36,9 +35,10 @@ use uuid::Uuid;
 use webauthn_rs::Webauthn;
 use webauthn_rs::prelude::{PasskeyAuthentication, PasskeyRegistration};
 
+use super::audit_event;
+use super::extract::{StaffForm, Viewer};
 use super::session::{SignedIn, Staff};
 use super::signin::{pending, sign_in};
-use super::{audit_event, guard};
 use crate::accounts::{lockout, recovery};
 use crate::state::AppState;
 use crate::web::login::{see_other, wait_message};
@@ -144,12 +144,9 @@ pub struct DoneQuery {
 
 pub async fn account(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { who, .. }: Viewer,
     Query(q): Query<DoneQuery>,
 ) -> Result<Response, PageError> {
-    let Some(who) = staff.signed_in(&state).await? else {
-        return Ok(see_other("/admin/sign-in", None));
-    };
     let now = state.clock.now();
     let stored = pact_db::admin_factors::passkeys_of(&state.db, who.admin.id).await?;
     let codes_left = pact_db::admin_factors::unused_recovery_codes(&state.db, who.admin.id).await?;
@@ -300,15 +297,9 @@ pub async fn register_finish(
 
 pub async fn delete_passkey(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
-    let Some(who) = staff.signed_in(&state).await? else {
-        return Ok(see_other("/admin/sign-in", None));
-    };
     let none = || PageError::NotFound("You have no such passkey.".into());
     let id = id.parse::<Uuid>().map_err(|_| none())?;
     let stored = pact_db::admin_factors::passkeys_of(&state.db, who.admin.id).await?;
@@ -353,14 +344,8 @@ struct RecoveryCodesPage<'a> {
 /// stops working), shown on this one response and stored only as hashes.
 pub async fn new_recovery_codes(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
-    let Some(who) = staff.signed_in(&state).await? else {
-        return Ok(see_other("/admin/sign-in", None));
-    };
     let now = state.clock.now();
     if needs_reconfirm(&state, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));

@@ -6,20 +6,18 @@
 
 pub mod audit_words;
 pub mod brand_edit;
+pub mod extract;
 pub mod factors;
 pub mod pages;
 pub mod session;
 pub mod signin;
 
 use axum::Router;
-use axum::http::HeaderMap;
 use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
 use crate::state::AppState;
 use crate::web::PageError;
-use crate::web::form::Fields;
-use session::Staff;
 
 /// One console route: a page (`get`) or a form's action (`post`).
 pub struct Route {
@@ -128,25 +126,6 @@ pub fn routes() -> Router<AppState> {
         router = router.route(r.path, (r.route)());
     }
     router
-}
-
-/// The first steps of every console POST: the Origin check, then the form,
-/// then the session's CSRF token (web/security.rs's rules).
-pub fn guard(
-    state: &AppState,
-    headers: &HeaderMap,
-    staff: &Staff,
-    body: &[u8],
-) -> Result<Fields, PageError> {
-    crate::web::security::check_origin(headers, &state.config.public_url)?;
-    let form = Fields::parse(body);
-    let Some(s) = &staff.session else {
-        return Err(PageError::Forbidden(
-            "Your session has ended. Sign in again.".into(),
-        ));
-    };
-    crate::web::security::check_csrf(&s.csrf_token, form.get("csrf"))?;
-    Ok(form)
 }
 
 /// An audit entry for a console event.

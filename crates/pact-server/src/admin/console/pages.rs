@@ -3,17 +3,16 @@
 //! POSTs refuse them; objects outside an admin's brands are "not found".
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use super::guard;
-use super::session::{SignedIn, Staff};
+use super::extract::{StaffForm, Viewer};
+use super::session::SignedIn;
 use crate::admin::api::grants::customer_subjects;
 use crate::admin::api::params::{grant_cursor, parse_grant_cursor};
 use crate::admin::ops::{self, customers};
@@ -41,26 +40,6 @@ pub(super) fn nav(who: &SignedIn) -> Nav {
         can_act: who.actor.may(Role::Operator),
         is_owner: who.actor.may(Role::Owner),
     }
-}
-
-/// The signed-in admin, or a redirect to the sign-in page.
-async fn signed_in(
-    state: &AppState,
-    staff: &Staff,
-) -> Result<Result<SignedIn, Response>, PageError> {
-    match staff.signed_in(state).await? {
-        Some(who) => Ok(Ok(who)),
-        None => Ok(Err(see_other("/admin/sign-in", None))),
-    }
-}
-
-macro_rules! signed_in_or_redirect {
-    ($state:expr, $staff:expr) => {
-        match signed_in($state, $staff).await? {
-            Ok(who) => who,
-            Err(redirect) => return Ok(redirect),
-        }
-    };
 }
 
 fn not_found() -> PageError {
@@ -149,8 +128,10 @@ pub struct NodeLine {
     pub state: &'static str,
 }
 
-pub async fn overview(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
+pub async fn overview(
+    State(state): State<AppState>,
+    Viewer { who, .. }: Viewer,
+) -> Result<Response, PageError> {
     let now = state.clock.now();
     let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
     let nodes = crate::nodes::list(&state.db, now).await?;
@@ -256,8 +237,10 @@ struct AgentsPage {
     can_register: bool,
 }
 
-pub async fn agents(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
+pub async fn agents(
+    State(state): State<AppState>,
+    Viewer { who, .. }: Viewer,
+) -> Result<Response, PageError> {
     let now = state.clock.now();
     let mut rows = Vec::new();
     for a in pact_db::agents::list(&state.db).await? {
@@ -436,10 +419,9 @@ async fn may_change_platforms(
 
 pub async fn confirm_disable(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Query(q): Query<IssuerQuery>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     may_change_platforms(&state, &who, &staff.ip, "agent.disable").await?;
     let issuer = q.issuer.unwrap_or_default();
     let a = pact_db::agents::find(&state.db, &issuer)
@@ -465,13 +447,13 @@ pub async fn confirm_disable(
 
 async fn toggle_agent(
     state: AppState,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
     enabled: bool,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     let action = if enabled {
         "agent.enable"
     } else {
@@ -506,13 +488,13 @@ async fn toggle_agent(
 /// agent the open policy admitted (PACT §3.1). Blocking one is disabling it.
 async fn decide_agent(
     state: AppState,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
     verify: bool,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     let action = if verify {
         "agent.verify"
     } else {
@@ -538,33 +520,29 @@ async fn decide_agent(
 /// their grants revoked (issue 31).
 pub async fn block_host(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    decide_host(state, headers, staff, body, true).await
+    decide_host(state, form, true).await
 }
 
 /// `POST /admin/agents/unblock-host` (`host`).
 pub async fn unblock_host(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    decide_host(state, headers, staff, body, false).await
+    decide_host(state, form, false).await
 }
 
 /// Blocking and unblocking a host: the same checks, one ops call each.
 async fn decide_host(
     state: AppState,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
     block: bool,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     let action = if block {
         "agent.block_host"
     } else {
@@ -591,31 +569,27 @@ async fn decide_host(
 
 pub async fn verify_agent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    decide_agent(state, headers, staff, body, true).await
+    decide_agent(state, form, true).await
 }
 
 pub async fn forget_agent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    decide_agent(state, headers, staff, body, false).await
+    decide_agent(state, form, false).await
 }
 
 /// `POST /admin/agents`: register a platform (owner, every brand).
 pub async fn register_agent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
         denied(
             &state,
@@ -655,20 +629,16 @@ pub async fn register_agent(
 
 pub async fn disable_agent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    toggle_agent(state, headers, staff, body, false).await
+    toggle_agent(state, form, false).await
 }
 
 pub async fn enable_agent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    form: StaffForm,
 ) -> Result<Response, PageError> {
-    toggle_agent(state, headers, staff, body, true).await
+    toggle_agent(state, form, true).await
 }
 
 /// A time as staff read it: to the minute, in UTC, named as such
@@ -837,10 +807,9 @@ fn blank_to_none(v: &Option<String>) -> Option<&str> {
 
 pub async fn grants(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Query(q): Query<GrantQuery>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     let now = state.clock.now();
     let brand = blank_to_none(&q.brand);
     let grant_state = blank_to_none(&q.state).and_then(GrantState::parse);
@@ -983,11 +952,10 @@ pub struct DoneQuery {
 
 pub async fn grant(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Path(id): Path<String>,
     Query(done): Query<DoneQuery>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
     let now = state.clock.now();
     // A staff read of one customer's grant, as the API's `grant.read`.
@@ -1089,10 +1057,9 @@ pub async fn grant(
 /// download anyone can check offline (admin/receipts_export.rs).
 pub async fn grant_receipts(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     let g = visible_grant(&state, &who, &id).await?;
     let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
     let body = receipts_export::export_checked(&state.db, &state.config, &g, &receipts)
@@ -1128,13 +1095,13 @@ pub async fn grant_receipts(
 
 pub async fn revoke_grant(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Operator) {
         denied(
             &state,
@@ -1211,10 +1178,9 @@ struct CustomersPage {
 
 pub async fn customers(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Query(q): Query<CustomerQuery>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     let now = state.clock.now();
     let needle = blank_to_none(&q.q).unwrap_or("").to_owned();
     let found = if needle.is_empty() {
@@ -1263,13 +1229,10 @@ pub async fn customers(
 
 pub async fn customer_action(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path((id, action)): Path<(String, String)>,
-    body: Bytes,
+    StaffForm { staff, who, fields }: StaffForm,
 ) -> Result<Response, PageError> {
-    let form: RevokeForm = guard(&state, &headers, &staff, &body)?.decode()?;
-    let who = signed_in_or_redirect!(&state, &staff);
+    let form: RevokeForm = fields.decode()?;
     let action = match action.as_str() {
         "unlock" => Some(customers::Action::Unlock),
         "reset-second-factors" => Some(customers::Action::ResetSecondFactors),
@@ -1393,10 +1356,9 @@ struct AuditPage {
 
 pub async fn audit(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { staff, who }: Viewer,
     Query(q): Query<AuditQuery>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     const PAGE: i64 = 100;
     let mut rows = pact_db::audit::list(
         &state.db,
@@ -1485,8 +1447,10 @@ struct KeysPage {
     can_rotate: bool,
 }
 
-pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
+pub async fn keys(
+    State(state): State<AppState>,
+    Viewer { who, .. }: Viewer,
+) -> Result<Response, PageError> {
     let now = state.clock.now();
     let opt = |t: Option<OffsetDateTime>| t.map(when).unwrap_or_else(|| "—".into());
     let keys = crate::keys::list(&state.db, now)
@@ -1517,12 +1481,8 @@ pub async fn keys(State(state): State<AppState>, staff: Staff) -> Result<Respons
 /// `pactd keys rotate`.
 pub async fn rotate_key(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
         denied(
             &state,
@@ -1577,8 +1537,10 @@ struct BrandsPage {
     brands: Vec<BrandLine>,
 }
 
-pub async fn brands(State(state): State<AppState>, staff: Staff) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
+pub async fn brands(
+    State(state): State<AppState>,
+    Viewer { who, .. }: Viewer,
+) -> Result<Response, PageError> {
     if !who.actor.may(Role::Owner) {
         return Err(needs_owner());
     }
@@ -1648,10 +1610,9 @@ async fn owned_brand(
 
 pub async fn brand(
     State(state): State<AppState>,
-    staff: Staff,
+    Viewer { who, .. }: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
-    let who = signed_in_or_redirect!(&state, &staff);
     let b = owned_brand(&state, &who, &id).await?;
     let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
     let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
@@ -1729,13 +1690,13 @@ pub(super) async fn brand_change_allowed(
 /// `POST /admin/brands/{brand}/scopes`: add or change a scope.
 pub async fn upsert_scope(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     let b = brand_change_allowed(&state, &who, &staff.ip, "scope.upsert", &id).await?;
     let form: ScopeForm = form.decode()?;
     let def = crate::admin::api::brands::ScopeDefinition {
@@ -1754,13 +1715,13 @@ pub async fn upsert_scope(
 /// `POST /admin/brands/{brand}/scopes/remove` (`scope_id` in the form).
 pub async fn remove_scope(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
     Path(id): Path<String>,
-    body: Bytes,
+    StaffForm {
+        staff,
+        who,
+        fields: form,
+    }: StaffForm,
 ) -> Result<Response, PageError> {
-    let form = guard(&state, &headers, &staff, &body)?;
-    let who = signed_in_or_redirect!(&state, &staff);
     let b = brand_change_allowed(&state, &who, &staff.ip, "scope.remove", &id).await?;
     let form: ScopeForm = form.decode()?;
     let scope = form.scope_id.as_deref().unwrap_or("");

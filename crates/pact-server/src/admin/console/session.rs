@@ -5,8 +5,8 @@
 //! link that must keep the session) and a shorter life.
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderValue;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, header};
 use pact_db::admins::{Admin, AdminSession};
 use time::{Duration, OffsetDateTime};
 
@@ -15,6 +15,7 @@ use crate::client_ip::ClientIp;
 use crate::domain::secrets;
 use crate::state::AppState;
 use crate::web::PageError;
+use crate::web::session::{cookie_value, is_secure};
 
 /// A staff session lasts a working day at most.
 pub const LIFETIME: Duration = Duration::hours(8);
@@ -29,12 +30,8 @@ pub fn cookie_name(secure: bool) -> &'static str {
     }
 }
 
-fn secure(state: &AppState) -> bool {
-    state.config.public_url.starts_with("https://")
-}
-
 fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
-    let s = secure(state);
+    let s = is_secure(state);
     let line = format!(
         "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
         cookie_name(s),
@@ -45,17 +42,6 @@ fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
 
 pub fn clear_cookie(state: &AppState) -> HeaderValue {
     cookie(state, "", 0)
-}
-
-fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
 }
 
 /// The console session of a request, if any, and the client address.
@@ -72,7 +58,7 @@ impl FromRequestParts<AppState> for Staff {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
         let now = state.clock.now();
-        let session = match cookie_value(&parts.headers, cookie_name(secure(state))) {
+        let session = match cookie_value(&parts.headers, cookie_name(is_secure(state))) {
             Some(raw) if raw.len() == 43 => {
                 pact_db::admins::find_session(&state.db, &secrets::hash(raw), now).await?
             }
