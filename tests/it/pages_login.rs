@@ -817,3 +817,88 @@ async fn the_sign_in_page_needs_a_known_brand() {
     let (status, _) = b.get_html("/login?brand=Not%20A%20Brand").await;
     assert_eq!(status, 404);
 }
+
+/// The password step the customers' and the staff sign-in share
+/// (accounts/sign_in.rs), on the real counters. Five failures from one
+/// address lock that address out, even against the right password; twenty
+/// from as many addresses lock the email itself, after which the right
+/// password still comes back right but with the lock, for the caller to let
+/// it lead only to a second factor. An unknown email counts alike.
+#[tokio::test]
+async fn the_shared_password_step_locks_by_address_then_by_email() {
+    use pact_server::accounts::lockout::FailureKeys;
+    use pact_server::accounts::sign_in::{PasswordStep, check_password, passed};
+
+    let app = TestApp::spawn().await;
+    let now = OffsetDateTime::now_utc();
+    let stored = password::hash(PW).unwrap();
+    let account = Some(stored.clone());
+    let hash_of = |h: &String| Some(h.clone());
+    let step = |keys: FailureKeys, account: Option<String>, attempt: &str| {
+        let (db, attempt) = (app.db.clone(), attempt.to_owned());
+        async move {
+            check_password(&db, &keys, account, hash_of, attempt, now)
+                .await
+                .unwrap()
+        }
+    };
+
+    let here = FailureKeys::new("demo", EMAIL, "192.0.2.1");
+    for _ in 0..5 {
+        let s = step(here.clone(), account.clone(), "wrong password").await;
+        assert_eq!(
+            s,
+            PasswordStep::Wrong {
+                account_locked: None
+            }
+        );
+    }
+    match step(here.clone(), account.clone(), PW).await {
+        PasswordStep::AddressLocked(secs) => assert!((1..=60).contains(&secs), "{secs}"),
+        other => panic!("the address is locked out: {other:?}"),
+    }
+
+    // Fifteen more from other addresses: the email's twentieth failure locks it.
+    for i in 2..=16 {
+        let there = FailureKeys::new("demo", EMAIL, &format!("192.0.2.{i}"));
+        let s = step(there, account.clone(), "wrong password").await;
+        assert!(matches!(s, PasswordStep::Wrong { .. }), "{s:?}");
+    }
+    let fresh = FailureKeys::new("demo", EMAIL, "198.51.100.7");
+    match step(fresh.clone(), account.clone(), PW).await {
+        PasswordStep::Right {
+            account,
+            rehash: false,
+            account_locked: Some(secs),
+        } => {
+            assert_eq!(account, stored);
+            assert!(secs >= 1);
+        }
+        other => panic!("right, with the email's lock: {other:?}"),
+    }
+    // Going on past the password clears this address's count only.
+    passed(&app.db, &fresh).await.unwrap();
+    let left: i64 = sqlx::query_scalar("select count(*) from sign_in_failures where key_hash = $1")
+        .bind(&fresh.account)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(left, 1, "the email's count stays");
+
+    // An unknown email: checked against a dummy hash, counted, never right.
+    let nobody = FailureKeys::new("demo", "nobody@example.com", "192.0.2.1");
+    let s = step(nobody.clone(), None, PW).await;
+    assert_eq!(
+        s,
+        PasswordStep::Wrong {
+            account_locked: None
+        }
+    );
+    let counted: Vec<i32> =
+        sqlx::query_scalar("select failed from sign_in_failures where key_hash = any($1)")
+            .bind(vec![nobody.from_address, nobody.account])
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(counted, vec![1, 1]);
+}

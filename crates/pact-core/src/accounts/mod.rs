@@ -4,4 +4,5 @@
 pub mod lockout;
 pub mod password;
 pub mod recovery;
+pub mod sign_in;
 pub mod totp;

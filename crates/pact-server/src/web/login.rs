@@ -36,6 +36,7 @@ use super::security::Visitor;
 use super::session::{self, Browser};
 use super::{limits, security};
 use crate::accounts::lockout::{self, FailureKeys};
+use crate::accounts::sign_in::{self, PasswordStep};
 use crate::accounts::{password, recovery, totp};
 use crate::client_ip::ClientIp;
 use crate::state::AppState;
@@ -463,37 +464,29 @@ pub async fn post_login(
     // counters, the same queries, the same argon2 work, the same answers.
     let now = state.clock.now();
     let keys = FailureKeys::new(&brand.id, &email, &ip.limit_key());
-    let (from_address_lock, account_lock) = failure_locks(&state, &keys, now).await?;
-    if let Some(secs) = from_address_lock {
-        // Refused without looking at the password, even a right one.
-        return Ok(locked(secs));
-    }
     // A disabled account answers exactly as an unknown email.
     let user = pact_db::users::find_by_email(&state.db, &brand.id, &email)
         .await?
         .filter(|u| !u.is_disabled());
-
-    // The same argon2 work for an unknown email (a dummy hash), off the async threads.
-    let stored = user.as_ref().and_then(|u| u.password_hash.clone());
-    let attempt = given.to_owned();
-    let verified =
-        tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
-            .await
-            .map_err(PageError::internal)?;
-
-    let user = match (verified, user) {
-        (password::Verified::No, _) | (_, None) => {
-            record_password_failure(&state, &keys, now).await?;
-            return Ok(match account_lock {
+    let hash_of = |u: &User| u.password_hash.clone();
+    let step = sign_in::check_password(&state.db, &keys, user, hash_of, given.to_owned(), now);
+    let (user, account_lock) = match step.await? {
+        PasswordStep::AddressLocked(secs) => return Ok(locked(secs)),
+        PasswordStep::Right {
+            account,
+            rehash,
+            account_locked,
+        } => {
+            if rehash {
+                rehash_password(&state, &account, given).await;
+            }
+            (account, account_locked)
+        }
+        PasswordStep::Wrong { account_locked } => {
+            return Ok(match account_locked {
                 Some(secs) => locked(secs),
                 None => page(&i18n::t(BAD_CREDENTIALS), StatusCode::BAD_REQUEST, None),
             });
-        }
-        (v, Some(u)) => {
-            if v == password::Verified::YesRehash {
-                rehash(&state, &u, given).await;
-            }
-            u
         }
     };
     if let Some(secs) = account_lock
@@ -503,7 +496,7 @@ pub async fn post_login(
         // right password alone is not enough now; a second factor would be.
         return Ok(locked(secs));
     }
-    pact_db::sign_in_failures::clear(&state.db, std::slice::from_ref(&keys.from_address)).await?;
+    sign_in::passed(&state.db, &keys).await?;
 
     if user.has_totp() {
         // Failures are cleared only once the second factor is in, so a known
@@ -524,45 +517,6 @@ pub async fn post_login(
     let cookie = sign_in_as(&state, old, &user, None).await?;
     tracing::info!(brand = %brand.id, user = %user.id, "signed in with a password");
     Ok(see_other(&next, Some(cookie)))
-}
-
-/// Seconds left on the (address, email) lock and on the email's lock.
-async fn failure_locks(
-    state: &AppState,
-    keys: &FailureKeys,
-    now: OffsetDateTime,
-) -> Result<(Option<i64>, Option<i64>), PageError> {
-    let rows = pact_db::sign_in_failures::find(
-        &state.db,
-        &[keys.from_address.clone(), keys.account.clone()],
-    )
-    .await?;
-    let lock_of = |key: &[u8]| {
-        rows.iter()
-            .find(|r| r.key_hash == key)
-            .and_then(|r| lockout::locked_for(r.locked_until, now))
-    };
-    Ok((lock_of(&keys.from_address), lock_of(&keys.account)))
-}
-
-/// Counts a wrong password (or an unknown email) on both counters, in one
-/// transaction, locking each that reaches its limit.
-async fn record_password_failure(
-    state: &AppState,
-    keys: &FailureKeys,
-    now: OffsetDateTime,
-) -> Result<(), PageError> {
-    let mut tx = state.db.begin().await?;
-    let here = pact_db::sign_in_failures::increment(&mut *tx, &keys.from_address, now).await?;
-    if let Some(until) = lockout::lock_for(here, lockout::FREE_ATTEMPTS, now) {
-        pact_db::sign_in_failures::lock_until(&mut *tx, &keys.from_address, until).await?;
-    }
-    let all = pact_db::sign_in_failures::increment(&mut *tx, &keys.account, now).await?;
-    if let Some(until) = lockout::lock_for(all, lockout::ACCOUNT_FREE_ATTEMPTS, now) {
-        pact_db::sign_in_failures::lock_until(&mut *tx, &keys.account, until).await?;
-    }
-    tx.commit().await?;
-    Ok(())
 }
 
 /// Password accepted, second factor to come: a new session id carrying only
@@ -589,7 +543,7 @@ async fn start_pending(
 }
 
 /// Stores a hash with today's parameters; a failure here must not fail the sign-in.
-async fn rehash(state: &AppState, user: &User, given: &str) {
+async fn rehash_password(state: &AppState, user: &User, given: &str) {
     let pw = given.to_owned();
     match tokio::task::spawn_blocking(move || password::hash(&pw)).await {
         Ok(Ok(h)) => match pact_db::users::set_password_hash(&state.db, user.id, &h).await {

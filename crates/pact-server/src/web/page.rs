@@ -61,6 +61,15 @@ pub enum PageError {
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl From<crate::accounts::sign_in::SignInError> for PageError {
+    fn from(e: crate::accounts::sign_in::SignInError) -> Self {
+        match e {
+            crate::accounts::sign_in::SignInError::Db(e) => e.into(),
+            worker => Self::internal(worker),
+        }
+    }
+}
+
 impl From<pact_db::Error> for PageError {
     fn from(e: pact_db::Error) -> Self {
         match crate::error::ApiError::from(e) {

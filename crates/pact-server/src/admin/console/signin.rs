@@ -25,10 +25,12 @@ use pact_db::admins::{Admin, AdminSession};
 use serde_json::json;
 use time::OffsetDateTime;
 
+use super::audit_event;
+use super::extract::CheckedForm;
 use super::session::{self, Staff};
-use super::{audit_event, guard};
 use crate::accounts::lockout::{self, FailureKeys};
-use crate::accounts::{password, totp};
+use crate::accounts::sign_in::{self, PasswordStep};
+use crate::accounts::totp;
 use crate::state::AppState;
 use crate::web::form::Fields;
 use crate::web::login::{see_other, wait_message, with_headers};
@@ -154,26 +156,11 @@ pub async fn post_sign_in(
     // across nodes), the same argon2 work, the same answers.
     let now = state.clock.now();
     let keys = FailureKeys::new(STAFF, &email, &staff.limit_key);
-    let rows = pact_db::sign_in_failures::find(
-        &state.db,
-        &[keys.from_address.clone(), keys.account.clone()],
-    )
-    .await?;
-    let lock_of = |key: &[u8]| {
-        rows.iter()
-            .find(|r| r.key_hash == key)
-            .and_then(|r| lockout::locked_for(r.locked_until, now))
-            .map(i64::unsigned_abs)
-    };
-    let (from_address_lock, account_lock) = (lock_of(&keys.from_address), lock_of(&keys.account));
-    let locked = |secs: u64| {
+    let locked = |secs: i64| {
+        let secs = secs.unsigned_abs();
         let msg = wait_message("Too many failed sign-ins.", secs);
         again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs))
     };
-    if let Some(secs) = from_address_lock {
-        // Refused without looking at the password, even a right one.
-        return Ok(locked(secs));
-    }
     // A disabled account answers exactly as an unknown email.
     let admin = if email.is_empty() || email.len() > 254 {
         None
@@ -182,27 +169,19 @@ pub async fn post_sign_in(
             .await?
             .filter(|a| a.disabled_at.is_none())
     };
-    // The same argon2 work for an unknown email (a dummy hash), off the async threads.
-    let stored = admin.as_ref().map(|a| a.password_hash.clone());
+    let hash_of = |a: &Admin| Some(a.password_hash.clone());
     let attempt = form.password.clone().unwrap_or_default();
-    let verified =
-        tokio::task::spawn_blocking(move || password::verify(&attempt, stored.as_deref()))
-            .await
-            .map_err(PageError::internal)?;
-    let admin = match (verified, admin) {
-        (password::Verified::Yes | password::Verified::YesRehash, Some(a)) => a,
-        _ => {
-            let mut tx = state.db.begin().await?;
-            let here =
-                pact_db::sign_in_failures::increment(&mut *tx, &keys.from_address, now).await?;
-            if let Some(until) = lockout::lock_for(here, lockout::FREE_ATTEMPTS, now) {
-                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.from_address, until).await?;
-            }
-            let all = pact_db::sign_in_failures::increment(&mut *tx, &keys.account, now).await?;
-            if let Some(until) = lockout::lock_for(all, lockout::ACCOUNT_FREE_ATTEMPTS, now) {
-                pact_db::sign_in_failures::lock_until(&mut *tx, &keys.account, until).await?;
-            }
-            tx.commit().await?;
+    let step = sign_in::check_password(&state.db, &keys, admin, hash_of, attempt, now);
+    let (admin, account_lock) = match step.await? {
+        PasswordStep::AddressLocked(secs) => return Ok(locked(secs)),
+        // A staff hash of older parameters is not rehashed here: staff
+        // passwords are set only through `pactd admin`.
+        PasswordStep::Right {
+            account,
+            account_locked,
+            ..
+        } => (account, account_locked),
+        PasswordStep::Wrong { account_locked } => {
             audit_event(
                 &state,
                 "admin",
@@ -212,7 +191,7 @@ pub async fn post_sign_in(
                 json!({"step": "password"}),
             )
             .await?;
-            return Ok(match account_lock {
+            return Ok(match account_locked {
                 Some(secs) => locked(secs),
                 None => again(BAD_CREDENTIALS, StatusCode::UNAUTHORIZED, None),
             });
@@ -227,10 +206,10 @@ pub async fn post_sign_in(
     {
         return Ok(locked(secs));
     }
-    pact_db::sign_in_failures::clear(&state.db, std::slice::from_ref(&keys.from_address)).await?;
+    sign_in::passed(&state.db, &keys).await?;
     if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
         // Second-factor failures lock the account itself.
-        return Ok(locked(secs.unsigned_abs()));
+        return Ok(locked(secs));
     }
     let cookie = session::start(&state, staff.session.as_ref(), admin.id, true, now).await?;
     let next = if enrolled {
@@ -282,11 +261,9 @@ pub async fn get_second_factor(
 
 pub async fn post_second_factor(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    CheckedForm { staff, fields }: CheckedForm,
 ) -> Result<Response, PageError> {
-    let form: CodeForm = guard(&state, &headers, &staff, &body)?.decode()?;
+    let form: CodeForm = fields.decode()?;
     let (s, admin) = match pending(&state, &staff).await? {
         Ok(v) => v,
         Err(r) => return Ok(r),
@@ -516,11 +493,9 @@ pub async fn get_totp_setup(
 
 pub async fn post_totp_setup(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    CheckedForm { staff, fields }: CheckedForm,
 ) -> Result<Response, PageError> {
-    let form: CodeForm = guard(&state, &headers, &staff, &body)?.decode()?;
+    let form: CodeForm = fields.decode()?;
     let (s, admin) = match pending(&state, &staff).await? {
         Ok(v) => v,
         Err(r) => return Ok(r),
@@ -596,11 +571,8 @@ pub async fn post_totp_setup(
 
 pub async fn post_sign_out(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    staff: Staff,
-    body: Bytes,
+    CheckedForm { staff, .. }: CheckedForm,
 ) -> Result<Response, PageError> {
-    guard(&state, &headers, &staff, &body)?;
     let who = staff.signed_in(&state).await?;
     if let Some(s) = &staff.session {
         let mut tx = state.db.begin().await?;
