@@ -149,18 +149,35 @@ async fn posts_without_the_csrf_token_or_from_another_origin_are_refused_and_cha
     let (_, page) = b.get_html("/account/totp").await;
     let csrf = csrf_from(&page).unwrap();
 
+    // Every form of the person's pages (web/extract.rs's `SessionForm` and
+    // `VisitorForm`): the checks come before anything else the handler
+    // does, so a form whose feature is off here (mail for a reset link,
+    // passkeys on an address without a host name) is refused the same way.
+    let nobody = uuid::Uuid::nil();
     for path in [
         "/login",
         "/login/second-factor",
         "/logout",
+        "/login/forgot",
+        "/login/reset",
         "/account/totp",
         "/account/recovery-codes",
+        "/account/delete",
+        "/account/sessions/sign-out-others",
+        &format!("/account/grants/{nobody}/revoke"),
+        &format!("/account/passkeys/{nobody}/delete"),
+        "/device",
+        "/device/consent",
+        "/device/not-you",
     ] {
         let form = [
             ("brand", "demo"),
             ("email", EMAIL),
             ("password", "wrong password!"),
             ("code", "123456"),
+            ("confirm", "yes"),
+            ("user_code", "BCDF-GHJK"),
+            ("action", "approve"),
         ];
         // No token, a wrong token.
         let res = b.post(path, &form).await;

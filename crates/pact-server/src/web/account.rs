@@ -13,9 +13,8 @@
 use std::collections::{HashMap, HashSet};
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
 use pact_db::grants::{Grant, GrantFilter, reason as why};
@@ -28,6 +27,7 @@ use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
+use super::extract::{NoFields, SessionForm};
 use super::i18n;
 use super::limit_words;
 use super::login;
@@ -587,12 +587,9 @@ pub fn action_in_words(tool: &str) -> String {
 /// session of this account (a lost laptop, a shared computer).
 pub async fn sign_out_others(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    SessionForm { session, .. }: SessionForm<NoFields>,
 ) -> Result<Response, PageError> {
-    let (session, _) = security::guard_post(&state, &headers, &browser, &body)?;
-    let Some((_, Person::Account(user))) = signed_in_person(&state, session).await? else {
+    let Some((_, Person::Account(user))) = signed_in_person(&state, &session).await? else {
         return Err(PageError::Forbidden(i18n::t("acc-err-sessions-signed-out")));
     };
     let ended = pact_db::sessions::delete_others(&state.db, user.id, &session.id_hash).await?;
@@ -674,7 +671,7 @@ pub async fn confirm_revoke(
 
 /// What a confirmation page's button posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct ConfirmForm {
+pub struct ConfirmForm {
     confirm: Option<String>,
 }
 
@@ -685,14 +682,10 @@ struct ConfirmForm {
 /// this person goes, since the page shows them as one connection.
 pub async fn revoke(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
     Path(id): Path<String>,
-    body: Bytes,
+    SessionForm { session, form, .. }: SessionForm<ConfirmForm>,
 ) -> Result<Response, PageError> {
-    let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let form: ConfirmForm = form.decode()?;
-    let (brand, person, grant) = own_grant(&state, session, &id).await?;
+    let (brand, person, grant) = own_grant(&state, &session, &id).await?;
     if form.confirm.as_deref() != Some("yes") {
         // Only the confirmation page's button says yes.
         return Ok(Redirect::to(&format!("/account/grants/{}/revoke", grant.id)).into_response());

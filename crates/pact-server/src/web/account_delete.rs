@@ -12,9 +12,8 @@
 //! are kept, revoked, as evidence.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::grants::reason as why;
 use pact_db::sessions::Session;
@@ -22,9 +21,9 @@ use pact_db::users::User;
 use time::OffsetDateTime;
 
 use super::account::{Person, signed_in_person};
+use super::extract::SessionForm;
 use super::i18n;
 use super::page::{ErrorPage, PageError, render};
-use super::security;
 use super::session::{self, Browser};
 use crate::accounts::password::{self, Verified};
 use crate::state::AppState;
@@ -109,7 +108,7 @@ fn reauthenticated(user: &User, session: &Session, given: &str, now: OffsetDateT
 
 /// What the confirmation page posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct DeleteForm {
+pub struct DeleteForm {
     confirm: Option<String>,
     password: Option<String>,
 }
@@ -117,19 +116,15 @@ struct DeleteForm {
 /// `POST /account/delete` (from the confirmation page).
 pub async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
     crate::client_ip::ClientIp(ip): crate::client_ip::ClientIp,
-    body: Bytes,
+    SessionForm { session, form, .. }: SessionForm<DeleteForm>,
 ) -> Result<Response, PageError> {
-    let (session, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let form: DeleteForm = form.decode()?;
-    let (brand_name, user) = own_account(&state, session).await?;
+    let (brand_name, user) = own_account(&state, &session).await?;
     if form.confirm.as_deref() != Some("yes") {
         return Ok(Redirect::to("/account/delete").into_response());
     }
     let now = state.clock.now();
-    if !reauthenticated(&user, session, form.password.as_deref().unwrap_or(""), now) {
+    if !reauthenticated(&user, &session, form.password.as_deref().unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
             i18n::t("del-err-password")
         } else {
@@ -137,7 +132,7 @@ pub async fn delete(
         };
         return page(
             &state,
-            session,
+            &session,
             &brand_name,
             &user,
             Some(&why),

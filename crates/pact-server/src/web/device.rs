@@ -24,9 +24,8 @@
 use std::collections::BTreeSet;
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -38,12 +37,13 @@ use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::brand_login::{self, BrandLogin};
+use super::extract::{SessionForm, Visitor, VisitorForm};
 use super::form::Fields;
 use super::i18n;
 use super::login;
 use super::oidc_login;
 use super::page::{ErrorPage, PageError, render};
-use super::security::{self, Visitor};
+use super::security;
 use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use crate::client_ip::ClientIp;
@@ -300,11 +300,7 @@ fn reconfirm_url(ticked: &BTreeSet<String>) -> String {
 
 /// Code entry's limits (see `web/limits.rs` for why a flood of wrong codes
 /// cannot refuse a person with a valid one).
-fn limit_code_entry(
-    state: &AppState,
-    visitor: &Visitor<'_>,
-    ip: &ClientIp,
-) -> Result<(), PageError> {
+fn limit_code_entry(state: &AppState, visitor: &Visitor, ip: &ClientIp) -> Result<(), PageError> {
     let visitor_key = match visitor {
         Visitor::Session(s) => URL_SAFE_NO_PAD.encode(&s.id_hash),
         Visitor::Anonymous(t) => t.limit_key(),
@@ -424,19 +420,19 @@ async fn code_was_used(state: &AppState, code: &str) -> Result<bool, pact_db::Er
 /// only here, once a valid code gives it something to remember.
 /// What the code-entry page posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct CodeForm {
+pub struct CodeForm {
     user_code: Option<String>,
 }
 
 pub async fn confirm(
     State(state): State<AppState>,
     ip: ClientIp,
-    browser: Browser,
-    headers: HeaderMap,
-    body: Bytes,
+    VisitorForm {
+        browser,
+        visitor,
+        form,
+    }: VisitorForm<CodeForm>,
 ) -> Result<Response, PageError> {
-    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let form: CodeForm = form.decode()?;
     limit_code_entry(&state, &visitor, &ip)?;
 
     let typed = form.user_code.as_deref().unwrap_or("");
@@ -484,7 +480,7 @@ pub async fn confirm(
         Visitor::Session(s) => {
             pact_db::sessions::set_device_authorization(&state.db, &s.id_hash, Some(auth.id))
                 .await?;
-            (s.clone(), None)
+            (*s, None)
         }
         Visitor::Anonymous(token) => {
             let (s, cookie) = session::start_from_form(
@@ -768,11 +764,8 @@ pub async fn show(
 /// `POST /device/consent`: Approve (the ticked scopes) or Deny.
 pub async fn decide(
     State(state): State<AppState>,
-    browser: Browser,
-    headers: HeaderMap,
-    body: Bytes,
+    SessionForm { browser, form, .. }: SessionForm<Fields>,
 ) -> Result<Response, PageError> {
-    let (_, form) = security::guard_post(&state, &headers, &browser, &body)?;
     let d = match load(&state, &browser).await? {
         Loaded::Ready(d) => d,
         Loaded::Respond(res) => return Ok(res),
@@ -939,18 +932,16 @@ async fn approve_operations(
 /// What "Not you?" on the consent page posts (besides its CSRF token): the
 /// request the page showed.
 #[derive(Debug, serde::Deserialize)]
-struct NotYouForm {
+pub struct NotYouForm {
     authorization: Option<String>,
 }
 
 pub async fn not_you(
     State(state): State<AppState>,
-    browser: Browser,
-    headers: HeaderMap,
-    body: Bytes,
+    SessionForm {
+        session: old, form, ..
+    }: SessionForm<NotYouForm>,
 ) -> Result<Response, PageError> {
-    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let form: NotYouForm = form.decode()?;
     let Some(id) = old.device_authorization_id else {
         return Ok(see_other("/device"));
     };
@@ -963,7 +954,7 @@ pub async fn not_you(
     // A new session id (rotation), signed out, carrying only the request.
     let (_, cookie) = session::start(
         &state,
-        Some(old),
+        Some(&old),
         SessionState {
             device_authorization_id: Some(id),
             ..SessionState::default()

@@ -19,9 +19,8 @@
 //! logged.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pact_db::brands::Brand;
 use pact_db::sessions::{Session, SessionState};
@@ -30,9 +29,9 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::extract::{NoFields, SessionForm, Visitor, VisitorForm};
 use super::i18n;
 use super::page::{PageError, render};
-use super::security::Visitor;
 use super::session::{self, Browser};
 use super::{limits, security};
 use crate::accounts::lockout::{self, FailureKeys};
@@ -391,7 +390,7 @@ pub async fn get_login(
 
 /// What the sign-in page posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct SignInForm {
+pub struct SignInForm {
     brand: Option<String>,
     next: Option<String>,
     email: Option<String>,
@@ -401,12 +400,12 @@ struct SignInForm {
 pub async fn post_login(
     State(state): State<AppState>,
     ip: ClientIp,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    VisitorForm {
+        browser,
+        visitor,
+        form,
+    }: VisitorForm<SignInForm>,
 ) -> Result<Response, PageError> {
-    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let form: SignInForm = form.decode()?;
     let old = visitor.session();
     let brand = brand_for(&state, form.brand.as_deref(), old).await?;
     let next = security::safe_next(form.next.as_deref());
@@ -523,7 +522,7 @@ pub async fn post_login(
 /// the pending user (and the device authorization being decided).
 async fn start_pending(
     state: &AppState,
-    visitor: &Visitor<'_>,
+    visitor: &Visitor,
     user: &User,
 ) -> Result<HeaderValue, PageError> {
     let pending = |device_authorization_id| SessionState {
@@ -534,7 +533,7 @@ async fn start_pending(
     };
     let (_, cookie) = match visitor {
         Visitor::Session(old) => {
-            session::start(state, Some(old), pending(old.device_authorization_id)).await?
+            session::start(state, Some(&**old), pending(old.device_authorization_id)).await?
         }
         // A fresh CSRF token too: the form token was in the page.
         Visitor::Anonymous(_) => session::start(state, None, pending(None)).await?,
@@ -634,7 +633,7 @@ enum Checked {
 
 /// What the second-factor page posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct SecondFactorForm {
+pub struct SecondFactorForm {
     next: Option<String>,
     code: Option<String>,
     recovery_code: Option<String>,
@@ -642,15 +641,15 @@ struct SecondFactorForm {
 
 pub async fn post_second_factor(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    SessionForm {
+        browser,
+        session: old,
+        form,
+    }: SessionForm<SecondFactorForm>,
 ) -> Result<Response, PageError> {
-    let (old, form) = security::guard_post(&state, &headers, &browser, &body)?;
-    let form: SecondFactorForm = form.decode()?;
     let next = security::safe_next(form.next.as_deref());
-    let Some(who) = who(&state, old).await? else {
-        return not_for_second_factor(Some(old), &next);
+    let Some(who) = who(&state, &old).await? else {
+        return not_for_second_factor(Some(&old), &next);
     };
     let user = who.user();
     let enrol_path = format!("/account/totp?next={}", enc(&next));
@@ -749,7 +748,7 @@ pub async fn post_second_factor(
 
     let cookie = match &who {
         Who::Pending(u) => {
-            let c = complete_sign_in(&state, old, u, Some(now)).await?;
+            let c = complete_sign_in(&state, &old, u, Some(now)).await?;
             tracing::info!(user = %u.id, "signed in with a password and a second factor");
             c
         }
@@ -757,9 +756,9 @@ pub async fn post_second_factor(
             if u.failed_logins != 0 || u.locked_until.is_some() {
                 pact_db::users::clear_failures(&state.db, u.id).await?;
             }
-            let mut carried = session::carry(old);
+            let mut carried = session::carry(&old);
             carried.mfa_at = Some(now);
-            let (_, c) = session::start(&state, Some(old), carried).await?;
+            let (_, c) = session::start(&state, Some(&old), carried).await?;
             c
         }
     };
@@ -800,14 +799,11 @@ struct RecoveryUsedPage<'a> {
 
 pub async fn post_logout(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    SessionForm { session: old, .. }: SessionForm<NoFields>,
 ) -> Result<Response, PageError> {
-    let (old, _) = security::guard_post(&state, &headers, &browser, &body)?;
     let brand = old.brand_id.clone();
     // The old id is deleted; the browser gets a fresh anonymous session.
-    let (_, cookie) = session::start(&state, Some(old), SessionState::default()).await?;
+    let (_, cookie) = session::start(&state, Some(&old), SessionState::default()).await?;
     let to = match &brand {
         Some(b) => format!("/login?brand={}&out=1", enc(b)),
         None => "/device".to_owned(),

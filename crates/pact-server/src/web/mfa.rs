@@ -15,9 +15,8 @@
 //! person proves their app has it. Codes and secrets are never logged.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -27,13 +26,13 @@ use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
 
+use super::extract::SessionForm;
 use super::i18n;
 use super::login::{
     NextQuery, Who, brand_view, complete_sign_in, enc, login_path, see_other, wait_message, who,
     with_headers,
 };
 use super::page::{PageError, render};
-use super::security::guard_post;
 use super::session::mfa_is_recent;
 use super::session::{self, Browser};
 use super::{limits, security};
@@ -295,7 +294,7 @@ pub async fn get_totp(
 /// What the authenticator set-up page posts (besides its CSRF token): the
 /// sealed secret it was shown, and the first code from it.
 #[derive(Debug, serde::Deserialize)]
-struct TotpForm {
+pub struct TotpForm {
     next: Option<String>,
     sealed: Option<String>,
     code: Option<String>,
@@ -303,18 +302,14 @@ struct TotpForm {
 
 /// A form that posts only where to go next.
 #[derive(Debug, serde::Deserialize)]
-struct NextForm {
+pub struct NextForm {
     next: Option<String>,
 }
 
 pub async fn post_totp(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    SessionForm { browser, form, .. }: SessionForm<TotpForm>,
 ) -> Result<Response, PageError> {
-    let (_, form) = guard_post(&state, &headers, &browser, &body)?;
-    let form: TotpForm = form.decode()?;
     let next = security::safe_next(form.next.as_deref());
     let now = state.clock.now();
     let (who, s) = match enroller(&state, &browser, &next, now).await? {
@@ -446,17 +441,18 @@ async fn show_codes(
 
 pub async fn post_recovery_codes(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    SessionForm {
+        browser,
+        session: s,
+        form,
+    }: SessionForm<NextForm>,
 ) -> Result<Response, PageError> {
-    let (s, form) = guard_post(&state, &headers, &browser, &body)?;
-    let next = security::safe_next(form.decode::<NextForm>()?.next.as_deref());
+    let next = security::safe_next(form.next.as_deref());
     let now = state.clock.now();
-    let Some(Who::SignedIn(user)) = who(&state, s).await? else {
+    let Some(Who::SignedIn(user)) = who(&state, &s).await? else {
         return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
     };
-    if !mfa_is_recent(s, now) {
+    if !mfa_is_recent(&s, now) {
         return Ok(see_other(
             &format!("/login/second-factor?next={}", enc(&next)),
             None,

@@ -13,6 +13,7 @@ pub mod assets;
 pub mod brand_login;
 pub mod consent_limits;
 pub mod device;
+pub mod extract;
 pub mod form;
 pub mod home;
 pub mod i18n;

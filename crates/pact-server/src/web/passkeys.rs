@@ -14,7 +14,6 @@
 //! here answers 404.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -33,6 +32,7 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential,
 };
 
+use super::extract::{NoFields, SessionForm};
 use super::i18n;
 use super::page::PageError;
 use super::session::{self, Browser};
@@ -577,16 +577,13 @@ pub async fn login_finish(
 /// `POST /account/passkeys/{id}/delete` (a form on the account page).
 pub async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    browser: Browser,
     Path(id): Path<String>,
-    body: Bytes,
+    SessionForm { session, .. }: SessionForm<NoFields>,
 ) -> Result<Response, PageError> {
     if state.webauthn.is_none() {
         return Err(PageError::NotFound(i18n::t("pk-err-unavailable")));
     }
-    let (session, _) = security::guard_post(&state, &headers, &browser, &body)?;
-    let user = account_of(&state, session)
+    let user = account_of(&state, &session)
         .await
         .map_err(|e| PageError::Forbidden(e.message))?;
     let Ok(id) = id.parse::<Uuid>() else {

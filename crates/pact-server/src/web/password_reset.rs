@@ -18,20 +18,20 @@
 //! Offered only when mail is configured (`--smtp-url`, `--mail-from`).
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use pact_db::brands::Brand;
 use pact_db::users::User;
 use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
+use super::extract::VisitorForm;
 use super::i18n;
+use super::limits;
 use super::login::{brand_for, wait_message, with_headers};
 use super::page::{PageError, render};
 use super::session::{self, Browser};
-use super::{limits, security};
 use crate::accounts::lockout::FailureKeys;
 use crate::accounts::password;
 use crate::client_ip::ClientIp;
@@ -107,7 +107,7 @@ pub async fn get_forgot(
 
 /// What "Forgot your password?" posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct ForgotForm {
+pub struct ForgotForm {
     brand: Option<String>,
     email: Option<String>,
 }
@@ -115,13 +115,13 @@ struct ForgotForm {
 pub async fn post_forgot(
     State(state): State<AppState>,
     ip: ClientIp,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    VisitorForm {
+        browser,
+        visitor,
+        form,
+    }: VisitorForm<ForgotForm>,
 ) -> Result<Response, PageError> {
     not_offered(&state)?;
-    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let form: ForgotForm = form.decode()?;
     let brand = brand_for(&state, form.brand.as_deref(), visitor.session()).await?;
     i18n::set_here(format!(
         "/login/forgot?brand={}",
@@ -300,7 +300,7 @@ pub async fn get_reset(
 
 /// What the new-password page posts (besides its CSRF token).
 #[derive(Debug, serde::Deserialize)]
-struct ResetForm {
+pub struct ResetForm {
     token: Option<String>,
     password: Option<String>,
     confirm: Option<String>,
@@ -309,13 +309,13 @@ struct ResetForm {
 pub async fn post_reset(
     State(state): State<AppState>,
     ip: ClientIp,
-    headers: HeaderMap,
-    browser: Browser,
-    body: Bytes,
+    VisitorForm {
+        browser,
+        visitor,
+        form,
+    }: VisitorForm<ResetForm>,
 ) -> Result<Response, PageError> {
     not_offered(&state)?;
-    let (visitor, form) = security::guard_form_post(&state, &headers, &browser, &body)?;
-    let form: ResetForm = form.decode()?;
     let token = form.token.clone().unwrap_or_default();
     let now = state.clock.now();
     let Some((user, brand)) = link_owner(&state, &token, now).await? else {

@@ -6,10 +6,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::form::Fields;
 use super::page::PageError;
-use super::session::Browser;
-use crate::state::AppState;
 
 /// No inline script or style, nothing from elsewhere, never framed
 /// (clickjacking of the consent page is the attack to stop).
@@ -82,70 +79,6 @@ pub fn check_csrf(expected: &str, given: Option<&str>) -> Result<(), PageError> 
     } else {
         Err(PageError::Forbidden(super::i18n::t("err-session-changed")))
     }
-}
-
-/// The first steps of every POST handler: the Origin check, then the form,
-/// then the CSRF token against the session's. No session means no token, so
-/// the request is refused like a wrong token.
-pub fn guard_post<'b>(
-    state: &AppState,
-    headers: &HeaderMap,
-    browser: &'b Browser,
-    body: &[u8],
-) -> Result<(&'b pact_db::sessions::Session, Fields), PageError> {
-    check_origin(headers, &state.config.public_url)?;
-    let form = Fields::parse(body);
-    let Some(s) = &browser.session else {
-        return Err(PageError::Forbidden(super::i18n::t("err-session-changed")));
-    };
-    check_csrf(&s.csrf_token, form.get("csrf"))?;
-    Ok((s, form))
-}
-
-/// Who posted a form that anonymous visitors may post too (code entry,
-/// sign-in): a live session, or a browser with only its form token.
-#[derive(Debug)]
-pub enum Visitor<'b> {
-    Session(&'b pact_db::sessions::Session),
-    Anonymous(super::session::FormToken),
-}
-
-impl Visitor<'_> {
-    pub fn session(&self) -> Option<&pact_db::sessions::Session> {
-        match self {
-            Self::Session(s) => Some(s),
-            Self::Anonymous(_) => None,
-        }
-    }
-
-    /// The CSRF token the form was checked against (to render it again).
-    pub fn csrf(&self) -> &str {
-        match self {
-            Self::Session(s) => &s.csrf_token,
-            Self::Anonymous(t) => t.as_str(),
-        }
-    }
-}
-
-/// [`guard_post`] for the forms an anonymous visitor may send: the Origin
-/// check, then the CSRF token against the session's or, without a session,
-/// against the form-token cookie.
-pub fn guard_form_post<'b>(
-    state: &AppState,
-    headers: &HeaderMap,
-    browser: &'b Browser,
-    body: &[u8],
-) -> Result<(Visitor<'b>, Fields), PageError> {
-    check_origin(headers, &state.config.public_url)?;
-    let form = Fields::parse(body);
-    let visitor = match &browser.session {
-        Some(s) => {
-            check_csrf(&s.csrf_token, form.get("csrf"))?;
-            Visitor::Session(s)
-        }
-        None => Visitor::Anonymous(super::session::check_form_token(browser, form.get("csrf"))?),
-    };
-    Ok((visitor, form))
 }
 
 /// Only same-origin paths are followed after sign-in: `/x` but not `//evil`,

@@ -35,10 +35,9 @@ use uuid::Uuid;
 use webauthn_rs::Webauthn;
 use webauthn_rs::prelude::{PasskeyAuthentication, PasskeyRegistration};
 
-use super::audit_event;
 use super::extract::{StaffForm, Viewer};
 use super::session::{SignedIn, Staff};
-use super::signin::{pending, sign_in};
+use super::signin::{pending, second_factor_failed, sign_in};
 use crate::accounts::{lockout, recovery};
 use crate::state::AppState;
 use crate::web::login::{see_other, wait_message};
@@ -503,17 +502,7 @@ pub async fn login_finish(
             .and_then(|p| Some((p, passkeys::parse_stored(&p.id, &p.passkey)?, result)))
     });
     let Some((row, mut passkey, result)) = found else {
-        let (failed, until) = lockout::after_failure(admin.failed_logins, now);
-        pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
-        audit_event(
-            &state,
-            "admin",
-            &admin.email,
-            "admin.sign_in_failed",
-            &staff.ip,
-            json!({"step": "passkey"}),
-        )
-        .await?;
+        second_factor_failed(&state, &staff, &admin, now, "passkey").await?;
         return Err(PasskeyError::new(
             StatusCode::UNAUTHORIZED,
             "This passkey was not recognised. Use another passkey or your authenticator app.",

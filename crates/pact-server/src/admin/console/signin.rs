@@ -316,17 +316,7 @@ pub async fn post_second_factor(
         None => false,
     };
     if !fresh {
-        let (failed, until) = lockout::after_failure(admin.failed_logins, now);
-        pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
-        audit_event(
-            &state,
-            "admin",
-            &admin.email,
-            "admin.sign_in_failed",
-            &staff.ip,
-            json!({"step": "second factor"}),
-        )
-        .await?;
+        second_factor_failed(&state, &staff, &admin, now, "second factor").await?;
         return Ok(again(
             "That code didn't work. Check your phone's clock and try the next code.",
             StatusCode::UNAUTHORIZED,
@@ -359,17 +349,7 @@ async fn recovery_sign_in(
     }
     let hash = crate::accounts::recovery::hash(typed);
     if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &hash, now).await? {
-        let (failed, until) = lockout::after_failure(admin.failed_logins, now);
-        pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
-        audit_event(
-            state,
-            "admin",
-            &admin.email,
-            "admin.sign_in_failed",
-            &staff.ip,
-            json!({"step": "recovery code"}),
-        )
-        .await?;
+        second_factor_failed(state, staff, admin, now, "recovery code").await?;
         return Ok(again(
             "That recovery code didn't work: it is wrong or was already used.",
             StatusCode::UNAUTHORIZED,
@@ -393,6 +373,29 @@ async fn recovery_sign_in(
         "/admin/account?done=recovery-code-used",
         Some(cookie),
     ))
+}
+
+/// A second factor that did not work (a code, a recovery code, a passkey):
+/// it counts towards the account's own lock (accounts/lockout.rs) and is
+/// recorded as `admin.sign_in_failed` with the step.
+pub(super) async fn second_factor_failed(
+    state: &AppState,
+    staff: &Staff,
+    admin: &Admin,
+    now: OffsetDateTime,
+    step: &str,
+) -> Result<(), PageError> {
+    let (failed, until) = lockout::after_failure(admin.failed_logins, now);
+    pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
+    audit_event(
+        state,
+        "admin",
+        &admin.email,
+        "admin.sign_in_failed",
+        &staff.ip,
+        json!({ "step": step }),
+    )
+    .await
 }
 
 /// Both factors proven: a new session id, signed in; failures forgotten.
