@@ -21,8 +21,8 @@ use pact_db::grants::{Grant, GrantFilter, reason as why};
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
 use pact_db::users::User;
+use pact_proto::oauth::{ReceiptAction, ReceiptClaims, ReceiptRefusal};
 use serde::Deserialize;
-use serde_json::Value;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
@@ -475,39 +475,33 @@ fn receipt_views(
     receipts
         .iter()
         .map(|r| {
+            // Stored as the signed payload; read as the claims type the
+            // receipt was written from (PACT §5.6 and pactd's additions).
+            // Claims that do not read (none pactd wrote) show no actions.
+            let claims = ReceiptClaims::deserialize(&r.claims).ok();
             let issuer = issuer_of
                 .get(&r.grant_id)
                 .copied()
-                .or_else(|| r.claims.get("pa").and_then(Value::as_str))
+                .or_else(|| claims.as_ref().map(|c| c.pa.as_str()))
                 .unwrap_or("");
             let agent = agent_names
                 .get(issuer)
                 .cloned()
                 .unwrap_or_else(|| security::origin_of(issuer));
-            let mut actions: Vec<String> = r
-                .claims
-                .get("actions")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(action_line).collect())
-                .unwrap_or_default();
-            actions.extend(
-                r.claims
-                    .get("refused")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(refusal_line).collect::<Vec<_>>())
-                    .unwrap_or_default(),
-            );
-            let scopes = r
-                .claims
-                .get("scopesUsed")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(|id| scope_text.get(id).cloned().unwrap_or_else(|| id.to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let (actions, scopes) = match &claims {
+                None => (Vec::new(), Vec::new()),
+                Some(c) => (
+                    c.actions
+                        .iter()
+                        .map(action_line)
+                        .chain(c.refused.iter().map(refusal_line))
+                        .collect(),
+                    c.scopes_used
+                        .iter()
+                        .map(|id| scope_text.get(id).cloned().unwrap_or_else(|| id.clone()))
+                        .collect(),
+                ),
+            };
             ReceiptView {
                 time: show_time(r.created_at),
                 agent,
@@ -520,26 +514,28 @@ fn receipt_views(
 
 /// One action of a receipt in words: what was done, and whether the
 /// business refused it, did not answer, or reported more than was allowed.
-fn action_line(a: &Value) -> Option<String> {
-    let done = action_in_words(a.get("tool").and_then(Value::as_str)?);
-    let once = if a.get("approvedOnce").and_then(Value::as_bool) == Some(true) {
+fn action_line(a: &ReceiptAction) -> String {
+    let done = action_in_words(&a.tool);
+    let once = if a.approved_once {
         format!(" {}", i18n::t("action-approved-once"))
     } else {
         String::new()
     };
-    Some(match a.get("outcome").and_then(Value::as_str) {
+    match a.outcome.as_deref() {
         Some("failed") => {
             let why = a
-                .pointer("/error/message")
-                .or_else(|| a.pointer("/error/code"))
-                .and_then(Value::as_str)
+                .error
+                .as_ref()
+                .and_then(|e| e.message.as_deref().or(e.code.as_deref()))
                 .map_or_else(|| i18n::t("action-no-reason"), hidden_chars_visible);
             i18n::t2("action-failed", "action", done, "why", why)
         }
         Some("unknown") => i18n::t1("action-unknown", "action", done),
-        _ if a.get("beyondLimit").and_then(Value::as_bool) == Some(true) => {
+        _ if a.beyond_limit => {
             let effect = a
-                .pointer("/effect/amount")
+                .effect
+                .as_ref()
+                .and_then(|e| e.get("amount"))
                 .map(limit_words::value)
                 .unwrap_or_default();
             i18n::t2(
@@ -551,7 +547,7 @@ fn action_line(a: &Value) -> Option<String> {
             )
         }
         _ => format!("{done}{once}"),
-    })
+    }
 }
 
 fn hidden_chars_visible(s: &str) -> String {
@@ -559,14 +555,14 @@ fn hidden_chars_visible(s: &str) -> String {
 }
 
 /// A call that was not done, in words.
-fn refusal_line(r: &Value) -> Option<String> {
-    let action = action_in_words(r.get("tool").and_then(Value::as_str)?);
-    let why = match r.get("reason").and_then(Value::as_str) {
-        Some("beyond_limit") => i18n::t("refused-beyond"),
-        Some("missing_scope") => i18n::t("refused-scope"),
+fn refusal_line(r: &ReceiptRefusal) -> String {
+    let action = action_in_words(&r.tool);
+    let why = match r.reason.as_str() {
+        "beyond_limit" => i18n::t("refused-beyond"),
+        "missing_scope" => i18n::t("refused-scope"),
         _ => i18n::t("refused-other"),
     };
-    Some(i18n::t2("action-refused", "action", action, "why", why))
+    i18n::t2("action-refused", "action", action, "why", why)
 }
 
 /// What a tool call did, in words a person reads on the activity list.
