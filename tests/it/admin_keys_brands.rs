@@ -231,8 +231,8 @@ async fn every_node_says_whether_it_listens_for_revocations() {
     let app = app().await;
     let peer = app.spawn_peer(|_| {}).await;
     let viewer = credential(&app, "desk", "viewer", Some(&["shop"])).await;
-    let a = app.state.node.id.to_string();
-    let b = peer.state.node.id.to_string();
+    let a = app.state.node.identity.id.to_string();
+    let b = peer.state.node.identity.id.to_string();
 
     let v = nodes_until(&app, &viewer, |v| {
         v["items"].as_array().unwrap().len() == 2 && v["all_listening"] == true
@@ -308,7 +308,7 @@ async fn every_node_says_whether_it_listens_for_revocations() {
     let (_, html) = browser.get_html("/admin").await;
     assert!(html.contains("1 node, all listening"));
     assert!(html.contains("crashed"));
-    pact_server::housekeeping::sweep(&app.state, now).await;
+    pact_server::housekeeping::sweep(&app.state.node, now).await;
     let hosts: Vec<String> = pact_db::nodes::list(&app.db)
         .await
         .unwrap()

@@ -21,7 +21,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "pact-node",
-        &["pact-core", "pact-crypto", "pact-db", "pact-jose"],
+        &[
+            "pact-clock",
+            "pact-core",
+            "pact-crypto",
+            "pact-db",
+            "pact-jose",
+        ],
     ),
     (
         "pact-server",

@@ -1571,7 +1571,7 @@ async fn housekeeping_deletes_authorizations_an_hour_past_expiry_and_keeps_the_r
     .unwrap();
     assert_eq!(device_authorizations(&app).await, 4);
 
-    pact_server::housekeeping::sweep(&app.state, OffsetDateTime::now_utc()).await;
+    pact_server::housekeeping::sweep(&app.state.node, OffsetDateTime::now_utc()).await;
 
     let left: BTreeSet<String> = sqlx::query_scalar("select user_code from device_authorizations")
         .fetch_all(&app.db)

@@ -181,7 +181,7 @@ async fn a_frozen_listener_stops_answering_from_memory_within_its_bound() {
     assert_eq!(b.state.pending_polls.len(), 1, "B holds the code");
     assert_eq!(identity_turn(&b, &talker, "t0").await.status(), 200);
     assert_eq!(ready(&b).await.0, 200);
-    until_listed(&a, &viewer, b.state.node.id, true).await;
+    until_listed(&a, &viewer, b.state.node.identity.id, true).await;
     until_gauge(&b.http, &metrics_url, "pactd_listener_connected", 1.0).await;
 
     // B's LISTEN connection stops carrying bytes, and so does any new
@@ -270,7 +270,7 @@ async fn a_frozen_listener_stops_answering_from_memory_within_its_bound() {
     let (status, text) = ready(&b).await;
     assert_eq!(status, 503, "{text}");
     assert!(text.contains("not listening"), "{text}");
-    let row = until_listed(&a, &viewer, b.state.node.id, false).await;
+    let row = until_listed(&a, &viewer, b.state.node.identity.id, false).await;
     assert_eq!(row["gone"], false, "{row}");
     let v = call_ok(&a, &viewer, "get", "/nodes", None).await;
     assert_eq!(v["all_listening"], false);
@@ -278,7 +278,7 @@ async fn a_frozen_listener_stops_answering_from_memory_within_its_bound() {
         v["summary"]
             .as_str()
             .unwrap()
-            .contains(&b.state.node.id.to_string()),
+            .contains(&b.state.node.identity.id.to_string()),
         "{v}"
     );
     until_gauge(&b.http, &metrics_url, "pactd_listener_connected", 0.0).await;
@@ -300,7 +300,7 @@ async fn a_frozen_listener_stops_answering_from_memory_within_its_bound() {
     b.until_listening().await;
     let back = thawed.elapsed();
     assert_eq!(ready(&b).await.0, 200);
-    until_listed(&a, &viewer, b.state.node.id, true).await;
+    until_listed(&a, &viewer, b.state.node.identity.id, true).await;
     until_gauge(&b.http, &metrics_url, "pactd_listener_connected", 1.0).await;
     b.clock.advance(Duration::from_secs(2));
     let (status, body) = b.poll(&poller, "u3", &again.device_code).await;

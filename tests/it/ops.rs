@@ -190,7 +190,7 @@ async fn housekeeping_drops_expired_sessions_and_assertion_jtis_and_keeps_live_o
             .await
             .unwrap()
     );
-    pact_server::housekeeping::sweep(&app.state, now).await;
+    pact_server::housekeeping::sweep(&app.state.node, now).await;
     let sessions: Vec<Vec<u8>> = sqlx::query_scalar("select id_hash from sessions")
         .fetch_all(&app.db)
         .await

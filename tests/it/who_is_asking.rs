@@ -527,9 +527,9 @@ async fn logos_nothing_shows_are_swept_after_a_day() {
         .unwrap();
 
     let now = OffsetDateTime::now_utc();
-    pact_server::housekeeping::sweep(&app.state, now).await;
+    pact_server::housekeeping::sweep(&app.state.node, now).await;
     assert_eq!(logo_count(&app).await, 3, "a day of grace");
-    pact_server::housekeeping::sweep(&app.state, now + Duration::days(2)).await;
+    pact_server::housekeeping::sweep(&app.state.node, now + Duration::days(2)).await;
     assert_eq!(
         logo_count(&app).await,
         2,

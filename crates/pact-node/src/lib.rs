@@ -13,21 +13,30 @@
 //! (`node_identity.rs`); and the supervisor that runs the node's background
 //! jobs and restarts them (`jobs.rs`).
 //!
-//! It builds on `pact-core` and serves no HTTP (it only makes outbound calls): `pact-server` wires
-//! these views into its state and feeds them from its listener.
+//! All of it is held together by [`node::Node`], which the node's background jobs take: the change
+//! listener that feeds the views (`listener.rs`), housekeeping (`housekeeping.rs`), the heartbeat
+//! row (`nodes.rs`) and the trusted registries' refresh (`registry.rs`).
+//!
+//! It builds on `pact-core` and serves no HTTP (it only makes outbound calls): `pact-server` holds a
+//! `Node` inside its state and adds what only requests need.
 
 pub mod config_cache;
 pub mod db_health;
 pub mod feed;
+pub mod housekeeping;
 pub mod jobs;
 pub mod keys;
+pub mod listener;
 pub mod live_turns;
 pub mod logo_fetch;
+pub mod node;
 pub mod node_identity;
+pub mod nodes;
 pub mod oidc_discovery;
 pub mod outbound;
 pub mod pending_polls;
 pub mod receipt_tree;
+pub mod registry;
 pub mod revocation;
 pub mod turn_token;
 pub mod webhook_signing;

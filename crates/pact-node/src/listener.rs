@@ -17,14 +17,14 @@
 //! whether the database itself is gone (`db_health.rs`), and the listener
 //! connects again and reloads everything that might have been missed.
 //!
-//! [`ListenerSettings::heartbeat_every`]: crate::config::ListenerSettings::heartbeat_every
-//! [`ListenerSettings::heartbeat_timeout`]: crate::config::ListenerSettings::heartbeat_timeout
+//! [`ListenerSettings::heartbeat_every`]: pact_core::config::ListenerSettings::heartbeat_every
+//! [`ListenerSettings::heartbeat_timeout`]: pact_core::config::ListenerSettings::heartbeat_timeout
 
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::{PgListener, PgNotification};
 
-use crate::state::AppState;
+use crate::node::Node;
 
 pub const REVOCATIONS_CHANNEL: &str = "pactd_revocations";
 pub const KEYS_CHANNEL: &str = "pactd_keys";
@@ -76,17 +76,17 @@ impl std::fmt::Display for Ended {
 }
 
 /// Runs until the process ends; every failure is logged and retried with backoff.
-pub async fn run(state: AppState) {
+pub async fn run(node: Node) {
     let mut backoff = Duration::from_millis(250);
     loop {
-        let (ended, was_live) = listen(&state).await;
-        stopped(&state);
+        let (ended, was_live) = listen(&node).await;
+        stopped(&node);
         metrics::counter!("pactd_listener_failures_total", "reason" => ended.reason()).increment(1);
         tracing::warn!(error = %ended, "change listener stopped; connecting again");
         // Perhaps the database itself is gone: if so, requests get their 503
         // at once instead of each waiting for the pool (`db_health.rs`).
-        state.db_health.suspect();
-        refresh_stale_keys(&state).await;
+        node.db_health.suspect();
+        refresh_stale_keys(&node).await;
         if was_live {
             // It had been working: try again at once.
             backoff = Duration::from_millis(250);
@@ -104,22 +104,22 @@ pub async fn run(state: AppState) {
 /// Whatever ended the connection (or the listener itself, when the supervisor
 /// calls this after a panic: `jobs.rs`), changes can no longer reach us: the
 /// memory views are dropped and not used until the next subscription.
-pub fn stopped(state: &AppState) {
-    state.config_cache.suspend();
-    state.pending_polls.suspend();
-    state.feed.lost();
+pub fn stopped(node: &Node) {
+    node.config_cache.suspend();
+    node.pending_polls.suspend();
+    node.feed.lost();
 }
 
 /// The signing keys are reloaded on `pactd_keys`; while that cannot be heard,
 /// a snapshot older than the feed's bound is reloaded instead.
-async fn refresh_stale_keys(state: &AppState) {
-    let settings = &state.config.listener;
+async fn refresh_stale_keys(node: &Node) {
+    let settings = &node.config.listener;
     // Known down: the reload would only wait for the pool, and delay the
     // listener's next attempt.
-    if state.keys.age() <= settings.bound() || state.db_health.is_down() {
+    if node.keys.age() <= settings.bound() || node.db_health.is_down() {
         return;
     }
-    let reload = state.keys.refresh(&state.db, state.clock.now());
+    let reload = node.keys.refresh(&node.db, node.clock.now());
     match tokio::time::timeout(settings.heartbeat_timeout, reload).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "reloading signing keys failed"),
@@ -136,10 +136,10 @@ struct Beat {
 
 /// One connection, from subscribing to its end; also says whether its feed
 /// was ever proven (then a reconnect is tried at once).
-async fn listen(state: &AppState) -> (Ended, bool) {
-    let settings = state.config.listener.clone();
-    let own = heartbeat_channel(state.node.id);
-    let pool = pact_db::listener_pool(&state.db, settings.heartbeat_timeout);
+async fn listen(node: &Node) -> (Ended, bool) {
+    let settings = node.config.listener.clone();
+    let own = heartbeat_channel(node.identity.id);
+    let pool = pact_db::listener_pool(&node.db, settings.heartbeat_timeout);
     let setup = async {
         let mut listener = PgListener::connect_with(&pool).await?;
         // A lost connection is ours to handle (drop the views, reload), not
@@ -155,7 +155,7 @@ async fn listen(state: &AppState) -> (Ended, bool) {
                 own.as_str(),
             ])
             .await?;
-        resync(state).await?;
+        resync(node).await?;
         Ok::<_, pact_db::Error>(listener)
     };
     let mut listener =
@@ -166,8 +166,8 @@ async fn listen(state: &AppState) -> (Ended, bool) {
         };
     // Subscribed and reloaded: the views may fill again, and are used as soon
     // as the first heartbeat proves the feed (within milliseconds).
-    state.config_cache.resume();
-    state.pending_polls.resume();
+    node.config_cache.resume();
+    node.pending_polls.resume();
 
     let mut seq = 0u64;
     let mut beat: Option<Beat> = None;
@@ -181,11 +181,11 @@ async fn listen(state: &AppState) -> (Ended, bool) {
             received = listener.try_recv() => match received {
                 Ok(Some(n)) if n.channel() == own => {
                     if let Some(b) = beat.take_if(|b| n.payload() == b.seq.to_string()) {
-                        state.feed.proven(b.sent);
+                        node.feed.proven(b.sent);
                         proven = true;
                     }
                 }
-                Ok(Some(n)) => heard(state, &n).await,
+                Ok(Some(n)) => heard(node, &n).await,
                 Ok(None) => return (Ended::Lost("closed".to_owned()), proven),
                 Err(e) => return (Ended::Lost(e.to_string()), proven),
             },
@@ -223,29 +223,29 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 }
 
 /// A change announced on one of the shared channels.
-async fn heard(state: &AppState, n: &PgNotification) {
+async fn heard(node: &Node, n: &PgNotification) {
     match n.channel() {
-        CONFIG_CHANNEL => state.config_cache.heard(n.payload()),
+        CONFIG_CHANNEL => node.config_cache.heard(n.payload()),
         DEVICE_CHANNEL => match n.payload().parse() {
-            Ok(id) => state.pending_polls.forget(id),
+            Ok(id) => node.pending_polls.forget(id),
             // Unreadable: forget everything rather than risk a stale answer.
             Err(_) => {
                 tracing::warn!("malformed device authorization notification");
-                state.pending_polls.forget_all();
+                node.pending_polls.forget_all();
             }
         },
         REVOCATIONS_CHANNEL => match n.payload().parse() {
             Ok(grant) => {
                 metrics::counter!("pactd_revocations_total").increment(1);
-                state.revocations.insert(grant);
+                node.revocations.insert(grant);
             }
             Err(_) => tracing::warn!("ignoring a malformed revocation notification"),
         },
         KEYS_CHANNEL => {
             // Bounded: a reload stuck on a frozen pool connection must not
             // hold up the heartbeat (an overdue echo then ends the connection).
-            let reload = state.keys.refresh(&state.db, state.clock.now());
-            match tokio::time::timeout(state.config.listener.heartbeat_timeout, reload).await {
+            let reload = node.keys.refresh(&node.db, node.clock.now());
+            match tokio::time::timeout(node.config.listener.heartbeat_timeout, reload).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "reloading signing keys failed"),
                 Err(_) => tracing::error!("reloading signing keys timed out"),
@@ -257,11 +257,11 @@ async fn heard(state: &AppState, n: &PgNotification) {
 
 /// Reloads what notifications would have told us. Access tokens live at most
 /// an hour, so older revocations cannot matter to a token any more.
-async fn resync(state: &AppState) -> Result<(), pact_db::Error> {
-    let since = state.clock.now() - time::Duration::hours(2);
-    let revoked = pact_db::grants::recently_revoked(&state.db, since).await?;
-    state.revocations.replace(revoked);
-    if let Err(e) = state.keys.refresh(&state.db, state.clock.now()).await {
+async fn resync(node: &Node) -> Result<(), pact_db::Error> {
+    let since = node.clock.now() - time::Duration::hours(2);
+    let revoked = pact_db::grants::recently_revoked(&node.db, since).await?;
+    node.revocations.replace(revoked);
+    if let Err(e) = node.keys.refresh(&node.db, node.clock.now()).await {
         tracing::error!(error = %e, "reloading signing keys failed");
     }
     Ok(())

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pact_db::nodes::NodeRow;
 use time::OffsetDateTime;
 
-use crate::state::AppState;
+use crate::node::Node;
 
 /// How often a node refreshes its row.
 pub const BEAT: Duration = Duration::from_secs(10);
@@ -22,20 +22,20 @@ pub const GONE_AFTER: time::Duration = time::Duration::seconds(35);
 /// A row older than this is removed (housekeeping).
 pub const SWEEP_AFTER: time::Duration = time::Duration::minutes(5);
 
-pub use pact_node::node_identity::NodeIdentity;
+pub use crate::node_identity::NodeIdentity;
 
 /// Writes this node's row now.
-pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), pact_db::Error> {
-    let n = &state.node;
+pub async fn beat(node: &Node, now: OffsetDateTime) -> Result<(), pact_db::Error> {
+    let n = &node.identity;
     pact_db::nodes::heartbeat(
-        &state.db,
+        &node.db,
         &NodeRow {
             id: n.id,
             hostname: n.hostname.clone(),
             version: n.version.to_owned(),
             started_at: n.started_at,
             last_seen: now,
-            listening: state.config_cache.is_live(),
+            listening: node.config_cache.is_live(),
         },
     )
     .await
@@ -43,18 +43,18 @@ pub async fn beat(state: &AppState, now: OffsetDateTime) -> Result<(), pact_db::
 
 /// Runs until the process ends: a beat every [`BEAT`], and at once when the
 /// listener connects or drops, so the overview does not lag behind it.
-pub async fn run(state: AppState) {
+pub async fn run(node: Node) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last: Option<(tokio::time::Instant, bool)> = None;
     loop {
         tick.tick().await;
-        let live = state.config_cache.is_live();
+        let live = node.config_cache.is_live();
         let due = last.is_none_or(|(at, was)| was != live || at.elapsed() >= BEAT);
         if !due {
             continue;
         }
-        if let Err(e) = beat(&state, state.clock.now()).await {
+        if let Err(e) = beat(&node, node.clock.now()).await {
             tracing::warn!(error = %e, "node heartbeat failed");
         }
         // Tried: the next try is at the next beat (or listener change), so a

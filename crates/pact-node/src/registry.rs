@@ -18,7 +18,7 @@ use pact_db::registries::{Applied, ApplyError, Listing, Registry};
 use pact_jose::{JwksPolicy, ProviderKeySet, RegistryFetcher, RegistryListError};
 use time::OffsetDateTime;
 
-use crate::state::AppState;
+use crate::node::Node;
 
 /// Most registries one housekeeping pass refreshes.
 const PER_PASS: i64 = 8;
@@ -59,8 +59,8 @@ pub fn delisted_reason(registry: &str) -> String {
 }
 
 /// Refreshes the registries due at `now` (housekeeping).
-pub async fn refresh_due(state: &AppState, now: OffsetDateTime) {
-    let (db, jwks) = (&state.db, &state.config.jwks);
+pub async fn refresh_due(node: &Node, now: OffsetDateTime) {
+    let (db, jwks) = (&node.db, &node.config.jwks);
     let due = match pact_db::registries::claim_due(db, now, PER_PASS).await {
         Ok(due) => due,
         Err(e) => {

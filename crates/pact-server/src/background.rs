@@ -13,27 +13,27 @@ pub fn spawn(state: &AppState) -> tokio::task::JoinHandle<()> {
     let jobs = vec![
         Job {
             name: "listener",
-            run: |s| Box::pin(crate::listener::run(s)),
-            on_stop: crate::listener::stopped,
+            run: |s: AppState| Box::pin(crate::listener::run(s.node.clone())),
+            on_stop: |s: &AppState| crate::listener::stopped(&s.node),
         },
         Job {
             name: "housekeeping",
-            run: |s| Box::pin(crate::housekeeping::run(s)),
+            run: |s: AppState| Box::pin(crate::housekeeping::run(s.node.clone())),
             on_stop: nothing,
         },
         Job {
             name: "db_probe",
-            run: |s| Box::pin(crate::db_health::probe(s)),
+            run: |s: AppState| Box::pin(crate::db_health::probe(s.node.clone())),
             on_stop: nothing,
         },
         Job {
             name: "receipt_log",
-            run: |s| Box::pin(crate::receipt_log::run(s)),
+            run: |s: AppState| Box::pin(crate::receipt_log::run(s)),
             on_stop: nothing,
         },
         Job {
             name: "node_heartbeat",
-            run: |s| Box::pin(crate::nodes::run(s)),
+            run: |s: AppState| Box::pin(crate::nodes::run(s.node.clone())),
             on_stop: nothing,
         },
     ];

@@ -15,13 +15,9 @@ pub mod consent;
 pub mod db_health;
 pub mod error;
 pub mod health;
-pub mod housekeeping;
-pub mod listener;
 pub mod merchant;
-pub mod nodes;
 pub mod oauth;
 pub mod receipt_log;
-pub mod registry;
 pub mod request_timeout;
 pub mod router;
 pub mod serve;
@@ -38,7 +34,8 @@ pub use pact_core::{
     accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
 };
 pub use pact_node::{
-    config_cache, feed, jobs, keys, logo_fetch, oidc_discovery, pending_polls, revocation,
+    config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch, nodes, oidc_discovery,
+    pending_polls, registry, revocation,
 };
 
 pub use config::Config;

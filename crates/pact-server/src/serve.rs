@@ -18,7 +18,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let background = crate::background::spawn(&state);
-    let (state_db, node_id) = (state.db.clone(), state.node.id);
+    let (state_db, node_id) = (state.db.clone(), state.node.identity.id);
     let settings = state.config.connections.clone();
     let trusted = state.config.trusted_proxies.clone();
     accept_loop(listener, router(state), &settings, trusted, shutdown).await;

@@ -7,40 +7,25 @@ use pact_jose::{JwksCache, PaJwtRules};
 
 use crate::agent::BrandAgents;
 use crate::config::Config;
-use crate::keys::{KeyError, KeyStore};
+use crate::keys::KeyError;
 use crate::rate_limit::RateLimiter;
-use crate::revocation::RevocationView;
+use pact_node::node::Node;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
-    /// The node's one time source: handlers read it once and pass `now` down.
-    pub clock: pact_clock::Clock,
-    pub config: Config,
-    pub db: PgPool,
-    /// The same database, committing without waiting for the WAL flush: only
-    /// for writes a crash may lose without harm (`pact_db::relaxed_pool`).
-    pub relaxed_db: PgPool,
+    /// The node: its clock, configuration, database pools and memory views
+    /// (`pact_node::node`), which its background jobs share. Reached through
+    /// `Deref`, so `state.db` and `state.clock` read as they always did.
+    pub node: Node,
     pub jwks: JwksCache,
     /// Open admission of agents nobody registered (PACT §3.1).
     pub door: crate::admission::Door,
     pub pa_rules: PaJwtRules,
     pub agents: BrandAgents,
     pub limiter: RateLimiter,
-    pub keys: KeyStore,
-    pub revocations: RevocationView,
-    /// Whether the change listener's feed is proven alive by its heartbeat
-    /// (see `feed.rs`): the memory views below answer only while it is.
-    pub feed: Arc<crate::feed::ChangeFeed>,
-    /// Agents, brands, scopes and merchant settings, kept while the change
-    /// listener is connected (see `config_cache.rs`).
-    pub config_cache: crate::config_cache::ConfigCache,
-    /// Device authorizations seen pending, answered from memory while the
-    /// change listener is connected (see `pending_polls.rs`).
-    pub pending_polls: crate::pending_polls::PendingPolls,
     pub page_limits: crate::page_limits::PageLimits,
-    pub db_health: pact_node::db_health::DbHealth,
     /// WebAuthn relying party for the public URL; `None` when the host cannot
     /// be one (an IP address), in which case passkeys are not offered.
     pub webauthn: Option<webauthn_rs::Webauthn>,
@@ -52,12 +37,17 @@ pub struct Inner {
     pub outbound: reqwest::Client,
     /// Sends password-reset links; `None` when no SMTP server is configured.
     pub mailer: Option<crate::mail::Mailer>,
-    /// This node's copy of the receipt log's Merkle tree (kept by `receipt_log.rs`).
-    pub receipt_log: pact_node::receipt_tree::LogCache,
-    /// This process in the `nodes` table (its heartbeat).
-    pub node: pact_node::node_identity::NodeIdentity,
     /// The brands' OpenID providers' discovery documents, for back-channel logout.
     pub oidc_discovery: crate::oidc_discovery::DiscoveryCache,
+}
+
+/// The node's fields are the state's: what the handlers share is the node
+/// plus what only requests need.
+impl std::ops::Deref for Inner {
+    type Target = pact_node::node::NodeInner;
+    fn deref(&self) -> &pact_node::node::NodeInner {
+        &self.node
+    }
 }
 
 impl std::ops::Deref for AppState {
@@ -112,7 +102,6 @@ impl AppState {
         )?;
         let pa_rules = PaJwtRules::new(config.audience.clone());
         let limiter = RateLimiter::new(config.rate_limits.clone());
-        let keys = KeyStore::load(&db, config.master_key.clone(), clock.now()).await?;
         let webauthn = config.relying_party();
         if webauthn.is_none() {
             tracing::warn!(
@@ -127,34 +116,23 @@ impl AppState {
             .as_ref()
             .map(crate::mail::Mailer::new)
             .transpose()?;
-        let node = pact_node::node_identity::NodeIdentity::new(clock.now());
         let turn_key = pact_node::turn_token::TurnKey::from_master(&config.master_key)
             .map_err(StateError::TurnKey)?;
-        let feed = Arc::new(crate::feed::ChangeFeed::new(&config.listener));
+        let page_limits = crate::page_limits::PageLimits::new(&config.page_limits);
+        let node = Node::new(config, db, clock).await?;
         Ok(Self(Arc::new(Inner {
-            clock,
-            relaxed_db: pact_db::relaxed_pool(&db),
-            db,
+            node,
             jwks,
             door,
             pa_rules,
             agents,
             limiter,
-            keys,
-            revocations: RevocationView::default(),
-            config_cache: crate::config_cache::ConfigCache::new(feed.clone()),
-            pending_polls: crate::pending_polls::PendingPolls::new(feed.clone()),
-            feed,
-            page_limits: crate::page_limits::PageLimits::new(&config.page_limits),
-            db_health: pact_node::db_health::DbHealth::default(),
+            page_limits,
             webauthn,
-            config,
             live_turns: pact_node::live_turns::LiveTurns::new(turn_key),
             opened_secrets: Default::default(),
             outbound,
             mailer,
-            receipt_log: Default::default(),
-            node,
             oidc_discovery: Default::default(),
         })))
     }
