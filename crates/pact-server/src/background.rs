@@ -28,7 +28,7 @@ pub fn spawn(state: &AppState) -> tokio::task::JoinHandle<()> {
         },
         Job {
             name: "receipt_log",
-            run: |s: AppState| Box::pin(crate::receipt_log::run(s)),
+            run: |s: AppState| Box::pin(crate::receipt_log::run(s.node.clone())),
             on_stop: nothing,
         },
         Job {

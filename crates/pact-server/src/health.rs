@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::state::AppState;
+use pact_node::node::{Node, NodeInner};
 
 /// How long readiness waits for a change listener that is (re)connecting,
 /// so that a node just started, or reconnecting after a blip, is not taken
@@ -23,15 +23,15 @@ pub async fn healthz() -> &'static str {
 /// not proven alive (`feed.rs`) answers from the database, correctly but
 /// slower, and misses a revocation made during a running turn (PACT §5.7),
 /// so it says it is not ready and a health-checking proxy can prefer others.
-pub async fn readyz(State(state): State<AppState>) -> Response {
-    if state.db_health.is_down() {
+pub async fn readyz(State(node): State<Node>) -> Response {
+    if node.db_health.is_down() {
         return not_ready("database unavailable");
     }
-    if let Err(e) = pact_db::ping(&state.db).await {
+    if let Err(e) = pact_db::ping(&node.db).await {
         tracing::warn!(error = %e, "readiness check failed");
         return not_ready("database unavailable");
     }
-    if !listening_within(&state, LISTENER_GRACE).await {
+    if !listening_within(&node, LISTENER_GRACE).await {
         return not_ready("not listening for changes: answers from memory are off");
     }
     (StatusCode::OK, "ready").into_response()
@@ -48,12 +48,12 @@ fn not_ready(why: &'static str) -> Response {
 }
 
 /// Whether the node's memory views are in use, waiting at most `grace`.
-async fn listening_within(state: &AppState, grace: Duration) -> bool {
-    let cache = &state.config_cache;
+async fn listening_within(node: &NodeInner, grace: Duration) -> bool {
+    let cache = &node.config_cache;
     if cache.is_live() {
         return true;
     }
-    let mut events = state.feed.events();
+    let mut events = node.feed.events();
     let live = events.wait_for(|_| cache.is_live());
     tokio::time::timeout(grace, live)
         .await

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use pact_node::node::{Node, NodeInner};
 
 /// How many pending receipts one transaction moves into the log.
 const APPEND_BATCH: i64 = 10_000;
@@ -33,20 +33,20 @@ fn to_hash(bytes: &[u8]) -> Result<Hash, ApiError> {
 }
 
 /// Makes this node's tree hold at least the first `size` leaves.
-async fn sync_tree(state: &AppState, size: u64) -> Result<(), ApiError> {
+async fn sync_tree(node: &NodeInner, size: u64) -> Result<(), ApiError> {
     // Two rounds at most: a concurrent request may extend the copy meanwhile.
     for _ in 0..3 {
-        let have = state.receipt_log.with_tree(|t| t.len());
+        let have = node.receipt_log.with_tree(|t| t.len());
         if have >= size {
             return Ok(());
         }
         let (from, to) = (as_i64(have)?, as_i64(size)?);
-        let rows = db_log::leaf_hashes(&state.db, from, to).await?;
+        let rows = db_log::leaf_hashes(&node.db, from, to).await?;
         let hashes = rows
             .iter()
             .map(|r| to_hash(r))
             .collect::<Result<Vec<_>, _>>()?;
-        state.receipt_log.with_tree(|t| {
+        node.receipt_log.with_tree(|t| {
             if t.len() == have {
                 for h in hashes {
                     t.push(h);
@@ -54,7 +54,7 @@ async fn sync_tree(state: &AppState, size: u64) -> Result<(), ApiError> {
             }
         });
     }
-    if state.receipt_log.with_tree(|t| t.len()) >= size {
+    if node.receipt_log.with_tree(|t| t.len()) >= size {
         Ok(())
     } else {
         Err(ApiError::Internal(
@@ -68,13 +68,13 @@ fn as_i64(n: u64) -> Result<i64, ApiError> {
 }
 
 /// Runs the job every `tree_head_interval`, first one interval after start.
-pub async fn run(state: AppState) {
-    let period = state.config.tree_head_interval;
+pub async fn run(node: Node) {
+    let period = node.config.tree_head_interval;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = publish(&state, state.clock.now()).await {
+        if let Err(e) = publish(&node, node.clock.now()).await {
             tracing::warn!(error = ?e, "publishing the receipt tree head failed");
         }
     }
@@ -86,11 +86,11 @@ pub async fn run(state: AppState) {
 /// it; the advisory lock lets one at a time in, and the unique tree size
 /// refuses a second head of a size already published.
 pub async fn publish(
-    state: &AppState,
+    node: &NodeInner,
     now: OffsetDateTime,
 ) -> Result<Option<StoredTreeHead>, ApiError> {
     loop {
-        let mut tx = state.db.begin().await?;
+        let mut tx = node.db.begin().await?;
         db_log::lock(&mut *tx).await?;
         let pending = db_log::pending(&mut *tx, APPEND_BATCH).await?;
         if pending.is_empty() {
@@ -110,7 +110,7 @@ pub async fn publish(
         }
     }
 
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     db_log::lock(&mut *tx).await?;
     let size = u64::try_from(db_log::size(&mut *tx).await?).unwrap_or(0);
     let latest = db_log::latest_head(&mut *tx).await?;
@@ -123,8 +123,8 @@ pub async fn publish(
     }
     // Entries up to `size` are committed (the first transaction), so the
     // pool sees them.
-    sync_tree(state, size).await?;
-    let (root, previous_root) = state.receipt_log.with_tree(|t| {
+    sync_tree(node, size).await?;
+    let (root, previous_root) = node.receipt_log.with_tree(|t| {
         (
             t.root(size),
             latest.as_ref().and_then(|_| t.root(latest_size)),
@@ -147,7 +147,7 @@ pub async fn publish(
     }
     let timestamp_ms = u64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
     let head = TreeHead::new(size, &root, timestamp_ms);
-    let key = state
+    let key = node
         .keys
         .current()
         .signing_key(now)
@@ -256,8 +256,8 @@ fn head_json(h: &StoredTreeHead) -> Value {
     })
 }
 
-async fn latest_size(state: &AppState) -> Result<(u64, Option<StoredTreeHead>), ApiError> {
-    let latest = db_log::latest_head(&state.db).await?;
+async fn latest_size(node: &NodeInner) -> Result<(u64, Option<StoredTreeHead>), ApiError> {
+    let latest = db_log::latest_head(&node.db).await?;
     let size = latest
         .as_ref()
         .map_or(0, |h| u64::try_from(h.tree_size).unwrap_or(0));
@@ -265,8 +265,8 @@ async fn latest_size(state: &AppState) -> Result<(u64, Option<StoredTreeHead>), 
 }
 
 /// A published head of exactly `size`; its absence is a 404.
-async fn head_of(state: &AppState, size: u64) -> Result<StoredTreeHead, ApiError> {
-    db_log::head_of_size(&state.db, as_i64(size)?)
+async fn head_of(node: &NodeInner, size: u64) -> Result<StoredTreeHead, ApiError> {
+    db_log::head_of_size(&node.db, as_i64(size)?)
         .await?
         .ok_or(ApiError::NotFound)
 }
@@ -274,11 +274,11 @@ async fn head_of(state: &AppState, size: u64) -> Result<StoredTreeHead, ApiError
 /// `GET /receipts/tree-head[?size=N]`: the newest signed tree head, or the
 /// one of size N. 404 when none is published (yet).
 pub async fn tree_head(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let p = params(query.as_deref(), &["size"])?;
-    let (latest_size, latest) = latest_size(&state).await?;
+    let (latest_size, latest) = latest_size(&node).await?;
     match get(&p, "size") {
         None => {
             let head = latest.ok_or(ApiError::NotFound)?;
@@ -286,7 +286,7 @@ pub async fn tree_head(
         }
         Some(v) => {
             let size = size_param(v, "size", latest_size)?;
-            let head = head_of(&state, size).await?;
+            let head = head_of(&node, size).await?;
             Ok(public_json(&head_json(&head), true))
         }
     }
@@ -297,7 +297,7 @@ pub async fn tree_head(
 /// (the newest by default) and its audit path. 404 when the receipt is not
 /// in that tree (not logged yet, or unknown).
 pub async fn inclusion(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let p = params(query.as_deref(), &["receipt", "size"])?;
@@ -316,25 +316,25 @@ pub async fn inclusion(
         })?;
         (None, Some(h))
     };
-    let (latest, head) = latest_size(&state).await?;
+    let (latest, head) = latest_size(&node).await?;
     let head = head.ok_or(ApiError::NotFound)?;
     let (size, head) = match get(&p, "size") {
         None => (latest, head),
         Some(v) => {
             let size = size_param(v, "size", latest)?;
-            (size, head_of(&state, size).await?)
+            (size, head_of(&node, size).await?)
         }
     };
     let (index, receipt_id, leaf) =
-        db_log::find(&state.db, by_id, by_hash.as_ref().map(|h| h.as_slice()))
+        db_log::find(&node.db, by_id, by_hash.as_ref().map(|h| h.as_slice()))
             .await?
             .ok_or(ApiError::NotFound)?;
     let index = u64::try_from(index).map_err(|_| ApiError::NotFound)?;
     if index >= size {
         return Err(ApiError::NotFound);
     }
-    sync_tree(&state, size).await?;
-    let path = state
+    sync_tree(&node, size).await?;
+    let path = node
         .receipt_log
         .with_tree(|t| t.inclusion_proof(index, size))
         .ok_or_else(|| ApiError::Internal("no inclusion proof for a logged receipt".into()))?;
@@ -356,7 +356,7 @@ pub async fn inclusion(
 /// proves the tree of the published head of size M is a prefix of that of
 /// size N. `1 <= M <= N <= ` the newest head's size; both heads must exist.
 pub async fn consistency(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let p = params(query.as_deref(), &["first", "second"])?;
@@ -364,16 +364,16 @@ pub async fn consistency(
         (Some(f), Some(s)) => (f, s),
         _ => return Err(bad("first and second are required")),
     };
-    let (latest, _) = latest_size(&state).await?;
+    let (latest, _) = latest_size(&node).await?;
     let first = size_param(first, "first", latest)?;
     let second = size_param(second, "second", latest)?;
     if first > second {
         return Err(bad("first must not exceed second"));
     }
-    let first_head = head_of(&state, first).await?;
-    let second_head = head_of(&state, second).await?;
-    sync_tree(&state, second).await?;
-    let path = state
+    let first_head = head_of(&node, first).await?;
+    let second_head = head_of(&node, second).await?;
+    sync_tree(&node, second).await?;
+    let path = node
         .receipt_log
         .with_tree(|t| t.consistency_proof(first, second))
         .ok_or_else(|| ApiError::Internal("no consistency proof between heads".into()))?;

@@ -137,3 +137,11 @@ impl AppState {
         })))
     }
 }
+
+/// A handler that needs only the node (its database, clock, keys and
+/// memory views) takes `State<Node>`, and says so in its signature.
+impl axum::extract::FromRef<AppState> for Node {
+    fn from_ref(state: &AppState) -> Node {
+        state.node.clone()
+    }
+}

@@ -10,7 +10,7 @@ use pact_proto::oauth::{
 use super::{OAuthFailure, offered_scopes};
 use crate::domain::authz_details;
 use crate::error::ApiError;
-use crate::state::AppState;
+use pact_node::node::Node;
 
 fn public_json(body: &serde_json::Value) -> Response {
     let mut res = super::oauth_json(StatusCode::OK, body);
@@ -28,14 +28,14 @@ fn public_json(body: &serde_json::Value) -> Response {
 }
 
 pub async fn metadata(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(brand_id): Path<String>,
 ) -> Result<Response, OAuthFailure> {
-    let brand = pact_db::brands::find(&state.db, &brand_id)
+    let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
-    let scopes = offered_scopes(&state, &brand.id).await?;
-    let c = &state.config;
+    let scopes = offered_scopes(&node, &brand.id).await?;
+    let c = &node.config;
     let issuer = c.oauth_issuer(&brand.id);
     let types: Vec<String> = authz_details::types_from_settings(&brand.settings)
         .into_keys()
@@ -72,18 +72,18 @@ pub async fn metadata(
 }
 
 pub async fn jwks(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(brand_id): Path<String>,
 ) -> Result<Response, OAuthFailure> {
-    pact_db::brands::find(&state.db, &brand_id)
+    pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
-    offered_scopes(&state, &brand_id).await?;
+    offered_scopes(&node, &brand_id).await?;
     Ok(public_json(
-        &state
+        &node
             .keys
             .current()
-            .published(state.clock.now())
+            .published(node.clock.now())
             .jwks_document(),
     ))
 }
@@ -95,14 +95,14 @@ pub async fn jwks(
 /// stays checkable. Only public keys; a verifier must use `jwks_uri`, never
 /// this, for delegation tokens.
 pub async fn receipt_keys(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(brand_id): Path<String>,
 ) -> Result<Response, OAuthFailure> {
-    pact_db::brands::find(&state.db, &brand_id)
+    pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
-    offered_scopes(&state, &brand_id).await?;
-    let keys = crate::keys::all_public_keys(&state.db)
+    offered_scopes(&node, &brand_id).await?;
+    let keys = crate::keys::all_public_keys(&node.db)
         .await
         .map_err(OAuthFailure::internal)?;
     Ok(public_json(&keys.jwks_document()))

@@ -142,12 +142,12 @@ impl IntoResponse for OAuthFailure {
 
 /// The brand's scope ids; a brand without any offers no delegation (404).
 pub async fn offered_scopes(
-    state: &AppState,
+    node: &pact_node::node::NodeInner,
     brand_id: &str,
 ) -> Result<BTreeSet<String>, OAuthFailure> {
-    let scopes: BTreeSet<String> = state
+    let scopes: BTreeSet<String> = node
         .config_cache
-        .scopes(&state.db, brand_id)
+        .scopes(&node.db, brand_id)
         .await?
         .iter()
         .map(|s| s.scope_id.clone())
