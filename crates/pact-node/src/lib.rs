@@ -15,11 +15,14 @@
 //!
 //! All of it is held together by [`node::Node`], which the node's background jobs take: the change
 //! listener that feeds the views (`listener.rs`), housekeeping (`housekeeping.rs`), the heartbeat
-//! row (`nodes.rs`) and the trusted registries' refresh (`registry.rs`).
+//! row (`nodes.rs`), the trusted registries' refresh (`registry.rs`), the
+//! database probe (`db_health.rs`) and the receipt log's signed tree heads
+//! (`tree_heads.rs`), all started by `background.rs`.
 //!
 //! It builds on `pact-core` and serves no HTTP (it only makes outbound calls): `pact-server` holds a
 //! `Node` inside its state and adds what only requests need.
 
+pub mod background;
 pub mod config_cache;
 pub mod db_health;
 pub mod feed;
@@ -38,5 +41,6 @@ pub mod pending_polls;
 pub mod receipt_tree;
 pub mod registry;
 pub mod revocation;
+pub mod tree_heads;
 pub mod turn_token;
 pub mod webhook_signing;

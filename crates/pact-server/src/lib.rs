@@ -9,7 +9,6 @@ pub mod accept;
 pub mod admin;
 pub mod admission;
 pub mod auth;
-pub mod background;
 pub mod client_ip;
 pub mod consent;
 pub mod db_health;
@@ -34,8 +33,8 @@ pub use pact_core::{
     accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
 };
 pub use pact_node::{
-    config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch, nodes, oidc_discovery,
-    pending_polls, registry, revocation,
+    background, config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch, nodes,
+    oidc_discovery, pending_polls, registry, revocation,
 };
 
 pub use config::Config;

@@ -17,7 +17,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let background = crate::background::spawn(&state);
+    let background = crate::background::spawn(&state.node);
     let (state_db, node_id) = (state.db.clone(), state.node.identity.id);
     let settings = state.config.connections.clone();
     let trusted = state.config.trusted_proxies.clone();
