@@ -78,15 +78,20 @@ impl<T: FormFields> FromRequest<AppState> for SessionForm<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
         let (browser, fields) = read(req, state).await?;
+        Self::checked(browser, fields).map_err(IntoResponse::into_response)
+    }
+}
+
+impl<T: FormFields> SessionForm<T> {
+    fn checked(browser: Browser, fields: Fields) -> Result<Self, PageError> {
         let Some(session) = browser.session.clone() else {
-            return Err(PageError::Forbidden(super::i18n::t("err-session-changed")).into_response());
+            return Err(PageError::Forbidden(super::i18n::t("err-session-changed")));
         };
-        check_csrf(&session.csrf_token, fields.get("csrf")).map_err(IntoResponse::into_response)?;
-        let form = T::from_fields(fields).map_err(IntoResponse::into_response)?;
+        check_csrf(&session.csrf_token, fields.get("csrf"))?;
         Ok(Self {
+            form: T::from_fields(fields)?,
             browser,
             session,
-            form,
         })
     }
 }
@@ -131,22 +136,23 @@ impl<T: FormFields> FromRequest<AppState> for VisitorForm<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
         let (browser, fields) = read(req, state).await?;
+        Self::checked(browser, fields).map_err(IntoResponse::into_response)
+    }
+}
+
+impl<T: FormFields> VisitorForm<T> {
+    fn checked(browser: Browser, fields: Fields) -> Result<Self, PageError> {
         let visitor = match &browser.session {
             Some(s) => {
-                check_csrf(&s.csrf_token, fields.get("csrf"))
-                    .map_err(IntoResponse::into_response)?;
+                check_csrf(&s.csrf_token, fields.get("csrf"))?;
                 Visitor::Session(Box::new(s.clone()))
             }
-            None => Visitor::Anonymous(
-                check_form_token(&browser, fields.get("csrf"))
-                    .map_err(IntoResponse::into_response)?,
-            ),
+            None => Visitor::Anonymous(check_form_token(&browser, fields.get("csrf"))?),
         };
-        let form = T::from_fields(fields).map_err(IntoResponse::into_response)?;
         Ok(Self {
+            form: T::from_fields(fields)?,
             browser,
             visitor,
-            form,
         })
     }
 }
