@@ -26,7 +26,7 @@ pub struct Config {
     pub provider_name: String,
     pub jwks: JwksPolicy,
     /// Which personal agents are admitted (PACT §3.1) and open admission's
-    /// budget (`admission.rs`).
+    /// budget (`pact-node/src/admission.rs`).
     pub admission: AdmissionSettings,
     pub request_timeout: Duration,
     pub body_limit: usize,

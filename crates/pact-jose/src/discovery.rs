@@ -7,7 +7,7 @@
 //! public address, checked again on every resolved address), the same client
 //! (no redirects, no proxy, one timeout), the same size cap for both
 //! documents. How often this may run at all is the caller's budget
-//! (`pact-server/src/admission.rs`); this module makes exactly two requests
+//! (`pact-node/src/admission.rs`); this module makes exactly two requests
 //! per call, or fewer.
 
 use std::sync::Arc;

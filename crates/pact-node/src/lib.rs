@@ -9,7 +9,8 @@
 //! already opened (`webhook_signing.rs`) and the client that calls merchants
 //! (`outbound.rs`); agent platforms' logos fetched under the SSRF guard
 //! (`logo_fetch.rs`); the receipt log's tree (`receipt_tree.rs`); whether the
-//! database answers (`db_health.rs`); who this process is
+//! database answers (`db_health.rs`); the door for agents nobody registered
+//! (`admission.rs`, PACT §3.1); who this process is
 //! (`node_identity.rs`); and the supervisor that runs the node's background
 //! jobs and restarts them (`jobs.rs`).
 //!
@@ -22,6 +23,7 @@
 //! It builds on `pact-core` and serves no HTTP (it only makes outbound calls): `pact-server` holds a
 //! `Node` inside its state and adds what only requests need.
 
+pub mod admission;
 pub mod background;
 pub mod config_cache;
 pub mod db_health;

@@ -78,7 +78,7 @@ pub enum Charge {
 }
 
 /// Checks the PA-JWT (an unknown issuer is admitted only where the brand's
-/// policy is `open`, `admission.rs`), then the rate limits, then the brand.
+/// policy is `open`, `pact-node/src/admission.rs`), then the rate limits, then the brand.
 pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,

@@ -7,7 +7,6 @@
 pub mod a2a;
 pub mod accept;
 pub mod admin;
-pub mod admission;
 pub mod auth;
 pub mod client_ip;
 pub mod consent;
@@ -33,8 +32,8 @@ pub use pact_core::{
     accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
 };
 pub use pact_node::{
-    background, config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch, nodes,
-    oidc_discovery, pending_polls, registry, revocation,
+    admission, background, config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch,
+    nodes, oidc_discovery, pending_polls, registry, revocation,
 };
 
 pub use config::Config;

@@ -5,7 +5,7 @@
 //! needs a reason (stored with each grant, shown on the customers' account
 //! pages); enabling lets it in again, revoked grants staying revoked.
 //!
-//! For agents the `open` policy admitted (PACT §3.1, `admission.rs`), staff
+//! For agents the `open` policy admitted (PACT §3.1, `pact-node/src/admission.rs`), staff
 //! also verify one (it joins the verified tier: allowlisting brands admit
 //! it, and it may request every scope) or forget one (its row, conversations
 //! and grants go; it may knock again). Blocking one is disabling it: the row

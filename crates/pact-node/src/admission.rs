@@ -44,10 +44,10 @@ use std::time::{Duration, Instant};
 use pact_db::agents::Agent;
 use pact_jose::{Discovered, IssuerDiscovery, JwksError, PaClaims, UnverifiedPaJwt};
 
-use crate::rate_limit::{Bucket, KeyedLimiter};
+use pact_core::rate_limit::{Bucket, KeyedLimiter};
 
-pub use crate::config::AdmissionSettings;
-pub use crate::domain::admission::{
+pub use pact_core::config::AdmissionSettings;
+pub use pact_core::domain::admission::{
     Policy, SETTING_KEY, Tier, admits, brand_override, host_blocked, is_address_issuer,
     normalize_host, policy_at, scope_refused,
 };
