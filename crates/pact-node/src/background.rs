@@ -9,33 +9,16 @@ use crate::node::Node;
 
 /// Starts the jobs; aborting the handle stops them all.
 pub fn spawn(node: &Node) -> tokio::task::JoinHandle<()> {
-    fn nothing(_: &Node) {}
     let jobs = vec![
+        // A listener that stops leaves the memory views unfed: they stop answering.
         Job {
-            name: "listener",
-            run: |n| Box::pin(crate::listener::run(n)),
             on_stop: crate::listener::stopped,
+            ..Job::new("listener", |n| Box::pin(crate::listener::run(n)))
         },
-        Job {
-            name: "housekeeping",
-            run: |n| Box::pin(crate::housekeeping::run(n)),
-            on_stop: nothing,
-        },
-        Job {
-            name: "db_probe",
-            run: |n| Box::pin(crate::db_health::probe(n)),
-            on_stop: nothing,
-        },
-        Job {
-            name: "receipt_log",
-            run: |n| Box::pin(crate::tree_heads::run(n)),
-            on_stop: nothing,
-        },
-        Job {
-            name: "node_heartbeat",
-            run: |n| Box::pin(crate::nodes::run(n)),
-            on_stop: nothing,
-        },
+        Job::new("housekeeping", |n| Box::pin(crate::housekeeping::run(n))),
+        Job::new("db_probe", |n| Box::pin(crate::db_health::probe(n))),
+        Job::new("receipt_log", |n| Box::pin(crate::tree_heads::run(n))),
+        Job::new("node_heartbeat", |n| Box::pin(crate::nodes::run(n))),
     ];
     tokio::spawn(supervise(node.clone(), jobs))
 }

@@ -56,6 +56,17 @@ pub struct Job<S> {
     pub on_stop: fn(&S),
 }
 
+impl<S> Job<S> {
+    /// A job with nothing to undo when it stops.
+    pub fn new(name: &'static str, run: Run<S>) -> Self {
+        Self {
+            name,
+            run,
+            on_stop: |_| {},
+        }
+    }
+}
+
 impl<S> Clone for Job<S> {
     fn clone(&self) -> Self {
         Self {

@@ -477,8 +477,14 @@ fn receipt_views(
         .map(|r| {
             // Stored as the signed payload; read as the claims type the
             // receipt was written from (PACT §5.6 and pactd's additions).
-            // Claims that do not read (none pactd wrote) show no actions.
-            let claims = ReceiptClaims::deserialize(&r.claims).ok();
+            // Claims that do not read (none pactd wrote) show no actions,
+            // and say so to the operator.
+            let claims = ReceiptClaims::deserialize(&r.claims)
+                .inspect_err(|_| {
+                    // The id only: serde's message may quote a claim's value.
+                    tracing::warn!(receipt = r.id, "a stored receipt's claims do not read");
+                })
+                .ok();
             let issuer = issuer_of
                 .get(&r.grant_id)
                 .copied()
