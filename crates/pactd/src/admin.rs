@@ -1073,7 +1073,8 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let done = customer_action(pool, &user, Action::Disable).await?;
             println!(
                 "disabled {} on {brand_id}: signed out everywhere, {} grant(s) revoked",
-                user.email, done["revoked_grants"]
+                user.email,
+                done.revoked_grants.unwrap_or(0)
             );
         }
         UserCommand::Enable { brand_id, email } => {
@@ -1089,7 +1090,8 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let done = customer_action(pool, &user, Action::Remove).await?;
             println!(
                 "removed {} from {brand_id}: {} grant(s) revoked; its email, second factors and sessions are erased",
-                user.email, done["revoked_grants"]
+                user.email,
+                done.revoked_grants.unwrap_or(0)
             );
         }
         UserCommand::SetPassword { brand_id, email } => {
@@ -1133,7 +1135,7 @@ async fn customer_action(
     pool: &PgPool,
     user: &pact_db::users::User,
     action: Action,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<customers::Change> {
     let mut tx = pool.begin().await?;
     let done = customers::apply(
         &mut tx,

@@ -6,36 +6,126 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
 
+use super::answer::Time;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::{self, rfc3339};
+use super::params;
 use crate::admin::ops;
 use crate::admin::role::Role;
 use crate::state::AppState;
 use crate::who;
 
-pub fn agent_json(a: &pact_db::agents::Agent, grants: i64, people: i64) -> Value {
-    json!({
-        "issuer": a.issuer,
-        "jwks_uri": a.jwks_uri,
-        "name": a.name,
-        "enabled": a.enabled,
-        "verified": a.verified,
-        "created_at": rfc3339(a.created_at),
-        "updated_at": rfc3339(a.updated_at),
-        "active_grants": grants,
-        "people": people,
-    })
+/// A registered personal-agent platform (PACT §3) and its live grants
+/// within the caller's brands.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Agent)]
+pub struct AgentView {
+    pub issuer: String,
+    pub jwks_uri: String,
+    pub name: String,
+    pub enabled: bool,
+    /// Staff vouched for it (always so for an agent staff registered).
+    pub verified: bool,
+    pub created_at: Time,
+    pub updated_at: Time,
+    pub active_grants: i64,
+    /// How many people those grants belong to.
+    pub people: i64,
+}
+
+/// The agent as registered, with the links consent shows.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegisteredAgent {
+    #[serde(flatten)]
+    pub agent: AgentView,
+    #[serde(flatten)]
+    pub links: AgentLinks,
+}
+
+/// RFC 7591 §2 client metadata shown on consent, as stored (`null`: none).
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct AgentLinks {
+    pub homepage: Option<String>,
+    pub logo_uri: Option<String>,
+    pub policy_uri: Option<String>,
+    pub tos_uri: Option<String>,
+    /// pactd's own copy of the logo, served from its origin.
+    pub logo: Option<String>,
+}
+
+impl AgentView {
+    pub fn of(a: &pact_db::agents::Agent, grants: i64, people: i64) -> Self {
+        Self {
+            issuer: a.issuer.clone(),
+            jwks_uri: a.jwks_uri.clone(),
+            name: a.name.clone(),
+            enabled: a.enabled,
+            verified: a.verified,
+            created_at: Time(a.created_at),
+            updated_at: Time(a.updated_at),
+            active_grants: grants,
+            people,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentList {
+    pub items: Vec<AgentView>,
+}
+
+/// An agent disabled or enabled by this request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentToggled {
+    pub issuer: String,
+    pub enabled: bool,
+    /// Grants of the agent this request revoked (disabling revokes them all).
+    pub revoked_grants: u64,
+}
+
+/// An agent admitted under the open policy (PACT §3.1).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeenAgent {
+    pub issuer: String,
+    pub name: String,
+    pub jwks_uri: String,
+    pub verified: bool,
+    pub enabled: bool,
+    pub first_seen_at: Time,
+    pub last_seen_at: Time,
+    pub requests: i64,
+    pub active_grants: i64,
+    /// What the agent says of itself, not checked by staff.
+    pub claimed_name: Option<String>,
+    pub claimed_logo_uri: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeenAgentList {
+    pub items: Vec<SeenAgent>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentVerified {
+    pub issuer: String,
+    pub verified: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentForgotten {
+    pub issuer: String,
+    pub forgotten: bool,
 }
 
 /// `GET /agents`
 pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentList>, AdminApiError> {
     let now = state.clock.now();
     let mut items = Vec::new();
     for a in pact_db::agents::list(&state.db).await? {
@@ -46,12 +136,12 @@ pub async fn list(
             now,
         )
         .await?;
-        items.push(agent_json(&a, grants, people));
+        items.push(AgentView::of(&a, grants, people));
     }
     caller
         .record(&state.db, "agent.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(AgentList { items }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,7 +227,7 @@ pub async fn register(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<RegisteredAgent>, AdminApiError> {
     caller
         .require(&state, Role::Owner, "agent.register")
         .await?;
@@ -161,15 +251,17 @@ pub async fn register(
         &links,
     )
     .await?;
-    let mut v = agent_json(&a, 0, 0);
-    if let Some(m) = meta {
-        v["homepage"] = json!(m.homepage_uri);
-        v["logo_uri"] = json!(m.logo_uri);
-        v["policy_uri"] = json!(m.policy_uri);
-        v["tos_uri"] = json!(m.tos_uri);
-        v["logo"] = json!(m.logo_sha256.map(|h| format!("/logos/{h}")));
-    }
-    Ok(Json(v))
+    let links = meta.map_or(AgentLinks::default(), |m| AgentLinks {
+        homepage: m.homepage_uri,
+        logo_uri: m.logo_uri,
+        policy_uri: m.policy_uri,
+        tos_uri: m.tos_uri,
+        logo: m.logo_sha256.map(|h| format!("/logos/{h}")),
+    });
+    Ok(Json(RegisteredAgent {
+        agent: AgentView::of(&a, 0, 0),
+        links,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,7 +276,7 @@ async fn toggle(
     caller: ApiCaller,
     body: Bytes,
     enabled: bool,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentToggled>, AdminApiError> {
     let action = if enabled {
         "agent.enable"
     } else {
@@ -204,11 +296,11 @@ async fn toggle(
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(json!({
-        "issuer": t.issuer,
-        "enabled": enabled,
-        "revoked_grants": revoked,
-    })))
+    Ok(Json(AgentToggled {
+        issuer: t.issuer,
+        enabled,
+        revoked_grants: revoked,
+    }))
 }
 
 /// `POST /agents/disable` `{"issuer", "reason"}`
@@ -216,7 +308,7 @@ pub async fn disable(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentToggled>, AdminApiError> {
     toggle(state, caller, body, false).await
 }
 
@@ -225,7 +317,7 @@ pub async fn enable(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentToggled>, AdminApiError> {
     toggle(state, caller, body, true).await
 }
 
@@ -234,31 +326,29 @@ pub async fn enable(
 pub async fn seen(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<SeenAgentList>, AdminApiError> {
     caller.require(&state, Role::Viewer, "agent.list").await?;
-    let items: Vec<Value> = pact_db::agents::sightings(&state.db, 500)
+    let items = pact_db::agents::sightings(&state.db, 500)
         .await?
-        .iter()
-        .map(|s| {
-            json!({
-                "issuer": s.issuer,
-                "name": s.name,
-                "jwks_uri": s.jwks_uri,
-                "verified": s.verified,
-                "enabled": s.enabled,
-                "first_seen_at": rfc3339(s.first_seen_at),
-                "last_seen_at": rfc3339(s.last_seen_at),
-                "requests": s.requests,
-                "active_grants": s.grants,
-                "claimed_name": s.claimed_name,
-                "claimed_logo_uri": s.claimed_logo_uri,
-            })
+        .into_iter()
+        .map(|s| SeenAgent {
+            issuer: s.issuer,
+            name: s.name,
+            jwks_uri: s.jwks_uri,
+            verified: s.verified,
+            enabled: s.enabled,
+            first_seen_at: Time(s.first_seen_at),
+            last_seen_at: Time(s.last_seen_at),
+            requests: s.requests,
+            active_grants: s.grants,
+            claimed_name: s.claimed_name,
+            claimed_logo_uri: s.claimed_logo_uri,
         })
         .collect();
     caller
         .record(&state.db, "agent.list", None, None, json!({"seen": true}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(SeenAgentList { items }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -273,7 +363,7 @@ pub async fn verify(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentVerified>, AdminApiError> {
     caller.require(&state, Role::Owner, "agent.verify").await?;
     caller.require_unlimited(&state, "agent.verify").await?;
     let t: Issuer = params::body(&body)?;
@@ -281,7 +371,10 @@ pub async fn verify(
     crate::admin::ops::agents::verify(&mut tx, &caller.actor, Some(&caller.ip), &t.issuer).await?;
     tx.commit().await?;
     state.door.forget(&t.issuer);
-    Ok(Json(json!({ "issuer": t.issuer, "verified": true })))
+    Ok(Json(AgentVerified {
+        issuer: t.issuer,
+        verified: true,
+    }))
 }
 
 /// `POST /agents/forget` `{"issuer"}`: an unverified agent is dropped with
@@ -290,7 +383,7 @@ pub async fn forget(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AgentForgotten>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "agent.forget")
         .await?;
@@ -300,5 +393,8 @@ pub async fn forget(
     crate::admin::ops::agents::forget(&mut tx, &caller.actor, Some(&caller.ip), &t.issuer).await?;
     tx.commit().await?;
     state.door.forget(&t.issuer);
-    Ok(Json(json!({ "issuer": t.issuer, "forgotten": true })))
+    Ok(Json(AgentForgotten {
+        issuer: t.issuer,
+        forgotten: true,
+    }))
 }

@@ -4,25 +4,71 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
+use super::answer::{self, Time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::{self, rfc3339};
+use super::params;
+use crate::admin::role::Role;
 use crate::state::AppState;
 
-pub fn entry_json(e: &pact_db::audit::Entry) -> Value {
-    json!({
-        "id": e.id,
-        "at": rfc3339(e.at),
-        "actor_kind": e.actor_kind,
-        "actor": e.actor,
-        "action": e.action,
-        "target": e.target,
-        "brand": e.brand_id,
-        "detail": e.detail,
-        "client_address": e.client_addr,
-    })
+/// One entry of the append-only audit log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: Time,
+    /// `admin` (a console account), `credential` (an API credential),
+    /// `cli` (the command line on the server) or `system` (pactd itself).
+    pub actor_kind: String,
+    pub actor: String,
+    pub action: String,
+    pub target: Option<String>,
+    pub brand: Option<String>,
+    /// What the action did, as it recorded it.
+    #[schema(value_type = Object)]
+    pub detail: Value,
+    pub client_address: Option<String>,
+}
+
+impl From<pact_db::audit::Entry> for AuditEntry {
+    fn from(e: pact_db::audit::Entry) -> Self {
+        Self {
+            id: e.id,
+            at: Time(e.at),
+            actor_kind: e.actor_kind,
+            actor: e.actor,
+            action: e.action,
+            target: e.target,
+            brand: e.brand_id,
+            detail: e.detail,
+            client_address: e.client_addr,
+        }
+    }
+}
+
+/// One page of the audit log, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditPage {
+    pub items: Vec<AuditEntry>,
+    /// Pass as `cursor` for the next page; `null` on the last one.
+    #[schema(required = true)]
+    pub next_cursor: Option<String>,
+}
+
+/// The calling credential.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    /// `credential` for the API.
+    pub kind: &'static str,
+    pub name: String,
+    #[schema(schema_with = answer::role)]
+    pub role: Role,
+    /// The brands it is limited to; `null`: every brand.
+    #[schema(required = true)]
+    pub brands: Option<Vec<String>>,
 }
 
 /// `GET /audit?actor=&action=&target=&brand=&cursor=&limit=`. `action` is
@@ -32,7 +78,7 @@ pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
     uri: Uri,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AuditPage>, AdminApiError> {
     let q = params::query(
         &uri,
         &["actor", "action", "target", "brand", "cursor", "limit"],
@@ -63,24 +109,24 @@ pub async fn list(
     } else {
         None
     };
-    Ok(Json(json!({
-        "items": rows.iter().map(entry_json).collect::<Vec<_>>(),
-        "next_cursor": next,
-    })))
+    Ok(Json(AuditPage {
+        items: rows.into_iter().map(AuditEntry::from).collect(),
+        next_cursor: next,
+    }))
 }
 
 /// `GET /me`
 pub async fn me(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<Me>, AdminApiError> {
     caller
         .record(&state.db, "credential.read", None, None, json!({}))
         .await?;
-    Ok(Json(json!({
-        "kind": caller.actor.kind,
-        "name": caller.actor.name,
-        "role": caller.actor.role.as_str(),
-        "brands": caller.actor.brands,
-    })))
+    Ok(Json(Me {
+        kind: caller.actor.kind,
+        name: caller.actor.name,
+        role: caller.actor.role,
+        brands: caller.actor.brands,
+    }))
 }

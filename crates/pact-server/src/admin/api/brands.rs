@@ -10,9 +10,11 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
+use super::answer;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
@@ -20,7 +22,7 @@ use crate::admin::brand_settings::{self, ToolDefinition};
 use crate::admin::ops;
 pub use crate::admin::ops::scopes::ScopeDefinition;
 use crate::admin::role::{Actor, Role};
-use crate::domain::authz_details::DetailsType;
+use crate::domain::authz_details::{DetailsType, DetailsTypes};
 use crate::state::AppState;
 
 /// The brand's grant lifetime in days and whether it is the server default
@@ -37,13 +39,115 @@ pub fn grant_lifetime(state: &AppState, b: &pact_db::brands::Brand) -> (i64, boo
     )
 }
 
-fn scope_json(s: &pact_db::scopes::BrandScope) -> Value {
-    json!({
-        "scope_id": s.scope_id,
-        "description": s.description,
-        "requires_mfa": s.requires_mfa,
-        "unverified_allowed": s.unverified_allowed,
-    })
+/// A scope the brand offers (PACT §5), its description shown verbatim on
+/// consent.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Scope)]
+pub struct ScopeView {
+    pub scope_id: String,
+    pub description: String,
+    pub requires_mfa: bool,
+    /// Agents admitted under the open policy, not yet verified, may ask.
+    pub unverified_allowed: bool,
+}
+
+/// A tool the brand's own agent calls through pactd's gateway.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Tool)]
+pub struct ToolView {
+    pub name: String,
+    /// The scope a call needs; `null`: a public tool.
+    pub scope: Option<String>,
+    pub url: String,
+    pub description: String,
+    /// The tool's limit rules exactly as the gateway applies them.
+    #[schema(value_type = Vec<String>)]
+    pub enforce: Value,
+    /// A JSON Schema of the arguments, given to the agent.
+    pub input_schema: Option<Value>,
+    /// `url`: pactd POSTs the signed call to `url`; `mcp`: `url` is the
+    /// merchant's MCP server.
+    #[schema(schema_with = answer::tool_kind)]
+    pub kind: String,
+    pub remote_name: Option<String>,
+    /// False: imported from an MCP server without a scope; refused for
+    /// everyone until mapped.
+    pub mapped: bool,
+    /// How one call reads to a person asked to approve it on its own.
+    pub summary: String,
+}
+
+impl From<pact_db::merchant::BrandTool> for ToolView {
+    fn from(t: pact_db::merchant::BrandTool) -> Self {
+        Self {
+            name: t.name,
+            scope: t.scope,
+            url: t.url,
+            description: t.description,
+            enforce: t.enforce,
+            input_schema: t.input_schema,
+            kind: t.kind,
+            remote_name: t.remote_name,
+            mapped: t.mapped,
+            summary: t.summary,
+        }
+    }
+}
+
+/// A brand as its owner manages it: scopes, types, tools and policies.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Brand)]
+pub struct BrandView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub grant_lifetime_days: i64,
+    pub grant_lifetime_is_default: bool,
+    #[schema(schema_with = answer::admission_policy)]
+    pub admission: &'static str,
+    pub admission_is_default: bool,
+    pub scopes: Vec<ScopeView>,
+    /// RFC 9396 `authorization_details` types by name.
+    #[schema(schema_with = answer::details_types)]
+    pub details_types: DetailsTypes,
+    pub tools: Vec<ToolView>,
+}
+
+impl BrandView {
+    /// The brand with its scopes, types and tools as stored now.
+    pub async fn load(
+        state: &AppState,
+        b: &pact_db::brands::Brand,
+    ) -> Result<Self, pact_db::Error> {
+        let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
+        let (days, default) = grant_lifetime(state, b);
+        let (types, tools) = brand_settings::describe(&state.db, b).await?;
+        Ok(Self {
+            id: b.id.clone(),
+            name: b.name.clone(),
+            description: b.description.clone(),
+            grant_lifetime_days: days,
+            grant_lifetime_is_default: default,
+            admission: crate::admission::policy_at(state.config.admission.policy, b).as_str(),
+            admission_is_default: crate::admission::brand_override(b).is_none(),
+            scopes: scopes
+                .into_iter()
+                .map(|s| ScopeView {
+                    scope_id: s.scope_id,
+                    description: s.description,
+                    requires_mfa: s.requires_mfa,
+                    unverified_allowed: s.unverified_allowed,
+                })
+                .collect(),
+            details_types: types,
+            tools: tools.into_iter().map(ToolView::from).collect(),
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BrandList {
+    pub items: Vec<BrandView>,
 }
 
 /// A brand the actor may see, or `None` (missing or outside its brands: the
@@ -59,51 +163,22 @@ pub async fn visible(
     pact_db::brands::find(&state.db, brand_id).await
 }
 
-async fn brand_json(state: &AppState, b: &pact_db::brands::Brand) -> Result<Value, pact_db::Error> {
-    let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
-    let (days, default) = grant_lifetime(state, b);
-    let (types, tools) = brand_settings::describe(&state.db, b).await?;
-    Ok(json!({
-        "id": b.id,
-        "name": b.name,
-        "description": b.description,
-        "grant_lifetime_days": days,
-        "grant_lifetime_is_default": default,
-        "admission": crate::admission::policy_at(state.config.admission.policy, b).as_str(),
-        "admission_is_default": crate::admission::brand_override(b).is_none(),
-        "scopes": scopes.iter().map(scope_json).collect::<Vec<_>>(),
-        "details_types": types,
-        "tools": tools.iter().map(|t| json!({
-            "name": t.name,
-            "scope": t.scope,
-            "url": t.url,
-            "description": t.description,
-            "enforce": t.enforce,
-            "input_schema": t.input_schema,
-            "kind": t.kind,
-            "remote_name": t.remote_name,
-            "mapped": t.mapped,
-            "summary": t.summary,
-        })).collect::<Vec<_>>(),
-    }))
-}
-
 /// `GET /brands` (owner): the caller's brands.
 pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandList>, AdminApiError> {
     caller.require(&state, Role::Owner, "brand.list").await?;
     let mut items = Vec::new();
     for b in pact_db::brands::list(&state.db).await? {
         if caller.actor.sees_brand(&b.id) {
-            items.push(brand_json(&state, &b).await?);
+            items.push(BrandView::load(&state, &b).await?);
         }
     }
     caller
         .record(&state.db, "brand.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(BrandList { items }))
 }
 
 /// `GET /brands/{brand}` (owner).
@@ -111,7 +186,7 @@ pub async fn get(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(brand): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     caller.require(&state, Role::Owner, "brand.read").await?;
     let b = visible(&state, &caller.actor, &brand)
         .await?
@@ -119,7 +194,7 @@ pub async fn get(
     caller
         .record(&state.db, "brand.read", Some(&b.id), Some(&b.id), json!({}))
         .await?;
-    Ok(Json(brand_json(&state, &b).await?))
+    Ok(Json(BrandView::load(&state, &b).await?))
 }
 
 /// Adds or changes one scope of a visible brand, audited as `scope.upsert`
@@ -159,14 +234,14 @@ pub async fn put_scope(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     caller.require(&state, Role::Owner, "scope.upsert").await?;
     let b = visible(&state, &caller.actor, &brand)
         .await?
         .ok_or(AdminApiError::NotFound)?;
     let def: ScopeDefinition = params::body(&body)?;
     upsert_scope(&state, &caller.actor, &caller.ip, &b.id, &def).await?;
-    Ok(Json(brand_json(&state, &b).await?))
+    Ok(Json(BrandView::load(&state, &b).await?))
 }
 
 /// `POST /brands/{brand}/scopes/{scope}/remove` (owner). Grants that hold the
@@ -175,7 +250,7 @@ pub async fn remove_scope(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path((brand, scope)): Path<(String, String)>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     caller.require(&state, Role::Owner, "scope.remove").await?;
     let b = visible(&state, &caller.actor, &brand)
         .await?
@@ -183,7 +258,7 @@ pub async fn remove_scope(
     if !remove_scope_of(&state, &caller.actor, &caller.ip, &b.id, &scope).await? {
         return Err(AdminApiError::NotFound);
     }
-    Ok(Json(brand_json(&state, &b).await?))
+    Ok(Json(BrandView::load(&state, &b).await?))
 }
 
 /// The brand of an owner's edit: the role first (refused and recorded before
@@ -218,7 +293,7 @@ pub async fn set_card_text(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "brand.card", &brand).await?;
     let req: CardText = params::body(&body)?;
     let mut tx = state.db.begin().await?;
@@ -229,7 +304,7 @@ pub async fn set_card_text(
     };
     brand_settings::set_card_text(&mut tx, &caller.actor, Some(&caller.ip), &b, edit).await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -246,14 +321,14 @@ pub async fn set_grant_lifetime(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "brand.grant_lifetime", &brand).await?;
     let req: GrantLifetime = params::body(&body)?;
     let mut tx = state.db.begin().await?;
     brand_settings::set_grant_lifetime(&mut tx, &caller.actor, Some(&caller.ip), &b, req.days)
         .await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -270,7 +345,7 @@ pub async fn set_admission(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "brand.admission", &brand).await?;
     let req: Admission = params::body(&body)?;
     let policy = match req.policy.as_deref() {
@@ -282,7 +357,7 @@ pub async fn set_admission(
     let mut tx = state.db.begin().await?;
     brand_settings::set_admission(&mut tx, &caller.actor, Some(&caller.ip), &b, policy).await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -293,11 +368,11 @@ pub struct DetailsTypeDefinition {
 }
 
 /// The brand as it is now, after an edit.
-async fn fresh_json(state: &AppState, brand_id: &str) -> Result<Json<Value>, AdminApiError> {
+async fn fresh_brand(state: &AppState, brand_id: &str) -> Result<Json<BrandView>, AdminApiError> {
     let b = pact_db::brands::find(&state.db, brand_id)
         .await?
         .ok_or(AdminApiError::NotFound)?;
-    Ok(Json(brand_json(state, &b).await?))
+    Ok(Json(BrandView::load(state, &b).await?))
 }
 
 /// `POST /brands/{brand}/details-types` (owner), as `pactd brand
@@ -307,7 +382,7 @@ pub async fn put_details_type(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "details_type.upsert", &brand).await?;
     let def: DetailsTypeDefinition = params::body(&body)?;
     let mut tx = state.db.begin().await?;
@@ -321,7 +396,7 @@ pub async fn put_details_type(
     )
     .await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 /// `POST /brands/{brand}/details-types/{type}/remove` (owner).
@@ -329,13 +404,13 @@ pub async fn remove_details_type(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path((brand, type_name)): Path<(String, String)>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "details_type.remove", &brand).await?;
     let mut tx = state.db.begin().await?;
     brand_settings::remove_details_type(&mut tx, &caller.actor, Some(&caller.ip), &b, &type_name)
         .await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 /// `POST /brands/{brand}/tools` (owner), as `pactd brand tool add`.
@@ -344,13 +419,13 @@ pub async fn put_tool(
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "tool.upsert", &brand).await?;
     let def: ToolDefinition = params::body(&body)?;
     let mut tx = state.db.begin().await?;
     brand_settings::upsert_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, def).await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 /// The body of `POST /brands/{brand}/tools/{tool}/rules`.
@@ -369,7 +444,7 @@ pub async fn set_tool_rules(
     caller: ApiCaller,
     Path((brand, tool)): Path<(String, String)>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "tool.set_rules", &brand).await?;
     let rules: ToolRulesBody = params::body(&body)?;
     let mut tx = state.db.begin().await?;
@@ -384,7 +459,7 @@ pub async fn set_tool_rules(
     )
     .await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }
 
 /// `POST /brands/{brand}/tools/{tool}/remove` (owner).
@@ -392,10 +467,10 @@ pub async fn remove_tool(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path((brand, tool)): Path<(String, String)>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = brand_to_edit(&state, &caller, "tool.remove", &brand).await?;
     let mut tx = state.db.begin().await?;
     brand_settings::remove_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, &tool).await?;
     tx.commit().await?;
-    fresh_json(&state, &b.id).await
+    fresh_brand(&state, &b.id).await
 }

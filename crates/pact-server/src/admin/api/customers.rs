@@ -8,13 +8,17 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use pact_db::admin_search;
 use pact_db::users::User;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
+use super::answer::{Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::{self, rfc3339};
-use crate::admin::ops::customers::{self, Action};
+use super::params;
+use crate::admin::ops::customers::{self, Action, Change};
 use crate::admin::role::Role;
 use crate::state::AppState;
 
@@ -30,18 +34,60 @@ pub async fn visible_customer(
         .ok_or(AdminApiError::NotFound)
 }
 
-pub fn customer_json(u: &User, now: OffsetDateTime) -> Value {
-    json!({
-        "id": u.id,
-        "brand": u.brand_id,
-        "email": u.email,
-        "external_id": u.external_id,
-        "subject": u.subject(),
-        "has_totp": u.has_totp(),
-        "locked_until": u.locked_until.filter(|t| *t > now).map(rfc3339),
-        "disabled_at": u.disabled_at.map(rfc3339),
-        "created_at": rfc3339(u.created_at),
-    })
+/// A brand customer's built-in account (never its password or factors).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Customer)]
+pub struct CustomerView {
+    pub id: Uuid,
+    pub brand: String,
+    pub email: String,
+    pub external_id: Option<String>,
+    /// The subject grants and receipts name.
+    pub subject: String,
+    pub has_totp: bool,
+    /// Set while failed sign-ins keep the account locked.
+    pub locked_until: Option<Time>,
+    pub disabled_at: Option<Time>,
+    pub created_at: Time,
+}
+
+impl CustomerView {
+    pub fn of(u: &User, now: OffsetDateTime) -> Self {
+        Self {
+            id: u.id,
+            brand: u.brand_id.clone(),
+            email: u.email.clone(),
+            external_id: u.external_id.clone(),
+            subject: u.subject(),
+            has_totp: u.has_totp(),
+            locked_until: time(u.locked_until.filter(|t| *t > now)),
+            disabled_at: time(u.disabled_at),
+            created_at: Time(u.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerList {
+    pub items: Vec<CustomerView>,
+}
+
+/// One account with counts of its second factors and live grants.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerDetail {
+    #[serde(flatten)]
+    pub customer: CustomerView,
+    pub passkeys: usize,
+    pub recovery_codes_left: i64,
+    pub active_grants: i64,
+}
+
+/// What the action did to the account.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerChanged {
+    pub id: Uuid,
+    #[serde(flatten)]
+    pub change: Change,
 }
 
 /// `GET /customers?q=&brand=`: by email, account id or external id (exact).
@@ -49,7 +95,7 @@ pub async fn find(
     State(state): State<AppState>,
     caller: ApiCaller,
     uri: Uri,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerList>, AdminApiError> {
     let q = params::query(&uri, &["q", "brand"])?;
     let Some(needle) = q.get("q").map(|s| s.trim()).filter(|s| !s.is_empty()) else {
         return Err(AdminApiError::invalid(
@@ -71,9 +117,9 @@ pub async fn find(
                    "customers": found.iter().map(|u| u.id).collect::<Vec<_>>()}),
         )
         .await?;
-    Ok(Json(json!({
-        "items": found.iter().map(|u| customer_json(u, now)).collect::<Vec<_>>(),
-    })))
+    Ok(Json(CustomerList {
+        items: found.iter().map(|u| CustomerView::of(u, now)).collect(),
+    }))
 }
 
 /// `GET /customers/{id}`: the account with its second factors and grants.
@@ -81,7 +127,7 @@ pub async fn get(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerDetail>, AdminApiError> {
     let u = visible_customer(&state, &caller, &id).await?;
     let now = state.clock.now();
     let passkeys = pact_db::sessions::credentials_of(&state.db, u.id)
@@ -90,10 +136,12 @@ pub async fn get(
     let recovery = pact_db::users::unused_recovery_codes(&state.db, u.id).await?;
     let active =
         admin_search::active_grant_count(&state.db, &u.brand_id, &u.subject(), now).await?;
-    let mut out = customer_json(&u, now);
-    out["passkeys"] = json!(passkeys);
-    out["recovery_codes_left"] = json!(recovery);
-    out["active_grants"] = json!(active);
+    let out = CustomerDetail {
+        customer: CustomerView::of(&u, now),
+        passkeys,
+        recovery_codes_left: recovery,
+        active_grants: active,
+    };
     caller
         .record(
             &state.db,
@@ -111,7 +159,7 @@ async fn post(
     caller: ApiCaller,
     id: String,
     action: Action,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     let role = match action {
         // Erasing an account cannot be undone: the owner's call.
         Action::Remove => Role::Owner,
@@ -121,14 +169,13 @@ async fn post(
     let user = visible_customer(&state, &caller, &id).await?;
     let mut tx = state.db.begin().await?;
     let now = state.clock.now();
-    let detail =
+    let change =
         customers::apply(&mut tx, &caller.actor, Some(&caller.ip), &user, action, now).await?;
     tx.commit().await?;
-    let mut out = json!({"id": user.id});
-    if let (Some(o), Value::Object(d)) = (out.as_object_mut(), detail) {
-        o.extend(d);
-    }
-    Ok(Json(out))
+    Ok(Json(CustomerChanged {
+        id: user.id,
+        change,
+    }))
 }
 
 /// `POST /customers/{id}/unlock`
@@ -136,7 +183,7 @@ pub async fn unlock(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::Unlock).await
 }
 
@@ -145,7 +192,7 @@ pub async fn reset_second_factors(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::ResetSecondFactors).await
 }
 
@@ -154,7 +201,7 @@ pub async fn sign_out(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::SignOut).await
 }
 
@@ -164,7 +211,7 @@ pub async fn disable(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::Disable).await
 }
 
@@ -174,7 +221,7 @@ pub async fn enable(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::Enable).await
 }
 
@@ -184,6 +231,6 @@ pub async fn remove(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerChanged>, AdminApiError> {
     post(state, caller, id, Action::Remove).await
 }

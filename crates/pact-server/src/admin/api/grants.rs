@@ -12,31 +12,145 @@ use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use pact_db::grants::Grant;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
+use super::answer::{Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::{self, rfc3339};
+use super::params;
 use crate::admin::role::Role;
 use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
 
-pub fn grant_json(g: &Grant, now: OffsetDateTime) -> Value {
-    json!({
-        "id": g.id,
-        "brand": g.brand_id,
-        "customer": g.user_sub,
-        "agent": g.pa_issuer,
-        "scopes": g.scopes,
-        "state": GrantState::of(g, now).as_str(),
-        "created_at": rfc3339(g.created_at),
-        "expires_at": rfc3339(g.expires_at),
-        "last_used_at": g.last_used_at.map(rfc3339),
-        "revoked_at": g.revoked_at.map(rfc3339),
-        "revoked_reason": g.revoked_reason,
-    })
+/// A grant's state at the time of the request.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = GrantState)]
+pub enum GrantStateName {
+    Active,
+    Revoked,
+    /// Ended by a newer grant of the same person to the same agent.
+    Superseded,
+    Expired,
+}
+
+impl From<GrantState> for GrantStateName {
+    fn from(s: GrantState) -> Self {
+        match s {
+            GrantState::Active => Self::Active,
+            GrantState::Revoked => Self::Revoked,
+            GrantState::Superseded => Self::Superseded,
+            GrantState::Expired => Self::Expired,
+        }
+    }
+}
+
+/// A grant: who gave which agent which scopes of a brand, and until when.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Grant)]
+pub struct GrantView {
+    pub id: Uuid,
+    pub brand: String,
+    /// The person's subject at the brand.
+    pub customer: String,
+    /// The agent platform's issuer.
+    pub agent: String,
+    pub scopes: Vec<String>,
+    pub state: GrantStateName,
+    pub created_at: Time,
+    pub expires_at: Time,
+    pub last_used_at: Option<Time>,
+    pub revoked_at: Option<Time>,
+    pub revoked_reason: Option<String>,
+}
+
+impl GrantView {
+    pub fn of(g: &Grant, now: OffsetDateTime) -> Self {
+        Self {
+            id: g.id,
+            brand: g.brand_id.clone(),
+            customer: g.user_sub.clone(),
+            agent: g.pa_issuer.clone(),
+            scopes: g.scopes.clone(),
+            state: GrantState::of(g, now).into(),
+            created_at: Time(g.created_at),
+            expires_at: Time(g.expires_at),
+            last_used_at: time(g.last_used_at),
+            revoked_at: time(g.revoked_at),
+            revoked_reason: g.revoked_reason.clone(),
+        }
+    }
+}
+
+/// One page of grants, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantPage {
+    pub items: Vec<GrantView>,
+    /// Pass as `cursor` for the next page; `null` on the last one.
+    #[schema(required = true)]
+    pub next_cursor: Option<String>,
+}
+
+/// A grant with its details, its approval and its receipts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantDetail {
+    #[serde(flatten)]
+    pub grant: GrantView,
+    /// The RFC 9396 `authorization_details` approved, as stored.
+    pub authorization_details: Option<Value>,
+    /// When the person approved it and from where the agent asked.
+    pub approval: Option<Approval>,
+    /// PACT §5.6: each receipt's signature and the chain of `prev` hashes.
+    pub receipt_chain: ReceiptChain,
+    pub receipts: Vec<ReceiptView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Approval {
+    pub approved_at: Option<Time>,
+    pub agent_request_address: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceiptChain {
+    pub verified: bool,
+    pub problems: Vec<ChainProblem>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChainProblem {
+    pub seq: i32,
+    pub problem: String,
+}
+
+/// A signed receipt of a delegated reply (PACT §5.6).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Receipt)]
+pub struct ReceiptView {
+    pub seq: i32,
+    pub message_id: String,
+    pub created_at: Time,
+    #[schema(value_type = Object)]
+    pub claims: Value,
+    pub jws: String,
+}
+
+/// A grant revoked by this request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Revoked {
+    pub id: Uuid,
+    pub revoked: bool,
+}
+
+/// How many live grants of the customer this request revoked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerRevoked {
+    pub id: Uuid,
+    pub revoked_grants: usize,
 }
 
 /// The grant with this id, only if it is within the caller's brands.
@@ -105,7 +219,7 @@ pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
     uri: Uri,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<GrantPage>, AdminApiError> {
     let q = params::query(
         &uri,
         &["brand", "customer", "agent", "state", "cursor", "limit"],
@@ -157,10 +271,10 @@ pub async fn list(
     caller
         .record(&state.db, "grant.list", None, brand, Value::Object(filter))
         .await?;
-    Ok(Json(json!({
-        "items": rows.iter().map(|g| grant_json(g, now)).collect::<Vec<_>>(),
-        "next_cursor": next,
-    })))
+    Ok(Json(GrantPage {
+        items: rows.iter().map(|g| GrantView::of(g, now)).collect(),
+        next_cursor: next,
+    }))
 }
 
 /// `GET /grants/{id}`: scopes, details, approval, receipts.
@@ -168,7 +282,7 @@ pub async fn get(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<GrantDetail>, AdminApiError> {
     let g = visible_grant(&state, &caller, &id).await?;
     let now = state.clock.now();
     let approval = admin_search::approval_of(&state.db, g.id).await?;
@@ -178,34 +292,34 @@ pub async fn get(
     let breaks = receipts_export::chain_breaks(&state.db, &receipts)
         .await
         .map_err(AdminApiError::internal)?;
-    let mut out = grant_json(&g, now);
-    out["receipt_chain"] = json!({
-        "verified": breaks.is_empty(),
-        "problems": breaks
-            .iter()
-            .map(|b| json!({"seq": b.seq, "problem": b.problem}))
-            .collect::<Vec<_>>(),
-    });
-    out["authorization_details"] = g.authorization_details.clone().unwrap_or(Value::Null);
-    out["approval"] = match approval {
-        Some(a) => json!({
-            "approved_at": a.decided_at.map(rfc3339),
-            "agent_request_address": a.request_ip,
+    let out = GrantDetail {
+        grant: GrantView::of(&g, now),
+        authorization_details: g.authorization_details.clone(),
+        approval: approval.map(|a| Approval {
+            approved_at: time(a.decided_at),
+            agent_request_address: a.request_ip,
         }),
-        None => Value::Null,
-    };
-    out["receipts"] = receipts
-        .iter()
-        .map(|r| {
-            json!({
-                "seq": r.seq,
-                "message_id": r.message_id,
-                "created_at": rfc3339(r.created_at),
-                "claims": r.claims,
-                "jws": r.jws,
+        receipt_chain: ReceiptChain {
+            verified: breaks.is_empty(),
+            problems: breaks
+                .into_iter()
+                .map(|b| ChainProblem {
+                    seq: b.seq,
+                    problem: b.problem,
+                })
+                .collect(),
+        },
+        receipts: receipts
+            .into_iter()
+            .map(|r| ReceiptView {
+                seq: r.seq,
+                message_id: r.message_id,
+                created_at: Time(r.created_at),
+                claims: r.claims,
+                jws: r.jws,
             })
-        })
-        .collect();
+            .collect(),
+    };
     caller
         .record(
             &state.db,
@@ -261,7 +375,7 @@ pub async fn revoke(
     caller: ApiCaller,
     Path(id): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<Revoked>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "grant.revoke")
         .await?;
@@ -277,7 +391,10 @@ pub async fn revoke(
         ));
     }
     tx.commit().await?;
-    Ok(Json(json!({"id": g.id, "revoked": true})))
+    Ok(Json(Revoked {
+        id: g.id,
+        revoked: true,
+    }))
 }
 
 /// `POST /customers/{id}/revoke-grants` `{"reason": "..."}`: every live grant
@@ -287,7 +404,7 @@ pub async fn revoke_for_customer(
     caller: ApiCaller,
     Path(id): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CustomerRevoked>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "customer.revoke_grants")
         .await?;
@@ -299,5 +416,8 @@ pub async fn revoke_for_customer(
     let revoked =
         ops::grants::revoke_for_customer(&mut tx, &caller.actor, ip, &user, why.as_deref()).await?;
     tx.commit().await?;
-    Ok(Json(json!({"id": user.id, "revoked_grants": revoked})))
+    Ok(Json(CustomerRevoked {
+        id: user.id,
+        revoked_grants: revoked,
+    }))
 }

@@ -4,26 +4,70 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
+use super::answer::{Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::rfc3339;
 use crate::admin::ops;
 use crate::admin::role::{Actor, Role};
-use crate::keys::KeyInfo;
+use crate::keys::{KeyInfo, KeyStatus};
 use crate::state::AppState;
 
-pub fn key_json(k: &KeyInfo) -> Value {
-    json!({
-        "kid": k.kid,
-        "status": k.status.as_str(),
-        "created_at": rfc3339(k.created_at),
-        "activates_at": rfc3339(k.activates_at),
-        "retired_at": k.retired_at.map(rfc3339),
-        "unpublish_at": k.unpublish_at.map(rfc3339),
-    })
+/// Where a signing key is in its life.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = KeyStatus)]
+pub enum KeyStatusName {
+    /// It signs new tokens and receipts now.
+    Active,
+    /// In the JWKS for verification only.
+    Published,
+    /// No longer published.
+    Retired,
+}
+
+impl From<KeyStatus> for KeyStatusName {
+    fn from(s: KeyStatus) -> Self {
+        match s {
+            KeyStatus::Active => Self::Active,
+            KeyStatus::Published => Self::Published,
+            KeyStatus::Retired => Self::Retired,
+        }
+    }
+}
+
+/// A signing key's public facts (never private material).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Key)]
+pub struct KeyView {
+    pub kid: String,
+    pub status: KeyStatusName,
+    pub created_at: Time,
+    pub activates_at: Time,
+    pub retired_at: Option<Time>,
+    pub unpublish_at: Option<Time>,
+}
+
+impl From<&KeyInfo> for KeyView {
+    fn from(k: &KeyInfo) -> Self {
+        Self {
+            kid: k.kid.clone(),
+            status: k.status.into(),
+            created_at: Time(k.created_at),
+            activates_at: Time(k.activates_at),
+            retired_at: time(k.retired_at),
+            unpublish_at: time(k.unpublish_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub items: Vec<KeyView>,
 }
 
 /// `GET /keys` (viewer): the keys are public (they are in every brand's
@@ -31,18 +75,18 @@ pub fn key_json(k: &KeyInfo) -> Value {
 pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<KeyList>, AdminApiError> {
     caller.require(&state, Role::Viewer, "key.list").await?;
     let now = state.clock.now();
-    let items: Vec<Value> = crate::keys::list(&state.db, now)
+    let items = crate::keys::list(&state.db, now)
         .await?
         .iter()
-        .map(key_json)
+        .map(KeyView::from)
         .collect();
     caller
         .record(&state.db, "key.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(KeyList { items }))
 }
 
 /// Rotates as `pactd keys rotate` does without flags (the same function,
@@ -77,9 +121,9 @@ pub async fn rotate_now(
 pub async fn rotate(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<KeyView>, AdminApiError> {
     caller.require(&state, Role::Owner, "key.rotate").await?;
     caller.require_unlimited(&state, "key.rotate").await?;
     let key = rotate_now(&state, &caller.actor, &caller.ip, state.clock.now()).await?;
-    Ok(Json(key_json(&key)))
+    Ok(Json(KeyView::from(&key)))
 }

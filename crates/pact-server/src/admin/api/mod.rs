@@ -3,6 +3,7 @@
 //! and generates the OpenAPI 3.1 document, so the two cannot drift.
 
 pub mod agents;
+pub mod answer;
 pub mod audit;
 pub mod brands;
 pub mod caller;
@@ -21,6 +22,7 @@ use axum::routing::{MethodRouter, get, post};
 
 use crate::admin::role::Role;
 use crate::state::AppState;
+use answer::{Answer, answer};
 
 pub const PREFIX: &str = "/admin/api/v1";
 
@@ -37,8 +39,8 @@ pub struct Operation {
     pub query: &'static [(&'static str, &'static str)],
     /// The request body's schema (in `components/schemas`), if any.
     pub body: Option<&'static str>,
-    /// The 200 response's schema.
-    pub response: &'static str,
+    /// The 200 response's type, whose schema is derived from it.
+    pub response: Answer,
     pub route: fn() -> MethodRouter<AppState>,
 }
 
@@ -54,7 +56,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "Me",
+        response: answer::<audit::Me>(),
         route: || get(audit::me),
     },
     Operation {
@@ -75,7 +77,7 @@ pub const OPERATIONS: &[Operation] = &[
             LIMIT,
         ],
         body: None,
-        response: "GrantPage",
+        response: answer::<grants::GrantPage>(),
         route: || get(grants::list),
     },
     Operation {
@@ -86,7 +88,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "GrantDetail",
+        response: answer::<grants::GrantDetail>(),
         route: || get(grants::get),
     },
     Operation {
@@ -97,7 +99,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "ReceiptExport",
+        response: Answer::Written("ReceiptExport"),
         route: || get(grants::receipts),
     },
     Operation {
@@ -108,7 +110,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("Reason"),
-        response: "Revoked",
+        response: answer::<grants::Revoked>(),
         route: || post(grants::revoke),
     },
     Operation {
@@ -122,7 +124,7 @@ pub const OPERATIONS: &[Operation] = &[
             ("brand", "Only this brand."),
         ],
         body: None,
-        response: "CustomerList",
+        response: answer::<customers::CustomerList>(),
         route: || get(customers::find),
     },
     Operation {
@@ -133,7 +135,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "Customer",
+        response: answer::<customers::CustomerDetail>(),
         route: || get(customers::get),
     },
     Operation {
@@ -144,7 +146,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("Reason"),
-        response: "CustomerRevoked",
+        response: answer::<grants::CustomerRevoked>(),
         route: || post(grants::revoke_for_customer),
     },
     Operation {
@@ -155,7 +157,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::unlock),
     },
     Operation {
@@ -166,7 +168,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::reset_second_factors),
     },
     Operation {
@@ -177,7 +179,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::sign_out),
     },
     Operation {
@@ -188,7 +190,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::disable),
     },
     Operation {
@@ -199,7 +201,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::enable),
     },
     Operation {
@@ -210,7 +212,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "CustomerChanged",
+        response: answer::<customers::CustomerChanged>(),
         route: || post(customers::remove),
     },
     Operation {
@@ -221,7 +223,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "AgentList",
+        response: answer::<agents::AgentList>(),
         route: || get(agents::list),
     },
     Operation {
@@ -232,7 +234,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("AgentRegistration"),
-        response: "Agent",
+        response: answer::<agents::RegisteredAgent>(),
         route: || post(agents::register),
     },
     Operation {
@@ -243,7 +245,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "SeenAgentList",
+        response: answer::<agents::SeenAgentList>(),
         route: || get(agents::seen),
     },
     Operation {
@@ -254,7 +256,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("AgentIssuer"),
-        response: "AgentVerified",
+        response: answer::<agents::AgentVerified>(),
         route: || post(agents::verify),
     },
     Operation {
@@ -265,7 +267,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("AgentIssuer"),
-        response: "AgentForgotten",
+        response: answer::<agents::AgentForgotten>(),
         route: || post(agents::forget),
     },
     Operation {
@@ -276,7 +278,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "BlockedHostList",
+        response: answer::<registries::BlockedHostList>(),
         route: || get(registries::blocked_hosts),
     },
     Operation {
@@ -287,7 +289,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("HostBlock"),
-        response: "HostBlocked",
+        response: answer::<registries::HostBlocked>(),
         route: || post(registries::block_host),
     },
     Operation {
@@ -298,7 +300,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("Host"),
-        response: "HostUnblocked",
+        response: answer::<registries::HostUnblocked>(),
         route: || post(registries::unblock_host),
     },
     Operation {
@@ -309,7 +311,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "RegistryList",
+        response: answer::<registries::RegistryList>(),
         route: || get(registries::list),
     },
     Operation {
@@ -320,7 +322,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("NewRegistry"),
-        response: "Registry",
+        response: answer::<registries::RegistryView>(),
         route: || post(registries::add),
     },
     Operation {
@@ -331,7 +333,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: "RegistryRefreshed",
+        response: answer::<registries::RegistryRefreshed>(),
         route: || post(registries::refresh),
     },
     Operation {
@@ -342,7 +344,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "RegistryRemoved",
+        response: answer::<registries::RegistryRemoved>(),
         route: || post(registries::remove),
     },
     Operation {
@@ -353,7 +355,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("AgentDisable"),
-        response: "AgentToggled",
+        response: answer::<agents::AgentToggled>(),
         route: || post(agents::disable),
     },
     Operation {
@@ -364,7 +366,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: Some("AgentToggle"),
-        response: "AgentToggled",
+        response: answer::<agents::AgentToggled>(),
         route: || post(agents::enable),
     },
     Operation {
@@ -375,7 +377,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "AdminList",
+        response: answer::<staff::AdminList>(),
         route: || get(staff::list_admins),
     },
     Operation {
@@ -386,7 +388,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "CredentialList",
+        response: answer::<staff::CredentialList>(),
         route: || get(staff::list_credentials),
     },
     Operation {
@@ -397,7 +399,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "CredentialRevoked",
+        response: answer::<staff::CredentialRevoked>(),
         route: || post(staff::revoke_credential),
     },
     Operation {
@@ -408,7 +410,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "BrandList",
+        response: answer::<brands::BrandList>(),
         route: || get(brands::list),
     },
     Operation {
@@ -419,7 +421,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || get(brands::get),
     },
     Operation {
@@ -430,7 +432,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("ScopeDefinition"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::put_scope),
     },
     Operation {
@@ -441,7 +443,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::remove_scope),
     },
     Operation {
@@ -452,7 +454,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("CardText"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::set_card_text),
     },
     Operation {
@@ -463,7 +465,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("GrantLifetime"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::set_grant_lifetime),
     },
     Operation {
@@ -474,7 +476,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("Admission"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::set_admission),
     },
     Operation {
@@ -485,7 +487,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("DetailsTypeDefinition"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::put_details_type),
     },
     Operation {
@@ -496,7 +498,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::remove_details_type),
     },
     Operation {
@@ -507,7 +509,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("ToolDefinition"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::put_tool),
     },
     Operation {
@@ -518,7 +520,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: Some("ToolRules"),
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::set_tool_rules),
     },
     Operation {
@@ -529,7 +531,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "Brand",
+        response: answer::<brands::BrandView>(),
         route: || post(brands::remove_tool),
     },
     Operation {
@@ -540,7 +542,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "KeyList",
+        response: answer::<keys::KeyList>(),
         route: || get(keys::list),
     },
     Operation {
@@ -551,7 +553,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: "Key",
+        response: answer::<keys::KeyView>(),
         route: || post(keys::rotate),
     },
     Operation {
@@ -562,7 +564,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: "NodeList",
+        response: answer::<nodes::NodeList>(),
         route: || get(nodes::list),
     },
     Operation {
@@ -583,7 +585,7 @@ pub const OPERATIONS: &[Operation] = &[
             LIMIT,
         ],
         body: None,
-        response: "AuditPage",
+        response: answer::<audit::AuditPage>(),
         route: || get(audit::list),
     },
 ];

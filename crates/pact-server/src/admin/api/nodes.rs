@@ -4,40 +4,69 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
+use super::answer::Time;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::rfc3339;
 use crate::admin::role::Role;
 use crate::nodes::NodeView;
 use crate::state::AppState;
 
-fn node_json(n: &NodeView) -> Value {
-    json!({
-        "id": n.row.id,
-        "hostname": n.row.hostname,
-        "version": n.row.version,
-        "started_at": rfc3339(n.row.started_at),
-        "last_seen": rfc3339(n.row.last_seen),
-        "listening": n.listening,
-        "gone": n.gone,
-    })
+/// A pactd node on this database, by its heartbeat.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Node)]
+pub struct NodeItem {
+    pub id: Uuid,
+    pub hostname: String,
+    pub version: String,
+    pub started_at: Time,
+    pub last_seen: Time,
+    /// Its change listener is subscribed, so it hears revocations at once.
+    pub listening: bool,
+    /// No heartbeat for long: taken as stopped.
+    pub gone: bool,
+}
+
+impl From<&NodeView> for NodeItem {
+    fn from(n: &NodeView) -> Self {
+        Self {
+            id: n.row.id,
+            hostname: n.row.hostname.clone(),
+            version: n.row.version.clone(),
+            started_at: Time(n.row.started_at),
+            last_seen: Time(n.row.last_seen),
+            listening: n.listening,
+            gone: n.gone,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NodeList {
+    /// One line for people: how many nodes, how many listening.
+    pub summary: String,
+    /// Every node not gone hears revocations.
+    pub all_listening: bool,
+    pub items: Vec<NodeItem>,
 }
 
 /// `GET /nodes` (viewer).
 pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<NodeList>, AdminApiError> {
     caller.require(&state, Role::Viewer, "node.list").await?;
     let nodes = crate::nodes::list(&state.db, state.clock.now()).await?;
     caller
         .record(&state.db, "node.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({
-        "summary": crate::nodes::summary(&nodes),
-        "all_listening": nodes.iter().filter(|n| !n.gone).all(NodeView::healthy),
-        "items": nodes.iter().map(node_json).collect::<Vec<_>>(),
-    })))
+    Ok(Json(NodeList {
+        summary: crate::nodes::summary(&nodes),
+        all_listening: nodes.iter().filter(|n| !n.gone).all(NodeView::healthy),
+        items: nodes.iter().map(NodeItem::from).collect(),
+    }))
 }

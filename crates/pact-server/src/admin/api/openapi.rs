@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Map, Value, json};
 
+use super::answer::Answer;
 use super::{OPERATIONS, Operation, PREFIX};
 use crate::state::AppState;
 
@@ -34,18 +35,6 @@ fn s(kind: &str) -> Value {
     json!({ "type": kind })
 }
 
-fn nullable(kind: &str) -> Value {
-    json!({ "type": [kind, "null"] })
-}
-
-fn time() -> Value {
-    json!({ "type": "string", "format": "date-time" })
-}
-
-fn nullable_time() -> Value {
-    json!({ "type": ["string", "null"], "format": "date-time" })
-}
-
 fn reference(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
@@ -58,62 +47,23 @@ fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     json!({ "type": "object", "properties": p, "required": required })
 }
 
-fn page_of(item: &str) -> Value {
-    object(
-        &[
-            (
-                "items",
-                json!({ "type": "array", "items": reference(item) }),
-            ),
-            ("next_cursor", nullable("string")),
-        ],
-        &["items", "next_cursor"],
-    )
-}
-
-fn list_of(item: &str) -> Value {
-    object(
-        &[(
-            "items",
-            json!({ "type": "array", "items": reference(item) }),
-        )],
-        &["items"],
-    )
-}
-
-fn grant_props() -> Vec<(&'static str, Value)> {
-    vec![
-        ("id", json!({ "type": "string", "format": "uuid" })),
-        ("brand", s("string")),
-        ("customer", s("string")),
-        ("agent", s("string")),
-        ("scopes", json!({ "type": "array", "items": s("string") })),
-        (
-            "state",
-            json!({ "enum": ["active", "revoked", "superseded", "expired"] }),
-        ),
-        ("created_at", time()),
-        ("expires_at", time()),
-        ("last_used_at", nullable_time()),
-        ("revoked_at", nullable_time()),
-        ("revoked_reason", nullable("string")),
-    ]
-}
-
-const GRANT_REQUIRED: &[&str] = &[
-    "id",
-    "brand",
-    "customer",
-    "agent",
-    "scopes",
-    "state",
-    "created_at",
-    "expires_at",
-];
-
+/// Every schema: the derived ones of the answers (each operation's and
+/// those they refer to), then the hand-written ones of the requests.
 fn schemas() -> Value {
-    let mut all = base_schemas();
+    let mut derived = Vec::new();
+    for op in OPERATIONS {
+        if let Answer::Derived { schemas, .. } = op.response {
+            schemas(&mut derived);
+        }
+    }
+    let mut all = Map::new();
+    for (name, schema) in derived {
+        // Serializing a schema built by utoipa cannot fail.
+        all.insert(name, serde_json::to_value(schema).unwrap_or_default());
+    }
+    let mut all = Value::Object(all);
     for more in [
+        base_schemas(),
         brand_setting_schemas(),
         admission_schemas(),
         registry_schemas(),
@@ -126,71 +76,6 @@ fn schemas() -> Value {
 }
 
 fn base_schemas() -> Value {
-    let mut detail = grant_props();
-    detail.push(("authorization_details", json!({})));
-    detail.push((
-        "approval",
-        json!({ "oneOf": [{ "type": "null" }, object(&[
-            ("approved_at", nullable_time()),
-            ("agent_request_address", nullable("string")),
-        ], &[])] }),
-    ));
-    detail.push((
-        "receipt_chain",
-        object(
-            &[
-                ("verified", s("boolean")),
-                (
-                    "problems",
-                    json!({ "type": "array", "items": object(&[
-                    ("seq", s("integer")),
-                    ("problem", s("string")),
-                ], &["seq", "problem"]) }),
-                ),
-            ],
-            &["verified", "problems"],
-        ),
-    ));
-    detail.push((
-        "receipts",
-        json!({ "type": "array", "items": object(&[
-            ("seq", s("integer")),
-            ("message_id", s("string")),
-            ("created_at", time()),
-            ("claims", s("object")),
-            ("jws", s("string")),
-        ], &["seq", "jws"]) }),
-    ));
-    let customer = [
-        ("id", json!({ "type": "string", "format": "uuid" })),
-        ("brand", s("string")),
-        ("email", s("string")),
-        ("external_id", nullable("string")),
-        ("subject", s("string")),
-        ("has_totp", s("boolean")),
-        ("locked_until", nullable_time()),
-        ("disabled_at", nullable_time()),
-        ("created_at", time()),
-        ("passkeys", s("integer")),
-        ("recovery_codes_left", s("integer")),
-        ("active_grants", s("integer")),
-    ];
-    let agent = [
-        ("homepage", nullable("string")),
-        ("logo_uri", nullable("string")),
-        ("policy_uri", nullable("string")),
-        ("tos_uri", nullable("string")),
-        ("logo", nullable("string")),
-        ("issuer", s("string")),
-        ("jwks_uri", s("string")),
-        ("name", s("string")),
-        ("enabled", s("boolean")),
-        ("verified", s("boolean")),
-        ("created_at", time()),
-        ("updated_at", time()),
-        ("active_grants", s("integer")),
-        ("people", s("integer")),
-    ];
     json!({
         "Error": object(&[("error", object(&[
             ("code", json!({ "enum": [
@@ -199,15 +84,6 @@ fn base_schemas() -> Value {
             ] })),
             ("message", s("string")),
         ], &["code", "message"]))], &["error"]),
-        "Me": object(&[
-            ("kind", s("string")),
-            ("name", s("string")),
-            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
-            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
-        ], &["kind", "name", "role", "brands"]),
-        "Grant": object(&grant_props(), GRANT_REQUIRED),
-        "GrantPage": page_of("Grant"),
-        "GrantDetail": object(&detail, GRANT_REQUIRED),
         "ReceiptExport": json!({ "type": "array", "items": object(&[
             ("brand", s("string")),
             ("sub", s("string")),
@@ -225,29 +101,7 @@ fn base_schemas() -> Value {
             "properties": { "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL } },
             "additionalProperties": false
         }),
-        "Revoked": object(&[
-            ("id", json!({ "type": "string", "format": "uuid" })),
-            ("revoked", s("boolean")),
-        ], &["id", "revoked"]),
-        "Customer": object(&customer, &["id", "brand", "email", "subject"]),
-        "CustomerList": list_of("Customer"),
-        "CustomerRevoked": object(&[
-            ("id", json!({ "type": "string", "format": "uuid" })),
-            ("revoked_grants", s("integer")),
-        ], &["id", "revoked_grants"]),
         // What the action did: only the fields of the action taken are present.
-        "CustomerChanged": object(&[
-            ("id", json!({ "type": "string", "format": "uuid" })),
-            ("unlocked", s("boolean")),
-            ("second_factors_removed", s("boolean")),
-            ("signed_out", s("boolean")),
-            ("sessions_ended", s("integer")),
-            ("disabled", s("boolean")),
-            ("removed", s("boolean")),
-            ("revoked_grants", s("integer")),
-        ], &["id"]),
-        "Agent": object(&agent, &["issuer", "jwks_uri", "name", "enabled"]),
-        "AgentList": list_of("Agent"),
         "AgentRegistration": json!({
             "type": "object",
             "properties": {
@@ -283,91 +137,6 @@ fn base_schemas() -> Value {
             "required": ["issuer", "reason"],
             "additionalProperties": false
         }),
-        "AgentToggled": object(&[
-            ("issuer", s("string")),
-            ("enabled", s("boolean")),
-            ("revoked_grants", s("integer")),
-        ], &["issuer", "enabled", "revoked_grants"]),
-        "AuditEntry": object(&[
-            ("id", s("integer")),
-            ("at", time()),
-            ("actor_kind", s("string")),
-            ("actor", s("string")),
-            ("action", s("string")),
-            ("target", nullable("string")),
-            ("brand", nullable("string")),
-            ("detail", s("object")),
-            ("client_address", nullable("string")),
-        ], &["id", "at", "actor_kind", "actor", "action"]),
-        "AuditPage": page_of("AuditEntry"),
-        "Admin": object(&[
-            ("email", s("string")),
-            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
-            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
-            ("has_totp", s("boolean")),
-            ("passkeys", s("integer")),
-            ("recovery_codes_left", s("integer")),
-            ("disabled_at", nullable_time()),
-            ("created_at", time()),
-        ], &["email", "role", "brands", "has_totp"]),
-        "AdminList": list_of("Admin"),
-        "Credential": object(&[
-            ("name", s("string")),
-            ("role", json!({ "enum": ["owner", "operator", "viewer"] })),
-            ("brands", json!({ "type": ["array", "null"], "items": s("string") })),
-            ("created_at", time()),
-            ("last_used_at", nullable_time()),
-            ("revoked_at", nullable_time()),
-        ], &["name", "role", "brands"]),
-        "CredentialList": list_of("Credential"),
-        "Key": object(&[
-            ("kid", s("string")),
-            ("status", json!({ "enum": ["active", "published", "retired"] })),
-            ("created_at", time()),
-            ("activates_at", time()),
-            ("retired_at", nullable_time()),
-            ("unpublish_at", nullable_time()),
-        ], &["kid", "status", "created_at", "activates_at"]),
-        "KeyList": list_of("Key"),
-        "Node": object(&[
-            ("id", json!({ "type": "string", "format": "uuid" })),
-            ("hostname", s("string")),
-            ("version", s("string")),
-            ("started_at", time()),
-            ("last_seen", time()),
-            ("listening", s("boolean")),
-            ("gone", s("boolean")),
-        ], &["id", "hostname", "version", "started_at", "last_seen", "listening", "gone"]),
-        "NodeList": object(&[
-            ("summary", s("string")),
-            ("all_listening", s("boolean")),
-            ("items", json!({ "type": "array", "items": reference("Node") })),
-        ], &["summary", "all_listening", "items"]),
-        "Scope": object(&[
-            ("scope_id", s("string")),
-            ("description", s("string")),
-            ("requires_mfa", s("boolean")),
-            ("unverified_allowed", s("boolean")),
-        ], &["scope_id", "description", "requires_mfa", "unverified_allowed"]),
-        "Brand": object(&[
-            ("id", s("string")),
-            ("name", s("string")),
-            ("description", s("string")),
-            ("grant_lifetime_days", s("integer")),
-            ("grant_lifetime_is_default", s("boolean")),
-            ("admission", json!({"type": "string", "enum": ["allowlist", "registry", "open"]})),
-            ("admission_is_default", s("boolean")),
-            ("scopes", json!({ "type": "array", "items": reference("Scope") })),
-            ("details_types", json!({
-                "type": "object",
-                "description": "RFC 9396 authorization_details types by name.",
-                "additionalProperties": reference("DetailsType")
-            })),
-            ("tools", json!({ "type": "array", "items": reference("Tool") })),
-        ], &["id", "name", "grant_lifetime_days", "grant_lifetime_is_default", "admission",
-             "admission_is_default", "scopes",
-             "details_types", "tools"]),
-        "BrandList": list_of("Brand"),
         "ScopeDefinition": json!({
             "type": "object",
             "properties": {
@@ -385,10 +154,6 @@ fn base_schemas() -> Value {
             "required": ["scope_id", "description"],
             "additionalProperties": false
         }),
-        "CredentialRevoked": object(&[
-            ("name", s("string")),
-            ("revoked", s("boolean")),
-        ], &["name", "revoked"]),
     })
 }
 
@@ -396,35 +161,12 @@ fn base_schemas() -> Value {
 /// actions on them and a brand's policy; apart for `json!`'s recursion limit.
 fn admission_schemas() -> Value {
     json!({
-        "SeenAgent": object(&[
-            ("issuer", s("string")),
-            ("name", s("string")),
-            ("jwks_uri", s("string")),
-            ("verified", s("boolean")),
-            ("enabled", s("boolean")),
-            ("first_seen_at", time()),
-            ("last_seen_at", time()),
-            ("requests", s("integer")),
-            ("active_grants", s("integer")),
-            ("claimed_name", nullable("string")),
-            ("claimed_logo_uri", nullable("string")),
-        ], &["issuer", "name", "verified", "enabled", "first_seen_at", "last_seen_at", "requests",
-             "active_grants"]),
-        "SeenAgentList": list_of("SeenAgent"),
         "AgentIssuer": json!({
             "type": "object",
             "properties": { "issuer": { "type": "string" } },
             "required": ["issuer"],
             "additionalProperties": false
         }),
-        "AgentVerified": object(&[
-            ("issuer", s("string")),
-            ("verified", s("boolean")),
-        ], &["issuer", "verified"]),
-        "AgentForgotten": object(&[
-            ("issuer", s("string")),
-            ("forgotten", s("boolean")),
-        ], &["issuer", "forgotten"]),
         "Admission": json!({
             "type": "object",
             "properties": {
@@ -483,21 +225,6 @@ fn brand_setting_schemas() -> Value {
             "required": ["scope", "fields"],
             "additionalProperties": false
         }),
-        "Tool": object(&[
-            ("name", s("string")),
-            ("scope", nullable("string")),
-            ("url", s("string")),
-            ("description", s("string")),
-            ("enforce", json!({"type": "array", "items": {"type": "string"},
-                "description": "The tool's limit rules exactly as the gateway applies them."})),
-            ("input_schema", json!({})),
-            ("summary", s("string")),
-            ("kind", json!({"type": "string", "enum": ["url", "mcp"],
-                "description": "url: pactd POSTs the signed call to url; mcp: url is the merchant's MCP server."})),
-            ("remote_name", nullable("string")),
-            ("mapped", json!({"type": "boolean",
-                "description": "false: imported from an MCP server without a scope; refused for everyone until mapped."})),
-        ], &["name", "url"]),
         "CardText": json!({
             "type": "object",
             "properties": {
@@ -631,7 +358,7 @@ fn operation(op: &Operation) -> Value {
     let mut responses = json!({
         "200": {
             "description": "OK",
-            "content": { "application/json": { "schema": reference(op.response) } }
+            "content": { "application/json": { "schema": reference(&op.response.name()) } }
         },
         "400": error_response("Invalid input (code invalid_request or invalid_cursor)."),
         "401": error_response("No valid admin API credential."),
@@ -695,20 +422,6 @@ pub fn document() -> Value {
 fn registry_schemas() -> Value {
     let host = json!({ "type": "string", "minLength": 1, "maxLength": 253 });
     json!({
-        "Registry": object(&[
-            ("name", s("string")),
-            ("url", s("string")),
-            ("keys", json!({ "type": "array", "items": { "type": "object" } })),
-            ("refresh_seconds", s("integer")),
-            ("created_at", time()),
-            ("next_fetch_at", time()),
-            ("last_fetched_at", json!({ "type": ["string", "null"], "format": "date-time" })),
-            ("last_error", nullable("string")),
-            ("list_issued_at", json!({ "type": ["string", "null"], "format": "date-time" })),
-            ("list_expires_at", json!({ "type": ["string", "null"], "format": "date-time" })),
-            ("listed", s("integer")),
-        ], &["name", "url", "keys", "refresh_seconds", "listed"]),
-        "RegistryList": list_of("Registry"),
         "NewRegistry": json!({
             "type": "object",
             "properties": {
@@ -720,24 +433,6 @@ fn registry_schemas() -> Value {
             "required": ["name", "url", "keys"],
             "additionalProperties": false
         }),
-        "RegistryRefreshed": object(&[
-            ("name", s("string")),
-            ("listed", s("integer")),
-            ("skipped", s("integer")),
-            ("delisted", json!({ "type": "array", "items": { "type": "string" } })),
-            ("revoked_grants", s("integer")),
-        ], &["name", "listed", "skipped", "delisted", "revoked_grants"]),
-        "RegistryRemoved": object(&[
-            ("name", s("string")),
-            ("unlisted_agents", s("integer")),
-            ("revoked_grants", s("integer")),
-        ], &["name", "unlisted_agents", "revoked_grants"]),
-        "BlockedHost": object(&[
-            ("host", s("string")),
-            ("reason", s("string")),
-            ("blocked_at", time()),
-        ], &["host", "reason", "blocked_at"]),
-        "BlockedHostList": list_of("BlockedHost"),
         "HostBlock": json!({
             "type": "object",
             "properties": {
@@ -753,15 +448,6 @@ fn registry_schemas() -> Value {
             "required": ["host"],
             "additionalProperties": false
         }),
-        "HostBlocked": object(&[
-            ("host", s("string")),
-            ("disabled_agents", json!({ "type": "array", "items": { "type": "string" } })),
-            ("revoked_grants", s("integer")),
-        ], &["host", "disabled_agents", "revoked_grants"]),
-        "HostUnblocked": object(&[
-            ("host", s("string")),
-            ("blocked", s("boolean")),
-        ], &["host", "blocked"]),
     })
 }
 

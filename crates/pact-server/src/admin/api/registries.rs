@@ -7,30 +7,107 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
+use super::answer::{Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::{self, rfc3339};
+use super::params;
 use crate::admin::ops;
 use crate::admin::role::Role;
 use crate::state::AppState;
 
-fn registry_json(r: &pact_db::registries::Registry) -> Value {
-    json!({
-        "name": r.name,
-        "url": r.url,
-        "keys": r.keys,
-        "refresh_seconds": r.refresh_seconds,
-        "created_at": rfc3339(r.created_at),
-        "next_fetch_at": rfc3339(r.next_fetch_at),
-        "last_fetched_at": r.last_fetched_at.map(rfc3339),
-        "last_error": r.last_error,
-        "list_issued_at": r.list_issued_at.map(rfc3339),
-        "list_expires_at": r.list_expires_at.map(rfc3339),
-        "listed": r.listed,
-    })
+/// A trusted registry of personal agents (PACT §3.1) and what its last
+/// fetch did.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Registry)]
+pub struct RegistryView {
+    pub name: String,
+    pub url: String,
+    /// The pinned public JWKs its lists are signed with.
+    #[schema(value_type = Vec<Object>)]
+    pub keys: Value,
+    pub refresh_seconds: i32,
+    pub created_at: Time,
+    pub next_fetch_at: Time,
+    pub last_fetched_at: Option<Time>,
+    /// Why the last list was refused, if it was.
+    pub last_error: Option<String>,
+    pub list_issued_at: Option<Time>,
+    pub list_expires_at: Option<Time>,
+    /// How many agents it lists now.
+    pub listed: i32,
+}
+
+impl From<pact_db::registries::Registry> for RegistryView {
+    fn from(r: pact_db::registries::Registry) -> Self {
+        Self {
+            name: r.name,
+            url: r.url,
+            keys: r.keys,
+            refresh_seconds: r.refresh_seconds,
+            created_at: Time(r.created_at),
+            next_fetch_at: Time(r.next_fetch_at),
+            last_fetched_at: time(r.last_fetched_at),
+            last_error: r.last_error,
+            list_issued_at: time(r.list_issued_at),
+            list_expires_at: time(r.list_expires_at),
+            listed: r.listed,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegistryList {
+    pub items: Vec<RegistryView>,
+}
+
+/// What fetching a registry's list now did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegistryRefreshed {
+    pub name: String,
+    pub listed: u64,
+    pub skipped: u64,
+    /// Agents listed before and not any more (their grants were revoked).
+    pub delisted: Vec<String>,
+    pub revoked_grants: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegistryRemoved {
+    pub name: String,
+    pub unlisted_agents: usize,
+    pub revoked_grants: u64,
+}
+
+/// A host whose agents are refused whatever lists or registers them.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = BlockedHost)]
+pub struct BlockedHostView {
+    pub host: String,
+    pub reason: String,
+    pub blocked_at: Time,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BlockedHostList {
+    pub items: Vec<BlockedHostView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostBlocked {
+    pub host: String,
+    /// The agents on the host this request disabled.
+    pub disabled_agents: Vec<String>,
+    pub revoked_grants: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostUnblocked {
+    pub host: String,
+    pub blocked: bool,
 }
 
 /// `GET /registries`: each registry with what its last fetch did (a refused
@@ -38,19 +115,19 @@ fn registry_json(r: &pact_db::registries::Registry) -> Value {
 pub async fn list(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<RegistryList>, AdminApiError> {
     caller
         .require(&state, Role::Viewer, "registry.list")
         .await?;
-    let items: Vec<Value> = pact_db::registries::list(&state.db)
+    let items = pact_db::registries::list(&state.db)
         .await?
-        .iter()
-        .map(registry_json)
+        .into_iter()
+        .map(RegistryView::from)
         .collect();
     caller
         .record(&state.db, "registry.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(RegistryList { items }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,7 +144,7 @@ pub async fn add(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<RegistryView>, AdminApiError> {
     caller.require(&state, Role::Owner, "registry.add").await?;
     caller.require_unlimited(&state, "registry.add").await?;
     let r: NewRegistry = params::body(&body)?;
@@ -85,7 +162,7 @@ pub async fn add(
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(registry_json(&added)))
+    Ok(Json(added.into()))
 }
 
 /// `POST /registries/{name}/refresh`: fetch and apply the list now. A list
@@ -94,7 +171,7 @@ pub async fn refresh(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(name): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<RegistryRefreshed>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "registry.refresh")
         .await?;
@@ -107,13 +184,13 @@ pub async fn refresh(
         .record(&state.db, "registry.refresh", Some(&name), None, json!({}))
         .await?;
     match crate::registry::refresh(&state.db, &state.config.jwks, &registry, now).await {
-        Ok(applied) => Ok(Json(json!({
-            "name": name,
-            "listed": applied.listed,
-            "skipped": applied.skipped,
-            "delisted": applied.delisted,
-            "revoked_grants": applied.revoked_grants,
-        }))),
+        Ok(applied) => Ok(Json(RegistryRefreshed {
+            name,
+            listed: applied.listed,
+            skipped: applied.skipped,
+            delisted: applied.delisted,
+            revoked_grants: applied.revoked_grants,
+        })),
         Err(crate::registry::RefreshError::Db(e)) => Err(e.into()),
         Err(e) => Err(AdminApiError::invalid(format!("{e}; nothing changed"))),
     }
@@ -125,7 +202,7 @@ pub async fn remove(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(name): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<RegistryRemoved>, AdminApiError> {
     caller
         .require(&state, Role::Owner, "registry.remove")
         .await?;
@@ -140,23 +217,27 @@ pub async fn remove(
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(json!({
-        "name": name,
-        "unlisted_agents": agents,
-        "revoked_grants": grants,
-    })))
+    Ok(Json(RegistryRemoved {
+        name,
+        unlisted_agents: agents,
+        revoked_grants: grants,
+    }))
 }
 
 /// `GET /blocked-hosts`
 pub async fn blocked_hosts(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<BlockedHostList>, AdminApiError> {
     caller.require(&state, Role::Viewer, "agent.list").await?;
-    let items: Vec<Value> = pact_db::registries::blocked_hosts(&state.db)
+    let items = pact_db::registries::blocked_hosts(&state.db)
         .await?
-        .iter()
-        .map(|b| json!({"host": b.host, "reason": b.reason, "blocked_at": rfc3339(b.blocked_at)}))
+        .into_iter()
+        .map(|b| BlockedHostView {
+            host: b.host,
+            reason: b.reason,
+            blocked_at: Time(b.blocked_at),
+        })
         .collect();
     caller
         .record(
@@ -167,7 +248,7 @@ pub async fn blocked_hosts(
             json!({"blocked_hosts": true}),
         )
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(BlockedHostList { items }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -182,7 +263,7 @@ pub async fn block_host(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<HostBlocked>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "agent.block_host")
         .await?;
@@ -199,11 +280,11 @@ pub async fn block_host(
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(json!({
-        "host": host,
-        "disabled_agents": disabled,
-        "revoked_grants": revoked,
-    })))
+    Ok(Json(HostBlocked {
+        host,
+        disabled_agents: disabled,
+        revoked_grants: revoked,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,7 +298,7 @@ pub async fn unblock_host(
     State(state): State<AppState>,
     caller: ApiCaller,
     body: Bytes,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<HostUnblocked>, AdminApiError> {
     caller
         .require(&state, Role::Operator, "agent.unblock_host")
         .await?;
@@ -228,5 +309,8 @@ pub async fn unblock_host(
     let mut tx = state.db.begin().await?;
     let host = ops::agents::unblock_host(&mut tx, &caller.actor, Some(&caller.ip), &h.host).await?;
     tx.commit().await?;
-    Ok(Json(json!({ "host": host, "blocked": false })))
+    Ok(Json(HostUnblocked {
+        host,
+        blocked: false,
+    }))
 }

@@ -5,70 +5,116 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
 
+use super::answer::{self, Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
-use super::params::rfc3339;
 use crate::admin::role::Role;
 use crate::state::AppState;
+
+/// A staff account of the console: its factors counted, never shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Admin {
+    pub email: String,
+    #[schema(schema_with = answer::role)]
+    pub role: Role,
+    /// The brands it is limited to; `null`: every brand.
+    #[schema(required = true)]
+    pub brands: Option<Vec<String>>,
+    pub has_totp: bool,
+    pub passkeys: i64,
+    pub recovery_codes_left: i64,
+    pub disabled_at: Option<Time>,
+    pub created_at: Time,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdminList {
+    pub items: Vec<Admin>,
+}
+
+/// An admin API credential: its name, never its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Credential {
+    pub name: String,
+    #[schema(schema_with = answer::role)]
+    pub role: Role,
+    /// The brands it is limited to; `null`: every brand.
+    #[schema(required = true)]
+    pub brands: Option<Vec<String>>,
+    pub created_at: Time,
+    pub last_used_at: Option<Time>,
+    pub revoked_at: Option<Time>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CredentialList {
+    pub items: Vec<Credential>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CredentialRevoked {
+    pub name: String,
+    pub revoked: bool,
+}
 
 /// `GET /admins` (owner, every brand).
 pub async fn list_admins(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<AdminList>, AdminApiError> {
     caller.require(&state, Role::Owner, "admin.list").await?;
     caller.require_unlimited(&state, "admin.list").await?;
-    let mut items: Vec<Value> = Vec::new();
+    let mut items = Vec::new();
     for a in pact_db::admins::list(&state.db).await? {
         // How many of each factor, never what they are.
         let passkeys = pact_db::admin_factors::count_passkeys(&state.db, a.id).await?;
         let codes = pact_db::admin_factors::unused_recovery_codes(&state.db, a.id).await?;
-        items.push(json!({
-            "email": a.email,
-            "role": a.role,
-            "brands": a.brands,
-            "has_totp": a.has_totp(),
-            "passkeys": passkeys,
-            "recovery_codes_left": codes,
-            "disabled_at": a.disabled_at.map(rfc3339),
-            "created_at": rfc3339(a.created_at),
-        }));
+        items.push(Admin {
+            has_totp: a.has_totp(),
+            email: a.email,
+            role: a.role,
+            brands: a.brands,
+            passkeys,
+            recovery_codes_left: codes,
+            disabled_at: time(a.disabled_at),
+            created_at: Time(a.created_at),
+        });
     }
     caller
         .record(&state.db, "admin.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(AdminList { items }))
 }
 
 /// `GET /credentials` (owner, every brand): never a secret, only names.
 pub async fn list_credentials(
     State(state): State<AppState>,
     caller: ApiCaller,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CredentialList>, AdminApiError> {
     caller
         .require(&state, Role::Owner, "credential.list")
         .await?;
     caller.require_unlimited(&state, "credential.list").await?;
-    let items: Vec<Value> = pact_db::admins::list_credentials(&state.db)
+    let items = pact_db::admins::list_credentials(&state.db)
         .await?
-        .iter()
-        .map(|c| {
-            json!({
-                "name": c.name,
-                "role": c.role,
-                "brands": c.brands,
-                "created_at": rfc3339(c.created_at),
-                "last_used_at": c.last_used_at.map(rfc3339),
-                "revoked_at": c.revoked_at.map(rfc3339),
-            })
+        .into_iter()
+        .map(|c| Credential {
+            name: c.name,
+            role: c.role,
+            brands: c.brands,
+            created_at: Time(c.created_at),
+            last_used_at: time(c.last_used_at),
+            revoked_at: time(c.revoked_at),
         })
         .collect();
     caller
         .record(&state.db, "credential.list", None, None, json!({}))
         .await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(CredentialList { items }))
 }
 
 /// `POST /credentials/{name}/revoke` (owner, every brand): refused from the
@@ -77,7 +123,7 @@ pub async fn revoke_credential(
     State(state): State<AppState>,
     caller: ApiCaller,
     Path(name): Path<String>,
-) -> Result<Json<Value>, AdminApiError> {
+) -> Result<Json<CredentialRevoked>, AdminApiError> {
     caller
         .require(&state, Role::Owner, "credential.revoke")
         .await?;
@@ -92,5 +138,8 @@ pub async fn revoke_credential(
         .record(&mut *tx, "credential.revoke", Some(&name), None, json!({}))
         .await?;
     tx.commit().await?;
-    Ok(Json(json!({ "name": name, "revoked": true })))
+    Ok(Json(CredentialRevoked {
+        name,
+        revoked: true,
+    }))
 }

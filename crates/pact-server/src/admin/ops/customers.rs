@@ -9,9 +9,10 @@
 
 use pact_db::grants::reason::by_admin;
 use pact_db::users::User;
-use serde_json::{Value, json};
+use serde::Serialize;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 use super::{OpsError, audit};
 use crate::accounts::lockout;
@@ -56,6 +57,26 @@ impl Action {
     }
 }
 
+/// What one action did to the account: only the fields of the action taken
+/// are present. It is the audit entry's detail and the admin API's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Change {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlocked: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub second_factors_removed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_out: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions_ended: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_grants: Option<usize>,
+}
+
 /// Does `action` to `user` and records it as `actor` did it, in the caller's
 /// transaction: what it did, as the audit entry's detail (the admin API
 /// answers with it). Nothing is written when it fails.
@@ -66,7 +87,7 @@ pub async fn apply(
     user: &User,
     action: Action,
     now: OffsetDateTime,
-) -> Result<Value, OpsError> {
+) -> Result<Change, OpsError> {
     let detail = match action {
         Action::Unlock => {
             pact_db::users::clear_failures(&mut *tx, user.id).await?;
@@ -77,31 +98,53 @@ pub async fn apply(
                 &[lockout::account_key(&user.brand_id, &user.email)],
             )
             .await?;
-            json!({"unlocked": true})
+            Change {
+                unlocked: Some(true),
+                ..Change::default()
+            }
         }
         Action::ResetSecondFactors => {
             pact_db::users::reset_mfa(tx, user.id).await?;
-            json!({"second_factors_removed": true, "signed_out": true})
+            Change {
+                second_factors_removed: Some(true),
+                signed_out: Some(true),
+                ..Change::default()
+            }
         }
         Action::SignOut => {
             let n = admin_search::sign_out_customer(&mut *tx, user.id).await?;
-            json!({"sessions_ended": n})
+            Change {
+                sessions_ended: Some(n),
+                ..Change::default()
+            }
         }
         Action::Disable => {
             pact_db::users::set_disabled(tx, user.id, Some(now)).await?;
             let revoked = revoke_every_grant(tx, user, DISABLED).await?;
-            json!({"disabled": true, "signed_out": true, "revoked_grants": revoked})
+            Change {
+                disabled: Some(true),
+                signed_out: Some(true),
+                revoked_grants: Some(revoked),
+                ..Change::default()
+            }
         }
         Action::Enable => {
             pact_db::users::set_disabled(tx, user.id, None).await?;
-            json!({"disabled": false})
+            Change {
+                disabled: Some(false),
+                ..Change::default()
+            }
         }
         Action::Remove => {
             let revoked = revoke_every_grant(tx, user, REMOVED).await?;
             if !pact_db::users::delete(&mut *tx, user.id).await? {
                 return Err(OpsError::Missing);
             }
-            json!({"removed": true, "revoked_grants": revoked})
+            Change {
+                removed: Some(true),
+                revoked_grants: Some(revoked),
+                ..Change::default()
+            }
         }
     };
     audit(
@@ -111,7 +154,7 @@ pub async fn apply(
         action.audit_name(),
         &user.id.to_string(),
         Some(&user.brand_id),
-        detail.clone(),
+        serde_json::to_value(&detail).unwrap_or_default(),
     )
     .await?;
     Ok(detail)

@@ -1,0 +1,128 @@
+//! What the admin API answers with: every 200 body is a typed struct that is
+//! serialized as it is and also derives its OpenAPI schema (`utoipa`), so the
+//! document at `/openapi.json` is made from the very types the handlers
+//! return and the two cannot drift apart (issue 29). Request bodies keep the
+//! hand-written schemas in `openapi.rs`, which carry their validation rules.
+
+use std::borrow::Cow;
+
+use serde::{Serialize, Serializer};
+use time::OffsetDateTime;
+use utoipa::openapi::schema::{
+    AdditionalProperties, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat, Type,
+};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::admin::role::Role;
+use crate::domain::admission::Policy;
+
+/// The schemas an answer needs in `components/schemas`: its own and every
+/// one it refers to.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
+
+/// How an operation names its answer's type (see [`answer`]).
+pub enum Answer {
+    /// A typed body: its schema is derived from the type.
+    Derived {
+        /// The schema's name in `components/schemas`.
+        name: fn() -> Cow<'static, str>,
+        /// Adds the schema and the ones it refers to.
+        schemas: fn(&mut Schemas),
+    },
+    /// A body that is not a type of this module (the receipts file of
+    /// `admin/receipts_export.rs`): a schema written in `openapi.rs`.
+    Written(&'static str),
+}
+
+impl Answer {
+    pub fn name(&self) -> Cow<'static, str> {
+        match self {
+            Self::Derived { name, .. } => name(),
+            Self::Written(name) => Cow::Borrowed(name),
+        }
+    }
+}
+
+/// The answer of an operation whose 200 body is a `T`.
+pub const fn answer<T: ToSchema>() -> Answer {
+    Answer::Derived {
+        name: T::name,
+        schemas: own_and_referenced::<T>,
+    }
+}
+
+fn own_and_referenced<T: ToSchema>(out: &mut Schemas) {
+    out.push((T::name().into_owned(), T::schema()));
+    T::schemas(out);
+}
+
+/// A time as the API writes it: RFC 3339 text (`date-time` in the schema).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Time(pub OffsetDateTime);
+
+impl From<OffsetDateTime> for Time {
+    fn from(t: OffsetDateTime) -> Self {
+        Self(t)
+    }
+}
+
+impl Serialize for Time {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::params::rfc3339(self.0))
+    }
+}
+
+impl PartialSchema for Time {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .into()
+    }
+}
+
+impl ToSchema for Time {}
+
+/// An optional time: `null` when absent.
+pub fn time(t: Option<OffsetDateTime>) -> Option<Time> {
+    t.map(Time)
+}
+
+/// A string that is one of `values`.
+fn one_of(values: &[&'static str]) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
+/// The schema of a staff role (`pact_db::admins::Role`, serialized in
+/// snake case as its `as_str`).
+pub fn role() -> Object {
+    one_of(&[Role::Viewer, Role::Operator, Role::Owner].map(Role::as_str))
+}
+
+/// The schema of an admission policy (PACT §3.1).
+pub fn admission_policy() -> Object {
+    one_of(&[Policy::Allowlist, Policy::Registry, Policy::Open].map(Policy::as_str))
+}
+
+/// The schema of a tool's kind (`pact_db::merchant`).
+pub fn tool_kind() -> Object {
+    one_of(&[
+        pact_db::merchant::TOOL_KIND_URL,
+        pact_db::merchant::TOOL_KIND_MCP,
+    ])
+}
+
+/// A brand's RFC 9396 types by name, each as the hand-written `DetailsType`
+/// (the same schema the request that declares one uses).
+pub fn details_types() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::RefOr(RefOr::Ref(
+            Ref::from_schema_name("DetailsType"),
+        ))))
+        .build()
+}
