@@ -2,29 +2,27 @@
 //!
 //! `router(state)` is the whole app; `serve` binds it with graceful shutdown.
 //! Handlers parse input, load through `pact-db`, call plain domain functions,
-//! persist and respond. Every error leaves through one mapping in `error.rs`.
+//! persist and respond. Every error leaves through one mapping in
+//! `pact_app::error` (re-exported here as `error`, with the rest of the layer
+//! the faces stand on).
 
 pub mod a2a;
-pub mod accept;
 pub mod admin;
-pub mod auth;
-pub mod client_ip;
-pub mod consent;
 pub mod db_health;
-pub mod error;
-pub mod health;
 pub mod merchant;
 pub mod oauth;
-pub mod receipt_log;
 pub mod request_timeout;
 pub mod router;
 pub mod serve;
-pub mod state;
 pub mod telemetry;
-pub mod tool_schema;
-pub mod trace_context;
 pub mod web;
-pub mod who;
+
+// The layer the faces stand on (pact-app), under the paths the modules of
+// this crate and the tests have always used (`crate::state::AppState`).
+pub use pact_app::{
+    accept, auth, client_ip, consent, error, health, receipt_log, state, tool_schema,
+    trace_context, who,
+};
 
 // The layers below, under the names the modules of this crate and the tests
 // have always used (`crate::domain::…`, `pact_server::config::…`).
