@@ -42,11 +42,24 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "pact-proto",
         ],
     ),
-    // The faces: A2A, OAuth, the merchant gateway and MCP, pages, admin.
+    // The people's pages, below the other faces (which borrow their words).
+    (
+        "pact-pages",
+        &[
+            "pact-app",
+            "pact-core",
+            "pact-db",
+            "pact-jose",
+            "pact-node",
+            "pact-proto",
+        ],
+    ),
+    // The other faces: A2A, OAuth, the merchant gateway and MCP, admin.
     (
         "pact-server",
         &[
             "pact-app",
+            "pact-pages",
             "pact-core",
             "pact-crypto",
             "pact-db",
@@ -352,18 +365,19 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
     w.found
 }
 
-/// Within each crate of the server side, the top-level modules import one
-/// another in no cycle (issue 29): in pact-app, `state.rs` names only the
-/// node's memory (pact-node, pact-core) and the admission door; in
-/// pact-server, the faces name the layer below them and a module that a
-/// lower one needs (the no-store JSON answer) is a module of its own rather
-/// than a piece of a face. Across crates the compiler forbids a loop. A new
-/// import that closes a loop fails here with the loop's modules.
+/// Within each crate of the server side that has several top-level modules
+/// (pact-pages has one, `web`), they import one another in no cycle (issue
+/// 29): in pact-app, `state.rs` names only the node's memory (pact-node,
+/// pact-core) and the admission door; in pact-server, the faces name the
+/// layers below them and a module that a lower one needs (the no-store JSON
+/// answer) is a module of its own rather than a piece of a face. Across
+/// crates the compiler forbids a loop. A new import that closes a loop fails
+/// here with the loop's modules.
 #[test]
 fn the_server_crates_modules_import_in_no_cycle() {
     for (krate, two) in [
         ("pact-app", ["state", "consent"]),
-        ("pact-server", ["web", "a2a"]),
+        ("pact-server", ["admin", "a2a"]),
     ] {
         let graph = module_graph(krate);
         assert!(

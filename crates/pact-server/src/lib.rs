@@ -15,7 +15,9 @@ pub mod request_timeout;
 pub mod router;
 pub mod serve;
 pub mod telemetry;
-pub mod web;
+
+// The people's pages, below the other faces, which borrow their words.
+pub use pact_pages::web;
 
 // The layer the faces stand on (pact-app), under the paths the modules of
 // this crate and the tests have always used (`crate::state::AppState`).

@@ -719,7 +719,7 @@ mod tests {
 
     fn page_code() -> Vec<PathBuf> {
         let mut all = Vec::new();
-        files(&repo().join("crates/pact-server/src/web"), "rs", &mut all);
+        files(&repo().join("crates/pact-pages/src/web"), "rs", &mut all);
         all.push(repo().join("crates/pact-server/src/router.rs"));
         all
     }

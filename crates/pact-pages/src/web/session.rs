@@ -93,7 +93,7 @@ pub fn handoff_cookie_name(secure: bool) -> &'static str {
 
 /// A cookie's value as the request carries it (the console's session reads
 /// its own cookie with the same rule).
-pub(crate) fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()

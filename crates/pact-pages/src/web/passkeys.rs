@@ -78,7 +78,7 @@ pub struct PasskeyError {
 }
 
 impl PasskeyError {
-    pub(crate) fn new(status: StatusCode, message: &str) -> Self {
+    pub fn new(status: StatusCode, message: &str) -> Self {
         Self {
             status,
             message: message.to_owned(),
@@ -90,16 +90,16 @@ impl PasskeyError {
         Self::new(StatusCode::NOT_FOUND, &i18n::t("pk-err-unavailable"))
     }
 
-    pub(crate) fn bad_request(message: &str) -> Self {
+    pub fn bad_request(message: &str) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
-    pub(crate) fn forbidden(message: &str) -> Self {
+    pub fn forbidden(message: &str) -> Self {
         Self::new(StatusCode::FORBIDDEN, message)
     }
 
     /// Anything unexpected: logged, answered with a generic message.
-    pub(crate) fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
         PageError::internal(e).into()
     }
 }
@@ -158,7 +158,7 @@ impl IntoResponse for PasskeyError {
 }
 
 /// A JSON answer that no cache keeps.
-pub(crate) fn json_ok(body: Value) -> Response {
+pub fn json_ok(body: Value) -> Response {
     let mut res = Json(body).into_response();
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -201,7 +201,7 @@ fn parse_passkey(stored: &pact_db::sessions::Credential) -> Option<Passkey> {
 
 /// A stored passkey (webauthn-rs's serialisation), `None` when it does not
 /// parse. Shared with the console's staff passkeys (admin/console/passkeys.rs).
-pub(crate) fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
+pub fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
     match serde_json::from_value(passkey.clone()) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -250,7 +250,7 @@ pub async fn register_start(
 /// (single use, for [`CEREMONY_LIFETIME`]) and gives the page its id as
 /// `ceremonyId` beside the WebAuthn options. Shared with the console's staff
 /// passkeys, whose kinds are their own.
-pub(crate) async fn keep_ceremony(
+pub async fn keep_ceremony(
     state: &AppState,
     session_hash: &[u8],
     kind: &str,
@@ -278,7 +278,7 @@ pub(crate) async fn keep_ceremony(
 /// Takes (deletes) a ceremony of this kind that the browser session started,
 /// before anything is checked, and reads its state; `gone` when it expired,
 /// was already used, or (with `owner`) was started for another account.
-pub(crate) async fn take_ceremony<T: DeserializeOwned>(
+pub async fn take_ceremony<T: DeserializeOwned>(
     state: &AppState,
     id: Uuid,
     session_hash: &[u8],
@@ -297,7 +297,7 @@ pub(crate) async fn take_ceremony<T: DeserializeOwned>(
 /// Starts a passkey registration for the account whose WebAuthn user handle
 /// is `handle`: the options for `navigator.credentials.create` (as JSON) and
 /// the state that finishes it. Shared with the console's staff passkeys.
-pub(crate) fn start_registration(
+pub fn start_registration(
     webauthn: &Webauthn,
     handle: Uuid,
     account_name: &str,
@@ -323,7 +323,7 @@ pub(crate) fn start_registration(
 
 /// Verifies the browser's answer to a registration (WebAuthn §7.1): the new
 /// passkey and its serialisation to store.
-pub(crate) fn finish_registration(
+pub fn finish_registration(
     webauthn: &Webauthn,
     credential: &RegisterPublicKeyCredential,
     registration: &PasskeyRegistration,
@@ -341,14 +341,14 @@ pub(crate) fn finish_registration(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterFinish {
-    pub(crate) ceremony_id: Uuid,
+    pub ceremony_id: Uuid,
     #[serde(default)]
-    pub(crate) name: Option<String>,
-    pub(crate) credential: RegisterPublicKeyCredential,
+    pub name: Option<String>,
+    pub credential: RegisterPublicKeyCredential,
 }
 
 /// A passkey's name as the person typed it: trimmed, "Passkey" when empty.
-pub(crate) fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> {
+pub fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> {
     let name = given.map(str::trim).unwrap_or("");
     if name.is_empty() {
         return Ok("Passkey".to_owned());
@@ -498,8 +498,8 @@ pub async fn login_start(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginFinish {
-    pub(crate) ceremony_id: Uuid,
-    pub(crate) credential: PublicKeyCredential,
+    pub ceremony_id: Uuid,
+    pub credential: PublicKeyCredential,
 }
 
 const NOT_RECOGNISED: &str = "pk-err-unknown-passkey";
