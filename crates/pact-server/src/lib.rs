@@ -7,7 +7,6 @@
 //! the faces stand on).
 
 pub mod a2a;
-pub mod admin;
 pub mod db_health;
 pub mod merchant;
 pub mod oauth;
@@ -15,6 +14,10 @@ pub mod request_timeout;
 pub mod router;
 pub mod serve;
 pub mod telemetry;
+
+// The staff faces, below the protocol faces, which read a brand's settings
+// from them.
+pub use pact_admin::admin;
 
 // The people's pages, below the other faces, which borrow their words.
 pub use pact_pages::web;
