@@ -1,19 +1,21 @@
-//! The pactd HTTP application as a library.
+//! The pactd HTTP application as a library: the thin top over the faces.
 //!
-//! `router(state)` is the whole app; `serve` binds it with graceful shutdown.
-//! Handlers parse input, load through `pact-db`, call plain domain functions,
-//! persist and respond. Every error leaves through one mapping in
-//! `pact_app::error` (re-exported here as `error`, with the rest of the layer
-//! the faces stand on).
+//! `router(state)` is the whole app, one route table over every face;
+//! `serve` binds it with graceful shutdown and runs the node's jobs beside
+//! it. The faces live in the crates below (the protocol faces, the admin
+//! faces, the pages, and pact-app under them); they are re-exported here
+//! under the paths they have always had (`pact_server::a2a`, …). Handlers
+//! parse input, load through `pact-db`, call plain domain functions, persist
+//! and respond. Every error leaves through one mapping in `pact_app::error`.
 
-pub mod a2a;
 pub mod db_health;
-pub mod merchant;
-pub mod oauth;
 pub mod request_timeout;
 pub mod router;
 pub mod serve;
 pub mod telemetry;
+
+// The protocol faces: A2A, OAuth, the merchant's agent (gateway and MCP).
+pub use pact_protocol_faces::{a2a, merchant, oauth};
 
 // The staff faces, below the protocol faces, which read a brand's settings
 // from them.
