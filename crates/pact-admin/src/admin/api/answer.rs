@@ -97,15 +97,28 @@ fn one_of(values: &[&'static str]) -> Object {
         .build()
 }
 
+/// Every staff role. A role added to `pact_db::admins::Role` must be added
+/// here too: the match below stops compiling until it is.
+const ROLES: [Role; 3] = [Role::Viewer, Role::Operator, Role::Owner];
+const _: fn(Role) = |r| match r {
+    Role::Viewer | Role::Operator | Role::Owner => {}
+};
+
+/// Every admission policy, kept complete the same way.
+const POLICIES: [Policy; 3] = [Policy::Allowlist, Policy::Registry, Policy::Open];
+const _: fn(Policy) = |p| match p {
+    Policy::Allowlist | Policy::Registry | Policy::Open => {}
+};
+
 /// The schema of a staff role (`pact_db::admins::Role`, serialized in
 /// snake case as its `as_str`).
 pub fn role() -> Object {
-    one_of(&[Role::Viewer, Role::Operator, Role::Owner].map(Role::as_str))
+    one_of(&ROLES.map(Role::as_str))
 }
 
 /// The schema of an admission policy (PACT §3.1).
 pub fn admission_policy() -> Object {
-    one_of(&[Policy::Allowlist, Policy::Registry, Policy::Open].map(Policy::as_str))
+    one_of(&POLICIES.map(Policy::as_str))
 }
 
 /// The schema of a tool's kind (`pact_db::merchant`).
