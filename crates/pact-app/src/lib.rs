@@ -26,13 +26,7 @@ pub mod who;
 
 // The layers below, under the names the modules have always used
 // (`crate::domain::…`, `crate::keys::…`).
-pub use pact_core::{
-    accounts, agent, authorizations, config, domain, mail, page_limits, rate_limit,
-};
-pub use pact_node::{
-    admission, background, config_cache, feed, housekeeping, jobs, keys, listener, logo_fetch,
-    nodes, oidc_discovery, pending_polls, registry, revocation,
-};
+pub use pact_core::{agent, config, domain, mail, page_limits, rate_limit};
+pub use pact_node::{admission, keys, oidc_discovery};
 
-pub use config::Config;
 pub use state::AppState;

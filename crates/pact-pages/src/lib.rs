@@ -15,5 +15,5 @@ pub mod web;
 // The layers below, under the paths the pages have always used
 // (`crate::state::AppState`, `crate::domain::…`).
 pub use pact_app::{client_ip, consent, error, state, who};
-pub use pact_core::{accounts, agent, config, domain, page_limits};
+pub use pact_core::{accounts, agent, domain, page_limits};
 pub use pact_node::oidc_discovery;

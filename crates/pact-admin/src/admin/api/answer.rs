@@ -16,6 +16,8 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::admin::role::Role;
 use crate::domain::admission::Policy;
+use crate::keys::KeyStatus;
+use pact_db::admin_search::GrantState;
 
 /// The schemas an answer needs in `components/schemas`: its own and every
 /// one it refers to.
@@ -61,12 +63,6 @@ fn own_and_referenced<T: ToSchema>(out: &mut Schemas) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Time(pub OffsetDateTime);
 
-impl From<OffsetDateTime> for Time {
-    fn from(t: OffsetDateTime) -> Self {
-        Self(t)
-    }
-}
-
 impl Serialize for Time {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::params::rfc3339(self.0))
@@ -109,6 +105,35 @@ const POLICIES: [Policy; 3] = [Policy::Allowlist, Policy::Registry, Policy::Open
 const _: fn(Policy) = |p| match p {
     Policy::Allowlist | Policy::Registry | Policy::Open => {}
 };
+
+/// Every state of a grant, kept complete the same way.
+const GRANT_STATES: [GrantState; 4] = [
+    GrantState::Active,
+    GrantState::Revoked,
+    GrantState::Superseded,
+    GrantState::Expired,
+];
+const _: fn(GrantState) = |s| match s {
+    GrantState::Active | GrantState::Revoked | GrantState::Superseded | GrantState::Expired => {}
+};
+
+/// Every status of a signing key, kept complete the same way.
+const KEY_STATUSES: [KeyStatus; 3] = [KeyStatus::Active, KeyStatus::Published, KeyStatus::Retired];
+const _: fn(KeyStatus) = |s| match s {
+    KeyStatus::Active | KeyStatus::Published | KeyStatus::Retired => {}
+};
+
+/// The schema of a grant's state at `now` (`GrantState::as_str`; a
+/// superseded grant was ended by a newer one of the same person to the same
+/// agent).
+pub fn grant_state() -> Object {
+    one_of(&GRANT_STATES.map(GrantState::as_str))
+}
+
+/// The schema of a signing key's status (`KeyStatus::as_str`).
+pub fn key_status() -> Object {
+    one_of(&KEY_STATUSES.map(KeyStatus::as_str))
+}
 
 /// The schema of a staff role (`pact_db::admins::Role`, serialized in
 /// snake case as its `as_str`).

@@ -18,36 +18,13 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::answer::{Time, time};
+use super::answer::{self, Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
 use crate::admin::role::Role;
 use crate::admin::{ops, receipts_export};
 use crate::state::AppState;
-
-/// A grant's state at the time of the request.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = GrantState)]
-pub enum GrantStateName {
-    Active,
-    Revoked,
-    /// Ended by a newer grant of the same person to the same agent.
-    Superseded,
-    Expired,
-}
-
-impl From<GrantState> for GrantStateName {
-    fn from(s: GrantState) -> Self {
-        match s {
-            GrantState::Active => Self::Active,
-            GrantState::Revoked => Self::Revoked,
-            GrantState::Superseded => Self::Superseded,
-            GrantState::Expired => Self::Expired,
-        }
-    }
-}
 
 /// A grant: who gave which agent which scopes of a brand, and until when.
 #[derive(Debug, Serialize, ToSchema)]
@@ -60,7 +37,9 @@ pub struct GrantView {
     /// The agent platform's issuer.
     pub agent: String,
     pub scopes: Vec<String>,
-    pub state: GrantStateName,
+    /// Its state at the time of the request.
+    #[schema(schema_with = answer::grant_state)]
+    pub state: &'static str,
     pub created_at: Time,
     pub expires_at: Time,
     pub last_used_at: Option<Time>,
@@ -76,7 +55,7 @@ impl GrantView {
             customer: g.user_sub.clone(),
             agent: g.pa_issuer.clone(),
             scopes: g.scopes.clone(),
-            state: GrantState::of(g, now).into(),
+            state: GrantState::of(g, now).as_str(),
             created_at: Time(g.created_at),
             expires_at: Time(g.expires_at),
             last_used_at: time(g.last_used_at),

@@ -9,43 +9,23 @@ use serde_json::json;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::answer::{Time, time};
+use super::answer::{self, Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use crate::admin::ops;
 use crate::admin::role::{Actor, Role};
-use crate::keys::{KeyInfo, KeyStatus};
+use crate::keys::KeyInfo;
 use crate::state::AppState;
-
-/// Where a signing key is in its life.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = KeyStatus)]
-pub enum KeyStatusName {
-    /// It signs new tokens and receipts now.
-    Active,
-    /// In the JWKS for verification only.
-    Published,
-    /// No longer published.
-    Retired,
-}
-
-impl From<KeyStatus> for KeyStatusName {
-    fn from(s: KeyStatus) -> Self {
-        match s {
-            KeyStatus::Active => Self::Active,
-            KeyStatus::Published => Self::Published,
-            KeyStatus::Retired => Self::Retired,
-        }
-    }
-}
 
 /// A signing key's public facts (never private material).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Key)]
 pub struct KeyView {
     pub kid: String,
-    pub status: KeyStatusName,
+    /// `active`: it signs now; `published`: in the JWKS for verification
+    /// only; `retired`: no longer published.
+    #[schema(schema_with = answer::key_status)]
+    pub status: &'static str,
     pub created_at: Time,
     pub activates_at: Time,
     pub retired_at: Option<Time>,
@@ -56,7 +36,7 @@ impl From<&KeyInfo> for KeyView {
     fn from(k: &KeyInfo) -> Self {
         Self {
             kid: k.kid.clone(),
-            status: k.status.into(),
+            status: k.status.as_str(),
             created_at: Time(k.created_at),
             activates_at: Time(k.activates_at),
             retired_at: time(k.retired_at),

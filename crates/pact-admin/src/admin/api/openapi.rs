@@ -47,32 +47,45 @@ fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     json!({ "type": "object", "properties": p, "required": required })
 }
 
-/// Every schema: the derived ones of the answers (each operation's and
-/// those they refer to), then the hand-written ones of the requests.
-fn schemas() -> Value {
+/// The schemas derived from the answers' types: each operation's and those
+/// they refer to.
+fn derived_schemas() -> Map<String, Value> {
     let mut derived = Vec::new();
     for op in OPERATIONS {
         if let Answer::Derived { schemas, .. } = op.response {
             schemas(&mut derived);
         }
     }
-    let mut all = Map::new();
-    for (name, schema) in derived {
+    derived
+        .into_iter()
         // Serializing a schema built by utoipa cannot fail.
-        all.insert(name, serde_json::to_value(schema).unwrap_or_default());
-    }
-    let mut all = Value::Object(all);
+        .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or_default()))
+        .collect()
+}
+
+/// The hand-written schemas: the requests', the error's and the receipts
+/// export's.
+fn written_schemas() -> Map<String, Value> {
+    let mut all = Map::new();
     for more in [
         base_schemas(),
         brand_setting_schemas(),
         admission_schemas(),
         registry_schemas(),
     ] {
-        if let (Some(all), Value::Object(more)) = (all.as_object_mut(), more) {
+        if let Value::Object(more) = more {
             all.extend(more);
         }
     }
     all
+}
+
+/// Every schema. A name is either derived or written, never both (the unit
+/// test below), so neither silently replaces the other.
+fn schemas() -> Value {
+    let mut all = derived_schemas();
+    all.extend(written_schemas());
+    Value::Object(all)
 }
 
 fn base_schemas() -> Value {
@@ -473,5 +486,17 @@ mod tests {
             );
         }
         assert_eq!(doc["openapi"], "3.1.0");
+    }
+
+    #[test]
+    fn no_schema_is_both_derived_and_written() {
+        let written = written_schemas();
+        let derived = derived_schemas();
+        let both: Vec<&String> = derived
+            .keys()
+            .filter(|name| written.contains_key(*name))
+            .collect();
+        assert!(both.is_empty(), "{both:?}");
+        assert!(written.contains_key("Reason") && derived.contains_key("Grant"));
     }
 }
