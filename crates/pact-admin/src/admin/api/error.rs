@@ -14,13 +14,68 @@ pub enum AdminApiError {
     Forbidden(&'static str),
     /// 404: no such object within the caller's brands.
     NotFound,
-    /// 400 with a stable code and a message for the developer.
-    Invalid(&'static str, String),
-    /// 409: the object is not in a state the operation applies to.
-    Conflict(&'static str, String),
+    /// 400 `invalid_request`, with a message for the developer.
+    Invalid(String),
+    /// 400 `invalid_cursor`: a page cursor this API did not give.
+    InvalidCursor,
+    /// 409 `already_revoked`: revoking a grant that is no longer active.
+    AlreadyRevoked,
     Unavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
+
+/// The stable `code` of an error body: a closed set, so that clients can
+/// match on it and the OpenAPI document lists exactly these (`ErrorCode::ALL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    InvalidRequest,
+    InvalidCursor,
+    AlreadyRevoked,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code; kept complete by the exhaustive `match` below it, so a
+    /// new code stops the build until it is listed (and documented).
+    pub const ALL: [ErrorCode; 8] = [
+        Self::Unauthenticated,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::InvalidRequest,
+        Self::InvalidCursor,
+        Self::AlreadyRevoked,
+        Self::Unavailable,
+        Self::Internal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unauthenticated => "unauthenticated",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidCursor => "invalid_cursor",
+            Self::AlreadyRevoked => "already_revoked",
+            Self::Unavailable => "unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+const _: fn(ErrorCode) = |c| match c {
+    ErrorCode::Unauthenticated
+    | ErrorCode::Forbidden
+    | ErrorCode::NotFound
+    | ErrorCode::InvalidRequest
+    | ErrorCode::InvalidCursor
+    | ErrorCode::AlreadyRevoked
+    | ErrorCode::Unavailable
+    | ErrorCode::Internal => {}
+};
 
 impl AdminApiError {
     /// Anything unexpected: logged, answered as a bare 500.
@@ -33,9 +88,7 @@ impl From<pact_db::Error> for AdminApiError {
     fn from(e: pact_db::Error) -> Self {
         match pact_db::classify(&e) {
             pact_db::Failure::Unavailable => Self::Unavailable,
-            pact_db::Failure::BadInput => {
-                Self::Invalid("invalid_request", crate::error::BAD_INPUT.to_owned())
-            }
+            pact_db::Failure::BadInput => Self::invalid(crate::error::BAD_INPUT),
             pact_db::Failure::Other => Self::internal(e),
         }
     }
@@ -43,17 +96,19 @@ impl From<pact_db::Error> for AdminApiError {
 
 impl AdminApiError {
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::Invalid("invalid_request", message.into())
+        Self::Invalid(message.into())
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unauthenticated => "unauthenticated",
-            Self::Forbidden(_) => "forbidden",
-            Self::NotFound => "not_found",
-            Self::Invalid(code, _) | Self::Conflict(code, _) => code,
-            Self::Unavailable => "unavailable",
-            Self::Internal(_) => "internal",
+            Self::Unauthenticated => ErrorCode::Unauthenticated,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound => ErrorCode::NotFound,
+            Self::Invalid(_) => ErrorCode::InvalidRequest,
+            Self::InvalidCursor => ErrorCode::InvalidCursor,
+            Self::AlreadyRevoked => ErrorCode::AlreadyRevoked,
+            Self::Unavailable => ErrorCode::Unavailable,
+            Self::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -62,33 +117,40 @@ impl AdminApiError {
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
-            Self::Invalid(..) => StatusCode::BAD_REQUEST,
-            Self::Conflict(..) => StatusCode::CONFLICT,
+            Self::Invalid(_) | Self::InvalidCursor => StatusCode::BAD_REQUEST,
+            Self::AlreadyRevoked => StatusCode::CONFLICT,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
-}
 
-impl IntoResponse for AdminApiError {
-    fn into_response(self) -> Response {
-        let message = match &self {
+    /// The message for the client: never the cause of an internal error.
+    pub fn message(&self) -> String {
+        match self {
             Self::Unauthenticated => {
                 "A valid admin API credential is required (Authorization: Bearer pactd_admin_…)."
                     .to_owned()
             }
             Self::Forbidden(m) => (*m).to_owned(),
             Self::NotFound => "No such object.".to_owned(),
-            Self::Invalid(_, m) | Self::Conflict(_, m) => m.clone(),
+            Self::Invalid(m) => m.clone(),
+            Self::InvalidCursor => "cursor is not one this API gave".to_owned(),
+            Self::AlreadyRevoked => "This grant was already revoked.".to_owned(),
             Self::Unavailable => {
                 "The database cannot be reached now; nothing was changed. Retry shortly.".to_owned()
             }
-            Self::Internal(cause) => {
-                tracing::error!(error = %cause, "admin API request failed");
-                "Something went wrong on our side.".to_owned()
-            }
-        };
-        let body = json!({"error": {"code": self.code(), "message": message}});
+            Self::Internal(_) => "Something went wrong on our side.".to_owned(),
+        }
+    }
+}
+
+impl IntoResponse for AdminApiError {
+    fn into_response(self) -> Response {
+        if let Self::Internal(cause) = &self {
+            tracing::error!(error = %cause, "admin API request failed");
+        }
+        let message = self.message();
+        let body = json!({"error": {"code": self.code().as_str(), "message": message}});
         let mut res = (self.status(), axum::Json(body)).into_response();
         res.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

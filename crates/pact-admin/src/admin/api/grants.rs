@@ -364,10 +364,7 @@ pub async fn revoke(
     let mut tx = state.db.begin().await?;
     let ip = Some(caller.ip.as_str());
     if !ops::grants::revoke(&mut tx, &caller.actor, ip, &g, why.as_deref()).await? {
-        return Err(AdminApiError::Conflict(
-            "already_revoked",
-            "This grant was already revoked.".into(),
-        ));
+        return Err(AdminApiError::AlreadyRevoked);
     }
     tx.commit().await?;
     Ok(Json(Revoked {

@@ -9,6 +9,7 @@ use axum::extract::State;
 use serde_json::{Map, Value, json};
 
 use super::answer::Answer;
+use super::error::ErrorCode;
 use super::{OPERATIONS, Operation, PREFIX};
 use crate::state::AppState;
 
@@ -91,10 +92,7 @@ fn schemas() -> Value {
 fn base_schemas() -> Value {
     json!({
         "Error": object(&[("error", object(&[
-            ("code", json!({ "enum": [
-                "unauthenticated", "forbidden", "not_found", "invalid_request",
-                "invalid_cursor", "already_revoked", "unavailable", "internal"
-            ] })),
+            ("code", json!({ "enum": ErrorCode::ALL.map(ErrorCode::as_str) })),
             ("message", s("string")),
         ], &["code", "message"]))], &["error"]),
         "ReceiptExport": json!({ "type": "array", "items": object(&[

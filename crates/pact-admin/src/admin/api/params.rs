@@ -80,20 +80,23 @@ pub fn grant_cursor(at: OffsetDateTime, id: Uuid) -> String {
 }
 
 pub fn parse_grant_cursor(raw: &str) -> Result<(OffsetDateTime, Uuid), AdminApiError> {
-    let bad = || AdminApiError::Invalid("invalid_cursor", "cursor is not one this API gave".into());
-    let text = URL_SAFE_NO_PAD.decode(raw).map_err(|_| bad())?;
-    let text = String::from_utf8(text).map_err(|_| bad())?;
-    let (nanos, id) = text.split_once('.').ok_or_else(bad)?;
-    let nanos: i128 = nanos.parse().map_err(|_| bad())?;
-    let at = OffsetDateTime::from_unix_timestamp_nanos(nanos).map_err(|_| bad())?;
-    Ok((at, id.parse().map_err(|_| bad())?))
+    let text = URL_SAFE_NO_PAD
+        .decode(raw)
+        .map_err(|_| AdminApiError::InvalidCursor)?;
+    let text = String::from_utf8(text).map_err(|_| AdminApiError::InvalidCursor)?;
+    let (nanos, id) = text.split_once('.').ok_or(AdminApiError::InvalidCursor)?;
+    let nanos: i128 = nanos.parse().map_err(|_| AdminApiError::InvalidCursor)?;
+    let at = OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .map_err(|_| AdminApiError::InvalidCursor)?;
+    Ok((at, id.parse().map_err(|_| AdminApiError::InvalidCursor)?))
 }
 
 /// The cursor of an audit page: the last entry's id.
 pub fn parse_audit_cursor(raw: &str) -> Result<i64, AdminApiError> {
-    raw.parse::<i64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-        AdminApiError::Invalid("invalid_cursor", "cursor is not one this API gave".into())
-    })
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or(AdminApiError::InvalidCursor)
 }
 
 pub fn rfc3339(t: OffsetDateTime) -> String {

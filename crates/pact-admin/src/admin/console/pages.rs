@@ -1508,7 +1508,8 @@ fn api_to_page(e: crate::admin::api::error::AdminApiError) -> PageError {
     use crate::admin::api::error::AdminApiError as E;
     match e {
         E::NotFound => not_found(),
-        E::Invalid(_, m) | E::Conflict(_, m) => PageError::BadRequest(m),
+        E::Invalid(m) => PageError::BadRequest(m),
+        e @ (E::InvalidCursor | E::AlreadyRevoked) => PageError::BadRequest(e.message()),
         E::Forbidden(m) => PageError::Forbidden(m.into()),
         E::Unavailable => PageError::Unavailable,
         E::Unauthenticated => PageError::Forbidden("Sign in again.".into()),
