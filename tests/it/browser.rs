@@ -574,9 +574,11 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
     // older one is superseded once the agent redeems the new token).
     let grants = pact_db::grants::active_for(
         &app.db,
-        "demo",
-        ISS,
-        &user.subject(),
+        pact_db::parties::Connection {
+            brand_id: "demo",
+            pa_issuer: ISS,
+            user_sub: &user.subject(),
+        },
         time::OffsetDateTime::now_utc(),
     )
     .await

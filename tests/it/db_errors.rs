@@ -133,9 +133,11 @@ async fn status_enums_keep_the_stored_text() {
     assert_eq!(stored.status, Status::Pending);
     let live = device_authorizations::live_step_up(
         &db,
-        "demo",
-        "https://pa.example",
-        "pa-user",
+        pact_db::parties::PaUser {
+            brand_id: "demo",
+            pa_issuer: "https://pa.example",
+            pa_sub: "pa-user",
+        },
         &scopes,
         now,
     )

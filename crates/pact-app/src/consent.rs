@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::grants::{Grant, NewGrant};
+use pact_db::parties::Connection;
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -194,9 +195,11 @@ pub async fn approve(
     // never redeems cannot cut the PA off.
     let previous = pact_db::grants::active_for(
         &mut *tx,
-        &auth.brand_id,
-        &auth.pa_issuer,
-        approval.user_sub,
+        Connection {
+            brand_id: &auth.brand_id,
+            pa_issuer: &auth.pa_issuer,
+            user_sub: approval.user_sub,
+        },
         now,
     )
     .await?;
@@ -333,9 +336,11 @@ pub async fn approve_operations(
         });
         let ids = pact_db::grants::add_operation(
             &mut *tx,
-            &auth.brand_id,
-            &auth.pa_issuer,
-            user_sub,
+            Connection {
+                brand_id: &auth.brand_id,
+                pa_issuer: &auth.pa_issuer,
+                user_sub,
+            },
             &op.scope,
             &value,
             now,

@@ -100,6 +100,12 @@ pub async fn issue(
         time::Duration::try_from(settings.device_code_ttl).unwrap_or(time::Duration::minutes(10));
     let scopes: Vec<String> = request.scopes.iter().cloned().collect();
     let verification_uri = config.verification_uri();
+    // The step-ups this one may point at again are only this PA user's.
+    let owner = pact_db::parties::PaUser {
+        brand_id: request.brand_id,
+        pa_issuer: request.pa_issuer,
+        pa_sub: request.pa_sub,
+    };
     let issued =
         |id, device_code: Option<String>, code: &str, expires_at, interval_secs, approved| {
             let shown = user_code::display(code);
@@ -115,15 +121,8 @@ pub async fn issue(
             }
         };
     if let Kind::StepUp = request.kind
-        && let Some(live) = pact_db::device_authorizations::live_step_up(
-            &mut *conn,
-            request.brand_id,
-            request.pa_issuer,
-            request.pa_sub,
-            &scopes,
-            now,
-        )
-        .await?
+        && let Some(live) =
+            pact_db::device_authorizations::live_step_up(&mut *conn, owner, &scopes, now).await?
     {
         let approved = live.status == AuthStatus::Approved;
         return Ok(issued(
@@ -136,15 +135,9 @@ pub async fn issue(
         ));
     }
     if let Kind::Operation { details, .. } = request.kind
-        && let Some(live) = pact_db::device_authorizations::live_operation_step_up(
-            &mut *conn,
-            request.brand_id,
-            request.pa_issuer,
-            request.pa_sub,
-            details,
-            now,
-        )
-        .await?
+        && let Some(live) =
+            pact_db::device_authorizations::live_operation_step_up(&mut *conn, owner, details, now)
+                .await?
     {
         return Ok(issued(
             live.id,

@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::parties::PaUser;
 
 /// The end of a merchant agent's turn, written with its reply: the turn's
 /// fence row (`turn_fences`, migration 0026) as a tombstone, so that no node
@@ -58,27 +59,6 @@ pub struct Conversation {
     pub pa_sub: String,
     pub user_sub: Option<String>,
     pub closed: bool,
-}
-
-pub async fn create(
-    db: impl PgExecutor<'_>,
-    id: Uuid,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
-) -> DbResult<Conversation> {
-    sqlx::query_as!(
-        Conversation,
-        "insert into conversations (id, brand_id, pa_issuer, pa_sub) values ($1, $2, $3, $4) \
-         returning id, brand_id, pa_issuer, pa_sub, user_sub, closed",
-        id,
-        brand_id,
-        pa_issuer,
-        pa_sub,
-    )
-    .fetch_one(db)
-    .await
-    .map_err(Into::into)
 }
 
 /// The first turn of a new context (PACT §4, no `contextId`), bound to
@@ -190,15 +170,6 @@ pub async fn create_with_receipt(
     Ok(Finished::of(row.stored, row.fence_ok))
 }
 
-/// Who a conversation belongs to: the brand and the personal agent's
-/// platform and `sub` (PACT §4: a context is never shared between them).
-#[derive(Clone, Copy, Debug)]
-pub struct Owner<'a> {
-    pub brand_id: &'a str,
-    pub pa_issuer: &'a str,
-    pub pa_sub: &'a str,
-}
-
 /// Locks the conversation for this turn, but only when it belongs to this
 /// exact (brand, PA issuer, PA sub): anyone else's context reads as absent, so
 /// the caller answers `Unknown contextId` for both (PACT §4). The row lock
@@ -207,9 +178,9 @@ pub struct Owner<'a> {
 pub async fn lock_owned(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    owner: Owner<'_>,
+    owner: PaUser<'_>,
 ) -> DbResult<Option<Conversation>> {
-    let Owner {
+    let PaUser {
         brand_id,
         pa_issuer,
         pa_sub,

@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::parties::PaUser;
 
 /// Where a request stands (RFC 8628 §3.5), stored as the text of the `status` column, whose
 /// CHECK constraint (migrations/0002) allows exactly these four.
@@ -171,12 +172,15 @@ pub struct Created {
 /// same scopes again points at it instead of minting another code (PACT §5.5).
 pub async fn live_step_up(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
+    owner: PaUser<'_>,
     scopes: &[String],
     now: OffsetDateTime,
 ) -> DbResult<Option<LiveStepUp>> {
+    let PaUser {
+        brand_id,
+        pa_issuer,
+        pa_sub,
+    } = owner;
     sqlx::query_as!(
         LiveStepUp,
         "select id, user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \
@@ -200,12 +204,15 @@ pub async fn live_step_up(
 /// goes beyond the same limit the same way points at it again.
 pub async fn live_operation_step_up(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
+    owner: PaUser<'_>,
     details: &serde_json::Value,
     now: OffsetDateTime,
 ) -> DbResult<Option<LiveStepUp>> {
+    let PaUser {
+        brand_id,
+        pa_issuer,
+        pa_sub,
+    } = owner;
     sqlx::query_as!(
         LiveStepUp,
         "select id, user_code, status as \"status: Status\", expires_at, interval_secs from device_authorizations \

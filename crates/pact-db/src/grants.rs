@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::parties::Connection;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Grant {
@@ -164,13 +165,16 @@ pub async fn record_terms(
 /// grants it was added to.
 pub async fn add_operation(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    user_sub: &str,
+    connection: Connection<'_>,
     scope: &str,
     operation: &serde_json::Value,
     now: OffsetDateTime,
 ) -> DbResult<Vec<Uuid>> {
+    let Connection {
+        brand_id,
+        pa_issuer,
+        user_sub,
+    } = connection;
     sqlx::query_scalar!(
         "update grants set terms = jsonb_set(terms, '{operations}', \
                 coalesce(terms -> 'operations', '[]'::jsonb) || jsonb_build_array($5::jsonb)) \
@@ -206,11 +210,14 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> 
 /// The live grants of one user for one PA at one brand, newest first.
 pub async fn active_for(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    user_sub: &str,
+    connection: Connection<'_>,
     now: OffsetDateTime,
 ) -> DbResult<Vec<Grant>> {
+    let Connection {
+        brand_id,
+        pa_issuer,
+        user_sub,
+    } = connection;
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
@@ -302,11 +309,14 @@ pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult
 /// account page shows as one connection); returns their ids.
 pub async fn revoke_connection(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
-    pa_issuer: &str,
-    user_sub: &str,
+    connection: Connection<'_>,
     reason: &str,
 ) -> DbResult<Vec<Uuid>> {
+    let Connection {
+        brand_id,
+        pa_issuer,
+        user_sub,
+    } = connection;
     sqlx::query_scalar!(
         "update grants set revoked_at = now(), revoked_reason = $4 \
          where brand_id = $1 and pa_issuer = $2 and user_sub = $3 and revoked_at is null returning id",

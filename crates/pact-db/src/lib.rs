@@ -46,6 +46,7 @@ pub mod grants;
 pub mod logos;
 pub mod merchant;
 pub mod nodes;
+pub mod parties;
 pub mod password_resets;
 pub mod receipt_log;
 pub mod receipts;

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::DbResult;
 use crate::device_authorizations::Status;
+use crate::parties::PaUser;
 
 /// Stores the task as it was returned, with the authorization behind its link.
 pub async fn insert(
@@ -43,10 +44,13 @@ pub struct StepUpTask {
 pub async fn find_for(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    brand_id: &str,
-    pa_issuer: &str,
-    pa_sub: &str,
+    owner: PaUser<'_>,
 ) -> DbResult<Option<StepUpTask>> {
+    let PaUser {
+        brand_id,
+        pa_issuer,
+        pa_sub,
+    } = owner;
     sqlx::query_as!(
         StepUpTask,
         "select t.task, a.status as \"status: Status\", a.expires_at, \

@@ -18,6 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
 use pact_db::grants::{Grant, GrantFilter, reason as why};
+use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
 use pact_db::users::User;
@@ -694,9 +695,11 @@ pub async fn revoke(
     }
     let revoked = pact_db::grants::revoke_connection(
         &state.db,
-        &brand.id,
-        &grant.pa_issuer,
-        &person.subject(),
+        Connection {
+            brand_id: &brand.id,
+            pa_issuer: &grant.pa_issuer,
+            user_sub: &person.subject(),
+        },
         why::BY_USER,
     )
     .await?;

@@ -31,6 +31,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
+use pact_db::parties::Connection;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};
 use time::OffsetDateTime;
@@ -642,10 +643,12 @@ async fn consent_page(
     // a step-up reads as "this, and now also that" (PACT §5.5).
     let mut already_ids = BTreeSet::new();
     let mut connected = false;
-    for g in
-        pact_db::grants::active_for(&state.db, &d.brand.id, &d.auth.pa_issuer, &d.user_sub, now)
-            .await?
-    {
+    let connection = Connection {
+        brand_id: &d.brand.id,
+        pa_issuer: &d.auth.pa_issuer,
+        user_sub: &d.user_sub,
+    };
+    for g in pact_db::grants::active_for(&state.db, connection, now).await? {
         connected = true;
         already_ids.extend(g.scopes);
     }

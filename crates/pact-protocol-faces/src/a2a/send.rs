@@ -277,7 +277,7 @@ async fn begin(
     let mut tx = state.relaxed_db.begin().await?;
 
     // The conversation row lock orders claims of one context across nodes.
-    let owner = conversations::Owner {
+    let owner = pact_db::parties::PaUser {
         brand_id: &brand.id,
         pa_issuer: iss,
         pa_sub: sub,

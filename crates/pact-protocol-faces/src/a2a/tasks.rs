@@ -8,6 +8,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use pact_db::parties::PaUser;
 use pact_proto::A2aError;
 use pact_proto::a2a::{AgentMessage, ListTasksResponse, parse_page_size};
 use serde_json::{Value, json};
@@ -108,9 +109,11 @@ async fn find_task(
     Ok(pact_db::step_up_tasks::find_for(
         &state.db,
         id,
-        &caller.brand.id,
-        &caller.pa.iss,
-        &caller.pa.sub,
+        PaUser {
+            brand_id: &caller.brand.id,
+            pa_issuer: &caller.pa.iss,
+            pa_sub: &caller.pa.sub,
+        },
     )
     .await?)
 }
