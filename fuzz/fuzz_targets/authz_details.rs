@@ -1,6 +1,9 @@
 //! RFC 9396 `authorization_details` (PACT §5.7):
-//! `pact_server::domain::authz_details::validate`, then `permits` and
-//! `describe` on what validates, with the demo brand's `demo_types()`.
+//! `pact_server::domain::authz_details::validate`, then `describe` on what
+//! validates and the gate's judgement of tool calls under it (the terms a
+//! grant of these details gets, `terms::for_older_grant`, judged by
+//! `terms::judge` with the demo tools' rules: `cancel_order` limits its
+//! `order_id` to the entry's `order_ids`), with the demo brand's `demo_types()`.
 //!
 //! Input: the first byte picks the requested scopes (bits 0-1) and, with bit 7
 //! set, a brand-declared type set instead of the demo one (the rest is then
@@ -13,7 +16,7 @@
 //! bytes, and the request has `orders:cancel`; `describe` gives one sentence per
 //! entry with every placeholder filled; `cancel_order` is permitted exactly for
 //! the listed ids (not for another id, a non-string or a missing argument),
-//! other tools are not restricted. `permits` and `describe` never panic on any
+//! other tools are not restricted. Judging and `describe` never panic on any
 //! JSON value.
 
 #![no_main]
@@ -22,11 +25,46 @@ use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use pact_server::domain::authz_details::{
-    DetailsTypes, MAX_ARRAY_VALUES, MAX_ENTRIES, MAX_STRING_LEN, check_type, demo_types, describe,
-    permits, types_from_settings, validate,
+    DetailsTypes, MAX_ARRAY_VALUES, MAX_ENTRIES, MAX_STRING_LEN, Unworded, check_type, demo_types,
+    describe, types_from_settings, validate,
 };
+use pact_server::domain::terms::{self, Judgement, RulesNow, ToolTerms};
 use pactd_fuzz::{split_ff, trace};
 use serde_json::{Value, json};
+
+/// The demo brand's tools as the gate sees them (`agent::demo_tools`).
+fn demo_rules() -> RulesNow {
+    let tool = |scope: &str, enforce: &[&str]| ToolTerms {
+        scope: scope.to_owned(),
+        enforce: enforce.iter().map(|r| (*r).to_owned()).collect(),
+    };
+    RulesNow::from([
+        ("cancel_order".to_owned(), tool("orders:cancel", &["order_ids=order_id"])),
+        ("list_orders".to_owned(), tool("orders:read", &[])),
+    ])
+}
+
+/// Whether the gate lets the call through under a grant of these details
+/// (`None`: a grant of scopes alone).
+fn permits(details: Option<&Value>, types: &DetailsTypes, tool: &str, args: &Value) -> bool {
+    let rules = demo_rules();
+    let mut n = 0u128;
+    let (grant_terms, _) = terms::for_older_grant(details, types, &rules, || {
+        n += 1;
+        uuid::Uuid::from_u128(n)
+    });
+    let scope = rules.get(tool).map_or("orders:read", |t| t.scope.as_str());
+    let judged = terms::judge(&grant_terms, &rules, tool, scope, args, "fuzz");
+    trace(|| format!("judge {tool} {args}: {judged:?}"));
+    matches!(judged, Judgement::Unlimited | Judgement::Plans { .. })
+}
+
+fn sentences(details: &Value, types: &DetailsTypes) -> Vec<String> {
+    describe(details, types, |u| match u {
+        Unworded::UnknownType(t) => format!("unknown {t}"),
+        Unworded::Undescribed(t) => format!("undescribed {t}"),
+    })
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
@@ -81,13 +119,13 @@ fn generic(raw: &str, types: &DetailsTypes, scopes: &BTreeSet<String>) -> Result
                     }
                 }
             }
-            assert_eq!(describe(value, types).len(), entries.len());
+            assert_eq!(sentences(value, types).len(), entries.len());
         }
         Err(message) => assert!(!message.is_empty()),
     }
     // Whatever JSON the request held, the gateway and consent code must not panic on it.
     if let Ok(any) = serde_json::from_str::<Value>(raw) {
-        let _ = describe(&any, types);
+        let _ = sentences(&any, types);
         for tool in ["cancel_order", "list_orders"] {
             let _ = permits(Some(&any), types, tool, &json!({"order_id": "DEMO-1"}));
             let _ = permits(Some(&any), types, tool, &any);
@@ -113,7 +151,7 @@ fn check_demo(value: &Value, types: &DetailsTypes, scopes: &BTreeSet<String>) {
         }
     }
 
-    for (entry, sentence) in entries.iter().zip(describe(value, types)) {
+    for (entry, sentence) in entries.iter().zip(sentences(value, types)) {
         let listed: Vec<&str> = entry["order_ids"]
             .as_array()
             .expect("order_ids array")
