@@ -1,9 +1,28 @@
-//! Shared pieces of the pactd fuzz targets: fixed test keys, token minting and
-//! the constants the targets check tokens against.
+//! The bodies of pactd's fuzz targets, one module each with a `run(data)`
+//! that returns on an uninteresting input and panics on a finding, and the
+//! pieces they share: fixed test keys, token minting and the constants the
+//! targets check tokens against.
+//!
+//! `fuzz/` (cargo-fuzz, libFuzzer, a workspace of its own) wraps each `run`
+//! in a `fuzz_target!`; here, in the main workspace, they are compiled and
+//! type-checked with every build, and the test below replays the committed
+//! seed corpora (`fuzz/corpus/<target>/`) through them on every
+//! `cargo test`. A change that breaks a target's build or one of its
+//! invariants fails CI instead of waiting for the next fuzzing session.
 //!
 //! The keys are derived at start-up from fixed seeds (P-256) or generated
 //! (RSA), so no private key is stored in the repository. They exist only for
 //! fuzzing and sign nothing outside this crate.
+
+// A target's `expect` is one of its assertions: a finding, reported as a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod a2a_message;
+pub mod authz_details;
+pub mod delegation_token;
+pub mod oauth_form;
+pub mod pa_jwt;
+pub mod user_code;
 
 use std::sync::OnceLock;
 
@@ -208,5 +227,48 @@ pub fn trace(message: impl FnOnce() -> String) {
     static ON: OnceLock<bool> = OnceLock::new();
     if *ON.get_or_init(|| std::env::var_os("PACTD_FUZZ_TRACE").is_some()) {
         eprintln!("[trace] {}", message());
+    }
+}
+
+#[cfg(test)]
+mod replay {
+    use std::path::{Path, PathBuf};
+
+    /// A target's corpus folder and its `run`.
+    type Target = (&'static str, fn(&[u8]));
+
+    /// Every committed seed of every target, through the target's `run`: the
+    /// same inputs `fuzz/smoke.sh` starts from, without libFuzzer's mutations
+    /// (those are for the long runs by hand).
+    #[test]
+    fn every_seed_corpus_replays_without_a_finding() {
+        let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+        let targets: [Target; 6] = [
+            ("a2a_message", super::a2a_message::run),
+            ("authz_details", super::authz_details::run),
+            ("delegation_token", super::delegation_token::run),
+            ("oauth_form", super::oauth_form::run),
+            ("pa_jwt", super::pa_jwt::run),
+            ("user_code", super::user_code::run),
+        ];
+        for (name, run) in targets {
+            let mut seeds: Vec<PathBuf> = std::fs::read_dir(corpora.join(name))
+                .unwrap_or_else(|e| panic!("fuzz/corpus/{name}: {e}"))
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            seeds.sort();
+            // A corpus that went missing would make this test pass on nothing.
+            assert!(
+                seeds.len() >= 50,
+                "fuzz/corpus/{name} holds {} seeds",
+                seeds.len()
+            );
+            for seed in &seeds {
+                let data = std::fs::read(seed).unwrap();
+                if std::panic::catch_unwind(|| run(&data)).is_err() {
+                    panic!("{name}: the seed {} is a finding", seed.display());
+                }
+            }
+        }
     }
 }
