@@ -185,3 +185,34 @@ impl From<sqlx::Error> for AdminApiError {
         pact_db::Error::from(e).into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_answers_with_a_listed_code_and_the_list_has_no_twins() {
+        let errors = [
+            AdminApiError::Unauthenticated,
+            AdminApiError::Forbidden("no"),
+            AdminApiError::NotFound,
+            AdminApiError::invalid("bad"),
+            AdminApiError::InvalidCursor,
+            AdminApiError::AlreadyRevoked,
+            AdminApiError::Unavailable,
+            AdminApiError::internal(std::io::Error::other("cause")),
+        ];
+        for e in &errors {
+            assert!(ErrorCode::ALL.contains(&e.code()), "{:?}", e.code());
+            // An internal error's cause never reaches the client.
+            assert!(!e.message().contains("cause"));
+        }
+        let names: std::collections::BTreeSet<&str> =
+            ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
+        // Each code is produced by some error: none is listed for nothing.
+        for code in ErrorCode::ALL {
+            assert!(errors.iter().any(|e| e.code() == code), "{code:?}");
+        }
+    }
+}
