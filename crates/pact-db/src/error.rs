@@ -101,6 +101,12 @@ impl Error {
         matches!(self, Self::UniqueViolation { .. })
     }
 
+    /// True when PostgreSQL broke a deadlock or a serialization conflict by
+    /// rolling this transaction back: running it again may succeed.
+    pub fn is_serialization_failure(&self) -> bool {
+        matches!(self, Self::SerializationFailure(_))
+    }
+
     /// The SQLSTATE, when the server reported one.
     pub fn code(&self) -> Option<Cow<'_, str>> {
         self.as_sqlx().as_database_error().and_then(|db| db.code())

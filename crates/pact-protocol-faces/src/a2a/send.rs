@@ -540,7 +540,9 @@ struct Reply<'a> {
 /// Why a store did not happen.
 enum Stored {
     /// A unique violation: the receipt's chain position (or a drawn user
-    /// code) was taken meanwhile; nothing was stored, do it again.
+    /// code) was taken meanwhile; or a deadlock between two turns of the
+    /// grant, which PostgreSQL broke by rolling this one back. Nothing was
+    /// stored; do it again.
     Retry,
     /// Another node took a call of the turn: nothing was stored; gather
     /// what it did and do it again.
@@ -550,7 +552,11 @@ enum Stored {
 
 impl From<pact_db::Error> for Stored {
     fn from(e: pact_db::Error) -> Self {
-        if pact_db::is_unique_violation(&e) {
+        // The deadlock: a retry (which holds the grant's row lock) and a
+        // first attempt (which does not) both append at the same position;
+        // the first attempt's foreign key check then waits for the row lock,
+        // and the retry's insert for the first attempt's uncommitted row.
+        if pact_db::is_unique_violation(&e) || e.is_serialization_failure() {
             Self::Retry
         } else {
             Self::Failed(e.into())
