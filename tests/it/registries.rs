@@ -319,6 +319,8 @@ async fn a_blocked_host_is_refused_everywhere_without_a_fetch() {
     assert_eq!(host, "127.0.0.1");
     assert_eq!(disabled, vec![pa.issuer.clone()]);
     peer.settle().await;
+    // This node keeps the blocked hosts too (read by its door for `pa` above).
+    app.settle().await;
     assert_bare_401(
         peer.send("demo", &pa.token("u1", peer.audience()), "m2", "hi", None)
             .await,

@@ -182,6 +182,7 @@ impl TestApp {
         pact_db::brands::insert(&self.db, id, name, "")
             .await
             .unwrap();
+        self.settle().await;
     }
 
     pub async fn register(&self, pa: &TestPa) {

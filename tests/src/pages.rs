@@ -264,6 +264,7 @@ pub async fn require_mfa(app: &TestApp, brand: &str, required: bool) {
     )
     .await
     .unwrap();
+    app.settle().await;
 }
 
 /// The authenticator secret shown on `/account/totp` ("Key: <code>ABCD EFGH …</code>").

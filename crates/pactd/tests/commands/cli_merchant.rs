@@ -42,6 +42,10 @@ async fn pactd(app: &TestApp, args: &[&str]) -> (bool, String, String) {
 async fn ok(app: &TestApp, args: &[&str]) -> String {
     let (success, out, err) = pactd(app, args).await;
     assert!(success, "pactd {args:?} failed:\n{out}\n{err}");
+    // The command wrote behind the node's back: its next request must not be
+    // answered from the node's copy of the rows from before (what a
+    // separate process's change costs is one notification's delivery).
+    app.settle().await;
     out
 }
 
