@@ -1289,6 +1289,71 @@ async fn parallel_turns_of_one_grant_all_get_receipts_in_one_unforked_chain() {
     );
 }
 
+/// A turn that lost its chain position stores under its grant's row lock
+/// (`pact_db::grants::lock`). Every other turn of the grant must get through
+/// while that lock is held: had they waited for it after appending their
+/// receipt (the foreign-key check of the receipt and the message, the
+/// grant's last-use stamp), the lock holder, waiting for their receipt row
+/// at the same position, would deadlock with them. Here the lock is held by
+/// the test for as long as the turns run: a turn that waits never answers.
+#[tokio::test]
+async fn turns_of_a_grant_get_through_while_a_contended_turn_holds_its_lock() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let grant = grant_of(&token);
+
+    let mut holder = app.db.begin().await.unwrap();
+    assert!(
+        pact_db::grants::lock(&mut *holder, grant)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // A new context, then a turn in it (another statement), both with the
+    // grant's last use never stamped: each would stamp it.
+    let mut context = None;
+    for id in ["l1", "l2"] {
+        let turn = app.send_delegated(
+            "demo",
+            &pa_jwt,
+            &token,
+            id,
+            "show my orders",
+            context.as_deref(),
+        );
+        let res = tokio::time::timeout(std::time::Duration::from_secs(30), turn)
+            .await
+            .unwrap_or_else(|_| panic!("turn {id} waited for the grant's lock"));
+        let message = ok_json(res).await["message"].clone();
+        verified_receipt(&app, &message).await;
+        context = message["contextId"].as_str().map(str::to_owned);
+    }
+    holder.rollback().await.unwrap();
+
+    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    assert_eq!(stored.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
+    // Skipped while the row was locked, stamped by the next turn.
+    let g = pact_db::grants::find(&app.db, grant)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(g.last_used_at, None);
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "l3", "show my orders", None)
+        .await;
+    ok_json(res).await;
+    let g = pact_db::grants::find(&app.db, grant)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        g.last_used_at.is_some(),
+        "a turn stamps the grant's last use"
+    );
+}
+
 /// PACT §5.6 (pactd: append-only storage): an UPDATE or DELETE of a stored
 /// receipt fails in the database itself, and the row stays as it was.
 #[tokio::test]

@@ -5,6 +5,14 @@
 //! turn made each turn of a busy grant a new row version and WAL record, and
 //! queued the grant's turns behind that row's lock; the order of a grant's
 //! receipts is kept by their unique chain position, not by that lock.
+//!
+//! The stamp is skipped when the grant's row is locked (`skip locked`): by
+//! another turn's stamp, or by a turn that lost its chain position and
+//! stores under the grant's lock (`grants::lock`). A turn that waited there
+//! after appending its receipt would wait for a turn that waits for its
+//! receipt row: a deadlock, which PostgreSQL breaks only after
+//! `deadlock_timeout` (1 s) by failing one of them. The holder stamps the
+//! grant itself.
 
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
@@ -138,9 +146,10 @@ pub async fn create_with_receipt(
                     on conflict (turn_id) do nothing returning turn_id), \
          ok as (select $14::uuid is null or exists (select 1 from f) as fine), \
          g as (select id from grants where id = $8 and (select fine from ok)), \
-         t as (update grants set last_used_at = now() where id = $8 \
-               and (last_used_at is null or last_used_at < now() - interval '1 minute') \
-               and (select fine from ok)), \
+         t as (update grants set last_used_at = now() where id in \
+               (select id from grants where id = $8 and (select fine from ok) \
+                and (last_used_at is null or last_used_at < now() - interval '1 minute') \
+                for no key update skip locked)), \
          c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
                select $1, $2, $3, $4, $5 from g returning id), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
@@ -322,9 +331,10 @@ pub async fn finish_turn_with_receipt(
                     on conflict (turn_id) do nothing returning turn_id), \
          ok as (select $9::uuid is null or exists (select 1 from f) as fine), \
          g as (select id from grants where id = $1 and (select fine from ok)), \
-         t as (update grants set last_used_at = now() where id = $1 \
-               and (last_used_at is null or last_used_at < now() - interval '1 minute') \
-               and (select fine from ok)), \
+         t as (update grants set last_used_at = now() where id in \
+               (select id from grants where id = $1 and (select fine from ok) \
+                and (last_used_at is null or last_used_at < now() - interval '1 minute') \
+                for no key update skip locked)), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
                select g.id, $2, $3, $4, $5, $6 from g \
                where exists (select 1 from messages where conversation_id = $3 \

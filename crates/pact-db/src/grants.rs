@@ -194,12 +194,17 @@ pub async fn add_operation(
 }
 
 /// Locks the grant row: receipts of one grant are chained, so turns under one
-/// grant append in order.
+/// grant append in order. `for no key update`, the lock an UPDATE of
+/// non-key columns takes: it keeps other lockers out but not the foreign-key
+/// checks (`for key share`) of rows that reference the grant, so a turn that
+/// appends its receipt without this lock never waits for one that holds it
+/// (with `for update` they could deadlock, see `conversations`).
 pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
-                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1 for update",
+                    expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1 \
+                    for no key update",
         id,
     )
     .fetch_optional(db)
@@ -379,14 +384,6 @@ pub async fn recently_revoked(
     .fetch_all(db)
     .await
     .map_err(Into::into)
-}
-
-pub async fn touch(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {
-    sqlx::query!("update grants set last_used_at = now() where id = $1", id,)
-        .execute(db)
-        .await
-        .map(|_| ())
-        .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
