@@ -552,10 +552,10 @@ enum Stored {
 
 impl From<pact_db::Error> for Stored {
     fn from(e: pact_db::Error) -> Self {
-        // The deadlock: a retry (which holds the grant's row lock) and a
-        // first attempt (which does not) both append at the same position;
-        // the first attempt's foreign key check then waits for the row lock,
-        // and the retry's insert for the first attempt's uncommitted row.
+        // A deadlock or serialization failure rolled back the whole store,
+        // so it is safe to do again. Turns of one grant no longer wait for
+        // each other's grant lock after appending (`pact_db::grants::lock`),
+        // which is how two of them deadlocked; this stays for any other.
         if pact_db::is_unique_violation(&e) || e.is_serialization_failure() {
             Self::Retry
         } else {
