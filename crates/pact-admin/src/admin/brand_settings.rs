@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 
+use crate::admin::api::fields;
 use crate::admin::role::Actor;
 use crate::domain::authz_details::{self, DetailsType, DetailsTypes};
 use crate::domain::limits::FieldKind;
@@ -348,27 +349,32 @@ pub async fn remove_details_type(
 
 /// A tool as the console and the API describe it (`pactd brand tool add`'s
 /// flags).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDefinition {
+    #[schema(schema_with = fields::tool_name)]
     pub name: String,
-    /// The scope a call needs; without it the tool is public.
+    /// The scope a call needs; none: a public tool.
     #[serde(default)]
     pub scope: Option<String>,
     /// Where pactd forwards allowed calls (https).
     pub url: String,
     #[serde(default)]
+    #[schema(schema_with = fields::long_text)]
     pub description: String,
     /// The limit rules (`domain::tool_rules`): `FIELD=ARG`, `TYPE.FIELD=ARG`,
     /// or `FIELD` for a count. Stored as written; the one place they live.
     #[serde(default)]
+    #[schema(schema_with = fields::rules)]
     pub enforce: Vec<String>,
     /// A JSON Schema of the arguments, given to the agent as documentation.
     #[serde(default)]
+    #[schema(schema_with = fields::input_schema)]
     pub input_schema: Option<Value>,
     /// How one call reads to a person asked to approve it on its own, with
     /// `{arg}` placeholders: "Move booking {booking_id} to {new_date}".
     #[serde(default)]
+    #[schema(schema_with = fields::summary)]
     pub summary: String,
 }
 

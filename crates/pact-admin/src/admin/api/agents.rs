@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use super::answer::Time;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
+use super::fields;
 use super::params;
 use crate::admin::ops;
 use crate::admin::role::Role;
@@ -144,18 +145,28 @@ pub async fn list(
     Ok(Json(AgentList { items }))
 }
 
-#[derive(Debug, Deserialize)]
+/// Registers a platform or changes its registration. The RFC 7591 §2
+/// client metadata shown on consent (`pactd agent add
+/// --homepage --logo-uri --policy-uri --tos-uri`): absent keeps what is
+/// stored, `""` removes it.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AgentRegistration)]
 pub struct Registration {
+    #[schema(schema_with = fields::issuer)]
     pub issuer: String,
+    #[schema(schema_with = fields::uri)]
     pub jwks_uri: String,
+    #[schema(schema_with = fields::display_name)]
     pub name: Option<String>,
-    /// RFC 7591 §2 client metadata shown on consent (`pactd agent add
-    /// --homepage --logo-uri --policy-uri --tos-uri`): absent keeps what is
-    /// stored, `""` removes it.
+    /// RFC 7591 client_uri, shown on consent; "" removes it.
     pub homepage: Option<String>,
+    /// Fetched once now and served from pactd's origin (PNG, JPEG, GIF or
+    /// WebP); "" removes it.
     pub logo_uri: Option<String>,
+    /// RFC 7591 policy_uri; "" removes it.
     pub policy_uri: Option<String>,
+    /// RFC 7591 tos_uri; "" removes it.
     pub tos_uri: Option<String>,
 }
 
@@ -264,10 +275,14 @@ pub async fn register(
     }))
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of enabling an agent (disabling one takes the same fields, but
+/// its reason is required: the written `AgentDisable`).
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AgentToggle)]
 pub struct Toggle {
     pub issuer: String,
+    #[schema(schema_with = fields::reason)]
     pub reason: Option<String>,
 }
 
@@ -351,8 +366,9 @@ pub async fn seen(
     Ok(Json(SeenAgentList { items }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AgentIssuer)]
 pub struct Issuer {
     pub issuer: String,
 }

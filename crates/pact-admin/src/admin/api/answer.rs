@@ -1,8 +1,9 @@
-//! What the admin API answers with: every 200 body is a typed struct that is
-//! serialized as it is and also derives its OpenAPI schema (`utoipa`), so the
-//! document at `/openapi.json` is made from the very types the handlers
-//! return and the two cannot drift apart (issue 29). Request bodies keep the
-//! hand-written schemas in `openapi.rs`, which carry their validation rules.
+//! What the admin API answers with and takes: every 200 body and most
+//! request bodies are typed structs that also derive their OpenAPI schema
+//! (`utoipa`), so the document at `/openapi.json` is made from the very types
+//! the handlers return and parse, and the two cannot drift apart (issue 29).
+//! A request field's validation rules (length, pattern) are the schema
+//! functions of `fields.rs`, named on the field.
 
 use std::borrow::Cow;
 
@@ -23,8 +24,9 @@ use pact_db::admin_search::GrantState;
 /// one it refers to.
 pub type Schemas = Vec<(String, RefOr<Schema>)>;
 
-/// How an operation names its answer's type (see [`answer`]).
-pub enum Answer {
+/// How an operation names the schema of a body it answers with or takes
+/// (see [`typed`]).
+pub enum Shape {
     /// A typed body: its schema is derived from the type.
     Derived {
         /// The schema's name in `components/schemas`.
@@ -32,12 +34,13 @@ pub enum Answer {
         /// Adds the schema and the ones it refers to.
         schemas: fn(&mut Schemas),
     },
-    /// A body that is not a type of this module (the receipts file of
-    /// `admin/receipts_export.rs`): a schema written in `openapi.rs`.
+    /// A body that is not a type with a derived schema (the receipts file of
+    /// `admin/receipts_export.rs`, a request whose rules depend on the
+    /// operation): a schema written in `openapi.rs`.
     Written(&'static str),
 }
 
-impl Answer {
+impl Shape {
     pub fn name(&self) -> Cow<'static, str> {
         match self {
             Self::Derived { name, .. } => name(),
@@ -46,9 +49,9 @@ impl Answer {
     }
 }
 
-/// The answer of an operation whose 200 body is a `T`.
-pub const fn answer<T: ToSchema>() -> Answer {
-    Answer::Derived {
+/// The shape of a body that is a `T`.
+pub const fn typed<T: ToSchema>() -> Shape {
+    Shape::Derived {
         name: T::name,
         schemas: own_and_referenced::<T>,
     }

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use super::answer;
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
+use super::fields;
 use super::params;
 use crate::admin::brand_settings::{self, ToolDefinition};
 use crate::admin::ops;
@@ -307,10 +308,11 @@ pub async fn set_card_text(
     fresh_brand(&state, &b.id).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrantLifetime {
-    /// 1–365, or null for the server's default.
+    /// How long new grants last; null: the server's default.
+    #[schema(minimum = 1, maximum = 365, required = true)]
     pub days: Option<i64>,
 }
 
@@ -331,10 +333,11 @@ pub async fn set_grant_lifetime(
     fresh_brand(&state, &b.id).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Admission {
     /// `allowlist`, `registry`, `open`, or null for the Provider's policy.
+    #[schema(schema_with = fields::policy_or_default, required = true)]
     pub policy: Option<String>,
 }
 
@@ -429,12 +432,16 @@ pub async fn put_tool(
 }
 
 /// The body of `POST /brands/{brand}/tools/{tool}/rules`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ToolRules)]
 pub struct ToolRulesBody {
+    /// The tool's limit rules, as in `ToolDefinition`; empty clears them.
     #[serde(default)]
+    #[schema(schema_with = fields::rules)]
     pub enforce: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = fields::summary_or_keep)]
     pub summary: Option<String>,
 }
 

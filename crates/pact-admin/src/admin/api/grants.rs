@@ -21,6 +21,7 @@ use uuid::Uuid;
 use super::answer::{self, Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
+use super::fields;
 use super::params;
 use crate::admin::role::Role;
 use crate::admin::{ops, receipts_export};
@@ -342,9 +343,11 @@ pub async fn receipts(
         .into_response())
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Reason)]
 pub struct RevokeBody {
+    #[schema(schema_with = fields::reason)]
     pub reason: Option<String>,
 }
 

@@ -9,6 +9,7 @@ pub mod brands;
 pub mod caller;
 pub mod customers;
 pub mod error;
+pub mod fields;
 pub mod grants;
 pub mod keys;
 pub mod nodes;
@@ -22,7 +23,7 @@ use axum::routing::{MethodRouter, get, post};
 
 use crate::admin::role::Role;
 use crate::state::AppState;
-use answer::{Answer, answer};
+use answer::{Shape, typed};
 
 pub const PREFIX: &str = "/admin/api/v1";
 
@@ -37,10 +38,10 @@ pub struct Operation {
     pub role: Role,
     /// Optional string query parameters: (name, description).
     pub query: &'static [(&'static str, &'static str)],
-    /// The request body's schema (in `components/schemas`), if any.
-    pub body: Option<&'static str>,
+    /// The request body's type (or written schema), if it takes one.
+    pub body: Option<Shape>,
     /// The 200 response's type, whose schema is derived from it.
-    pub response: Answer,
+    pub response: Shape,
     pub route: fn() -> MethodRouter<AppState>,
 }
 
@@ -56,7 +57,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<audit::Me>(),
+        response: typed::<audit::Me>(),
         route: || get(audit::me),
     },
     Operation {
@@ -77,7 +78,7 @@ pub const OPERATIONS: &[Operation] = &[
             LIMIT,
         ],
         body: None,
-        response: answer::<grants::GrantPage>(),
+        response: typed::<grants::GrantPage>(),
         route: || get(grants::list),
     },
     Operation {
@@ -88,7 +89,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<grants::GrantDetail>(),
+        response: typed::<grants::GrantDetail>(),
         route: || get(grants::get),
     },
     Operation {
@@ -99,7 +100,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: Answer::Written("ReceiptExport"),
+        response: Shape::Written("ReceiptExport"),
         route: || get(grants::receipts),
     },
     Operation {
@@ -109,8 +110,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Revoke one grant, on every node at once (PACT §5.7).",
         role: Role::Operator,
         query: &[],
-        body: Some("Reason"),
-        response: answer::<grants::Revoked>(),
+        body: Some(typed::<grants::RevokeBody>()),
+        response: typed::<grants::Revoked>(),
         route: || post(grants::revoke),
     },
     Operation {
@@ -124,7 +125,7 @@ pub const OPERATIONS: &[Operation] = &[
             ("brand", "Only this brand."),
         ],
         body: None,
-        response: answer::<customers::CustomerList>(),
+        response: typed::<customers::CustomerList>(),
         route: || get(customers::find),
     },
     Operation {
@@ -135,7 +136,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerDetail>(),
+        response: typed::<customers::CustomerDetail>(),
         route: || get(customers::get),
     },
     Operation {
@@ -145,8 +146,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Revoke every live grant of one customer.",
         role: Role::Operator,
         query: &[],
-        body: Some("Reason"),
-        response: answer::<grants::CustomerRevoked>(),
+        body: Some(typed::<grants::RevokeBody>()),
+        response: typed::<grants::CustomerRevoked>(),
         route: || post(grants::revoke_for_customer),
     },
     Operation {
@@ -157,7 +158,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::unlock),
     },
     Operation {
@@ -168,7 +169,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::reset_second_factors),
     },
     Operation {
@@ -179,7 +180,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::sign_out),
     },
     Operation {
@@ -190,7 +191,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::disable),
     },
     Operation {
@@ -201,7 +202,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::enable),
     },
     Operation {
@@ -212,7 +213,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<customers::CustomerChanged>(),
+        response: typed::<customers::CustomerChanged>(),
         route: || post(customers::remove),
     },
     Operation {
@@ -223,7 +224,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<agents::AgentList>(),
+        response: typed::<agents::AgentList>(),
         route: || get(agents::list),
     },
     Operation {
@@ -233,8 +234,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Register an agent platform (or move it to a new JWKS URI).",
         role: Role::Owner,
         query: &[],
-        body: Some("AgentRegistration"),
-        response: answer::<agents::RegisteredAgent>(),
+        body: Some(typed::<agents::Registration>()),
+        response: typed::<agents::RegisteredAgent>(),
         route: || post(agents::register),
     },
     Operation {
@@ -245,7 +246,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<agents::SeenAgentList>(),
+        response: typed::<agents::SeenAgentList>(),
         route: || get(agents::seen),
     },
     Operation {
@@ -255,8 +256,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Move an agent admitted under open into the verified tier (to block one, disable it).",
         role: Role::Owner,
         query: &[],
-        body: Some("AgentIssuer"),
-        response: answer::<agents::AgentVerified>(),
+        body: Some(typed::<agents::Issuer>()),
+        response: typed::<agents::AgentVerified>(),
         route: || post(agents::verify),
     },
     Operation {
@@ -266,8 +267,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Forget an unverified agent with its conversations and grants (it may knock again).",
         role: Role::Operator,
         query: &[],
-        body: Some("AgentIssuer"),
-        response: answer::<agents::AgentForgotten>(),
+        body: Some(typed::<agents::Issuer>()),
+        response: typed::<agents::AgentForgotten>(),
         route: || post(agents::forget),
     },
     Operation {
@@ -278,7 +279,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<registries::BlockedHostList>(),
+        response: typed::<registries::BlockedHostList>(),
         route: || get(registries::blocked_hosts),
     },
     Operation {
@@ -288,8 +289,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Block every issuer on a host and under it; the agents stored there are disabled and their grants revoked.",
         role: Role::Operator,
         query: &[],
-        body: Some("HostBlock"),
-        response: answer::<registries::HostBlocked>(),
+        body: Some(typed::<registries::HostBlock>()),
+        response: typed::<registries::HostBlocked>(),
         route: || post(registries::block_host),
     },
     Operation {
@@ -299,8 +300,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Lift a host's block (the agents it disabled stay disabled).",
         role: Role::Operator,
         query: &[],
-        body: Some("Host"),
-        response: answer::<registries::HostUnblocked>(),
+        body: Some(typed::<registries::Host>()),
+        response: typed::<registries::HostUnblocked>(),
         route: || post(registries::unblock_host),
     },
     Operation {
@@ -311,7 +312,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<registries::RegistryList>(),
+        response: typed::<registries::RegistryList>(),
         route: || get(registries::list),
     },
     Operation {
@@ -321,8 +322,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Trust a registry: its signed list is fetched from url and must verify with a pinned key.",
         role: Role::Owner,
         query: &[],
-        body: Some("NewRegistry"),
-        response: answer::<registries::RegistryView>(),
+        body: Some(typed::<registries::NewRegistry>()),
+        response: typed::<registries::RegistryView>(),
         route: || post(registries::add),
     },
     Operation {
@@ -333,7 +334,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Operator,
         query: &[],
         body: None,
-        response: answer::<registries::RegistryRefreshed>(),
+        response: typed::<registries::RegistryRefreshed>(),
         route: || post(registries::refresh),
     },
     Operation {
@@ -344,7 +345,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<registries::RegistryRemoved>(),
+        response: typed::<registries::RegistryRemoved>(),
         route: || post(registries::remove),
     },
     Operation {
@@ -354,8 +355,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Disable a platform and revoke every grant it holds.",
         role: Role::Operator,
         query: &[],
-        body: Some("AgentDisable"),
-        response: answer::<agents::AgentToggled>(),
+        body: Some(Shape::Written("AgentDisable")),
+        response: typed::<agents::AgentToggled>(),
         route: || post(agents::disable),
     },
     Operation {
@@ -365,8 +366,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Admit a disabled platform again (revoked grants stay revoked).",
         role: Role::Operator,
         query: &[],
-        body: Some("AgentToggle"),
-        response: answer::<agents::AgentToggled>(),
+        body: Some(typed::<agents::Toggle>()),
+        response: typed::<agents::AgentToggled>(),
         route: || post(agents::enable),
     },
     Operation {
@@ -377,7 +378,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<staff::AdminList>(),
+        response: typed::<staff::AdminList>(),
         route: || get(staff::list_admins),
     },
     Operation {
@@ -388,7 +389,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<staff::CredentialList>(),
+        response: typed::<staff::CredentialList>(),
         route: || get(staff::list_credentials),
     },
     Operation {
@@ -399,7 +400,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<staff::CredentialRevoked>(),
+        response: typed::<staff::CredentialRevoked>(),
         route: || post(staff::revoke_credential),
     },
     Operation {
@@ -410,7 +411,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<brands::BrandList>(),
+        response: typed::<brands::BrandList>(),
         route: || get(brands::list),
     },
     Operation {
@@ -421,7 +422,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<brands::BrandView>(),
+        response: typed::<brands::BrandView>(),
         route: || get(brands::get),
     },
     Operation {
@@ -431,8 +432,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Add a scope to the brand, or change its description and MFA requirement (as `pactd brand scope add`).",
         role: Role::Owner,
         query: &[],
-        body: Some("ScopeDefinition"),
-        response: answer::<brands::BrandView>(),
+        body: Some(typed::<brands::ScopeDefinition>()),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::put_scope),
     },
     Operation {
@@ -443,7 +444,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<brands::BrandView>(),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::remove_scope),
     },
     Operation {
@@ -453,8 +454,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "What the brand's Agent Card says of it: its name and description (as `pactd brand set --name --description`).",
         role: Role::Owner,
         query: &[],
-        body: Some("CardText"),
-        response: answer::<brands::BrandView>(),
+        body: Some(Shape::Written("CardText")),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::set_card_text),
     },
     Operation {
@@ -464,8 +465,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "How long the brand's new grants last, 1–365 days, or null for the server default (as `pactd brand set --grant-ttl-days`).",
         role: Role::Owner,
         query: &[],
-        body: Some("GrantLifetime"),
-        response: answer::<brands::BrandView>(),
+        body: Some(typed::<brands::GrantLifetime>()),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::set_grant_lifetime),
     },
     Operation {
@@ -475,8 +476,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Which personal agents the brand admits (PACT §3.1): allowlist, open, or null for the Provider's policy (as `pactd brand set --admission`).",
         role: Role::Owner,
         query: &[],
-        body: Some("Admission"),
-        response: answer::<brands::BrandView>(),
+        body: Some(typed::<brands::Admission>()),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::set_admission),
     },
     Operation {
@@ -486,8 +487,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Declare or replace an RFC 9396 authorization_details type of the brand (as `pactd brand details-type add`).",
         role: Role::Owner,
         query: &[],
-        body: Some("DetailsTypeDefinition"),
-        response: answer::<brands::BrandView>(),
+        body: Some(Shape::Written("DetailsTypeDefinition")),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::put_details_type),
     },
     Operation {
@@ -498,7 +499,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<brands::BrandView>(),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::remove_details_type),
     },
     Operation {
@@ -508,8 +509,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Add or replace a tool the brand's own agent calls through pactd's gateway (as `pactd brand tool add`).",
         role: Role::Owner,
         query: &[],
-        body: Some("ToolDefinition"),
-        response: answer::<brands::BrandView>(),
+        body: Some(typed::<crate::admin::brand_settings::ToolDefinition>()),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::put_tool),
     },
     Operation {
@@ -519,8 +520,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Set a tool's limit rules and summary, e.g. of a tool imported from the merchant's MCP server (as `pactd brand tool set-rules`). Existing grants keep the rules they were approved under.",
         role: Role::Owner,
         query: &[],
-        body: Some("ToolRules"),
-        response: answer::<brands::BrandView>(),
+        body: Some(typed::<brands::ToolRulesBody>()),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::set_tool_rules),
     },
     Operation {
@@ -531,7 +532,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<brands::BrandView>(),
+        response: typed::<brands::BrandView>(),
         route: || post(brands::remove_tool),
     },
     Operation {
@@ -542,7 +543,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<keys::KeyList>(),
+        response: typed::<keys::KeyList>(),
         route: || get(keys::list),
     },
     Operation {
@@ -553,7 +554,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Owner,
         query: &[],
         body: None,
-        response: answer::<keys::KeyView>(),
+        response: typed::<keys::KeyView>(),
         route: || post(keys::rotate),
     },
     Operation {
@@ -564,7 +565,7 @@ pub const OPERATIONS: &[Operation] = &[
         role: Role::Viewer,
         query: &[],
         body: None,
-        response: answer::<nodes::NodeList>(),
+        response: typed::<nodes::NodeList>(),
         route: || get(nodes::list),
     },
     Operation {
@@ -585,7 +586,7 @@ pub const OPERATIONS: &[Operation] = &[
             LIMIT,
         ],
         body: None,
-        response: answer::<audit::AuditPage>(),
+        response: typed::<audit::AuditPage>(),
         route: || get(audit::list),
     },
 ];

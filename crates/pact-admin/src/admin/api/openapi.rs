@@ -8,8 +8,9 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Map, Value, json};
 
-use super::answer::Answer;
+use super::answer::Shape;
 use super::error::ErrorCode;
+use super::fields::{NO_CONTROL, SCOPE_PATTERN, SLUG_PATTERN, TYPE_NAME_PATTERN};
 use super::{OPERATIONS, Operation, PREFIX};
 use crate::state::AppState;
 
@@ -23,12 +24,6 @@ pub async fn serve(State(state): State<AppState>) -> Json<Value> {
     Json(doc)
 }
 
-/// What the API accepts in free text: no control characters.
-const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
-/// RFC 6749 §3.3 scope-token, bounded to 128 characters.
-const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
-/// An `authorization_details` type name: no spaces or control characters.
-const TYPE_NAME_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f]{1,128}$";
 const UUID_PATTERN: &str =
     "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 
@@ -48,13 +43,15 @@ fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     json!({ "type": "object", "properties": p, "required": required })
 }
 
-/// The schemas derived from the answers' types: each operation's and those
-/// they refer to.
+/// The schemas derived from the bodies' types: each operation's answer and
+/// request, and those they refer to.
 fn derived_schemas() -> Map<String, Value> {
     let mut derived = Vec::new();
     for op in OPERATIONS {
-        if let Answer::Derived { schemas, .. } = op.response {
-            schemas(&mut derived);
+        for shape in [Some(&op.response), op.body.as_ref()].into_iter().flatten() {
+            if let Shape::Derived { schemas, .. } = shape {
+                schemas(&mut derived);
+            }
         }
     }
     derived
@@ -64,16 +61,11 @@ fn derived_schemas() -> Map<String, Value> {
         .collect()
 }
 
-/// The hand-written schemas: the requests', the error's and the receipts
-/// export's.
+/// The hand-written schemas: the error's, the receipts export's, and the
+/// requests whose rules are not their type's.
 fn written_schemas() -> Map<String, Value> {
     let mut all = Map::new();
-    for more in [
-        base_schemas(),
-        brand_setting_schemas(),
-        admission_schemas(),
-        registry_schemas(),
-    ] {
+    for more in [base_schemas(), brand_setting_schemas()] {
         if let Value::Object(more) = more {
             all.extend(more);
         }
@@ -107,35 +99,7 @@ fn base_schemas() -> Value {
             ], &["jws", "claims"])),
             ("verified", s("boolean")),
         ], &["brand", "sub", "jwks_uri", "received_at", "receipt", "verified"]) }),
-        "Reason": json!({
-            "type": "object",
-            "properties": { "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL } },
-            "additionalProperties": false
-        }),
-        // What the action did: only the fields of the action taken are present.
-        "AgentRegistration": json!({
-            "type": "object",
-            "properties": {
-                "issuer": { "type": "string", "minLength": 1, "maxLength": 512 },
-                "jwks_uri": { "type": "string", "format": "uri" },
-                "name": { "type": "string", "minLength": 1, "maxLength": 200 },
-                "homepage": { "type": "string", "description": "RFC 7591 client_uri, shown on consent; \"\" removes it." },
-                "logo_uri": { "type": "string", "description": "Fetched once now and served from pactd's origin (PNG, JPEG, GIF or WebP); \"\" removes it." },
-                "policy_uri": { "type": "string", "description": "RFC 7591 policy_uri; \"\" removes it." },
-                "tos_uri": { "type": "string", "description": "RFC 7591 tos_uri; \"\" removes it." }
-            },
-            "required": ["issuer", "jwks_uri"],
-            "additionalProperties": false
-        }),
-        "AgentToggle": json!({
-            "type": "object",
-            "properties": {
-                "issuer": { "type": "string" },
-                "reason": { "type": "string", "maxLength": 200, "pattern": NO_CONTROL }
-            },
-            "required": ["issuer"],
-            "additionalProperties": false
-        }),
+        // `agents::Toggle`, whose reason disabling requires, not blank.
         "AgentDisable": json!({
             "type": "object",
             "properties": {
@@ -148,51 +112,10 @@ fn base_schemas() -> Value {
             "required": ["issuer", "reason"],
             "additionalProperties": false
         }),
-        "ScopeDefinition": json!({
-            "type": "object",
-            "properties": {
-                "scope_id": { "type": "string", "pattern": SCOPE_PATTERN },
-                "description": {
-                    "type": "string", "minLength": 1, "maxLength": 500,
-                    "description": "Shown verbatim on consent: no control, hidden or bidi characters; at most 500 bytes."
-                },
-                "requires_mfa": { "type": "boolean" },
-                "unverified_allowed": {
-                    "type": "boolean",
-                    "description": "Agents admitted under the open policy, not yet verified by staff, may request it."
-                }
-            },
-            "required": ["scope_id", "description"],
-            "additionalProperties": false
-        }),
     })
 }
 
-/// The schemas of open admission (PACT §3.1): the agents seen, the staff
-/// actions on them and a brand's policy; apart for `json!`'s recursion limit.
-fn admission_schemas() -> Value {
-    json!({
-        "AgentIssuer": json!({
-            "type": "object",
-            "properties": { "issuer": { "type": "string" } },
-            "required": ["issuer"],
-            "additionalProperties": false
-        }),
-        "Admission": json!({
-            "type": "object",
-            "properties": {
-                "policy": {
-                    "type": ["string", "null"], "enum": ["allowlist", "registry", "open", null],
-                    "description": "Which personal agents the brand admits (PACT §3.1); null: the Provider's policy."
-                }
-            },
-            "required": ["policy"],
-            "additionalProperties": false
-        }),
-    })
-}
-
-/// The schemas of a brand's settings (types, tools, grant lifetime), apart
+/// The schemas of a brand's settings (types, the card's text), apart
 /// from [`base_schemas`] to stay within `json!`'s recursion limit.
 fn brand_setting_schemas() -> Value {
     json!({
@@ -253,17 +176,6 @@ fn brand_setting_schemas() -> Value {
             },
             "additionalProperties": false
         }),
-        "GrantLifetime": json!({
-            "type": "object",
-            "properties": {
-                "days": {
-                    "type": ["integer", "null"], "minimum": 1, "maximum": 365,
-                    "description": "How long new grants last; null: the server's default."
-                }
-            },
-            "required": ["days"],
-            "additionalProperties": false
-        }),
         "DetailsTypeDefinition": json!({
             "type": "object",
             "properties": {
@@ -271,40 +183,6 @@ fn brand_setting_schemas() -> Value {
                 "declaration": reference("DetailsType")
             },
             "required": ["type_name", "declaration"],
-            "additionalProperties": false
-        }),
-        "ToolRules": json!({
-            "type": "object",
-            "properties": {
-                "enforce": {
-                    "type": "array", "items": { "type": "string", "pattern": "^([^=\\s]+\\.)?[A-Za-z0-9_-]{1,64}(=[A-Za-z0-9_-]{1,64})?$" },
-                    "description": "The tool's limit rules, as in ToolDefinition; empty clears them."
-                },
-                "summary": {
-                    "type": ["string", "null"], "maxLength": 1000, "pattern": NO_CONTROL,
-                    "description": "How one call reads to a person asked to approve it on its own; null keeps it."
-                }
-            },
-            "additionalProperties": false
-        }),
-        "ToolDefinition": json!({
-            "type": "object",
-            "properties": {
-                "name": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" },
-                "scope": { "type": ["string", "null"], "description": "The scope a call needs; none: a public tool." },
-                "url": { "type": "string", "description": "Where pactd forwards allowed calls (https)." },
-                "description": { "type": "string", "maxLength": 1000, "pattern": NO_CONTROL },
-                "enforce": {
-                    "type": "array", "items": { "type": "string", "pattern": "^([^=\\s]+\\.)?[A-Za-z0-9_-]{1,64}(=[A-Za-z0-9_-]{1,64})?$" },
-                    "description": "Limit rules: FIELD=ARG (the call's argument ARG is checked against field FIELD of every granted type of the tool's scope that has it), TYPE.FIELD=ARG (that type only), FIELD alone for a count (each call uses one)."
-                },
-                "summary": {
-                    "type": "string", "maxLength": 1000, "pattern": NO_CONTROL,
-                    "description": "How one call reads to a person asked to approve it on its own, with {arg} placeholders."
-                },
-                "input_schema": { "type": ["object", "null"], "description": "A JSON Schema of the arguments, given to the agent." }
-            },
-            "required": ["name", "url"],
             "additionalProperties": false
         }),
     })
@@ -339,7 +217,7 @@ fn operation(op: &Operation) -> Value {
     if op.path.contains("{brand}") {
         parameters.push(json!({
             "name": "brand", "in": "path", "required": true,
-            "schema": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" }
+            "schema": { "type": "string", "pattern": SLUG_PATTERN }
         }));
     }
     if op.path.contains("{scope}") {
@@ -357,7 +235,7 @@ fn operation(op: &Operation) -> Value {
     if op.path.contains("{tool}") {
         parameters.push(json!({
             "name": "tool", "in": "path", "required": true,
-            "schema": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$" }
+            "schema": { "type": "string", "pattern": SLUG_PATTERN }
         }));
     }
     if op.path.contains("{id}") {
@@ -391,10 +269,10 @@ fn operation(op: &Operation) -> Value {
         "parameters": parameters,
         "responses": responses,
     });
-    if let Some(body) = op.body {
+    if let Some(body) = &op.body {
         o["requestBody"] = json!({
             "required": false,
-            "content": { "application/json": { "schema": reference(body) } }
+            "content": { "application/json": { "schema": reference(&body.name()) } }
         });
     }
     o
@@ -426,39 +304,6 @@ pub fn document() -> Value {
             },
             "schemas": schemas(),
         }
-    })
-}
-
-/// The schemas of trusted registries and blocked hosts (PACT §3.1, issue 31).
-fn registry_schemas() -> Value {
-    let host = json!({ "type": "string", "minLength": 1, "maxLength": 253 });
-    json!({
-        "NewRegistry": json!({
-            "type": "object",
-            "properties": {
-                "name": { "type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$" },
-                "url": { "type": "string", "format": "uri" },
-                "keys": { "description": "The pinned public keys: a JWKS, an array of JWKs or one JWK (ES256, each with a kid)." },
-                "refresh_seconds": { "type": "integer", "minimum": 60, "maximum": 86400 }
-            },
-            "required": ["name", "url", "keys"],
-            "additionalProperties": false
-        }),
-        "HostBlock": json!({
-            "type": "object",
-            "properties": {
-                "host": host,
-                "reason": { "type": "string", "minLength": 1, "maxLength": 200, "pattern": NO_CONTROL }
-            },
-            "required": ["host", "reason"],
-            "additionalProperties": false
-        }),
-        "Host": json!({
-            "type": "object",
-            "properties": { "host": host },
-            "required": ["host"],
-            "additionalProperties": false
-        }),
     })
 }
 
@@ -495,6 +340,27 @@ mod tests {
             .filter(|name| written.contains_key(*name))
             .collect();
         assert!(both.is_empty(), "{both:?}");
-        assert!(written.contains_key("Reason") && derived.contains_key("Grant"));
+        assert!(written.contains_key("AgentDisable") && derived.contains_key("Grant"));
+        assert!(derived.contains_key("Reason"), "request bodies are derived too");
+    }
+
+    /// Every request body refuses a field it does not know (each request
+    /// type is `deny_unknown_fields`), and its document says so: a client
+    /// learns of a misspelt field from the schema, not from a 400.
+    #[test]
+    fn every_request_body_refuses_unknown_fields() {
+        let doc = document();
+        for op in OPERATIONS {
+            if let Some(body) = &op.body {
+                let schema = &doc["components"]["schemas"][&*body.name()];
+                assert_eq!(
+                    schema["additionalProperties"],
+                    false,
+                    "{} {}: {schema}",
+                    op.method,
+                    op.path
+                );
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 use super::answer::{Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
+use super::fields;
 use super::params;
 use crate::admin::ops;
 use crate::admin::role::Role;
@@ -130,12 +131,17 @@ pub async fn list(
     Ok(Json(RegistryList { items }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRegistry {
+    #[schema(schema_with = fields::registry_name)]
     pub name: String,
+    #[schema(schema_with = fields::uri)]
     pub url: String,
+    /// The pinned public keys: a JWKS, an array of JWKs or one JWK (ES256,
+    /// each with a kid).
     pub keys: Value,
+    #[schema(minimum = 60, maximum = 86400)]
     pub refresh_seconds: Option<i32>,
 }
 
@@ -251,10 +257,13 @@ pub async fn blocked_hosts(
     Ok(Json(BlockedHostList { items }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostBlock {
+    #[schema(schema_with = fields::host)]
     pub host: String,
+    /// Required: `ops::agents::block_host` refuses a block without one.
+    #[schema(schema_with = fields::given_reason, required = true)]
     pub reason: Option<String>,
 }
 
@@ -287,9 +296,10 @@ pub async fn block_host(
     }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
+    #[schema(schema_with = fields::host)]
     pub host: String,
 }
 

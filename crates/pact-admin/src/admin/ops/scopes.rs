@@ -11,14 +11,17 @@ use super::{OpsError, audit};
 use crate::admin::role::Actor;
 
 /// One scope as staff define it (the admin API's request body too).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeDefinition {
+    #[schema(schema_with = crate::admin::api::fields::scope_id)]
     pub scope_id: String,
+    #[schema(schema_with = crate::admin::api::fields::scope_description)]
     pub description: String,
     #[serde(default)]
     pub requires_mfa: bool,
-    /// Unverified agents (admitted under `open`) may request it.
+    /// Agents admitted under the open policy, not yet verified by staff, may
+    /// request it.
     #[serde(default)]
     pub unverified_allowed: bool,
 }

@@ -1,0 +1,160 @@
+//! The validation rules of the admin API's request fields, as the schemas
+//! the request types name on their fields (`#[schema(schema_with = …)]`):
+//! what a field is, its length and pattern. The handlers check the same
+//! rules (the domain functions and `ops/`); these say them to clients, and
+//! the admin API tests hold every request that breaks one to a 400.
+//!
+//! `utoipa` takes a pattern only as a literal, so the patterns that several
+//! fields and the path parameters share live here as constants.
+
+use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{Array, schema::SchemaType};
+
+/// What the API accepts in free text: no control characters.
+pub const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
+/// RFC 6749 §3.3 scope-token, bounded to 128 characters.
+pub const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
+/// An `authorization_details` type name: no spaces or control characters.
+pub const TYPE_NAME_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f]{1,128}$";
+/// A brand's or a tool's name (`domain::brand_id`, `domain::tool_rules`).
+pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
+/// A tool's limit rule: `FIELD=ARG`, `TYPE.FIELD=ARG` or `FIELD` (a count).
+const RULE_PATTERN: &str = "^([^=\\s]+\\.)?[A-Za-z0-9_-]{1,64}(=[A-Za-z0-9_-]{1,64})?$";
+
+fn text(min: Option<usize>, max: usize, pattern: Option<&str>) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(min)
+        .max_length(Some(max))
+        .pattern(pattern)
+}
+
+/// A string, or `null` for "keep" or "the default".
+fn nullable(kind: Type) -> SchemaType {
+    SchemaType::from_iter([kind, Type::Null])
+}
+
+/// A reason for the audit log: free text, at most 200 characters.
+pub fn reason() -> Object {
+    text(None, 200, Some(NO_CONTROL)).build()
+}
+
+/// A reason that must be given.
+pub fn given_reason() -> Object {
+    text(Some(1), 200, Some(NO_CONTROL)).build()
+}
+
+/// A personal agent's issuer (PACT §3: the PA-JWT's `iss`).
+pub fn issuer() -> Object {
+    text(Some(1), 512, None).build()
+}
+
+/// An absolute URI.
+pub fn uri() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::Custom("uri".into())))
+        .build()
+}
+
+/// A name shown to people (an agent platform's).
+pub fn display_name() -> Object {
+    text(Some(1), 200, None).build()
+}
+
+/// A host name (RFC 1035: at most 253 characters).
+pub fn host() -> Object {
+    text(Some(1), 253, None).build()
+}
+
+/// A trusted registry's name.
+pub fn registry_name() -> Object {
+    text(None, 63, Some("^[a-z0-9][a-z0-9._-]{0,62}$")).build()
+}
+
+/// An RFC 6749 §3.3 scope.
+pub fn scope_id() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(SCOPE_PATTERN))
+        .build()
+}
+
+/// What consent shows for a scope.
+pub fn scope_description() -> Object {
+    text(Some(1), 500, None)
+        .description(Some(
+            "Shown verbatim on consent: no control, hidden or bidi characters; at most 500 bytes.",
+        ))
+        .build()
+}
+
+/// An admission policy (PACT §3.1), or `null` for the Provider's.
+pub fn policy_or_default() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .enum_values(Some(
+            ["allowlist", "registry", "open"]
+                .map(Some)
+                .into_iter()
+                .chain([None]),
+        ))
+        .description(Some(
+            "Which personal agents the brand admits (PACT §3.1); null: the Provider's policy.",
+        ))
+        .build()
+}
+
+/// A tool's name.
+pub fn tool_name() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(SLUG_PATTERN))
+        .build()
+}
+
+/// A tool's limit rules.
+pub fn rules() -> Array {
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(RULE_PATTERN)),
+        )
+        .description(Some(
+            "Limit rules: FIELD=ARG (the call's argument ARG is checked against field FIELD of every granted type of the tool's scope that has it), TYPE.FIELD=ARG (that type only), FIELD alone for a count (each call uses one); empty: none.",
+        ))
+        .build()
+}
+
+/// How one call reads to a person asked to approve it on its own.
+pub fn summary() -> Object {
+    text(None, 1000, Some(NO_CONTROL))
+        .description(Some(
+            "How one call reads to a person asked to approve it on its own, with {arg} placeholders.",
+        ))
+        .build()
+}
+
+/// A summary, or `null` to keep the one stored.
+pub fn summary_or_keep() -> Object {
+    text(None, 1000, Some(NO_CONTROL))
+        .schema_type(nullable(Type::String))
+        .description(Some(
+            "How one call reads to a person asked to approve it on its own; null keeps it.",
+        ))
+        .build()
+}
+
+/// Free text of at most 1000 characters.
+pub fn long_text() -> Object {
+    text(None, 1000, Some(NO_CONTROL)).build()
+}
+
+/// A JSON Schema given to the agent, or `null`.
+pub fn input_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::Object))
+        .description(Some("A JSON Schema of the arguments, given to the agent."))
+        .build()
+}
