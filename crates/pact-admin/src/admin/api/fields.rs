@@ -1,8 +1,7 @@
 //! The validation rules of the admin API's request fields, as the schemas
 //! the request types name on their fields (`#[schema(schema_with = …)]`):
 //! what a field is, its length and pattern. The handlers check the same
-//! rules (the domain functions and `ops/`); these say them to clients, and
-//! the admin API tests hold every request that breaks one to a 400.
+//! rules (the domain functions and `ops/`); these say them to clients.
 //!
 //! `utoipa` takes a pattern only as a literal, so the patterns that several
 //! fields and the path parameters share live here as constants.
