@@ -341,7 +341,10 @@ mod tests {
             .collect();
         assert!(both.is_empty(), "{both:?}");
         assert!(written.contains_key("AgentDisable") && derived.contains_key("Grant"));
-        assert!(derived.contains_key("Reason"), "request bodies are derived too");
+        assert!(
+            derived.contains_key("Reason"),
+            "request bodies are derived too"
+        );
     }
 
     /// Every request body refuses a field it does not know (each request
@@ -354,11 +357,9 @@ mod tests {
             if let Some(body) = &op.body {
                 let schema = &doc["components"]["schemas"][&*body.name()];
                 assert_eq!(
-                    schema["additionalProperties"],
-                    false,
+                    schema["additionalProperties"], false,
                     "{} {}: {schema}",
-                    op.method,
-                    op.path
+                    op.method, op.path
                 );
             }
         }
