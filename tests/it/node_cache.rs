@@ -112,6 +112,50 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// A staff change made on a node is seen by that node's very next request,
+/// without waiting for its notification: here there is none (the trigger is
+/// off), so only the node itself can drop its copy. A staff request that is
+/// refused changes nothing and leaves the copy in place.
+#[tokio::test]
+async fn a_staff_change_is_seen_at_once_by_the_node_it_was_made_on() {
+    let app = TestApp::spawn().await;
+    let pa = app.registered_pa(ISS).await;
+    app.until_listening().await;
+    let secret = crate::admin_api::credential(&app, "ops", "operator", None).await;
+    let pa_jwt = pa.token("u1", app.audience());
+    let turn = |id: &'static str| app.send("demo", &pa_jwt, id, "hi", None);
+    assert_eq!(turn("m1").await.status(), 200);
+
+    sqlx::query("alter table agents disable trigger agents_changed")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    // Refused (no reason): nothing changed, the copy stays.
+    let generation = app.state.config_cache.generation();
+    let res = crate::admin_api::call(
+        &app,
+        &secret,
+        "post",
+        "/agents/disable",
+        Some(serde_json::json!({ "issuer": ISS })),
+    )
+    .await;
+    crate::admin_api::error(res, 400, "invalid_request").await;
+    assert_eq!(app.state.config_cache.generation(), generation);
+    assert_eq!(turn("m2").await.status(), 200);
+
+    let res = crate::admin_api::call(
+        &app,
+        &secret,
+        "post",
+        "/agents/disable",
+        Some(serde_json::json!({ "issuer": ISS, "reason": "compromised key" })),
+    )
+    .await;
+    crate::admin_api::ok(res).await;
+    assert_bare_401(turn("m3").await).await;
+}
+
 /// RFC 8628 §3.5 from memory: a node that has seen a code pending answers its
 /// polls itself (an approval written behind its back, trigger off, is not
 /// seen), and the approval made on another node reaches it through the row

@@ -5,7 +5,9 @@
 //!
 //! Every change to those tables is announced on `pactd_config` by a table
 //! trigger (migration 0010), and the change listener drops this whole copy
-//! when one arrives, on every node. The copy is only used while the listener
+//! when one arrives, on every node; the node a staff change was made on drops
+//! it at once, without waiting for its own notification (`pact-admin`'s
+//! `seen_here_at_once`). The copy is only used while the listener
 //! is subscribed and its feed proven alive by a recent heartbeat (`feed.rs`):
 //! a node that cannot show it hears changes reads the database, and a
 //! reconnect starts from an empty copy, because notifications sent meanwhile

@@ -209,7 +209,7 @@ pub fn router(state: AppState) -> Router {
             get(crate::receipt_log::consistency),
         )
         // the staff's admin API and console (admin/)
-        .merge(crate::admin::routes())
+        .merge(crate::admin::routes(&state))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
