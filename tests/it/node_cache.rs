@@ -103,7 +103,9 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
             .await
             .unwrap()
     );
-    wait_heard(&b, "agents").await;
+    // (Not `wait_heard(.., "agents")`: the last change heard was of agents
+    // already, so it would not wait.)
+    b.settle().await;
     pact_db::scopes::upsert(&a.db, "demo", "orders:export", "Export your orders", false)
         .await
         .unwrap();
