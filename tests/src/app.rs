@@ -98,7 +98,10 @@ impl TestApp {
     /// so far (agents, brands, scopes, merchant settings), so that its cached
     /// copy cannot serve an older row: a test that changes such a row behind
     /// the node's back calls this before its next request. Notifications
-    /// arrive in commit order, so hearing our own probe means hearing all.
+    /// arrive in commit order, so hearing our own probe means hearing all;
+    /// and every channel comes in on the one listening connection, handled in
+    /// order, so the revocations, device-code decisions and key changes
+    /// committed before it have been heard too.
     pub async fn settle(&self) {
         let cache = &self.state.config_cache;
         if !cache.is_live() {
