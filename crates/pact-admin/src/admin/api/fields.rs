@@ -28,7 +28,7 @@ fn text(min: Option<usize>, max: usize, pattern: Option<&str>) -> ObjectBuilder 
         .pattern(pattern)
 }
 
-/// A string, or `null` for "keep" or "the default".
+/// A value of type `kind`, or `null` (for "keep" or "the default").
 fn nullable(kind: Type) -> SchemaType {
     SchemaType::from_iter([kind, Type::Null])
 }
