@@ -71,12 +71,17 @@ pub fn registry_name() -> Object {
     text(None, 63, Some("^[a-z0-9][a-z0-9._-]{0,62}$")).build()
 }
 
-/// An RFC 6749 §3.3 scope.
-pub fn scope_id() -> Object {
+/// A string matching `pattern`.
+fn matching(pattern: &str) -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(SCOPE_PATTERN))
+        .pattern(Some(pattern))
         .build()
+}
+
+/// An RFC 6749 §3.3 scope.
+pub fn scope_id() -> Object {
+    matching(SCOPE_PATTERN)
 }
 
 /// What consent shows for a scope.
@@ -106,10 +111,7 @@ pub fn policy_or_default() -> Object {
 
 /// A tool's name.
 pub fn tool_name() -> Object {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some(SLUG_PATTERN))
-        .build()
+    matching(SLUG_PATTERN)
 }
 
 /// A tool's limit rules.
