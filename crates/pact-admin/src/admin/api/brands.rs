@@ -276,14 +276,18 @@ async fn brand_to_edit(
         .ok_or(AdminApiError::NotFound)
 }
 
-#[derive(Debug, Deserialize)]
+/// What the brand's Agent Card says of it; a field left out is unchanged.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CardText {
     /// 1–200 characters; absent: unchanged.
+    #[schema(schema_with = fields::brand_name)]
     pub name: Option<String>,
     /// At most 1000 characters, empty for one made from the name; absent: unchanged.
+    #[schema(schema_with = fields::card_description)]
     pub description: Option<String>,
     /// The card's skills; `[]` for the brand agent's own; absent: unchanged.
+    #[schema(schema_with = fields::card_skills)]
     pub skills: Option<Vec<pact_proto::card::AgentSkill>>,
 }
 

@@ -159,3 +159,39 @@ pub fn input_schema() -> Object {
         .description(Some("A JSON Schema of the arguments, given to the agent."))
         .build()
 }
+
+/// A brand's name on its Agent Card and consent.
+pub fn brand_name() -> Object {
+    text(Some(1), 200, None)
+        .description(Some("The brand's name on its Agent Card and consent."))
+        .build()
+}
+
+/// The Agent Card's description.
+pub fn card_description() -> Object {
+    text(None, 1000, None)
+        .description(Some(
+            "The card's description; empty: one made from the name.",
+        ))
+        .build()
+}
+
+/// The Agent Card's skills (A2A `AgentSkill`: `pact_proto` stays free of
+/// schema derives, so its shape is written here).
+pub fn card_skills() -> Array {
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    let skill = ObjectBuilder::new()
+        .property("id", string())
+        .property("name", string())
+        .property("description", string())
+        .property("tags", ArrayBuilder::new().items(string()))
+        .required("id")
+        .required("name")
+        .required("description")
+        .required("tags");
+    ArrayBuilder::new()
+        .items(skill)
+        .max_items(Some(20))
+        .description(Some("The card's skills; []: the brand agent's own."))
+        .build()
+}

@@ -454,7 +454,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "What the brand's Agent Card says of it: its name and description (as `pactd brand set --name --description`).",
         role: Role::Owner,
         query: &[],
-        body: Some(Shape::Written("CardText")),
+        body: Some(typed::<brands::CardText>()),
         response: typed::<brands::BrandView>(),
         route: || post(brands::set_card_text),
     },

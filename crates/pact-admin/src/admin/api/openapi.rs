@@ -115,7 +115,7 @@ fn base_schemas() -> Value {
     })
 }
 
-/// The schemas of a brand's settings (types, the card's text), apart
+/// The schemas of a brand's RFC 9396 types, apart
 /// from [`base_schemas`] to stay within `json!`'s recursion limit.
 fn brand_setting_schemas() -> Value {
     json!({
@@ -157,23 +157,6 @@ fn brand_setting_schemas() -> Value {
                 }
             },
             "required": ["scope", "fields"],
-            "additionalProperties": false
-        }),
-        "CardText": json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 200,
-                         "description": "The brand's name on its Agent Card and consent."},
-                "description": {"type": "string", "maxLength": 1000,
-                                "description": "The card's description; empty: one made from the name."},
-                "skills": {"type": "array", "maxItems": 20,
-                           "description": "The card's skills; []: the brand agent's own.",
-                           "items": {"type": "object",
-                                     "properties": {"id": {"type": "string"}, "name": {"type": "string"},
-                                                    "description": {"type": "string"},
-                                                    "tags": {"type": "array", "items": {"type": "string"}}},
-                                     "required": ["id", "name", "description", "tags"]}}
-            },
             "additionalProperties": false
         }),
         "DetailsTypeDefinition": json!({
