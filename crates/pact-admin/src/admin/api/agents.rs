@@ -275,8 +275,7 @@ pub async fn register(
     }))
 }
 
-/// The body of enabling an agent (disabling one takes the same fields, but
-/// its reason is required: the written `AgentDisable`).
+/// The body of enabling an agent.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = AgentToggle)]
@@ -286,10 +285,22 @@ pub struct Toggle {
     pub reason: Option<String>,
 }
 
+/// The body of disabling an agent: the same fields, the reason required and
+/// not blank (it is stored with every grant the disabling revokes;
+/// `ops::agents::set_enabled` refuses one without it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AgentDisable)]
+pub struct Disable {
+    pub issuer: String,
+    #[schema(schema_with = fields::non_blank_reason, required = true)]
+    pub reason: Option<String>,
+}
+
 async fn toggle(
     state: AppState,
     caller: ApiCaller,
-    body: Bytes,
+    t: Toggle,
     enabled: bool,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
     let action = if enabled {
@@ -299,7 +310,6 @@ async fn toggle(
     };
     caller.require(&state, Role::Operator, action).await?;
     caller.require_unlimited(&state, action).await?;
-    let t: Toggle = params::body(&body)?;
     let mut tx = state.db.begin().await?;
     let revoked = crate::admin::ops::agents::set_enabled(
         &mut tx,
@@ -324,7 +334,8 @@ pub async fn disable(
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
-    toggle(state, caller, body, false).await
+    let Disable { issuer, reason } = params::body(&body)?;
+    toggle(state, caller, Toggle { issuer, reason }, false).await
 }
 
 /// `POST /agents/enable` `{"issuer", "reason"}` (revoked grants stay revoked).
@@ -333,7 +344,8 @@ pub async fn enable(
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
-    toggle(state, caller, body, true).await
+    let t: Toggle = params::body(&body)?;
+    toggle(state, caller, t, true).await
 }
 
 /// `GET /agents/seen`: the agents admitted under the open policy (PACT §3.1),

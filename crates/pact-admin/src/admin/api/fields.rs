@@ -43,6 +43,17 @@ pub fn given_reason() -> Object {
     text(Some(1), 200, Some(NO_CONTROL)).build()
 }
 
+/// A reason that must be given and say something: at least one character
+/// that is neither a control character nor a space.
+pub fn non_blank_reason() -> Object {
+    text(
+        Some(1),
+        200,
+        Some("^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"),
+    )
+    .build()
+}
+
 /// A personal agent's issuer (PACT §3: the PA-JWT's `iss`).
 pub fn issuer() -> Object {
     text(Some(1), 512, None).build()

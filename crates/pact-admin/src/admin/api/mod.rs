@@ -355,7 +355,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Disable a platform and revoke every grant it holds.",
         role: Role::Operator,
         query: &[],
-        body: Some(Shape::Written("AgentDisable")),
+        body: Some(typed::<agents::Disable>()),
         response: typed::<agents::AgentToggled>(),
         route: || post(agents::disable),
     },
