@@ -6,8 +6,8 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pact_node::node::Node;
 
-use crate::state::AppState;
 use crate::who;
 
 /// A logo's URL names its content, so it never changes: cache it for a year.
@@ -38,11 +38,11 @@ fn fixed(mut res: Response, content_type: HeaderValue) -> Response {
 }
 
 /// `GET /logos/{sha256}`: only names of the stored form reach the database.
-pub async fn logo(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+pub async fn logo(State(node): State<Node>, Path(name): Path<String>) -> Response {
     if !who::is_logo_name(&name) {
         return not_found();
     }
-    match pact_db::logos::get(&state.db, &name).await {
+    match pact_db::logos::get(&node.db, &name).await {
         Ok(Some(logo)) => {
             // The table only admits the four sniffed raster types.
             let Ok(ct) = HeaderValue::from_str(&logo.content_type) else {

@@ -14,12 +14,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_node::node::Node;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::oauth_json;
 use crate::merchant::credentials;
-use crate::state::AppState;
 
 fn unauthenticated() -> Response {
     let mut res = oauth_json(
@@ -47,7 +47,7 @@ fn unverified_client_id(token: &str) -> Option<String> {
 }
 
 pub async fn introspect(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(brand_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -59,7 +59,7 @@ pub async fn introspect(
     else {
         return unauthenticated();
     };
-    let credential = match pact_db::merchant::find_credential(&state.db, &client_id).await {
+    let credential = match pact_db::merchant::find_credential(&node.db, &client_id).await {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "introspection: loading the credential failed");
@@ -96,25 +96,25 @@ pub async fn introspect(
     let Some(pa) = unverified_client_id(token) else {
         return inactive();
     };
-    let issuer = state.config.oauth_issuer(&brand_id);
-    let iface = state.config.interface_url(&brand_id);
+    let issuer = node.config.oauth_issuer(&brand_id);
+    let iface = node.config.interface_url(&brand_id);
     let Ok(claims) = pact_jose::verify_delegation_token(
         token,
-        state.keys.current().published(state.clock.now()),
+        node.keys.current().published(node.clock.now()),
         &issuer,
         &iface,
         &pa,
-        state.clock.now().unix_timestamp(),
+        node.clock.now().unix_timestamp(),
     ) else {
         return inactive();
     };
     let Ok(grant_id) = Uuid::parse_str(&claims.grant_id) else {
         return inactive();
     };
-    if state.revocations.is_revoked(grant_id) {
+    if node.revocations.is_revoked(grant_id) {
         return inactive();
     }
-    let grant = match pact_db::grants::find(&state.db, grant_id).await {
+    let grant = match pact_db::grants::find(&node.db, grant_id).await {
         Ok(g) => g,
         Err(e) => {
             tracing::error!(error = %e, "introspection: loading the grant failed");
@@ -125,7 +125,7 @@ pub async fn introspect(
         }
     };
     let live = grant.is_some_and(|g| {
-        g.is_active(state.clock.now())
+        g.is_active(node.clock.now())
             && g.brand_id == brand_id
             && g.pa_issuer == claims.client_id
             && g.user_sub == claims.sub

@@ -6,6 +6,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
+use pact_node::node::Node;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -124,14 +125,14 @@ pub struct AgentForgotten {
 
 /// `GET /agents`
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<AgentList>, AdminApiError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let mut items = Vec::new();
-    for a in pact_db::agents::list(&state.db).await? {
+    for a in pact_db::agents::list(&node.db).await? {
         let (grants, people) = pact_db::admin_search::active_for_agent(
-            &state.db,
+            &node.db,
             caller.actor.within(),
             &a.issuer,
             now,
@@ -140,7 +141,7 @@ pub async fn list(
         items.push(AgentView::of(&a, grants, people));
     }
     caller
-        .record(&state.db, "agent.list", None, None, json!({}))
+        .record(&node.db, "agent.list", None, None, json!({}))
         .await?;
     Ok(Json(AgentList { items }))
 }

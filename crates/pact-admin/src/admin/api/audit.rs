@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
+use pact_node::node::Node;
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -13,7 +14,6 @@ use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use super::params;
 use crate::admin::role::Role;
-use crate::state::AppState;
 
 /// One entry of the append-only audit log.
 #[derive(Debug, Serialize, ToSchema)]
@@ -75,7 +75,7 @@ pub struct Me {
 /// exact, or a prefix when it ends in `.` (`grant.`). A brand-limited caller
 /// sees only entries about its brands.
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     uri: Uri,
 ) -> Result<Json<AuditPage>, AdminApiError> {
@@ -90,7 +90,7 @@ pub async fn list(
         .transpose()?;
     // Recorded first, so a reader sees its own read.
     caller
-        .record(&state.db, "audit.list", None, None, json!({}))
+        .record(&node.db, "audit.list", None, None, json!({}))
         .await?;
     let filter = pact_db::audit::Filter {
         brands: caller.actor.within(),
@@ -101,7 +101,7 @@ pub async fn list(
         before_id: before,
         limit: limit + 1,
     };
-    let mut rows = pact_db::audit::list(&state.db, &filter).await?;
+    let mut rows = pact_db::audit::list(&node.db, &filter).await?;
     let more = rows.len() as i64 > limit;
     rows.truncate(usize::try_from(limit).unwrap_or(0));
     let next = if more {
@@ -116,12 +116,9 @@ pub async fn list(
 }
 
 /// `GET /me`
-pub async fn me(
-    State(state): State<AppState>,
-    caller: ApiCaller,
-) -> Result<Json<Me>, AdminApiError> {
+pub async fn me(State(node): State<Node>, caller: ApiCaller) -> Result<Json<Me>, AdminApiError> {
     caller
-        .record(&state.db, "credential.read", None, None, json!({}))
+        .record(&node.db, "credential.read", None, None, json!({}))
         .await?;
     Ok(Json(Me {
         kind: caller.actor.kind,

@@ -8,6 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use pact_db::admin_search;
 use pact_db::users::User;
+use pact_node::node::Node;
 use serde::Serialize;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -92,7 +93,7 @@ pub struct CustomerChanged {
 
 /// `GET /customers?q=&brand=`: by email, account id or external id (exact).
 pub async fn find(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     uri: Uri,
 ) -> Result<Json<CustomerList>, AdminApiError> {
@@ -103,12 +104,12 @@ pub async fn find(
         ));
     };
     let brand = q.get("brand").map(String::as_str);
-    let now = state.clock.now();
+    let now = node.clock.now();
     let found =
-        admin_search::find_customers(&state.db, caller.actor.within(), brand, needle).await?;
+        admin_search::find_customers(&node.db, caller.actor.within(), brand, needle).await?;
     caller
         .record(
-            &state.db,
+            &node.db,
             "customer.find",
             None,
             brand,

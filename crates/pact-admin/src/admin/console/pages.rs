@@ -7,6 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
+use pact_node::node::Node;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -238,14 +239,14 @@ struct AgentsPage {
 }
 
 pub async fn agents(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { who, .. }: Viewer,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let mut rows = Vec::new();
-    for a in pact_db::agents::list(&state.db).await? {
+    for a in pact_db::agents::list(&node.db).await? {
         let (grants, people) =
-            admin_search::active_for_agent(&state.db, who.actor.within(), &a.issuer, now).await?;
+            admin_search::active_for_agent(&node.db, who.actor.within(), &a.issuer, now).await?;
         rows.push(AgentRow {
             tier: tier_words(&a, now),
             issuer: a.issuer,
@@ -257,7 +258,7 @@ pub async fn agents(
             people,
         });
     }
-    let registries = pact_db::registries::list(&state.db)
+    let registries = pact_db::registries::list(&node.db)
         .await?
         .into_iter()
         .map(|r| RegistryRow {
@@ -272,7 +273,7 @@ pub async fn agents(
             listed: r.listed,
         })
         .collect();
-    let blocked = pact_db::registries::blocked_hosts(&state.db)
+    let blocked = pact_db::registries::blocked_hosts(&node.db)
         .await?
         .into_iter()
         .map(|b| BlockedHostRow {
@@ -281,7 +282,7 @@ pub async fn agents(
             reason: b.reason,
         })
         .collect();
-    let seen = pact_db::agents::sightings(&state.db, 200)
+    let seen = pact_db::agents::sightings(&node.db, 200)
         .await?
         .into_iter()
         .map(|s| SeenRow {
@@ -1177,20 +1178,20 @@ struct CustomersPage {
 }
 
 pub async fn customers(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Query(q): Query<CustomerQuery>,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let needle = blank_to_none(&q.q).unwrap_or("").to_owned();
     let found = if needle.is_empty() {
         Vec::new()
     } else {
         let found =
-            admin_search::find_customers(&state.db, who.actor.within(), None, &needle).await?;
+            admin_search::find_customers(&node.db, who.actor.within(), None, &needle).await?;
         // A search of customer accounts, as the API's `customer.find`.
         record(
-            &state.db,
+            &node.db,
             &who,
             &staff.ip,
             "customer.find",
@@ -1355,13 +1356,13 @@ struct AuditPage {
 }
 
 pub async fn audit(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Query(q): Query<AuditQuery>,
 ) -> Result<Response, PageError> {
     const PAGE: i64 = 100;
     let mut rows = pact_db::audit::list(
-        &state.db,
+        &node.db,
         &pact_db::audit::Filter {
             brands: who.actor.within(),
             actor: blank_to_none(&q.actor),
@@ -1375,7 +1376,7 @@ pub async fn audit(
     // The log names customers and what was done to them: reading it is
     // recorded too, as the API's `audit.list`.
     record(
-        &state.db,
+        &node.db,
         &who,
         &staff.ip,
         "audit.list",
@@ -1401,8 +1402,8 @@ pub async fn audit(
     } else {
         None
     };
-    let known = super::audit_words::Known::of(&state.db, who.actor.within(), &rows).await?;
-    let now = state.clock.now();
+    let known = super::audit_words::Known::of(&node.db, who.actor.within(), &rows).await?;
+    let now = node.clock.now();
     let page = AuditPage {
         nav: nav(&who),
         actor: blank_to_none(&q.actor).unwrap_or("").to_owned(),
@@ -1448,12 +1449,12 @@ struct KeysPage {
 }
 
 pub async fn keys(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { who, .. }: Viewer,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let opt = |t: Option<OffsetDateTime>| t.map(when).unwrap_or_else(|| "—".into());
-    let keys = crate::keys::list(&state.db, now)
+    let keys = crate::keys::list(&node.db, now)
         .await?
         .into_iter()
         .map(|k| KeyRow {
