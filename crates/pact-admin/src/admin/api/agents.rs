@@ -352,11 +352,11 @@ pub async fn enable(
 /// `GET /agents/seen`: the agents admitted under the open policy (PACT §3.1),
 /// most recently seen first, with their tier, requests and live grants.
 pub async fn seen(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<SeenAgentList>, AdminApiError> {
-    caller.require(&state, Role::Viewer, "agent.list").await?;
-    let items = pact_db::agents::sightings(&state.db, 500)
+    caller.require(&node, Role::Viewer, "agent.list").await?;
+    let items = pact_db::agents::sightings(&node.db, 500)
         .await?
         .into_iter()
         .map(|s| SeenAgent {
@@ -374,7 +374,7 @@ pub async fn seen(
         })
         .collect();
     caller
-        .record(&state.db, "agent.list", None, None, json!({"seen": true}))
+        .record(&node.db, "agent.list", None, None, json!({"seen": true}))
         .await?;
     Ok(Json(SeenAgentList { items }))
 }

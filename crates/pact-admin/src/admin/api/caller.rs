@@ -5,6 +5,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
+use pact_node::node::NodeInner;
 use serde_json::Value;
 
 use super::error::AdminApiError;
@@ -64,7 +65,7 @@ impl ApiCaller {
     /// whether the object exists.
     pub async fn require(
         &self,
-        state: &AppState,
+        node: &NodeInner,
         needed: Role,
         action: &str,
     ) -> Result<(), AdminApiError> {
@@ -72,7 +73,7 @@ impl ApiCaller {
             return Ok(());
         }
         self.record(
-            &state.db,
+            &node.db,
             &format!("{action}.denied"),
             None,
             None,
@@ -88,14 +89,14 @@ impl ApiCaller {
     /// Platform-wide actions need a caller limited to no brand.
     pub async fn require_unlimited(
         &self,
-        state: &AppState,
+        node: &NodeInner,
         action: &str,
     ) -> Result<(), AdminApiError> {
         if self.actor.is_unlimited() {
             return Ok(());
         }
         self.record(
-            &state.db,
+            &node.db,
             &format!("{action}.denied"),
             None,
             None,

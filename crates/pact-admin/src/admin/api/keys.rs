@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use pact_node::node::Node;
 use serde::Serialize;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -53,18 +54,18 @@ pub struct KeyList {
 /// `GET /keys` (viewer): the keys are public (they are in every brand's
 /// JWKS), so a brand-limited caller may read them too.
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<KeyList>, AdminApiError> {
-    caller.require(&state, Role::Viewer, "key.list").await?;
-    let now = state.clock.now();
-    let items = crate::keys::list(&state.db, now)
+    caller.require(&node, Role::Viewer, "key.list").await?;
+    let now = node.clock.now();
+    let items = crate::keys::list(&node.db, now)
         .await?
         .iter()
         .map(KeyView::from)
         .collect();
     caller
-        .record(&state.db, "key.list", None, None, json!({}))
+        .record(&node.db, "key.list", None, None, json!({}))
         .await?;
     Ok(Json(KeyList { items }))
 }

@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use pact_node::node::Node;
 use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
@@ -14,7 +15,6 @@ use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use crate::admin::role::Role;
 use crate::nodes::NodeView;
-use crate::state::AppState;
 
 /// A pactd node on this database, by its heartbeat.
 #[derive(Debug, Serialize, ToSchema)]
@@ -56,13 +56,13 @@ pub struct NodeList {
 
 /// `GET /nodes` (viewer).
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<NodeList>, AdminApiError> {
-    caller.require(&state, Role::Viewer, "node.list").await?;
-    let nodes = crate::nodes::list(&state.db, state.clock.now()).await?;
+    caller.require(&node, Role::Viewer, "node.list").await?;
+    let nodes = crate::nodes::list(&node.db, node.clock.now()).await?;
     caller
-        .record(&state.db, "node.list", None, None, json!({}))
+        .record(&node.db, "node.list", None, None, json!({}))
         .await?;
     Ok(Json(NodeList {
         summary: crate::nodes::summary(&nodes),

@@ -7,6 +7,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use pact_node::node::Node;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -18,7 +19,6 @@ use super::fields;
 use super::params;
 use crate::admin::ops;
 use crate::admin::role::Role;
-use crate::state::AppState;
 
 /// A trusted registry of personal agents (PACT §3.1) and what its last
 /// fetch did.
@@ -114,19 +114,17 @@ pub struct HostUnblocked {
 /// `GET /registries`: each registry with what its last fetch did (a refused
 /// list's reason is `last_error`).
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<RegistryList>, AdminApiError> {
-    caller
-        .require(&state, Role::Viewer, "registry.list")
-        .await?;
-    let items = pact_db::registries::list(&state.db)
+    caller.require(&node, Role::Viewer, "registry.list").await?;
+    let items = pact_db::registries::list(&node.db)
         .await?
         .into_iter()
         .map(RegistryView::from)
         .collect();
     caller
-        .record(&state.db, "registry.list", None, None, json!({}))
+        .record(&node.db, "registry.list", None, None, json!({}))
         .await?;
     Ok(Json(RegistryList { items }))
 }
@@ -147,14 +145,14 @@ pub struct NewRegistry {
 
 /// `POST /registries` `{"name", "url", "keys", "refresh_seconds"?}`.
 pub async fn add(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<RegistryView>, AdminApiError> {
-    caller.require(&state, Role::Owner, "registry.add").await?;
-    caller.require_unlimited(&state, "registry.add").await?;
+    caller.require(&node, Role::Owner, "registry.add").await?;
+    caller.require_unlimited(&node, "registry.add").await?;
     let r: NewRegistry = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let added = ops::registries::add(
         &mut tx,
         &caller.actor,
@@ -163,8 +161,8 @@ pub async fn add(
         &r.url,
         &r.keys,
         r.refresh_seconds,
-        state.config.jwks.allow_loopback,
-        state.clock.now(),
+        node.config.jwks.allow_loopback,
+        node.clock.now(),
     )
     .await?;
     tx.commit().await?;
@@ -174,22 +172,22 @@ pub async fn add(
 /// `POST /registries/{name}/refresh`: fetch and apply the list now. A list
 /// refused changes nothing and answers 422 with the reason.
 pub async fn refresh(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Json<RegistryRefreshed>, AdminApiError> {
     caller
-        .require(&state, Role::Operator, "registry.refresh")
+        .require(&node, Role::Operator, "registry.refresh")
         .await?;
-    caller.require_unlimited(&state, "registry.refresh").await?;
-    let now = state.clock.now();
-    let registry = pact_db::registries::claim(&state.db, &name, now)
+    caller.require_unlimited(&node, "registry.refresh").await?;
+    let now = node.clock.now();
+    let registry = pact_db::registries::claim(&node.db, &name, now)
         .await?
         .ok_or(AdminApiError::NotFound)?;
     caller
-        .record(&state.db, "registry.refresh", Some(&name), None, json!({}))
+        .record(&node.db, "registry.refresh", Some(&name), None, json!({}))
         .await?;
-    match crate::registry::refresh(&state.db, &state.config.jwks, &registry, now).await {
+    match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
         Ok(applied) => Ok(Json(RegistryRefreshed {
             name,
             listed: applied.listed,
@@ -205,21 +203,21 @@ pub async fn refresh(
 /// `POST /registries/{name}/remove`: the agents it listed are no longer admitted
 /// and their grants are revoked.
 pub async fn remove(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Json<RegistryRemoved>, AdminApiError> {
     caller
-        .require(&state, Role::Owner, "registry.remove")
+        .require(&node, Role::Owner, "registry.remove")
         .await?;
-    caller.require_unlimited(&state, "registry.remove").await?;
-    let mut tx = state.db.begin().await?;
+    caller.require_unlimited(&node, "registry.remove").await?;
+    let mut tx = node.db.begin().await?;
     let (agents, grants) = ops::registries::remove(
         &mut tx,
         &caller.actor,
         Some(&caller.ip),
         &name,
-        state.clock.now(),
+        node.clock.now(),
     )
     .await?;
     tx.commit().await?;
@@ -232,11 +230,11 @@ pub async fn remove(
 
 /// `GET /blocked-hosts`
 pub async fn blocked_hosts(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<BlockedHostList>, AdminApiError> {
-    caller.require(&state, Role::Viewer, "agent.list").await?;
-    let items = pact_db::registries::blocked_hosts(&state.db)
+    caller.require(&node, Role::Viewer, "agent.list").await?;
+    let items = pact_db::registries::blocked_hosts(&node.db)
         .await?
         .into_iter()
         .map(|b| BlockedHostView {
@@ -247,7 +245,7 @@ pub async fn blocked_hosts(
         .collect();
     caller
         .record(
-            &state.db,
+            &node.db,
             "agent.list",
             None,
             None,
@@ -269,23 +267,23 @@ pub struct HostBlock {
 
 /// `POST /agents/block-host` `{"host", "reason"}`
 pub async fn block_host(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<HostBlocked>, AdminApiError> {
     caller
-        .require(&state, Role::Operator, "agent.block_host")
+        .require(&node, Role::Operator, "agent.block_host")
         .await?;
-    caller.require_unlimited(&state, "agent.block_host").await?;
+    caller.require_unlimited(&node, "agent.block_host").await?;
     let b: HostBlock = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let (host, disabled, revoked) = ops::agents::block_host(
         &mut tx,
         &caller.actor,
         Some(&caller.ip),
         &b.host,
         b.reason.as_deref(),
-        state.clock.now(),
+        node.clock.now(),
     )
     .await?;
     tx.commit().await?;
@@ -305,18 +303,18 @@ pub struct Host {
 
 /// `POST /agents/unblock-host` `{"host"}`
 pub async fn unblock_host(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<HostUnblocked>, AdminApiError> {
     caller
-        .require(&state, Role::Operator, "agent.unblock_host")
+        .require(&node, Role::Operator, "agent.unblock_host")
         .await?;
     caller
-        .require_unlimited(&state, "agent.unblock_host")
+        .require_unlimited(&node, "agent.unblock_host")
         .await?;
     let h: Host = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let host = ops::agents::unblock_host(&mut tx, &caller.actor, Some(&caller.ip), &h.host).await?;
     tx.commit().await?;
     Ok(Json(HostUnblocked {

@@ -5,6 +5,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use pact_node::node::Node;
 use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
@@ -13,7 +14,6 @@ use super::answer::{self, Time, time};
 use super::caller::ApiCaller;
 use super::error::AdminApiError;
 use crate::admin::role::Role;
-use crate::state::AppState;
 
 /// A staff account of the console: its factors counted, never shown.
 #[derive(Debug, Serialize, ToSchema)]
@@ -63,16 +63,16 @@ pub struct CredentialRevoked {
 
 /// `GET /admins` (owner, every brand).
 pub async fn list_admins(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<AdminList>, AdminApiError> {
-    caller.require(&state, Role::Owner, "admin.list").await?;
-    caller.require_unlimited(&state, "admin.list").await?;
+    caller.require(&node, Role::Owner, "admin.list").await?;
+    caller.require_unlimited(&node, "admin.list").await?;
     let mut items = Vec::new();
-    for a in pact_db::admins::list(&state.db).await? {
+    for a in pact_db::admins::list(&node.db).await? {
         // How many of each factor, never what they are.
-        let passkeys = pact_db::admin_factors::count_passkeys(&state.db, a.id).await?;
-        let codes = pact_db::admin_factors::unused_recovery_codes(&state.db, a.id).await?;
+        let passkeys = pact_db::admin_factors::count_passkeys(&node.db, a.id).await?;
+        let codes = pact_db::admin_factors::unused_recovery_codes(&node.db, a.id).await?;
         items.push(Admin {
             has_totp: a.has_totp(),
             email: a.email,
@@ -85,21 +85,21 @@ pub async fn list_admins(
         });
     }
     caller
-        .record(&state.db, "admin.list", None, None, json!({}))
+        .record(&node.db, "admin.list", None, None, json!({}))
         .await?;
     Ok(Json(AdminList { items }))
 }
 
 /// `GET /credentials` (owner, every brand): never a secret, only names.
 pub async fn list_credentials(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<CredentialList>, AdminApiError> {
     caller
-        .require(&state, Role::Owner, "credential.list")
+        .require(&node, Role::Owner, "credential.list")
         .await?;
-    caller.require_unlimited(&state, "credential.list").await?;
-    let items = pact_db::admins::list_credentials(&state.db)
+    caller.require_unlimited(&node, "credential.list").await?;
+    let items = pact_db::admins::list_credentials(&node.db)
         .await?
         .into_iter()
         .map(|c| Credential {
@@ -112,7 +112,7 @@ pub async fn list_credentials(
         })
         .collect();
     caller
-        .record(&state.db, "credential.list", None, None, json!({}))
+        .record(&node.db, "credential.list", None, None, json!({}))
         .await?;
     Ok(Json(CredentialList { items }))
 }
@@ -120,17 +120,15 @@ pub async fn list_credentials(
 /// `POST /credentials/{name}/revoke` (owner, every brand): refused from the
 /// next request on.
 pub async fn revoke_credential(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Json<CredentialRevoked>, AdminApiError> {
     caller
-        .require(&state, Role::Owner, "credential.revoke")
+        .require(&node, Role::Owner, "credential.revoke")
         .await?;
-    caller
-        .require_unlimited(&state, "credential.revoke")
-        .await?;
-    let mut tx = state.db.begin().await?;
+    caller.require_unlimited(&node, "credential.revoke").await?;
+    let mut tx = node.db.begin().await?;
     if !pact_db::admins::revoke_credential(&mut *tx, &name).await? {
         return Err(AdminApiError::NotFound);
     }
