@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::grants::{Grant, NewGrant};
 use pact_db::parties::Connection;
+use pact_node::node::NodeInner;
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -50,8 +51,8 @@ pub struct Approval<'a> {
 }
 
 /// Grant lifetime for a brand: its `grant_ttl_days` setting, else the default.
-pub fn grant_ttl(state: &AppState, brand_settings: &Value) -> time::Duration {
-    let default = time::Duration::try_from(state.config.delegation.grant_ttl)
+pub fn grant_ttl(node: &NodeInner, brand_settings: &Value) -> time::Duration {
+    let default = time::Duration::try_from(node.config.delegation.grant_ttl)
         .unwrap_or(time::Duration::days(30));
     brand_grant_ttl(brand_settings, default)
 }
@@ -291,12 +292,12 @@ async fn drop_used_operations(
 /// the same arguments goes through, once). Only the person whose grant the
 /// call was made under can approve it.
 pub async fn approve_operations(
-    state: &AppState,
+    node: &NodeInner,
     authorization_id: Uuid,
     user_sub: &str,
     now: OffsetDateTime,
 ) -> Result<Vec<Uuid>, ConsentError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock(&mut *tx, authorization_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
@@ -361,36 +362,36 @@ pub async fn approve_operations(
         return Err(ConsentError::AlreadyDecided);
     }
     tx.commit().await?;
-    state.pending_polls.forget(auth.id);
+    node.pending_polls.forget(auth.id);
     Ok(granted)
 }
 
 pub async fn deny(
-    state: &AppState,
+    node: &NodeInner,
     authorization_id: Uuid,
     user_sub: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<(), ConsentError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock(&mut *tx, authorization_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
     pact_db::device_authorizations::set_denied(&mut *tx, auth.id, user_sub).await?;
     tx.commit().await?;
-    state.pending_polls.forget(auth.id);
+    node.pending_polls.forget(auth.id);
     Ok(())
 }
 
 /// Looks an authorization up by the code a person typed (normalised first).
 pub async fn find_by_user_code(
-    state: &AppState,
+    node: &NodeInner,
     typed: &str,
 ) -> Result<Option<DeviceAuthorization>, ConsentError> {
     let Some(code) = crate::domain::user_code::normalise(typed) else {
         return Ok(None);
     };
-    Ok(pact_db::device_authorizations::find_live_by_user_code(&state.db, &code).await?)
+    Ok(pact_db::device_authorizations::find_live_by_user_code(&node.db, &code).await?)
 }
 
 fn check_decidable(auth: &DeviceAuthorization, now: OffsetDateTime) -> Result<(), ConsentError> {

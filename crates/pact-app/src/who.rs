@@ -10,6 +10,7 @@
 
 use openssl::sha::sha256;
 use pact_db::agents::AgentMetadata;
+use pact_node::node::NodeInner;
 use sqlx::PgConnection;
 use time::{Duration, OffsetDateTime};
 
@@ -231,18 +232,18 @@ pub fn refresh_in_background(
 
 /// One refresh: claim it (one node does it), fetch under the node's guard
 /// (loopback only when the node allows loopback JWKS), store if accepted.
-pub async fn refresh(state: &AppState, issuer: &str, now: OffsetDateTime) -> Result<(), String> {
-    let Some(uri) = pact_db::agents::claim_logo_refresh(&state.db, issuer, now, now - LOGO_TTL)
+pub async fn refresh(node: &NodeInner, issuer: &str, now: OffsetDateTime) -> Result<(), String> {
+    let Some(uri) = pact_db::agents::claim_logo_refresh(&node.db, issuer, now, now - LOGO_TTL)
         .await
         .map_err(|e| e.to_string())?
     else {
         return Ok(());
     };
-    let logo = pact_node::logo_fetch::fetch_logo(&uri, state.config.jwks.allow_loopback)
+    let logo = pact_node::logo_fetch::fetch_logo(&uri, node.config.jwks.allow_loopback)
         .await
         .map_err(|e| e.to_string())?;
     let name = sha256_hex(&logo.bytes);
-    let mut tx = state.db.begin().await.map_err(|e| e.to_string())?;
+    let mut tx = node.db.begin().await.map_err(|e| e.to_string())?;
     pact_db::logos::put(&mut *tx, &name, logo.content_type, &logo.bytes)
         .await
         .map_err(|e| e.to_string())?;

@@ -22,6 +22,7 @@ use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::{ReceiptAction, ReceiptClaims, ReceiptRefusal};
 use serde::Deserialize;
 use time::macros::format_description;
@@ -63,14 +64,14 @@ impl Person {
 /// The person a session is signed in as, at its brand; `None` when it is not
 /// signed in (anonymous, or only the password is verified so far).
 pub async fn signed_in_person(
-    state: &AppState,
+    node: &NodeInner,
     session: &Session,
 ) -> Result<Option<(String, Person)>, PageError> {
     let Some(brand) = session.brand_id.clone() else {
         return Ok(None);
     };
     if let Some(user_id) = session.user_id {
-        let user = pact_db::users::find(&state.db, user_id).await?;
+        let user = pact_db::users::find(&node.db, user_id).await?;
         return Ok(user
             .filter(|u| u.brand_id == brand && !u.is_disabled())
             .map(|u| (brand, Person::Account(u))));
@@ -188,12 +189,12 @@ fn notice_for(done: Option<&str>) -> Option<String> {
     Some(i18n::t(key))
 }
 
-async fn known_brand(state: &AppState, id: &str) -> Result<Brand, PageError> {
+async fn known_brand(node: &NodeInner, id: &str) -> Result<Brand, PageError> {
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-store"));
     if !pact_db::brands::is_valid_brand_id(id) {
         return Err(not_found());
     }
-    let brand = pact_db::brands::find(&state.db, id)
+    let brand = pact_db::brands::find(&node.db, id)
         .await?
         .ok_or_else(not_found)?;
     i18n::brand_known(&brand.name, crate::who::Look::of(&brand.settings));

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::grants::reason as why;
 use pact_db::sessions::Session;
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use time::OffsetDateTime;
 
 use super::account::{Person, signed_in_person};
@@ -52,16 +53,16 @@ async fn own_account(state: &AppState, session: &Session) -> Result<(String, Use
 }
 
 async fn page(
-    state: &AppState,
+    node: &NodeInner,
     session: &Session,
     brand_name: &str,
     user: &User,
     error: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let active = pact_db::grants::list(
-        &state.db,
+        &node.db,
         pact_db::grants::GrantFilter {
             brand_id: Some(&user.brand_id),
             user_sub: Some(&user.subject()),

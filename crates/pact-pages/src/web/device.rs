@@ -34,6 +34,7 @@ use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::parties::Connection;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};
+use pact_node::node::NodeInner;
 use time::OffsetDateTime;
 use time::macros::format_description;
 
@@ -229,7 +230,7 @@ fn consent_error(e: ConsentError) -> PageError {
 /// The session's user id at the brand, when it is signed in for `brand_id`.
 /// The second element labels the person on the page.
 async fn signed_in_as(
-    state: &AppState,
+    node: &NodeInner,
     s: &Session,
     brand_id: &str,
 ) -> Result<Option<(String, String)>, PageError> {
@@ -237,7 +238,7 @@ async fn signed_in_as(
         return Ok(None);
     }
     if let Some(uid) = s.user_id {
-        return Ok(pact_db::users::find(&state.db, uid)
+        return Ok(pact_db::users::find(&node.db, uid)
             .await?
             .filter(|u| u.brand_id == brand_id)
             .map(|u| (u.subject(), u.email)));
@@ -413,8 +414,8 @@ async fn entry_again(
 
 /// Whether a code was used by an authorization that is no longer live
 /// (denied or redeemed); such codes are not found by the live lookup.
-async fn code_was_used(state: &AppState, code: &str) -> Result<bool, pact_db::Error> {
-    pact_db::device_authorizations::user_code_was_used(&state.db, code).await
+async fn code_was_used(node: &NodeInner, code: &str) -> Result<bool, pact_db::Error> {
+    pact_db::device_authorizations::user_code_was_used(&node.db, code).await
 }
 
 /// `POST /device`: confirm the code. An anonymous visitor gets a session
@@ -557,8 +558,8 @@ async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> 
     })))
 }
 
-async fn brand_scopes(state: &AppState, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
-    Ok(pact_db::scopes::list(&state.db, brand_id).await?)
+async fn brand_scopes(node: &NodeInner, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
+    Ok(pact_db::scopes::list(&node.db, brand_id).await?)
 }
 
 async fn consent_page(

@@ -25,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use pact_db::brands::Brand;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -51,7 +52,7 @@ const BAD_CREDENTIALS: &str = "login-err-credentials";
 /// brand of the device authorization this browser is deciding on, else the
 /// brand the session is signed in (or half signed in) to.
 pub async fn brand_for(
-    state: &AppState,
+    node: &NodeInner,
     explicit: Option<&str>,
     session: Option<&Session>,
 ) -> Result<Brand, PageError> {
@@ -59,7 +60,7 @@ pub async fn brand_for(
     if id.is_none()
         && let Some(auth_id) = session.and_then(|s| s.device_authorization_id)
     {
-        id = pact_db::device_authorizations::find(&state.db, auth_id)
+        id = pact_db::device_authorizations::find(&node.db, auth_id)
             .await?
             .map(|a| a.brand_id);
     }
@@ -72,7 +73,7 @@ pub async fn brand_for(
     if !pact_db::brands::is_valid_brand_id(&id) {
         return Err(unknown_brand());
     }
-    let brand = pact_db::brands::find(&state.db, &id)
+    let brand = pact_db::brands::find(&node.db, &id)
         .await?
         .ok_or_else(unknown_brand)?;
     // From here on, an error page is about this brand and carries its look.
@@ -92,13 +93,13 @@ pub async fn brand_name(state: &AppState, brand_id: Option<&str>) -> Result<Stri
 /// The brand's display name and look ("pactd" and none when there is no
 /// brand); error pages from here on carry them too.
 pub async fn brand_view(
-    state: &AppState,
+    node: &NodeInner,
     brand_id: Option<&str>,
 ) -> Result<(String, crate::who::Look), PageError> {
     let Some(id) = brand_id else {
         return Ok(("pactd".to_owned(), crate::who::Look::none()));
     };
-    Ok(match pact_db::brands::find(&state.db, id).await? {
+    Ok(match pact_db::brands::find(&node.db, id).await? {
         Some(b) => {
             let look = crate::who::Look::of(&b.settings);
             i18n::brand_known(&b.name, look.clone());
@@ -195,11 +196,11 @@ pub fn wait_message(what_key: &str, secs: u64) -> String {
 /// account when `accounts::lockout` says so — in the users table, under a
 /// row lock, so concurrent failures on any node all count.
 pub async fn record_failure(
-    state: &AppState,
+    node: &NodeInner,
     user_id: Uuid,
     now: OffsetDateTime,
 ) -> Result<(), PageError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     if let Some(u) = pact_db::users::lock(&mut *tx, user_id).await? {
         let (failed, until) = lockout::after_failure(u.failed_logins, now);
         pact_db::users::record_failure(&mut *tx, u.id, failed, until).await?;
@@ -268,13 +269,13 @@ impl Who {
     }
 }
 
-pub async fn who(state: &AppState, s: &Session) -> Result<Option<Who>, PageError> {
+pub async fn who(node: &NodeInner, s: &Session) -> Result<Option<Who>, PageError> {
     let (id, pending) = match (s.user_id, s.pending_user_id) {
         (Some(id), _) => (id, false),
         (None, Some(id)) => (id, true),
         (None, None) => return Ok(None),
     };
-    let Some(user) = pact_db::users::find(&state.db, id).await? else {
+    let Some(user) = pact_db::users::find(&node.db, id).await? else {
         return Ok(None);
     };
     if user.is_disabled() || s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
@@ -288,12 +289,11 @@ pub async fn who(state: &AppState, s: &Session) -> Result<Option<Who>, PageError
 }
 
 /// Opens the user's sealed TOTP secret (aad: the user id).
-pub fn totp_secret(state: &AppState, user: &User) -> Result<Option<Vec<u8>>, PageError> {
+pub fn totp_secret(node: &NodeInner, user: &User) -> Result<Option<Vec<u8>>, PageError> {
     let Some(sealed) = &user.totp_secret_sealed else {
         return Ok(None);
     };
-    state
-        .config
+    node.config
         .master_key
         .open(sealed, user.id.as_bytes())
         .map(Some)
@@ -337,21 +337,21 @@ pub struct LoginPage<'a> {
 /// The registered name of the agent whose device authorization this browser
 /// is deciding on, when that request is for `brand_id`.
 pub async fn asking_agent(
-    state: &AppState,
+    node: &NodeInner,
     session: Option<&Session>,
     brand_id: &str,
 ) -> Result<Option<String>, PageError> {
     let Some(id) = session.and_then(|s| s.device_authorization_id) else {
         return Ok(None);
     };
-    let Some(auth) = pact_db::device_authorizations::find(&state.db, id).await? else {
+    let Some(auth) = pact_db::device_authorizations::find(&node.db, id).await? else {
         return Ok(None);
     };
     if auth.brand_id != brand_id {
         return Ok(None);
     }
     // Shown visibly, as on the consent page (names are operator-registered).
-    Ok(pact_db::agents::find(&state.db, &auth.pa_issuer)
+    Ok(pact_db::agents::find(&node.db, &auth.pa_issuer)
         .await?
         .map(|a| crate::domain::hidden_chars::visible(&a.name)))
 }
@@ -542,10 +542,10 @@ async fn start_pending(
 }
 
 /// Stores a hash with today's parameters; a failure here must not fail the sign-in.
-async fn rehash_password(state: &AppState, user: &User, given: &str) {
+async fn rehash_password(node: &NodeInner, user: &User, given: &str) {
     let pw = given.to_owned();
     match tokio::task::spawn_blocking(move || password::hash(&pw)).await {
-        Ok(Ok(h)) => match pact_db::users::set_password_hash(&state.db, user.id, &h).await {
+        Ok(Ok(h)) => match pact_db::users::set_password_hash(&node.db, user.id, &h).await {
             Ok(()) => tracing::info!(user = %user.id, "password rehashed with current parameters"),
             Err(e) => {
                 tracing::warn!(user = %user.id, error = %e, "storing the rehashed password failed")

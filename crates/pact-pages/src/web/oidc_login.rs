@@ -69,6 +69,7 @@ use pact_jose::{
     CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_TYPE, ClientAssertion, IdTokenExpect, OIDC_SKEW_SECS,
     OidcTokenError,
 };
+use pact_node::node::NodeInner;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -856,14 +857,14 @@ enum ClientAuth {
 /// signs at `now` (published at the brand's JWKS, which the provider knows
 /// as this client's `jwks_uri`).
 fn client_authentication(
-    state: &AppState,
+    node: &NodeInner,
     cfg: &BrandOidc,
     trip: &Trip,
     now: OffsetDateTime,
 ) -> Result<ClientAuth, Refusal> {
     let internal = |why: &str| Refusal::Page(PageError::Internal(why.to_owned().into()));
     if cfg.client_auth == client_auth::PRIVATE_KEY_JWT {
-        let key = state
+        let key = node
             .keys
             .current()
             .signing_key(now)
@@ -884,7 +885,7 @@ fn client_authentication(
         .client_secret_sealed
         .as_deref()
         .ok_or_else(|| internal("the brand has no client secret"))?;
-    let secret = state
+    let secret = node
         .config
         .master_key
         .open(

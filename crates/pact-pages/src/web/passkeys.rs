@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::ResultExt;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -171,11 +172,11 @@ fn relying_party_of(state: &AppState) -> Result<&Webauthn, PasskeyError> {
 
 /// Origin, then a live session whose CSRF token the script sent.
 fn check_request(
-    state: &AppState,
+    node: &NodeInner,
     headers: &HeaderMap,
     browser: Result<Browser, PageError>,
 ) -> Result<Session, PasskeyError> {
-    security::check_origin(headers, &state.config.public_url)?;
+    security::check_origin(headers, &node.config.public_url)?;
     let session = browser?
         .session
         .ok_or_else(|| PasskeyError::forbidden(&i18n::t("pk-err-session")))?;
@@ -185,11 +186,11 @@ fn check_request(
 }
 
 /// The built-in account the session is signed in with, at its brand.
-async fn account_of(state: &AppState, session: &Session) -> Result<User, PasskeyError> {
+async fn account_of(node: &NodeInner, session: &Session) -> Result<User, PasskeyError> {
     let (Some(user_id), Some(brand)) = (session.user_id, session.brand_id.as_deref()) else {
         return Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out")));
     };
-    match pact_db::users::find(&state.db, user_id).await? {
+    match pact_db::users::find(&node.db, user_id).await? {
         Some(user) if user.brand_id == brand => Ok(user),
         _ => Err(PasskeyError::forbidden(&i18n::t("pk-err-signed-out"))),
     }
@@ -251,7 +252,7 @@ pub async fn register_start(
 /// `ceremonyId` beside the WebAuthn options. Shared with the console's staff
 /// passkeys, whose kinds are their own.
 pub async fn keep_ceremony(
-    state: &AppState,
+    node: &NodeInner,
     session_hash: &[u8],
     kind: &str,
     user_id: Option<Uuid>,
@@ -262,7 +263,7 @@ pub async fn keep_ceremony(
     let ceremony_state = serde_json::to_value(ceremony_state).map_err(PasskeyError::internal)?;
     let ceremony = Uuid::new_v4();
     pact_db::sessions::insert_ceremony(
-        &state.db,
+        &node.db,
         ceremony,
         session_hash,
         kind,
@@ -279,7 +280,7 @@ pub async fn keep_ceremony(
 /// before anything is checked, and reads its state; `gone` when it expired,
 /// was already used, or (with `owner`) was started for another account.
 pub async fn take_ceremony<T: DeserializeOwned>(
-    state: &AppState,
+    node: &NodeInner,
     id: Uuid,
     session_hash: &[u8],
     kind: &str,
@@ -287,7 +288,7 @@ pub async fn take_ceremony<T: DeserializeOwned>(
     now: OffsetDateTime,
     gone: impl FnOnce() -> PasskeyError,
 ) -> Result<T, PasskeyError> {
-    let ceremony = pact_db::sessions::take_ceremony(&state.db, id, session_hash, kind, now)
+    let ceremony = pact_db::sessions::take_ceremony(&node.db, id, session_hash, kind, now)
         .await?
         .filter(|c| owner.is_none_or(|o| c.user_id == Some(o)))
         .ok_or_else(gone)?;

@@ -7,6 +7,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use pact_db::sessions::{Session, SessionState};
+use pact_node::node::NodeInner;
 use time::{Duration, OffsetDateTime};
 
 use super::page::PageError;
@@ -54,8 +55,8 @@ pub fn cookie_name(secure: bool) -> &'static str {
     }
 }
 
-pub fn is_secure(state: &AppState) -> bool {
-    state.config.public_url.starts_with("https://")
+pub fn is_secure(node: &NodeInner) -> bool {
+    node.config.public_url.starts_with("https://")
 }
 
 /// The cookie of an anonymous visitor's form token. Like the session cookie,

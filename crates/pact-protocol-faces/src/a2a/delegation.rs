@@ -1,6 +1,7 @@
 //! Checking the `X-A2A-User-Delegation` token (PACT §5.5 step 2).
 
 use axum::http::{HeaderMap, HeaderName};
+use pact_node::node::NodeInner;
 use pact_proto::a2a::DELEGATION_HEADER;
 use uuid::Uuid;
 
@@ -39,17 +40,17 @@ impl Presented {
 /// Verifies a delegation token for this brand and this PA (signature by a
 /// published key, `iss`, `aud`, `client_id`, lifetime) — not revocation.
 pub fn verify_token(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     token: &str,
 ) -> Result<pact_proto::oauth::DelegationClaims, pact_jose::DelegationError> {
     pact_jose::verify_delegation_token(
         token,
-        state.keys.current().published(state.clock.now()),
-        &state.config.oauth_issuer(&caller.brand.id),
-        &state.config.interface_url(&caller.brand.id),
+        node.keys.current().published(node.clock.now()),
+        &node.config.oauth_issuer(&caller.brand.id),
+        &node.config.interface_url(&caller.brand.id),
         &caller.pa.iss,
-        state.clock.now().unix_timestamp(),
+        node.clock.now().unix_timestamp(),
     )
 }
 

@@ -1,6 +1,7 @@
 //! Building, chaining and storing the receipt of a delegated turn (PACT §5.6).
 
 use pact_db::receipts::ChainHead;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::{Receipt, ReceiptClaims};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
@@ -9,7 +10,6 @@ use uuid::Uuid;
 
 use crate::agent::{Delegation, GateRecord};
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Where a receipt belongs.
 pub struct TurnRef<'a> {
@@ -57,7 +57,7 @@ pub enum Head {
 /// another receipt took it meanwhile, so the chain never forks, and the
 /// caller builds again with [`Head::ReadAgain`].
 pub async fn build(
-    state: &AppState,
+    node: &NodeInner,
     conn: &mut PgConnection,
     delegation: &Delegation,
     turn: TurnRef<'_>,
@@ -79,7 +79,7 @@ pub async fn build(
         grant_id: delegation.grant_id.to_string(),
         user: delegation.user_sub.clone(),
         pa: pa_issuer.to_owned(),
-        brand: state.config.interface_url(brand_id),
+        brand: node.config.interface_url(brand_id),
         scopes_used: record.used_scopes.iter().cloned().collect(),
         actions: record.actions.clone(),
         refused: record.refused.clone(),
@@ -87,7 +87,7 @@ pub async fn build(
         prev: head.as_ref().map(|h| pact_jose::receipt_hash(&h.jws)),
         extra: Default::default(),
     };
-    let key = state
+    let key = node
         .keys
         .current()
         .signing_key(now)

@@ -28,6 +28,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use pact_db::conversations;
+use pact_node::node::NodeInner;
 use pact_proto::A2aError;
 use pact_proto::a2a::{
     AgentMessage, IncomingMessage, SendMessageResponse, TASK_STATE_AUTH_REQUIRED, Task, TaskStatus,
@@ -212,21 +213,21 @@ async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str) {
 /// `messageId` then simply runs the turn (a durable claim would instead make
 /// that retry wait for the stale-claim sweep, and then run it all the same).
 async fn begin(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     presented: Option<&Presented>,
     incoming: &IncomingMessage,
 ) -> Result<Begin, ApiError> {
     let brand = &caller.brand;
     let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
-    let now = state.clock.now();
+    let now = node.clock.now();
 
     // The database is the truth about the grant (the token may outlive a
     // revocation). The chain head comes along for the turn's receipt.
     let (delegation, head) = match presented {
         None => (None, Head::ReadAgain),
         Some(p) => {
-            let grant = pact_db::grants::for_turn(&state.db, p.grant_id).await?;
+            let grant = pact_db::grants::for_turn(&node.db, p.grant_id).await?;
             let grant = grant.filter(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
@@ -242,9 +243,9 @@ async fn begin(
             let terms = if grant.terms.is_some() || grant.authorization_details.is_none() {
                 bounds::terms_of_recorded(grant.terms)
             } else {
-                let rules = state.config_cache.brand_rules(&state.db, brand).await?;
+                let rules = node.config_cache.brand_rules(&node.db, brand).await?;
                 let types = authz_details::types_from_settings(&brand.settings);
-                let mut conn = state.db.acquire().await?;
+                let mut conn = node.db.acquire().await?;
                 bounds::terms_of(
                     &mut conn,
                     p.grant_id,
@@ -274,7 +275,7 @@ async fn begin(
     let delegation_ref = delegation.as_ref();
     // An id we could never have minted is just as unknown as a foreign one.
     let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
-    let mut tx = state.relaxed_db.begin().await?;
+    let mut tx = node.relaxed_db.begin().await?;
 
     // The conversation row lock orders claims of one context across nodes.
     let owner = pact_db::parties::PaUser {
@@ -721,13 +722,13 @@ struct StepUp {
 /// approved and asks again is not sent to approve a second code — and a
 /// message saying what is needed.
 async fn step_up(
-    state: &AppState,
+    node: &NodeInner,
     conn: &mut sqlx::PgConnection,
     caller: &Caller,
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<StepUp, Stored> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
         pa_issuer: &caller.pa.iss,
@@ -738,7 +739,7 @@ async fn step_up(
     // Inside the transaction that stores the turn's reply: the task and its
     // authorization are stored together or not at all. A drawn user code
     // already live has aborted that transaction: the caller runs it again.
-    let link = match authorizations::issue(conn, &state.config, request, now).await {
+    let link = match authorizations::issue(conn, &node.config, request, now).await {
         Ok(link) => link,
         Err(IssueError::CodeTaken) => return Err(Stored::Retry),
         Err(IssueError::Database(e)) => return Err(Stored::from(e)),
@@ -779,12 +780,12 @@ async fn step_up(
 /// agent's retry with the same arguments then goes through. No new token:
 /// the personal agent only sends the message again.
 async fn operation_step_up(
-    state: &AppState,
+    node: &NodeInner,
     conn: &mut sqlx::PgConnection,
     caller: &Caller,
     record: &GateRecord,
 ) -> Result<StepUp, Stored> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let asked = crate::web::operations::Asked::of(&record.beyond);
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
@@ -796,7 +797,7 @@ async fn operation_step_up(
             operations: &asked.stored,
         },
     };
-    let link = match authorizations::issue(conn, &state.config, request, now).await {
+    let link = match authorizations::issue(conn, &node.config, request, now).await {
         Ok(link) => link,
         Err(IssueError::CodeTaken) => return Err(Stored::Retry),
         Err(IssueError::Database(e)) => return Err(Stored::from(e)),

@@ -9,6 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pact_db::parties::PaUser;
+use pact_node::node::NodeInner;
 use pact_proto::A2aError;
 use pact_proto::a2a::{AgentMessage, ListTasksResponse, parse_page_size};
 use serde_json::{Value, json};
@@ -99,7 +100,7 @@ pub async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Result<(), A
 /// The caller's own step-up task `id` (the brand, PA issuer and subject its
 /// authorization was issued to); an id that is not a UUID is nobody's.
 async fn find_task(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     id: &str,
 ) -> Result<Option<pact_db::step_up_tasks::StepUpTask>, ApiError> {
@@ -107,7 +108,7 @@ async fn find_task(
         return Ok(None);
     };
     Ok(pact_db::step_up_tasks::find_for(
-        &state.db,
+        &node.db,
         id,
         PaUser {
             brand_id: &caller.brand.id,

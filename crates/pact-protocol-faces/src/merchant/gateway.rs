@@ -22,6 +22,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::ActionError;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -366,8 +367,8 @@ pub async fn run_call(
 
 /// Whether the turn's grant is still active, as the database says (a grant
 /// that cannot be read counts as ended: fail closed).
-async fn grant_still_active(state: &AppState, d: &Delegation, now: OffsetDateTime) -> bool {
-    match pact_db::grants::for_turn(&state.db, d.grant_id).await {
+async fn grant_still_active(node: &NodeInner, d: &Delegation, now: OffsetDateTime) -> bool {
+    match pact_db::grants::for_turn(&node.db, d.grant_id).await {
         Ok(Some(g)) => g.is_active(now),
         Ok(None) => false,
         Err(e) => {
@@ -378,9 +379,9 @@ async fn grant_still_active(state: &AppState, d: &Delegation, now: OffsetDateTim
 }
 
 /// Gives back what a call that did not happen was charged.
-async fn release(state: &AppState, plan: Option<&Plan>) {
+async fn release(node: &NodeInner, plan: Option<&Plan>) {
     if let Some(p) = plan.filter(|p| !p.charges.is_empty()) {
-        match state.db.acquire().await {
+        match node.db.acquire().await {
             Ok(mut conn) => bounds::release(&mut conn, p).await,
             Err(e) => {
                 tracing::warn!(error = %e, "could not give back what a refused call was charged")
@@ -392,7 +393,7 @@ async fn release(state: &AppState, plan: Option<&Plan>) {
 /// The gate's rule (`agent::bounds`), with a connection only when a limit
 /// must be charged or staff told.
 async fn admit(
-    state: &AppState,
+    node: &NodeInner,
     turn: &CallGuard,
     delegation: Option<&Delegation>,
     call: &bounds::Call<'_>,
@@ -407,11 +408,11 @@ async fn admit(
     match bounds::judge_call(&turn.offered, delegation, call) {
         Ok(Judged::Free(plan)) => Ok(plan),
         Ok(Judged::Charge { plans, exhausted }) => {
-            let mut conn = state.db.acquire().await.map_err(db_error)?;
+            let mut conn = node.db.acquire().await.map_err(db_error)?;
             bounds::charge(&mut conn, plans, exhausted).await.map(Some)
         }
         Err(ToolError::Unenforceable(why)) => {
-            if let (Some(d), Ok(mut conn)) = (delegation, state.db.acquire().await) {
+            if let (Some(d), Ok(mut conn)) = (delegation, node.db.acquire().await) {
                 bounds::report_unenforceable(
                     &mut conn,
                     &turn.brand_id,
@@ -430,7 +431,7 @@ async fn admit(
 /// A declared effect beyond a limit: an audit entry and a metric; the
 /// receipt says so too, and the person's account page shows it.
 async fn effect_beyond_limit(
-    state: &AppState,
+    node: &NodeInner,
     turn: &CallGuard,
     tool: &BrandTool,
     delegation: Option<&Delegation>,
@@ -448,7 +449,7 @@ async fn effect_beyond_limit(
         detail: json!({"tool": tool.name, "effect": answer.get("pactEffect")}),
         client_addr: None,
     };
-    if let Err(e) = pact_db::audit::record(&state.db, &entry).await {
+    if let Err(e) = pact_db::audit::record(&node.db, &entry).await {
         tracing::warn!(error = %e, "could not record an effect beyond a limit in the audit log");
     }
 }

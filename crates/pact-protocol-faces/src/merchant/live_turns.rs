@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use pact_node::node::NodeInner;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -139,20 +140,17 @@ async fn other_node(
 /// grant as the turn's own node read it (and its terms), the brand's
 /// scopes and tools.
 async fn remote_setup(
-    state: &AppState,
+    node: &NodeInner,
     claims: &TurnClaims,
     expires_at: OffsetDateTime,
     now: OffsetDateTime,
 ) -> Result<TurnSetup, pact_db::Error> {
-    let scopes = state.config_cache.scopes(&state.db, &claims.brand).await?;
-    let merchant = state
-        .config_cache
-        .merchant(&state.db, &claims.brand)
-        .await?;
+    let scopes = node.config_cache.scopes(&node.db, &claims.brand).await?;
+    let merchant = node.config_cache.merchant(&node.db, &claims.brand).await?;
     let delegation = match claims.grant {
         None => None,
         Some(id) => {
-            let grant = pact_db::grants::for_turn(&state.db, id).await?.filter(|g| {
+            let grant = pact_db::grants::for_turn(&node.db, id).await?.filter(|g| {
                 g.is_active(now) && g.brand_id == claims.brand && g.pa_issuer == claims.pa_issuer
             });
             match grant {
@@ -163,11 +161,11 @@ async fn remote_setup(
                     let terms = if g.terms.is_some() || g.authorization_details.is_none() {
                         crate::agent::bounds::terms_of_recorded(g.terms.clone())
                     } else {
-                        let brand = pact_db::brands::find(&state.db, &claims.brand).await?;
+                        let brand = pact_db::brands::find(&node.db, &claims.brand).await?;
                         let types = brand
                             .map(|b| crate::domain::authz_details::types_from_settings(&b.settings))
                             .unwrap_or_default();
-                        let mut conn = state.db.acquire().await?;
+                        let mut conn = node.db.acquire().await?;
                         crate::agent::bounds::terms_of(
                             &mut conn,
                             id,

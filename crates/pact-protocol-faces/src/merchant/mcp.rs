@@ -43,6 +43,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use pact_node::node::NodeInner;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -142,11 +143,11 @@ pub async fn brand_not_offered() -> Response {
 
 /// The transport's DNS-rebinding rule: a request that names an `Origin` must
 /// name pactd's own (a browser page elsewhere must not drive a turn).
-fn origin_ok(state: &AppState, headers: &HeaderMap) -> bool {
+fn origin_ok(node: &NodeInner, headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
-    let ours = url::Url::parse(&state.config.public_url)
+    let ours = url::Url::parse(&node.config.public_url)
         .map(|u| u.origin().ascii_serialization())
         .unwrap_or_default();
     origin.to_str().is_ok_and(|o| !ours.is_empty() && o == ours)
@@ -559,11 +560,11 @@ fn initialize(
 }
 
 /// The brand's tools, each with whether this turn's grant allows it.
-fn tools_list(state: &AppState, turn: &LiveTurn) -> Value {
+fn tools_list(node: &NodeInner, turn: &LiveTurn) -> Value {
     let delegation = turn
         .delegation
         .as_ref()
-        .filter(|d| !state.revocations.is_revoked(d.grant_id));
+        .filter(|d| !node.revocations.is_revoked(d.grant_id));
     // A tool imported without a scope is callable by nobody: not listed (deny by default).
     let tools: Vec<Value> = turn
         .tools

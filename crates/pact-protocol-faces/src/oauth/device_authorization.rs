@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::{DeviceAuthorizationResponse, OAuthErrorCode};
 
 use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
@@ -78,13 +79,13 @@ pub async fn device_authorization(
 /// from `request_ip`, or — without `authorization_details` — takes over the
 /// step-up authorization its last task linked to (one statement either way).
 pub async fn create(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     requested: &BTreeSet<String>,
     details: Option<&serde_json::Value>,
     request_ip: &str,
 ) -> Result<DeviceAuthorizationResponse, OAuthFailure> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
         pa_issuer: &caller.pa.iss,
@@ -101,10 +102,10 @@ pub async fn create(
     // the person's approval, a redemption — commits durably, which flushes
     // the WAL up to and past this insert. So it is written on the relaxed
     // pool, in one statement.
-    let mut conn = state.relaxed_db.acquire().await?;
+    let mut conn = node.relaxed_db.acquire().await?;
     // A live user code must be unique; on the rare collision, draw again.
     for _ in 0..8 {
-        let issued = authorizations::issue(&mut conn, &state.config, request, now).await;
+        let issued = authorizations::issue(&mut conn, &node.config, request, now).await;
         match issued {
             Ok(issued) => {
                 metrics::counter!("pactd_device_authorizations_total").increment(1);

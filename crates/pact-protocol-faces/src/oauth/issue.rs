@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use pact_db::grants::Grant;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::{DelegationClaims, TokenResponse};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
@@ -10,12 +11,11 @@ use uuid::Uuid;
 
 use super::OAuthFailure;
 use crate::domain::{scopes, secrets};
-use crate::state::AppState;
 
 /// Issues a pair inside the caller's transaction. `scope` narrows the access
 /// token (RFC 6749 §6) but never widens it; the refresh token keeps the grant's.
 pub async fn token_pair(
-    state: &AppState,
+    node: &NodeInner,
     tx: &mut PgConnection,
     grant: &Grant,
     scope: Option<&BTreeSet<String>>,
@@ -23,12 +23,12 @@ pub async fn token_pair(
 ) -> Result<TokenResponse, OAuthFailure> {
     let granted: BTreeSet<String> = grant.scopes.iter().cloned().collect();
     let scope = scope.cloned().unwrap_or(granted);
-    let ttl = time::Duration::try_from(state.config.delegation.access_token_ttl)
+    let ttl = time::Duration::try_from(node.config.delegation.access_token_ttl)
         .unwrap_or(time::Duration::minutes(15));
     let exp = (now + ttl).min(grant.expires_at);
     let claims = DelegationClaims {
-        iss: state.config.oauth_issuer(&grant.brand_id),
-        aud: state.config.interface_url(&grant.brand_id),
+        iss: node.config.oauth_issuer(&grant.brand_id),
+        aud: node.config.interface_url(&grant.brand_id),
         sub: grant.user_sub.clone(),
         client_id: grant.pa_issuer.clone(),
         scope: scopes::join(&scope),
@@ -38,7 +38,7 @@ pub async fn token_pair(
         jti: Uuid::new_v4().to_string(),
         authorization_details: grant.authorization_details.clone(),
     };
-    let key = state
+    let key = node
         .keys
         .current()
         .signing_key(now)

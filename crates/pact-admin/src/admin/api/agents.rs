@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use pact_node::node::Node;
+use pact_node::node::{Node, NodeInner};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -178,18 +178,16 @@ pub const LINK_FIELDS: [&str; 4] = ["homepage", "logo_uri", "policy_uri", "tos_u
 /// refused logo leaves the registration as it was), as `pactd agent add`
 /// does; from the network, loopback only with `--allow-loopback-jwks`.
 pub async fn prepare_links(
-    state: &AppState,
+    node: &NodeInner,
     links: &who::LinkFlags,
 ) -> Result<Option<pact_node::logo_fetch::Logo>, String> {
     links.check_named(LINK_FIELDS)?;
     match links.logo_to_fetch() {
-        Some(uri) => who::fetch_for_remote_registration(
-            uri,
-            state.config.jwks.allow_loopback,
-            LINK_FIELDS[1],
-        )
-        .await
-        .map(Some),
+        Some(uri) => {
+            who::fetch_for_remote_registration(uri, node.config.jwks.allow_loopback, LINK_FIELDS[1])
+                .await
+                .map(Some)
+        }
         None => Ok(None),
     }
 }

@@ -10,6 +10,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use pact_node::node::NodeInner;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -154,14 +155,14 @@ pub struct BrandList {
 /// A brand the actor may see, or `None` (missing or outside its brands: the
 /// same answer).
 pub async fn visible(
-    state: &AppState,
+    node: &NodeInner,
     actor: &Actor,
     brand_id: &str,
 ) -> Result<Option<pact_db::brands::Brand>, pact_db::Error> {
     if !actor.sees_brand(brand_id) || !pact_db::brands::is_valid_brand_id(brand_id) {
         return Ok(None);
     }
-    pact_db::brands::find(&state.db, brand_id).await
+    pact_db::brands::find(&node.db, brand_id).await
 }
 
 /// `GET /brands` (owner): the caller's brands.
@@ -202,13 +203,13 @@ pub async fn get(
 /// under `actor` (shared with the console; the one function is
 /// `ops::scopes::upsert`).
 pub async fn upsert_scope(
-    state: &AppState,
+    node: &NodeInner,
     actor: &Actor,
     ip: &str,
     brand_id: &str,
     def: &ScopeDefinition,
 ) -> Result<(), AdminApiError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     ops::scopes::upsert(&mut tx, actor, Some(ip), brand_id, def).await?;
     tx.commit().await?;
     Ok(())
@@ -217,13 +218,13 @@ pub async fn upsert_scope(
 /// Removes one scope of a visible brand, audited as `scope.remove`; false
 /// when the brand has no such scope (shared with the console).
 pub async fn remove_scope_of(
-    state: &AppState,
+    node: &NodeInner,
     actor: &Actor,
     ip: &str,
     brand_id: &str,
     scope_id: &str,
 ) -> Result<bool, AdminApiError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let removed = ops::scopes::remove(&mut tx, actor, Some(ip), brand_id, scope_id).await?;
     tx.commit().await?;
     Ok(removed)

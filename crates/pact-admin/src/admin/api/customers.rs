@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use pact_db::admin_search;
 use pact_db::users::User;
-use pact_node::node::Node;
+use pact_node::node::{Node, NodeInner};
 use serde::Serialize;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -25,12 +25,12 @@ use crate::state::AppState;
 
 /// The customer with this id, only if it is within the caller's brands.
 pub async fn visible_customer(
-    state: &AppState,
+    node: &NodeInner,
     caller: &ApiCaller,
     raw_id: &str,
 ) -> Result<User, AdminApiError> {
     let id = params::path_id(raw_id)?;
-    admin_search::customer(&state.db, caller.actor.within(), id)
+    admin_search::customer(&node.db, caller.actor.within(), id)
         .await?
         .ok_or(AdminApiError::NotFound)
 }

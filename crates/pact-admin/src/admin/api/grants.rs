@@ -12,6 +12,7 @@ use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use pact_db::grants::Grant;
+use pact_node::node::NodeInner;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -135,12 +136,12 @@ pub struct CustomerRevoked {
 
 /// The grant with this id, only if it is within the caller's brands.
 pub async fn visible_grant(
-    state: &AppState,
+    node: &NodeInner,
     caller: &ApiCaller,
     raw_id: &str,
 ) -> Result<Grant, AdminApiError> {
     let id = params::path_id(raw_id)?;
-    match pact_db::grants::find(&state.db, id).await? {
+    match pact_db::grants::find(&node.db, id).await? {
         Some(g) if caller.actor.sees_brand(&g.brand_id) => Ok(g),
         _ => Err(AdminApiError::NotFound),
     }

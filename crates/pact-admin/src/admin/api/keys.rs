@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use pact_node::node::Node;
+use pact_node::node::{Node, NodeInner};
 use serde::Serialize;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -77,20 +77,20 @@ pub async fn list(
 /// key, and every node picks the key up through the `pactd_keys`
 /// notification of the table trigger. Shared with the console.
 pub async fn rotate_now(
-    state: &AppState,
+    node: &NodeInner,
     actor: &Actor,
     ip: &str,
     now: OffsetDateTime,
 ) -> Result<KeyInfo, AdminApiError> {
-    let d = &state.config.delegation;
+    let d = &node.config.delegation;
     let overlap = time::Duration::try_from(d.key_overlap).map_err(AdminApiError::internal)?;
     let retain = time::Duration::try_from(d.key_retention).map_err(AdminApiError::internal)?;
     let key_error = |e| match e {
         crate::keys::KeyError::Db(e) => AdminApiError::from(e),
         other => AdminApiError::internal(other),
     };
-    let mut tx = state.db.begin().await?;
-    let master = &state.config.master_key;
+    let mut tx = node.db.begin().await?;
+    let master = &node.config.master_key;
     let key = ops::keys::rotate(&mut tx, actor, Some(ip), master, now, overlap, retain)
         .await
         .map_err(key_error)?;

@@ -28,6 +28,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use pact_db::ResultExt;
 use pact_db::admins::{Admin, AdminSession};
+use pact_node::node::NodeInner;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -63,11 +64,11 @@ fn relying_party(state: &AppState) -> Result<&Webauthn, PasskeyError> {
 /// The Origin check, then the session's CSRF token in `X-CSRF-Token` (the
 /// JSON endpoints' form of the page rules, web/security.rs).
 fn check_json_request<'s>(
-    state: &AppState,
+    node: &NodeInner,
     headers: &HeaderMap,
     staff: &'s Staff,
 ) -> Result<&'s AdminSession, PasskeyError> {
-    security::check_origin(headers, &state.config.public_url)?;
+    security::check_origin(headers, &node.config.public_url)?;
     let session = staff.session.as_ref().ok_or_else(|| {
         PasskeyError::forbidden("Your session has ended. Reload the page and sign in again.")
     })?;
@@ -77,14 +78,14 @@ fn check_json_request<'s>(
 }
 
 async fn record(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     ip: &str,
     action: &str,
     detail: Value,
 ) -> Result<(), PageError> {
     pact_db::audit::record(
-        &state.db,
+        &node.db,
         &pact_db::audit::NewEntry {
             actor_kind: "admin",
             actor: &who.actor.name,
@@ -102,11 +103,11 @@ async fn record(
 /// Whether this session verified a second factor recently enough to change
 /// the account's factors (the customers' rule, web/passkeys.rs).
 async fn needs_reconfirm(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     now: OffsetDateTime,
 ) -> Result<bool, PageError> {
-    let count = pact_db::admin_factors::count_passkeys(&state.db, who.admin.id).await?;
+    let count = pact_db::admin_factors::count_passkeys(&node.db, who.admin.id).await?;
     Ok(passkeys::needs_reconfirm(
         who.admin.has_totp(),
         usize::try_from(count).unwrap_or(usize::MAX),

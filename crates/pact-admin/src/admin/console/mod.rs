@@ -14,6 +14,7 @@ pub mod signin;
 
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
+use pact_node::node::NodeInner;
 use serde_json::Value;
 
 use crate::state::AppState;
@@ -130,7 +131,7 @@ pub fn routes() -> Router<AppState> {
 
 /// An audit entry for a console event.
 pub async fn audit_event(
-    state: &AppState,
+    node: &NodeInner,
     actor_kind: &str,
     actor: &str,
     action: &str,
@@ -138,7 +139,7 @@ pub async fn audit_event(
     detail: Value,
 ) -> Result<(), PageError> {
     pact_db::audit::record(
-        &state.db,
+        &node.db,
         &pact_db::audit::NewEntry {
             actor_kind,
             actor,

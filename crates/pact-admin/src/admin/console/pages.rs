@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
-use pact_node::node::Node;
+use pact_node::node::{Node, NodeInner};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -88,7 +88,7 @@ async fn record(
 /// A refused action, recorded as the API records it: `<action>.denied`,
 /// with what it needed, before any object is looked up.
 async fn denied(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     ip: &str,
     action: &str,
@@ -96,7 +96,7 @@ async fn denied(
     needs: &str,
 ) -> Result<(), PageError> {
     record(
-        &state.db,
+        &node.db,
         who,
         ip,
         &format!("{action}.denied"),
@@ -935,12 +935,12 @@ struct GrantPage {
 }
 
 async fn visible_grant(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     raw: &str,
 ) -> Result<pact_db::grants::Grant, PageError> {
     let id: uuid::Uuid = raw.parse().map_err(|_| not_found())?;
-    match pact_db::grants::find(&state.db, id).await? {
+    match pact_db::grants::find(&node.db, id).await? {
         Some(g) if who.actor.sees_brand(&g.brand_id) => Ok(g),
         _ => Err(not_found()),
     }

@@ -22,6 +22,7 @@ use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::admins::{Admin, AdminSession};
+use pact_node::node::NodeInner;
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -63,9 +64,9 @@ struct SecondFactorPage<'a> {
 }
 
 /// Which second factors the account has: (TOTP, passkeys, unused recovery codes).
-async fn factors_of(state: &AppState, admin: &Admin) -> Result<(bool, i64, i64), PageError> {
-    let passkeys = pact_db::admin_factors::count_passkeys(&state.db, admin.id).await?;
-    let codes = pact_db::admin_factors::unused_recovery_codes(&state.db, admin.id).await?;
+async fn factors_of(node: &NodeInner, admin: &Admin) -> Result<(bool, i64, i64), PageError> {
+    let passkeys = pact_db::admin_factors::count_passkeys(&node.db, admin.id).await?;
+    let codes = pact_db::admin_factors::unused_recovery_codes(&node.db, admin.id).await?;
     Ok((admin.has_totp(), passkeys, codes))
 }
 
@@ -222,7 +223,7 @@ pub async fn post_sign_in(
 
 /// The half-signed-in admin of this session, or where to go instead.
 pub(super) async fn pending(
-    state: &AppState,
+    node: &NodeInner,
     staff: &Staff,
 ) -> Result<Result<(AdminSession, Admin), Response>, PageError> {
     let Some(s) = &staff.session else {
@@ -231,7 +232,7 @@ pub(super) async fn pending(
     let Some(id) = s.pending_admin_id else {
         return Ok(Err(see_other("/admin", None)));
     };
-    match pact_db::admins::find(&state.db, id).await? {
+    match pact_db::admins::find(&node.db, id).await? {
         Some(a) if a.disabled_at.is_none() => Ok(Ok((s.clone(), a))),
         _ => Ok(Err(see_other("/admin/sign-in", None))),
     }
