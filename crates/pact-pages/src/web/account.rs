@@ -22,7 +22,7 @@ use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
 use pact_db::users::User;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use pact_proto::oauth::{ReceiptAction, ReceiptClaims, ReceiptRefusal};
 use serde::Deserialize;
 use time::macros::format_description;
@@ -590,13 +590,13 @@ pub fn action_in_words(tool: &str) -> String {
 /// `POST /account/sessions/sign-out-others`: ends every other browser's
 /// session of this account (a lost laptop, a shared computer).
 pub async fn sign_out_others(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     SessionForm { session, .. }: SessionForm<NoFields>,
 ) -> Result<Response, PageError> {
-    let Some((_, Person::Account(user))) = signed_in_person(&state, &session).await? else {
+    let Some((_, Person::Account(user))) = signed_in_person(&node, &session).await? else {
         return Err(PageError::Forbidden(i18n::t("acc-err-sessions-signed-out")));
     };
-    let ended = pact_db::sessions::delete_others(&state.db, user.id, &session.id_hash).await?;
+    let ended = pact_db::sessions::delete_others(&node.db, user.id, &session.id_hash).await?;
     tracing::info!(user = %user.id, ended, "signed out of the other browsers");
     Ok(Redirect::to("/account?done=signed-out-others").into_response())
 }

@@ -34,7 +34,7 @@ use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::parties::Connection;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
@@ -972,34 +972,34 @@ pub async fn not_you(
 // ---------------------------------------------------------------- done
 
 /// `GET /device/done`.
-pub async fn done(State(state): State<AppState>, browser: Browser) -> Result<Response, PageError> {
+pub async fn done(State(node): State<Node>, browser: Browser) -> Result<Response, PageError> {
     let signed_in = browser.signed_in();
     let auth = match browser
         .session
         .as_ref()
         .and_then(|s| s.device_authorization_id)
     {
-        Some(id) => pact_db::device_authorizations::find(&state.db, id).await?,
+        Some(id) => pact_db::device_authorizations::find(&node.db, id).await?,
         None => None,
     };
     let Some(auth) = auth.filter(|a| a.status != AuthStatus::Pending) else {
         return Ok(see_other("/device"));
     };
-    let brand = pact_db::brands::find(&state.db, &auth.brand_id).await?;
+    let brand = pact_db::brands::find(&node.db, &auth.brand_id).await?;
     let brand_name = brand.as_ref().map_or(NO_BRAND, |b| b.name.as_str());
     let look = brand
         .as_ref()
         .map_or_else(who::Look::none, |b| who::Look::of(&b.settings));
-    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
+    let agent = pact_db::agents::find(&node.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("done-your-agent"), |a| a.name);
     let approved = auth.status == AuthStatus::Approved || auth.status == AuthStatus::Redeemed;
     let granted = match (approved, auth.grant_id) {
         (true, Some(gid)) => {
-            let scopes = pact_db::grants::find(&state.db, gid)
+            let scopes = pact_db::grants::find(&node.db, gid)
                 .await?
                 .map(|g| g.scopes)
                 .unwrap_or_default();
-            let offered = brand_scopes(&state, &auth.brand_id).await?;
+            let offered = brand_scopes(&node, &auth.brand_id).await?;
             // Everything the agent may now do, not only this request's part:
             // an approval can extend an earlier grant.
             scopes

@@ -26,6 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use fluent_bundle::concurrent::FluentBundle;
 use fluent_bundle::{FluentArgs, FluentResource, FluentValue};
+use pact_node::node::Node;
 use serde::Deserialize;
 
 use super::page::PageError;
@@ -563,14 +564,14 @@ pub struct SwitchQuery {
 /// the language, so it needs no CSRF token (a forged link can at worst switch
 /// someone's pages to another language, which the same switch undoes).
 pub async fn switch(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(code): Path<String>,
     Query(q): Query<SwitchQuery>,
 ) -> Result<Response, PageError> {
     let Some(lang) = Lang::from_code(&code) else {
         return Err(PageError::NotFound(t("err-no-such-language")));
     };
-    let secure = session::is_secure(&state);
+    let secure = session::is_secure(&node);
     let cookie = format!(
         "{}={}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax{}",
         cookie_name(secure),

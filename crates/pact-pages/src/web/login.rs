@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use pact_db::brands::Brand;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -593,7 +593,7 @@ fn not_for_second_factor(s: Option<&Session>, next: &str) -> Result<Response, Pa
 }
 
 pub async fn get_second_factor(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Query(q): Query<NextQuery>,
     browser: Browser,
 ) -> Result<Response, PageError> {
@@ -601,7 +601,7 @@ pub async fn get_second_factor(
     let Some(s) = &browser.session else {
         return not_for_second_factor(None, &next);
     };
-    let Some(who) = who(&state, s).await? else {
+    let Some(who) = who(&node, s).await? else {
         return not_for_second_factor(Some(s), &next);
     };
     let enrol_path = format!("/account/totp?next={}", enc(&next));
@@ -610,7 +610,7 @@ pub async fn get_second_factor(
     {
         return Ok(see_other(&enrol_path, None));
     }
-    let (brand_name, look) = brand_view(&state, s.brand_id.as_deref()).await?;
+    let (brand_name, look) = brand_view(&node, s.brand_id.as_deref()).await?;
     let page = SecondFactorPage {
         brand_name,
         look,

@@ -125,18 +125,17 @@ pub async fn find(
 
 /// `GET /customers/{id}`: the account with its second factors and grants.
 pub async fn get(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerDetail>, AdminApiError> {
-    let u = visible_customer(&state, &caller, &id).await?;
-    let now = state.clock.now();
-    let passkeys = pact_db::sessions::credentials_of(&state.db, u.id)
+    let u = visible_customer(&node, &caller, &id).await?;
+    let now = node.clock.now();
+    let passkeys = pact_db::sessions::credentials_of(&node.db, u.id)
         .await?
         .len();
-    let recovery = pact_db::users::unused_recovery_codes(&state.db, u.id).await?;
-    let active =
-        admin_search::active_grant_count(&state.db, &u.brand_id, &u.subject(), now).await?;
+    let recovery = pact_db::users::unused_recovery_codes(&node.db, u.id).await?;
+    let active = admin_search::active_grant_count(&node.db, &u.brand_id, &u.subject(), now).await?;
     let out = CustomerDetail {
         customer: CustomerView::of(&u, now),
         passkeys,
@@ -145,7 +144,7 @@ pub async fn get(
     };
     caller
         .record(
-            &state.db,
+            &node.db,
             "customer.read",
             Some(&u.id.to_string()),
             Some(&u.brand_id),

@@ -12,7 +12,7 @@ use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
 use pact_db::grants::Grant;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -260,17 +260,17 @@ pub async fn list(
 
 /// `GET /grants/{id}`: scopes, details, approval, receipts.
 pub async fn get(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<GrantDetail>, AdminApiError> {
-    let g = visible_grant(&state, &caller, &id).await?;
-    let now = state.clock.now();
-    let approval = admin_search::approval_of(&state.db, g.id).await?;
-    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    let g = visible_grant(&node, &caller, &id).await?;
+    let now = node.clock.now();
+    let approval = admin_search::approval_of(&node.db, g.id).await?;
+    let receipts = pact_db::receipts::list(&node.db, Some(g.id)).await?;
     // PACT §5.6: each receipt's signature by a published key and the chain
     // of `prev` hashes, checked here so staff need no other tool.
-    let breaks = receipts_export::chain_breaks(&state.db, &receipts)
+    let breaks = receipts_export::chain_breaks(&node.db, &receipts)
         .await
         .map_err(AdminApiError::internal)?;
     let out = GrantDetail {
@@ -303,7 +303,7 @@ pub async fn get(
     };
     caller
         .record(
-            &state.db,
+            &node.db,
             "grant.read",
             Some(&g.id.to_string()),
             Some(&g.brand_id),
@@ -316,18 +316,18 @@ pub async fn get(
 /// `GET /grants/{id}/receipts`: the grant's receipts as a file that is
 /// checked offline (admin/receipts_export.rs).
 pub async fn receipts(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Response, AdminApiError> {
-    let g = visible_grant(&state, &caller, &id).await?;
-    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
-    let body = receipts_export::export_checked(&state.db, &state.config, &g, &receipts)
+    let g = visible_grant(&node, &caller, &id).await?;
+    let receipts = pact_db::receipts::list(&node.db, Some(g.id)).await?;
+    let body = receipts_export::export_checked(&node.db, &node.config, &g, &receipts)
         .await
         .map_err(AdminApiError::internal)?;
     caller
         .record(
-            &state.db,
+            &node.db,
             "grant.receipts.export",
             Some(&g.id.to_string()),
             Some(&g.brand_id),
@@ -354,18 +354,18 @@ pub struct RevokeBody {
 
 /// `POST /grants/{id}/revoke` `{"reason": "..."}`.
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Json<Revoked>, AdminApiError> {
     caller
-        .require(&state, Role::Operator, "grant.revoke")
+        .require(&node, Role::Operator, "grant.revoke")
         .await?;
     let b: RevokeBody = params::body(&body)?;
     let why = params::reason(b.reason.as_deref())?;
-    let g = visible_grant(&state, &caller, &id).await?;
-    let mut tx = state.db.begin().await?;
+    let g = visible_grant(&node, &caller, &id).await?;
+    let mut tx = node.db.begin().await?;
     let ip = Some(caller.ip.as_str());
     if !ops::grants::revoke(&mut tx, &caller.actor, ip, &g, why.as_deref()).await? {
         return Err(AdminApiError::AlreadyRevoked);
@@ -380,18 +380,18 @@ pub async fn revoke(
 /// `POST /customers/{id}/revoke-grants` `{"reason": "..."}`: every live grant
 /// the customer gave, to any agent.
 pub async fn revoke_for_customer(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Json<CustomerRevoked>, AdminApiError> {
     caller
-        .require(&state, Role::Operator, "customer.revoke_grants")
+        .require(&node, Role::Operator, "customer.revoke_grants")
         .await?;
     let b: RevokeBody = params::body(&body)?;
     let why = params::reason(b.reason.as_deref())?;
-    let user = super::customers::visible_customer(&state, &caller, &id).await?;
-    let mut tx = state.db.begin().await?;
+    let user = super::customers::visible_customer(&node, &caller, &id).await?;
+    let mut tx = node.db.begin().await?;
     let ip = Some(caller.ip.as_str());
     let revoked =
         ops::grants::revoke_for_customer(&mut tx, &caller.actor, ip, &user, why.as_deref()).await?;

@@ -16,7 +16,6 @@ use super::error::AdminApiError;
 use crate::admin::ops;
 use crate::admin::role::{Actor, Role};
 use crate::keys::KeyInfo;
-use crate::state::AppState;
 
 /// A signing key's public facts (never private material).
 #[derive(Debug, Serialize, ToSchema)]
@@ -100,11 +99,11 @@ pub async fn rotate_now(
 
 /// `POST /keys/rotate` (owner, every brand: the keys sign for all brands).
 pub async fn rotate(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<KeyView>, AdminApiError> {
-    caller.require(&state, Role::Owner, "key.rotate").await?;
-    caller.require_unlimited(&state, "key.rotate").await?;
-    let key = rotate_now(&state, &caller.actor, &caller.ip, state.clock.now()).await?;
+    caller.require(&node, Role::Owner, "key.rotate").await?;
+    caller.require_unlimited(&node, "key.rotate").await?;
+    let key = rotate_now(&node, &caller.actor, &caller.ip, node.clock.now()).await?;
     Ok(Json(KeyView::from(&key)))
 }

@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use pact_db::ResultExt;
 use pact_db::admins::{Admin, AdminSession};
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -296,18 +296,18 @@ pub async fn register_finish(
 }
 
 pub async fn delete_passkey(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
     let none = || PageError::NotFound("You have no such passkey.".into());
     let id = id.parse::<Uuid>().map_err(|_| none())?;
-    let stored = pact_db::admin_factors::passkeys_of(&state.db, who.admin.id).await?;
+    let stored = pact_db::admin_factors::passkeys_of(&node.db, who.admin.id).await?;
     if !stored.iter().any(|p| p.id == id) {
         return Err(none());
     }
-    let now = state.clock.now();
-    if needs_reconfirm(&state, &who, now).await? {
+    let now = node.clock.now();
+    if needs_reconfirm(&node, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
     // The console needs a second factor: the last one is not removed.
@@ -316,12 +316,12 @@ pub async fn delete_passkey(
             "This is your only second factor. Add another passkey first.".into(),
         ));
     }
-    let Some(name) = pact_db::admin_factors::delete_passkey(&state.db, who.admin.id, id).await?
+    let Some(name) = pact_db::admin_factors::delete_passkey(&node.db, who.admin.id, id).await?
     else {
         return Err(none());
     };
     record(
-        &state,
+        &node,
         &who,
         &staff.ip,
         "admin.passkey_remove",
@@ -343,20 +343,20 @@ struct RecoveryCodesPage<'a> {
 /// `POST /admin/recovery-codes`: a new set replaces the old one (which
 /// stops working), shown on this one response and stored only as hashes.
 pub async fn new_recovery_codes(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
-    if needs_reconfirm(&state, &who, now).await? {
+    let now = node.clock.now();
+    if needs_reconfirm(&node, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
     let codes = recovery::generate();
     let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     pact_db::admin_factors::replace_recovery_codes(&mut tx, who.admin.id, &hashes).await?;
     tx.commit().await?;
     record(
-        &state,
+        &node,
         &who,
         &staff.ip,
         "admin.recovery_codes_new",

@@ -952,16 +952,16 @@ pub struct DoneQuery {
 }
 
 pub async fn grant(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Path(id): Path<String>,
     Query(done): Query<DoneQuery>,
 ) -> Result<Response, PageError> {
-    let g = visible_grant(&state, &who, &id).await?;
-    let now = state.clock.now();
+    let g = visible_grant(&node, &who, &id).await?;
+    let now = node.clock.now();
     // A staff read of one customer's grant, as the API's `grant.read`.
     record(
-        &state.db,
+        &node.db,
         &who,
         &staff.ip,
         "grant.read",
@@ -970,10 +970,10 @@ pub async fn grant(
         json!({"customer": g.user_sub}),
     )
     .await?;
-    let approval = admin_search::approval_of(&state.db, g.id).await?;
-    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
+    let approval = admin_search::approval_of(&node.db, g.id).await?;
+    let receipts = pact_db::receipts::list(&node.db, Some(g.id)).await?;
     // PACT §5.6: signatures and the chain, checked on the page.
-    let chain_problems: Vec<String> = receipts_export::chain_breaks(&state.db, &receipts)
+    let chain_problems: Vec<String> = receipts_export::chain_breaks(&node.db, &receipts)
         .await
         .map_err(PageError::internal)?
         .iter()
@@ -981,14 +981,14 @@ pub async fn grant(
         .collect();
     let terms = crate::agent::bounds::terms_of_recorded(g.terms.clone());
     let usage: std::collections::HashMap<uuid::Uuid, pact_db::budgets::Usage> =
-        pact_db::budgets::usage(&state.db, &terms.budget_ids())
+        pact_db::budgets::usage(&node.db, &terms.budget_ids())
             .await?
             .into_iter()
             .map(|u| (u.id, u))
             .collect();
     let target = g.id.to_string();
     let unenforceable = pact_db::audit::list(
-        &state.db,
+        &node.db,
         &pact_db::audit::Filter {
             action: Some("grant.unenforceable"),
             target: Some(&target),
@@ -1048,7 +1048,7 @@ pub async fn grant(
         g: grant_row(
             &g,
             now,
-            &names_for(&state.db, who.actor.within(), std::slice::from_ref(&g)).await?,
+            &names_for(&node.db, who.actor.within(), std::slice::from_ref(&g)).await?,
         ),
     };
     Ok(render(&page, StatusCode::OK))
@@ -1057,17 +1057,17 @@ pub async fn grant(
 /// `GET /admin/grants/{id}/receipts.json`: the grant's receipts as a
 /// download anyone can check offline (admin/receipts_export.rs).
 pub async fn grant_receipts(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
-    let g = visible_grant(&state, &who, &id).await?;
-    let receipts = pact_db::receipts::list(&state.db, Some(g.id)).await?;
-    let body = receipts_export::export_checked(&state.db, &state.config, &g, &receipts)
+    let g = visible_grant(&node, &who, &id).await?;
+    let receipts = pact_db::receipts::list(&node.db, Some(g.id)).await?;
+    let body = receipts_export::export_checked(&node.db, &node.config, &g, &receipts)
         .await
         .map_err(PageError::internal)?;
     record(
-        &state.db,
+        &node.db,
         &who,
         &staff.ip,
         "grant.receipts.export",
@@ -1095,7 +1095,7 @@ pub async fn grant_receipts(
 }
 
 pub async fn revoke_grant(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -1105,7 +1105,7 @@ pub async fn revoke_grant(
 ) -> Result<Response, PageError> {
     if !who.actor.may(Role::Operator) {
         denied(
-            &state,
+            &node,
             &who,
             &staff.ip,
             "grant.revoke",
@@ -1116,10 +1116,10 @@ pub async fn revoke_grant(
         return Err(needs_operator());
     }
     let form: RevokeForm = form.decode()?;
-    let g = visible_grant(&state, &who, &id).await?;
+    let g = visible_grant(&node, &who, &id).await?;
     if !form.confirmed() {
         let reason = ops::reason(form.reason.as_deref()).map_err(ops_page_error)?;
-        let agent = pact_db::agents::find(&state.db, &g.pa_issuer)
+        let agent = pact_db::agents::find(&node.db, &g.pa_issuer)
             .await?
             .map_or_else(|| g.pa_issuer.clone(), |a| a.name);
         let page = ConfirmPage {
@@ -1137,7 +1137,7 @@ pub async fn revoke_grant(
         };
         return Ok(render(&page, StatusCode::OK));
     }
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     // Already revoked: nothing to do, the grant page says so.
     let reason = form.reason.as_deref();
     let revoked = ops::grants::revoke(&mut tx, &who.actor, Some(&staff.ip), &g, reason)
@@ -1229,7 +1229,7 @@ pub async fn customers(
 }
 
 pub async fn customer_action(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path((id, action)): Path<(String, String)>,
     StaffForm { staff, who, fields }: StaffForm,
 ) -> Result<Response, PageError> {
@@ -1247,11 +1247,11 @@ pub async fn customer_action(
         // Before the customer is looked up, as the API: the answer and the
         // entry never depend on whether the customer exists.
         let name = action.map_or("customer.revoke_grants", customers::Action::audit_name);
-        denied(&state, &who, &staff.ip, name, None, "operator").await?;
+        denied(&node, &who, &staff.ip, name, None, "operator").await?;
         return Err(needs_operator());
     }
     let uid: uuid::Uuid = id.parse().map_err(|_| not_found())?;
-    let user = admin_search::customer(&state.db, who.actor.within(), uid)
+    let user = admin_search::customer(&node.db, who.actor.within(), uid)
         .await?
         .ok_or_else(not_found)?;
     let back = format!("/admin/customers?q={}", crate::web::login::enc(&user.email));
@@ -1292,7 +1292,7 @@ pub async fn customer_action(
         };
         return Ok(render(&page, StatusCode::OK));
     }
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let Some(action) = action else {
         // Every live grant of the customer, recorded by the one function.
         let revoked = ops::grants::revoke_for_customer(
@@ -1313,7 +1313,7 @@ pub async fn customer_action(
         Some(&staff.ip),
         &user,
         action,
-        state.clock.now(),
+        node.clock.now(),
     )
     .await
     .map_err(ops_page_error)?;
@@ -1481,12 +1481,12 @@ pub async fn keys(
 /// `POST /admin/keys/rotate` (owner, every brand): the same rotation as
 /// `pactd keys rotate`.
 pub async fn rotate_key(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     StaffForm { staff, who, .. }: StaffForm,
 ) -> Result<Response, PageError> {
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
         denied(
-            &state,
+            &node,
             &who,
             &staff.ip,
             "key.rotate",
@@ -1498,8 +1498,8 @@ pub async fn rotate_key(
             "Rotating the signing key needs the owner role, for every brand.".into(),
         ));
     }
-    let now = state.clock.now();
-    crate::admin::api::keys::rotate_now(&state, &who.actor, &staff.ip, now)
+    let now = node.clock.now();
+    crate::admin::api::keys::rotate_now(&node, &who.actor, &staff.ip, now)
         .await
         .map_err(api_to_page)?;
     Ok(see_other("/admin/keys", None))
