@@ -16,7 +16,6 @@ use uuid::Uuid;
 use crate::agent::bounds;
 use crate::domain::authz_details::{self, DetailsTypes};
 use crate::domain::{limits, scopes, terms::Terms};
-use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsentError {
@@ -158,11 +157,11 @@ fn union_with_previous(
 }
 
 pub async fn approve(
-    state: &AppState,
+    node: &NodeInner,
     approval: Approval<'_>,
     now: OffsetDateTime,
 ) -> Result<Grant, ConsentError> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock(&mut *tx, approval.authorization_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
@@ -207,7 +206,7 @@ pub async fn approve(
     // What the person approves now is recorded with the types and tools of
     // this moment (PACT §5.7: no later edit may widen it); the earlier
     // grants' records come along with their budgets.
-    let rules = state.config_cache.brand_rules(&state.db, &brand).await?;
+    let rules = node.config_cache.brand_rules(&node.db, &brand).await?;
     let entries: Vec<Value> = details
         .as_ref()
         .and_then(Value::as_array)
@@ -229,7 +228,7 @@ pub async fn approve(
     }
     let mut terms = mine.with_previous(&earlier);
     drop_used_operations(&mut tx, &mut terms).await?;
-    let expires_at = now + grant_ttl(state, &brand.settings);
+    let expires_at = now + grant_ttl(node, &brand.settings);
     let budgets: Vec<pact_db::budgets::NewBudget<'_>> = new_budgets
         .iter()
         .map(|b| pact_db::budgets::NewBudget {
@@ -264,7 +263,7 @@ pub async fn approve(
     tx.commit().await?;
     // Every node forgets it when the notification arrives; this one at once,
     // so a PA polling this node cannot hear "pending" after the decision.
-    state.pending_polls.forget(auth.id);
+    node.pending_polls.forget(auth.id);
     Ok(grant)
 }
 

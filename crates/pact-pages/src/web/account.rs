@@ -615,18 +615,18 @@ struct RevokeConfirmPage {
 
 /// The person's own grant `id` at their brand, or a 404 page.
 async fn own_grant(
-    state: &AppState,
+    node: &NodeInner,
     session: &Session,
     id: &str,
 ) -> Result<(Brand, Person, Grant), PageError> {
-    let Some((brand_id, person)) = signed_in_person(state, session).await? else {
+    let Some((brand_id, person)) = signed_in_person(node, session).await? else {
         return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
     // The brand first: a 404 below is then shown in the brand's look.
-    let brand = known_brand(state, &brand_id).await?;
+    let brand = known_brand(node, &brand_id).await?;
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-grant"));
     let id: Uuid = id.parse().map_err(|_| not_found())?;
-    let grant = pact_db::grants::find(&state.db, id)
+    let grant = pact_db::grants::find(&node.db, id)
         .await?
         .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
         .ok_or_else(not_found)?;

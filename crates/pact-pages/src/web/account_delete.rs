@@ -41,10 +41,10 @@ struct DeletePage<'a> {
 }
 
 /// The signed-in built-in account of this session, with its brand's name.
-async fn own_account(state: &AppState, session: &Session) -> Result<(String, User), PageError> {
-    match signed_in_person(state, session).await? {
+async fn own_account(node: &NodeInner, session: &Session) -> Result<(String, User), PageError> {
+    match signed_in_person(node, session).await? {
         Some((brand_id, Person::Account(user))) => {
-            let (name, _) = super::login::brand_view(state, Some(&brand_id)).await?;
+            let (name, _) = super::login::brand_view(node, Some(&brand_id)).await?;
             Ok((name, user))
         }
         Some((_, Person::External(_))) => Err(PageError::BadRequest(i18n::t("del-err-external"))),

@@ -50,6 +50,7 @@ use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::sessions::SessionState;
 use pact_jose::{PaJwtError, PaJwtRules};
+use pact_node::node::NodeInner;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use url::Url;
@@ -152,7 +153,7 @@ struct ExternalLoginPage<'a> {
 /// The page that sends the person to the brand's own login for `auth`, and
 /// the hand-off cookie that binds the trip to this browser.
 pub async fn login_page(
-    state: &AppState,
+    node: &NodeInner,
     browser: &Browser,
     brand: &Brand,
     login: &BrandLogin,
@@ -160,16 +161,16 @@ pub async fn login_page(
     notice: Option<&str>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let agent = pact_db::agents::find(&state.db, &auth.pa_issuer).await?;
+    let agent = pact_db::agents::find(&node.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("ext-an-agent"), |a| a.name);
-    let (handoff, cookie) = session::handoff(state, browser);
+    let (handoff, cookie) = session::handoff(node, browser);
     let page = ExternalLoginPage {
         brand_name: &brand.name,
         signed_in: browser.signed_in(),
         agent_name: &agent_name,
         user_code: user_code::display(&auth.user_code),
         link: login.link(
-            &state.config.public_url,
+            &node.config.public_url,
             &auth.user_code,
             &handoff_state(&handoff, auth.id),
         ),

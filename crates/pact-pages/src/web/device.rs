@@ -199,7 +199,7 @@ fn used_code(brand: Option<&Brand>, signed_in: bool) -> Response {
 
 /// The brand the browser is signed in to, for the code-entry page's look.
 async fn signed_in_brand(
-    state: &AppState,
+    node: &NodeInner,
     browser: &Browser,
 ) -> Result<(String, who::Look), PageError> {
     let brand_id = browser
@@ -207,7 +207,7 @@ async fn signed_in_brand(
         .as_ref()
         .filter(|_| browser.signed_in())
         .and_then(|s| s.brand_id.as_deref());
-    super::login::brand_view(state, brand_id).await
+    super::login::brand_view(node, brand_id).await
 }
 
 fn consent_error(e: ConsentError) -> PageError {
@@ -391,7 +391,7 @@ async fn named_by_link(
 }
 
 async fn entry_again(
-    state: &AppState,
+    node: &NodeInner,
     browser: &Browser,
     csrf: &str,
     typed: &str,
@@ -399,7 +399,7 @@ async fn entry_again(
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let typed: String = typed.chars().take(32).collect();
-    let (brand_name, look) = signed_in_brand(state, browser).await?;
+    let (brand_name, look) = signed_in_brand(node, browser).await?;
     let page = DevicePage {
         brand_name: &brand_name,
         signed_in: browser.signed_in(),
@@ -910,11 +910,11 @@ async fn approve(
 /// Allows the operations of a step-up beyond a limit, once each, on the
 /// person's own grants (`consent::approve_operations`).
 async fn approve_operations(
-    state: &AppState,
+    node: &NodeInner,
     d: &Deciding,
     now: OffsetDateTime,
 ) -> Result<Response, PageError> {
-    match consent::approve_operations(state, d.auth.id, &d.user_sub, now).await {
+    match consent::approve_operations(node, d.auth.id, &d.user_sub, now).await {
         Ok(grants) => {
             tracing::info!(authorization = %d.auth.id, brand = %d.brand.id, grants = grants.len(), "operations allowed once");
             Ok(see_other("/device/done"))

@@ -86,8 +86,8 @@ fn unknown_brand() -> PageError {
 }
 
 /// The brand's display name, or "pactd" when there is none.
-pub async fn brand_name(state: &AppState, brand_id: Option<&str>) -> Result<String, PageError> {
-    Ok(brand_view(state, brand_id).await?.0)
+pub async fn brand_name(node: &NodeInner, brand_id: Option<&str>) -> Result<String, PageError> {
+    Ok(brand_view(node, brand_id).await?.0)
 }
 
 /// The brand's display name and look ("pactd" and none when there is no
@@ -213,32 +213,32 @@ pub async fn record_failure(
 /// starts a new session (rotation) signed in to the user's brand, keeping the
 /// device authorization this browser is deciding on.
 pub async fn complete_sign_in(
-    state: &AppState,
+    node: &NodeInner,
     old: &Session,
     user: &User,
     mfa_at: Option<OffsetDateTime>,
 ) -> Result<HeaderValue, PageError> {
-    sign_in_as(state, Some(old), user, mfa_at).await
+    sign_in_as(node, Some(old), user, mfa_at).await
 }
 
 /// The sign-in itself: clears the account's failure counts (the person
 /// proved everything asked of them) and rotates into a signed-in session.
 async fn sign_in_as(
-    state: &AppState,
+    node: &NodeInner,
     old: Option<&Session>,
     user: &User,
     mfa_at: Option<OffsetDateTime>,
 ) -> Result<HeaderValue, PageError> {
     if user.failed_logins != 0 || user.locked_until.is_some() {
-        pact_db::users::clear_failures(&state.db, user.id).await?;
+        pact_db::users::clear_failures(&node.db, user.id).await?;
     }
     pact_db::sign_in_failures::clear(
-        &state.db,
+        &node.db,
         &[lockout::account_key(&user.brand_id, &user.email)],
     )
     .await?;
     let (_, cookie) = session::start(
-        state,
+        node,
         old,
         SessionState {
             brand_id: Some(user.brand_id.clone()),
@@ -521,7 +521,7 @@ pub async fn post_login(
 /// Password accepted, second factor to come: a new session id carrying only
 /// the pending user (and the device authorization being decided).
 async fn start_pending(
-    state: &AppState,
+    node: &NodeInner,
     visitor: &Visitor,
     user: &User,
 ) -> Result<HeaderValue, PageError> {
@@ -533,10 +533,10 @@ async fn start_pending(
     };
     let (_, cookie) = match visitor {
         Visitor::Session(old) => {
-            session::start(state, Some(&**old), pending(old.device_authorization_id)).await?
+            session::start(node, Some(&**old), pending(old.device_authorization_id)).await?
         }
         // A fresh CSRF token too: the form token was in the page.
-        Visitor::Anonymous(_) => session::start(state, None, pending(None)).await?,
+        Visitor::Anonymous(_) => session::start(node, None, pending(None)).await?,
     };
     Ok(cookie)
 }

@@ -22,6 +22,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::sessions::Session;
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
@@ -186,7 +187,7 @@ fn transit_aad(user: &User, session: &Session) -> Vec<u8> {
 
 /// Who may use the enrolment page, or where to send them instead.
 async fn enroller(
-    state: &AppState,
+    node: &NodeInner,
     browser: &Browser,
     next: &str,
     now: OffsetDateTime,
@@ -198,7 +199,7 @@ async fn enroller(
     if s.external_sub.is_some() && s.user_id.is_none() {
         return Err(PageError::BadRequest(i18n::t("totp-err-external")));
     }
-    let Some(who) = who(state, s).await? else {
+    let Some(who) = who(node, s).await? else {
         return Ok(Err(see_other(
             &login_path(s.brand_id.as_deref(), &here),
             None,
@@ -397,24 +398,24 @@ pub async fn post_totp(
 /// A second factor was just proven: a new session id with `mfa_at = now`
 /// (completing a pending sign-in).
 async fn rotate_after_factor(
-    state: &AppState,
+    node: &NodeInner,
     old: &Session,
     who: &Who,
     now: OffsetDateTime,
 ) -> Result<HeaderValue, PageError> {
     match who {
-        Who::Pending(u) => complete_sign_in(state, old, u, Some(now)).await,
+        Who::Pending(u) => complete_sign_in(node, old, u, Some(now)).await,
         Who::SignedIn(_) => {
             let mut carried = session::carry(old);
             carried.mfa_at = Some(now);
-            let (_, cookie) = session::start(state, Some(old), carried).await?;
+            let (_, cookie) = session::start(node, Some(old), carried).await?;
             Ok(cookie)
         }
     }
 }
 
 async fn show_codes(
-    state: &AppState,
+    node: &NodeInner,
     browser: &Browser,
     user: &User,
     codes: &[String],
@@ -422,7 +423,7 @@ async fn show_codes(
     enrolled: bool,
     cookie: Option<HeaderValue>,
 ) -> Result<Response, PageError> {
-    let (brand_name, look) = brand_view(state, Some(&user.brand_id)).await?;
+    let (brand_name, look) = brand_view(node, Some(&user.brand_id)).await?;
     let download_href = data_url(&codes_file(&brand_name, &user.email, codes));
     let download_name = codes_file_name(&brand_name);
     let page = RecoveryCodesPage {

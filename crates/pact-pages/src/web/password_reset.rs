@@ -23,6 +23,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use pact_db::brands::Brand;
 use pact_db::users::User;
+use pact_node::node::NodeInner;
 use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
@@ -248,7 +249,7 @@ pub struct ResetQuery {
 
 /// The account behind a live link, with its brand.
 async fn link_owner(
-    state: &AppState,
+    node: &NodeInner,
     token: &str,
     now: OffsetDateTime,
 ) -> Result<Option<(User, Brand)>, PageError> {
@@ -256,16 +257,16 @@ async fn link_owner(
         return Ok(None);
     }
     let hash = secrets::hash(token);
-    let Some(user_id) = pact_db::password_resets::live_user(&state.db, &hash, now).await? else {
+    let Some(user_id) = pact_db::password_resets::live_user(&node.db, &hash, now).await? else {
         return Ok(None);
     };
-    let Some(user) = pact_db::users::find(&state.db, user_id)
+    let Some(user) = pact_db::users::find(&node.db, user_id)
         .await?
         .filter(|u| !u.is_disabled())
     else {
         return Ok(None);
     };
-    let brand = brand_for(state, Some(&user.brand_id), None).await?;
+    let brand = brand_for(node, Some(&user.brand_id), None).await?;
     Ok(Some((user, brand)))
 }
 

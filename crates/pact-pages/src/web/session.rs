@@ -141,12 +141,12 @@ impl Browser {
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Lax, whole site, `Secure` on HTTPS.
 fn cookie(
-    state: &AppState,
+    node: &NodeInner,
     name: fn(bool) -> &'static str,
     value: &str,
     max_age: i64,
 ) -> HeaderValue {
-    let secure = is_secure(state);
+    let secure = is_secure(node);
     let line = format!(
         "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
         name(secure),
@@ -158,12 +158,12 @@ fn cookie(
 /// The browser's hand-off secret, with the `Set-Cookie` that creates it when
 /// it has none yet. An existing one is kept, so two tabs on their way to the
 /// brand's login do not undo each other.
-pub fn handoff(state: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+pub fn handoff(node: &NodeInner, browser: &Browser) -> (String, Option<HeaderValue>) {
     if let Some(raw) = &browser.handoff {
         return (raw.clone(), None);
     }
     let (raw, _) = secrets::new_secret();
-    let secure = is_secure(state);
+    let secure = is_secure(node);
     let line = format!(
         "{}={raw}; Path=/; HttpOnly; Max-Age={}{}",
         handoff_cookie_name(secure),
@@ -179,8 +179,8 @@ pub fn handoff(state: &AppState, browser: &Browser) -> (String, Option<HeaderVal
 }
 
 /// The `Set-Cookie` that removes the hand-off secret once it has been used.
-pub fn clear_handoff(state: &AppState) -> HeaderValue {
-    let secure = is_secure(state);
+pub fn clear_handoff(node: &NodeInner) -> HeaderValue {
+    let secure = is_secure(node);
     let line = format!(
         "{}=; Path=/; HttpOnly; Max-Age=0{}",
         handoff_cookie_name(secure),
@@ -194,53 +194,53 @@ pub fn clear_handoff(state: &AppState) -> HeaderValue {
 }
 
 /// A `Set-Cookie` value for a session id.
-pub fn set_cookie(state: &AppState, raw_id: &str) -> HeaderValue {
-    cookie(state, cookie_name, raw_id, LIFETIME.whole_seconds())
+pub fn set_cookie(node: &NodeInner, raw_id: &str) -> HeaderValue {
+    cookie(node, cookie_name, raw_id, LIFETIME.whole_seconds())
 }
 
 /// The `Set-Cookie` that removes the session cookie.
-pub fn clear_cookie(state: &AppState) -> HeaderValue {
-    cookie(state, cookie_name, "", 0)
+pub fn clear_cookie(node: &NodeInner) -> HeaderValue {
+    cookie(node, cookie_name, "", 0)
 }
 
 /// Starts a new session at `level` (replacing `old` if given) and returns
 /// it with the `Set-Cookie` header value. Used for every rotation.
 pub async fn start(
-    state: &AppState,
+    node: &NodeInner,
     old: Option<&Session>,
     level: SessionState,
 ) -> Result<(Session, HeaderValue), PageError> {
     let (csrf, _) = secrets::new_secret();
-    insert(state, old, level, &csrf).await
+    insert(node, old, level, &csrf).await
 }
 
 /// The first session of an anonymous visitor, made only once they do
 /// something that needs state (a code entered, a sign-in begun). It keeps
 /// the form token as its CSRF token, so pages already open stay usable.
 pub async fn start_from_form(
-    state: &AppState,
+    node: &NodeInner,
     form: &FormToken,
     level: SessionState,
 ) -> Result<(Session, HeaderValue), PageError> {
-    insert(state, None, level, &form.0).await
+    insert(node, None, level, &form.0).await
 }
 
 async fn insert(
-    state: &AppState,
+    node: &NodeInner,
     old: Option<&Session>,
     level: SessionState,
     csrf: &str,
 ) -> Result<(Session, HeaderValue), PageError> {
     let (raw, hash) = secrets::new_secret();
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     if let Some(old) = old {
         pact_db::sessions::delete(&mut *tx, &old.id_hash).await?;
     }
     let session =
-        pact_db::sessions::insert(&mut *tx, &hash, csrf, &level, state.clock.now() + LIFETIME)
+        pact_db::sessions::insert(&mut *tx, &hash, csrf, &level, node.clock.now() + LIFETIME)
             .await?;
     tx.commit().await?;
-    Ok((session, set_cookie(state, &raw)))
+    Ok((session, set_cookie(node, &raw)))
 }
 
 /// An anonymous visitor's form token: 256 random bits in a cookie that the
@@ -265,7 +265,7 @@ impl FormToken {
 /// The CSRF token for a form on this page: the session's when there is one,
 /// otherwise the anonymous form token (with the `Set-Cookie` that creates it
 /// when the browser has none yet).
-pub fn form_csrf(state: &AppState, browser: &Browser) -> (String, Option<HeaderValue>) {
+pub fn form_csrf(node: &NodeInner, browser: &Browser) -> (String, Option<HeaderValue>) {
     if let Some(s) = &browser.session {
         return (s.csrf_token.clone(), None);
     }
@@ -273,7 +273,7 @@ pub fn form_csrf(state: &AppState, browser: &Browser) -> (String, Option<HeaderV
         return (t.clone(), None);
     }
     let (raw, _) = secrets::new_secret();
-    let set = cookie(state, form_cookie_name, &raw, LIFETIME.whole_seconds());
+    let set = cookie(node, form_cookie_name, &raw, LIFETIME.whole_seconds());
     (raw, Some(set))
 }
 

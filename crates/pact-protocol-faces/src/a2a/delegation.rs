@@ -8,7 +8,6 @@ use uuid::Uuid;
 use crate::agent::Delegation;
 use crate::auth::{Caller, bearer};
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// A verified token, before the grant row is re-checked in the turn's
 /// transaction. A type of its own, not a `Delegation`, so that nothing can
@@ -58,7 +57,7 @@ pub fn verify_token(
 /// bad signature, wrong brand (`aud`), another PA (`client_id`), expired,
 /// revoked — is the 401 with `error="invalid_token"`.
 pub fn check(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     headers: &HeaderMap,
 ) -> Result<Option<Presented>, ApiError> {
@@ -67,7 +66,7 @@ pub fn check(
         return Ok(None);
     }
     let token = bearer(headers, &name).ok_or(ApiError::InvalidDelegation)?;
-    let claims = verify_token(state, caller, token).map_err(|e| {
+    let claims = verify_token(node, caller, token).map_err(|e| {
         tracing::info!(reason = %e, issuer = %caller.pa.iss, "delegation token rejected");
         ApiError::InvalidDelegation
     })?;
@@ -76,7 +75,7 @@ pub fn check(
         .parse()
         .map_err(|_| ApiError::InvalidDelegation)?;
     // Fast path: a revocation this node has heard of needs no database round trip.
-    if state.revocations.is_revoked(grant_id) {
+    if node.revocations.is_revoked(grant_id) {
         tracing::info!(grant = %grant_id, "delegation token rejected: grant revoked");
         return Err(ApiError::InvalidDelegation);
     }

@@ -488,7 +488,7 @@ async fn run_claimed(
 /// and with the step-up authorization when the turn lacked scopes (PACT §5.5:
 /// the task and its device authorization are stored together or not at all).
 async fn store_in(
-    state: &AppState,
+    node: &NodeInner,
     mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
     caller: &Caller,
     reply: &Reply<'_>,
@@ -506,13 +506,13 @@ async fn store_in(
     let may_ask =
         crate::admission::scope_refused(&caller.agent, scope_rows, &reply.record.missing).is_none();
     let link = if !reply.record.missing.is_empty() && may_ask {
-        Some(step_up(state, &mut tx, caller, reply.record, scope_rows).await?)
+        Some(step_up(node, &mut tx, caller, reply.record, scope_rows).await?)
     } else if !reply.record.beyond.is_empty() {
-        Some(operation_step_up(state, &mut tx, caller, reply.record).await?)
+        Some(operation_step_up(node, &mut tx, caller, reply.record).await?)
     } else {
         None
     };
-    let body = store(state, &mut tx, reply, head, link).await?;
+    let body = store(node, &mut tx, reply, head, link).await?;
     tx.commit().await?;
     Ok(body)
 }
@@ -574,7 +574,7 @@ impl From<ApiError> for Stored {
 /// Builds and stores the reply (with its receipt under delegation, PACT §5.6;
 /// as an `auth-required` task when `step_up` is given, PACT §5.5).
 async fn store(
-    state: &AppState,
+    node: &NodeInner,
     conn: &mut sqlx::PgConnection,
     r: &Reply<'_>,
     head: Head,
@@ -583,12 +583,12 @@ async fn store(
     let brand = &r.caller.brand;
     let context_id = r.conversation_id.to_string();
     let mut message = AgentMessage::new(r.reply_id.clone(), context_id.clone(), r.text.to_owned());
-    let now = state.clock.now();
+    let now = node.clock.now();
     let receipt = match r.delegation {
         None => None,
         Some(d) => {
             let (receipt, row) = super::receipts::build(
-                state,
+                node,
                 &mut *conn,
                 d,
                 super::receipts::TurnRef {

@@ -81,17 +81,17 @@ pub async fn task_by_id(
 /// Get Task behind both bindings: the step-up task as it stands now, or
 /// `TASK_NOT_FOUND` with PACT §4's message for an unknown id and for someone
 /// else's alike.
-pub async fn get(state: &AppState, caller: &Caller, id: &str) -> Result<Value, ApiError> {
-    let Some(found) = find_task(state, caller, id).await? else {
+pub async fn get(node: &NodeInner, caller: &Caller, id: &str) -> Result<Value, ApiError> {
+    let Some(found) = find_task(node, caller, id).await? else {
         return Err(A2aError::task_not_found(id).into());
     };
-    Ok(task_now(found, state.clock.now()))
+    Ok(task_now(found, node.clock.now()))
 }
 
 /// Cancel Task behind both bindings: never succeeds. One's own step-up task
 /// is not cancelable (the person ends it); any other id is not found.
-pub async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Result<(), ApiError> {
-    match find_task(state, caller, id).await? {
+pub async fn cancel(node: &NodeInner, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    match find_task(node, caller, id).await? {
         Some(_) => Err(A2aError::task_not_cancelable(id).into()),
         None => Err(A2aError::task_not_found(id).into()),
     }

@@ -97,7 +97,7 @@ fn this_node(
 /// Another node's turn, from its verified claims and the database (entering
 /// the turn's fence).
 async fn other_node(
-    state: &AppState,
+    node: &NodeInner,
     claims: &TurnClaims,
     brand_id: &str,
     headers: &http::HeaderMap,
@@ -114,13 +114,13 @@ async fn other_node(
     }
     // Signed by a node for this turn and brand, and not expired: proven.
     crate::trace_context::start_turn_call_span(Some(headers));
-    let setup = remote_setup(state, claims, expires_at, now)
+    let setup = remote_setup(node, claims, expires_at, now)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, turn = %turn_id, "could not load another node's turn");
             TokenRefusal::Unavailable
         })?;
-    let entered = pact_db::turn_fences::enter(&state.relaxed_db, turn_id, expires_at)
+    let entered = pact_db::turn_fences::enter(&node.relaxed_db, turn_id, expires_at)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, turn = %turn_id, "could not enter another node's turn");
@@ -132,7 +132,7 @@ async fn other_node(
     Ok(CallGuard::for_other_node(
         turn_id,
         setup,
-        state.relaxed_db.clone(),
+        node.relaxed_db.clone(),
     ))
 }
 

@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::OAuthErrorCode;
 use uuid::Uuid;
 
@@ -41,18 +42,18 @@ pub async fn revoke(
 
 /// The grant a token belongs to, if it is a token of this PA at this brand.
 async fn grant_of(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     token: &str,
 ) -> Result<Option<Uuid>, OAuthFailure> {
     if let Some(stored) =
-        pact_db::grants::find_refresh_token(&state.db, &secrets::hash(token)).await?
+        pact_db::grants::find_refresh_token(&node.db, &secrets::hash(token)).await?
     {
-        let grant = pact_db::grants::find(&state.db, stored.grant_id).await?;
+        let grant = pact_db::grants::find(&node.db, stored.grant_id).await?;
         return Ok(grant
             .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
             .map(|g| g.id));
     }
-    let verified = crate::a2a::delegation::verify_token(state, caller, token);
+    let verified = crate::a2a::delegation::verify_token(node, caller, token);
     Ok(verified.ok().and_then(|c| c.grant_id.parse().ok()))
 }

@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use pact_node::node::NodeInner;
 use pact_proto::oauth::{GRANT_TYPE_DEVICE_CODE, GRANT_TYPE_REFRESH_TOKEN, OAuthErrorCode};
 use time::OffsetDateTime;
 
@@ -191,12 +192,12 @@ fn unredeemed(decision: PollDecision) -> OAuthFailure {
 
 /// The poll under the row lock.
 async fn redeem_locked(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     hash: &[u8],
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock_by_device_code(&mut *tx, hash).await?;
     let auth = owned_by(auth, caller)?;
     let decision = poll_decision(&auth, now)?;
@@ -218,7 +219,7 @@ async fn redeem_locked(
                 .await?
                 .filter(|g| g.is_active(now))
                 .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "the grant is no longer valid"))?;
-            let pair = issue::token_pair(state, &mut tx, &grant, None, now).await?;
+            let pair = issue::token_pair(node, &mut tx, &grant, None, now).await?;
             pact_db::device_authorizations::set_redeemed(&mut *tx, auth.id, now).await?;
             // The PA now holds the wider grant: older grants of the same user for
             // this PA are superseded, so one grant per agent remains to revoke.
@@ -235,14 +236,14 @@ async fn redeem_locked(
 /// Refresh with rotation (RFC 9700 §4.14.2): each refresh token works once;
 /// presenting a used one means it leaked, so the whole grant is revoked.
 async fn refresh(
-    state: &AppState,
+    node: &NodeInner,
     caller: &Caller,
     token: &str,
     scope: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
     let hash = secrets::hash(token);
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let stored = pact_db::grants::lock_refresh_token(&mut *tx, &hash)
         .await?
         .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
@@ -287,7 +288,7 @@ async fn refresh(
         }
     };
     pact_db::grants::mark_refresh_token_used(&mut *tx, &hash).await?;
-    let pair = issue::token_pair(state, &mut tx, &grant, narrowed.as_ref(), now).await?;
+    let pair = issue::token_pair(node, &mut tx, &grant, narrowed.as_ref(), now).await?;
     tx.commit().await?;
     metrics::counter!("pactd_tokens_issued_total", "grant_type" => "refresh_token").increment(1);
     Ok(oauth_json(StatusCode::OK, &pair))

@@ -195,7 +195,7 @@ pub async fn prepare_links(
 /// Registers with the same function as `pactd agent add`, audited as
 /// `agent.register` in the same transaction (shared with the console).
 pub async fn register_with_links(
-    state: &AppState,
+    node: &NodeInner,
     actor: &crate::admin::role::Actor,
     ip: &str,
     issuer: &str,
@@ -209,10 +209,10 @@ pub async fn register_with_links(
     ),
     AdminApiError,
 > {
-    let logo = prepare_links(state, links)
+    let logo = prepare_links(node, links)
         .await
         .map_err(AdminApiError::invalid)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let registration = ops::agents::Registration {
         issuer,
         jwks_uri,
@@ -222,7 +222,7 @@ pub async fn register_with_links(
         pa_limit: None,
         user_limit: None,
     };
-    let now = state.clock.now();
+    let now = node.clock.now();
     let done = ops::agents::register(&mut tx, actor, Some(ip), &registration, now).await?;
     tx.commit().await?;
     Ok(done)

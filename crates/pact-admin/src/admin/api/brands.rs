@@ -29,14 +29,14 @@ use crate::state::AppState;
 
 /// The brand's grant lifetime in days and whether it is the server default
 /// (the same rule consent applies, `consent::grant_ttl`).
-pub fn grant_lifetime(state: &AppState, b: &pact_db::brands::Brand) -> (i64, bool) {
+pub fn grant_lifetime(node: &NodeInner, b: &pact_db::brands::Brand) -> (i64, bool) {
     let own = b
         .settings
         .get("grant_ttl_days")
         .and_then(Value::as_i64)
         .filter(|d| (1..=365).contains(d));
     (
-        crate::consent::grant_ttl(state, &b.settings).whole_days(),
+        crate::consent::grant_ttl(node, &b.settings).whole_days(),
         own.is_none(),
     )
 }
@@ -266,13 +266,13 @@ pub async fn remove_scope(
 /// The brand of an owner's edit: the role first (refused and recorded before
 /// anything is looked up), then the brand, "not found" outside the caller's.
 async fn brand_to_edit(
-    state: &AppState,
+    node: &NodeInner,
     caller: &ApiCaller,
     action: &str,
     brand: &str,
 ) -> Result<pact_db::brands::Brand, AdminApiError> {
-    caller.require(state, Role::Owner, action).await?;
-    visible(state, &caller.actor, brand)
+    caller.require(node, Role::Owner, action).await?;
+    visible(node, &caller.actor, brand)
         .await?
         .ok_or(AdminApiError::NotFound)
 }

@@ -391,7 +391,7 @@ impl RevokeForm {
 /// Platform changes need an operator limited to no brand (a platform serves
 /// every brand). A refusal is audited as `<action>.denied`, as the API's.
 async fn may_change_platforms(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     ip: &str,
     action: &str,
@@ -412,7 +412,7 @@ async fn may_change_platforms(
     match refusal {
         None => Ok(()),
         Some((needs, error)) => {
-            denied(state, who, ip, action, None, needs).await?;
+            denied(node, who, ip, action, None, needs).await?;
             Err(error)
         }
     }
@@ -1598,14 +1598,14 @@ pub struct ToolLine {
 }
 
 async fn owned_brand(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     brand: &str,
 ) -> Result<pact_db::brands::Brand, PageError> {
     if !who.actor.may(Role::Owner) {
         return Err(needs_owner());
     }
-    crate::admin::api::brands::visible(state, &who.actor, brand)
+    crate::admin::api::brands::visible(node, &who.actor, brand)
         .await?
         .ok_or_else(not_found)
 }
@@ -1676,17 +1676,17 @@ pub async fn brand(
 
 /// A refused change to a brand is audited like the API's (`<action>.denied`).
 pub(super) async fn brand_change_allowed(
-    state: &AppState,
+    node: &NodeInner,
     who: &SignedIn,
     ip: &str,
     action: &str,
     brand: &str,
 ) -> Result<pact_db::brands::Brand, PageError> {
     if !who.actor.may(Role::Owner) {
-        denied(state, who, ip, action, None, "owner").await?;
+        denied(node, who, ip, action, None, "owner").await?;
         return Err(needs_owner());
     }
-    owned_brand(state, who, brand).await
+    owned_brand(node, who, brand).await
 }
 
 /// `POST /admin/brands/{brand}/scopes`: add or change a scope.

@@ -8,6 +8,7 @@ use axum::extract::FromRequestParts;
 use axum::http::HeaderValue;
 use axum::http::request::Parts;
 use pact_db::admins::{Admin, AdminSession};
+use pact_node::node::NodeInner;
 use time::{Duration, OffsetDateTime};
 
 use crate::admin::role::Actor;
@@ -30,8 +31,8 @@ pub fn cookie_name(secure: bool) -> &'static str {
     }
 }
 
-fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
-    let s = is_secure(state);
+fn cookie(node: &NodeInner, value: &str, max_age: i64) -> HeaderValue {
+    let s = is_secure(node);
     let line = format!(
         "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
         cookie_name(s),
@@ -40,8 +41,8 @@ fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&line).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-pub fn clear_cookie(state: &AppState) -> HeaderValue {
-    cookie(state, "", 0)
+pub fn clear_cookie(node: &NodeInner) -> HeaderValue {
+    cookie(node, "", 0)
 }
 
 /// The console session of a request, if any, and the client address.
@@ -117,7 +118,7 @@ impl Staff {
 /// Starts a new session (deleting `old`): pending when `pending`, else
 /// signed in with a second factor verified now. Returns the `Set-Cookie`.
 pub async fn start(
-    state: &AppState,
+    node: &NodeInner,
     old: Option<&AdminSession>,
     admin_id: uuid::Uuid,
     pending: bool,
@@ -126,7 +127,7 @@ pub async fn start(
     let (raw, hash) = secrets::new_secret();
     let (csrf, _) = secrets::new_secret();
     let lifetime = if pending { PENDING_LIFETIME } else { LIFETIME };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     if let Some(old) = old {
         pact_db::admins::delete_session(&mut *tx, &old.id_hash).await?;
     }
@@ -142,5 +143,5 @@ pub async fn start(
     )
     .await?;
     tx.commit().await?;
-    Ok(cookie(state, &raw, lifetime.whole_seconds()))
+    Ok(cookie(node, &raw, lifetime.whole_seconds()))
 }

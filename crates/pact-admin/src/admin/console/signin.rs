@@ -380,16 +380,16 @@ async fn recovery_sign_in(
 /// it counts towards the account's own lock (accounts/lockout.rs) and is
 /// recorded as `admin.sign_in_failed` with the step.
 pub(super) async fn second_factor_failed(
-    state: &AppState,
+    node: &NodeInner,
     staff: &Staff,
     admin: &Admin,
     now: OffsetDateTime,
     step: &str,
 ) -> Result<(), PageError> {
     let (failed, until) = lockout::after_failure(admin.failed_logins, now);
-    pact_db::admins::record_failure(&state.db, admin.id, failed, until).await?;
+    pact_db::admins::record_failure(&node.db, admin.id, failed, until).await?;
     audit_event(
-        state,
+        node,
         "admin",
         &admin.email,
         "admin.sign_in_failed",
@@ -401,14 +401,14 @@ pub(super) async fn second_factor_failed(
 
 /// Both factors proven: a new session id, signed in; failures forgotten.
 async fn complete(
-    state: &AppState,
+    node: &NodeInner,
     staff: &Staff,
     s: &AdminSession,
     admin: &Admin,
     now: OffsetDateTime,
     factor: &str,
 ) -> Result<Response, PageError> {
-    let cookie = sign_in(state, staff, s, admin, now, factor).await?;
+    let cookie = sign_in(node, staff, s, admin, now, factor).await?;
     Ok(see_other("/admin", Some(cookie)))
 }
 
@@ -416,17 +416,17 @@ async fn complete(
 /// failure count, records `admin.sign_in` with the factor used. Returns the
 /// new cookie.
 pub(super) async fn sign_in(
-    state: &AppState,
+    node: &NodeInner,
     staff: &Staff,
     s: &AdminSession,
     admin: &Admin,
     now: OffsetDateTime,
     factor: &str,
 ) -> Result<axum::http::HeaderValue, PageError> {
-    pact_db::admins::clear_failures(&state.db, admin.id).await?;
-    let cookie = session::start(state, Some(s), admin.id, false, now).await?;
+    pact_db::admins::clear_failures(&node.db, admin.id).await?;
+    let cookie = session::start(node, Some(s), admin.id, false, now).await?;
     audit_event(
-        state,
+        node,
         "admin",
         &admin.email,
         "admin.sign_in",
