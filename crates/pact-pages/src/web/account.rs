@@ -636,23 +636,23 @@ async fn own_grant(
 /// `GET /account/grants/{id}/revoke`: asks before removing access (a form,
 /// so it works without JavaScript).
 pub async fn confirm_revoke(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     browser: Browser,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
         return Err(PageError::Forbidden(i18n::t("acc-err-signed-out")));
     };
-    let (brand, _, grant) = own_grant(&state, session, &id).await?;
-    if !grant.is_active(state.clock.now()) {
+    let (brand, _, grant) = own_grant(&node, session, &id).await?;
+    if !grant.is_active(node.clock.now()) {
         return Ok(Redirect::to("/account").into_response());
     }
-    let agent_name = pact_db::agents::find(&state.db, &grant.pa_issuer)
+    let agent_name = pact_db::agents::find(&node.db, &grant.pa_issuer)
         .await?
         .map(|a| a.name)
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| security::origin_of(&grant.pa_issuer));
-    let scope_text: HashMap<String, String> = pact_db::scopes::list(&state.db, &brand.id)
+    let scope_text: HashMap<String, String> = pact_db::scopes::list(&node.db, &brand.id)
         .await?
         .into_iter()
         .map(|s| (s.scope_id, s.description))
@@ -685,17 +685,17 @@ pub struct ConfirmForm {
 /// this node's view learns it at once. Every live grant of that agent for
 /// this person goes, since the page shows them as one connection.
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     SessionForm { session, form, .. }: SessionForm<ConfirmForm>,
 ) -> Result<Response, PageError> {
-    let (brand, person, grant) = own_grant(&state, &session, &id).await?;
+    let (brand, person, grant) = own_grant(&node, &session, &id).await?;
     if form.confirm.as_deref() != Some("yes") {
         // Only the confirmation page's button says yes.
         return Ok(Redirect::to(&format!("/account/grants/{}/revoke", grant.id)).into_response());
     }
     let revoked = pact_db::grants::revoke_connection(
-        &state.db,
+        &node.db,
         Connection {
             brand_id: &brand.id,
             pa_issuer: &grant.pa_issuer,
@@ -705,9 +705,9 @@ pub async fn revoke(
     )
     .await?;
     for id in &revoked {
-        state.revocations.insert(*id);
+        node.revocations.insert(*id);
     }
-    state.revocations.insert(grant.id);
+    node.revocations.insert(grant.id);
     tracing::info!(grant = %grant.id, revoked = revoked.len(), "agent access revoked by the user");
     Ok(Redirect::to("/account?done=revoked").into_response())
 }

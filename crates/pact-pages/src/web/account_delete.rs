@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::grants::reason as why;
 use pact_db::sessions::Session;
 use pact_db::users::User;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use time::OffsetDateTime;
 
 use super::account::{Person, signed_in_person};
@@ -27,7 +27,6 @@ use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::session::{self, Browser};
 use crate::accounts::password::{self, Verified};
-use crate::state::AppState;
 
 #[derive(Template)]
 #[template(path = "account_delete.html")]
@@ -85,15 +84,12 @@ async fn page(
 }
 
 /// `GET /account/delete`: what deleting means, and the confirmation form.
-pub async fn confirm(
-    State(state): State<AppState>,
-    browser: Browser,
-) -> Result<Response, PageError> {
+pub async fn confirm(State(node): State<Node>, browser: Browser) -> Result<Response, PageError> {
     let Some(session) = &browser.session else {
         return Ok(Redirect::to("/account").into_response());
     };
-    let (brand_name, user) = own_account(&state, session).await?;
-    page(&state, session, &brand_name, &user, None, StatusCode::OK).await
+    let (brand_name, user) = own_account(&node, session).await?;
+    page(&node, session, &brand_name, &user, None, StatusCode::OK).await
 }
 
 /// Whether this request proves it is the person, not only their browser.
@@ -116,15 +112,15 @@ pub struct DeleteForm {
 
 /// `POST /account/delete` (from the confirmation page).
 pub async fn delete(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     crate::client_ip::ClientIp(ip): crate::client_ip::ClientIp,
     SessionForm { session, form, .. }: SessionForm<DeleteForm>,
 ) -> Result<Response, PageError> {
-    let (brand_name, user) = own_account(&state, &session).await?;
+    let (brand_name, user) = own_account(&node, &session).await?;
     if form.confirm.as_deref() != Some("yes") {
         return Ok(Redirect::to("/account/delete").into_response());
     }
-    let now = state.clock.now();
+    let now = node.clock.now();
     if !reauthenticated(&user, &session, form.password.as_deref().unwrap_or(""), now) {
         let why = if user.password_hash.is_some() {
             i18n::t("del-err-password")
@@ -132,7 +128,7 @@ pub async fn delete(
             i18n::t("del-err-reconfirm")
         };
         return page(
-            &state,
+            &node,
             &session,
             &brand_name,
             &user,
@@ -141,7 +137,7 @@ pub async fn delete(
         )
         .await;
     }
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     // Locked so that a grant approved in another tab cannot slip between the
     // revocation and the removal.
     pact_db::users::lock(&mut *tx, user.id).await?;
@@ -170,7 +166,7 @@ pub async fn delete(
     .await?;
     tx.commit().await?;
     for id in &revoked {
-        state.revocations.insert(*id);
+        node.revocations.insert(*id);
     }
     tracing::info!(brand = %user.brand_id, revoked = revoked.len(), "account deleted by its owner");
     let done = ErrorPage {
@@ -182,6 +178,6 @@ pub async fn delete(
     };
     let mut res = render(&done, StatusCode::OK);
     res.headers_mut()
-        .append(header::SET_COOKIE, session::clear_cookie(&state));
+        .append(header::SET_COOKIE, session::clear_cookie(&node));
     Ok(res)
 }

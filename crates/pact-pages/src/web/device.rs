@@ -941,7 +941,7 @@ pub struct NotYouForm {
 }
 
 pub async fn not_you(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     SessionForm {
         session: old, form, ..
     }: SessionForm<NotYouForm>,
@@ -957,7 +957,7 @@ pub async fn not_you(
     }
     // A new session id (rotation), signed out, carrying only the request.
     let (_, cookie) = session::start(
-        &state,
+        &node,
         Some(&old),
         SessionState {
             device_authorization_id: Some(id),

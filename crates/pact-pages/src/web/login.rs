@@ -798,12 +798,12 @@ struct RecoveryUsedPage<'a> {
 // ---------------------------------------------------------------------------
 
 pub async fn post_logout(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     SessionForm { session: old, .. }: SessionForm<NoFields>,
 ) -> Result<Response, PageError> {
     let brand = old.brand_id.clone();
     // The old id is deleted; the browser gets a fresh anonymous session.
-    let (_, cookie) = session::start(&state, Some(&old), SessionState::default()).await?;
+    let (_, cookie) = session::start(&node, Some(&old), SessionState::default()).await?;
     let to = match &brand {
         Some(b) => format!("/login?brand={}&out=1", enc(b)),
         None => "/device".to_owned(),

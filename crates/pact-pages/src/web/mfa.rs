@@ -22,7 +22,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::sessions::Session;
 use pact_db::users::User;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
 use time::OffsetDateTime;
@@ -441,7 +441,7 @@ async fn show_codes(
 }
 
 pub async fn post_recovery_codes(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     SessionForm {
         browser,
         session: s,
@@ -449,8 +449,8 @@ pub async fn post_recovery_codes(
     }: SessionForm<NextForm>,
 ) -> Result<Response, PageError> {
     let next = security::safe_next(form.next.as_deref());
-    let now = state.clock.now();
-    let Some(Who::SignedIn(user)) = who(&state, &s).await? else {
+    let now = node.clock.now();
+    let Some(Who::SignedIn(user)) = who(&node, &s).await? else {
         return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
     };
     if !mfa_is_recent(&s, now) {
@@ -461,11 +461,11 @@ pub async fn post_recovery_codes(
     }
     let codes = recovery::generate();
     let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     pact_db::users::replace_recovery_codes(&mut tx, user.id, &hashes).await?;
     tx.commit().await?;
     tracing::info!(user = %user.id, "new recovery codes issued");
-    show_codes(&state, &browser, &user, &codes, &next, false, None).await
+    show_codes(&node, &browser, &user, &codes, &next, false, None).await
 }
 
 #[cfg(test)]

@@ -234,14 +234,12 @@ pub use crate::admin::ops::agents::check_registration;
 /// `POST /agents` `{"issuer", "jwks_uri", "name"}`: register, or move a
 /// known issuer to a new JWKS URI.
 pub async fn register(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<RegisteredAgent>, AdminApiError> {
-    caller
-        .require(&state, Role::Owner, "agent.register")
-        .await?;
-    caller.require_unlimited(&state, "agent.register").await?;
+    caller.require(&node, Role::Owner, "agent.register").await?;
+    caller.require_unlimited(&node, "agent.register").await?;
     let r: Registration = params::body(&body)?;
     let name = check_registration(&r.issuer, &r.jwks_uri, r.name.as_deref())
         .map_err(AdminApiError::invalid)?;
@@ -252,7 +250,7 @@ pub async fn register(
         tos: r.tos_uri,
     };
     let (a, meta) = register_with_links(
-        &state,
+        &node,
         &caller.actor,
         &caller.ip,
         &r.issuer,

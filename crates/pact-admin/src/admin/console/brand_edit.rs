@@ -11,11 +11,11 @@
 
 use axum::extract::{Path, State};
 use axum::response::Response;
+use pact_node::node::Node;
 
 use super::extract::StaffForm;
 use super::pages::brand_change_allowed;
 use crate::admin::brand_settings::{self, EditError, ToolDefinition};
-use crate::state::AppState;
 use crate::web::PageError;
 use crate::web::login::see_other;
 
@@ -69,7 +69,7 @@ struct ToolForm {
 }
 
 pub async fn card_text(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -77,7 +77,7 @@ pub async fn card_text(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.card", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "brand.card", &id).await?;
     let form: CardForm = form.decode()?;
     // A blank skills field is the brand agent's own skills.
     let skills = match form.skills.as_deref() {
@@ -91,7 +91,7 @@ pub async fn card_text(
         description: Some(form.description.as_deref().unwrap_or("")),
         skills: Some(skills),
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_card_text(&mut tx, &who.actor, Some(&staff.ip), &b, edit)
         .await
         .map_err(to_page)?;
@@ -100,7 +100,7 @@ pub async fn card_text(
 }
 
 pub async fn grant_lifetime(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -108,7 +108,7 @@ pub async fn grant_lifetime(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.grant_lifetime", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "brand.grant_lifetime", &id).await?;
     let form: LifetimeForm = form.decode()?;
     let raw = form.days.as_deref().unwrap_or("").trim();
     let days = if raw.is_empty() {
@@ -118,7 +118,7 @@ pub async fn grant_lifetime(
             PageError::BadRequest("The grant lifetime is a number of days, 1 to 365.".into())
         })?)
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_grant_lifetime(&mut tx, &who.actor, Some(&staff.ip), &b, days)
         .await
         .map_err(to_page)?;
@@ -129,7 +129,7 @@ pub async fn grant_lifetime(
 /// Which agents the brand admits (PACT §3.1): `allowlist`, `registry`, `open`, or
 /// `default` for the Provider's policy.
 pub async fn admission(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -137,7 +137,7 @@ pub async fn admission(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "brand.admission", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "brand.admission", &id).await?;
     let form: AdmissionForm = form.decode()?;
     let policy = match form.policy.as_deref().unwrap_or("") {
         "default" => None,
@@ -145,7 +145,7 @@ pub async fn admission(
             PageError::BadRequest("Choose allowlist, registry, open or the server default.".into())
         })?),
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_admission(&mut tx, &who.actor, Some(&staff.ip), &b, policy)
         .await
         .map_err(to_page)?;
@@ -154,7 +154,7 @@ pub async fn admission(
 }
 
 pub async fn upsert_details_type(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -162,12 +162,12 @@ pub async fn upsert_details_type(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "details_type.upsert", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "details_type.upsert", &id).await?;
     let form: DetailsTypeForm = form.decode()?;
     let name = form.type_name.as_deref().unwrap_or("").trim().to_owned();
     let declaration = serde_json::from_str(form.declaration.as_deref().unwrap_or(""))
         .map_err(|e| PageError::BadRequest(format!("The declaration is not valid: {e}")))?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::upsert_details_type(
         &mut tx,
         &who.actor,
@@ -183,7 +183,7 @@ pub async fn upsert_details_type(
 }
 
 pub async fn remove_details_type(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -191,10 +191,10 @@ pub async fn remove_details_type(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "details_type.remove", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "details_type.remove", &id).await?;
     let form: DetailsTypeForm = form.decode()?;
     let name = form.type_name.as_deref().unwrap_or("");
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::remove_details_type(&mut tx, &who.actor, Some(&staff.ip), &b, name)
         .await
         .map_err(to_page)?;
@@ -203,7 +203,7 @@ pub async fn remove_details_type(
 }
 
 pub async fn upsert_tool(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -211,7 +211,7 @@ pub async fn upsert_tool(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "tool.upsert", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "tool.upsert", &id).await?;
     let form: ToolForm = form.decode()?;
     let text = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
     let scope = Some(text(&form.scope)).filter(|s| !s.is_empty());
@@ -238,7 +238,7 @@ pub async fn upsert_tool(
         input_schema,
         summary: text(&form.summary),
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::upsert_tool(&mut tx, &who.actor, Some(&staff.ip), &b, def)
         .await
         .map_err(to_page)?;
@@ -247,7 +247,7 @@ pub async fn upsert_tool(
 }
 
 pub async fn remove_tool(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -255,10 +255,10 @@ pub async fn remove_tool(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "tool.remove", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "tool.remove", &id).await?;
     let form: ToolForm = form.decode()?;
     let name = form.name.as_deref().unwrap_or("");
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::remove_tool(&mut tx, &who.actor, Some(&staff.ip), &b, name)
         .await
         .map_err(to_page)?;

@@ -419,21 +419,21 @@ async fn may_change_platforms(
 }
 
 pub async fn confirm_disable(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Query(q): Query<IssuerQuery>,
 ) -> Result<Response, PageError> {
-    may_change_platforms(&state, &who, &staff.ip, "agent.disable").await?;
+    may_change_platforms(&node, &who, &staff.ip, "agent.disable").await?;
     let issuer = q.issuer.unwrap_or_default();
-    let a = pact_db::agents::find(&state.db, &issuer)
+    let a = pact_db::agents::find(&node.db, &issuer)
         .await?
         .ok_or_else(not_found)?;
     let (grants, people) =
-        admin_search::active_for_agent(&state.db, None, &a.issuer, state.clock.now()).await?;
+        admin_search::active_for_agent(&node.db, None, &a.issuer, node.clock.now()).await?;
     let page = ConfirmDisablePage {
         nav: nav(&who),
         agent: AgentRow {
-            tier: tier_words(&a, state.clock.now()),
+            tier: tier_words(&a, node.clock.now()),
             issuer: a.issuer,
             name: a.name,
             jwks_uri: a.jwks_uri,
@@ -584,7 +584,7 @@ pub async fn forget_agent(
 
 /// `POST /admin/agents`: register a platform (owner, every brand).
 pub async fn register_agent(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     StaffForm {
         staff,
         who,
@@ -593,7 +593,7 @@ pub async fn register_agent(
 ) -> Result<Response, PageError> {
     if !who.actor.may(Role::Owner) || !who.actor.is_unlimited() {
         denied(
-            &state,
+            &node,
             &who,
             &staff.ip,
             "agent.register",
@@ -621,7 +621,7 @@ pub async fn register_agent(
         tos: link(&form.tos_uri),
     };
     crate::admin::api::agents::register_with_links(
-        &state, &who.actor, &staff.ip, issuer, jwks_uri, &name, &links,
+        &node, &who.actor, &staff.ip, issuer, jwks_uri, &name, &links,
     )
     .await
     .map_err(api_to_page)?;
@@ -1540,21 +1540,21 @@ struct BrandsPage {
 }
 
 pub async fn brands(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { who, .. }: Viewer,
 ) -> Result<Response, PageError> {
     if !who.actor.may(Role::Owner) {
         return Err(needs_owner());
     }
     let mut lines = Vec::new();
-    for b in pact_db::brands::list(&state.db).await? {
+    for b in pact_db::brands::list(&node.db).await? {
         if !who.actor.sees_brand(&b.id) {
             continue;
         }
         let (lifetime_days, lifetime_default) =
-            crate::admin::api::brands::grant_lifetime(&state, &b);
+            crate::admin::api::brands::grant_lifetime(&node, &b);
         lines.push(BrandLine {
-            scopes: pact_db::scopes::list(&state.db, &b.id).await?.len(),
+            scopes: pact_db::scopes::list(&node.db, &b.id).await?.len(),
             id: b.id,
             name: b.name,
             lifetime_days,
@@ -1611,21 +1611,21 @@ async fn owned_brand(
 }
 
 pub async fn brand(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { who, .. }: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
-    let b = owned_brand(&state, &who, &id).await?;
-    let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&state, &b);
-    let (types, tools) = crate::admin::brand_settings::describe(&state.db, &b).await?;
+    let b = owned_brand(&node, &who, &id).await?;
+    let (lifetime_days, lifetime_default) = crate::admin::api::brands::grant_lifetime(&node, &b);
+    let (types, tools) = crate::admin::brand_settings::describe(&node.db, &b).await?;
     let page = BrandPage {
-        admission: crate::admission::policy_at(state.config.admission.policy, &b).as_str(),
+        admission: crate::admission::policy_at(node.config.admission.policy, &b).as_str(),
         admission_default: crate::admission::brand_override(&b).is_none(),
         nav: nav(&who),
         card_skills: crate::admin::brand_settings::card_skills(&b)
             .and_then(|s| serde_json::to_string_pretty(&s).ok())
             .unwrap_or_default(),
-        scopes: pact_db::scopes::list(&state.db, &b.id).await?,
+        scopes: pact_db::scopes::list(&node.db, &b.id).await?,
         types: types
             .iter()
             .map(|(name, t)| {
@@ -1691,7 +1691,7 @@ pub(super) async fn brand_change_allowed(
 
 /// `POST /admin/brands/{brand}/scopes`: add or change a scope.
 pub async fn upsert_scope(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -1699,7 +1699,7 @@ pub async fn upsert_scope(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.upsert", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "scope.upsert", &id).await?;
     let form: ScopeForm = form.decode()?;
     let def = crate::admin::api::brands::ScopeDefinition {
         scope_id: form.scope_id.as_deref().unwrap_or("").trim().to_owned(),
@@ -1708,7 +1708,7 @@ pub async fn upsert_scope(
         requires_mfa: form.requires_mfa.is_some(),
         unverified_allowed: form.unverified_allowed.is_some(),
     };
-    crate::admin::api::brands::upsert_scope(&state, &who.actor, &staff.ip, &b.id, &def)
+    crate::admin::api::brands::upsert_scope(&node, &who.actor, &staff.ip, &b.id, &def)
         .await
         .map_err(api_to_page)?;
     Ok(see_other(&format!("/admin/brands/{}", b.id), None))
@@ -1716,7 +1716,7 @@ pub async fn upsert_scope(
 
 /// `POST /admin/brands/{brand}/scopes/remove` (`scope_id` in the form).
 pub async fn remove_scope(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Path(id): Path<String>,
     StaffForm {
         staff,
@@ -1724,10 +1724,10 @@ pub async fn remove_scope(
         fields: form,
     }: StaffForm,
 ) -> Result<Response, PageError> {
-    let b = brand_change_allowed(&state, &who, &staff.ip, "scope.remove", &id).await?;
+    let b = brand_change_allowed(&node, &who, &staff.ip, "scope.remove", &id).await?;
     let form: ScopeForm = form.decode()?;
     let scope = form.scope_id.as_deref().unwrap_or("");
-    if !crate::admin::api::brands::remove_scope_of(&state, &who.actor, &staff.ip, &b.id, scope)
+    if !crate::admin::api::brands::remove_scope_of(&node, &who.actor, &staff.ip, &b.id, scope)
         .await
         .map_err(api_to_page)?
     {

@@ -22,7 +22,7 @@ use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::admins::{Admin, AdminSession};
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -97,8 +97,8 @@ fn transit_aad(admin: &Admin, s: &AdminSession) -> Vec<u8> {
     format!("pactd admin totp enrolment\n{}\n{}", admin.id, s.csrf_token).into_bytes()
 }
 
-pub async fn get_sign_in(State(state): State<AppState>, browser: Browser) -> Response {
-    let (csrf, set) = form_csrf(&state, &browser);
+pub async fn get_sign_in(State(node): State<Node>, browser: Browser) -> Response {
+    let (csrf, set) = form_csrf(&node, &browser);
     let page = SignInPage {
         csrf: &csrf,
         email: "",
