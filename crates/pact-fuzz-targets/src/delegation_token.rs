@@ -140,19 +140,7 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
         let v = mk::value_or(u, Value::from(s))?;
         mk::member(u, &mut claims, name, v)?;
     }
-    let iat = mk::time(u, NOW)?;
-    let exp = match (iat.as_i64(), u.ratio(3, 4)?) {
-        (Some(iat), true) => {
-            Value::from(iat.saturating_add(i64::from(u.int_in_range(-10i32..=3700)?)))
-        }
-        _ => mk::time(u, NOW)?,
-    };
-    mk::member(u, &mut claims, "iat", iat)?;
-    mk::member(u, &mut claims, "exp", exp)?;
-    if u.ratio(1, 4)? {
-        let nbf = mk::time(u, NOW)?;
-        claims.insert("nbf".into(), nbf);
-    }
+    mk::lifetime(u, &mut claims, NOW, -10..=3700)?;
     if u.ratio(1, 4)? {
         let details = match u.int_in_range(0..=3)? {
             0 => serde_json::json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}]),

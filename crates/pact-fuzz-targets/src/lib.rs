@@ -207,6 +207,30 @@ pub mod mk {
         })
     }
 
+    /// The lifetime claims of a JWT: `iat` around `now`, `exp` mostly `iat`
+    /// plus an offset in `lifetime` (seconds, straddling the allowed maximum),
+    /// each sometimes left out, and sometimes an `nbf`.
+    pub fn lifetime(
+        u: &mut Unstructured<'_>,
+        claims: &mut Map<String, Value>,
+        now: i64,
+        lifetime: std::ops::RangeInclusive<i32>,
+    ) -> Result<()> {
+        let iat = time(u, now)?;
+        let exp = match (iat.as_i64(), u.ratio(3, 4)?) {
+            (Some(iat), true) => {
+                Value::from(iat.saturating_add(i64::from(u.int_in_range(lifetime)?)))
+            }
+            _ => time(u, now)?,
+        };
+        member(u, claims, "iat", iat)?;
+        member(u, claims, "exp", exp)?;
+        if u.ratio(1, 4)? {
+            claims.insert("nbf".into(), time(u, now)?);
+        }
+        Ok(())
+    }
+
     /// Sets `name` to `value` unless the fuzzer chooses to leave it out.
     pub fn member(
         u: &mut Unstructured<'_>,

@@ -181,19 +181,7 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
     let aud = mk::string(u, &[PA_AUD, "other-audience", "", "pactd-audience-7f3"])?;
     let aud = mk::value_or(u, Value::from(aud))?;
     mk::member(u, &mut payload, "aud", aud)?;
-    let iat = mk::time(u, NOW)?;
-    let exp = match (iat.as_i64(), u.ratio(3, 4)?) {
-        (Some(iat), true) => {
-            Value::from(iat.saturating_add(i64::from(u.int_in_range(-5i32..=400)?)))
-        }
-        _ => mk::time(u, NOW)?,
-    };
-    mk::member(u, &mut payload, "iat", iat)?;
-    mk::member(u, &mut payload, "exp", exp)?;
-    if u.ratio(1, 4)? {
-        let nbf = mk::time(u, NOW)?;
-        payload.insert("nbf".into(), nbf);
-    }
+    mk::lifetime(u, &mut payload, NOW, -5..=400)?;
     if u.ratio(1, 2)? {
         let jti = mk::string(u, &["j-1"])?;
         let jti = mk::value_or(u, Value::from(jti))?;
