@@ -38,11 +38,6 @@ pub fn reason() -> Object {
     text(None, 200, Some(NO_CONTROL)).build()
 }
 
-/// A reason that must be given.
-pub fn given_reason() -> Object {
-    text(Some(1), 200, Some(NO_CONTROL)).build()
-}
-
 /// A reason that must be given and say something: at least one character
 /// that is neither a control character nor a space.
 pub fn non_blank_reason() -> Object {

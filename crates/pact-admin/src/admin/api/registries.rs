@@ -261,7 +261,7 @@ pub struct HostBlock {
     #[schema(schema_with = fields::host)]
     pub host: String,
     /// Required: `ops::agents::block_host` refuses a block without one.
-    #[schema(schema_with = fields::given_reason, required = true)]
+    #[schema(schema_with = fields::non_blank_reason, required = true)]
     pub reason: Option<String>,
 }
 
