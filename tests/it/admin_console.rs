@@ -8,7 +8,7 @@ use pact_tests::pages::{Browser, base32_decode, csrf_from, hidden_field, locatio
 use uuid::Uuid;
 
 const ISS: &str = "https://pa.example";
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 pub(crate) async fn add_admin(app: &TestApp, email: &str, role: &str, brands: Option<&[&str]>) {
     let hash = pact_server::accounts::password::hash(PASSWORD).unwrap();

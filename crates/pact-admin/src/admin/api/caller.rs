@@ -43,6 +43,7 @@ impl FromRequestParts<AppState> for ApiCaller {
             .await?
             .ok_or(AdminApiError::Unauthenticated)?;
         let role = cred.role;
+        crate::admin::StaffRequest::proven(&parts.extensions);
         let ClientIp(ip) = match ClientIp::from_request_parts(parts, state).await {
             Ok(ip) => ip,
             Err(never) => match never {},

@@ -61,6 +61,7 @@ impl FromRequestParts<AppState> for Viewer {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Refused> {
         let staff = Staff::from_request_parts(parts, state).await?;
         let who = signed_in(&staff, state).await?;
+        crate::admin::StaffRequest::proven(&parts.extensions);
         Ok(Self { staff, who })
     }
 }
@@ -107,8 +108,15 @@ impl FromRequest<AppState> for StaffForm {
     type Rejection = Refused;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Refused> {
+        let mark = req
+            .extensions()
+            .get::<crate::admin::StaffRequest>()
+            .cloned();
         let CheckedForm { staff, fields } = CheckedForm::from_request(req, state).await?;
         let who = signed_in(&staff, state).await?;
+        if let Some(mark) = mark {
+            mark.set();
+        }
         Ok(Self { staff, who, fields })
     }
 }
