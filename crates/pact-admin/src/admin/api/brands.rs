@@ -368,10 +368,15 @@ pub async fn set_admission(
     fresh_brand(&state, &b.id).await
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /brands/{brand}/details-types`: a type's name and its
+/// declaration (RFC 9396 §2; PACT §5.7).
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DetailsTypeDefinition {
+    /// The `type` value that the grant's `authorization_details` entries carry.
+    #[schema(schema_with = fields::type_name)]
     pub type_name: String,
+    #[schema(schema_with = fields::details_type)]
     pub declaration: DetailsType,
 }
 

@@ -7,7 +7,7 @@
 //! fields and the path parameters share live here as constants.
 
 use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaFormat, Type};
-use utoipa::openapi::{Array, schema::SchemaType};
+use utoipa::openapi::{Array, Ref, schema::SchemaType};
 
 /// What the API accepts in free text: no control characters.
 pub const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
@@ -113,6 +113,18 @@ pub fn policy_or_default() -> Object {
             "Which personal agents the brand admits (PACT §3.1); null: the Provider's policy.",
         ))
         .build()
+}
+
+/// An `authorization_details` type's name (RFC 9396 §2: the entry's `type`).
+pub fn type_name() -> Object {
+    text(Some(1), 128, Some(TYPE_NAME_PATTERN)).build()
+}
+
+/// A type's declaration: the hand-written `DetailsType` schema, since the
+/// declaration is a domain type (`domain::authz_details`) without a schema
+/// derive.
+pub fn details_type() -> Ref {
+    Ref::from_schema_name("DetailsType")
 }
 
 /// A tool's name.

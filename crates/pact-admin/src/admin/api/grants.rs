@@ -52,7 +52,7 @@ pub struct GrantView {
 impl GrantView {
     pub fn of(g: &Grant, now: OffsetDateTime) -> Self {
         Self {
-            id: g.id,
+            id: g.id.as_uuid(),
             brand: g.brand_id.clone(),
             customer: g.user_sub.clone(),
             agent: g.pa_issuer.clone(),
@@ -140,7 +140,7 @@ pub async fn visible_grant(
     caller: &ApiCaller,
     raw_id: &str,
 ) -> Result<Grant, AdminApiError> {
-    let id = params::path_id(raw_id)?;
+    let id = params::path_id(raw_id)?.into();
     match pact_db::grants::find(&node.db, id).await? {
         Some(g) if caller.actor.sees_brand(&g.brand_id) => Ok(g),
         _ => Err(AdminApiError::NotFound),
@@ -240,7 +240,7 @@ pub async fn list(
     rows.truncate(usize::try_from(limit).unwrap_or(0));
     let next = if more {
         rows.last()
-            .map(|g| params::grant_cursor(g.created_at, g.id))
+            .map(|g| params::grant_cursor(g.created_at, g.id.as_uuid()))
     } else {
         None
     };
@@ -372,7 +372,7 @@ pub async fn revoke(
     }
     tx.commit().await?;
     Ok(Json(Revoked {
-        id: g.id,
+        id: g.id.as_uuid(),
         revoked: true,
     }))
 }

@@ -487,7 +487,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Declare or replace an RFC 9396 authorization_details type of the brand (as `pactd brand details-type add`).",
         role: Role::Owner,
         query: &[],
-        body: Some(Shape::Written("DetailsTypeDefinition")),
+        body: Some(typed::<brands::DetailsTypeDefinition>()),
         response: typed::<brands::BrandView>(),
         route: || post(brands::put_details_type),
     },

@@ -147,15 +147,6 @@ fn brand_setting_schemas() -> Value {
             "required": ["scope", "fields"],
             "additionalProperties": false
         }),
-        "DetailsTypeDefinition": json!({
-            "type": "object",
-            "properties": {
-                "type_name": { "type": "string", "minLength": 1, "maxLength": 128, "pattern": TYPE_NAME_PATTERN },
-                "declaration": reference("DetailsType")
-            },
-            "required": ["type_name", "declaration"],
-            "additionalProperties": false
-        }),
     })
 }
 
@@ -311,7 +302,8 @@ mod tests {
             .filter(|name| written.contains_key(*name))
             .collect();
         assert!(both.is_empty(), "{both:?}");
-        assert!(written.contains_key("DetailsTypeDefinition") && derived.contains_key("Grant"));
+        assert!(written.contains_key("DetailsType") && derived.contains_key("Grant"));
+        assert!(derived.contains_key("DetailsTypeDefinition"));
         assert!(
             derived.contains_key("Reason"),
             "request bodies are derived too"

@@ -45,7 +45,7 @@ impl Known {
                 continue;
             };
             if e.action.starts_with("grant.") && !known.grants.contains_key(target) {
-                if let Some(g) = pact_db::grants::find(db, id).await? {
+                if let Some(g) = pact_db::grants::find(db, id.into()).await? {
                     let email = pact_db::admin_search::find_customers(
                         db,
                         within,

@@ -881,7 +881,7 @@ pub async fn grants(
                     link.append_pair(k, v);
                 }
             }
-            link.append_pair("cursor", &grant_cursor(g.created_at, g.id));
+            link.append_pair("cursor", &grant_cursor(g.created_at, g.id.as_uuid()));
             format!("/admin/grants?{}", link.finish())
         })
     } else {
@@ -939,7 +939,7 @@ async fn visible_grant(
     who: &SignedIn,
     raw: &str,
 ) -> Result<pact_db::grants::Grant, PageError> {
-    let id: uuid::Uuid = raw.parse().map_err(|_| not_found())?;
+    let id: pact_db::ids::GrantId = raw.parse().map_err(|_| not_found())?;
     match pact_db::grants::find(&node.db, id).await? {
         Some(g) if who.actor.sees_brand(&g.brand_id) => Ok(g),
         _ => Err(not_found()),
