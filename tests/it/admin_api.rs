@@ -634,7 +634,7 @@ async fn each_role_may_do_what_it_should_and_no_more() {
     ] {
         call_refused(&app, &viewer, "post", &path, body, 403, "forbidden").await;
     }
-    let g = pact_db::grants::find(&app.db, grant)
+    let g = pact_db::grants::find(&app.db, grant.into())
         .await
         .unwrap()
         .unwrap();
@@ -705,7 +705,7 @@ async fn each_role_may_do_what_it_should_and_no_more() {
         "already_revoked",
     )
     .await;
-    let g = pact_db::grants::find(&app.db, grant)
+    let g = pact_db::grants::find(&app.db, grant.into())
         .await
         .unwrap()
         .unwrap();
@@ -761,7 +761,7 @@ async fn each_role_may_do_what_it_should_and_no_more() {
         json!({"issuer": ISS, "enabled": false, "revoked_grants": 1})
     );
     assert!(
-        pact_db::grants::find(&app.db, second)
+        pact_db::grants::find(&app.db, second.into())
             .await
             .unwrap()
             .unwrap()
@@ -873,7 +873,7 @@ async fn a_brand_limited_credential_cannot_see_or_touch_other_brands() {
     )
     .await;
     assert!(
-        pact_db::grants::find(&app.db, at_demo)
+        pact_db::grants::find(&app.db, at_demo.into())
             .await
             .unwrap()
             .unwrap()
@@ -1013,7 +1013,10 @@ async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_e
     );
     assert_eq!(send("m2").await.status(), 401);
     assert!(b.hears_revocation(grant).await, "node B did not hear of it");
-    let g = pact_db::grants::find(&a.db, grant).await.unwrap().unwrap();
+    let g = pact_db::grants::find(&a.db, grant.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(g.revoked_at.is_some());
     let stored = pact_db::users::find_by_email(&a.db, "demo", "alice@example.com")
         .await
@@ -1062,7 +1065,10 @@ async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_e
             .is_none()
     );
     assert!(
-        pact_db::grants::find(&a.db, grant).await.unwrap().is_some(),
+        pact_db::grants::find(&a.db, grant.into())
+            .await
+            .unwrap()
+            .is_some(),
         "the revoked grant stays as evidence"
     );
     call_refused(
@@ -1192,10 +1198,10 @@ async fn self_revocations_and_customer_operations_are_in_the_audit_log() {
         &app.node_connect("demo", &pa, "pa-user-2", "bob", &["orders:read"], None)
             .await,
     );
-    pact_db::grants::revoke(&app.db, g1, pact_db::grants::reason::BY_USER)
+    pact_db::grants::revoke(&app.db, g1.into(), pact_db::grants::reason::BY_USER)
         .await
         .unwrap();
-    pact_db::grants::revoke(&app.db, g2, pact_db::grants::reason::BY_AGENT)
+    pact_db::grants::revoke(&app.db, g2.into(), pact_db::grants::reason::BY_AGENT)
         .await
         .unwrap();
     let page = call_ok(&app, &operator, "get", "/audit?action=grant.", None).await;

@@ -321,7 +321,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     assert_eq!(out["viewer_buttons"], 0);
     assert_eq!(out["viewer_post_status"], 403);
     assert!(
-        pact_db::grants::find(&a.db, other)
+        pact_db::grants::find(&a.db, other.into())
             .await
             .unwrap()
             .unwrap()

@@ -316,7 +316,7 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         .await;
     assert_eq!(res.status(), 403);
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()
@@ -356,7 +356,7 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         .unwrap();
     assert_eq!(res.status(), 403);
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()
@@ -373,7 +373,7 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         .await;
     assert_eq!(res.status(), 400);
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()
@@ -393,7 +393,7 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         "{html}"
     );
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()
@@ -419,7 +419,10 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         .get_html(&format!("/admin/grants/{g}?done=revoked"))
         .await;
     assert!(html.contains("Revoked: the agent"), "{html}");
-    let row = pact_db::grants::find(&app.db, g).await.unwrap().unwrap();
+    let row = pact_db::grants::find(&app.db, g.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         row.revoked_reason.as_deref(),
         Some("revoked by an administrator: customer called")
@@ -434,7 +437,10 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
         )
         .await;
     assert_eq!(res.status(), 303);
-    let row = pact_db::grants::find(&app.db, g2).await.unwrap().unwrap();
+    let row = pact_db::grants::find(&app.db, g2.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         row.revoked_reason.as_deref(),
         Some(pact_db::grants::reason::BY_ADMIN)
@@ -541,7 +547,7 @@ async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_thei
         "{html}"
     );
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()
@@ -560,7 +566,7 @@ async fn an_operator_finds_a_customer_and_unlocks_signs_out_and_revokes_all_thei
     let u = pact_tests::pages::reload(&app, &user).await;
     assert!(u.locked_until.is_none());
     assert!(
-        pact_db::grants::find(&app.db, g)
+        pact_db::grants::find(&app.db, g.into())
             .await
             .unwrap()
             .unwrap()

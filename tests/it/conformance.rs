@@ -820,7 +820,7 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
         .unwrap()
         .parse()
         .unwrap();
-    pact_db::grants::revoke(&app.db, grant, "revoked in a test")
+    pact_db::grants::revoke(&app.db, grant.into(), "revoked in a test")
         .await
         .unwrap();
     let reply = client::send(&agent, &send("Show me my orders"), &mut person)

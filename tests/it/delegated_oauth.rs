@@ -153,8 +153,11 @@ async fn grants(app: &TestApp) -> i64 {
     count(app, "select count(*) from grants").await
 }
 
-async fn grant(app: &TestApp, id: Uuid) -> pact_db::grants::Grant {
-    pact_db::grants::find(&app.db, id).await.unwrap().unwrap()
+async fn grant(app: &TestApp, id: impl Into<pact_db::ids::GrantId>) -> pact_db::grants::Grant {
+    pact_db::grants::find(&app.db, id.into())
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// The authorization behind a displayed user code, whatever its state.
@@ -1474,7 +1477,7 @@ async fn a_step_up_approval_grants_the_union_and_supersedes_the_older_grant() {
     let g = app
         .approve(&step_up.user_code, "alice", &["orders:cancel"])
         .await;
-    assert_ne!(g.id, first_grant);
+    assert_ne!(g.id, first_grant.into());
     assert_eq!(
         g.scopes,
         vec!["orders:cancel".to_owned(), "orders:read".to_owned()]

@@ -464,7 +464,7 @@ async fn a_revoked_grant_is_refused_on_the_very_next_request() {
         .to_owned();
 
     assert!(
-        pact_db::grants::revoke(&app.db, grant_of(&token), "test")
+        pact_db::grants::revoke(&app.db, grant_of(&token).into(), "test")
             .await
             .unwrap()
     );
@@ -1210,7 +1210,9 @@ async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
         Some(pact_jose::receipt_hash(&sent[1].jws))
     );
 
-    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    let stored = pact_db::receipts::list(&app.db, Some(grant.into()))
+        .await
+        .unwrap();
     assert_eq!(
         stored.iter().map(|r| r.seq).collect::<Vec<_>>(),
         vec![1, 2, 3]
@@ -1229,7 +1231,9 @@ async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
     let breaks = pact_server::domain::receipt_chain::verify(&gapped, &keys);
     assert!(!breaks.is_empty());
     assert!(
-        breaks.iter().all(|b| b.seq == 3 && b.grant_id == grant),
+        breaks
+            .iter()
+            .all(|b| b.seq == 3 && b.grant_id == grant.into()),
         "{breaks:?}"
     );
 
@@ -1263,7 +1267,9 @@ async fn parallel_turns_of_one_grant_all_get_receipts_in_one_unforked_chain() {
         sent.push(receipt(&ok_json(res).await["message"]));
     }
 
-    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    let stored = pact_db::receipts::list(&app.db, Some(grant.into()))
+        .await
+        .unwrap();
     assert_eq!(
         stored.iter().map(|r| r.seq).collect::<Vec<_>>(),
         (1..=i32::try_from(TURNS).unwrap()).collect::<Vec<_>>()
@@ -1279,7 +1285,7 @@ async fn parallel_turns_of_one_grant_all_get_receipts_in_one_unforked_chain() {
     answered.sort_unstable();
     kept.sort_unstable();
     assert_eq!(answered, kept);
-    let g = pact_db::grants::find(&app.db, grant)
+    let g = pact_db::grants::find(&app.db, grant.into())
         .await
         .unwrap()
         .unwrap();
@@ -1306,7 +1312,7 @@ async fn turns_of_a_grant_get_through_while_a_contended_turn_holds_its_lock() {
 
     let mut holder = app.db.begin().await.unwrap();
     assert!(
-        pact_db::grants::lock(&mut *holder, grant)
+        pact_db::grants::lock(&mut *holder, grant.into())
             .await
             .unwrap()
             .is_some()
@@ -1332,10 +1338,12 @@ async fn turns_of_a_grant_get_through_while_a_contended_turn_holds_its_lock() {
     }
     holder.rollback().await.unwrap();
 
-    let stored = pact_db::receipts::list(&app.db, Some(grant)).await.unwrap();
+    let stored = pact_db::receipts::list(&app.db, Some(grant.into()))
+        .await
+        .unwrap();
     assert_eq!(stored.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
     // Skipped while the row was locked, stamped by the next turn.
-    let g = pact_db::grants::find(&app.db, grant)
+    let g = pact_db::grants::find(&app.db, grant.into())
         .await
         .unwrap()
         .unwrap();
@@ -1344,7 +1352,7 @@ async fn turns_of_a_grant_get_through_while_a_contended_turn_holds_its_lock() {
         .send_delegated("demo", &pa_jwt, &token, "l3", "show my orders", None)
         .await;
     ok_json(res).await;
-    let g = pact_db::grants::find(&app.db, grant)
+    let g = pact_db::grants::find(&app.db, grant.into())
         .await
         .unwrap()
         .unwrap();
@@ -1588,7 +1596,7 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
     let earlier = pact_db::grants::insert(
         &a.db,
         pact_db::grants::NewGrant {
-            id: Uuid::new_v4(),
+            id: pact_db::ids::GrantId::new_random(),
             brand_id: "demo",
             pa_issuer: ISS,
             user_sub: "someone-else",
@@ -1648,14 +1656,16 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
         Some(pact_jose::receipt_hash(&first.jws))
     );
     let keys = pact_server::keys::all_public_keys(&a.db).await.unwrap();
-    let stored = pact_db::receipts::list(&a.db, Some(grant)).await.unwrap();
+    let stored = pact_db::receipts::list(&a.db, Some(grant.into()))
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 2);
     assert_eq!(
         pact_server::domain::receipt_chain::verify(&stored, &keys),
         vec![]
     );
 
-    assert!(!b.state.revocations.is_revoked(grant));
+    assert!(!b.state.revocations.is_revoked(grant.into()));
     let res = a
         .http
         .post(a.node_a2a_url("demo", "oauth/revoke"))
@@ -1900,7 +1910,10 @@ async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_no
     .await
     .unwrap();
     assert_eq!(left, 0);
-    let g = pact_db::grants::find(&a.db, grant).await.unwrap().unwrap();
+    let g = pact_db::grants::find(&a.db, grant.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(g.user_sub, subject);
     assert_eq!(
         g.revoked_reason.as_deref(),

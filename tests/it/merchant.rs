@@ -189,7 +189,7 @@ async fn the_delegated_journey_runs_through_the_example_merchant() {
     assert_eq!(body["iss"], app.oauth("demo", "").trim_end_matches('/'));
     assert!(body["exp"].as_i64().unwrap() > body["iat"].as_i64().unwrap());
     let grant_id: uuid::Uuid = body["grant_id"].as_str().unwrap().parse().unwrap();
-    pact_db::grants::revoke(&app.db, grant_id, "test")
+    pact_db::grants::revoke(&app.db, grant_id.into(), "test")
         .await
         .unwrap();
     let body: Value = introspect(&app, Some((&id, &secret)), &both)

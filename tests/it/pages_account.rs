@@ -95,7 +95,10 @@ fn grant_of(token: &str) -> Uuid {
 }
 
 async fn grant(app: &TestApp, id: Uuid) -> pact_db::grants::Grant {
-    pact_db::grants::find(&app.db, id).await.unwrap().unwrap()
+    pact_db::grants::find(&app.db, id.into())
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// POSTs JSON as the page script does: `Origin` and `X-CSRF-Token`.
@@ -183,7 +186,7 @@ async fn account_lists_only_the_persons_grants_and_receipts() {
             .await,
     );
     let old_grant = grant_of(&old);
-    pact_db::grants::revoke(&app.db, old_grant, "test")
+    pact_db::grants::revoke(&app.db, old_grant.into(), "test")
         .await
         .unwrap();
     let bob_token = access(
@@ -203,7 +206,7 @@ async fn account_lists_only_the_persons_grants_and_receipts() {
         )
         .await;
     assert_eq!(res.status(), 200);
-    let receipts = pact_db::receipts::list(&app.db, Some(ann_grant))
+    let receipts = pact_db::receipts::list(&app.db, Some(ann_grant.into()))
         .await
         .unwrap();
     let tool = receipts[0].claims["actions"][0]["tool"]
@@ -310,7 +313,7 @@ async fn revoke_takes_effect_on_the_very_next_delegated_call() {
     assert_eq!(res.status(), 303);
     assert_eq!(location(&res), "/account?done=revoked");
     assert!(grant(&app, id).await.revoked_at.is_some());
-    assert!(app.state.revocations.is_revoked(id));
+    assert!(app.state.revocations.is_revoked(id.into()));
 
     let res = app
         .send_delegated("demo", &pa_jwt, &token, "m2", "show my orders", None)
@@ -357,7 +360,7 @@ async fn nobody_can_revoke_someone_elses_grant() {
         assert_eq!(res.status(), 404, "{id}");
     }
     assert!(grant(&app, bob_grant).await.revoked_at.is_none());
-    assert!(!app.state.revocations.is_revoked(bob_grant));
+    assert!(!app.state.revocations.is_revoked(bob_grant.into()));
     let res = app
         .send_delegated(
             "demo",

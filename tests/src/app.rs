@@ -144,7 +144,8 @@ impl TestApp {
 
     /// Whether this node's revocation view learns of `grant` (bounded at 5 s,
     /// which only guards against a hang: the view is woken by the change).
-    pub async fn hears_revocation(&self, grant: uuid::Uuid) -> bool {
+    pub async fn hears_revocation(&self, grant: impl Into<pact_db::ids::GrantId>) -> bool {
+        let grant = grant.into();
         let view = &self.state.revocations;
         let mut changes = view.changes();
         let heard = changes.wait_for(|_| view.is_revoked(grant));

@@ -148,6 +148,9 @@ impl TestApp {
         )
         .await
         .unwrap()
+        .into_iter()
+        .map(Into::into)
+        .collect()
     }
 
     pub async fn deny(&self, user_code: &str) {

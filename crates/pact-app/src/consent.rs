@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::grants::{Grant, NewGrant};
+use pact_db::ids::GrantId;
 use pact_db::parties::Connection;
 use pact_node::node::NodeInner;
 use serde_json::Value;
@@ -244,7 +245,7 @@ pub async fn approve(
     let grant = pact_db::grants::insert(
         &mut *tx,
         NewGrant {
-            id: Uuid::new_v4(),
+            id: GrantId::new_random(),
             brand_id: &auth.brand_id,
             pa_issuer: &auth.pa_issuer,
             user_sub: approval.user_sub,
@@ -295,7 +296,7 @@ pub async fn approve_operations(
     authorization_id: Uuid,
     user_sub: &str,
     now: OffsetDateTime,
-) -> Result<Vec<Uuid>, ConsentError> {
+) -> Result<Vec<GrantId>, ConsentError> {
     let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock(&mut *tx, authorization_id)
         .await?
@@ -543,7 +544,7 @@ mod tests {
     fn grant(scopes: &[&str], details: Option<Value>) -> Grant {
         let now = OffsetDateTime::now_utc();
         Grant {
-            id: Uuid::new_v4(),
+            id: GrantId::new_random(),
             brand_id: "demo".to_owned(),
             pa_issuer: "https://pa.example".to_owned(),
             user_sub: "u-1".to_owned(),

@@ -214,12 +214,15 @@ pub struct Approval {
     pub request_ip: Option<String>,
 }
 
-pub async fn approval_of(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<Approval>> {
+pub async fn approval_of(
+    db: impl PgExecutor<'_>,
+    grant_id: crate::ids::GrantId,
+) -> DbResult<Option<Approval>> {
     sqlx::query_as!(
         Approval,
         "select decided_at, request_ip from device_authorizations where grant_id = $1 \
          order by decided_at desc nulls last limit 1",
-        grant_id,
+        grant_id.as_uuid(),
     )
     .fetch_optional(db)
     .await

@@ -19,6 +19,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::ids::GrantId;
 use crate::parties::PaUser;
 
 /// The end of a merchant agent's turn, written with its reply: the turn's
@@ -80,7 +81,7 @@ pub struct NewTurnContext<'a> {
     pub user_sub: Option<&'a str>,
     pub message_id: &'a str,
     pub request_text: &'a str,
-    pub grant_id: Option<Uuid>,
+    pub grant_id: Option<GrantId>,
 }
 
 /// The whole first turn of a new context, written once its reply is known:
@@ -114,7 +115,7 @@ pub async fn create_with_reply(
         c.user_sub,
         c.message_id,
         c.request_text,
-        c.grant_id,
+        c.grant_id.map(GrantId::as_uuid),
         reply_message_id,
         reply,
         turn_id,
@@ -165,7 +166,7 @@ pub async fn create_with_receipt(
         c.user_sub,
         c.message_id,
         c.request_text,
-        receipt.grant_id,
+        receipt.grant_id.as_uuid(),
         receipt.seq,
         receipt.jws,
         receipt.claims,
@@ -263,7 +264,7 @@ pub async fn claim_turn(
     conversation_id: Uuid,
     message_id: &str,
     request_text: &str,
-    grant_id: Option<Uuid>,
+    grant_id: Option<GrantId>,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
         "insert into messages (conversation_id, message_id, request_text, grant_id) \
@@ -271,7 +272,7 @@ pub async fn claim_turn(
         conversation_id,
         message_id,
         request_text,
-        grant_id,
+        grant_id.map(GrantId::as_uuid),
     )
     .execute(db)
     .await?;
@@ -345,7 +346,7 @@ pub async fn finish_turn_with_receipt(
                where conversation_id = $3 and message_id = $4 and reply is null \
                and exists (select 1 from r) returning 1) \
          select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
-        receipt.grant_id,
+        receipt.grant_id.as_uuid(),
         receipt.seq,
         receipt.conversation_id,
         receipt.message_id,

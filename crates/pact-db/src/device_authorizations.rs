@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::ids::GrantId;
 use crate::parties::PaUser;
 
 /// Where a request stands (RFC 8628 §3.5), stored as the text of the `status` column, whose
@@ -51,7 +52,7 @@ pub struct DeviceAuthorization {
     pub request_ip: Option<String>,
     pub decided_at: Option<OffsetDateTime>,
     pub user_sub: Option<String>,
-    pub grant_id: Option<Uuid>,
+    pub grant_id: Option<GrantId>,
     /// A step-up beyond a limit: the operations to approve one by one
     /// (migration 0025); `None` for every other authorization.
     pub operations: Option<serde_json::Value>,
@@ -250,7 +251,7 @@ pub async fn lock_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id, operations from device_authorizations where device_code_hash = $1 for update",
+                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1 for update",
         hash,
     )
     .fetch_optional(db)
@@ -268,7 +269,7 @@ pub async fn find_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id, operations from device_authorizations where device_code_hash = $1",
+                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1",
         hash,
     )
     .fetch_optional(db)
@@ -311,7 +312,7 @@ pub async fn find_live_by_user_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id, operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
          order by created_at desc limit 1",
         user_code,
     )
@@ -338,7 +339,7 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id, operations from device_authorizations where id = $1 for update",
+                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1 for update",
         id,
     )
     .fetch_optional(db)
@@ -351,7 +352,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id, operations from device_authorizations where id = $1",
+                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1",
         id,
     )
     .fetch_optional(db)
@@ -382,14 +383,14 @@ pub async fn set_approved(
     db: impl PgExecutor<'_>,
     id: Uuid,
     user_sub: &str,
-    grant_id: Uuid,
+    grant_id: GrantId,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
         "update device_authorizations set status = 'approved', decided_at = now(), user_sub = $2, grant_id = $3 \
          where id = $1 and status = 'pending'",
         id,
         user_sub,
-        grant_id,
+        grant_id.as_uuid(),
     )
     .execute(db)
     .await?;

@@ -4,12 +4,14 @@ use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::ids::GrantId;
+
 use crate::DbResult;
 use crate::parties::Connection;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Grant {
-    pub id: Uuid,
+    pub id: GrantId,
     pub brand_id: String,
     pub pa_issuer: String,
     pub user_sub: String,
@@ -43,7 +45,7 @@ fn active(
 
 #[derive(Clone, Debug)]
 pub struct NewGrant<'a> {
-    pub id: Uuid,
+    pub id: GrantId,
     pub brand_id: &'a str,
     pub pa_issuer: &'a str,
     pub user_sub: &'a str,
@@ -59,7 +61,7 @@ pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant>
         "insert into grants (id, brand_id, pa_issuer, user_sub, scopes, authorization_details, expires_at, terms) \
          values ($1, $2, $3, $4, $5, $6, $7, $8) returning id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
                     expires_at, last_used_at, revoked_at, revoked_reason, terms",
-        g.id,
+        g.id.as_uuid(),
         g.brand_id,
         g.pa_issuer,
         g.user_sub,
@@ -73,12 +75,12 @@ pub async fn insert(db: impl PgExecutor<'_>, g: NewGrant<'_>) -> DbResult<Grant>
     .map_err(Into::into)
 }
 
-pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
+pub async fn find(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<Grant>> {
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
                     expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1",
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -111,7 +113,7 @@ impl TurnGrant {
 
 /// The grant and its chain head in one round trip (`receipts (grant_id, seq)`
 /// is unique, so the head is one index probe).
-pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<TurnGrant>> {
+pub async fn for_turn(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<TurnGrant>> {
     let row = sqlx::query!(
         r#"select g.brand_id, g.pa_issuer, g.user_sub, g.scopes, g.expires_at, g.revoked_at,
                   g.authorization_details, g.terms,
@@ -120,7 +122,7 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Turn
            left join lateral (select seq, jws from receipts r
                               where r.grant_id = g.id order by seq desc limit 1) h on true
            where g.id = $1"#,
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -145,13 +147,13 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Turn
 /// the grant holds now.
 pub async fn record_terms(
     db: impl PgExecutor<'_>,
-    id: Uuid,
+    id: GrantId,
     terms: &serde_json::Value,
 ) -> DbResult<Option<serde_json::Value>> {
     sqlx::query_scalar!(
         "with set as (update grants set terms = $2 where id = $1 and terms is null returning terms) \
          select coalesce((select terms from set), (select terms from grants where id = $1))",
-        id,
+        id.as_uuid(),
         terms,
     )
     .fetch_one(db)
@@ -169,7 +171,7 @@ pub async fn add_operation(
     scope: &str,
     operation: &serde_json::Value,
     now: OffsetDateTime,
-) -> DbResult<Vec<Uuid>> {
+) -> DbResult<Vec<GrantId>> {
     let Connection {
         brand_id,
         pa_issuer,
@@ -190,6 +192,7 @@ pub async fn add_operation(
     )
     .fetch_all(db)
     .await
+    .map(ids)
     .map_err(Into::into)
 }
 
@@ -199,13 +202,13 @@ pub async fn add_operation(
 /// checks (`for key share`) of rows that reference the grant, so a turn that
 /// appends its receipt without this lock never waits for one that holds it
 /// (with `for update` they could deadlock, see `conversations`).
-pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Grant>> {
+pub async fn lock(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<Grant>> {
     sqlx::query_as!(
         Grant,
         "select id, brand_id, pa_issuer, user_sub, scopes, authorization_details, created_at, \
                     expires_at, last_used_at, revoked_at, revoked_reason, terms from grants where id = $1 \
                     for no key update",
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -281,10 +284,10 @@ pub mod reason {
 
 /// Revokes one grant; false when it was unknown or already revoked. The table
 /// trigger announces it on `pactd_revocations`.
-pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, reason: &str) -> DbResult<bool> {
+pub async fn revoke(db: impl PgExecutor<'_>, id: GrantId, reason: &str) -> DbResult<bool> {
     let done = sqlx::query!(
         "update grants set revoked_at = now(), revoked_reason = $2 where id = $1 and revoked_at is null",
-        id,
+        id.as_uuid(),
         reason,
     )
     .execute(db)
@@ -301,7 +304,7 @@ pub async fn supersede_older(db: impl PgExecutor<'_>, newer: &Grant) -> DbResult
         &newer.brand_id,
         &newer.pa_issuer,
         &newer.user_sub,
-        newer.id,
+        newer.id.as_uuid(),
         newer.created_at,
         reason::SUPERSEDED,
     )
@@ -316,7 +319,7 @@ pub async fn revoke_connection(
     db: impl PgExecutor<'_>,
     connection: Connection<'_>,
     reason: &str,
-) -> DbResult<Vec<Uuid>> {
+) -> DbResult<Vec<GrantId>> {
     let Connection {
         brand_id,
         pa_issuer,
@@ -332,6 +335,7 @@ pub async fn revoke_connection(
     )
     .fetch_all(db)
     .await
+    .map(ids)
     .map_err(Into::into)
 }
 
@@ -343,7 +347,7 @@ pub async fn revoke_all_for_user(
     brand_id: &str,
     user_sub: &str,
     reason: &str,
-) -> DbResult<Vec<Uuid>> {
+) -> DbResult<Vec<GrantId>> {
     sqlx::query_scalar!(
         "update grants set revoked_at = now(), revoked_reason = $3 \
          where brand_id = $1 and user_sub = $2 and revoked_at is null returning id",
@@ -353,6 +357,7 @@ pub async fn revoke_all_for_user(
     )
     .fetch_all(db)
     .await
+    .map(ids)
     .map_err(Into::into)
 }
 
@@ -376,20 +381,21 @@ pub async fn revoke_all_for_agent(
 pub async fn recently_revoked(
     db: impl PgExecutor<'_>,
     since: OffsetDateTime,
-) -> DbResult<Vec<Uuid>> {
+) -> DbResult<Vec<GrantId>> {
     sqlx::query_scalar!(
         "select id from grants where revoked_at is not null and revoked_at > $1",
         since,
     )
     .fetch_all(db)
     .await
+    .map(ids)
     .map_err(Into::into)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RefreshToken {
     pub token_hash: Vec<u8>,
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub expires_at: OffsetDateTime,
     pub used_at: Option<OffsetDateTime>,
 }
@@ -397,13 +403,13 @@ pub struct RefreshToken {
 pub async fn insert_refresh_token(
     db: impl PgExecutor<'_>,
     token_hash: &[u8],
-    grant_id: Uuid,
+    grant_id: GrantId,
     expires_at: OffsetDateTime,
 ) -> DbResult<()> {
     sqlx::query!(
         "insert into refresh_tokens (token_hash, grant_id, expires_at) values ($1, $2, $3)",
         token_hash,
-        grant_id,
+        grant_id.as_uuid(),
         expires_at,
     )
     .execute(db)
@@ -451,4 +457,9 @@ pub async fn find_refresh_token(
         .fetch_optional(db)
         .await
     .map_err(Into::into)
+}
+
+/// Grant ids as a statement returns them (`returning id`).
+fn ids(ids: Vec<Uuid>) -> Vec<GrantId> {
+    ids.into_iter().map(GrantId::from).collect()
 }

@@ -43,6 +43,7 @@ pub mod conversations;
 pub mod demo_orders;
 pub mod device_authorizations;
 pub mod grants;
+pub mod ids;
 pub mod logos;
 pub mod merchant;
 pub mod nodes;

@@ -5,11 +5,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::ids::GrantId;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct StoredReceipt {
     pub id: i64,
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub seq: i32,
     pub conversation_id: Uuid,
     pub message_id: String,
@@ -27,11 +28,11 @@ pub struct ChainHead {
 }
 
 /// The head of a grant's receipt chain, `None` before its first receipt.
-pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<ChainHead>> {
+pub async fn head(db: impl PgExecutor<'_>, grant_id: GrantId) -> DbResult<Option<ChainHead>> {
     sqlx::query_as!(
         ChainHead,
         "select seq, jws from receipts where grant_id = $1 order by seq desc limit 1",
-        grant_id,
+        grant_id.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -40,7 +41,7 @@ pub async fn head(db: impl PgExecutor<'_>, grant_id: Uuid) -> DbResult<Option<Ch
 
 #[derive(Clone, Debug)]
 pub struct NewReceipt<'a> {
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub seq: i32,
     pub conversation_id: Uuid,
     pub message_id: &'a str,
@@ -51,7 +52,7 @@ pub struct NewReceipt<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, r: NewReceipt<'_>) -> DbResult<()> {
     sqlx::query!(
         "insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) values ($1, $2, $3, $4, $5, $6)",
-        r.grant_id,
+        r.grant_id.as_uuid(),
         r.seq,
         r.conversation_id,
         r.message_id,
@@ -65,11 +66,14 @@ pub async fn insert(db: impl PgExecutor<'_>, r: NewReceipt<'_>) -> DbResult<()> 
 }
 
 /// A grant's receipts in chain order; all grants' when `grant_id` is `None`.
-pub async fn list(db: impl PgExecutor<'_>, grant_id: Option<Uuid>) -> DbResult<Vec<StoredReceipt>> {
+pub async fn list(
+    db: impl PgExecutor<'_>,
+    grant_id: Option<GrantId>,
+) -> DbResult<Vec<StoredReceipt>> {
     sqlx::query_as!(
         StoredReceipt,
         "select id, grant_id, seq, conversation_id, message_id, jws, claims, created_at from receipts where ($1::uuid is null or grant_id = $1) order by grant_id, seq",
-        grant_id,
+        grant_id.map(GrantId::as_uuid),
     )
     .fetch_all(db)
     .await

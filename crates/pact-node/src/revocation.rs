@@ -11,25 +11,25 @@
 use std::collections::HashSet;
 use std::sync::RwLock;
 
-use uuid::Uuid;
+use pact_db::ids::GrantId;
 
 #[derive(Default)]
 pub struct RevocationView {
-    revoked: RwLock<HashSet<Uuid>>,
+    revoked: RwLock<HashSet<GrantId>>,
     /// Counts changes, so that whoever waits for one (a test watching a
     /// revocation reach a node) is woken instead of polling.
     changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl RevocationView {
-    pub fn is_revoked(&self, grant: Uuid) -> bool {
+    pub fn is_revoked(&self, grant: GrantId) -> bool {
         match self.revoked.read() {
             Ok(set) => set.contains(&grant),
             Err(poisoned) => poisoned.into_inner().contains(&grant),
         }
     }
 
-    pub fn insert(&self, grant: Uuid) {
+    pub fn insert(&self, grant: GrantId) {
         match self.revoked.write() {
             Ok(mut set) => set.insert(grant),
             Err(poisoned) => poisoned.into_inner().insert(grant),
@@ -38,8 +38,8 @@ impl RevocationView {
     }
 
     /// Replaces the whole view (after a reconnect).
-    pub fn replace(&self, grants: impl IntoIterator<Item = Uuid>) {
-        let fresh: HashSet<Uuid> = grants.into_iter().collect();
+    pub fn replace(&self, grants: impl IntoIterator<Item = GrantId>) {
+        let fresh: HashSet<GrantId> = grants.into_iter().collect();
         match self.revoked.write() {
             Ok(mut set) => *set = fresh,
             Err(poisoned) => *poisoned.into_inner() = fresh,

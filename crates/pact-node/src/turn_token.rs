@@ -36,7 +36,7 @@ pub struct TurnClaims {
     #[serde(rename = "e")]
     pub expires: i64,
     #[serde(rename = "g")]
-    pub grant: Option<Uuid>,
+    pub grant: Option<pact_db::ids::GrantId>,
     #[serde(rename = "c")]
     pub context: String,
     #[serde(rename = "m")]
@@ -159,7 +159,7 @@ mod tests {
             turn: Uuid::from_u128(7),
             brand: "shop".into(),
             expires: 1_800_000_000,
-            grant: Some(Uuid::from_u128(9)),
+            grant: Some(Uuid::from_u128(9).into()),
             context: "c".into(),
             message: "m".into(),
             pa_issuer: "https://pa.example".into(),

@@ -506,7 +506,7 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
             }
         }
         GrantsCommand::Revoke { grant_id, reason } => {
-            let id: Uuid = grant_id.parse().context("a grant id is a UUID")?;
+            let id: pact_db::ids::GrantId = grant_id.parse().context("a grant id is a UUID")?;
             let mut tx = pool.begin().await?;
             let grant = pact_db::grants::find(&mut *tx, id)
                 .await?
@@ -537,7 +537,7 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
     let ReceiptsCommand::Verify { grant, held } = c;
     let grant_id = grant
         .as_deref()
-        .map(str::parse::<Uuid>)
+        .map(str::parse::<pact_db::ids::GrantId>)
         .transpose()
         .context("a grant id is a UUID")?;
     let keys = pact_server::keys::all_public_keys(pool).await?;
@@ -565,7 +565,8 @@ async fn receipts(pool: &PgPool, c: &ReceiptsCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     let breaks = pact_server::domain::receipt_chain::verify(&list, &keys);
-    let grants: std::collections::BTreeSet<Uuid> = list.iter().map(|r| r.grant_id).collect();
+    let grants: std::collections::BTreeSet<pact_db::ids::GrantId> =
+        list.iter().map(|r| r.grant_id).collect();
     if breaks.is_empty() && log_problems == 0 {
         println!(
             "OK: {} receipt(s) in {} chain(s) verified",

@@ -4,9 +4,9 @@
 //! (PACT §5.5, step-up for `authorization_details`). The words that show it to
 //! the person are pact-server's (`web/operations.rs`, from the pages' catalogue).
 
+use pact_db::ids::GrantId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::BeyondCall;
 use crate::domain::limits::{self, FieldKind};
@@ -17,7 +17,7 @@ use crate::domain::terms::{Beyond, BeyondWhy};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AskedOperation {
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub tool: String,
     pub scope: String,
     pub args: Value,

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use pact_db::brands::Brand;
+use pact_db::ids::GrantId;
 use pact_db::merchant::BrandTool;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -86,7 +87,7 @@ pub fn terms_of_recorded(recorded: Option<Value>) -> Arc<Terms> {
 /// not read are kept as unreadable: every limited call then refuses.
 pub async fn terms_of(
     conn: &mut PgConnection,
-    grant_id: Uuid,
+    grant_id: GrantId,
     recorded: Option<Value>,
     details: Option<&Value>,
     types: &DetailsTypes,
@@ -303,10 +304,10 @@ fn db_error(e: pact_db::Error) -> ToolError {
 
 /// Grants and tools already reported by this node: one audit entry per
 /// pair is enough for staff, and a looping agent cannot flood the log.
-static REPORTED: Mutex<Option<HashSet<(Uuid, String)>>> = Mutex::new(None);
+static REPORTED: Mutex<Option<HashSet<(GrantId, String)>>> = Mutex::new(None);
 const MAX_REPORTED: usize = 10_000;
 
-fn first_report(grant: Uuid, tool: &str) -> bool {
+fn first_report(grant: GrantId, tool: &str) -> bool {
     let mut guard = REPORTED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -323,7 +324,7 @@ fn first_report(grant: Uuid, tool: &str) -> bool {
 pub async fn report_unenforceable(
     conn: &mut PgConnection,
     brand_id: &str,
-    grant: Uuid,
+    grant: GrantId,
     tool: &str,
     why: &str,
 ) {

@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use pact_db::brands::Brand;
+use pact_db::ids::GrantId;
 use pact_proto::oauth::{ActionError, ReceiptAction, ReceiptRefusal};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::BoxFuture;
 use super::bounds;
@@ -26,7 +26,7 @@ use crate::domain::terms::{Beyond, Plan, RulesNow, Terms};
 /// grant was approved under.
 #[derive(Clone, Debug)]
 pub struct Delegation {
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     /// The user's id at the brand (the token's `sub`).
     pub user_sub: String,
     pub scopes: BTreeSet<String>,
@@ -203,7 +203,7 @@ impl<'c> ToolGate<'c> {
 /// the person about it (PACT §5.5 for details).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BeyondCall {
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub tool: String,
     pub scope: String,
     pub args: Value,
@@ -372,7 +372,7 @@ mod tests {
 
     fn delegation(scopes: &[&str]) -> Delegation {
         Delegation {
-            grant_id: Uuid::nil(),
+            grant_id: GrantId::from(uuid::Uuid::nil()),
             user_sub: "u-1".to_owned(),
             scopes: set(scopes),
             authorization_details: None,

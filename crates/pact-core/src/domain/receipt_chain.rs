@@ -2,14 +2,14 @@
 //! receipt's signature, its stored claims against its signed payload, its
 //! sequence number, and its `prev` link to the receipt before it.
 
+use pact_db::ids::GrantId;
 use pact_db::receipts::StoredReceipt;
 use pact_jose::ProviderKeySet;
 use pact_proto::oauth::{Receipt, ReceiptClaims};
-use uuid::Uuid;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainBreak {
-    pub grant_id: Uuid,
+    pub grant_id: GrantId,
     pub seq: i32,
     pub problem: String,
 }

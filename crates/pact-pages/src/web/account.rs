@@ -18,6 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
 use pact_db::grants::{Grant, GrantFilter, reason as why};
+use pact_db::ids::GrantId;
 use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
@@ -271,7 +272,7 @@ pub async fn page(
     let (current, past) = split_grants(&grants, now);
     // What each active grant was approved under, and how much of each
     // consumed limit is used (one query for all of them).
-    let terms: HashMap<Uuid, std::sync::Arc<Terms>> = current
+    let terms: HashMap<GrantId, std::sync::Arc<Terms>> = current
         .iter()
         .map(|g| {
             (
@@ -470,7 +471,7 @@ fn receipt_views(
     agent_names: &HashMap<String, String>,
     scope_text: &HashMap<String, String>,
 ) -> Vec<ReceiptView> {
-    let issuer_of: HashMap<Uuid, &str> = grants
+    let issuer_of: HashMap<GrantId, &str> = grants
         .iter()
         .map(|g| (g.id, g.pa_issuer.as_str()))
         .collect();
@@ -625,7 +626,7 @@ async fn own_grant(
     // The brand first: a 404 below is then shown in the brand's look.
     let brand = known_brand(node, &brand_id).await?;
     let not_found = || PageError::NotFound(i18n::t("acc-err-no-grant"));
-    let id: Uuid = id.parse().map_err(|_| not_found())?;
+    let id: GrantId = id.parse().map_err(|_| not_found())?;
     let grant = pact_db::grants::find(&node.db, id)
         .await?
         .filter(|g| g.brand_id == brand_id && g.user_sub == person.subject())
@@ -726,7 +727,7 @@ mod tests {
 
     fn grant(revoked: Option<&str>, now: OffsetDateTime) -> Grant {
         Grant {
-            id: Uuid::nil(),
+            id: GrantId::from(Uuid::nil()),
             brand_id: "demo".into(),
             pa_issuer: "https://pa.example".into(),
             user_sub: "u".into(),

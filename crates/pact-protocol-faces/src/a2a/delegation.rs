@@ -3,7 +3,6 @@
 use axum::http::{HeaderMap, HeaderName};
 use pact_node::node::NodeInner;
 use pact_proto::a2a::DELEGATION_HEADER;
-use uuid::Uuid;
 
 use crate::agent::Delegation;
 use crate::auth::{Caller, bearer};
@@ -16,7 +15,7 @@ use crate::error::ApiError;
 /// grant's terms (the limits every call is judged against).
 #[derive(Clone, Debug)]
 pub struct Presented {
-    pub grant_id: Uuid,
+    pub grant_id: pact_db::ids::GrantId,
     /// The user's id at the brand (the token's `sub`).
     pub user_sub: String,
     pub scopes: std::collections::BTreeSet<String>,
@@ -70,7 +69,7 @@ pub fn check(
         tracing::info!(reason = %e, issuer = %caller.pa.iss, "delegation token rejected");
         ApiError::InvalidDelegation
     })?;
-    let grant_id: Uuid = claims
+    let grant_id: pact_db::ids::GrantId = claims
         .grant_id
         .parse()
         .map_err(|_| ApiError::InvalidDelegation)?;

@@ -22,7 +22,7 @@ pub struct TurnRef<'a> {
 
 /// A signed receipt and the row that appends it to its grant's chain.
 pub struct ChainedReceipt {
-    grant_id: Uuid,
+    grant_id: pact_db::ids::GrantId,
     seq: i32,
     conversation_id: Uuid,
     message_id: String,

@@ -568,7 +568,7 @@ struct ToolCallPayload<'a> {
     url: &'a str,
     args: &'a Value,
     user_id: Option<&'a str>,
-    grant_id: Option<Uuid>,
+    grant_id: Option<pact_db::ids::GrantId>,
     context_id: &'a str,
     message_id: &'a str,
     /// The limits the person set that apply to this call (PACT §5.7): the

@@ -91,7 +91,7 @@ struct CallerPart<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DelegationPart<'a> {
-    grant_id: Uuid,
+    grant_id: pact_db::ids::GrantId,
     user_id: &'a str,
     scopes: &'a BTreeSet<String>,
     authorization_details: Option<&'a Value>,

@@ -16,7 +16,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_node::node::Node;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use super::oauth_json;
 use crate::merchant::credentials;
@@ -108,7 +107,7 @@ pub async fn introspect(
     ) else {
         return inactive();
     };
-    let Ok(grant_id) = Uuid::parse_str(&claims.grant_id) else {
+    let Ok(grant_id) = claims.grant_id.parse::<pact_db::ids::GrantId>() else {
         return inactive();
     };
     if node.revocations.is_revoked(grant_id) {

@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use pact_node::node::NodeInner;
 use pact_proto::oauth::OAuthErrorCode;
-use uuid::Uuid;
 
 use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
 use crate::auth::Caller;
@@ -45,7 +44,7 @@ async fn grant_of(
     node: &NodeInner,
     caller: &Caller,
     token: &str,
-) -> Result<Option<Uuid>, OAuthFailure> {
+) -> Result<Option<pact_db::ids::GrantId>, OAuthFailure> {
     if let Some(stored) =
         pact_db::grants::find_refresh_token(&node.db, &secrets::hash(token)).await?
     {
