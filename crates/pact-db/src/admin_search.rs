@@ -64,7 +64,7 @@ pub struct GrantSearch<'a> {
     pub state: Option<GrantState>,
     /// Keyset cursor: grants strictly after this (created_at, id) in
     /// newest-first order.
-    pub after: Option<(OffsetDateTime, Uuid)>,
+    pub after: Option<(OffsetDateTime, crate::ids::GrantId)>,
     pub limit: i64,
 }
 
@@ -95,7 +95,7 @@ pub async fn grants(
         s.state.map(GrantState::as_str),
         now,
         after_at,
-        after_id,
+        after_id.map(crate::ids::GrantId::as_uuid),
         s.limit,
         reason::SUPERSEDED,
     )

@@ -240,7 +240,7 @@ pub async fn list(
     rows.truncate(usize::try_from(limit).unwrap_or(0));
     let next = if more {
         rows.last()
-            .map(|g| params::grant_cursor(g.created_at, g.id.as_uuid()))
+            .map(|g| params::grant_cursor(g.created_at, g.id))
     } else {
         None
     };

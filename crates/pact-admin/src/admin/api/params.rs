@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use axum::http::Uri;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use pact_db::ids::GrantId;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -75,11 +76,11 @@ pub fn path_id(raw: &str) -> Result<Uuid, AdminApiError> {
 }
 
 /// The opaque cursor of a grant page: the last row's creation time and id.
-pub fn grant_cursor(at: OffsetDateTime, id: Uuid) -> String {
+pub fn grant_cursor(at: OffsetDateTime, id: GrantId) -> String {
     URL_SAFE_NO_PAD.encode(format!("{}.{id}", at.unix_timestamp_nanos()))
 }
 
-pub fn parse_grant_cursor(raw: &str) -> Result<(OffsetDateTime, Uuid), AdminApiError> {
+pub fn parse_grant_cursor(raw: &str) -> Result<(OffsetDateTime, GrantId), AdminApiError> {
     let text = URL_SAFE_NO_PAD
         .decode(raw)
         .map_err(|_| AdminApiError::InvalidCursor)?;
@@ -111,7 +112,7 @@ mod tests {
     #[test]
     fn grant_cursors_round_trip_and_garbage_is_refused() {
         let at = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789).unwrap();
-        let id = Uuid::new_v4();
+        let id = GrantId::new_random();
         assert_eq!(parse_grant_cursor(&grant_cursor(at, id)).unwrap(), (at, id));
         assert!(parse_grant_cursor("nope").is_err());
         assert!(parse_grant_cursor(&URL_SAFE_NO_PAD.encode("1.not-a-uuid")).is_err());

@@ -881,7 +881,7 @@ pub async fn grants(
                     link.append_pair(k, v);
                 }
             }
-            link.append_pair("cursor", &grant_cursor(g.created_at, g.id.as_uuid()));
+            link.append_pair("cursor", &grant_cursor(g.created_at, g.id));
             format!("/admin/grants?{}", link.finish())
         })
     } else {
