@@ -232,8 +232,7 @@ impl ConfigCache {
             return None;
         }
         let found = find(&self.read());
-        metrics::counter!("pactd_config_cache_total", "result" => if found.is_some() { "hit" } else { "miss" })
-            .increment(1);
+        lookup_counter(found.is_some()).increment(1);
         found
     }
 
@@ -366,6 +365,20 @@ impl ConfigCache {
         });
         Ok(loaded)
     }
+}
+
+/// `pactd_config_cache_total{result}`: its two series' handles, made once.
+/// Every request looks the cache up several times, and `counter!` builds and
+/// hashes the key and, under the Prometheus recorder, allocates it on every
+/// call (issue 27). Made on first use, after `serve` installed the recorder.
+fn lookup_counter(hit: bool) -> &'static metrics::Counter {
+    static HIT: std::sync::LazyLock<metrics::Counter> = std::sync::LazyLock::new(
+        || metrics::counter!("pactd_config_cache_total", "result" => "hit"),
+    );
+    static MISS: std::sync::LazyLock<metrics::Counter> = std::sync::LazyLock::new(
+        || metrics::counter!("pactd_config_cache_total", "result" => "miss"),
+    );
+    if hit { &HIT } else { &MISS }
 }
 
 #[cfg(test)]
