@@ -1,9 +1,9 @@
 //! Identifiers that would otherwise be a bare [`Uuid`] beside other bare
 //! `Uuid`s (issue 29: typed edges). A grant's id is the `grant_id` claim of
-//! its delegation token and receipts (PACT §5.2, §5.6) and the key of
-//! revocation on every node (§5.8); passing a conversation's or a device
-//! authorization's id where a grant's belongs is a compile error, not a
-//! silent "no such grant".
+//! its delegation token and receipts (PACT §5.4, §5.6) and what every node
+//! checks for revocation before a delegated turn (§5.5 step 2, RFC 7009);
+//! passing a conversation's or a device authorization's id where a grant's
+//! belongs is a compile error, not a silent "no such grant".
 //!
 //! The row types carry the newtype: `query_as!` converts each column with
 //! `.into()`, so a `uuid` column reads into it without a type override in
