@@ -130,9 +130,10 @@ impl TurnKey {
 
     /// `{prefix}{nonce}.{version}.{tag}`, the tag over `{owner}.` and the rest.
     fn new_session(&self, owner: &str, prefix: &str, version: &str) -> Option<String> {
-        // The thread's CSPRNG (ChaCha, seeded from the OS), as for every
-        // other secret: OpenSSL's shared DRBG took a lock and ~1.5 % of a
-        // session-per-turn MCP load's CPU for these 12 bytes (issue 27).
+        // The thread's CSPRNG (ChaCha, seeded from the OS), as for device
+        // codes, refresh tokens and user codes (`pact_core::domain`): OpenSSL's
+        // shared DRBG took a lock and ~1.6 % of a session-per-turn MCP
+        // load's CPU for these 12 bytes (issue 27).
         let mut nonce = [0u8; 12];
         rand::RngCore::fill_bytes(&mut rand::rng(), &mut nonce);
         let head = format!("{prefix}{}.{version}", URL_SAFE_NO_PAD.encode(nonce));
