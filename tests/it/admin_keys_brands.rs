@@ -1090,6 +1090,35 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     .await;
     assert_eq!(v["grant_lifetime_days"], 14);
     assert_eq!(v["grant_lifetime_is_default"], false);
+    // A body that leaves the field out is refused, not read as "back to the
+    // default": an empty POST must not undo the owner's choice (an
+    // allowlisting brand opened to the Provider's policy).
+    call_ok(
+        &app,
+        &shop_owner,
+        "post",
+        "/brands/shop/admission",
+        Some(serde_json::json!({"policy": "allowlist"})),
+    )
+    .await;
+    let chosen = brand_settings(&app, "shop").await;
+    for path in ["/brands/shop/grant-lifetime", "/brands/shop/admission"] {
+        for body in [Some(serde_json::json!({})), None] {
+            call_refused(
+                &app,
+                &shop_owner,
+                "post",
+                path,
+                body,
+                400,
+                "invalid_request",
+            )
+            .await;
+        }
+    }
+    assert_eq!(brand_settings(&app, "shop").await, chosen);
+    assert_eq!(chosen["admission"], "allowlist");
+    assert_eq!(chosen["grant_ttl_days"], 14);
     let v = call_ok(
         &app,
         &shop_owner,

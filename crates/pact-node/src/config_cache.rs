@@ -370,7 +370,9 @@ impl ConfigCache {
 /// `pactd_config_cache_total{result}`: its two series' handles, made once.
 /// Every request looks the cache up several times, and `counter!` builds and
 /// hashes the key and, under the Prometheus recorder, allocates it on every
-/// call (issue 27). Made on first use, after `serve` installed the recorder.
+/// call (issue 27). Made on first use, after `serve` installed the recorder;
+/// a process that installs its recorder only after a lookup (a test binary)
+/// keeps counting into the no-op one, so no test reads these values.
 fn lookup_counter(hit: bool) -> &'static metrics::Counter {
     static HIT: std::sync::LazyLock<metrics::Counter> = std::sync::LazyLock::new(
         || metrics::counter!("pactd_config_cache_total", "result" => "hit"),

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use utoipa::openapi::schema::{
     AdditionalProperties, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat, Type,
 };
-use utoipa::openapi::{Ref, RefOr};
+use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::admin::role::Role;
@@ -35,8 +35,7 @@ pub enum Shape {
         schemas: fn(&mut Schemas),
     },
     /// A body that is not a type with a derived schema (the receipts file of
-    /// `admin/receipts_export.rs`, a request whose rules depend on the
-    /// operation): a schema written in `openapi.rs`.
+    /// `admin/receipts_export.rs`): a schema written in `openapi.rs`.
     Written(&'static str),
 }
 
@@ -104,7 +103,7 @@ const _: fn(Role) = |r| match r {
 };
 
 /// Every admission policy, kept complete the same way.
-const POLICIES: [Policy; 3] = [Policy::Allowlist, Policy::Registry, Policy::Open];
+pub(super) const POLICIES: [Policy; 3] = [Policy::Allowlist, Policy::Registry, Policy::Open];
 const _: fn(Policy) = |p| match p {
     Policy::Allowlist | Policy::Registry | Policy::Open => {}
 };
@@ -163,7 +162,7 @@ pub fn details_types() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::Object)
         .additional_properties(Some(AdditionalProperties::RefOr(RefOr::Ref(
-            Ref::from_schema_name("DetailsType"),
+            super::fields::details_type(),
         ))))
         .build()
 }

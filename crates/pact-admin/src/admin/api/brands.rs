@@ -317,6 +317,7 @@ pub async fn set_card_text(
 #[serde(deny_unknown_fields)]
 pub struct GrantLifetime {
     /// How long new grants last; null: the server's default.
+    #[serde(deserialize_with = "params::present")]
     #[schema(minimum = 1, maximum = 365, required = true)]
     pub days: Option<i64>,
 }
@@ -342,6 +343,7 @@ pub async fn set_grant_lifetime(
 #[serde(deny_unknown_fields)]
 pub struct Admission {
     /// `allowlist`, `registry`, `open`, or null for the Provider's policy.
+    #[serde(deserialize_with = "params::present")]
     #[schema(schema_with = fields::policy_or_default, required = true)]
     pub policy: Option<String>,
 }

@@ -9,12 +9,13 @@
 use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{Array, Ref, schema::SchemaType};
 
-/// What the API accepts in free text: no control characters.
-pub const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f]*$";
+/// What the API accepts in free text: no control characters (C0, DEL and
+/// C1, as `char::is_control`, which the server checks).
+pub const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 /// RFC 6749 §3.3 scope-token, bounded to 128 characters.
 pub const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
 /// An `authorization_details` type name: no spaces or control characters.
-pub const TYPE_NAME_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f]{1,128}$";
+pub const TYPE_NAME_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f-\\u009f]{1,128}$";
 /// A brand's or a tool's name (`domain::brand_id`, `domain::tool_rules`).
 pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
 /// A tool's limit rule: `FIELD=ARG`, `TYPE.FIELD=ARG` or `FIELD` (a count).
@@ -44,7 +45,7 @@ pub fn non_blank_reason() -> Object {
     text(
         Some(1),
         200,
-        Some("^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"),
+        Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\u0000-\\u0020\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"),
     )
     .build()
 }
@@ -104,8 +105,8 @@ pub fn policy_or_default() -> Object {
     ObjectBuilder::new()
         .schema_type(nullable(Type::String))
         .enum_values(Some(
-            ["allowlist", "registry", "open"]
-                .map(Some)
+            super::answer::POLICIES
+                .map(|p| Some(p.as_str()))
                 .into_iter()
                 .chain([None]),
         ))
@@ -114,6 +115,9 @@ pub fn policy_or_default() -> Object {
         ))
         .build()
 }
+
+/// The name of the hand-written schema of an RFC 9396 type declaration.
+pub const DETAILS_TYPE: &str = "DetailsType";
 
 /// An `authorization_details` type's name (RFC 9396 §2: the entry's `type`).
 pub fn type_name() -> Object {
@@ -124,7 +128,7 @@ pub fn type_name() -> Object {
 /// declaration is a domain type (`domain::authz_details`) without a schema
 /// derive.
 pub fn details_type() -> Ref {
-    Ref::from_schema_name("DetailsType")
+    Ref::from_schema_name(DETAILS_TYPE)
 }
 
 /// A tool's name.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::answer::Shape;
 use super::error::ErrorCode;
-use super::fields::{NO_CONTROL, SCOPE_PATTERN, SLUG_PATTERN, TYPE_NAME_PATTERN};
+use super::fields::{DETAILS_TYPE, NO_CONTROL, SCOPE_PATTERN, SLUG_PATTERN, TYPE_NAME_PATTERN};
 use super::{OPERATIONS, Operation, PREFIX};
 use crate::state::AppState;
 
@@ -107,7 +107,7 @@ fn base_schemas() -> Value {
 /// from [`base_schemas`] to stay within `json!`'s recursion limit.
 fn brand_setting_schemas() -> Value {
     json!({
-        "DetailsType": json!({
+        DETAILS_TYPE: json!({
             "type": "object",
             "description": "An RFC 9396 type (PACT §5.7). Which tool argument each field limits is said by the tools' `enforce` rules, not here; every grant keeps the declaration it was approved under.",
             "properties": {
@@ -302,7 +302,7 @@ mod tests {
             .filter(|name| written.contains_key(*name))
             .collect();
         assert!(both.is_empty(), "{both:?}");
-        assert!(written.contains_key("DetailsType") && derived.contains_key("Grant"));
+        assert!(written.contains_key(DETAILS_TYPE) && derived.contains_key("Grant"));
         assert!(derived.contains_key("DetailsTypeDefinition"));
         assert!(
             derived.contains_key("Reason"),

@@ -7,6 +7,7 @@ use axum::http::Uri;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::ids::GrantId;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -63,6 +64,19 @@ pub fn body<T: DeserializeOwned>(raw: &[u8]) -> Result<T, AdminApiError> {
     };
     serde_json::from_slice(raw)
         .map_err(|e| AdminApiError::invalid(format!("the JSON body is not valid: {e}")))
+}
+
+/// A field that must be present but may be `null`: for `#[serde(deserialize_with
+/// = "params::present")]`. serde reads a missing `Option` as `None`, so without
+/// this an empty body would mean "back to the default" and undo an owner's
+/// choice (an allowlisting brand opened to the Provider's policy); with it the
+/// body must say `null` to mean that.
+pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
 }
 
 /// An optional free-text reason: at most 200 characters, no control characters.
