@@ -1173,6 +1173,30 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
         "invalid_request",
     )
     .await;
+    // Leaving the rules out is refused too: only `"enforce": []` lifts them.
+    for body in [
+        Some(serde_json::json!({})),
+        Some(serde_json::json!({"summary": "Show it"})),
+        None,
+    ] {
+        call_refused(
+            &app,
+            &shop_owner,
+            "post",
+            "/brands/shop/tools/get_order/rules",
+            body,
+            400,
+            "invalid_request",
+        )
+        .await;
+    }
+    let tools = pact_db::merchant::list_tools(&app.db, "shop")
+        .await
+        .unwrap();
+    assert_eq!(
+        tools[0].enforce,
+        serde_json::json!(["order_view.ids=order_id"])
+    );
     call_refused(
         &app,
         &shop_owner,

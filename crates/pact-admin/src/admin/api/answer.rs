@@ -9,10 +9,10 @@ use std::borrow::Cow;
 
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
+use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{
     AdditionalProperties, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat, Type,
 };
-use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::admin::role::Role;

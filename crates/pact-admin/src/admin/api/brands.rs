@@ -448,8 +448,9 @@ pub async fn put_tool(
 #[serde(deny_unknown_fields)]
 #[schema(as = ToolRules)]
 pub struct ToolRulesBody {
-    /// The tool's limit rules, as in `ToolDefinition`; empty clears them.
-    #[serde(default)]
+    /// The tool's limit rules, as in `ToolDefinition`; `[]` clears them.
+    /// Required: a body that leaves them out must not lift every limit of
+    /// the tool on new grants.
     #[schema(schema_with = fields::rules)]
     pub enforce: Vec<String>,
     #[serde(default)]
