@@ -473,7 +473,7 @@ pub const OPERATIONS: &[Operation] = &[
         method: "post",
         path: "/brands/{brand}/admission",
         operation_id: "setBrandAdmission",
-        summary: "Which personal agents the brand admits (PACT §3.1): allowlist, open, or null for the Provider's policy (as `pactd brand set --admission`).",
+        summary: "Which personal agents the brand admits (PACT §3.1): allowlist, registry, open, or null for the Provider's policy (as `pactd brand set --admission`).",
         role: Role::Owner,
         query: &[],
         body: Some(typed::<brands::Admission>()),
