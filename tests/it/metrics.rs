@@ -147,6 +147,49 @@ async fn every_family_has_help_and_type_and_known_counters_start_at_zero() {
     }
 }
 
+/// The sum of a family's samples whose labels include `label`.
+fn sum_with(page: &str, family: &str, label: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A client chooses the method, so a method outside HTTP's own is counted
+/// as `other`: as sent, each made-up method would be a new series kept for
+/// the life of the process (unbounded memory and page). Each request is
+/// counted once, also when its series' handles are already made.
+#[tokio::test]
+async fn made_up_methods_are_counted_as_other_never_by_name() {
+    let (app, before) = scraped_page().await;
+    let family = "pactd_http_requests_total";
+    let other_before = sum_with(&before, family, "method=\"other\"");
+    for method in ["BREW", "PURGE", "BREW"] {
+        let res = app
+            .http
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                format!("{}/healthz", app.base_url),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 405, "{method}");
+    }
+    let (_again, after) = scraped_page().await;
+    assert_eq!(
+        sum_with(&after, family, "method=\"other\"") - other_before,
+        3.0,
+        "{after}"
+    );
+    for name in ["BREW", "PURGE"] {
+        assert!(
+            !after.contains(name),
+            "{name} became a label value:\n{after}"
+        );
+    }
+}
+
 /// `promtool check metrics` on the page a real node serves: exit 0 and no
 /// complaint (it exits 3 on a lint problem such as a family without HELP).
 #[tokio::test]

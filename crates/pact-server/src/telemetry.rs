@@ -6,12 +6,14 @@
 //! node's load, which is the operator's business, not an agent's
 //! (docs/operations.md, "Metrics").
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -308,25 +310,79 @@ pub fn enabled() -> bool {
 }
 
 /// Counts each request and times it, by matched route (the route pattern,
-/// never the raw path, which carries ids and codes) and status.
+/// never the raw path, which carries ids and codes), method and status.
 pub async fn track(req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = method_label(req.method());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let res = next.run(req).await;
-    let status = res.status().as_u16().to_string();
-    let labels = [
-        ("route", route),
-        ("method", method.as_str().to_owned()),
-        ("status", status),
-    ];
-    metrics::counter!("pactd_http_requests_total", &labels).increment(1);
-    metrics::histogram!("pactd_http_request_duration_seconds", &labels)
-        .record(started.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    record(route, method, res.status().as_u16(), started.elapsed());
     res
+}
+
+/// The method as a label: the methods of RFC 9110 §9.3 and PATCH by name,
+/// anything else as `other`. A client picks the method, and every distinct
+/// label value is a series kept for the life of the process: named as sent,
+/// a client sending made-up methods would grow the page and the node's
+/// memory without bound (Prometheus, "Instrumentation": do not put unbounded
+/// values in labels).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::CONNECT => "CONNECT",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+/// One request series: its count and its duration histogram.
+type Series = (metrics::Counter, metrics::Histogram);
+/// The series by route, then by method and status.
+type ByRoute = HashMap<String, HashMap<(&'static str, u16), Series>>;
+
+thread_local! {
+    /// The handles of the series this worker thread has recorded, by route,
+    /// then method and status. Building a labelled key hashes and allocates
+    /// its three labels, and the recorder looks it up in its registry, on
+    /// every request (issue 27); a handle made once records without either.
+    /// Bounded: the routes are the router's patterns, the methods
+    /// [`method_label`]'s ten, the statuses at most 500 codes. Only used once
+    /// the recorder is installed ([`track`] is layered only then), so no
+    /// handle is bound to the no-op recorder.
+    static SERIES: RefCell<ByRoute> = RefCell::new(HashMap::new());
+}
+
+fn record(route: &str, method: &'static str, status: u16, took: Duration) {
+    SERIES.with_borrow_mut(|by_route| {
+        let series = match by_route.get(route).and_then(|m| m.get(&(method, status))) {
+            Some(found) => found,
+            None => {
+                let labels = [
+                    ("route", route.to_owned()),
+                    ("method", method.to_owned()),
+                    ("status", status.to_string()),
+                ];
+                let made = (
+                    metrics::counter!("pactd_http_requests_total", &labels),
+                    metrics::histogram!("pactd_http_request_duration_seconds", &labels),
+                );
+                by_route
+                    .entry(route.to_owned())
+                    .or_default()
+                    .entry((method, status))
+                    .or_insert(made)
+            }
+        };
+        series.0.increment(1);
+        series.1.record(took.as_secs_f64());
+    });
 }
 
 /// The metrics listener's app: `GET /metrics` and nothing else.
