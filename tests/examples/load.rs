@@ -749,7 +749,12 @@ async fn spray_phases(
     server
         .admin(&["brand", "set", "open-door", "--admission", "open"])
         .await?;
-    let open_send = format!("{}/message:send", state.config.interface_url("open-door"));
+    let open_send = format!(
+        "{}/message:send",
+        state
+            .config
+            .interface_url(&pact_tests::brand_id("open-door"))
+    );
     let workers = (ctx.pools.len() / 2).max(1);
     let identity = |ctx: Arc<Ctx>| {
         move |w: usize, seq: u64| {
@@ -1508,8 +1513,8 @@ async fn main() -> anyhow::Result<()> {
         .timeout(Duration::from_secs(30))
         .pool_max_idle_per_host(4 * c)
         .build()?;
-    let iface = state.config.interface_url("demo");
-    let shop = state.config.interface_url("shop");
+    let iface = state.config.interface_url(&pact_tests::brand_id("demo"));
+    let shop = state.config.interface_url(&pact_tests::brand_id("shop"));
     let mut ctx = Ctx {
         http,
         pas,

@@ -144,7 +144,7 @@ async fn app() -> TestApp {
     app.enable_demo_delegation().await;
     app.add_brand("shop", "Shop").await;
     for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
-        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+        pact_db::scopes::upsert(&app.db, &pact_tests::brand_id("shop"), id, d, false)
             .await
             .unwrap();
     }
@@ -681,7 +681,7 @@ async fn each_role_may_do_what_it_should_and_no_more() {
     )
     .await;
     assert!(
-        pact_db::users::find_by_email(&app.db, "demo", "ann@example.com")
+        pact_db::users::find_by_email(&app.db, &pact_tests::brand_id("demo"), "ann@example.com")
             .await
             .unwrap()
             .is_some()
@@ -986,7 +986,7 @@ async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_e
     let user = pact_db::users::insert(
         &a.db,
         Uuid::new_v4(),
-        "demo",
+        &pact_tests::brand_id("demo"),
         "alice@example.com",
         Some("alice"),
         &hash,
@@ -1018,10 +1018,11 @@ async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_e
         .unwrap()
         .unwrap();
     assert!(g.revoked_at.is_some());
-    let stored = pact_db::users::find_by_email(&a.db, "demo", "alice@example.com")
-        .await
-        .unwrap()
-        .unwrap();
+    let stored =
+        pact_db::users::find_by_email(&a.db, &pact_tests::brand_id("demo"), "alice@example.com")
+            .await
+            .unwrap()
+            .unwrap();
     assert!(stored.disabled_at.is_some());
 
     let v = call_ok(
@@ -1059,7 +1060,7 @@ async fn disabling_a_customer_cuts_off_their_agents_on_every_node_and_removing_e
         json!({"id": user.id, "removed": true, "revoked_grants": 0})
     );
     assert!(
-        pact_db::users::find_by_email(&a.db, "demo", "alice@example.com")
+        pact_db::users::find_by_email(&a.db, &pact_tests::brand_id("demo"), "alice@example.com")
             .await
             .unwrap()
             .is_none()

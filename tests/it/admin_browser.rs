@@ -153,7 +153,7 @@ async fn an_operator_revokes_a_persons_grant_in_the_console_and_the_agent_is_cut
     pact_db::users::insert(
         &a.db,
         Uuid::new_v4(),
-        "demo",
+        &pact_tests::brand_id("demo"),
         "ada@example.com",
         Some("ada"),
         &hash,

@@ -277,7 +277,7 @@ async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     let app = app().await;
     app.add_brand("shop", "Shop").await;
     for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
-        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+        pact_db::scopes::upsert(&app.db, &pact_tests::brand_id("shop"), id, d, false)
             .await
             .unwrap();
     }

@@ -320,7 +320,7 @@ async fn every_node_says_whether_it_listens_for_revocations() {
 }
 
 async fn scopes_of(app: &TestApp, brand: &str) -> Vec<(String, String, bool)> {
-    pact_db::scopes::list(&app.db, brand)
+    pact_db::scopes::list(&app.db, &pact_tests::brand_id(brand))
         .await
         .unwrap()
         .into_iter()
@@ -389,7 +389,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     assert!(
         peer.state
             .config_cache
-            .scopes(&peer.db, "shop")
+            .scopes(&peer.db, &pact_tests::brand_id("shop"))
             .await
             .unwrap()
             .is_empty()
@@ -414,7 +414,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     let seen = peer
         .state
         .config_cache
-        .scopes(&peer.db, "shop")
+        .scopes(&peer.db, &pact_tests::brand_id("shop"))
         .await
         .unwrap();
     assert_eq!(seen.len(), 1, "the peer sees the new scope");
@@ -441,7 +441,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     let seen = peer
         .state
         .config_cache
-        .scopes(&peer.db, "shop")
+        .scopes(&peer.db, &pact_tests::brand_id("shop"))
         .await
         .unwrap();
     assert!(seen[0].requires_mfa);
@@ -542,7 +542,7 @@ async fn owners_manage_their_brands_scopes_through_the_api_on_every_node() {
     assert!(
         peer.state
             .config_cache
-            .scopes(&peer.db, "shop")
+            .scopes(&peer.db, &pact_tests::brand_id("shop"))
             .await
             .unwrap()
             .is_empty()
@@ -933,7 +933,7 @@ async fn brand_settings(app: &TestApp, brand: &str) -> Value {
 async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() {
     let app = app().await;
     for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
-        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+        pact_db::scopes::upsert(&app.db, &pact_tests::brand_id("shop"), id, d, false)
             .await
             .unwrap();
     }
@@ -1073,7 +1073,7 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
     }
     assert_eq!(brand_settings(&app, "shop").await, before);
     assert!(
-        pact_db::merchant::list_tools(&app.db, "shop")
+        pact_db::merchant::list_tools(&app.db, &pact_tests::brand_id("shop"))
             .await
             .unwrap()
             .is_empty()
@@ -1190,7 +1190,7 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
         )
         .await;
     }
-    let tools = pact_db::merchant::list_tools(&app.db, "shop")
+    let tools = pact_db::merchant::list_tools(&app.db, &pact_tests::brand_id("shop"))
         .await
         .unwrap();
     assert_eq!(
@@ -1268,7 +1268,7 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
 async fn the_console_edits_lifetime_types_and_tools_for_owners_only() {
     let app = app().await;
     for (id, d) in pact_server::agent::demo_tools::DEMO_SCOPES {
-        pact_db::scopes::upsert(&app.db, "shop", id, d, false)
+        pact_db::scopes::upsert(&app.db, &pact_tests::brand_id("shop"), id, d, false)
             .await
             .unwrap();
     }

@@ -76,9 +76,14 @@ async fn the_same_agent_is_refused_under_the_default_allowlist() {
 async fn a_brand_overrides_the_providers_policy_both_ways() {
     let app = TestApp::spawn().await;
     app.add_brand("open-shop", "Open Shop").await;
-    pact_db::brands::set_setting(&app.db, "open-shop", "admission", &json!("open"))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("open-shop"),
+        "admission",
+        &json!("open"),
+    )
+    .await
+    .unwrap();
     app.settle().await;
     let pa = TestPa::start_discoverable().await;
     let token = pa.token("u1", app.audience());
@@ -94,9 +99,14 @@ async fn a_brand_overrides_the_providers_policy_both_ways() {
 
     // And a Provider that is open by default, with a brand that allowlists.
     let open = open_app().await;
-    pact_db::brands::set_setting(&open.db, "demo", "admission", &json!("allowlist"))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &open.db,
+        &pact_tests::brand_id("demo"),
+        "admission",
+        &json!("allowlist"),
+    )
+    .await
+    .unwrap();
     open.settle().await;
     let other = TestPa::start_discoverable().await;
     assert_bare_401(
@@ -122,9 +132,14 @@ async fn open_app_allowing_orders_read() -> TestApp {
     })
     .await;
     app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
-        .await
-        .unwrap();
+    pact_db::scopes::set_unverified_allowed(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:read",
+        true,
+    )
+    .await
+    .unwrap();
     app.settle().await;
     app
 }
@@ -458,9 +473,14 @@ async fn unknown_issuers_are_answered_from_memory_while_the_node_listens() {
 async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
     let app = TestApp::spawn_with(|c| c.admission.policy = Policy::Open).await;
     app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(&app.db, "demo", "orders:read", true)
-        .await
-        .unwrap();
+    pact_db::scopes::set_unverified_allowed(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:read",
+        true,
+    )
+    .await
+    .unwrap();
     app.settle().await;
     let pa = TestPa::start_discoverable().await;
     let user =
@@ -472,7 +492,7 @@ async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
         &hash,
         &csrf,
         &pact_db::sessions::SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             user_id: Some(user.id),
             ..Default::default()
         },

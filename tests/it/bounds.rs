@@ -101,9 +101,15 @@ fn owner() -> Actor {
 async fn shop() -> Shop {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
-    pact_db::scopes::upsert(&app.db, "demo", "payments:charge", "Pay for things", false)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "payments:charge",
+        "Pay for things",
+        false,
+    )
+    .await
+    .unwrap();
     let types = json!({
         "order_cancellation": {
             "scope": "orders:cancel",
@@ -124,7 +130,7 @@ async fn shop() -> Shop {
     });
     pact_db::brands::set_setting(
         &app.db,
-        "demo",
+        &pact_tests::brand_id("demo"),
         pact_server::domain::authz_details::SETTINGS_KEY,
         &types,
     )
@@ -159,7 +165,7 @@ async fn shop() -> Shop {
             &BrandTool {
                 enforce,
                 ..BrandTool::at_url(
-                    "demo",
+                    &pact_tests::brand_id("demo"),
                     name,
                     Some(scope),
                     &format!("{api_base}/tools/{name}"),
@@ -483,9 +489,15 @@ async fn limits_never_lapse_when_staff_edit_the_declarations() {
 async fn a_limit_no_tool_enforces_refuses_the_call_and_tells_staff() {
     let mut s = shop().await;
     // `per_call` bound by no tool any longer: `pay` loses its rules.
-    pact_db::merchant::set_tool_rules(&s.app.db, "demo", "pay", &json!(["total=amount"]), None)
-        .await
-        .unwrap();
+    pact_db::merchant::set_tool_rules(
+        &s.app.db,
+        &pact_tests::brand_id("demo"),
+        "pay",
+        &json!(["total=amount"]),
+        None,
+    )
+    .await
+    .unwrap();
     s.app.settle().await;
     let token = s
         .grant(
@@ -850,7 +862,7 @@ async fn the_account_page_shows_each_limit_and_how_much_is_used() {
         &hash,
         &csrf,
         &pact_db::sessions::SessionState {
-            brand_id: Some("demo".to_owned()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             user_id: Some(ann.id),
             ..Default::default()
         },

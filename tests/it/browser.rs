@@ -177,12 +177,22 @@ async fn brand_look(app: &TestApp) {
     pact_db::logos::put(&app.db, &name, "image/png", BRAND_LOGO)
         .await
         .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &json!(name))
-        .await
-        .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &json!("#7a1f5c"))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::LOGO_KEY,
+        &json!(name),
+    )
+    .await
+    .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::ACCENT_KEY,
+        &json!("#7a1f5c"),
+    )
+    .await
+    .unwrap();
     app.settle().await;
 }
 
@@ -207,7 +217,7 @@ async fn axe_audit(width: u32, lang: &str) {
             .unwrap();
         pact_db::scopes::upsert(
             &app.db,
-            "demo",
+            &pact_tests::brand_id("demo"),
             "orders:read",
             "See your orders at https://orders.example/a/very/long/path/that/never/breaks/anywhere/at/all",
             false,
@@ -321,7 +331,7 @@ async fn a_cross_site_auto_submitted_assertion_is_refused_in_a_real_browser() {
         ("login_url", "https://login.demo.example/signin"),
         ("login_jwks_uri", signer.jwks_uri.as_str()),
     ] {
-        pact_db::brands::set_setting(&app.db, "demo", k, &json!(v))
+        pact_db::brands::set_setting(&app.db, &pact_tests::brand_id("demo"), k, &json!(v))
             .await
             .unwrap();
     }
@@ -429,12 +439,22 @@ async fn who_is_asking_shows_the_platform_and_not_you_returns_to_the_request() {
         pact_db::logos::put(&app.db, &name, "image/png", BRAND_LOGO)
             .await
             .unwrap();
-        pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &json!(name))
-            .await
-            .unwrap();
-        pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &json!("#7a1f5c"))
-            .await
-            .unwrap();
+        pact_db::brands::set_setting(
+            &app.db,
+            &pact_tests::brand_id("demo"),
+            who::LOGO_KEY,
+            &json!(name),
+        )
+        .await
+        .unwrap();
+        pact_db::brands::set_setting(
+            &app.db,
+            &pact_tests::brand_id("demo"),
+            who::ACCENT_KEY,
+            &json!("#7a1f5c"),
+        )
+        .await
+        .unwrap();
         app.settle().await;
         let hits = platform.hits();
 
@@ -480,7 +500,7 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
     let app = app().await;
     pact_db::scopes::upsert(
         &app.db,
-        "demo",
+        &pact_tests::brand_id("demo"),
         "orders:cancel",
         "Cancel orders that have not shipped yet",
         true,
@@ -496,7 +516,9 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
         .await;
     let access = tokens["access_token"].as_str().unwrap();
     let pa_jwt = pa.token("pa-nell", app.audience());
-    let order = seed_orders("demo", &user.subject())[0].order_id.clone();
+    let order = seed_orders(&pact_tests::brand_id("demo"), &user.subject())[0]
+        .order_id
+        .clone();
     let res = app
         .send_delegated(
             "demo",
@@ -575,7 +597,7 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
     let grants = pact_db::grants::active_for(
         &app.db,
         pact_db::parties::Connection {
-            brand_id: "demo",
+            brand_id: &pact_tests::brand_id("demo"),
             pa_issuer: ISS,
             user_sub: &user.subject(),
         },

@@ -74,7 +74,7 @@ async fn pactd_with_agent_and(
     app.add_brand("acme", "Acme").await;
     pact_db::scopes::upsert(
         &app.db,
-        "acme",
+        &pact_tests::brand_id("acme"),
         "orders:read",
         "See your Acme orders",
         false,
@@ -93,12 +93,12 @@ async fn pactd_with_agent_and(
 
 pub(crate) fn pactd_config(app: &TestApp, identity: &Identity, profile: Profile) -> Config {
     let mut c = Config::new(
-        app.state.config.card_url("demo"),
+        app.state.config.card_url(&pact_tests::brand_id("demo")),
         identity.clone(),
         app.audience(),
     );
     c.profile = profile;
-    c.other_brand = Some(app.state.config.card_url("acme"));
+    c.other_brand = Some(app.state.config.card_url(&pact_tests::brand_id("acme")));
     c.jwks = JwksServing::External;
     c
 }
@@ -247,7 +247,7 @@ async fn the_delegated_profile_passes_against_pactd_through_its_pages() {
     // Decided by the two accounts, signed in on the pages.
     let mut subjects = BTreeSet::new();
     for email in ["ann@conformance.example", "bob@conformance.example"] {
-        let user = pact_db::users::find_by_email(&app.db, "demo", email)
+        let user = pact_db::users::find_by_email(&app.db, &pact_tests::brand_id("demo"), email)
             .await
             .unwrap()
             .unwrap();
@@ -346,9 +346,14 @@ async fn the_admission_checks_pass_against_an_allowlisting_pactd_and_brand() {
         })
         .await;
         if open_provider {
-            pact_db::brands::set_setting(&app.db, "demo", "admission", &json!("allowlist"))
-                .await
-                .unwrap();
+            pact_db::brands::set_setting(
+                &app.db,
+                &pact_tests::brand_id("demo"),
+                "admission",
+                &json!("allowlist"),
+            )
+            .await
+            .unwrap();
             app.settle().await;
         }
         let mut config = pactd_config(&app, &identity, Profile::Identity);
@@ -692,7 +697,11 @@ async fn the_example_approver_script_says_what_failed_and_never_the_password() {
 async fn an_unregistered_agent_is_told_what_to_register() {
     let app = TestApp::spawn().await;
     let (home, identity) = new_identity(app.audience());
-    let mut c = Config::new(app.state.config.card_url("demo"), identity, app.audience());
+    let mut c = Config::new(
+        app.state.config.card_url(&pact_tests::brand_id("demo")),
+        identity,
+        app.audience(),
+    );
     c.profile = Profile::Identity;
     c.jwks = JwksServing::Serve("127.0.0.1:0".parse().unwrap());
     let approver = conformance::InteractiveApprover::default();
@@ -762,7 +771,7 @@ async fn the_agent_steps_up_refreshes_and_keeps_verified_chained_receipts() {
         links: 0,
     };
     let send = |text: &str| client::SendOptions {
-        card_url: app.state.config.card_url("demo"),
+        card_url: app.state.config.card_url(&pact_tests::brand_id("demo")),
         text: text.to_owned(),
         ..Default::default()
     };
@@ -877,7 +886,7 @@ async fn an_old_receipt_still_verifies_after_its_key_was_unpublished() {
         links: 0,
     };
     let send = client::SendOptions {
-        card_url: app.state.config.card_url("demo"),
+        card_url: app.state.config.card_url(&pact_tests::brand_id("demo")),
         text: "Show me my orders".to_owned(),
         ..Default::default()
     };
@@ -1041,12 +1050,14 @@ async fn send_follows_a_step_up_by_itself_and_keeps_every_receipt_in_an_intact_c
         codes_shown: Vec::new(),
     };
     let send = |text: &str, no_wait: bool| client::SendOptions {
-        card_url: app.state.config.card_url("demo"),
+        card_url: app.state.config.card_url(&pact_tests::brand_id("demo")),
         text: text.to_owned(),
         no_wait,
         ..Default::default()
     };
-    let order = pact_server::agent::demo_tools::seed_orders("demo", &ann.subject())[0]
+    let order =
+        pact_server::agent::demo_tools::seed_orders(&pact_tests::brand_id("demo"), &ann.subject())
+            [0]
         .order_id
         .clone();
 

@@ -29,11 +29,11 @@ impl From<Error> for Mine {
 #[tokio::test]
 async fn constraint_refusals_carry_their_variant_and_name() {
     let db = pool().await;
-    pact_db::brands::insert(&db, "acme", "Acme", "")
+    pact_db::brands::insert(&db, &pact_tests::brand_id("acme"), "Acme", "")
         .await
         .unwrap();
 
-    let dup = pact_db::brands::insert(&db, "acme", "Acme again", "")
+    let dup = pact_db::brands::insert(&db, &pact_tests::brand_id("acme"), "Acme again", "")
         .await
         .unwrap_err();
     assert!(matches!(dup, Error::UniqueViolation { .. }), "{dup:?}");
@@ -41,9 +41,15 @@ async fn constraint_refusals_carry_their_variant_and_name() {
     assert!(pact_db::is_unique_violation(&dup));
     assert_eq!(dup.code().as_deref(), Some("23505"));
 
-    let orphan = pact_db::scopes::upsert(&db, "nobody", "orders:read", "Read", false)
-        .await
-        .unwrap_err();
+    let orphan = pact_db::scopes::upsert(
+        &db,
+        &pact_tests::brand_id("nobody"),
+        "orders:read",
+        "Read",
+        false,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(orphan, Error::ForeignKeyViolation { .. }),
         "{orphan:?}"
@@ -51,15 +57,21 @@ async fn constraint_refusals_carry_their_variant_and_name() {
     assert_eq!(orphan.constraint(), Some("brand_scopes_brand_id_fkey"));
     assert!(!pact_db::is_unique_violation(&orphan));
 
-    // The brand id's CHECK (migrations/0001) refuses upper case.
-    let bad = pact_db::brands::insert(&db, "ACME", "Acme", "")
-        .await
-        .unwrap_err();
+    // The brand id's CHECK (migrations/0001) refuses upper case. The typed
+    // insert cannot even be called with such an id (`BrandId::parse`), so the
+    // row is written by hand: the table holds the rule on its own too.
+    assert!(pact_db::ids::BrandId::parse("ACME").is_err());
+    let bad = Error::from(
+        sqlx::query("insert into brands (id, name, description) values ('ACME', 'Acme', '')")
+            .execute(&db)
+            .await
+            .unwrap_err(),
+    );
     assert!(matches!(bad, Error::CheckViolation { .. }), "{bad:?}");
     assert_eq!(bad.constraint(), Some("brands_id_check"));
 
     // Sorting for the HTTP answer is unchanged: a NUL byte is the client's fault.
-    let nul = pact_db::brands::insert(&db, "nul", "A\0B", "")
+    let nul = pact_db::brands::insert(&db, &pact_tests::brand_id("nul"), "A\0B", "")
         .await
         .unwrap_err();
     assert!(matches!(nul, Error::Other(_)), "{nul:?}");
@@ -69,34 +81,37 @@ async fn constraint_refusals_carry_their_variant_and_name() {
 #[tokio::test]
 async fn on_constraint_maps_only_the_named_constraint() {
     let db = pool().await;
-    pact_db::brands::insert(&db, "acme", "Acme", "")
+    pact_db::brands::insert(&db, &pact_tests::brand_id("acme"), "Acme", "")
         .await
         .unwrap();
 
-    let named: Result<_, Mine> = pact_db::brands::insert(&db, "acme", "Acme", "")
-        .await
-        .on_constraint("brands_pkey", |_| Mine::BrandExists);
+    let named: Result<_, Mine> =
+        pact_db::brands::insert(&db, &pact_tests::brand_id("acme"), "Acme", "")
+            .await
+            .on_constraint("brands_pkey", |_| Mine::BrandExists);
     assert!(matches!(named, Err(Mine::BrandExists)), "{named:?}");
 
     // Another constraint's name leaves the error a database error.
-    let other: Result<_, Mine> = pact_db::brands::insert(&db, "acme", "Acme", "")
-        .await
-        .on_constraint("brands_id_check", |_| Mine::BrandExists);
+    let other: Result<_, Mine> =
+        pact_db::brands::insert(&db, &pact_tests::brand_id("acme"), "Acme", "")
+            .await
+            .on_constraint("brands_id_check", |_| Mine::BrandExists);
     assert!(
         matches!(other, Err(Mine::Db(Error::UniqueViolation { .. }))),
         "{other:?}"
     );
 
-    let fine: Result<_, Mine> = pact_db::brands::insert(&db, "fresh", "Fresh", "")
-        .await
-        .on_constraint("brands_pkey", |_| Mine::BrandExists);
+    let fine: Result<_, Mine> =
+        pact_db::brands::insert(&db, &pact_tests::brand_id("fresh"), "Fresh", "")
+            .await
+            .on_constraint("brands_pkey", |_| Mine::BrandExists);
     assert_eq!(fine.unwrap().id, "fresh");
 }
 
 #[tokio::test]
 async fn status_enums_keep_the_stored_text() {
     let db = pool().await;
-    pact_db::brands::insert(&db, "demo", "Demo", "")
+    pact_db::brands::insert(&db, &pact_tests::brand_id("demo"), "Demo", "")
         .await
         .unwrap();
     sqlx::query("insert into agents (issuer, jwks_uri, name) values ($1, $2, $3)")
@@ -113,7 +128,7 @@ async fn status_enums_keep_the_stored_text() {
         &db,
         NewDeviceAuthorization {
             id,
-            brand_id: "demo",
+            brand_id: &pact_tests::brand_id("demo"),
             pa_issuer: "https://pa.example",
             pa_sub: "pa-user",
             device_code_hash: &[7; 32],
@@ -134,7 +149,7 @@ async fn status_enums_keep_the_stored_text() {
     let live = device_authorizations::live_step_up(
         &db,
         pact_db::parties::PaUser {
-            brand_id: "demo",
+            brand_id: &pact_tests::brand_id("demo"),
             pa_issuer: "https://pa.example",
             pa_sub: "pa-user",
         },
@@ -168,7 +183,7 @@ async fn status_enums_keep_the_stored_text() {
         total_cents: 500,
         status: OrderStatus::Shipped,
     };
-    pact_db::demo_orders::insert(&db, "demo", "alice", &order)
+    pact_db::demo_orders::insert(&db, &pact_tests::brand_id("demo"), "alice", &order)
         .await
         .unwrap();
     let text: String =
@@ -177,7 +192,7 @@ async fn status_enums_keep_the_stored_text() {
             .await
             .unwrap();
     assert_eq!(text, "shipped");
-    let read = pact_db::demo_orders::find(&db, "demo", "alice", "DEMO-1")
+    let read = pact_db::demo_orders::find(&db, &pact_tests::brand_id("demo"), "alice", "DEMO-1")
         .await
         .unwrap()
         .unwrap();

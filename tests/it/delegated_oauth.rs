@@ -628,7 +628,7 @@ async fn a_device_code_polled_at_another_brand_is_invalid_grant() {
     app.add_brand("acme", "Acme").await;
     pact_db::scopes::upsert(
         &app.db,
-        "acme",
+        &pact_tests::brand_id("acme"),
         "orders:read",
         "See your Acme orders",
         false,
@@ -1171,7 +1171,7 @@ async fn a_brand_without_scopes_serves_no_oauth_endpoints_and_advertises_no_dele
 
     let card: Value = app
         .http
-        .get(app.state.config.card_url("plain"))
+        .get(app.state.config.card_url(&pact_tests::brand_id("plain")))
         .send()
         .await
         .unwrap()
@@ -1195,7 +1195,7 @@ async fn a_brand_with_scopes_advertises_the_device_code_flow_on_its_card() {
     let app = delegation_app().await;
     let card: Value = app
         .http
-        .get(app.state.config.card_url("demo"))
+        .get(app.state.config.card_url(&pact_tests::brand_id("demo")))
         .send()
         .await
         .unwrap()

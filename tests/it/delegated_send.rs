@@ -161,7 +161,7 @@ async fn authorization_behind(
 }
 
 async fn order_status(app: &TestApp, user: &str, order_id: &str) -> String {
-    pact_db::demo_orders::find(&app.db, "demo", user, order_id)
+    pact_db::demo_orders::find(&app.db, &pact_tests::brand_id("demo"), user, order_id)
         .await
         .unwrap()
         .unwrap()
@@ -182,7 +182,7 @@ async fn a_token_for_one_brand_is_refused_at_another_and_the_refusal_writes_noth
     app.add_brand("acme", "Acme").await;
     pact_db::scopes::upsert(
         &app.db,
-        "acme",
+        &pact_tests::brand_id("acme"),
         "tickets:read",
         "See your support tickets",
         false,
@@ -508,7 +508,7 @@ async fn a_correctly_signed_token_is_refused_when_its_grant_does_not_match_it() 
             "acme",
             pa_jwt.clone(),
             mint(&app, &token, |c| {
-                c.iss = app.state.config.oauth_issuer("acme");
+                c.iss = app.state.config.oauth_issuer(&pact_tests::brand_id("acme"));
                 c.aud = app.iface("acme");
             }),
         ),
@@ -614,7 +614,7 @@ async fn a_context_started_without_delegation_may_continue_with_it() {
     let v = ok_json(res).await;
     assert_eq!(v["message"]["contextId"], ctx.as_str());
     let reply = text(&v["message"]);
-    for order in seed_orders("demo", "alice") {
+    for order in seed_orders(&pact_tests::brand_id("demo"), "alice") {
         assert!(reply.contains(&order.order_id), "{reply}");
     }
     let bound: Option<String> =
@@ -641,7 +641,7 @@ async fn a_delegated_context_may_continue_without_a_token_but_sees_no_account_da
         .as_str()
         .unwrap()
         .to_owned();
-    let orders = seed_orders("demo", "alice");
+    let orders = seed_orders(&pact_tests::brand_id("demo"), "alice");
 
     let res = app
         .send("demo", &pa_jwt, "m2", "show my orders", Some(&ctx))
@@ -749,7 +749,7 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
     assert_eq!(v["message"]["contextId"], ctx.as_str());
     let reply = text(&v["message"]);
     assert!(reply.starts_with("Your orders"), "{reply}");
-    for order in seed_orders("demo", "alice") {
+    for order in seed_orders(&pact_tests::brand_id("demo"), "alice") {
         assert!(reply.contains(&order.order_id), "{reply}");
     }
 }
@@ -764,7 +764,9 @@ async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversatio
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
-    let order = seed_orders("demo", "alice")[0].order_id.clone();
+    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+        .order_id
+        .clone();
 
     let res = app
         .send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
@@ -826,7 +828,9 @@ async fn approving_a_step_up_and_asking_again_does_not_go_in_circles() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
-    let order = seed_orders("demo", "alice")[0].order_id.clone();
+    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+        .order_id
+        .clone();
     let cancel = format!("cancel {order}");
     let step_up_code = |v: &Value| {
         let link = v["task"]["metadata"]["pact.verificationUriComplete"]
@@ -946,12 +950,12 @@ async fn authorization_details_limit_cancellation_to_the_named_order() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     // Alice's usual orders plus a second one that is still cancellable.
-    let mut orders = seed_orders("demo", "alice");
+    let mut orders = seed_orders(&pact_tests::brand_id("demo"), "alice");
     let mut extra = orders[0].clone();
     extra.order_id = "DEMO-0000042".to_owned();
     orders.push(extra);
     for o in &orders {
-        pact_db::demo_orders::insert(&app.db, "demo", "alice", o)
+        pact_db::demo_orders::insert(&app.db, &pact_tests::brand_id("demo"), "alice", o)
             .await
             .unwrap();
     }
@@ -1075,7 +1079,9 @@ async fn every_delegated_reply_carries_a_receipt_that_verifies_against_the_publi
     let tokens = app.connect(&pa, SUB, "alice", &["orders:read"]).await;
     let token = access(&tokens);
     let grant = grant_of(&token);
-    let order = seed_orders("demo", "alice")[0].order_id.clone();
+    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+        .order_id
+        .clone();
     let jwks = app.provider_jwks().await;
     let kids: Vec<&str> = jwks.iter().map(|k| k["kid"].as_str().unwrap()).collect();
 
@@ -1174,7 +1180,9 @@ async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
     let grant = grant_of(&token);
-    let order = seed_orders("demo", "alice")[1].order_id.clone();
+    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[1]
+        .order_id
+        .clone();
 
     let mut ctx: Option<String> = None;
     let mut sent = Vec::new();
@@ -1450,7 +1458,7 @@ async fn after_a_key_rotation_old_tokens_keep_working_and_new_tokens_use_the_new
     let claims = pact_jose::verify_delegation_token(
         &new,
         &keys,
-        &app.state.config.oauth_issuer("demo"),
+        &app.state.config.oauth_issuer(&pact_tests::brand_id("demo")),
         &app.iface("demo"),
         ISS,
         OffsetDateTime::now_utc().unix_timestamp(),
@@ -1597,7 +1605,7 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
         &a.db,
         pact_db::grants::NewGrant {
             id: pact_db::ids::GrantId::new_random(),
-            brand_id: "demo",
+            brand_id: &pact_tests::brand_id("demo"),
             pa_issuer: ISS,
             user_sub: "someone-else",
             scopes: &["orders:read".to_owned()],
@@ -1807,7 +1815,7 @@ async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_no
         &hash,
         &csrf,
         &pact_db::sessions::SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             user_id: Some(user.id),
             ..Default::default()
         },

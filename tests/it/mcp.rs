@@ -639,7 +639,7 @@ async fn mcp_calls_outside_the_schema_the_details_or_the_size_limit_reach_nothin
         pact_db::merchant::upsert_tool(
             &app.db,
             &BrandTool {
-                brand_id: "demo".to_owned(),
+                brand_id: pact_tests::brand_id("demo"),
                 name: name.to_owned(),
                 scope: Some(scope.to_owned()),
                 url,

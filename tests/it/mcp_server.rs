@@ -50,9 +50,11 @@ async fn import_with(
     let now = app.state.clock.now();
     let secrets = match secrets {
         Some(s) => s,
-        None => pact_server::merchant::signing_secrets(&app.state, "demo", now)
-            .await
-            .unwrap(),
+        None => {
+            pact_server::merchant::signing_secrets(&app.state, &pact_tests::brand_id("demo"), now)
+                .await
+                .unwrap()
+        }
     };
     let pairs: Vec<String> = map.iter().map(|s| (*s).to_owned()).collect();
     let pairs = mcp_import::parse_scope_map(&pairs).map_err(message)?;
@@ -62,14 +64,14 @@ async fn import_with(
         url,
         allow_loopback,
         &secrets,
-        "demo",
+        &pact_tests::brand_id("demo"),
         now.unix_timestamp(),
         Duration::from_secs(10),
     )
     .await
     .map_err(message)?;
     let mut tx = app.db.begin().await.unwrap();
-    let report = mcp_import::apply(&mut tx, "demo", url, &tools, &pairs)
+    let report = mcp_import::apply(&mut tx, &pact_tests::brand_id("demo"), url, &tools, &pairs)
         .await
         .map_err(message)?;
     tx.commit().await.unwrap();
@@ -80,7 +82,7 @@ async fn import_with(
 /// What the merchant does after mapping `cancel_order` to its scope: says
 /// which argument the demo type's `order_ids` limits (`tool set-rules`).
 async fn bind_cancel_order(app: &TestApp) {
-    let mapped = pact_db::merchant::list_tools(&app.db, "demo")
+    let mapped = pact_db::merchant::list_tools(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
         .into_iter()
@@ -90,7 +92,7 @@ async fn bind_cancel_order(app: &TestApp) {
     if mapped {
         pact_db::merchant::set_tool_rules(
             &app.db,
-            "demo",
+            &pact_tests::brand_id("demo"),
             "cancel_order",
             &json!(["order_ids=order_id"]),
             None,
@@ -106,7 +108,7 @@ async fn import(app: &TestApp, url: &str, map: &[&str]) -> Result<ImportReport, 
 }
 
 async fn tools(app: &TestApp) -> Vec<BrandTool> {
-    pact_db::merchant::list_tools(&app.db, "demo")
+    pact_db::merchant::list_tools(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
 }
@@ -347,9 +349,14 @@ async fn an_unmapped_tool_is_refused_for_everyone_until_mapped() {
 
     // The admin maps it: now the same call runs.
     assert!(
-        pact_db::merchant::set_tool_scope(&s.app.db, "demo", "cancel_order", Some("orders:cancel"))
-            .await
-            .unwrap()
+        pact_db::merchant::set_tool_scope(
+            &s.app.db,
+            &pact_tests::brand_id("demo"),
+            "cancel_order",
+            Some("orders:cancel")
+        )
+        .await
+        .unwrap()
     );
     bind_cancel_order(&s.app).await;
     let (_, result) = s.call(&both, "m2", "cancel_order", &args).await;
@@ -599,7 +606,7 @@ async fn a_failed_import_says_why_and_registers_nothing() {
     pact_db::merchant::upsert_tool(
         &app.db,
         &BrandTool::at_url(
-            "demo",
+            &pact_tests::brand_id("demo"),
             "lookup_orders",
             Some("orders:read"),
             "https://api.shop.example/lookup",

@@ -58,7 +58,7 @@ async fn credential(app: &TestApp, brand: &str) -> (String, String) {
     pact_db::merchant::insert_credential(
         &app.db,
         &c.client_id,
-        brand,
+        &pact_tests::brand_id(brand),
         "orders API",
         &c.secret_hash,
     )
@@ -251,7 +251,7 @@ async fn introspection_needs_a_brand_credential_and_says_little_about_bad_tokens
     assert_eq!(res.json::<Value>().await.unwrap(), json!({"active": false}));
     // A revoked credential is refused.
     assert!(
-        pact_db::merchant::revoke_credential(&app.db, "demo", &id)
+        pact_db::merchant::revoke_credential(&app.db, &pact_tests::brand_id("demo"), &id)
             .await
             .unwrap()
     );
@@ -527,7 +527,7 @@ async fn start_tool_capture() -> (String, Kept) {
 async fn a_signed_tool_call_cannot_be_replayed_to_another_endpoint() {
     let (app, m) = shop_app().await;
     let (capture_url, kept) = start_tool_capture().await;
-    let mut lookup = pact_db::merchant::list_tools(&app.db, "demo")
+    let mut lookup = pact_db::merchant::list_tools(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
         .into_iter()
@@ -630,12 +630,14 @@ async fn a_rotated_secret_keeps_signing_during_its_grace() {
     // Rotate with a one-hour grace, as `pactd brand webhook-secret rotate` does.
     let new = WebhookSecret::generate().unwrap();
     let id = uuid::Uuid::new_v4();
-    let sealed = new.seal(&app.master_key, "demo", id).unwrap();
+    let sealed = new
+        .seal(&app.master_key, &pact_tests::brand_id("demo"), id)
+        .unwrap();
     let grace_end = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
-    pact_db::merchant::retire_current_secret(&app.db, "demo", grace_end)
+    pact_db::merchant::retire_current_secret(&app.db, &pact_tests::brand_id("demo"), grace_end)
         .await
         .unwrap();
-    pact_db::merchant::insert_secret(&app.db, id, "demo", &sealed)
+    pact_db::merchant::insert_secret(&app.db, id, &pact_tests::brand_id("demo"), &sealed)
         .await
         .unwrap();
     // Nodes keep the secrets in memory until the change is heard (migration 0040).

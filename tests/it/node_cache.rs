@@ -106,9 +106,15 @@ async fn a_change_made_elsewhere_reaches_a_second_nodes_copy() {
     // (Not `wait_heard(.., "agents")`: the last change heard was of agents
     // already, so it would not wait.)
     b.settle().await;
-    pact_db::scopes::upsert(&a.db, "demo", "orders:export", "Export your orders", false)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &a.db,
+        &pact_tests::brand_id("demo"),
+        "orders:export",
+        "Export your orders",
+        false,
+    )
+    .await
+    .unwrap();
     wait_heard(&b, "brand_scopes").await;
     let (status, body) = device_authorization(&b, &pa, "orders:export").await;
     assert_eq!(status, 200, "{body}");

@@ -67,7 +67,7 @@ async fn configure_auth(
         .master_key
         .seal(
             CLIENT_SECRET.as_bytes(),
-            &pact_db::brand_oidc::client_secret_aad("demo"),
+            &pact_db::brand_oidc::client_secret_aad(&pact_tests::brand_id("demo")),
         )
         .unwrap();
     let mfa_acr: Vec<String> = mfa_acr.iter().map(|s| (*s).to_owned()).collect();
@@ -83,7 +83,7 @@ async fn configure_auth(
     pact_db::brand_oidc::upsert(
         &app.db,
         &pact_db::brand_oidc::NewBrandOidc {
-            brand_id: "demo",
+            brand_id: &pact_tests::brand_id("demo"),
             issuer,
             client_id,
             client_secret_sealed: secret,
@@ -138,11 +138,14 @@ async fn node_provider(app: &TestApp) -> NodeProvider {
         .env("OIDC_CLIENT_SECRET", CLIENT_SECRET)
         .env(
             "OIDC_REDIRECT_URI",
-            pact_server::web::oidc_login::redirect_uri(public, "demo"),
+            pact_server::web::oidc_login::redirect_uri(public, &pact_tests::brand_id("demo")),
         )
         .env(
             "OIDC_BACKCHANNEL_URI",
-            pact_server::web::oidc_login::backchannel_logout_uri(public, "demo"),
+            pact_server::web::oidc_login::backchannel_logout_uri(
+                public,
+                &pact_tests::brand_id("demo"),
+            ),
         )
         .env("OIDC_JWT_CLIENT_ID", JWT_CLIENT_ID)
         .env(
@@ -346,9 +349,15 @@ async fn a_person_signs_in_at_the_provider_and_approves_one_of_two_scopes() {
 #[tokio::test]
 async fn a_scope_that_needs_a_second_factor_asks_the_provider_again() {
     let s = setup().await;
-    pact_db::scopes::upsert(&s.app.db, "demo", "orders:cancel", "Cancel orders", true)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &s.app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:cancel",
+        "Cancel orders",
+        true,
+    )
+    .await
+    .unwrap();
     s.app.settle().await;
     let op = node_provider(&s.app).await;
     configure(&s.app, &op.issuer, "sub", &["urn:shop:mfa"]).await;
@@ -980,7 +989,7 @@ async fn bad_id_tokens_are_refused_and_sign_no_one_in() {
         "the code was never redeemed"
     );
     // A trip for the demo brand returning through another brand's callback.
-    pact_db::brands::insert(&s.app.db, "other", "Other", "")
+    pact_db::brands::insert(&s.app.db, &pact_tests::brand_id("other"), "Other", "")
         .await
         .unwrap();
     let link = fresh_link(&b, &op.issuer).await;

@@ -181,14 +181,24 @@ async fn housekeeping_drops_expired_sessions_and_assertion_jtis_and_keeps_live_o
             .unwrap();
     }
     assert!(
-        pact_db::users::claim_assertion_jti(&app.db, "demo", "old-jti", now - Duration::minutes(1))
-            .await
-            .unwrap()
+        pact_db::users::claim_assertion_jti(
+            &app.db,
+            &pact_tests::brand_id("demo"),
+            "old-jti",
+            now - Duration::minutes(1)
+        )
+        .await
+        .unwrap()
     );
     assert!(
-        pact_db::users::claim_assertion_jti(&app.db, "demo", "new-jti", now + Duration::minutes(5))
-            .await
-            .unwrap()
+        pact_db::users::claim_assertion_jti(
+            &app.db,
+            &pact_tests::brand_id("demo"),
+            "new-jti",
+            now + Duration::minutes(5)
+        )
+        .await
+        .unwrap()
     );
     pact_server::housekeeping::sweep(&app.state.node, now).await;
     let sessions: Vec<Vec<u8>> = sqlx::query_scalar("select id_hash from sessions")
@@ -205,7 +215,7 @@ async fn housekeeping_drops_expired_sessions_and_assertion_jtis_and_keeps_live_o
     assert!(
         !pact_db::users::claim_assertion_jti(
             &app.db,
-            "demo",
+            &pact_tests::brand_id("demo"),
             "new-jti",
             now + Duration::minutes(5)
         )

@@ -149,7 +149,7 @@ async fn account_needs_a_session_and_a_known_brand() {
     let (pending, _) = browser_with(
         &app,
         SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             pending_user_id: Some(user.id),
             ..SessionState::default()
         },
@@ -268,7 +268,7 @@ async fn a_brands_own_login_sees_its_subjects_grants_without_mfa_management() {
     let (b, _) = browser_with(
         &app,
         SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             external_sub: Some("shop-user-7".into()),
             ..SessionState::default()
         },
@@ -512,7 +512,7 @@ async fn passkey_registration_needs_sign_in_csrf_origin_and_step_up() {
     let (ext, ext_csrf) = browser_with(
         &app,
         SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             external_sub: Some("shop-user-7".into()),
             mfa_at: Some(OffsetDateTime::now_utc()),
             ..SessionState::default()

@@ -36,9 +36,15 @@ struct Setup {
 async fn setup() -> Setup {
     let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
     app.enable_demo_delegation().await;
-    pact_db::scopes::upsert(&app.db, "demo", "orders:read", READ_DESCRIPTION, false)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:read",
+        READ_DESCRIPTION,
+        false,
+    )
+    .await
+    .unwrap();
     let pa = app.registered_pa(PA_ISS).await;
     Setup { app, pa }
 }
@@ -91,7 +97,7 @@ async fn signed_in(app: &TestApp, user: &User) -> (Browser, Vec<u8>) {
     browser_with(
         app,
         SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             user_id: Some(user.id),
             ..SessionState::default()
         },
@@ -283,7 +289,7 @@ async fn signing_in_comes_first() {
     let (b, _) = browser_with(
         &s.app,
         SessionState {
-            brand_id: Some("elsewhere".into()),
+            brand_id: Some(pact_tests::brand_id("elsewhere")),
             external_sub: Some("x".into()),
             ..SessionState::default()
         },
@@ -553,7 +559,7 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
     let s = setup().await;
     pact_db::scopes::upsert(
         &s.app.db,
-        "demo",
+        &pact_tests::brand_id("demo"),
         "orders:cancel",
         "Cancel orders that have not shipped yet",
         true,
@@ -628,9 +634,15 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
 #[tokio::test]
 async fn unticking_the_mfa_scope_needs_no_second_factor() {
     let s = setup().await;
-    pact_db::scopes::upsert(&s.app.db, "demo", "orders:cancel", "Cancel", true)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &s.app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:cancel",
+        "Cancel",
+        true,
+    )
+    .await
+    .unwrap();
     let auth = s.authorize().await;
     let user = s.user("ann@example.com").await;
     let (b, _) = signed_in(&s.app, &user).await;
@@ -729,7 +741,7 @@ async fn brand_login(app: &TestApp, brand: &str, url: &str, signer: &TestPa) {
         ("login_url", url),
         ("login_jwks_uri", signer.jwks_uri.as_str()),
     ] {
-        pact_db::brands::set_setting(&app.db, brand, k, &json!(v))
+        pact_db::brands::set_setting(&app.db, &pact_tests::brand_id(brand), k, &json!(v))
             .await
             .unwrap();
     }
@@ -835,9 +847,15 @@ async fn a_brand_login_assertion_signs_the_person_in_for_consent() {
 #[tokio::test]
 async fn an_assertion_with_amr_mfa_satisfies_step_up() {
     let s = setup().await;
-    pact_db::scopes::upsert(&s.app.db, "demo", "orders:cancel", "Cancel", true)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &s.app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:cancel",
+        "Cancel",
+        true,
+    )
+    .await
+    .unwrap();
     let signer = TestPa::start(LOGIN_ISS).await;
     brand_login(&s.app, "demo", LOGIN_URL, &signer).await;
     let both = [
@@ -876,9 +894,15 @@ async fn bad_brand_login_assertions_are_refused_and_change_nothing() {
 
     // A live code of another brand with its own login.
     s.app.add_brand("other", "Other Shop").await;
-    pact_db::scopes::upsert(&s.app.db, "other", "orders:read", "Read", false)
-        .await
-        .unwrap();
+    pact_db::scopes::upsert(
+        &s.app.db,
+        &pact_tests::brand_id("other"),
+        "orders:read",
+        "Read",
+        false,
+    )
+    .await
+    .unwrap();
     let other_signer = TestPa::start("https://login.other.example").await;
     brand_login(
         &s.app,

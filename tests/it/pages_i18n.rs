@@ -217,12 +217,22 @@ async fn brand_look(app: &TestApp) {
     pact_db::logos::put(&app.db, &name, content_type, BRAND_LOGO)
         .await
         .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &serde_json::json!(name))
-        .await
-        .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &serde_json::json!(accent))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::LOGO_KEY,
+        &serde_json::json!(name),
+    )
+    .await
+    .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::ACCENT_KEY,
+        &serde_json::json!(accent),
+    )
+    .await
+    .unwrap();
     app.settle().await;
 }
 

@@ -802,9 +802,16 @@ async fn a_password_hashed_with_weaker_parameters_is_rehashed_at_sign_in() {
     .hash_password(PW.as_bytes(), &SaltString::generate(&mut OsRng))
     .unwrap()
     .to_string();
-    let user = pact_db::users::insert(&app.db, uuid::Uuid::new_v4(), "demo", EMAIL, None, &weak)
-        .await
-        .unwrap();
+    let user = pact_db::users::insert(
+        &app.db,
+        uuid::Uuid::new_v4(),
+        &pact_tests::brand_id("demo"),
+        EMAIL,
+        None,
+        &weak,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         password::verify(PW, Some(&weak)),
         password::Verified::YesRehash

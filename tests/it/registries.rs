@@ -117,9 +117,14 @@ async fn status(app: &TestApp, pa: &TestPa, brand: &str, id: &str) -> u16 {
 async fn a_signed_list_admits_its_agents_and_a_bad_one_changes_nothing() {
     let app = TestApp::spawn_with(|c| c.admission.policy = Policy::Registry).await;
     app.add_brand("strict", "Strict").await;
-    pact_db::brands::set_setting(&app.db, "strict", "admission", &json!("allowlist"))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("strict"),
+        "admission",
+        &json!("allowlist"),
+    )
+    .await
+    .unwrap();
     let pa = TestPa::start_discoverable().await;
     let key = ProviderKey::generate().unwrap();
     let server = ListServer::start().await;

@@ -290,7 +290,7 @@ async fn on_consent(app: &TestApp, pa: &TestPa, email: &str) -> (Browser, String
         &hash,
         &csrf,
         &SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             user_id: Some(user.id),
             ..SessionState::default()
         },
@@ -455,12 +455,22 @@ async fn the_brand_logo_and_accent_appear_on_its_pages() {
     pact_db::logos::put(&app.db, &name, content_type, BRAND_LOGO)
         .await
         .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::LOGO_KEY, &serde_json::json!(name))
-        .await
-        .unwrap();
-    pact_db::brands::set_setting(&app.db, "demo", who::ACCENT_KEY, &serde_json::json!(accent))
-        .await
-        .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::LOGO_KEY,
+        &serde_json::json!(name),
+    )
+    .await
+    .unwrap();
+    pact_db::brands::set_setting(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        who::ACCENT_KEY,
+        &serde_json::json!(accent),
+    )
+    .await
+    .unwrap();
     app.settle().await;
 
     let b = Browser::new(&app);
@@ -514,7 +524,7 @@ async fn logos_nothing_shows_are_swept_after_a_day() {
         .unwrap();
     pact_db::brands::set_setting(
         &app.db,
-        "demo",
+        &pact_tests::brand_id("demo"),
         who::LOGO_KEY,
         &serde_json::json!(brand_logo),
     )

@@ -66,9 +66,14 @@ impl TestApp {
         config.jwks.allow_loopback = true;
         edit(&mut config);
         let db = pact_db::connect(&db_url, 10).await.unwrap();
-        pact_db::brands::insert_if_missing(&db, "demo", "Demo Store", "A small demo store")
-            .await
-            .unwrap();
+        pact_db::brands::insert_if_missing(
+            &db,
+            &crate::brand_id("demo"),
+            "Demo Store",
+            "A small demo store",
+        )
+        .await
+        .unwrap();
         let clock = pact_clock::TestClock::new();
         let state = AppState::with_clock(config, db.clone(), agents, clock.clone().into())
             .await
@@ -159,21 +164,21 @@ impl TestApp {
     }
 
     pub fn iface(&self, brand: &str) -> String {
-        self.state.config.interface_url(brand)
+        self.state.config.interface_url(&crate::brand_id(brand))
     }
 
     /// Gives the demo brand its scopes and its `order_cancellation` type, so it
     /// offers delegation (PACT §5). Without this it is an identity-only brand.
     pub async fn enable_demo_delegation(&self) {
         for (id, description) in pact_server::agent::demo_tools::DEMO_SCOPES {
-            pact_db::scopes::upsert(&self.db, "demo", id, description, false)
+            pact_db::scopes::upsert(&self.db, &crate::brand_id("demo"), id, description, false)
                 .await
                 .unwrap();
         }
         let types = serde_json::to_value(pact_server::domain::authz_details::demo_types()).unwrap();
         pact_db::brands::set_setting(
             &self.db,
-            "demo",
+            &crate::brand_id("demo"),
             pact_server::domain::authz_details::SETTINGS_KEY,
             &types,
         )
@@ -183,7 +188,7 @@ impl TestApp {
     }
 
     pub async fn add_brand(&self, id: &str, name: &str) {
-        pact_db::brands::insert(&self.db, id, name, "")
+        pact_db::brands::insert(&self.db, &crate::brand_id(id), name, "")
             .await
             .unwrap();
         self.settle().await;

@@ -146,7 +146,7 @@ impl TestApp {
             ),
             ("bookings:change", "Move your bookings to another day"),
         ] {
-            pact_db::scopes::upsert(&self.db, brand, id, description, false)
+            pact_db::scopes::upsert(&self.db, &crate::brand_id(brand), id, description, false)
                 .await
                 .unwrap();
         }

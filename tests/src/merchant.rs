@@ -108,12 +108,18 @@ impl TestApp {
     pub async fn new_webhook_secret(&self, brand: &str) -> String {
         let secret = WebhookSecret::generate().unwrap();
         let id = Uuid::new_v4();
-        let sealed = secret.seal(&self.master_key, brand, id).unwrap();
-        let mut tx = self.db.begin().await.unwrap();
-        pact_db::merchant::retire_current_secret(&mut *tx, brand, time::OffsetDateTime::now_utc())
-            .await
+        let sealed = secret
+            .seal(&self.master_key, &crate::brand_id(brand), id)
             .unwrap();
-        pact_db::merchant::insert_secret(&mut *tx, id, brand, &sealed)
+        let mut tx = self.db.begin().await.unwrap();
+        pact_db::merchant::retire_current_secret(
+            &mut *tx,
+            &crate::brand_id(brand),
+            time::OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap();
+        pact_db::merchant::insert_secret(&mut *tx, id, &crate::brand_id(brand), &sealed)
             .await
             .unwrap();
         tx.commit().await.unwrap();
@@ -124,9 +130,15 @@ impl TestApp {
 
     /// Points `brand` at `agent_url` (webhook kind) with an agent timeout.
     pub async fn set_agent(&self, brand: &str, agent_url: &str, agent_timeout_ms: Option<i32>) {
-        pact_db::merchant::set_agent(&self.db, brand, agent_url, agent_timeout_ms, None)
-            .await
-            .unwrap();
+        pact_db::merchant::set_agent(
+            &self.db,
+            &crate::brand_id(brand),
+            agent_url,
+            agent_timeout_ms,
+            None,
+        )
+        .await
+        .unwrap();
         self.settle().await;
     }
 
@@ -150,7 +162,7 @@ impl TestApp {
             pact_db::merchant::upsert_tool(
                 &self.db,
                 &BrandTool {
-                    brand_id: brand.to_owned(),
+                    brand_id: crate::brand_id(brand),
                     name: name.to_owned(),
                     scope: Some(scope.to_owned()),
                     url: format!("{}/tools/{path}", m.base),

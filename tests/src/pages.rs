@@ -221,9 +221,16 @@ pub fn set_cookie(res: &Response) -> Option<String> {
 /// A built-in account with this password (hashed as pactd hashes it).
 pub async fn add_user(app: &TestApp, brand: &str, email: &str, password: &str) -> User {
     let hash = pact_server::accounts::password::hash(password).unwrap();
-    pact_db::users::insert(&app.db, uuid::Uuid::new_v4(), brand, email, None, &hash)
-        .await
-        .unwrap()
+    pact_db::users::insert(
+        &app.db,
+        uuid::Uuid::new_v4(),
+        &crate::brand_id(brand),
+        email,
+        None,
+        &hash,
+    )
+    .await
+    .unwrap()
 }
 
 /// Gives the user an authenticator app (sealed as pactd seals it) and returns its secret.
@@ -258,7 +265,7 @@ pub fn totp_at(secret: &[u8], unix: i64) -> String {
 pub async fn require_mfa(app: &TestApp, brand: &str, required: bool) {
     pact_db::brands::set_setting(
         &app.db,
-        brand,
+        &crate::brand_id(brand),
         "mfa_required",
         &serde_json::Value::Bool(required),
     )

@@ -79,6 +79,8 @@ pub enum Charge {
 
 /// Checks the PA-JWT (an unknown issuer is admitted only where the brand's
 /// policy is `open`, `pact-node/src/admission.rs`), then the rate limits, then the brand.
+/// `brand_id` is the request path's text, unchecked: one that is no brand id
+/// finds no brand (404), and the caller's brand carries its checked id.
 pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,

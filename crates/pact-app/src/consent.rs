@@ -429,7 +429,7 @@ mod tests {
     ) -> DeviceAuthorization {
         DeviceAuthorization {
             id: Uuid::new_v4(),
-            brand_id: "demo".to_owned(),
+            brand_id: pact_db::ids::BrandId::parse("demo").unwrap(),
             pa_issuer: "https://pa.example".to_owned(),
             pa_sub: "pa-u".to_owned(),
             user_code: "BCDF-GHJK".to_owned(),
@@ -545,7 +545,7 @@ mod tests {
         let now = OffsetDateTime::now_utc();
         Grant {
             id: GrantId::new_random(),
-            brand_id: "demo".to_owned(),
+            brand_id: pact_db::ids::BrandId::parse("demo").unwrap(),
             pa_issuer: "https://pa.example".to_owned(),
             user_sub: "u-1".to_owned(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),

@@ -3,6 +3,7 @@
 //! PA's own request (`oauth/device_authorization.rs`) and for the link of a
 //! step-up task (`a2a/send.rs`, PACT §5.5) alike.
 
+use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::Status as AuthStatus;
@@ -16,7 +17,7 @@ use crate::domain::{secrets, user_code};
 /// Who asks, for what.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub pa_sub: &'a str,
     pub scopes: &'a BTreeSet<String>,

@@ -1,5 +1,6 @@
 //! Server settings, resolved by the `pactd` command from flags, env and file.
 
+use pact_db::ids::BrandId;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -188,12 +189,12 @@ impl Config {
     }
 
     /// `{public_url}/a2a/{brand_id}` (PACT §1).
-    pub fn interface_url(&self, brand_id: &str) -> String {
+    pub fn interface_url(&self, brand_id: &BrandId) -> String {
         format!("{}/a2a/{brand_id}", self.public_url)
     }
 
     /// The brand's OAuth issuer, `{iface}/oauth` (PACT §1).
-    pub fn oauth_issuer(&self, brand_id: &str) -> String {
+    pub fn oauth_issuer(&self, brand_id: &BrandId) -> String {
         format!("{}/oauth", self.interface_url(brand_id))
     }
 
@@ -218,7 +219,7 @@ impl Config {
             .ok()
     }
 
-    pub fn card_url(&self, brand_id: &str) -> String {
+    pub fn card_url(&self, brand_id: &BrandId) -> String {
         format!(
             "{}/.well-known/agent-card.json",
             self.interface_url(brand_id)

@@ -2,6 +2,7 @@
 //! pagination, counts for the overview, customer look-up. Every query takes
 //! the caller's brand limit, so rows outside it are never read.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -243,7 +244,7 @@ pub async fn sign_out_customer(db: impl PgExecutor<'_>, user_id: Uuid) -> DbResu
 /// Live grants of one customer.
 pub async fn active_grant_count(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     now: OffsetDateTime,
 ) -> DbResult<i64> {

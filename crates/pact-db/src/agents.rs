@@ -166,6 +166,8 @@ struct AgentAndBrandRow {
     brand_created_at: Option<OffsetDateTime>,
 }
 
+/// The agent `issuer` and the brand named `brand_id` in a request's path,
+/// unchecked: a text that is no brand id finds no brand.
 pub async fn find_with_brand(
     db: impl PgExecutor<'_>,
     issuer: &str,
@@ -237,7 +239,7 @@ pub async fn find_with_brand(
             Some(settings),
             Some(created_at),
         ) => Some(crate::brands::Brand {
-            id,
+            id: id.into(),
             name,
             description,
             agent_kind,

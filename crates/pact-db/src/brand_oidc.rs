@@ -2,6 +2,7 @@
 //! the configuration, each browser's trip to the provider, and which pactd
 //! sessions came from which provider session (for back-channel logout).
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -12,7 +13,7 @@ use crate::DbResult;
 /// rest: defined once, for the command that seals it, the server that opens
 /// it and the rewrap that re-seals it. Binding the brand id means a sealed
 /// secret copied onto another brand's row does not open.
-pub fn client_secret_aad(brand_id: &str) -> Vec<u8> {
+pub fn client_secret_aad(brand_id: &BrandId) -> Vec<u8> {
     format!("pactd brand oidc client secret\n{brand_id}").into_bytes()
 }
 
@@ -32,7 +33,7 @@ pub mod assertion_aud {
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BrandOidc {
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub issuer: String,
     pub client_id: String,
     /// Present exactly when `client_auth` is `client_secret_basic`.
@@ -45,7 +46,7 @@ pub struct BrandOidc {
     pub updated_at: OffsetDateTime,
 }
 
-pub async fn find(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandOidc>> {
+pub async fn find(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<Option<BrandOidc>> {
     sqlx::query_as!(
         BrandOidc,
         "select brand_id, issuer, client_id, client_secret_sealed, client_auth, assertion_aud, \
@@ -60,7 +61,7 @@ pub async fn find(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<Br
 /// What `pactd brand set --login-oidc-*` stores.
 #[derive(Clone, Debug)]
 pub struct NewBrandOidc<'a> {
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub issuer: &'a str,
     pub client_id: &'a str,
     /// `None` for `private_key_jwt`.
@@ -98,7 +99,7 @@ pub async fn upsert(db: impl PgExecutor<'_>, c: &NewBrandOidc<'_>) -> DbResult<(
 }
 
 /// Leaves the mode; true when the brand was in it.
-pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
+pub async fn remove(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<bool> {
     let done = sqlx::query!("delete from brand_oidc where brand_id = $1", brand_id,)
         .execute(db)
         .await?;
@@ -107,7 +108,7 @@ pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
 
 /// Every sealed client secret, locked until the transaction ends (`pactd keys rewrap`).
 /// A brand using `private_key_jwt` has none.
-pub async fn lock_client_secrets(db: &mut sqlx::PgConnection) -> DbResult<Vec<(String, Vec<u8>)>> {
+pub async fn lock_client_secrets(db: &mut sqlx::PgConnection) -> DbResult<Vec<(BrandId, Vec<u8>)>> {
     let rows = sqlx::query!(
         "select brand_id, client_secret_sealed as \"client_secret_sealed!\" from brand_oidc \
          where client_secret_sealed is not null order by brand_id for update",
@@ -116,13 +117,13 @@ pub async fn lock_client_secrets(db: &mut sqlx::PgConnection) -> DbResult<Vec<(S
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.brand_id, r.client_secret_sealed))
+        .map(|r| (r.brand_id.into(), r.client_secret_sealed))
         .collect())
 }
 
 pub async fn set_client_secret(
     db: &mut sqlx::PgConnection,
-    brand_id: &str,
+    brand_id: &BrandId,
     sealed: &[u8],
 ) -> DbResult<()> {
     sqlx::query!(
@@ -141,7 +142,7 @@ pub async fn set_client_secret(
 pub struct Trip {
     pub state_hash: Vec<u8>,
     pub session_hash: Vec<u8>,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub device_authorization_id: Uuid,
     pub nonce: String,
     pub code_verifier: String,
@@ -241,7 +242,7 @@ pub async fn take_trip(
 pub async fn link_session(
     db: impl PgExecutor<'_>,
     session_hash: &[u8],
-    brand_id: &str,
+    brand_id: &BrandId,
     provider_sub: &str,
     sid: Option<&str>,
 ) -> DbResult<()> {
@@ -267,7 +268,7 @@ pub async fn link_session(
 /// matched by `sub`. Returns how many.
 pub async fn end_sessions(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     provider_sub: Option<&str>,
     sid: Option<&str>,
 ) -> DbResult<u64> {
@@ -289,7 +290,7 @@ pub async fn end_sessions(
 /// delegation tokens carry), whatever the login mode. Returns how many.
 pub async fn end_user_sessions(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
 ) -> DbResult<u64> {
     let done = sqlx::query!(

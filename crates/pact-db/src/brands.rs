@@ -4,10 +4,11 @@ use sqlx::PgExecutor;
 use time::OffsetDateTime;
 
 use crate::DbResult;
+use crate::ids::BrandId;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Brand {
-    pub id: String,
+    pub id: BrandId,
     pub name: String,
     pub description: String,
     pub agent_kind: String,
@@ -41,15 +42,12 @@ impl Brand {
 /// Brand ids appear in URLs (`/a2a/{brand_id}`), so they are restricted to a
 /// URL-safe lower-case alphabet; the table has the same check.
 pub fn is_valid_brand_id(id: &str) -> bool {
-    let mut chars = id.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
-        && id.len() <= 63
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    crate::ids::BrandId::is_valid(id)
 }
 
 pub async fn insert(
     db: impl PgExecutor<'_>,
-    id: &str,
+    id: &BrandId,
     name: &str,
     description: &str,
 ) -> DbResult<Brand> {
@@ -69,7 +67,7 @@ pub async fn insert(
 /// Inserts the brand unless it exists; true when it was created.
 pub async fn insert_if_missing(
     db: impl PgExecutor<'_>,
-    id: &str,
+    id: &BrandId,
     name: &str,
     description: &str,
 ) -> DbResult<bool> {
@@ -84,6 +82,9 @@ pub async fn insert_if_missing(
     Ok(done.rows_affected() == 1)
 }
 
+/// The brand named `id`. Any text may be looked up (a request's path
+/// segment, a form field): one that is no brand id finds no brand, and the
+/// brand found carries its id as a [`BrandId`].
 pub async fn find(db: impl PgExecutor<'_>, id: &str) -> DbResult<Option<Brand>> {
     sqlx::query_as!(
         Brand,
@@ -109,7 +110,7 @@ pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Brand>> {
 /// false when the brand is unknown.
 pub async fn set_card_text(
     db: impl PgExecutor<'_>,
-    id: &str,
+    id: &BrandId,
     name: &str,
     description: &str,
 ) -> DbResult<bool> {
@@ -127,7 +128,7 @@ pub async fn set_card_text(
 /// Replaces one top-level key of the brand's settings; false when the brand is unknown.
 pub async fn set_setting(
     db: impl PgExecutor<'_>,
-    id: &str,
+    id: &BrandId,
     key: &str,
     value: &serde_json::Value,
 ) -> DbResult<bool> {

@@ -14,6 +14,7 @@
 //! `deadlock_timeout` (1 s) by failing one of them. The holder stamps the
 //! grant itself.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -63,7 +64,7 @@ fn end_parts(end: Option<EndOfTurn>) -> (Option<Uuid>, Option<OffsetDateTime>) {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Conversation {
     pub id: Uuid,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub pa_issuer: String,
     pub pa_sub: String,
     pub user_sub: Option<String>,
@@ -75,7 +76,7 @@ pub struct Conversation {
 #[derive(Clone, Debug)]
 pub struct NewTurnContext<'a> {
     pub id: Uuid,
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub pa_sub: &'a str,
     pub user_sub: Option<&'a str>,

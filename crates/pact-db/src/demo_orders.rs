@@ -1,6 +1,7 @@
 //! The demo brand's orders: a stand-in for a brand's own order system, so the
 //! delegated tools have real rows to read and change.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::Date;
 
@@ -41,7 +42,7 @@ pub struct DemoOrder {
 
 pub async fn for_user(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
 ) -> DbResult<Vec<DemoOrder>> {
     sqlx::query_as!(
@@ -58,7 +59,7 @@ pub async fn for_user(
 
 pub async fn find(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     order_id: &str,
 ) -> DbResult<Option<DemoOrder>> {
@@ -77,7 +78,7 @@ pub async fn find(
 
 pub async fn insert(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     o: &DemoOrder,
 ) -> DbResult<()> {
@@ -101,7 +102,7 @@ pub async fn insert(
 /// Cancels an order that has not shipped; false when it was not cancellable.
 pub async fn cancel(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     order_id: &str,
 ) -> DbResult<bool> {

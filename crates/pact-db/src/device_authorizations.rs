@@ -1,5 +1,6 @@
 //! RFC 8628 device authorizations. Only the device code's hash is stored.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -38,7 +39,7 @@ impl Status {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DeviceAuthorization {
     pub id: Uuid,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub pa_issuer: String,
     pub pa_sub: String,
     pub user_code: String,
@@ -61,7 +62,7 @@ pub struct DeviceAuthorization {
 #[derive(Clone, Debug)]
 pub struct NewDeviceAuthorization<'a> {
     pub id: Uuid,
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub pa_sub: &'a str,
     pub device_code_hash: &'a [u8],

@@ -1,5 +1,6 @@
 //! Grants (PACT §5) and their refresh tokens.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -12,7 +13,7 @@ use crate::parties::Connection;
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Grant {
     pub id: GrantId,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub pa_issuer: String,
     pub user_sub: String,
     pub scopes: Vec<String>,
@@ -46,7 +47,7 @@ fn active(
 #[derive(Clone, Debug)]
 pub struct NewGrant<'a> {
     pub id: GrantId,
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub user_sub: &'a str,
     pub scopes: &'a [String],
@@ -93,7 +94,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<Grant
 /// was stored meanwhile (the chain's unique position catches that case).
 #[derive(Clone, Debug)]
 pub struct TurnGrant {
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub pa_issuer: String,
     pub user_sub: String,
     pub scopes: Vec<String>,
@@ -127,7 +128,7 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<T
     .fetch_optional(db)
     .await?;
     Ok(row.map(|r| TurnGrant {
-        brand_id: r.brand_id,
+        brand_id: r.brand_id.into(),
         pa_issuer: r.pa_issuer,
         user_sub: r.user_sub,
         scopes: r.scopes,
@@ -344,7 +345,7 @@ pub async fn revoke_connection(
 /// on `pactd_revocations`, so every node refuses them at once.
 pub async fn revoke_all_for_user(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     reason: &str,
 ) -> DbResult<Vec<GrantId>> {

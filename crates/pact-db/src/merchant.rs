@@ -1,6 +1,7 @@
 //! A merchant's own agent and systems: the brand's agent URL, its webhook
 //! signing secrets, its tools, and its API credentials.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -9,13 +10,16 @@ use crate::DbResult;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BrandAgent {
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub url: String,
     pub agent_timeout_ms: i32,
     pub tool_timeout_ms: i32,
 }
 
-pub async fn find_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Option<BrandAgent>> {
+pub async fn find_agent(
+    db: impl PgExecutor<'_>,
+    brand_id: &BrandId,
+) -> DbResult<Option<BrandAgent>> {
     sqlx::query_as!(
         BrandAgent,
         "select brand_id, url, agent_timeout_ms, tool_timeout_ms from brand_agents where brand_id = $1",
@@ -30,7 +34,7 @@ pub async fn find_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Opt
 /// Timeouts left `None` keep their current (or default) value.
 pub async fn set_agent(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     url: &str,
     agent_timeout_ms: Option<i32>,
     tool_timeout_ms: Option<i32>,
@@ -56,7 +60,7 @@ pub async fn set_agent(
 /// Changes only the timeouts of a brand that already has an agent URL.
 pub async fn set_timeouts(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     agent_timeout_ms: Option<i32>,
     tool_timeout_ms: Option<i32>,
 ) -> DbResult<bool> {
@@ -73,7 +77,7 @@ pub async fn set_timeouts(
 }
 
 /// Back to the built-in demo agent (the URL and secrets are kept).
-pub async fn use_demo_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
+pub async fn use_demo_agent(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<bool> {
     let done = sqlx::query!(
         "update brands set agent_kind = 'demo' where id = $1",
         brand_id,
@@ -86,7 +90,7 @@ pub async fn use_demo_agent(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct WebhookSecret {
     pub id: Uuid,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub sealed: Vec<u8>,
     pub created_at: OffsetDateTime,
     pub retired_at: Option<OffsetDateTime>,
@@ -95,7 +99,7 @@ pub struct WebhookSecret {
 /// The secrets that sign now: the current one and those still in their grace.
 pub async fn signing_secrets(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     now: OffsetDateTime,
 ) -> DbResult<Vec<WebhookSecret>> {
     sqlx::query_as!(
@@ -111,7 +115,7 @@ pub async fn signing_secrets(
     .map_err(Into::into)
 }
 
-pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<bool> {
+pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<bool> {
     sqlx::query_scalar!(
         "select exists (select 1 from brand_webhook_secrets where brand_id = $1 and retired_at is null) \
          as \"exists!\"",
@@ -128,7 +132,7 @@ pub async fn has_current_secret(db: impl PgExecutor<'_>, brand_id: &str) -> DbRe
 /// transaction that inserts the new one.
 pub async fn retire_current_secret(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     retire_at: OffsetDateTime,
 ) -> DbResult<u64> {
     let done = sqlx::query!(
@@ -145,7 +149,7 @@ pub async fn retire_current_secret(
 pub async fn insert_secret(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    brand_id: &str,
+    brand_id: &BrandId,
     sealed: &[u8],
 ) -> DbResult<()> {
     sqlx::query!(
@@ -167,7 +171,7 @@ pub const TOOL_KIND_MCP: &str = "mcp";
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BrandTool {
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub name: String,
     pub scope: Option<String>,
     pub url: String,
@@ -189,7 +193,7 @@ pub struct BrandTool {
 
 impl BrandTool {
     /// A tool pactd reaches by POSTing the signed `pact.tool_call` to `url`.
-    pub fn at_url(brand_id: &str, name: &str, scope: Option<&str>, url: &str) -> Self {
+    pub fn at_url(brand_id: &BrandId, name: &str, scope: Option<&str>, url: &str) -> Self {
         Self {
             brand_id: brand_id.to_owned(),
             name: name.to_owned(),
@@ -218,7 +222,7 @@ pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()>
          scope = excluded.scope, url = excluded.url, description = excluded.description, \
          enforce = excluded.enforce, input_schema = excluded.input_schema, kind = excluded.kind, \
          remote_name = excluded.remote_name, mapped = excluded.mapped, summary = excluded.summary",
-        t.brand_id,
+        t.brand_id.as_str(),
         t.name,
         t.scope,
         t.url,
@@ -240,7 +244,7 @@ pub async fn upsert_tool(db: impl PgExecutor<'_>, t: &BrandTool) -> DbResult<()>
 /// the brand has no such tool.
 pub async fn set_tool_scope(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     name: &str,
     scope: Option<&str>,
 ) -> DbResult<bool> {
@@ -259,7 +263,7 @@ pub async fn set_tool_scope(
 /// has no such tool.
 pub async fn set_tool_rules(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     name: &str,
     enforce: &serde_json::Value,
     summary: Option<&str>,
@@ -277,7 +281,7 @@ pub async fn set_tool_rules(
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandTool>> {
+pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<Vec<BrandTool>> {
     sqlx::query_as!(
         BrandTool,
         "select brand_id, name, scope, url, description, enforce, input_schema, kind, remote_name, \
@@ -289,7 +293,11 @@ pub async fn list_tools(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec
     .map_err(Into::into)
 }
 
-pub async fn remove_tool(db: impl PgExecutor<'_>, brand_id: &str, name: &str) -> DbResult<bool> {
+pub async fn remove_tool(
+    db: impl PgExecutor<'_>,
+    brand_id: &BrandId,
+    name: &str,
+) -> DbResult<bool> {
     let done = sqlx::query!(
         "delete from brand_tools where brand_id = $1 and name = $2",
         brand_id,
@@ -303,7 +311,7 @@ pub async fn remove_tool(db: impl PgExecutor<'_>, brand_id: &str, name: &str) ->
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct ApiCredential {
     pub client_id: String,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub name: String,
     pub secret_hash: Vec<u8>,
     pub created_at: OffsetDateTime,
@@ -313,7 +321,7 @@ pub struct ApiCredential {
 pub async fn insert_credential(
     db: impl PgExecutor<'_>,
     client_id: &str,
-    brand_id: &str,
+    brand_id: &BrandId,
     name: &str,
     secret_hash: &[u8],
 ) -> DbResult<()> {
@@ -346,7 +354,7 @@ pub async fn find_credential(
 
 pub async fn list_credentials(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
 ) -> DbResult<Vec<ApiCredential>> {
     sqlx::query_as!(
         ApiCredential,
@@ -360,7 +368,7 @@ pub async fn list_credentials(
 
 pub async fn revoke_credential(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     client_id: &str,
 ) -> DbResult<bool> {
     let done = sqlx::query!(

@@ -4,13 +4,15 @@
 //! or one agent user's conversation, answering for another's), so the
 //! functions that select by them take these structs instead.
 
+use crate::ids::BrandId;
+
 /// One user of a personal-agent platform at a brand, as the platform names
 /// them: the brand, the PA-JWT's issuer and its `sub`. Conversations and
 /// step-up requests belong to this triple (PACT §4: a context or task of
 /// anyone else reads as absent).
 #[derive(Clone, Copy, Debug)]
 pub struct PaUser<'a> {
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub pa_sub: &'a str,
 }
@@ -20,7 +22,7 @@ pub struct PaUser<'a> {
 /// Grants are bound to this triple (PACT §5.5).
 #[derive(Clone, Copy, Debug)]
 pub struct Connection<'a> {
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub pa_issuer: &'a str,
     pub user_sub: &'a str,
 }

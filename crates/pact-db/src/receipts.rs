@@ -1,5 +1,6 @@
 //! Receipts (PACT §5.6): append-only, chained per grant.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -83,7 +84,7 @@ pub async fn list(
 /// The most recent receipts of a user's grants at a brand (for the account page).
 pub async fn recent_for_user(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     user_sub: &str,
     limit: i64,
 ) -> DbResult<Vec<StoredReceipt>> {

@@ -1,5 +1,6 @@
 //! A brand's scopes (PACT §5: `{id, description}`, the description shown verbatim).
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 
 use crate::DbResult;
@@ -23,7 +24,7 @@ pub fn is_valid_scope_id(s: &str) -> bool {
 
 pub async fn upsert(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     scope_id: &str,
     description: &str,
     requires_mfa: bool,
@@ -43,7 +44,7 @@ pub async fn upsert(
     .map_err(Into::into)
 }
 
-pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str, scope_id: &str) -> DbResult<bool> {
+pub async fn remove(db: impl PgExecutor<'_>, brand_id: &BrandId, scope_id: &str) -> DbResult<bool> {
     let done = sqlx::query!(
         "delete from brand_scopes where brand_id = $1 and scope_id = $2",
         brand_id,
@@ -54,7 +55,7 @@ pub async fn remove(db: impl PgExecutor<'_>, brand_id: &str, scope_id: &str) -> 
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn list(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<BrandScope>> {
+pub async fn list(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<Vec<BrandScope>> {
     sqlx::query_as!(
         BrandScope,
         "select scope_id, description, requires_mfa, unverified_allowed from brand_scopes \
@@ -70,7 +71,7 @@ pub async fn list(db: impl PgExecutor<'_>, brand_id: &str) -> DbResult<Vec<Brand
 /// has no such scope. The table trigger announces it to every node.
 pub async fn set_unverified_allowed(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     scope_id: &str,
     allowed: bool,
 ) -> DbResult<bool> {

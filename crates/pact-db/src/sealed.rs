@@ -77,7 +77,9 @@ pub async fn set_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8]) -> 
 }
 
 /// Every webhook secret (current, in grace and retired), locked until the transaction ends.
-pub async fn lock_webhook_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, String, Vec<u8>)>> {
+pub async fn lock_webhook_secrets(
+    db: &mut PgConnection,
+) -> DbResult<Vec<(Uuid, crate::ids::BrandId, Vec<u8>)>> {
     let rows = sqlx::query!(
         "select id, brand_id, sealed from brand_webhook_secrets order by id for update"
     )
@@ -85,7 +87,7 @@ pub async fn lock_webhook_secrets(db: &mut PgConnection) -> DbResult<Vec<(Uuid, 
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.id, r.brand_id, r.sealed))
+        .map(|r| (r.id, r.brand_id.into(), r.sealed))
         .collect())
 }
 

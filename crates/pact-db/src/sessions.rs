@@ -5,12 +5,13 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::DbResult;
+use crate::ids::BrandId;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Session {
     pub id_hash: Vec<u8>,
     pub csrf_token: String,
-    pub brand_id: Option<String>,
+    pub brand_id: Option<BrandId>,
     pub user_id: Option<Uuid>,
     pub external_sub: Option<String>,
     pub pending_user_id: Option<Uuid>,
@@ -23,7 +24,7 @@ pub struct Session {
 /// What a new session starts with (sign-in rotates the id and carries the rest over).
 #[derive(Clone, Debug, Default)]
 pub struct SessionState {
-    pub brand_id: Option<String>,
+    pub brand_id: Option<BrandId>,
     pub user_id: Option<Uuid>,
     pub external_sub: Option<String>,
     pub pending_user_id: Option<Uuid>,
@@ -41,11 +42,11 @@ pub async fn insert(
     sqlx::query_as!(
         Session,
         "insert into sessions (id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
-         device_authorization_id, expires_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
+         device_authorization_id, expires_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id_hash, csrf_token, brand_id as \"brand_id: BrandId\", user_id, external_sub, pending_user_id, mfa_at, \
                     device_authorization_id, created_at, expires_at",
         id_hash,
         csrf_token,
-        state.brand_id,
+        state.brand_id.as_ref().map(BrandId::as_str),
         state.user_id,
         state.external_sub,
         state.pending_user_id,
@@ -66,7 +67,7 @@ pub async fn find_live(
 ) -> DbResult<Option<Session>> {
     sqlx::query_as!(
         Session,
-        "update sessions set last_seen_at = $2 where id_hash = $1 and expires_at > $2 returning id_hash, csrf_token, brand_id, user_id, external_sub, pending_user_id, mfa_at, \
+        "update sessions set last_seen_at = $2 where id_hash = $1 and expires_at > $2 returning id_hash, csrf_token, brand_id as \"brand_id: BrandId\", user_id, external_sub, pending_user_id, mfa_at, \
                     device_authorization_id, created_at, expires_at",
         id_hash,
         now,

@@ -1,6 +1,7 @@
 //! Brand customers' accounts (built-in login), their recovery codes, and the
 //! lockout counters that must hold across nodes.
 
+use crate::ids::BrandId;
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -11,7 +12,7 @@ use crate::sign_in_state::{self, Accounts};
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct User {
     pub id: Uuid,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub email: String,
     pub external_id: Option<String>,
     pub password_hash: Option<String>,
@@ -45,7 +46,7 @@ impl User {
 pub async fn insert(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    brand_id: &str,
+    brand_id: &BrandId,
     email: &str,
     external_id: Option<&str>,
     password_hash: &str,
@@ -92,7 +93,7 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<User>> {
 
 pub async fn find_by_email(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     email: &str,
 ) -> DbResult<Option<User>> {
     sqlx::query_as!(
@@ -229,7 +230,7 @@ pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, id: Uuid) -> DbResul
 /// Remembers a brand login assertion's `jti`; false when it was seen before (replay).
 pub async fn claim_assertion_jti(
     db: impl PgExecutor<'_>,
-    brand_id: &str,
+    brand_id: &BrandId,
     jti: &str,
     expires_at: OffsetDateTime,
 ) -> DbResult<bool> {

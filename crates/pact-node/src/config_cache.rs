@@ -15,6 +15,7 @@
 //! back: each fill carries the generation it began in and is discarded when
 //! the copy was dropped since.
 
+use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -247,7 +248,8 @@ impl ConfigCache {
         }
     }
 
-    /// The registered agent and the addressed brand (see `auth.rs`).
+    /// The registered agent and the addressed brand (see `auth.rs`), the
+    /// brand by the request path's text (no brand has one that is no brand id).
     pub async fn agent_and_brand(
         &self,
         db: &PgPool,
@@ -299,8 +301,8 @@ impl ConfigCache {
     }
 
     /// A brand's scopes, in scope-id order.
-    pub async fn scopes(&self, db: &PgPool, brand_id: &str) -> DbResult<Arc<Vec<BrandScope>>> {
-        if let Some(hit) = self.lookup(|e| e.scopes.get(brand_id).cloned()) {
+    pub async fn scopes(&self, db: &PgPool, brand_id: &BrandId) -> DbResult<Arc<Vec<BrandScope>>> {
+        if let Some(hit) = self.lookup(|e| e.scopes.get(brand_id.as_str()).cloned()) {
             return Ok(hit);
         }
         let ticket = self.ticket();
@@ -328,8 +330,8 @@ impl ConfigCache {
     }
 
     /// A merchant brand's agent URL and tools.
-    pub async fn merchant(&self, db: &PgPool, brand_id: &str) -> DbResult<Arc<MerchantSetup>> {
-        if let Some(hit) = self.lookup(|e| e.merchant.get(brand_id).cloned()) {
+    pub async fn merchant(&self, db: &PgPool, brand_id: &BrandId) -> DbResult<Arc<MerchantSetup>> {
+        if let Some(hit) = self.lookup(|e| e.merchant.get(brand_id.as_str()).cloned()) {
             return Ok(hit);
         }
         let ticket = self.ticket();
@@ -352,10 +354,10 @@ impl ConfigCache {
     pub async fn webhook_secrets(
         &self,
         db: &PgPool,
-        brand_id: &str,
+        brand_id: &BrandId,
         now: time::OffsetDateTime,
     ) -> DbResult<Arc<Vec<WebhookSecret>>> {
-        if let Some(hit) = self.lookup(|e| e.webhook_secrets.get(brand_id).cloned()) {
+        if let Some(hit) = self.lookup(|e| e.webhook_secrets.get(brand_id.as_str()).cloned()) {
             return Ok(hit);
         }
         let ticket = self.ticket();
@@ -390,17 +392,27 @@ mod tests {
 
     #[test]
     fn a_turn_offers_only_mapped_tools_with_their_documented_members() {
-        let mut unmapped = BrandTool::at_url("shop", "imported", None, "https://m.example/t");
+        let mut unmapped = BrandTool::at_url(
+            &BrandId::parse("shop").unwrap(),
+            "imported",
+            None,
+            "https://m.example/t",
+        );
         unmapped.mapped = false;
         let mut lookup = BrandTool::at_url(
-            "shop",
+            &BrandId::parse("shop").unwrap(),
             "my_orders",
             Some("orders:read"),
             "https://m.example/orders",
         );
         lookup.description = "Your orders".to_owned();
         lookup.input_schema = Some(serde_json::json!({"type": "object"}));
-        let public = BrandTool::at_url("shop", "store_hours", None, "https://m.example/hours");
+        let public = BrandTool::at_url(
+            &BrandId::parse("shop").unwrap(),
+            "store_hours",
+            None,
+            "https://m.example/hours",
+        );
         let setup = MerchantSetup::new(None, vec![unmapped, lookup, public]);
         let offered: serde_json::Value = serde_json::from_str(setup.available.get()).unwrap();
         assert_eq!(

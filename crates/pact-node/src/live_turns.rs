@@ -20,6 +20,7 @@
 //! puts theirs into the receipt with its own. Calls on the turn's own node
 //! touch no database for any of this.
 
+use pact_db::ids::BrandId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -77,7 +78,7 @@ impl std::ops::Deref for LiveTurn {
 /// Everything that makes a [`LiveTurn`] except its token.
 #[derive(Debug)]
 pub struct TurnSetup {
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub expires_at: OffsetDateTime,
     pub delegation: Option<Delegation>,
     pub offered: BTreeSet<String>,
@@ -192,6 +193,7 @@ impl LiveTurns {
 
     /// The turn a gateway request may act in, when the turn runs on this
     /// node; the request counts as in flight until the guard is dropped.
+    /// `brand_id` is the request path's text, compared with the turn's.
     pub fn authorize(
         &self,
         turn_id: Uuid,
@@ -505,7 +507,7 @@ mod tests {
 
     fn setup(brand: &str, ttl: i64) -> TurnSetup {
         TurnSetup {
-            brand_id: brand.to_owned(),
+            brand_id: BrandId::parse(brand).unwrap(),
             expires_at: OffsetDateTime::now_utc() + time::Duration::seconds(ttl),
             delegation: None,
             offered: BTreeSet::new(),

@@ -27,6 +27,7 @@
 //! `slow_down` is a courtesy to the server (RFC 8628 §3.5), and the rate
 //! limits still apply per node as before.
 
+use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -47,7 +48,7 @@ const MAX_ENTRIES: usize = 200_000;
 pub struct Pending {
     pub id: Uuid,
     pub pa_issuer: String,
-    pub brand_id: String,
+    pub brand_id: BrandId,
     pub interval_secs: i32,
     pub last_polled_at: Option<OffsetDateTime>,
     pub expires_at: OffsetDateTime,
@@ -185,7 +186,7 @@ impl PendingPolls {
         &self,
         code: &[u8],
         pa_issuer: &str,
-        brand_id: &str,
+        brand_id: &BrandId,
         now: OffsetDateTime,
     ) -> Option<Answer> {
         if !self.is_live() {
@@ -193,7 +194,7 @@ impl PendingPolls {
         }
         let mut book = self.book();
         let entry = book.by_code.get_mut(code)?;
-        if entry.pa_issuer != pa_issuer || entry.brand_id != brand_id {
+        if entry.pa_issuer != pa_issuer || entry.brand_id != *brand_id {
             return Some(Answer::NotYours);
         }
         let decision = device_flow::decide(
@@ -267,7 +268,7 @@ mod tests {
         Pending {
             id: Uuid::from_u128(7),
             pa_issuer: "https://pa.example".into(),
-            brand_id: "demo".into(),
+            brand_id: BrandId::parse("demo").unwrap(),
             interval_secs: 5,
             last_polled_at: Some(now),
             expires_at: now + Duration::seconds(600),
@@ -299,7 +300,14 @@ mod tests {
     #[test]
     fn a_held_code_is_answered_by_the_poll_rules_and_each_poll_is_recorded() {
         let book = live_book_holding(at(0));
-        let poll = |t| book.poll(CODE, "https://pa.example", "demo", at(t));
+        let poll = |t| {
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(t),
+            )
+        };
         assert_eq!(poll(5), Some(Answer::Decided(PollDecision::Pending)));
         // 2 s after the recorded poll, with a 5 s interval: slow down, interval 10.
         assert_eq!(
@@ -322,16 +330,31 @@ mod tests {
     fn another_pa_or_brand_is_told_nothing_and_records_nothing() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(CODE, "https://thief.example", "demo", at(1)),
+            book.poll(
+                CODE,
+                "https://thief.example",
+                &BrandId::parse("demo").unwrap(),
+                at(1)
+            ),
             Some(Answer::NotYours)
         );
         assert_eq!(
-            book.poll(CODE, "https://pa.example", "other", at(1)),
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("other").unwrap(),
+                at(1)
+            ),
             Some(Answer::NotYours)
         );
         // The owner's last poll is still the one at 0: polling at 5 is on time.
         assert_eq!(
-            book.poll(CODE, "https://pa.example", "demo", at(5)),
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }
@@ -340,11 +363,24 @@ mod tests {
     fn a_forgotten_or_unknown_code_goes_to_the_database() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(b"other", "https://pa.example", "demo", at(5)),
+            book.poll(
+                b"other",
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
             None
         );
         book.forget(Uuid::from_u128(7));
-        assert_eq!(book.poll(CODE, "https://pa.example", "demo", at(5)), None);
+        assert_eq!(
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
+            None
+        );
         assert!(book.is_empty());
     }
 
@@ -362,7 +398,15 @@ mod tests {
     fn a_node_that_cannot_hear_changes_neither_answers_nor_learns() {
         let book = live_book_holding(at(0));
         book.suspend();
-        assert_eq!(book.poll(CODE, "https://pa.example", "demo", at(5)), None);
+        assert_eq!(
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
+            None
+        );
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert!(book.is_empty());
         // Reconnected: starts empty, and learns again.
@@ -376,7 +420,15 @@ mod tests {
     fn a_subscribed_book_whose_feed_is_not_proven_neither_answers_nor_learns() {
         let book = live_book_holding(at(0));
         book.feed.lost();
-        assert_eq!(book.poll(CODE, "https://pa.example", "demo", at(5)), None);
+        assert_eq!(
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
+            None
+        );
         book.forget(Uuid::from_u128(7));
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert!(book.is_empty());
@@ -384,7 +436,12 @@ mod tests {
         book.feed.proven(std::time::Instant::now());
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert_eq!(
-            book.poll(CODE, "https://pa.example", "demo", at(5)),
+            book.poll(
+                CODE,
+                "https://pa.example",
+                &BrandId::parse("demo").unwrap(),
+                at(5)
+            ),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }

@@ -16,6 +16,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
+use pact_db::ids::BrandId;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use uuid::Uuid;
@@ -31,7 +32,7 @@ pub struct TurnClaims {
     #[serde(rename = "t")]
     pub turn: Uuid,
     #[serde(rename = "b")]
-    pub brand: String,
+    pub brand: BrandId,
     /// Unix seconds; the token is refused from then on.
     #[serde(rename = "e")]
     pub expires: i64,
@@ -115,13 +116,13 @@ impl TurnKey {
     /// each request's turn with that turn's token. The tag covers
     /// `brand:{brand}`, which no turn id (a UUID) can spell, so a turn's
     /// session id never passes as a brand's, nor the reverse.
-    pub fn brand_session_id(&self, brand: &str, version: &str, expires: i64) -> Option<String> {
+    pub fn brand_session_id(&self, brand: &BrandId, version: &str, expires: i64) -> Option<String> {
         self.new_session(&format!("brand:{brand}"), &format!("{expires}-"), version)
     }
 
     /// The protocol version of a session id this key made for `brand`'s
     /// shared endpoint, while it has not expired at `now` (Unix seconds).
-    pub fn brand_session_version(&self, brand: &str, id: &str, now: i64) -> Option<String> {
+    pub fn brand_session_version(&self, brand: &BrandId, id: &str, now: i64) -> Option<String> {
         let head = self.session_head(&format!("brand:{brand}"), id)?;
         let (nonce, version) = head.split_once('.')?;
         let expires: i64 = nonce.split_once('-')?.0.parse().ok()?;
@@ -161,7 +162,7 @@ mod tests {
     fn claims() -> TurnClaims {
         TurnClaims {
             turn: Uuid::from_u128(7),
-            brand: "shop".into(),
+            brand: BrandId::parse("shop").unwrap(),
             expires: 1_800_000_000,
             grant: Some(Uuid::from_u128(9).into()),
             context: "c".into(),
@@ -181,7 +182,7 @@ mod tests {
         // Another brand in the claims, with the old tag.
         let (signed, tag) = token.rsplit_once('.').unwrap();
         let mut other = claims();
-        other.brand = "acme".into();
+        other.brand = BrandId::parse("acme").unwrap();
         let forged = format!(
             "ptt2.{}.{tag}",
             URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other).unwrap())
@@ -218,34 +219,43 @@ mod tests {
     #[test]
     fn a_brand_session_id_names_its_brand_and_dies_at_its_expiry() {
         let key = TurnKey::for_tests(1);
-        let id = key.brand_session_id("shop", "2025-11-25", 1_000).unwrap();
+        let id = key
+            .brand_session_id(&BrandId::parse("shop").unwrap(), "2025-11-25", 1_000)
+            .unwrap();
         assert!(id.bytes().all(|b| b.is_ascii_graphic()));
         assert_eq!(
-            key.brand_session_version("shop", &id, 999).as_deref(),
+            key.brand_session_version(&BrandId::parse("shop").unwrap(), &id, 999)
+                .as_deref(),
             Some("2025-11-25")
         );
         assert_eq!(
-            key.brand_session_version("shop", &id, 1_000),
+            key.brand_session_version(&BrandId::parse("shop").unwrap(), &id, 1_000),
             None,
             "expired"
         );
         assert_eq!(
-            key.brand_session_version("acme", &id, 999),
+            key.brand_session_version(&BrandId::parse("acme").unwrap(), &id, 999),
             None,
             "another brand"
         );
         assert_eq!(
-            TurnKey::for_tests(2).brand_session_version("shop", &id, 999),
+            TurnKey::for_tests(2).brand_session_version(&BrandId::parse("shop").unwrap(), &id, 999),
             None,
             "another key"
         );
         // A later expiry written in, with the old tag.
         let stretched = id.replacen("1000-", "9000-", 1);
-        assert_eq!(key.brand_session_version("shop", &stretched, 999), None);
+        assert_eq!(
+            key.brand_session_version(&BrandId::parse("shop").unwrap(), &stretched, 999),
+            None
+        );
         // Neither kind passes as the other.
         let turn = Uuid::from_u128(7);
         let turn_session = key.session_id(turn, "2025-11-25").unwrap();
-        assert_eq!(key.brand_session_version("shop", &turn_session, 0), None);
+        assert_eq!(
+            key.brand_session_version(&BrandId::parse("shop").unwrap(), &turn_session, 0),
+            None
+        );
         assert_eq!(key.session_version(turn, &id), None);
     }
 }

@@ -10,6 +10,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -66,14 +67,19 @@ impl WebhookSecret {
     }
 
     /// Sealed for `brand_webhook_secrets.sealed`, bound to its row.
-    pub fn seal(&self, master: &MasterKey, brand_id: &str, id: Uuid) -> Result<Vec<u8>, SealError> {
+    pub fn seal(
+        &self,
+        master: &MasterKey,
+        brand_id: &BrandId,
+        id: Uuid,
+    ) -> Result<Vec<u8>, SealError> {
         master.seal(&self.key, &aad(brand_id, id))
     }
 
     pub fn open(
         master: &MasterKey,
         sealed: &[u8],
-        brand_id: &str,
+        brand_id: &BrandId,
         id: Uuid,
     ) -> Result<Self, SealError> {
         master
@@ -111,7 +117,7 @@ pub struct OpenedSecrets {
 /// An opened secret with what it was opened for: its sealed bytes and brand.
 struct Kept {
     sealed: Vec<u8>,
-    brand_id: String,
+    brand_id: BrandId,
     secret: WebhookSecret,
 }
 
@@ -128,7 +134,7 @@ impl OpenedSecrets {
         &self,
         master: &MasterKey,
         sealed: &[u8],
-        brand_id: &str,
+        brand_id: &BrandId,
         id: Uuid,
     ) -> Result<WebhookSecret, SealError> {
         let mut map = self
@@ -137,7 +143,7 @@ impl OpenedSecrets {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(kept) = map.get(&id)
             && kept.sealed == sealed
-            && kept.brand_id == brand_id
+            && kept.brand_id == *brand_id
         {
             return Ok(kept.secret.clone());
         }
@@ -155,7 +161,7 @@ impl OpenedSecrets {
             id,
             Kept {
                 sealed: sealed.to_vec(),
-                brand_id: brand_id.to_owned(),
+                brand_id: brand_id.clone(),
                 secret: secret.clone(),
             },
         );
@@ -165,7 +171,7 @@ impl OpenedSecrets {
 
 /// The row a sealed secret belongs to: copying it to another brand or row
 /// makes it unopenable.
-fn aad(brand_id: &str, id: Uuid) -> Vec<u8> {
+fn aad(brand_id: &BrandId, id: Uuid) -> Vec<u8> {
     format!("webhook-secret\n{brand_id}\n{id}").into_bytes()
 }
 
@@ -247,15 +253,27 @@ mod tests {
             WebhookSecret::generate().unwrap(),
             WebhookSecret::generate().unwrap(),
         );
-        let sealed_a = a.seal(&master, "shop", id).unwrap();
-        let got = opened.open(&master, &sealed_a, "shop", id).unwrap();
+        let sealed_a = a
+            .seal(&master, &BrandId::parse("shop").unwrap(), id)
+            .unwrap();
+        let got = opened
+            .open(&master, &sealed_a, &BrandId::parse("shop").unwrap(), id)
+            .unwrap();
         assert_eq!(got.to_whsec(), a.to_whsec());
         // The same row re-sealed with another secret: opened again.
-        let sealed_b = b.seal(&master, "shop", id).unwrap();
-        let got = opened.open(&master, &sealed_b, "shop", id).unwrap();
+        let sealed_b = b
+            .seal(&master, &BrandId::parse("shop").unwrap(), id)
+            .unwrap();
+        let got = opened
+            .open(&master, &sealed_b, &BrandId::parse("shop").unwrap(), id)
+            .unwrap();
         assert_eq!(got.to_whsec(), b.to_whsec());
         // Bound to its brand whether kept or not.
-        assert!(opened.open(&master, &sealed_b, "other", id).is_err());
+        assert!(
+            opened
+                .open(&master, &sealed_b, &BrandId::parse("other").unwrap(), id)
+                .is_err()
+        );
     }
 
     #[test]
@@ -279,9 +297,14 @@ mod tests {
         assert!(!format!("{s:?}").contains(&shown[6..]));
         let master = MasterKey::generate().unwrap();
         let id = Uuid::new_v4();
-        let sealed = s.seal(&master, "shop", id).unwrap();
-        let opened = WebhookSecret::open(&master, &sealed, "shop", id).unwrap();
+        let sealed = s
+            .seal(&master, &BrandId::parse("shop").unwrap(), id)
+            .unwrap();
+        let opened =
+            WebhookSecret::open(&master, &sealed, &BrandId::parse("shop").unwrap(), id).unwrap();
         assert_eq!(opened.to_whsec(), shown);
-        assert!(WebhookSecret::open(&master, &sealed, "other", id).is_err());
+        assert!(
+            WebhookSecret::open(&master, &sealed, &BrandId::parse("other").unwrap(), id).is_err()
+        );
     }
 }

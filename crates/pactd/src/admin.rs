@@ -1,5 +1,6 @@
 //! The admin commands: they talk to the database directly.
 
+use pact_db::ids::BrandId;
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
@@ -49,19 +50,20 @@ pub(crate) fn now() -> OffsetDateTime {
 
 /// The demo brand, its scopes and its authorization_details type, seeded once.
 pub async fn seed_demo(pool: &PgPool) -> anyhow::Result<()> {
+    let demo = BrandId::parse("demo")?;
     let created = pact_db::brands::insert_if_missing(
         pool,
-        "demo",
+        &demo,
         "Demo Store",
         "A small demo store: opening hours, returns and orders.",
     )
     .await?;
-    if created || pact_db::scopes::list(pool, "demo").await?.is_empty() {
+    if created || pact_db::scopes::list(pool, &demo).await?.is_empty() {
         for (id, description) in DEMO_SCOPES {
-            pact_db::scopes::upsert(pool, "demo", id, description, false).await?;
+            pact_db::scopes::upsert(pool, &demo, id, description, false).await?;
         }
         let types = serde_json::to_value(authz_details::demo_types())?;
-        pact_db::brands::set_setting(pool, "demo", authz_details::SETTINGS_KEY, &types).await?;
+        pact_db::brands::set_setting(pool, &demo, authz_details::SETTINGS_KEY, &types).await?;
         tracing::info!("seeded the demo brand `demo` with its scopes");
     }
     Ok(())
@@ -195,7 +197,10 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
     Ok(())
 }
 
-async fn require_brand(pool: &PgPool, brand_id: &str) -> anyhow::Result<pact_db::brands::Brand> {
+async fn require_brand(
+    pool: &PgPool,
+    brand_id: &BrandId,
+) -> anyhow::Result<pact_db::brands::Brand> {
     pact_db::brands::find(pool, brand_id)
         .await?
         .with_context(|| format!("no brand {brand_id:?}"))
@@ -1016,7 +1021,7 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
         }
         UserCommand::List { brand } => {
             if let Some(b) = brand {
-                require_brand(pool, b).await?;
+                require_brand(pool, &BrandId::parse(b)?).await?;
             }
             let now = now();
             let users = pact_db::users::list(pool, brand.as_deref()).await?;
@@ -1155,7 +1160,7 @@ async fn customer_action(
 /// The account with this email at this brand, or a clear error.
 async fn existing_user(
     pool: &PgPool,
-    brand_id: &str,
+    brand_id: &BrandId,
     email: &str,
 ) -> anyhow::Result<pact_db::users::User> {
     require_brand(pool, brand_id).await?;

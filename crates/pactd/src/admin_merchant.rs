@@ -4,6 +4,7 @@
 use anyhow::{Context, bail};
 use pact_crypto::MasterKey;
 use pact_db::PgPool;
+use pact_db::ids::BrandId;
 use pact_server::admin::brand_settings;
 use pact_server::merchant::credentials;
 use pact_server::merchant::signing::WebhookSecret;
@@ -64,7 +65,7 @@ fn check_import_url(url: &str, allow_loopback: bool) -> anyhow::Result<()> {
 async fn new_secret(
     tx: &mut PgConnection,
     master: &MasterKey,
-    brand_id: &str,
+    brand_id: &BrandId,
     retire_at: OffsetDateTime,
     action: &str,
 ) -> anyhow::Result<String> {
@@ -92,7 +93,7 @@ pub async fn set_agent(
     master: impl FnOnce() -> anyhow::Result<std::sync::Arc<MasterKey>>,
     a: &BrandSetArgs,
 ) -> anyhow::Result<bool> {
-    let brand_id = a.brand_id.as_str();
+    let brand_id = &a.brand_id;
     if a.demo_agent {
         let mut tx = pool.begin().await?;
         pact_db::merchant::use_demo_agent(&mut *tx, brand_id).await?;
@@ -199,7 +200,7 @@ pub fn parse_duration(raw: &str) -> anyhow::Result<time::Duration> {
 pub async fn rotate_secret(
     pool: &PgPool,
     master: &MasterKey,
-    brand_id: &str,
+    brand_id: &BrandId,
     grace: &str,
 ) -> anyhow::Result<()> {
     let grace = parse_duration(grace)?;
@@ -405,7 +406,7 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
 pub async fn import_mcp(
     pool: &PgPool,
     master: &MasterKey,
-    brand_id: &str,
+    brand_id: &BrandId,
     url: &str,
     scope_map: &[String],
     allow_loopback: bool,

@@ -1,6 +1,7 @@
 //! The OpenID-provider part of `pactd brand set`, and `pactd grants
 //! revoke-user`.
 
+use pact_db::ids::BrandId;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -235,7 +236,7 @@ pub async fn set(
 /// `pactd grants revoke-user <brand> <user-id>`: every live grant of that
 /// person at the brand is revoked in one transaction (the grants trigger
 /// tells every node at once), and their pactd sessions there end.
-pub async fn revoke_user(pool: &PgPool, brand_id: &str, user_id: &str) -> anyhow::Result<()> {
+pub async fn revoke_user(pool: &PgPool, brand_id: &BrandId, user_id: &str) -> anyhow::Result<()> {
     if pact_db::brands::find(pool, brand_id).await?.is_none() {
         bail!("unknown brand {brand_id:?}");
     }

@@ -1,6 +1,7 @@
 //! The command line. The forms of these commands are used by other tools
 //! (tests, the conformance runner, scripts): keep them stable.
 
+use pact_db::ids::BrandId;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -175,7 +176,8 @@ pub enum UserCommand {
     /// not a terminal (`printf '%s' "$PW" | pactd user add …`); otherwise one
     /// is generated and printed once.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         email: String,
         /// The id the brand's other channels use; delegation tokens carry it as `sub`.
         #[arg(long)]
@@ -189,19 +191,39 @@ pub enum UserCommand {
     /// Remove every second factor (authenticator app, passkeys, recovery
     /// codes), e.g. after a lost phone; a brand that requires MFA then asks
     /// for a new one at the next sign-in.
-    ResetMfa { brand_id: String, email: String },
+    ResetMfa {
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
+        email: String,
+    },
     /// Stop an account from signing in: ends its sessions and revokes every
     /// grant it gave, on every node at once.
-    Disable { brand_id: String, email: String },
+    Disable {
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
+        email: String,
+    },
     /// Let a disabled account sign in again (revoked grants stay revoked).
-    Enable { brand_id: String, email: String },
+    Enable {
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
+        email: String,
+    },
     /// Remove an account: revokes its grants, then erases its email, second
     /// factors and sessions. Receipts stay verifiable (they name only the
     /// opaque user id).
-    Remove { brand_id: String, email: String },
+    Remove {
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
+        email: String,
+    },
     /// Set a new password: read from standard input when it is not a
     /// terminal, otherwise generated and printed once.
-    SetPassword { brand_id: String, email: String },
+    SetPassword {
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
+        email: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,7 +277,8 @@ pub enum GrantsCommand {
     /// Revoke every grant of one person at a brand, on every node, and end
     /// their pactd sessions there (for an account deleted at the merchant).
     RevokeUser {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         /// The person's id at the brand: the delegation tokens' `sub`.
         user_id: String,
     },
@@ -398,7 +421,8 @@ pub struct LimitArgs {
 pub enum BrandCommand {
     /// Add a brand.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         #[arg(long)]
         name: String,
         #[arg(long, default_value = "")]
@@ -429,7 +453,8 @@ pub enum BrandCommand {
 pub enum WebhookSecretCommand {
     /// Print a new secret once; the old one keeps signing (a second signature) for the grace period.
     Rotate {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         /// How long the old secret still signs, e.g. 24h, 30m, 2d, 0s [default: 24h].
         #[arg(long, default_value = "24h")]
         grace: String,
@@ -440,7 +465,8 @@ pub enum WebhookSecretCommand {
 pub enum ToolCommand {
     /// Add or replace a tool.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         /// The name the agent calls it by (a-z, 0-9, '-', '_').
         name: String,
         /// The scope a call needs; without it the tool is public.
@@ -469,7 +495,8 @@ pub enum ToolCommand {
     /// the server's tools/call for allowed calls. Tools without --scope-map stay unusable
     /// until mapped with `set-scope`.
     ImportMcp {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         /// The server's Streamable HTTP endpoint (https).
         #[arg(long)]
         url: String,
@@ -482,7 +509,8 @@ pub enum ToolCommand {
     },
     /// Give a tool the scope its calls need (or make it public), e.g. an imported MCP tool.
     SetScope {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         name: String,
         /// One of the brand's scopes.
         #[arg(required_unless_present = "public", conflicts_with = "public")]
@@ -494,7 +522,8 @@ pub enum ToolCommand {
     /// Set a tool's limit rules (and summary), e.g. for an imported MCP tool:
     /// --enforce order_ids=order_id. No --enforce clears them.
     SetRules {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         name: String,
         /// A limit rule (repeatable), as at `tool add --enforce`.
         #[arg(long, value_name = "RULE")]
@@ -504,10 +533,12 @@ pub enum ToolCommand {
         summary: Option<String>,
     },
     List {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
     },
     Remove {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         name: String,
     },
 }
@@ -516,23 +547,27 @@ pub enum ToolCommand {
 pub enum CredentialCommand {
     /// Make a credential; prints the client id and secret once.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         #[arg(long)]
         name: String,
     },
     List {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
     },
     /// Refuse the credential from the next request on.
     Revoke {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         client_id: String,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct BrandSetArgs {
-    pub brand_id: String,
+    #[arg(value_parser = BrandId::parse)]
+    pub brand_id: BrandId,
     /// The brand's name on its Agent Card and the consent page (1–200 characters).
     #[arg(long)]
     pub name: Option<String>,
@@ -648,7 +683,8 @@ pub struct BrandSetArgs {
 pub enum ScopeCommand {
     /// Add or update a scope; the description is shown verbatim on consent.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         scope_id: String,
         description: String,
         /// Consenting to it needs a second factor in the session.
@@ -660,11 +696,13 @@ pub enum ScopeCommand {
         unverified_allowed: bool,
     },
     Remove {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         scope_id: String,
     },
     List {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
     },
 }
 
@@ -675,17 +713,20 @@ pub enum DetailsTypeCommand {
     /// string_array, enum (with "values"), amount, count, cumulative_amount, date_window,
     /// time_window. Which argument a field limits is the tools' --enforce rule.
     Add {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         type_name: String,
         #[arg(long)]
         json: String,
     },
     Remove {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
         type_name: String,
     },
     List {
-        brand_id: String,
+        #[arg(value_parser = BrandId::parse)]
+        brand_id: BrandId,
     },
 }
 

@@ -228,7 +228,10 @@ async fn serve(
 }
 
 fn print_dev_banner(config: &Config, local_db: bool) {
-    let card = config.card_url("demo");
+    let Ok(demo) = pact_db::ids::BrandId::parse("demo") else {
+        return;
+    };
+    let card = config.card_url(&demo);
     let public = &config.public_url;
     let db = if local_db {
         "private PostgreSQL in the data directory (kept across runs)"
@@ -266,7 +269,7 @@ fn print_dev_banner(config: &Config, local_db: bool) {
          \n  aud = {aud}, exp <= iat + 300) and POST a message to {iface}/message:send (see README).\
          \n\nStop with Ctrl-C.\n",
         aud = config.audience,
-        iface = config.interface_url("demo"),
+        iface = config.interface_url(&demo),
         loopback = if config.jwks.allow_loopback {
             "allowed (dev only)"
         } else {

@@ -909,7 +909,7 @@ async fn a_merchant_turn_and_its_mcp_session_work_through_round_robin_nginx() {
             &pact_db::merchant::BrandTool {
                 enforce,
                 ..pact_db::merchant::BrandTool::at_url(
-                    "demo",
+                    &pact_tests::brand_id("demo"),
                     name,
                     Some(scope),
                     &format!("{api}/tools/{name}"),

@@ -8,6 +8,7 @@
 //! `pactd_config`, so every node drops its cached copy of the brand.
 
 use pact_db::brands::Brand;
+use pact_db::ids::BrandId;
 use pact_db::merchant::BrandTool;
 use pact_proto::card::AgentSkill;
 use serde::Deserialize;
@@ -64,7 +65,7 @@ async fn audit(
     ip: Option<&str>,
     action: &str,
     target: &str,
-    brand_id: &str,
+    brand_id: &BrandId,
     detail: Value,
 ) -> Result<(), pact_db::Error> {
     super::ops::audit(tx, actor, ip, action, target, Some(brand_id), detail).await
@@ -265,7 +266,7 @@ fn check_type_name(name: &str) -> Result<(), EditError> {
 
 async fn store_types(
     tx: &mut PgConnection,
-    brand_id: &str,
+    brand_id: &BrandId,
     types: &DetailsTypes,
 ) -> Result<(), EditError> {
     let value = serde_json::to_value(types).map_err(|e| invalid(e.to_string()))?;

@@ -5,6 +5,7 @@
 //! a refused call was charged, and tells staff about a grant whose limits
 //! cannot be judged.
 
+use pact_db::ids::BrandId;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -323,7 +324,7 @@ fn first_report(grant: GrantId, tool: &str) -> bool {
 /// warning in the log.
 pub async fn report_unenforceable(
     conn: &mut PgConnection,
-    brand_id: &str,
+    brand_id: &BrandId,
     grant: GrantId,
     tool: &str,
     why: &str,

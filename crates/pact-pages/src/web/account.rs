@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
 use pact_db::grants::{Grant, GrantFilter, reason as why};
-use pact_db::ids::GrantId;
+use pact_db::ids::{BrandId, GrantId};
 use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
@@ -67,7 +67,7 @@ impl Person {
 pub async fn signed_in_person(
     node: &NodeInner,
     session: &Session,
-) -> Result<Option<(String, Person)>, PageError> {
+) -> Result<Option<(BrandId, Person)>, PageError> {
     let Some(brand) = session.brand_id.clone() else {
         return Ok(None);
     };
@@ -728,7 +728,7 @@ mod tests {
     fn grant(revoked: Option<&str>, now: OffsetDateTime) -> Grant {
         Grant {
             id: GrantId::from(Uuid::nil()),
-            brand_id: "demo".into(),
+            brand_id: BrandId::parse("demo").unwrap(),
             pa_issuer: "https://pa.example".into(),
             user_sub: "u".into(),
             scopes: vec![],

@@ -48,6 +48,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
+use pact_db::ids::BrandId;
 use pact_db::sessions::SessionState;
 use pact_jose::{PaJwtError, PaJwtRules};
 use pact_node::node::NodeInner;
@@ -206,7 +207,7 @@ impl From<pact_db::Error> for Refusal {
 /// What an accepted assertion establishes.
 #[derive(Debug)]
 struct Accepted {
-    brand_id: String,
+    brand_id: BrandId,
     sub: String,
     authorization_id: Uuid,
     mfa: bool,

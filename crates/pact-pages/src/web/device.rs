@@ -21,6 +21,7 @@
 //!   the same form with the same ticks (scope ids are not secret).
 //! * `GET /device/done` tells them to go back to their agent.
 
+use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use askama::Template;
@@ -138,7 +139,7 @@ struct OperationRow {
 struct DonePage<'a> {
     brand_name: &'a str,
     /// For the "Connected agents" link, which must work after sign-out too.
-    brand_id: &'a str,
+    brand_id: &'a BrandId,
     signed_in: bool,
     approved: bool,
     agent_name: &'a str,
@@ -206,7 +207,7 @@ async fn signed_in_brand(
         .session
         .as_ref()
         .filter(|_| browser.signed_in())
-        .and_then(|s| s.brand_id.as_deref());
+        .and_then(|s| s.brand_id.as_ref());
     super::login::brand_view(node, brand_id).await
 }
 
@@ -232,7 +233,7 @@ fn consent_error(e: ConsentError) -> PageError {
 async fn signed_in_as(
     node: &NodeInner,
     s: &Session,
-    brand_id: &str,
+    brand_id: &BrandId,
 ) -> Result<Option<(String, String)>, PageError> {
     if s.brand_id.as_deref() != Some(brand_id) {
         return Ok(None);
@@ -558,7 +559,7 @@ async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> 
     })))
 }
 
-async fn brand_scopes(node: &NodeInner, brand_id: &str) -> Result<Vec<BrandScope>, PageError> {
+async fn brand_scopes(node: &NodeInner, brand_id: &BrandId) -> Result<Vec<BrandScope>, PageError> {
     Ok(pact_db::scopes::list(&node.db, brand_id).await?)
 }
 

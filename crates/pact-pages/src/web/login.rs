@@ -23,6 +23,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pact_db::brands::Brand;
+use pact_db::ids::BrandId;
 use pact_db::sessions::{Session, SessionState};
 use pact_db::users::User;
 use pact_node::node::{Node, NodeInner};
@@ -56,7 +57,10 @@ pub async fn brand_for(
     explicit: Option<&str>,
     session: Option<&Session>,
 ) -> Result<Brand, PageError> {
-    let mut id = explicit.map(str::to_owned);
+    // The page's own parameter is text from outside: parsed here.
+    let mut id = explicit
+        .map(|e| BrandId::parse(e).map_err(|_| unknown_brand()))
+        .transpose()?;
     if id.is_none()
         && let Some(auth_id) = session.and_then(|s| s.device_authorization_id)
     {
@@ -70,9 +74,6 @@ pub async fn brand_for(
     let Some(id) = id else {
         return Err(PageError::BadRequest(i18n::t("login-err-which-service")));
     };
-    if !pact_db::brands::is_valid_brand_id(&id) {
-        return Err(unknown_brand());
-    }
     let brand = pact_db::brands::find(&node.db, &id)
         .await?
         .ok_or_else(unknown_brand)?;
@@ -86,7 +87,7 @@ fn unknown_brand() -> PageError {
 }
 
 /// The brand's display name, or "pactd" when there is none.
-pub async fn brand_name(node: &NodeInner, brand_id: Option<&str>) -> Result<String, PageError> {
+pub async fn brand_name(node: &NodeInner, brand_id: Option<&BrandId>) -> Result<String, PageError> {
     Ok(brand_view(node, brand_id).await?.0)
 }
 
@@ -94,7 +95,7 @@ pub async fn brand_name(node: &NodeInner, brand_id: Option<&str>) -> Result<Stri
 /// brand); error pages from here on carry them too.
 pub async fn brand_view(
     node: &NodeInner,
-    brand_id: Option<&str>,
+    brand_id: Option<&BrandId>,
 ) -> Result<(String, crate::who::Look), PageError> {
     let Some(id) = brand_id else {
         return Ok(("pactd".to_owned(), crate::who::Look::none()));
@@ -124,7 +125,7 @@ pub fn enc(s: &str) -> String {
 }
 
 /// `/login?brand=B&next=…`.
-pub fn login_path(brand_id: Option<&str>, next: &str) -> String {
+pub fn login_path(brand_id: Option<&BrandId>, next: &str) -> String {
     match brand_id {
         Some(b) => format!("/login?brand={}&next={}", enc(b), enc(next)),
         None => format!("/login?next={}", enc(next)),
@@ -133,7 +134,7 @@ pub fn login_path(brand_id: Option<&str>, next: &str) -> String {
 
 /// `303 See Other` to the sign-in page of `brand_id`, back to one of our own
 /// fixed paths after (`/account`, `/device/consent`: nothing to encode).
-pub fn to_sign_in(brand_id: &str, next: &'static str) -> Response {
+pub fn to_sign_in(brand_id: &BrandId, next: &'static str) -> Response {
     see_other(&format!("/login?brand={}&next={next}", enc(brand_id)), None)
 }
 
@@ -278,7 +279,7 @@ pub async fn who(node: &NodeInner, s: &Session) -> Result<Option<Who>, PageError
     let Some(user) = pact_db::users::find(&node.db, id).await? else {
         return Ok(None);
     };
-    if user.is_disabled() || s.brand_id.as_deref() != Some(user.brand_id.as_str()) {
+    if user.is_disabled() || s.brand_id.as_ref() != Some(&user.brand_id) {
         return Ok(None);
     }
     Ok(Some(if pending {
@@ -317,7 +318,7 @@ pub struct LoginQuery {
 pub struct LoginPage<'a> {
     pub brand_name: String,
     pub signed_in: bool,
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub csrf: &'a str,
     pub next: &'a str,
     pub error: Option<&'a str>,
@@ -339,7 +340,7 @@ pub struct LoginPage<'a> {
 pub async fn asking_agent(
     node: &NodeInner,
     session: Option<&Session>,
-    brand_id: &str,
+    brand_id: &BrandId,
 ) -> Result<Option<String>, PageError> {
     let Some(id) = session.and_then(|s| s.device_authorization_id) else {
         return Ok(None);
@@ -364,8 +365,7 @@ pub async fn get_login(
     let brand = brand_for(&state, q.brand.as_deref(), browser.session.as_ref()).await?;
     let next = security::safe_next(q.next.as_deref());
     let already = browser.session.as_ref().is_some_and(|s| {
-        s.brand_id.as_deref() == Some(brand.id.as_str())
-            && (s.user_id.is_some() || s.external_sub.is_some())
+        s.brand_id.as_ref() == Some(&brand.id) && (s.user_id.is_some() || s.external_sub.is_some())
     });
     if already {
         return Ok(see_other(&next, None));
@@ -587,7 +587,7 @@ fn not_for_second_factor(s: Option<&Session>, next: &str) -> Result<Response, Pa
     if s.is_some_and(|s| s.external_sub.is_some()) {
         return Err(PageError::BadRequest(i18n::t("mfa-err-external")));
     }
-    let brand = s.and_then(|s| s.brand_id.as_deref());
+    let brand = s.and_then(|s| s.brand_id.as_ref());
     let back = format!("/login/second-factor?next={}", enc(next));
     Ok(see_other(&login_path(brand, &back), None))
 }
@@ -610,7 +610,7 @@ pub async fn get_second_factor(
     {
         return Ok(see_other(&enrol_path, None));
     }
-    let (brand_name, look) = brand_view(&node, s.brand_id.as_deref()).await?;
+    let (brand_name, look) = brand_view(&node, s.brand_id.as_ref()).await?;
     let page = SecondFactorPage {
         brand_name,
         look,
@@ -658,7 +658,7 @@ pub async fn post_second_factor(
     {
         return Ok(see_other(&enrol_path, None));
     }
-    let (name, look) = brand_view(&state, old.brand_id.as_deref()).await?;
+    let (name, look) = brand_view(&state, old.brand_id.as_ref()).await?;
     i18n::set_here(format!("/login/second-factor?next={}", enc(&next)));
     let page = |error: &str, status: StatusCode, retry: Option<u64>| {
         let p = SecondFactorPage {
@@ -766,7 +766,7 @@ pub async fn post_second_factor(
         // Say so: a recovery code used by someone else is how a person
         // learns their codes leaked, and they need to know how many are left.
         let left = pact_db::users::unused_recovery_codes(&state.db, who.user().id).await?;
-        let (brand_name, look) = brand_view(&state, Some(who.user().brand_id.as_str())).await?;
+        let (brand_name, look) = brand_view(&state, Some(&who.user().brand_id)).await?;
         let page = RecoveryUsedPage {
             brand_name,
             look,
@@ -836,7 +836,7 @@ mod tests {
     #[test]
     fn login_paths_encode_their_values() {
         assert_eq!(
-            login_path(Some("demo"), "/a?b=c&d"),
+            login_path(Some(&BrandId::parse("demo").unwrap()), "/a?b=c&d"),
             "/login?brand=demo&next=%2Fa%3Fb%3Dc%26d"
         );
         assert_eq!(login_path(None, "/x"), "/login?next=%2Fx");

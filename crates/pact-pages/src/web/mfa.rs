@@ -201,7 +201,7 @@ async fn enroller(
     }
     let Some(who) = who(node, s).await? else {
         return Ok(Err(see_other(
-            &login_path(s.brand_id.as_deref(), &here),
+            &login_path(s.brand_id.as_ref(), &here),
             None,
         )));
     };
@@ -451,7 +451,7 @@ pub async fn post_recovery_codes(
     let next = security::safe_next(form.next.as_deref());
     let now = node.clock.now();
     let Some(Who::SignedIn(user)) = who(&node, &s).await? else {
-        return Ok(see_other(&login_path(s.brand_id.as_deref(), &next), None));
+        return Ok(see_other(&login_path(s.brand_id.as_ref(), &next), None));
     };
     if !mfa_is_recent(&s, now) {
         return Ok(see_other(

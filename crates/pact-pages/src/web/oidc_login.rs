@@ -51,6 +51,7 @@
 //! ever approved here: approval stays the consent page's explicit click.
 //! The client secret, the code, the tokens and the verifier are never logged.
 
+use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ const MAX_USER_ID_LEN: usize = 256;
 pub const MFA_AMR: &[&str] = &["mfa", "otp", "hwk", "sc"];
 
 /// `<public_url>/oidc/<brand>/callback`: the redirect URI to register at the provider.
-pub fn redirect_uri(public_url: &str, brand_id: &str) -> String {
+pub fn redirect_uri(public_url: &str, brand_id: &BrandId) -> String {
     format!(
         "{}/oidc/{brand_id}/callback",
         public_url.trim_end_matches('/')
@@ -101,7 +102,7 @@ pub fn redirect_uri(public_url: &str, brand_id: &str) -> String {
 }
 
 /// `<public_url>/oidc/<brand>/backchannel-logout`: the back-channel logout URI to register.
-pub fn backchannel_logout_uri(public_url: &str, brand_id: &str) -> String {
+pub fn backchannel_logout_uri(public_url: &str, brand_id: &BrandId) -> String {
     format!(
         "{}/oidc/{brand_id}/backchannel-logout",
         public_url.trim_end_matches('/')
@@ -572,7 +573,7 @@ fn single(query: &str, name: &str) -> Result<Option<String>, Refusal> {
 
 /// What a verified callback establishes.
 struct SignedIn {
-    brand_id: String,
+    brand_id: BrandId,
     user_id: String,
     provider_sub: String,
     sid: Option<String>,
@@ -674,9 +675,12 @@ async fn verify_callback(
         TripLookup::Unknown => return Err(Refusal::Unknown),
     };
     drop(db);
+    // The path's text is compared with the trip's brand, which the trip was
+    // made for; from here on the brand is the trip's.
     if trip.brand_id != brand_id {
         return Err(Refusal::Malformed("callback path names another brand"));
     }
+    let brand_id = &trip.brand_id.clone();
     // RFC 9207 §2.4: when the provider names itself, it must be the one this
     // trip went to (mix-up defence).
     if let Some(iss) = single(query, "iss")?
@@ -741,7 +745,7 @@ async fn verify_callback(
         .map_err(|why| Refusal::Invalid(why.to_owned()))?;
     let mfa = reports_mfa(&token.amr, token.acr.as_deref(), &cfg.mfa_acr);
     Ok(SignedIn {
-        brand_id: brand_id.to_owned(),
+        brand_id: brand_id.clone(),
         user_id,
         provider_sub: token.sub,
         sid: token.sid,
@@ -1024,7 +1028,11 @@ pub async fn backchannel_logout(
             Some("no logout_token"),
         ));
     };
-    let Some(cfg) = pact_db::brand_oidc::find(&state.db, &brand_id).await? else {
+    let cfg = match BrandId::parse(&brand_id) {
+        Ok(id) => pact_db::brand_oidc::find(&state.db, &id).await?,
+        Err(_) => None,
+    };
+    let Some(cfg) = cfg else {
         return Ok(logout_answer(
             StatusCode::BAD_REQUEST,
             Some("this brand does not sign in through an OpenID provider"),
@@ -1098,7 +1106,7 @@ pub async fn backchannel_logout(
     let keep_until = OffsetDateTime::from_unix_timestamp(logout.exp.saturating_add(OIDC_SKEW_SECS))
         .unwrap_or(now);
     let jti = format!("oidc-logout\n{}", logout.jti);
-    if !pact_db::users::claim_assertion_jti(&state.db, &brand_id, &jti, keep_until).await? {
+    if !pact_db::users::claim_assertion_jti(&state.db, &cfg.brand_id, &jti, keep_until).await? {
         tracing::info!(brand = %brand_id, "logout token replayed");
         return Ok(logout_answer(
             StatusCode::BAD_REQUEST,
@@ -1107,7 +1115,7 @@ pub async fn backchannel_logout(
     }
     let ended = pact_db::brand_oidc::end_sessions(
         &state.db,
-        &brand_id,
+        &cfg.brand_id,
         logout.sub.as_deref(),
         logout.sid.as_deref(),
     )
@@ -1211,11 +1219,11 @@ mod tests {
     #[test]
     fn the_registered_uris_are_under_the_public_url() {
         assert_eq!(
-            redirect_uri("https://pactd.example/", "shop"),
+            redirect_uri("https://pactd.example/", &BrandId::parse("shop").unwrap()),
             "https://pactd.example/oidc/shop/callback"
         );
         assert_eq!(
-            backchannel_logout_uri("https://pactd.example", "shop"),
+            backchannel_logout_uri("https://pactd.example", &BrandId::parse("shop").unwrap()),
             "https://pactd.example/oidc/shop/backchannel-logout"
         );
     }

@@ -22,6 +22,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use pact_db::brands::Brand;
+use pact_db::ids::BrandId;
 use pact_db::users::User;
 use pact_node::node::NodeInner;
 use serde::Deserialize;
@@ -56,7 +57,7 @@ pub struct ForgotQuery {
 struct ForgotPage<'a> {
     brand_name: String,
     signed_in: bool,
-    brand_id: &'a str,
+    brand_id: &'a BrandId,
     csrf: &'a str,
     error: Option<&'a str>,
     /// Set once the request was taken: "check your email".
@@ -69,7 +70,7 @@ struct ForgotPage<'a> {
 struct ResetPage<'a> {
     brand_name: String,
     signed_in: bool,
-    brand_id: &'a str,
+    brand_id: &'a BrandId,
     csrf: &'a str,
     token: &'a str,
     error: Option<&'a str>,

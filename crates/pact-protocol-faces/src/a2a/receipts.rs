@@ -1,5 +1,6 @@
 //! Building, chaining and storing the receipt of a delegated turn (PACT §5.6).
 
+use pact_db::ids::BrandId;
 use pact_db::receipts::ChainHead;
 use pact_node::node::NodeInner;
 use pact_proto::oauth::{Receipt, ReceiptClaims};
@@ -14,7 +15,7 @@ use crate::error::ApiError;
 /// Where a receipt belongs.
 pub struct TurnRef<'a> {
     pub pa_issuer: &'a str,
-    pub brand_id: &'a str,
+    pub brand_id: &'a BrandId,
     pub conversation_id: Uuid,
     /// The user's `messageId` the receipt answers.
     pub message_id: &'a str,

@@ -201,7 +201,7 @@ pub async fn run_call(
     request_id: &str,
     now: OffsetDateTime,
 ) -> Result<CallOutput, CallRefusal> {
-    let brand_id = turn.brand_id.as_str();
+    let brand_id = &turn.brand_id;
     let Some(tool) = turn.tools.iter().find(|t| t.name == tool_name) else {
         return Err(CallRefusal::UnknownTool);
     };

@@ -17,7 +17,8 @@ use crate::state::AppState;
 
 /// The turn a gateway request may act in, on whichever node it runs: this
 /// node's own turn from memory, another node's from its signed token and
-/// the database (entering the turn's fence).
+/// the database (entering the turn's fence). `brand_id` is the request
+/// path's text: the turn's own brand must be it.
 ///
 /// Once the token is proven, the request's `traceparent` becomes its span's
 /// parent (`trace_context::start_turn_call_span`): the merchant's agent

@@ -43,6 +43,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use pact_db::ids::BrandId;
 use pact_node::node::NodeInner;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -73,7 +74,7 @@ enum Endpoint<'a> {
     /// `{iface}/turns/{turn}/mcp`: sessions of that turn only.
     Turn,
     /// `{iface}/mcp`: sessions of the brand, any of its turns.
-    Brand(&'a str),
+    Brand(&'a BrandId),
 }
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -317,7 +318,8 @@ pub async fn post_brand(
     };
     message(
         &state,
-        Endpoint::Brand(&brand_id),
+        // The token's turn is of the path's brand (`admit`).
+        Endpoint::Brand(&turn.brand_id),
         &turn,
         &headers,
         &body,

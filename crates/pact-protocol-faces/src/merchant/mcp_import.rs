@@ -10,6 +10,7 @@
 //! descriptions and schemas but keeps each tool's scope unless a mapping
 //! names a new one explicitly, so it never widens access silently.
 
+use pact_db::ids::BrandId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -192,7 +193,7 @@ pub async fn fetch(
     url: &str,
     allow_loopback: bool,
     secrets: &[WebhookSecret],
-    brand_id: &str,
+    brand_id: &BrandId,
     timestamp: i64,
     timeout: Duration,
 ) -> Result<Vec<RemoteTool>, EditError> {
@@ -278,7 +279,7 @@ pub fn parse_scope_map(raw: &[String]) -> Result<Vec<(String, String)>, EditErro
 /// is written unless every tool and mapping is acceptable.
 pub async fn apply(
     tx: &mut PgConnection,
-    brand_id: &str,
+    brand_id: &BrandId,
     url: &str,
     tools: &[RemoteTool],
     scope_map: &[(String, String)],

@@ -19,6 +19,7 @@ pub use pact_node::turn_token;
 pub use pact_node::webhook_signing as signing;
 pub mod turn;
 
+use pact_db::ids::BrandId;
 use time::OffsetDateTime;
 
 use crate::state::AppState;
@@ -56,7 +57,7 @@ pub fn skills(brand: &pact_db::brands::Brand) -> Vec<pact_proto::card::AgentSkil
 /// trusted, and the database is asked.
 pub async fn signing_secrets(
     state: &AppState,
-    brand_id: &str,
+    brand_id: &BrandId,
     now: OffsetDateTime,
 ) -> Result<Vec<WebhookSecret>, TurnFailure> {
     let loading = |e: pact_db::Error| TurnFailure::Setup(format!("loading webhook secrets: {e}"));

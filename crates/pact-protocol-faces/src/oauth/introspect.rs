@@ -95,6 +95,10 @@ pub async fn introspect(
     let Some(pa) = unverified_client_id(token) else {
         return inactive();
     };
+    // Authenticated: the credential is the path's brand's, whose id it carries.
+    let Some(brand_id) = credential.map(|c| c.brand_id) else {
+        return unauthenticated();
+    };
     let issuer = node.config.oauth_issuer(&brand_id);
     let iface = node.config.interface_url(&brand_id);
     let Ok(claims) = pact_jose::verify_delegation_token(

@@ -75,10 +75,10 @@ pub async fn jwks(
     State(node): State<Node>,
     Path(brand_id): Path<String>,
 ) -> Result<Response, OAuthFailure> {
-    pact_db::brands::find(&node.db, &brand_id)
+    let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
-    offered_scopes(&node, &brand_id).await?;
+    offered_scopes(&node, &brand.id).await?;
     Ok(public_json(
         &node
             .keys
@@ -98,10 +98,10 @@ pub async fn receipt_keys(
     State(node): State<Node>,
     Path(brand_id): Path<String>,
 ) -> Result<Response, OAuthFailure> {
-    pact_db::brands::find(&node.db, &brand_id)
+    let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
-    offered_scopes(&node, &brand_id).await?;
+    offered_scopes(&node, &brand.id).await?;
     let keys = crate::keys::all_public_keys(&node.db)
         .await
         .map_err(OAuthFailure::internal)?;

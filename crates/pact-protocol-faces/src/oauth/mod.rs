@@ -13,6 +13,7 @@ pub mod metadata;
 pub mod revoke;
 pub mod token;
 
+use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -143,7 +144,7 @@ impl IntoResponse for OAuthFailure {
 /// The brand's scope ids; a brand without any offers no delegation (404).
 pub async fn offered_scopes(
     node: &pact_node::node::NodeInner,
-    brand_id: &str,
+    brand_id: &BrandId,
 ) -> Result<BTreeSet<String>, OAuthFailure> {
     let scopes: BTreeSet<String> = node
         .config_cache

@@ -1380,10 +1380,11 @@ async fn users_are_added_with_a_password_from_stdin_listed_and_their_mfa_reset_a
     );
     assert!(out.contains("subject cust-1"), "{}", added.describe());
     assert!(!out.contains(password), "the password is never printed");
-    let user = pact_db::users::find_by_email(&pool, "shop", "ann@example.com")
-        .await
-        .unwrap()
-        .expect("stored");
+    let user =
+        pact_db::users::find_by_email(&pool, &pact_tests::brand_id("shop"), "ann@example.com")
+            .await
+            .unwrap()
+            .expect("stored");
     assert_eq!(user.external_id.as_deref(), Some("cust-1"));
     let hash = user.password_hash.clone().unwrap();
     assert!(
@@ -2580,7 +2581,7 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         no_secret.describe()
     );
     assert!(
-        pact_db::brand_oidc::find(&app.db, "demo")
+        pact_db::brand_oidc::find(&app.db, &pact_tests::brand_id("demo"))
             .await
             .unwrap()
             .is_none()
@@ -2603,7 +2604,7 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
     let said = out.succeeded();
     assert!(said.contains("/oidc/demo/callback"), "{}", out.describe());
     assert!(!said.contains("oidc-secret-9b7e") && !out.stderr.contains("oidc-secret-9b7e"));
-    let row = pact_db::brand_oidc::find(&app.db, "demo")
+    let row = pact_db::brand_oidc::find(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
         .unwrap();
@@ -2615,13 +2616,19 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
     assert!(!sealed.windows(16).any(|w| w == b"oidc-secret-9b7e"));
     let opened = app
         .master_key
-        .open(&sealed, &pact_db::brand_oidc::client_secret_aad("demo"))
+        .open(
+            &sealed,
+            &pact_db::brand_oidc::client_secret_aad(&pact_tests::brand_id("demo")),
+        )
         .unwrap();
     assert_eq!(opened, b"oidc-secret-9b7e");
     // Sealed for this brand: it does not open as another brand's.
     assert!(
         app.master_key
-            .open(&sealed, &pact_db::brand_oidc::client_secret_aad("other"))
+            .open(
+                &sealed,
+                &pact_db::brand_oidc::client_secret_aad(&pact_tests::brand_id("other"))
+            )
             .is_err()
     );
 
@@ -2666,7 +2673,7 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         "{}",
         out.describe()
     );
-    let row = pact_db::brand_oidc::find(&app.db, "demo")
+    let row = pact_db::brand_oidc::find(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
         .unwrap();
@@ -2680,7 +2687,7 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
     .await
     .succeeded();
     assert!(
-        pact_db::brand_oidc::find(&app.db, "demo")
+        pact_db::brand_oidc::find(&app.db, &pact_tests::brand_id("demo"))
             .await
             .unwrap()
             .is_none()
@@ -2705,7 +2712,7 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         &hash,
         "csrf",
         &pact_db::sessions::SessionState {
-            brand_id: Some("demo".into()),
+            brand_id: Some(pact_tests::brand_id("demo")),
             external_sub: Some("shop-user-1".into()),
             ..Default::default()
         },

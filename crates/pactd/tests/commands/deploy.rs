@@ -687,9 +687,16 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         )
         .await;
     assert_eq!(res.status(), 200);
-    let user = pact_db::users::insert(&pool, Uuid::new_v4(), "demo", "t@example.com", None, "x")
-        .await
-        .unwrap();
+    let user = pact_db::users::insert(
+        &pool,
+        Uuid::new_v4(),
+        &pact_tests::brand_id("demo"),
+        "t@example.com",
+        None,
+        "x",
+    )
+    .await
+    .unwrap();
     let totp = old.seal(b"totp secret bytes", user.id.as_bytes()).unwrap();
     pact_db::users::set_totp(&pool, user.id, Some(&totp))
         .await
@@ -699,8 +706,10 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     pact_db::merchant::insert_secret(
         &pool,
         hook_id,
-        "demo",
-        &hook.seal(&old, "demo", hook_id).unwrap(),
+        &pact_tests::brand_id("demo"),
+        &hook
+            .seal(&old, &pact_tests::brand_id("demo"), hook_id)
+            .unwrap(),
     )
     .await
     .unwrap();
@@ -785,14 +794,15 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     let stranger = MasterKey::generate().unwrap();
     let bad_id = Uuid::new_v4();
     let bad = WebhookSecret::generate().unwrap();
-    pact_db::brands::insert(&pool, "other", "Other", "")
+    pact_db::brands::insert(&pool, &pact_tests::brand_id("other"), "Other", "")
         .await
         .unwrap();
     pact_db::merchant::insert_secret(
         &pool,
         bad_id,
-        "other",
-        &bad.seal(&stranger, "other", bad_id).unwrap(),
+        &pact_tests::brand_id("other"),
+        &bad.seal(&stranger, &pact_tests::brand_id("other"), bad_id)
+            .unwrap(),
     )
     .await
     .unwrap();
@@ -846,7 +856,7 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         .find(|(id, _, _)| *id == hook_id)
         .unwrap();
     assert_eq!(
-        WebhookSecret::open(&new_key, &stored, "demo", hook_id)
+        WebhookSecret::open(&new_key, &stored, &pact_tests::brand_id("demo"), hook_id)
             .unwrap()
             .to_whsec(),
         hook.to_whsec(),

@@ -384,7 +384,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     pact_db::merchant::upsert_tool(
         &app.db,
         &pact_db::merchant::BrandTool {
-            brand_id: "demo".to_owned(),
+            brand_id: pact_tests::brand_id("demo"),
             name: "lookup_orders".to_owned(),
             scope: Some("orders:read".to_owned()),
             url: format!("{merchant}/tools/lookup-orders"),
@@ -403,7 +403,7 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_no_secret() {
     pact_db::merchant::insert_credential(
         &app.db,
         &credential.client_id,
-        "demo",
+        &pact_tests::brand_id("demo"),
         "orders API",
         &credential.secret_hash,
     )

@@ -10,6 +10,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use pact_db::ids::BrandId;
 use pact_node::node::NodeInner;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -125,7 +126,7 @@ impl BrandView {
         let (days, default) = grant_lifetime(state, b);
         let (types, tools) = brand_settings::describe(&state.db, b).await?;
         Ok(Self {
-            id: b.id.clone(),
+            id: b.id.to_string(),
             name: b.name.clone(),
             description: b.description.clone(),
             grant_lifetime_days: days,
@@ -152,14 +153,15 @@ pub struct BrandList {
     pub items: Vec<BrandView>,
 }
 
-/// A brand the actor may see, or `None` (missing or outside its brands: the
-/// same answer).
+/// The brand a path names, if the actor may see it: `None` when the text is
+/// no brand id, no brand has it, or it is outside the actor's brands (the
+/// same answer, so nothing leaks). The brand found carries its [`BrandId`].
 pub async fn visible(
     node: &NodeInner,
     actor: &Actor,
     brand_id: &str,
 ) -> Result<Option<pact_db::brands::Brand>, pact_db::Error> {
-    if !actor.sees_brand(brand_id) || !pact_db::brands::is_valid_brand_id(brand_id) {
+    if !actor.sees_brand(brand_id) || !BrandId::is_valid(brand_id) {
         return Ok(None);
     }
     pact_db::brands::find(&node.db, brand_id).await
@@ -206,7 +208,7 @@ pub async fn upsert_scope(
     node: &NodeInner,
     actor: &Actor,
     ip: &str,
-    brand_id: &str,
+    brand_id: &BrandId,
     def: &ScopeDefinition,
 ) -> Result<(), AdminApiError> {
     let mut tx = node.db.begin().await?;
@@ -221,7 +223,7 @@ pub async fn remove_scope_of(
     node: &NodeInner,
     actor: &Actor,
     ip: &str,
-    brand_id: &str,
+    brand_id: &BrandId,
     scope_id: &str,
 ) -> Result<bool, AdminApiError> {
     let mut tx = node.db.begin().await?;
@@ -383,7 +385,10 @@ pub struct DetailsTypeDefinition {
 }
 
 /// The brand as it is now, after an edit.
-async fn fresh_brand(state: &AppState, brand_id: &str) -> Result<Json<BrandView>, AdminApiError> {
+async fn fresh_brand(
+    state: &AppState,
+    brand_id: &BrandId,
+) -> Result<Json<BrandView>, AdminApiError> {
     let b = pact_db::brands::find(&state.db, brand_id)
         .await?
         .ok_or(AdminApiError::NotFound)?;

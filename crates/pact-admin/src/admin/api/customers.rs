@@ -56,7 +56,7 @@ impl CustomerView {
     pub fn of(u: &User, now: OffsetDateTime) -> Self {
         Self {
             id: u.id,
-            brand: u.brand_id.clone(),
+            brand: u.brand_id.to_string(),
             email: u.email.clone(),
             external_id: u.external_id.clone(),
             subject: u.subject(),

@@ -53,7 +53,7 @@ impl GrantView {
     pub fn of(g: &Grant, now: OffsetDateTime) -> Self {
         Self {
             id: g.id.as_uuid(),
-            brand: g.brand_id.clone(),
+            brand: g.brand_id.to_string(),
             customer: g.user_sub.clone(),
             agent: g.pa_issuer.clone(),
             scopes: g.scopes.clone(),

@@ -7,6 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
+use pact_db::ids::BrandId;
 use pact_node::node::{Node, NodeInner};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -701,7 +702,7 @@ pub struct GrantRow {
 /// subject and the issuer, which nobody searching by email can match by eye.
 #[derive(Default)]
 struct Names {
-    emails: std::collections::HashMap<(String, String), String>,
+    emails: std::collections::HashMap<(BrandId, String), String>,
     agents: std::collections::HashMap<String, String>,
 }
 
@@ -751,7 +752,7 @@ async fn registered_agents(db: &pact_db::PgPool) -> Result<Vec<(String, String)>
 fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime, names: &Names) -> GrantRow {
     GrantRow {
         id: g.id.to_string(),
-        brand: g.brand_id.clone(),
+        brand: g.brand_id.to_string(),
         customer: g.user_sub.clone(),
         agent: g.pa_issuer.clone(),
         customer_email: names
@@ -1216,7 +1217,7 @@ pub async fn customers(
             .iter()
             .map(|u| CustomerRow {
                 id: u.id.to_string(),
-                brand: u.brand_id.clone(),
+                brand: u.brand_id.to_string(),
                 email: u.email.clone(),
                 subject: u.subject(),
                 totp: u.has_totp(),
@@ -1555,7 +1556,7 @@ pub async fn brands(
             crate::admin::api::brands::grant_lifetime(&node, &b);
         lines.push(BrandLine {
             scopes: pact_db::scopes::list(&node.db, &b.id).await?.len(),
-            id: b.id,
+            id: b.id.into(),
             name: b.name,
             lifetime_days,
             lifetime_default,
@@ -1665,7 +1666,7 @@ pub async fn brand(
                 description: t.description,
             })
             .collect(),
-        id: b.id,
+        id: b.id.into(),
         name: b.name,
         description: b.description,
         lifetime_days,

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod registries;
 pub mod scopes;
 
+use pact_db::ids::BrandId;
 use serde_json::Value;
 use sqlx::PgConnection;
 
@@ -55,7 +56,7 @@ pub(crate) async fn audit(
     ip: Option<&str>,
     action: &str,
     target: &str,
-    brand_id: Option<&str>,
+    brand_id: Option<&BrandId>,
     detail: Value,
 ) -> Result<(), pact_db::Error> {
     pact_db::audit::record(
@@ -65,7 +66,7 @@ pub(crate) async fn audit(
             actor: &actor.name,
             action,
             target: Some(target),
-            brand_id,
+            brand_id: brand_id.map(BrandId::as_str),
             detail,
             client_addr: ip,
         },

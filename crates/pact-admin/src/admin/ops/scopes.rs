@@ -3,6 +3,7 @@
 //! grants that hold it keep it until they end or are revoked, as the person
 //! approved it.
 
+use pact_db::ids::BrandId;
 use serde::Deserialize;
 use serde_json::json;
 use sqlx::PgConnection;
@@ -31,7 +32,7 @@ pub async fn upsert(
     tx: &mut PgConnection,
     actor: &Actor,
     ip: Option<&str>,
-    brand_id: &str,
+    brand_id: &BrandId,
     def: &ScopeDefinition,
 ) -> Result<(), OpsError> {
     crate::domain::scopes::check_definition(&def.scope_id, &def.description)
@@ -71,7 +72,7 @@ pub async fn remove(
     tx: &mut PgConnection,
     actor: &Actor,
     ip: Option<&str>,
-    brand_id: &str,
+    brand_id: &BrandId,
     scope_id: &str,
 ) -> Result<bool, OpsError> {
     if !pact_db::scopes::remove(&mut *tx, brand_id, scope_id).await? {
