@@ -37,6 +37,26 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// A request's method as telemetry names it: HTTP's own methods (RFC 9110
+/// §9.3, and PATCH, RFC 5789) by name, anything else `None`. The client
+/// chooses the method, so a made-up one must not become a metric label or a
+/// span name, each value of which is kept apart: the OpenTelemetry HTTP
+/// conventions say `_OTHER` and a span named `HTTP`, the metrics `other`.
+pub fn known_method(method: &Method) -> Option<&'static str> {
+    Some(match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::CONNECT => "CONNECT",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::PATCH => "PATCH",
+        _ => return None,
+    })
+}
+
 /// The span of one request (the tower-http trace layer's `make_span_with`).
 ///
 /// A `traceparent` from the client is honoured only when the TCP peer is one
@@ -61,7 +81,7 @@ pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
         .unwrap_or("");
     let span = tracing::info_span!(
         "http",
-        http.request.method = %req.method(),
+        http.request.method = known_method(req.method()).unwrap_or("_OTHER"),
         http.route = Empty,
         request_id = %request_id,
         http.response.status_code = Empty,
@@ -77,7 +97,7 @@ pub fn request_span<B>(req: &Request<B>, trusted: &TrustedProxies) -> Span {
     // The kind is fixed when the OpenTelemetry span starts (below); the name
     // becomes `{method} {route}` once the router has matched (`record_route`).
     span.record("otel.kind", "server");
-    span.record("otel.name", req.method().as_str());
+    span.record("otel.name", known_method(req.method()).unwrap_or("HTTP"));
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -164,7 +184,7 @@ pub fn record_route(span: &Span, method: &Method, route: Option<&str>) {
     };
     span.record("http.route", route);
     if enabled() && !span.is_disabled() {
-        let name = format!("{method} {route}");
+        let name = format!("{} {route}", known_method(method).unwrap_or("HTTP"));
         if is_turn_call(route) {
             // Not started yet, and it must wait for its parent: named
             // through the field, which names it when it starts.
@@ -239,6 +259,18 @@ impl Injector for HeadersMut<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_http_methods_are_named() {
+        assert_eq!(known_method(&Method::GET), Some("GET"));
+        assert_eq!(known_method(&Method::PATCH), Some("PATCH"));
+        for made_up in ["BREW", "get", "PROPFIND"] {
+            assert_eq!(
+                known_method(&Method::from_bytes(made_up.as_bytes()).unwrap()),
+                None
+            );
+        }
+    }
 
     #[test]
     fn turn_calls_are_the_gateway_and_mcp_routes() {

@@ -321,25 +321,12 @@ pub async fn track(req: Request, next: Next) -> Response {
     res
 }
 
-/// The method as a label: the methods of RFC 9110 §9.3 and PATCH by name,
-/// anything else as `other`. A client picks the method, and every distinct
-/// label value is a series kept for the life of the process: named as sent,
-/// a client sending made-up methods would grow the page and the node's
-/// memory without bound (Prometheus, "Instrumentation": do not put unbounded
-/// values in labels).
+/// The method as a label (`trace_context::known_method`); anything else is
+/// `other`: named as sent, a client sending made-up methods would make a new
+/// series, kept for the life of the process, with each (Prometheus,
+/// "Instrumentation": no unbounded values in labels).
 fn method_label(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::HEAD => "HEAD",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::CONNECT => "CONNECT",
-        Method::OPTIONS => "OPTIONS",
-        Method::TRACE => "TRACE",
-        Method::PATCH => "PATCH",
-        _ => "other",
-    }
+    pact_app::trace_context::known_method(method).unwrap_or("other")
 }
 
 /// One request series: its count and its duration histogram.
