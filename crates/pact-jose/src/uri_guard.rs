@@ -188,6 +188,15 @@ pub fn check_jwks_uri(uri: &str, allow_loopback: bool) -> Result<Url, JwksError>
         Some(Host::Ipv4(v4)) => check_ip(IpAddr::V4(v4), allow_loopback)?,
         Some(Host::Ipv6(v6)) => check_ip(IpAddr::V6(v6), allow_loopback)?,
         Some(Host::Domain(name)) => {
+            // The WHATWG parser lets through host code points no DNS name
+            // has (`*`, `!`, `$`, ...); such a "host" names nothing anyone
+            // could own. Internationalised names arrive here as `xn--`.
+            if !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+            {
+                return Err(JwksError::InvalidUri("the host is not a DNS name"));
+            }
             if is_localhost_name(name) {
                 if !allow_loopback {
                     return Err(JwksError::ForbiddenAddress);
@@ -336,6 +345,8 @@ mod tests {
             "https://pa.example.com:8443/jwks?v=2",
             "https://8.8.8.8/jwks.json",
             "https://[2606:4700:4700::1111]/jwks.json",
+            "https://bücher.example/jwks.json",
+            "https://_keys.pa.example/jwks.json",
         ];
         for uri in ok {
             assert!(check_jwks_uri(uri, false).is_ok(), "{uri}");
@@ -367,6 +378,9 @@ mod tests {
             "https://api.localhost./jwks.json",
             "http://localhost:8080/jwks.json",
             "https://0.0.0.0/jwks.json",
+            "https://pa.example*/jwks.json",
+            "https://pa!.example/jwks.json",
+            "https://pa$x.example/jwks.json",
         ];
         for uri in refused {
             assert!(check_jwks_uri(uri, false).is_err(), "{uri}");
