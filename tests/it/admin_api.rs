@@ -1429,3 +1429,178 @@ async fn a_superseded_grant_is_its_own_state_and_filter() {
     let revoked = call_ok(&app, &owner, "get", "/grants?state=revoked", None).await;
     assert!(ids(&revoked).is_empty(), "{revoked}");
 }
+
+/// The document's request schemas and the server say the same of a body: one
+/// the schema admits is not refused as malformed (400), and one it does not
+/// admit is refused, changing nothing. Each probe sits on an edge where they
+/// once differed: lengths counted in bytes by the server and in characters by
+/// JSON Schema, blank or hidden-character names the schema let through, null
+/// where the schema says a string, a whole number written `30.0`, an empty
+/// card edit, a host that is no DNS name.
+#[tokio::test]
+async fn the_request_schemas_and_the_server_agree_on_the_edges() {
+    let app = app().await;
+    let owner = credential(&app, "root", "owner", None).await;
+    let doc: Value = app
+        .http
+        .get(format!("{}{API}/openapi.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let admitted = |path: &str, body: &Value| -> bool {
+        let reference = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["$ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{path} has no request schema"))
+            .to_owned();
+        let root = json!({"$ref": reference, "components": doc["components"].clone()});
+        jsonschema::options().build(&root).unwrap().is_valid(body)
+    };
+    let e = "é";
+    let probes: Vec<(&str, &str, Value, bool)> = vec![
+        // Lengths are characters on both sides (300 two-byte characters).
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": e.repeat(300), "jwks_uri": "https://pa.example/jwks.json"}),
+            true,
+        ),
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": " https://pa.example", "jwks_uri": "https://pa.example/jwks.json"}),
+            false,
+        ),
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": "https://pa2.example", "jwks_uri": "https://pa2.example/jwks.json", "name": "   "}),
+            false,
+        ),
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": "https://pa3.example", "jwks_uri": "https://pa3.example/jwks.json", "name": "Pay\u{200B}Pal"}),
+            false,
+        ),
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": "https://pa4.example", "jwks_uri": "https://pa4.example/jwks.json", "name": null}),
+            true,
+        ),
+        (
+            "/agents",
+            "/agents",
+            json!({"issuer": "https://pa5.example", "jwks_uri": "https://pa5.example/jwks.json", "homepage": "__main__"}),
+            false,
+        ),
+        (
+            "/brands/{brand}/scopes",
+            "/brands/shop/scopes",
+            json!({"scope_id": "wide", "description": e.repeat(400)}),
+            true,
+        ),
+        (
+            "/brands/{brand}/scopes",
+            "/brands/shop/scopes",
+            json!({"scope_id": "blank", "description": " \t "}),
+            false,
+        ),
+        (
+            "/brands/{brand}/scopes",
+            "/brands/shop/scopes",
+            json!({"scope_id": "shy", "description": "soft\u{AD}hyphen"}),
+            false,
+        ),
+        (
+            "/brands/{brand}/card",
+            "/brands/shop/card",
+            json!({}),
+            false,
+        ),
+        (
+            "/brands/{brand}/card",
+            "/brands/shop/card",
+            json!({"name": null}),
+            false,
+        ),
+        (
+            "/brands/{brand}/card",
+            "/brands/shop/card",
+            json!({"name": "Shop\u{202E}pohS"}),
+            false,
+        ),
+        (
+            "/brands/{brand}/card",
+            "/brands/shop/card",
+            json!({"name": "The Shop"}),
+            true,
+        ),
+        (
+            "/brands/{brand}/grant-lifetime",
+            "/brands/shop/grant-lifetime",
+            json!({"days": 30.0}),
+            true,
+        ),
+        (
+            "/brands/{brand}/grant-lifetime",
+            "/brands/shop/grant-lifetime",
+            json!({"days": 30.5}),
+            false,
+        ),
+        (
+            "/brands/{brand}/tools",
+            "/brands/shop/tools",
+            json!({"name": "wide", "url": "https://shop.example/t", "description": e.repeat(600)}),
+            true,
+        ),
+        (
+            "/brands/{brand}/tools",
+            "/brands/shop/tools",
+            json!({"name": "t2", "url": "https://shop.example/t", "description": "x\u{2066}y"}),
+            false,
+        ),
+        (
+            "/agents/block-host",
+            "/agents/block-host",
+            json!({"host": "   ", "reason": "spam"}),
+            false,
+        ),
+        (
+            "/agents/block-host",
+            "/agents/block-host",
+            json!({"host": "spam.example", "reason": "spam"}),
+            true,
+        ),
+    ];
+    for (documented, path, body, expected) in probes {
+        assert_eq!(
+            admitted(documented, &body),
+            expected,
+            "the schema of {documented} on {body}"
+        );
+        let before = audit_actions(&app, "root").await.len();
+        let res = call(&app, &owner, "post", path, Some(body.clone())).await;
+        let status = res.status().as_u16();
+        if expected {
+            assert_eq!(status, 200, "{path} {body}: {}", res.text().await.unwrap());
+        } else {
+            error(res, 400, "invalid_request").await;
+            // A refused body changed nothing; the refusal is not even audited
+            // as an action.
+            assert_eq!(
+                audit_actions(&app, "root").await.len(),
+                before,
+                "{path} {body}"
+            );
+        }
+    }
+    // An empty cursor is the first page, as its schema (any text) allows.
+    for path in ["/grants?cursor=&limit=1", "/audit?cursor=&limit=1"] {
+        ok(call(&app, &owner, "get", path, None).await).await;
+    }
+}

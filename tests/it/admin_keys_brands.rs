@@ -1023,10 +1023,6 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
         ),
         (
             "/brands/shop/details-types",
-            serde_json::json!({"type_name": "x", "declaration": {"scope": "nope", "fields": {}}}),
-        ),
-        (
-            "/brands/shop/details-types",
             serde_json::json!({"type_name": "has space", "declaration": {"scope": "orders:read", "fields": {}}}),
         ),
         (
@@ -1048,10 +1044,6 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
         ),
         (
             "/brands/shop/tools",
-            serde_json::json!({"name": "t", "url": "https://shop.example/t", "scope": "nope"}),
-        ),
-        (
-            "/brands/shop/tools",
             serde_json::json!({"name": "t", "url": "https://shop.example/t", "enforce": ["ids=order_id"]}),
         ),
         (
@@ -1070,6 +1062,28 @@ async fn owners_edit_lifetime_types_and_tools_through_the_api_and_no_one_else() 
             "invalid_request",
         )
         .await;
+    }
+    // Well formed, but naming a scope the brand does not offer: a conflict
+    // with the brand as it is (409), not a malformed request.
+    for (path, body) in [
+        (
+            "/brands/shop/details-types",
+            serde_json::json!({"type_name": "x", "declaration": {"scope": "nope",
+                "fields": {"ids": {"type": "string_array"}}}}),
+        ),
+        (
+            "/brands/shop/tools",
+            serde_json::json!({"name": "t", "url": "https://shop.example/t", "scope": "nope"}),
+        ),
+    ] {
+        let body = call_refused(&app, &owner, "post", path, Some(body), 409, "conflict").await;
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("add it first"),
+            "{body}"
+        );
     }
     assert_eq!(brand_settings(&app, "shop").await, before);
     assert!(

@@ -234,7 +234,9 @@ pub async fn rotate_secret(
 /// A refused brand-settings edit as the command line reports it.
 pub(crate) fn edit_error(e: brand_settings::EditError) -> anyhow::Error {
     match e {
-        brand_settings::EditError::Invalid(m) => anyhow::anyhow!(m),
+        brand_settings::EditError::Invalid(m) | brand_settings::EditError::Conflict(m) => {
+            anyhow::anyhow!(m)
+        }
         brand_settings::EditError::Missing => anyhow::anyhow!("not found"),
         brand_settings::EditError::Db(e) => anyhow::Error::new(e),
     }

@@ -52,7 +52,8 @@ fn refuse_control(v: &Value) -> Result<(), EditError> {
 /// Grant lifetimes a brand may set, in days (as `--grant-ttl-days`).
 pub const LIFETIME_DAYS: std::ops::RangeInclusive<i64> = 1..=365;
 
-/// Longest tool description, in bytes.
+/// Longest tool description or summary, in characters (as JSON Schema's
+/// `maxLength` counts them).
 const MAX_DESCRIPTION: usize = 1000;
 
 /// Longest `authorization_details` type name, in characters.
@@ -182,6 +183,17 @@ pub async fn set_card_text(
     {
         return Err(invalid("control characters are not accepted"));
     }
+    // Shown on consent and the Agent Card as stored (PACT §5.2): no text
+    // that reads differently from what it is. Only what this edit gives is
+    // checked, so text stored before the rule does not block other edits.
+    for (what, given) in [
+        ("the brand name", edit.name),
+        ("the description", edit.description),
+    ] {
+        if let Some(c) = given.and_then(crate::domain::hidden_chars::first_hidden) {
+            return Err(invalid(crate::domain::hidden_chars::refusal(what, c)));
+        }
+    }
     if let Some(skills) = &edit.skills {
         check_skills(skills)?;
     }
@@ -288,7 +300,7 @@ pub async fn upsert_details_type(
         .map_err(|e| invalid(format!("invalid type declaration: {e}")))?;
     let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
     if !scopes.iter().any(|s| s.scope_id == declaration.scope) {
-        return Err(invalid(format!(
+        return Err(EditError::Conflict(format!(
             "the brand has no scope {:?}; add it first",
             declaration.scope
         )));
@@ -359,6 +371,7 @@ pub struct ToolDefinition {
     #[serde(default)]
     pub scope: Option<String>,
     /// Where pactd forwards allowed calls (https).
+    #[schema(schema_with = fields::uri)]
     pub url: String,
     #[serde(default)]
     #[schema(schema_with = fields::long_text)]
@@ -456,9 +469,9 @@ pub async fn upsert_tool(
     // gateway checks every call's resolved address again.
     pact_jose::check_jwks_uri(&def.url, true).map_err(|e| invalid(format!("invalid url: {e}")))?;
     for (what, text) in [("description", &def.description), ("summary", &def.summary)] {
-        if text.len() > MAX_DESCRIPTION || text.chars().any(char::is_control) {
+        if text.chars().count() > MAX_DESCRIPTION || text.chars().any(char::is_control) {
             return Err(invalid(format!(
-                "the {what} is at most 1000 bytes, without control characters"
+                "the {what} is at most 1000 characters, without control characters"
             )));
         }
         if let Some(c) = crate::domain::hidden_chars::first_hidden(text) {
@@ -468,7 +481,7 @@ pub async fn upsert_tool(
     if let Some(s) = &def.scope {
         let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
         if !scopes.iter().any(|x| &x.scope_id == s) {
-            return Err(invalid(format!(
+            return Err(EditError::Conflict(format!(
                 "the brand has no scope {s:?}; add it first"
             )));
         }
@@ -540,12 +553,12 @@ pub async fn set_tool_rules(
         return Err(EditError::Missing);
     };
     if let Some(text) = &summary
-        && (text.len() > MAX_DESCRIPTION
+        && (text.chars().count() > MAX_DESCRIPTION
             || text.chars().any(char::is_control)
             || crate::domain::hidden_chars::first_hidden(text).is_some())
     {
         return Err(invalid(
-            "the summary is at most 1000 bytes, without control or hidden characters",
+            "the summary is at most 1000 characters, without control or hidden characters",
         ));
     }
     refuse_control(&json!(enforce))?;

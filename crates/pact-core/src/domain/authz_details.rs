@@ -111,7 +111,7 @@ pub fn check_type(t: &DetailsType) -> Result<(), String> {
                     || spec
                         .values
                         .iter()
-                        .any(|v| v.is_empty() || v.len() > MAX_STRING_LEN)
+                        .any(|v| v.is_empty() || v.chars().count() > MAX_STRING_LEN)
                 {
                     return Err(format!(
                         "enum field {name:?}: 1 to {MAX_ARRAY_VALUES} distinct non-empty values"
@@ -121,7 +121,7 @@ pub fn check_type(t: &DetailsType) -> Result<(), String> {
             (_, false) => return Err(format!("only an enum field has `values` ({name:?})")),
             (_, true) => {}
         }
-        if spec.label.len() > MAX_STRING_LEN {
+        if spec.label.chars().count() > MAX_STRING_LEN {
             return Err(format!("the label of {name:?} is too long"));
         }
     }

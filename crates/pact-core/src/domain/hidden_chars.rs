@@ -6,31 +6,53 @@
 //! U+202E reverses how the rest of a value reads. They are refused where
 //! values come in and, for text stored before that rule, shown visibly.
 
+/// The characters refused in shown values, besides the controls, as
+/// inclusive ranges: one table for the check and for the admin API's
+/// schemas ([`shown_text_class`]).
+pub const HIDDEN: &[(char, char)] = &[
+    // Bidi embeddings, overrides, isolates and marks (UAX #9).
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2066}', '\u{2069}'),
+    ('\u{200E}', '\u{200F}'),
+    ('\u{061C}', '\u{061C}'),
+    // Zero-width space/joiners, word joiner and invisible operators, BOM.
+    ('\u{200B}', '\u{200D}'),
+    ('\u{2060}', '\u{2064}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    // Soft hyphen, Mongolian vowel separator, Hangul fillers, interlinear annotations.
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{180E}', '\u{180E}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+    ('\u{FFF9}', '\u{FFFB}'),
+    // Tag characters (invisible, used to smuggle text).
+    ('\u{E0000}', '\u{E007F}'),
+];
+
 /// The characters refused in shown values.
 pub fn is_hidden(c: char) -> bool {
-    matches!(
-        c,
-        // Bidi embeddings, overrides, isolates and marks (UAX #9).
-        '\u{202A}'..='\u{202E}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{200E}'
-            | '\u{200F}'
-            | '\u{061C}'
-            // Zero-width space/joiners, word joiner and invisible operators, BOM.
-            | '\u{200B}'..='\u{200D}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{FEFF}'
-            // Soft hyphen, Mongolian vowel separator, Hangul fillers, interlinear annotations.
-            | '\u{00AD}'
-            | '\u{180E}'
-            | '\u{115F}'
-            | '\u{1160}'
-            | '\u{3164}'
-            | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            // Tag characters (invisible, used to smuggle text).
-            | '\u{E0000}'..='\u{E007F}'
-    ) || c.is_control()
+    c.is_control() || HIDDEN.iter().any(|&(from, to)| (from..=to).contains(&c))
+}
+
+/// A regular-expression character class (ECMA-262, as JSON Schema's
+/// `pattern`) of what shown text may hold: no control character (C0, DEL,
+/// C1) and none of [`HIDDEN`] within the Basic Multilingual Plane. The tag
+/// characters lie beyond it and would need the `u` flag, which a pattern
+/// cannot set; the server refuses them all the same.
+pub fn shown_text_class() -> String {
+    let mut class = String::from("[^\\u0000-\\u001f\\u007f-\\u009f");
+    for &(from, to) in HIDDEN {
+        if u32::from(to) <= 0xFFFF {
+            class.push_str(&format!(
+                "\\u{:04x}-\\u{:04x}",
+                u32::from(from),
+                u32::from(to)
+            ));
+        }
+    }
+    class.push(']');
+    class
 }
 
 /// The first hidden character of `s`, if any.

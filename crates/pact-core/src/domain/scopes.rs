@@ -41,7 +41,8 @@ pub fn approvable(requested: &BTreeSet<String>, approved: &BTreeSet<String>) -> 
     !approved.is_empty() && approved.is_subset(requested)
 }
 
-/// Longest scope description accepted (bytes): it is shown on consent.
+/// Longest scope description accepted, in characters (as JSON Schema's
+/// `maxLength` and the column's check count): it is shown on consent.
 pub const MAX_DESCRIPTION: usize = 500;
 
 /// Checks a scope a brand offers, as `pactd brand scope add`, the console and
@@ -55,7 +56,7 @@ pub fn check_definition(scope_id: &str, description: &str) -> Result<(), String>
             "invalid scope id {scope_id:?}: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
         ));
     }
-    if description.trim().is_empty() || description.len() > MAX_DESCRIPTION {
+    if description.trim().is_empty() || description.chars().count() > MAX_DESCRIPTION {
         return Err(format!(
             "the description must be 1–{MAX_DESCRIPTION} characters: it is shown to people verbatim"
         ));

@@ -161,13 +161,17 @@ pub struct Registration {
     #[schema(schema_with = fields::display_name)]
     pub name: Option<String>,
     /// RFC 7591 client_uri, shown on consent; "" removes it.
+    #[schema(schema_with = fields::link)]
     pub homepage: Option<String>,
     /// Fetched once now and served from pactd's origin (PNG, JPEG, GIF or
     /// WebP); "" removes it.
+    #[schema(schema_with = fields::link)]
     pub logo_uri: Option<String>,
     /// RFC 7591 policy_uri; "" removes it.
+    #[schema(schema_with = fields::link)]
     pub policy_uri: Option<String>,
     /// RFC 7591 tos_uri; "" removes it.
+    #[schema(schema_with = fields::link)]
     pub tos_uri: Option<String>,
 }
 

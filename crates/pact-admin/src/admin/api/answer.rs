@@ -109,7 +109,7 @@ const _: fn(Policy) = |p| match p {
 };
 
 /// Every state of a grant, kept complete the same way.
-const GRANT_STATES: [GrantState; 4] = [
+pub(super) const GRANT_STATES: [GrantState; 4] = [
     GrantState::Active,
     GrantState::Revoked,
     GrantState::Superseded,

@@ -86,6 +86,8 @@ pub async fn list(
     let limit = params::limit(&q)?;
     let before = q
         .get("cursor")
+        // An empty cursor is the first page, as no cursor is.
+        .filter(|c| !c.is_empty())
         .map(|c| params::parse_audit_cursor(c))
         .transpose()?;
     // Recorded first, so a reader sees its own read.

@@ -279,17 +279,22 @@ async fn brand_to_edit(
         .ok_or(AdminApiError::NotFound)
 }
 
-/// What the brand's Agent Card says of it; a field left out is unchanged.
+/// What the brand's Agent Card says of it; a field left out is unchanged,
+/// and at least one must be given. `null` is refused rather than read as
+/// "left out": the schema says what a field is, and null is none of them.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CardText {
     /// 1–200 characters; absent: unchanged.
+    #[serde(default, deserialize_with = "params::given")]
     #[schema(schema_with = fields::brand_name)]
     pub name: Option<String>,
     /// At most 1000 characters, empty for one made from the name; absent: unchanged.
+    #[serde(default, deserialize_with = "params::given")]
     #[schema(schema_with = fields::card_description)]
     pub description: Option<String>,
     /// The card's skills; `[]` for the brand agent's own; absent: unchanged.
+    #[serde(default, deserialize_with = "params::given")]
     #[schema(schema_with = fields::card_skills)]
     pub skills: Option<Vec<pact_proto::card::AgentSkill>>,
 }
@@ -319,7 +324,7 @@ pub async fn set_card_text(
 #[serde(deny_unknown_fields)]
 pub struct GrantLifetime {
     /// How long new grants last; null: the server's default.
-    #[serde(deserialize_with = "params::present")]
+    #[serde(deserialize_with = "params::present_whole")]
     #[schema(minimum = 1, maximum = 365, required = true)]
     pub days: Option<i64>,
 }

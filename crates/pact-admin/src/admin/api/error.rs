@@ -20,6 +20,9 @@ pub enum AdminApiError {
     InvalidCursor,
     /// 409 `already_revoked`: revoking a grant that is no longer active.
     AlreadyRevoked,
+    /// 409 `conflict`: a well-formed request that names something the
+    /// brand does not have yet (a scope for a tool or a type).
+    Conflict(String),
     Unavailable,
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -34,6 +37,7 @@ pub enum ErrorCode {
     InvalidRequest,
     InvalidCursor,
     AlreadyRevoked,
+    Conflict,
     Unavailable,
     Internal,
 }
@@ -42,13 +46,14 @@ impl ErrorCode {
     /// Every code. A new variant stops the build at the exhaustive `match`
     /// below, beside this list; the unit test checks that each kind of error
     /// answers with a listed code.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 9] = [
         Self::Unauthenticated,
         Self::Forbidden,
         Self::NotFound,
         Self::InvalidRequest,
         Self::InvalidCursor,
         Self::AlreadyRevoked,
+        Self::Conflict,
         Self::Unavailable,
         Self::Internal,
     ];
@@ -61,6 +66,7 @@ impl ErrorCode {
             Self::InvalidRequest => "invalid_request",
             Self::InvalidCursor => "invalid_cursor",
             Self::AlreadyRevoked => "already_revoked",
+            Self::Conflict => "conflict",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }
@@ -74,6 +80,7 @@ const _: fn(ErrorCode) = |c| match c {
     | ErrorCode::InvalidRequest
     | ErrorCode::InvalidCursor
     | ErrorCode::AlreadyRevoked
+    | ErrorCode::Conflict
     | ErrorCode::Unavailable
     | ErrorCode::Internal => {}
 };
@@ -108,6 +115,7 @@ impl AdminApiError {
             Self::Invalid(_) => ErrorCode::InvalidRequest,
             Self::InvalidCursor => ErrorCode::InvalidCursor,
             Self::AlreadyRevoked => ErrorCode::AlreadyRevoked,
+            Self::Conflict(_) => ErrorCode::Conflict,
             Self::Unavailable => ErrorCode::Unavailable,
             Self::Internal(_) => ErrorCode::Internal,
         }
@@ -119,7 +127,7 @@ impl AdminApiError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Invalid(_) | Self::InvalidCursor => StatusCode::BAD_REQUEST,
-            Self::AlreadyRevoked => StatusCode::CONFLICT,
+            Self::AlreadyRevoked | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -137,6 +145,7 @@ impl AdminApiError {
             Self::Invalid(m) => m.clone(),
             Self::InvalidCursor => "cursor is not one this API gave".to_owned(),
             Self::AlreadyRevoked => "This grant was already revoked.".to_owned(),
+            Self::Conflict(m) => m.clone(),
             Self::Unavailable => {
                 "The database cannot be reached now; nothing was changed. Retry shortly.".to_owned()
             }
@@ -175,6 +184,7 @@ impl From<crate::admin::ops::OpsError> for AdminApiError {
         use crate::admin::ops::OpsError;
         match e {
             OpsError::Invalid(m) => AdminApiError::invalid(m),
+            OpsError::Conflict(m) => AdminApiError::Conflict(m),
             OpsError::Missing => AdminApiError::NotFound,
             OpsError::Db(e) => e.into(),
         }
@@ -200,6 +210,7 @@ mod tests {
             AdminApiError::invalid("bad"),
             AdminApiError::InvalidCursor,
             AdminApiError::AlreadyRevoked,
+            AdminApiError::Conflict("no such scope".into()),
             AdminApiError::Unavailable,
             AdminApiError::internal(std::io::Error::other("cause")),
         ];

@@ -12,6 +12,22 @@ use utoipa::openapi::{Array, Ref, schema::SchemaType};
 /// What the API accepts in free text: no control characters (C0, DEL and
 /// C1, as `char::is_control`, which the server checks).
 pub const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/// Free text that says something: no control characters, and at least one
+/// character that is neither a control character nor white space (the
+/// server trims names and refuses what is left empty).
+pub const NON_BLANK: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/// An agent's issuer: compared exactly (PACT §3), so no control characters
+/// and no white space at either end.
+const ISSUER_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f-\\u009f]([^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f])?$";
+/// A URL pactd will fetch or call: https on a DNS name, an optional port,
+/// then a path or query of RFC 3986's characters, no fragment and no
+/// percent-escape
+/// (`pact_jose::check_jwks_uri` accepts more: an http URL on a loopback
+/// address, when the node allows loopback, and any public address).
+pub const HTTPS_URL: &str = "^https://([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}(:[1-9][0-9]{0,3})?([/?][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$";
+/// A host name as staff type it to block one (`domain::admission::normalize_host`
+/// accepts a URL too, and surrounding spaces).
+const HOST_PATTERN: &str = "^[A-Za-z0-9-][A-Za-z0-9.-]*$";
 /// RFC 6749 §3.3 scope-token, bounded to 128 characters.
 pub const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";
 /// An `authorization_details` type name: no spaces or control characters.
@@ -29,48 +45,82 @@ fn text(min: Option<usize>, max: usize, pattern: Option<&str>) -> ObjectBuilder 
         .pattern(pattern)
 }
 
+/// Text pactd shows to people as it is stored (consent, the account page):
+/// no control, invisible or direction-changing character
+/// (`domain::hidden_chars`, which the server checks); with `min` 1, also
+/// at least one character that is not white space.
+fn shown(min: Option<usize>, max: usize) -> ObjectBuilder {
+    let ok = crate::domain::hidden_chars::shown_text_class();
+    let pattern = if min.is_some_and(|m| m > 0) {
+        let visible = ok.replacen("[^", "[^\\s", 1);
+        format!("^{ok}*{visible}{ok}*$")
+    } else {
+        format!("^{ok}*$")
+    };
+    text(min, max, Some(&pattern))
+}
+
 /// A value of type `kind`, or `null` (for "keep" or "the default").
 fn nullable(kind: Type) -> SchemaType {
     SchemaType::from_iter([kind, Type::Null])
 }
 
-/// A reason for the audit log: free text, at most 200 characters.
+/// A reason for the audit log: free text, at most 200 characters, or
+/// `null` for none.
 pub fn reason() -> Object {
-    text(None, 200, Some(NO_CONTROL)).build()
+    text(None, 200, Some(NO_CONTROL))
+        .schema_type(nullable(Type::String))
+        .build()
 }
 
 /// A reason that must be given and say something: at least one character
 /// that is neither a control character nor a space.
 pub fn non_blank_reason() -> Object {
-    text(
-        Some(1),
-        200,
-        Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\u0000-\\u0020\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"),
-    )
-    .build()
+    text(Some(1), 200, Some(NON_BLANK)).build()
 }
 
 /// A personal agent's issuer (PACT §3: the PA-JWT's `iss`).
 pub fn issuer() -> Object {
-    text(Some(1), 512, None).build()
+    text(Some(1), 512, Some(ISSUER_PATTERN)).build()
 }
 
-/// An absolute URI.
+/// A URL pactd fetches or calls ([`HTTPS_URL`]).
 pub fn uri() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .format(Some(SchemaFormat::Custom("uri".into())))
+        .max_length(Some(2048))
+        .pattern(Some(HTTPS_URL))
         .build()
 }
 
-/// A name shown to people (an agent platform's).
+/// A platform's link shown on consent (RFC 7591 client metadata): a URL,
+/// `""` to remove the one stored, or `null` (or absent) to keep it.
+pub fn link() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .max_length(Some(2048))
+        .pattern(Some(format!("^$|{HTTPS_URL}")))
+        .build()
+}
+
+/// A name shown to people (an agent platform's), or `null` for its issuer.
 pub fn display_name() -> Object {
-    text(Some(1), 200, None).build()
+    shown(Some(1), 200)
+        .schema_type(nullable(Type::String))
+        .description(Some(
+            "Shown to people: no control, hidden or bidi characters; trimmed.",
+        ))
+        .build()
 }
 
 /// A host name (RFC 1035: at most 253 characters).
 pub fn host() -> Object {
-    text(Some(1), 253, None).build()
+    text(Some(1), 253, Some(HOST_PATTERN))
+        .description(Some(
+            "A DNS name (letters, digits, '-' and '.'); it and the names under it are blocked.",
+        ))
+        .build()
 }
 
 /// A trusted registry's name.
@@ -93,9 +143,9 @@ pub fn scope_id() -> Object {
 
 /// What consent shows for a scope.
 pub fn scope_description() -> Object {
-    text(Some(1), 500, None)
+    shown(Some(1), 500)
         .description(Some(
-            "Shown verbatim on consent: no control, hidden or bidi characters; at most 500 bytes.",
+            "Shown verbatim on consent: no control, hidden or bidi characters.",
         ))
         .build()
 }
@@ -152,7 +202,7 @@ pub fn rules() -> Array {
 
 /// How one call reads to a person asked to approve it on its own.
 pub fn summary() -> Object {
-    text(None, 1000, Some(NO_CONTROL))
+    shown(None, 1000)
         .description(Some(
             "How one call reads to a person asked to approve it on its own, with {arg} placeholders.",
         ))
@@ -161,7 +211,7 @@ pub fn summary() -> Object {
 
 /// A summary, or `null` to keep the one stored.
 pub fn summary_or_keep() -> Object {
-    text(None, 1000, Some(NO_CONTROL))
+    shown(None, 1000)
         .schema_type(nullable(Type::String))
         .description(Some(
             "How one call reads to a person asked to approve it on its own; null keeps it.",
@@ -171,27 +221,51 @@ pub fn summary_or_keep() -> Object {
 
 /// Free text of at most 1000 characters.
 pub fn long_text() -> Object {
-    text(None, 1000, Some(NO_CONTROL)).build()
+    shown(None, 1000).build()
+}
+
+/// A registry's pinned keys: a JWKS (`{"keys": [...]}`), an array of JWKs
+/// or one JWK.
+pub fn keys() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Array]))
+        .description(Some(
+            "The pinned public keys: a JWKS, an array of JWKs or one JWK (ES256, each with a kid).",
+        ))
+        .build()
 }
 
 /// A JSON Schema given to the agent, or `null`.
 pub fn input_schema() -> Object {
     ObjectBuilder::new()
         .schema_type(nullable(Type::Object))
-        .description(Some("A JSON Schema of the arguments, given to the agent."))
+        // MCP clients refuse a tool whose input schema is not an object's
+        // (`tool_schema::check`, which also compiles it).
+        .property(
+            "type",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["object"])),
+        )
+        .required("type")
+        .description(Some(
+            "A JSON Schema of the arguments, given to the agent; its top level is \"type\": \"object\".",
+        ))
         .build()
 }
 
 /// A brand's name on its Agent Card and consent.
 pub fn brand_name() -> Object {
-    text(Some(1), 200, None)
-        .description(Some("The brand's name on its Agent Card and consent."))
+    shown(Some(1), 200)
+        .description(Some(
+            "The brand's name on its Agent Card and consent; trimmed.",
+        ))
         .build()
 }
 
 /// The Agent Card's description.
 pub fn card_description() -> Object {
-    text(None, 1000, None)
+    shown(None, 1000)
         .description(Some(
             "The card's description; empty: one made from the name.",
         ))
@@ -201,12 +275,16 @@ pub fn card_description() -> Object {
 /// The Agent Card's skills (A2A `AgentSkill`: `pact_proto` stays free of
 /// schema derives, so its shape is written here).
 pub fn card_skills() -> Array {
-    let string = || ObjectBuilder::new().schema_type(Type::String);
     let skill = ObjectBuilder::new()
-        .property("id", string())
-        .property("name", string())
-        .property("description", string())
-        .property("tags", ArrayBuilder::new().items(string()))
+        .property("id", text(Some(1), 64, Some("^[a-z0-9_-]+$")))
+        .property("name", text(Some(1), 100, Some(NON_BLANK)))
+        .property("description", text(None, 500, Some(NO_CONTROL)))
+        .property(
+            "tags",
+            ArrayBuilder::new()
+                .items(text(Some(1), 40, Some(NON_BLANK)))
+                .max_items(Some(10)),
+        )
         .required("id")
         .required("name")
         .required("description")
@@ -214,6 +292,9 @@ pub fn card_skills() -> Array {
     ArrayBuilder::new()
         .items(skill)
         .max_items(Some(20))
-        .description(Some("The card's skills; []: the brand agent's own."))
+        .unique_items(true)
+        .description(Some(
+            "The card's skills, each id once; []: the brand agent's own.",
+        ))
         .build()
 }

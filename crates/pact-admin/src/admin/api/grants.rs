@@ -215,6 +215,8 @@ pub async fn list(
     };
     let after = q
         .get("cursor")
+        // An empty cursor is the first page, as no cursor is.
+        .filter(|c| !c.is_empty())
         .map(|c| params::parse_grant_cursor(c))
         .transpose()?;
     let brand = q.get("brand").map(String::as_str);

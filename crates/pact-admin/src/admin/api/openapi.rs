@@ -24,6 +24,9 @@ pub async fn serve(State(state): State<AppState>) -> Json<Value> {
     Json(doc)
 }
 
+/// `limit`: a whole number from 1 to 200 (`params::limit`), as query text.
+const LIMIT_PATTERN: &str = "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$";
+
 const UUID_PATTERN: &str =
     "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 
@@ -54,11 +57,31 @@ fn derived_schemas() -> Map<String, Value> {
             }
         }
     }
-    derived
+    let mut all: Map<String, Value> = derived
         .into_iter()
         // Serializing a schema built by utoipa cannot fail.
         .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or_default()))
-        .collect()
+        .collect();
+    // Bodies that must name at least one field. Said here, not with
+    // `#[schema(min_properties = 1)]`: utoipa 5.5 writes that as
+    // `maxProperties` (the unit test below holds the document to it).
+    for name in ["CardText"] {
+        if let Some(Value::Object(schema)) = all.get_mut(name) {
+            schema.insert("minProperties".to_owned(), json!(1));
+        }
+    }
+    // A public tool (no scope) has no authorization_details to hold its
+    // calls to, so it takes no limit rules (`brand_settings::upsert_tool`).
+    if let Some(Value::Object(schema)) = all.get_mut("ToolDefinition") {
+        schema.insert(
+            "anyOf".to_owned(),
+            json!([
+                { "required": ["scope"], "properties": { "scope": { "type": "string" } } },
+                { "properties": { "enforce": { "maxItems": 0 } } }
+            ]),
+        );
+    }
+    all
 }
 
 /// The hand-written schemas: the error's, the receipts export's, and the
@@ -111,9 +134,10 @@ fn brand_setting_schemas() -> Value {
             "type": "object",
             "description": "An RFC 9396 type (PACT §5.7). Which tool argument each field limits is said by the tools' `enforce` rules, not here; every grant keeps the declaration it was approved under.",
             "properties": {
-                "scope": { "type": "string", "description": "The scope the type refines." },
+                "scope": { "type": "string", "pattern": SCOPE_PATTERN, "description": "The scope the type refines (one the brand offers)." },
                 "description": {
                     "type": "string",
+                    "pattern": NO_CONTROL,
                     "description": "Words for consent; `{field}` is replaced by the entry's value, written by its kind (an amount as money, a date as a date)."
                 },
                 "fields": {
@@ -131,16 +155,21 @@ fn brand_setting_schemas() -> Value {
                             },
                             "required": { "type": "boolean" },
                             "values": {
-                                "type": "array", "items": { "type": "string", "minLength": 1, "maxLength": 256 },
-                                "maxItems": 64, "description": "An enum's allowed values (enum only)."
+                                "type": "array",
+                                "items": { "type": "string", "minLength": 1, "maxLength": 256, "pattern": NO_CONTROL },
+                                "minItems": 1, "maxItems": 64, "uniqueItems": true,
+                                "description": "An enum's allowed values, each once (enum only, and needed there)."
                             },
                             "label": {
-                                "type": "string", "maxLength": 256,
+                                "type": "string", "maxLength": 256, "pattern": NO_CONTROL,
                                 "description": "What is limited, in the brand's words, for sentences the description does not cover."
                             }
                         },
                         "required": ["type"],
-                        "additionalProperties": false
+                        "additionalProperties": false,
+                        "if": { "properties": { "type": { "const": "enum" } } },
+                        "then": { "required": ["values"] },
+                        "else": { "not": { "required": ["values"] } }
                     }
                 }
             },
@@ -157,16 +186,24 @@ fn error_response(description: &str) -> Value {
     })
 }
 
-fn operation(op: &Operation) -> Value {
+fn operation(op: &Operation, schemas: &Value) -> Value {
     let mut parameters: Vec<Value> = op
         .query
         .iter()
         .map(|(name, description)| {
-            // `q` of findCustomers is the one required query parameter.
+            // What `params` accepts of each: `limit` 1-200, `state` one of
+            // the grant states, `q` (findCustomers' one required parameter)
+            // something to look for, the rest any text.
+            let schema = match *name {
+                "limit" => json!({ "type": "string", "pattern": LIMIT_PATTERN }),
+                "state" => json!({ "type": "string", "enum": super::answer::GRANT_STATES.map(|s| s.as_str()) }),
+                "q" => json!({ "type": "string", "minLength": 1, "maxLength": 512, "pattern": NO_CONTROL }),
+                _ => json!({ "type": "string", "maxLength": 512, "pattern": NO_CONTROL }),
+            };
             json!({
                 "name": name, "in": "query", "required": *name == "q",
                 "description": description,
-                "schema": { "type": "string", "maxLength": 512, "pattern": NO_CONTROL }
+                "schema": schema,
             })
         })
         .collect();
@@ -224,6 +261,10 @@ fn operation(op: &Operation) -> Value {
     if op.path == "/grants/{id}/revoke" {
         responses["409"] = error_response("Already revoked.");
     }
+    if op.path.ends_with("/tools") || op.path.ends_with("/details-types") {
+        responses["409"] =
+            error_response("The brand has no such scope yet (code conflict): add the scope first.");
+    }
     let mut o = json!({
         "operationId": op.operation_id,
         "summary": op.summary,
@@ -232,8 +273,14 @@ fn operation(op: &Operation) -> Value {
         "responses": responses,
     });
     if let Some(body) = &op.body {
+        // A body with a field it cannot do without must be sent; one whose
+        // fields are all optional may be left out (`params::body` reads an
+        // empty body as `{}`).
+        let schema = &schemas[&*body.name()];
+        let needed = schema["required"].as_array().is_some_and(|r| !r.is_empty())
+            || schema["minProperties"].as_u64().is_some_and(|n| n > 0);
         o["requestBody"] = json!({
-            "required": false,
+            "required": needed,
             "content": { "application/json": { "schema": reference(&body.name()) } }
         });
     }
@@ -242,10 +289,11 @@ fn operation(op: &Operation) -> Value {
 
 /// The whole document (without `servers`, which depends on the node).
 pub fn document() -> Value {
+    let schemas = schemas();
     let mut paths = Map::new();
     for op in OPERATIONS {
         let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
-        entry[op.method] = operation(op);
+        entry[op.method] = operation(op, &schemas);
     }
     json!({
         "openapi": "3.1.0",
@@ -264,7 +312,7 @@ pub fn document() -> Value {
                     "description": "An admin API credential from `pactd admin credential add`."
                 }
             },
-            "schemas": schemas(),
+            "schemas": schemas,
         }
     })
 }
@@ -291,6 +339,15 @@ mod tests {
             );
         }
         assert_eq!(doc["openapi"], "3.1.0");
+    }
+
+    /// A card edit must give something (`brand_settings::set_card_text`).
+    #[test]
+    fn a_card_edit_names_at_least_one_part() {
+        let doc = document();
+        let card = &doc["components"]["schemas"]["CardText"];
+        assert_eq!(card["minProperties"], 1, "{card}");
+        assert!(card.get("maxProperties").is_none(), "{card}");
     }
 
     #[test]

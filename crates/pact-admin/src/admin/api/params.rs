@@ -28,7 +28,7 @@ pub fn query(uri: &Uri, allowed: &[&str]) -> Result<HashMap<String, String>, Adm
                 allowed.join(", ")
             )));
         }
-        if v.chars().any(char::is_control) || v.len() > 512 {
+        if v.chars().any(char::is_control) || v.chars().count() > 512 {
             return Err(AdminApiError::invalid(format!(
                 "query parameter {k:?} is too long or has control characters"
             )));
@@ -40,6 +40,17 @@ pub fn query(uri: &Uri, allowed: &[&str]) -> Result<HashMap<String, String>, Adm
         }
     }
     Ok(out)
+}
+
+/// A field that may be left out but, when given, is a value: `null` is
+/// refused (with `#[serde(default)]`, absent reads as `None`), for a field
+/// whose schema does not say `null`.
+pub fn given<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 /// `limit`: 1–200.
@@ -77,6 +88,27 @@ where
     T: serde::Deserialize<'de>,
 {
     Option::<T>::deserialize(d)
+}
+
+/// [`present`] for a whole number, which JSON may also write with a zero
+/// fraction (`30.0`): JSON Schema's `integer` admits it, so the server does.
+pub fn present_whole<'de, D>(d: D) -> Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(i) = n.as_i64() {
+        return Ok(Some(i));
+    }
+    match n.as_f64() {
+        // Within ±2^53 every whole f64 is exact and fits an i64.
+        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => Ok(Some(f as i64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "invalid value {n}, expected a whole number"
+        ))),
+    }
 }
 
 /// An optional free-text reason: at most 200 characters, no control characters.

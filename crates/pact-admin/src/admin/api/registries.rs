@@ -138,6 +138,7 @@ pub struct NewRegistry {
     pub url: String,
     /// The pinned public keys: a JWKS, an array of JWKs or one JWK (ES256,
     /// each with a kid).
+    #[schema(schema_with = fields::keys)]
     pub keys: Value,
     #[schema(minimum = 60, maximum = 86400)]
     pub refresh_seconds: Option<i32>,

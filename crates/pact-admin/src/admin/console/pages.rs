@@ -55,7 +55,7 @@ fn needs_operator() -> PageError {
 /// An action the one staff function refused, as a page.
 pub(super) fn ops_page_error(e: ops::OpsError) -> PageError {
     match e {
-        ops::OpsError::Invalid(m) => PageError::BadRequest(m),
+        ops::OpsError::Invalid(m) | ops::OpsError::Conflict(m) => PageError::BadRequest(m),
         ops::OpsError::Missing => not_found(),
         ops::OpsError::Db(e) => e.into(),
     }
@@ -1510,7 +1510,7 @@ fn api_to_page(e: crate::admin::api::error::AdminApiError) -> PageError {
     use crate::admin::api::error::AdminApiError as E;
     match e {
         E::NotFound => not_found(),
-        E::Invalid(m) => PageError::BadRequest(m),
+        E::Invalid(m) | E::Conflict(m) => PageError::BadRequest(m),
         e @ (E::InvalidCursor | E::AlreadyRevoked) => PageError::BadRequest(e.message()),
         E::Forbidden(m) => PageError::Forbidden(m.into()),
         E::Unavailable => PageError::Unavailable,

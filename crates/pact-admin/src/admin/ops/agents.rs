@@ -47,11 +47,11 @@ pub fn check_registration_named(
 ) -> Result<String, String> {
     if issuer.trim().is_empty()
         || issuer.trim() != issuer
-        || issuer.len() > 512
+        || issuer.chars().count() > 512
         || issuer.chars().any(char::is_control)
     {
         return Err(format!(
-            "{issuer_field}: a non-empty string of at most 512 bytes without surrounding spaces \
+            "{issuer_field}: a non-empty string of at most 512 characters without surrounding spaces \
              or control characters (it is compared exactly, PACT §3)"
         ));
     }

@@ -20,6 +20,9 @@ use crate::admin::role::Actor;
 #[derive(Debug)]
 pub enum OpsError {
     Invalid(String),
+    /// Well formed, but it names something that is not there yet (a scope
+    /// the brand does not offer): 409 in the API.
+    Conflict(String),
     /// No such thing (or none the actor may see).
     Missing,
     Db(pact_db::Error),
