@@ -299,7 +299,7 @@ pub struct Disable {
 }
 
 async fn toggle(
-    state: AppState,
+    node: Node,
     caller: ApiCaller,
     t: Toggle,
     enabled: bool,
@@ -309,9 +309,9 @@ async fn toggle(
     } else {
         "agent.disable"
     };
-    caller.require(&state, Role::Operator, action).await?;
-    caller.require_unlimited(&state, action).await?;
-    let mut tx = state.db.begin().await?;
+    caller.require(&node, Role::Operator, action).await?;
+    caller.require_unlimited(&node, action).await?;
+    let mut tx = node.db.begin().await?;
     let revoked = crate::admin::ops::agents::set_enabled(
         &mut tx,
         &caller.actor,
@@ -331,22 +331,22 @@ async fn toggle(
 
 /// `POST /agents/disable` `{"issuer", "reason"}`
 pub async fn disable(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
     let Disable { issuer, reason } = params::body(&body)?;
-    toggle(state, caller, Toggle { issuer, reason }, false).await
+    toggle(node, caller, Toggle { issuer, reason }, false).await
 }
 
 /// `POST /agents/enable` `{"issuer", "reason"}` (revoked grants stay revoked).
 pub async fn enable(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
     let t: Toggle = params::body(&body)?;
-    toggle(state, caller, t, true).await
+    toggle(node, caller, t, true).await
 }
 
 /// `GET /agents/seen`: the agents admitted under the open policy (PACT §3.1),

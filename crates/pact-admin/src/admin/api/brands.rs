@@ -11,7 +11,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use pact_db::ids::BrandId;
-use pact_node::node::NodeInner;
+use pact_node::node::{Node, NodeInner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -26,7 +26,6 @@ use crate::admin::ops;
 pub use crate::admin::ops::scopes::ScopeDefinition;
 use crate::admin::role::{Actor, Role};
 use crate::domain::authz_details::{DetailsType, DetailsTypes};
-use crate::state::AppState;
 
 /// The brand's grant lifetime in days and whether it is the server default
 /// (the same rule consent applies, `consent::grant_ttl`).
@@ -119,19 +118,19 @@ pub struct BrandView {
 impl BrandView {
     /// The brand with its scopes, types and tools as stored now.
     pub async fn load(
-        state: &AppState,
+        node: &NodeInner,
         b: &pact_db::brands::Brand,
     ) -> Result<Self, pact_db::Error> {
-        let scopes = pact_db::scopes::list(&state.db, &b.id).await?;
-        let (days, default) = grant_lifetime(state, b);
-        let (types, tools) = brand_settings::describe(&state.db, b).await?;
+        let scopes = pact_db::scopes::list(&node.db, &b.id).await?;
+        let (days, default) = grant_lifetime(node, b);
+        let (types, tools) = brand_settings::describe(&node.db, b).await?;
         Ok(Self {
             id: b.id.to_string(),
             name: b.name.clone(),
             description: b.description.clone(),
             grant_lifetime_days: days,
             grant_lifetime_is_default: default,
-            admission: crate::admission::policy_at(state.config.admission.policy, b).as_str(),
+            admission: crate::admission::policy_at(node.config.admission.policy, b).as_str(),
             admission_is_default: crate::admission::brand_override(b).is_none(),
             scopes: scopes
                 .into_iter()
@@ -169,36 +168,36 @@ pub async fn visible(
 
 /// `GET /brands` (owner): the caller's brands.
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
 ) -> Result<Json<BrandList>, AdminApiError> {
-    caller.require(&state, Role::Owner, "brand.list").await?;
+    caller.require(&node, Role::Owner, "brand.list").await?;
     let mut items = Vec::new();
-    for b in pact_db::brands::list(&state.db).await? {
+    for b in pact_db::brands::list(&node.db).await? {
         if caller.actor.sees_brand(&b.id) {
-            items.push(BrandView::load(&state, &b).await?);
+            items.push(BrandView::load(&node, &b).await?);
         }
     }
     caller
-        .record(&state.db, "brand.list", None, None, json!({}))
+        .record(&node.db, "brand.list", None, None, json!({}))
         .await?;
     Ok(Json(BrandList { items }))
 }
 
 /// `GET /brands/{brand}` (owner).
 pub async fn get(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    caller.require(&state, Role::Owner, "brand.read").await?;
-    let b = visible(&state, &caller.actor, &brand)
+    caller.require(&node, Role::Owner, "brand.read").await?;
+    let b = visible(&node, &caller.actor, &brand)
         .await?
         .ok_or(AdminApiError::NotFound)?;
     caller
-        .record(&state.db, "brand.read", Some(&b.id), Some(&b.id), json!({}))
+        .record(&node.db, "brand.read", Some(&b.id), Some(&b.id), json!({}))
         .await?;
-    Ok(Json(BrandView::load(&state, &b).await?))
+    Ok(Json(BrandView::load(&node, &b).await?))
 }
 
 /// Adds or changes one scope of a visible brand, audited as `scope.upsert`
@@ -234,35 +233,35 @@ pub async fn remove_scope_of(
 
 /// `POST /brands/{brand}/scopes` (owner): add or change a scope.
 pub async fn put_scope(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    caller.require(&state, Role::Owner, "scope.upsert").await?;
-    let b = visible(&state, &caller.actor, &brand)
+    caller.require(&node, Role::Owner, "scope.upsert").await?;
+    let b = visible(&node, &caller.actor, &brand)
         .await?
         .ok_or(AdminApiError::NotFound)?;
     let def: ScopeDefinition = params::body(&body)?;
-    upsert_scope(&state, &caller.actor, &caller.ip, &b.id, &def).await?;
-    Ok(Json(BrandView::load(&state, &b).await?))
+    upsert_scope(&node, &caller.actor, &caller.ip, &b.id, &def).await?;
+    Ok(Json(BrandView::load(&node, &b).await?))
 }
 
 /// `POST /brands/{brand}/scopes/{scope}/remove` (owner). Grants that hold the
 /// scope keep it until they end or are revoked, as with the command line.
 pub async fn remove_scope(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path((brand, scope)): Path<(String, String)>,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    caller.require(&state, Role::Owner, "scope.remove").await?;
-    let b = visible(&state, &caller.actor, &brand)
+    caller.require(&node, Role::Owner, "scope.remove").await?;
+    let b = visible(&node, &caller.actor, &brand)
         .await?
         .ok_or(AdminApiError::NotFound)?;
-    if !remove_scope_of(&state, &caller.actor, &caller.ip, &b.id, &scope).await? {
+    if !remove_scope_of(&node, &caller.actor, &caller.ip, &b.id, &scope).await? {
         return Err(AdminApiError::NotFound);
     }
-    Ok(Json(BrandView::load(&state, &b).await?))
+    Ok(Json(BrandView::load(&node, &b).await?))
 }
 
 /// The brand of an owner's edit: the role first (refused and recorded before
@@ -302,14 +301,14 @@ pub struct CardText {
 /// `POST /brands/{brand}/card` (owner), as `pactd brand set --name
 /// --description`: what the brand's Agent Card says of it.
 pub async fn set_card_text(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "brand.card", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "brand.card", &brand).await?;
     let req: CardText = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     let edit = brand_settings::CardEdit {
         name: req.name.as_deref(),
         description: req.description.as_deref(),
@@ -317,7 +316,7 @@ pub async fn set_card_text(
     };
     brand_settings::set_card_text(&mut tx, &caller.actor, Some(&caller.ip), &b, edit).await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -332,18 +331,18 @@ pub struct GrantLifetime {
 /// `POST /brands/{brand}/grant-lifetime` (owner), as `pactd brand set
 /// --grant-ttl-days`: how long the brand's new grants last.
 pub async fn set_grant_lifetime(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "brand.grant_lifetime", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "brand.grant_lifetime", &brand).await?;
     let req: GrantLifetime = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_grant_lifetime(&mut tx, &caller.actor, Some(&caller.ip), &b, req.days)
         .await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -358,12 +357,12 @@ pub struct Admission {
 /// `POST /brands/{brand}/admission` (owner), as `pactd brand set
 /// --admission`: which personal agents the brand admits (PACT §3.1).
 pub async fn set_admission(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "brand.admission", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "brand.admission", &brand).await?;
     let req: Admission = params::body(&body)?;
     let policy = match req.policy.as_deref() {
         None => None,
@@ -371,10 +370,10 @@ pub async fn set_admission(
             AdminApiError::invalid("policy is allowlist, registry, open or null")
         })?),
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_admission(&mut tx, &caller.actor, Some(&caller.ip), &b, policy).await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 /// The body of `POST /brands/{brand}/details-types`: a type's name and its
@@ -391,26 +390,26 @@ pub struct DetailsTypeDefinition {
 
 /// The brand as it is now, after an edit.
 async fn fresh_brand(
-    state: &AppState,
+    node: &NodeInner,
     brand_id: &BrandId,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = pact_db::brands::find(&state.db, brand_id)
+    let b = pact_db::brands::find(&node.db, brand_id)
         .await?
         .ok_or(AdminApiError::NotFound)?;
-    Ok(Json(BrandView::load(state, &b).await?))
+    Ok(Json(BrandView::load(node, &b).await?))
 }
 
 /// `POST /brands/{brand}/details-types` (owner), as `pactd brand
 /// details-type add`: declare or replace an RFC 9396 type.
 pub async fn put_details_type(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "details_type.upsert", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "details_type.upsert", &brand).await?;
     let def: DetailsTypeDefinition = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::upsert_details_type(
         &mut tx,
         &caller.actor,
@@ -421,36 +420,36 @@ pub async fn put_details_type(
     )
     .await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 /// `POST /brands/{brand}/details-types/{type}/remove` (owner).
 pub async fn remove_details_type(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path((brand, type_name)): Path<(String, String)>,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "details_type.remove", &brand).await?;
-    let mut tx = state.db.begin().await?;
+    let b = brand_to_edit(&node, &caller, "details_type.remove", &brand).await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::remove_details_type(&mut tx, &caller.actor, Some(&caller.ip), &b, &type_name)
         .await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 /// `POST /brands/{brand}/tools` (owner), as `pactd brand tool add`.
 pub async fn put_tool(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(brand): Path<String>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "tool.upsert", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "tool.upsert", &brand).await?;
     let def: ToolDefinition = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::upsert_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, def).await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 /// The body of `POST /brands/{brand}/tools/{tool}/rules`.
@@ -470,14 +469,14 @@ pub struct ToolRulesBody {
 
 /// `POST /brands/{brand}/tools/{tool}/rules` (owner).
 pub async fn set_tool_rules(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path((brand, tool)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "tool.set_rules", &brand).await?;
+    let b = brand_to_edit(&node, &caller, "tool.set_rules", &brand).await?;
     let rules: ToolRulesBody = params::body(&body)?;
-    let mut tx = state.db.begin().await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::set_tool_rules(
         &mut tx,
         &caller.actor,
@@ -489,18 +488,18 @@ pub async fn set_tool_rules(
     )
     .await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }
 
 /// `POST /brands/{brand}/tools/{tool}/remove` (owner).
 pub async fn remove_tool(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path((brand, tool)): Path<(String, String)>,
 ) -> Result<Json<BrandView>, AdminApiError> {
-    let b = brand_to_edit(&state, &caller, "tool.remove", &brand).await?;
-    let mut tx = state.db.begin().await?;
+    let b = brand_to_edit(&node, &caller, "tool.remove", &brand).await?;
+    let mut tx = node.db.begin().await?;
     brand_settings::remove_tool(&mut tx, &caller.actor, Some(&caller.ip), &b, &tool).await?;
     tx.commit().await?;
-    fresh_brand(&state, &b.id).await
+    fresh_brand(&node, &b.id).await
 }

@@ -1,5 +1,5 @@
 //! `/admin/api/v1/customers`: find brand customers (built-in accounts), see
-//! their second factors and lock state, unlock, reset second factors, sign
+//! their second factors and lock node, unlock, reset second factors, sign
 //! out everywhere, disable, enable and remove (each written once, in
 //! `admin::ops::customers`).
 
@@ -21,7 +21,6 @@ use super::error::AdminApiError;
 use super::params;
 use crate::admin::ops::customers::{self, Action, Change};
 use crate::admin::role::Role;
-use crate::state::AppState;
 
 /// The customer with this id, only if it is within the caller's brands.
 pub async fn visible_customer(
@@ -155,7 +154,7 @@ pub async fn get(
 }
 
 async fn post(
-    state: AppState,
+    node: Node,
     caller: ApiCaller,
     id: String,
     action: Action,
@@ -165,10 +164,10 @@ async fn post(
         Action::Remove => Role::Owner,
         _ => Role::Operator,
     };
-    caller.require(&state, role, action.audit_name()).await?;
-    let user = visible_customer(&state, &caller, &id).await?;
-    let mut tx = state.db.begin().await?;
-    let now = state.clock.now();
+    caller.require(&node, role, action.audit_name()).await?;
+    let user = visible_customer(&node, &caller, &id).await?;
+    let mut tx = node.db.begin().await?;
+    let now = node.clock.now();
     let change =
         customers::apply(&mut tx, &caller.actor, Some(&caller.ip), &user, action, now).await?;
     tx.commit().await?;
@@ -180,57 +179,57 @@ async fn post(
 
 /// `POST /customers/{id}/unlock`
 pub async fn unlock(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::Unlock).await
+    post(node, caller, id, Action::Unlock).await
 }
 
 /// `POST /customers/{id}/reset-second-factors`
 pub async fn reset_second_factors(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::ResetSecondFactors).await
+    post(node, caller, id, Action::ResetSecondFactors).await
 }
 
 /// `POST /customers/{id}/sign-out`
 pub async fn sign_out(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::SignOut).await
+    post(node, caller, id, Action::SignOut).await
 }
 
 /// `POST /customers/{id}/disable`: the account cannot sign in, its sessions
 /// end and every grant it gave is revoked at once.
 pub async fn disable(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::Disable).await
+    post(node, caller, id, Action::Disable).await
 }
 
 /// `POST /customers/{id}/enable`: the account can sign in again (its revoked
 /// grants stay revoked).
 pub async fn enable(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::Enable).await
+    post(node, caller, id, Action::Enable).await
 }
 
 /// `POST /customers/{id}/remove`: erases the account, its second factors and
 /// sessions, and revokes every grant it gave (owner only).
 pub async fn remove(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<CustomerChanged>, AdminApiError> {
-    post(state, caller, id, Action::Remove).await
+    post(node, caller, id, Action::Remove).await
 }

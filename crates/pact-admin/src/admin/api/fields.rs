@@ -20,13 +20,13 @@ pub const NON_BLANK: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u
 /// and no white space at either end.
 const ISSUER_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f-\\u009f]([^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f])?$";
 /// A URL pactd will fetch or call: https on a DNS name, an optional port,
-/// then a path or query of RFC 3986's characters, no fragment and no
-/// percent-escape
-/// (`pact_jose::check_jwks_uri` accepts more: an http URL on a loopback
-/// address, when the node allows loopback, and any public address).
+/// then a path or query of RFC 3986's characters, without a fragment or a
+/// percent-escape. `pact_jose::check_jwks_uri` accepts more: an http URL on
+/// a loopback address when the node allows loopback, any public address,
+/// escapes.
 pub const HTTPS_URL: &str = "^https://([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}(:[1-9][0-9]{0,3})?([/?][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$";
 /// A host name as staff type it to block one (`domain::admission::normalize_host`
-/// accepts a URL too, and surrounding spaces).
+/// also takes a URL for its host, and trims spaces).
 const HOST_PATTERN: &str = "^[A-Za-z0-9-][A-Za-z0-9.-]*$";
 /// RFC 6749 §3.3 scope-token, bounded to 128 characters.
 pub const SCOPE_PATTERN: &str = "^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,128}$";

@@ -26,7 +26,6 @@ use super::fields;
 use super::params;
 use crate::admin::role::Role;
 use crate::admin::{ops, receipts_export};
-use crate::state::AppState;
 
 /// A grant: who gave which agent which scopes of a brand, and until when.
 #[derive(Debug, Serialize, ToSchema)]
@@ -197,7 +196,7 @@ async fn agent_issuer(db: &sqlx::PgPool, given: &str) -> Result<String, AdminApi
 
 /// `GET /grants?brand=&customer=&agent=&state=&cursor=&limit=`, newest first.
 pub async fn list(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     caller: ApiCaller,
     uri: Uri,
 ) -> Result<Json<GrantPage>, AdminApiError> {
@@ -205,7 +204,7 @@ pub async fn list(
         &uri,
         &["brand", "customer", "agent", "state", "cursor", "limit"],
     )?;
-    let now = state.clock.now();
+    let now = node.clock.now();
     let limit = params::limit(&q)?;
     let grant_state = match q.get("state") {
         None => None,
@@ -222,11 +221,11 @@ pub async fn list(
     let brand = q.get("brand").map(String::as_str);
     let subjects = match q.get("customer") {
         None => None,
-        Some(c) => Some(customer_subjects(&state.db, caller.actor.within(), brand, c).await?),
+        Some(c) => Some(customer_subjects(&node.db, caller.actor.within(), brand, c).await?),
     };
     let issuer = match q.get("agent") {
         None => None,
-        Some(a) => Some(agent_issuer(&state.db, a).await?),
+        Some(a) => Some(agent_issuer(&node.db, a).await?),
     };
     let search = GrantSearch {
         within: caller.actor.within(),
@@ -237,7 +236,7 @@ pub async fn list(
         after,
         limit: limit + 1,
     };
-    let mut rows = admin_search::grants(&state.db, &search, now).await?;
+    let mut rows = admin_search::grants(&node.db, &search, now).await?;
     let more = rows.len() as i64 > limit;
     rows.truncate(usize::try_from(limit).unwrap_or(0));
     let next = if more {
@@ -252,7 +251,7 @@ pub async fn list(
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
     caller
-        .record(&state.db, "grant.list", None, brand, Value::Object(filter))
+        .record(&node.db, "grant.list", None, brand, Value::Object(filter))
         .await?;
     Ok(Json(GrantPage {
         items: rows.iter().map(|g| GrantView::of(g, now)).collect(),

@@ -12,14 +12,14 @@ use super::answer::Shape;
 use super::error::ErrorCode;
 use super::fields::{DETAILS_TYPE, NO_CONTROL, SCOPE_PATTERN, SLUG_PATTERN, TYPE_NAME_PATTERN};
 use super::{OPERATIONS, Operation, PREFIX};
-use crate::state::AppState;
+use pact_node::node::Node;
 
 /// `GET /admin/api/v1/openapi.json` (public: it holds no data).
-pub async fn serve(State(state): State<AppState>) -> Json<Value> {
+pub async fn serve(State(node): State<Node>) -> Json<Value> {
     static DOC: OnceLock<Value> = OnceLock::new();
     let mut doc = DOC.get_or_init(document).clone();
     doc["servers"] = json!([{
-        "url": format!("{}{PREFIX}", state.config.public_url.trim_end_matches('/'))
+        "url": format!("{}{PREFIX}", node.config.public_url.trim_end_matches('/'))
     }]);
     Json(doc)
 }
