@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::page::{PageError, render};
-use crate::state::AppState;
+use pact_node::node::Node;
 
 #[derive(Template)]
 #[template(path = "home.html")]
@@ -19,10 +19,10 @@ struct HomePage {
     has_brands: bool,
 }
 
-pub async fn home(State(state): State<AppState>) -> Result<Response, PageError> {
-    let has_brands = !pact_db::brands::list(&state.db).await?.is_empty();
+pub async fn home(State(node): State<Node>) -> Result<Response, PageError> {
+    let has_brands = !pact_db::brands::list(&node.db).await?.is_empty();
     let page = HomePage {
-        brand_name: state.config.provider_name.clone(),
+        brand_name: node.config.provider_name.clone(),
         signed_in: false,
         has_brands,
     };
