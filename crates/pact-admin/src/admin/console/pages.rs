@@ -131,16 +131,16 @@ pub struct NodeLine {
 }
 
 pub async fn overview(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { who, .. }: Viewer,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
-    let o = admin_search::overview(&state.db, who.actor.within(), now).await?;
-    let nodes = crate::nodes::list(&state.db, now).await?;
+    let now = node.clock.now();
+    let o = admin_search::overview(&node.db, who.actor.within(), now).await?;
+    let nodes = crate::nodes::list(&node.db, now).await?;
     let page = OverviewPage {
         nav: nav(&who),
         o,
-        listening: !state.db_health.is_down(),
+        listening: !node.db_health.is_down(),
         nodes_summary: crate::nodes::summary(&nodes),
         nodes_ok: nodes
             .iter()
@@ -808,19 +808,19 @@ fn blank_to_none(v: &Option<String>) -> Option<&str> {
 }
 
 pub async fn grants(
-    State(state): State<AppState>,
+    State(node): State<Node>,
     Viewer { staff, who }: Viewer,
     Query(q): Query<GrantQuery>,
 ) -> Result<Response, PageError> {
-    let now = state.clock.now();
+    let now = node.clock.now();
     let brand = blank_to_none(&q.brand);
     let grant_state = blank_to_none(&q.state).and_then(GrantState::parse);
     let after = blank_to_none(&q.cursor).and_then(|c| parse_grant_cursor(c).ok());
     let subjects = match blank_to_none(&q.customer) {
         None => None,
-        Some(c) => Some(customer_subjects(&state.db, who.actor.within(), brand, c).await?),
+        Some(c) => Some(customer_subjects(&node.db, who.actor.within(), brand, c).await?),
     };
-    let agents = registered_agents(&state.db).await?;
+    let agents = registered_agents(&node.db).await?;
     // The filter is a pick-list of issuers, but a typed name (an old link,
     // a bookmark) finds that platform rather than nothing.
     let agent = blank_to_none(&q.agent).map(|a| {
@@ -831,7 +831,7 @@ pub async fn grants(
     });
     const PAGE: i64 = 50;
     let mut rows = admin_search::grants(
-        &state.db,
+        &node.db,
         &GrantSearch {
             within: who.actor.within(),
             brand_id: brand,
@@ -860,7 +860,7 @@ pub async fn grants(
     }
     filter.insert("found".to_owned(), json!(rows.len()));
     record(
-        &state.db,
+        &node.db,
         &who,
         &staff.ip,
         "grant.list",
@@ -888,7 +888,7 @@ pub async fn grants(
     } else {
         None
     };
-    let names = names_for(&state.db, who.actor.within(), &rows).await?;
+    let names = names_for(&node.db, who.actor.within(), &rows).await?;
     let page = GrantsPage {
         nav: nav(&who),
         brand: brand.unwrap_or("").to_owned(),
