@@ -150,7 +150,7 @@ fn check_demo(value: &Value, types: &DetailsTypes, scopes: &BTreeSet<String>) {
         assert!(!list.is_empty() && list.len() <= MAX_ARRAY_VALUES);
         for id in list {
             let id = id.as_str().expect("string id");
-            assert!(!id.is_empty() && id.len() <= MAX_STRING_LEN);
+            assert!(!id.is_empty() && id.chars().count() <= MAX_STRING_LEN);
             ids.push(id);
         }
     }

@@ -26,7 +26,9 @@ use time::{Date, OffsetDateTime};
 
 use super::money::Amount;
 
-/// Values per array field, and the longest string value.
+/// Values per array field, and the longest string value in characters (as
+/// an enum's declared values are counted, `authz_details::check_type`, so
+/// every value a brand can declare can also be asked for).
 pub const MAX_ARRAY_VALUES: usize = 64;
 pub const MAX_STRING_LEN: usize = 256;
 /// The most calls a `count` may allow.
@@ -116,7 +118,7 @@ pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
 
 fn plain_string(v: &Value) -> Option<&str> {
     v.as_str()
-        .filter(|s| !s.is_empty() && s.len() <= MAX_STRING_LEN)
+        .filter(|s| !s.is_empty() && s.chars().count() <= MAX_STRING_LEN)
 }
 
 fn string_list(v: &Value) -> Option<Vec<String>> {
@@ -288,6 +290,19 @@ mod tests {
 
     fn limit(kind: FieldKind, v: Value) -> Limit {
         parse(kind, &["economy".into(), "flex".into()], &v).unwrap()
+    }
+
+    /// A value is as long as its characters: what a brand may declare (256
+    /// characters, `authz_details::check_type`) an agent may ask for, also
+    /// in a script of two bytes a character.
+    #[test]
+    fn string_values_are_counted_in_characters() {
+        let long = "é".repeat(MAX_STRING_LEN);
+        let declared = [long.clone()];
+        assert!(parse(FieldKind::String, &[], &json!(long)).is_some());
+        assert!(parse(FieldKind::Enum, &declared, &json!([long])).is_some());
+        let too_long = "é".repeat(MAX_STRING_LEN + 1);
+        assert!(parse(FieldKind::String, &[], &json!(too_long)).is_none());
     }
 
     #[test]
