@@ -203,3 +203,34 @@ async fn status_enums_keep_the_stored_text() {
         serde_json::json!("shipped")
     );
 }
+
+/// Seeding a brand that is already there tells no node to drop its cached
+/// brands: the change trigger fires per statement, so the insert is not
+/// even sent. A brand that is new is announced as every change is.
+#[tokio::test]
+async fn seeding_an_existing_brand_announces_nothing() {
+    let db = pool().await;
+    let mut listener = sqlx::postgres::PgListener::connect_with(&db).await.unwrap();
+    listener.listen("pactd_config").await.unwrap();
+    let demo = pact_tests::brand_id("demo");
+    assert!(
+        pact_db::brands::insert_if_missing(&db, &demo, "Demo", "")
+            .await
+            .unwrap()
+    );
+    let first = listener.recv().await.unwrap();
+    assert_eq!(first.payload(), "brands");
+    assert!(
+        !pact_db::brands::insert_if_missing(&db, &demo, "Demo", "")
+            .await
+            .unwrap()
+    );
+    // A marker sent after the second seeding: if that seeding had announced
+    // anything, it would arrive first (notifications keep commit order).
+    sqlx::query("select pg_notify('pactd_config', 'marker')")
+        .execute(&db)
+        .await
+        .unwrap();
+    let next = listener.recv().await.unwrap();
+    assert_eq!(next.payload(), "marker");
+}

@@ -65,12 +65,21 @@ pub async fn insert(
 }
 
 /// Inserts the brand unless it exists; true when it was created.
+///
+/// Looked up first: the table's change trigger is per statement
+/// (migrations/0010), so even an insert that does nothing would tell every
+/// node to drop its cached brands, at each start of a node that seeds one.
+/// Two nodes seeding at once both insert; the conflict makes one of them a
+/// no-op.
 pub async fn insert_if_missing(
-    db: impl PgExecutor<'_>,
+    db: &sqlx::PgPool,
     id: &BrandId,
     name: &str,
     description: &str,
 ) -> DbResult<bool> {
+    if find(db, id).await?.is_some() {
+        return Ok(false);
+    }
     let done = sqlx::query!(
         "insert into brands (id, name, description) values ($1, $2, $3) on conflict (id) do nothing",
         id,
