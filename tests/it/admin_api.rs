@@ -1564,6 +1564,19 @@ async fn the_request_schemas_and_the_server_agree_on_the_edges() {
             json!({"name": "t2", "url": "https://shop.example/t", "description": "x\u{2066}y"}),
             false,
         ),
+        // A malformed scope is malformed (400), not a scope the brand lacks (409).
+        (
+            "/brands/{brand}/tools",
+            "/brands/shop/tools",
+            json!({"name": "t3", "url": "https://shop.example/t", "scope": "two words"}),
+            false,
+        ),
+        (
+            "/brands/{brand}/tools",
+            "/brands/shop/tools",
+            json!({"name": "t4", "url": "https://shop.example:10443/t?a=%20b"}),
+            true,
+        ),
         (
             "/agents/block-host",
             "/agents/block-host",

@@ -21,14 +21,14 @@ pub mod tcp_proxy;
 pub use app::TestApp;
 pub use pa::TestPa;
 
-/// A new HTTP client on the process's shared TLS connector
-/// (`pact_jose::with_shared_tls`): building a client is then cheap, so a test
-/// may build one per simulated browser or per poll.
 /// `id` as a brand id (a test's own brand names are well formed).
 pub fn brand_id(id: &str) -> pact_db::ids::BrandId {
     pact_db::ids::BrandId::parse(id).unwrap_or_else(|_| panic!("not a brand id: {id:?}"))
 }
 
+/// A new HTTP client on the process's shared TLS connector
+/// (`pact_jose::with_shared_tls`): building a client is then cheap, so a test
+/// may build one per simulated browser or per poll.
 pub fn http_client() -> reqwest::Client {
     pact_jose::with_shared_tls(reqwest::Client::builder())
         .build()

@@ -3,10 +3,10 @@
 //! PA's own request (`oauth/device_authorization.rs`) and for the link of a
 //! step-up task (`a2a/send.rs`, PACT §5.5) alike.
 
-use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::Status as AuthStatus;
+use pact_db::ids::BrandId;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;

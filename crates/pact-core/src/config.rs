@@ -1,15 +1,13 @@
 //! Server settings, resolved by the `pactd` command from flags, env and file.
 
-use pact_db::ids::BrandId;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use pact_crypto::MasterKey;
-use pact_jose::JwksPolicy;
-
 use pact_db::agents::Agent;
+use pact_db::ids::BrandId;
+use pact_jose::JwksPolicy;
 
 use crate::domain::admission::Policy;
 use crate::domain::proxies::TrustedProxies;

@@ -15,13 +15,13 @@
 //! back: each fill carries the generation it began in and is discarded when
 //! the copy was dropped since.
 
-use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use pact_db::agents::{Agent, AgentAndBrand};
 use pact_db::brands::Brand;
+use pact_db::ids::BrandId;
 use pact_db::merchant::{BrandAgent, BrandTool, WebhookSecret};
 use pact_db::scopes::BrandScope;
 use pact_db::{DbResult, PgPool};

@@ -20,12 +20,12 @@
 //! puts theirs into the receipt with its own. Calls on the turn's own node
 //! touch no database for any of this.
 
-use pact_db::ids::BrandId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pact_db::PgPool;
+use pact_db::ids::BrandId;
 use pact_db::merchant::BrandTool;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

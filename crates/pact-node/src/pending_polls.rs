@@ -27,11 +27,11 @@
 //! `slow_down` is a courtesy to the server (RFC 8628 §3.5), and the rate
 //! limits still apply per node as before.
 
-use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use pact_db::ids::BrandId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

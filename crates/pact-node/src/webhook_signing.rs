@@ -10,12 +10,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use pact_db::ids::BrandId;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use hmac::{Hmac, Mac};
 use pact_crypto::{MasterKey, SealError};
+use pact_db::ids::BrandId;
 use sha2::Sha256;
 use uuid::Uuid;
 

@@ -1,9 +1,9 @@
 //! The admin commands: they talk to the database directly.
 
-use pact_db::ids::BrandId;
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
+use pact_db::ids::BrandId;
 use pact_db::{PgPool, ResultExt};
 use pact_server::admin::ops::customers::{self, Action};
 use pact_server::admin::ops::{self, scopes::ScopeDefinition};
@@ -80,11 +80,11 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             name,
             description,
         } => {
-            if !pact_db::brands::is_valid_brand_id(brand_id) {
-                bail!(
-                    "invalid brand id {brand_id:?}: use 1–63 of a-z, 0-9, '-' and '_', starting with a letter or digit"
-                );
-            }
+            // The id was parsed by clap (`BrandId::parse`); the texts follow
+            // the card's rules, as `brand set --name --description` does.
+            let (name, description) = (name.trim(), description.trim());
+            pact_server::admin::brand_settings::check_new_card_text(name, description)
+                .map_err(crate::admin_merchant::edit_error)?;
             let mut tx = pool.begin().await?;
             let b = pact_db::brands::insert(&mut *tx, brand_id, name, description)
                 .await

@@ -1,13 +1,13 @@
 //! The OpenID-provider part of `pactd brand set`, and `pactd grants
 //! revoke-user`.
 
-use pact_db::ids::BrandId;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use pact_crypto::MasterKey;
 use pact_db::PgPool;
+use pact_db::ids::BrandId;
 use serde_json::Value;
 
 use crate::admin_accounts::audit_cli as audit;

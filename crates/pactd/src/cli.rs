@@ -1,11 +1,11 @@
 //! The command line. The forms of these commands are used by other tools
 //! (tests, the conformance runner, scripts): keep them stable.
 
-use pact_db::ids::BrandId;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use pact_db::ids::BrandId;
 
 #[derive(Debug, Parser)]
 #[command(

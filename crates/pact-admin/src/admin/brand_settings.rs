@@ -170,30 +170,10 @@ pub async fn set_card_text(
     let description = edit
         .description
         .map_or(brand.description.as_str(), str::trim);
-    if name.is_empty() || name.chars().count() > MAX_BRAND_NAME {
-        return Err(invalid("a brand name is 1 to 200 characters"));
-    }
-    if description.chars().count() > MAX_BRAND_DESCRIPTION {
-        return Err(invalid("a brand description is at most 1000 characters"));
-    }
-    if name
-        .chars()
-        .chain(description.chars())
-        .any(char::is_control)
-    {
-        return Err(invalid("control characters are not accepted"));
-    }
-    // Shown on consent and the Agent Card as stored (PACT §5.2): no text
-    // that reads differently from what it is. Only what this edit gives is
-    // checked, so text stored before the rule does not block other edits.
-    for (what, given) in [
-        ("the brand name", edit.name),
-        ("the description", edit.description),
-    ] {
-        if let Some(c) = given.and_then(crate::domain::hidden_chars::first_hidden) {
-            return Err(invalid(crate::domain::hidden_chars::refusal(what, c)));
-        }
-    }
+    check_card_lengths(name, description)?;
+    // Only what this edit gives is checked for hidden characters, so text
+    // stored before the rule does not block other edits.
+    check_shown(edit.name, edit.description)?;
     if let Some(skills) = &edit.skills {
         check_skills(skills)?;
     }
@@ -219,6 +199,43 @@ pub async fn set_card_text(
     )
     .await?;
     Ok(())
+}
+
+/// A brand's name (1–200 characters) and description (at most 1000), both
+/// trimmed, without control characters.
+fn check_card_lengths(name: &str, description: &str) -> Result<(), EditError> {
+    if name.is_empty() || name.chars().count() > MAX_BRAND_NAME {
+        return Err(invalid("a brand name is 1 to 200 characters"));
+    }
+    if description.chars().count() > MAX_BRAND_DESCRIPTION {
+        return Err(invalid("a brand description is at most 1000 characters"));
+    }
+    if name
+        .chars()
+        .chain(description.chars())
+        .any(char::is_control)
+    {
+        return Err(invalid("control characters are not accepted"));
+    }
+    Ok(())
+}
+
+/// Shown on consent and the Agent Card as stored (PACT §5.2): no text that
+/// reads differently from what it is.
+fn check_shown(name: Option<&str>, description: Option<&str>) -> Result<(), EditError> {
+    for (what, given) in [("the brand name", name), ("the description", description)] {
+        if let Some(c) = given.and_then(crate::domain::hidden_chars::first_hidden) {
+            return Err(invalid(crate::domain::hidden_chars::refusal(what, c)));
+        }
+    }
+    Ok(())
+}
+
+/// A new brand's name and description (`pactd brand add`), trimmed by the
+/// caller: the rules an edit of the card follows.
+pub fn check_new_card_text(name: &str, description: &str) -> Result<(), EditError> {
+    check_card_lengths(name, description)?;
+    check_shown(Some(name), Some(description))
 }
 
 fn check_skills(skills: &[AgentSkill]) -> Result<(), EditError> {
@@ -298,6 +315,13 @@ pub async fn upsert_details_type(
     check_type_name(name)?;
     authz_details::check_type(&declaration)
         .map_err(|e| invalid(format!("invalid type declaration: {e}")))?;
+    // Malformed is 400; well formed but not offered (yet) is the conflict.
+    if !pact_db::scopes::is_valid_scope_id(&declaration.scope) {
+        return Err(invalid(format!(
+            "{:?} is not a scope (RFC 6749 §3.3 scope-token)",
+            declaration.scope
+        )));
+    }
     let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
     if !scopes.iter().any(|s| s.scope_id == declaration.scope) {
         return Err(EditError::Conflict(format!(
@@ -369,6 +393,7 @@ pub struct ToolDefinition {
     pub name: String,
     /// The scope a call needs; none: a public tool.
     #[serde(default)]
+    #[schema(schema_with = fields::scope_or_none)]
     pub scope: Option<String>,
     /// Where pactd forwards allowed calls (https).
     #[schema(schema_with = fields::uri)]
@@ -479,6 +504,12 @@ pub async fn upsert_tool(
         }
     }
     if let Some(s) = &def.scope {
+        // Malformed is 400; well formed but not offered (yet) is the conflict.
+        if !pact_db::scopes::is_valid_scope_id(s) {
+            return Err(invalid(format!(
+                "{s:?} is not a scope (RFC 6749 §3.3 scope-token)"
+            )));
+        }
         let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
         if !scopes.iter().any(|x| &x.scope_id == s) {
             return Err(EditError::Conflict(format!(

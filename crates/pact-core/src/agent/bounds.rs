@@ -5,11 +5,11 @@
 //! a refused call was charged, and tells staff about a grant whose limits
 //! cannot be judged.
 
-use pact_db::ids::BrandId;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use pact_db::brands::Brand;
+use pact_db::ids::BrandId;
 use pact_db::ids::GrantId;
 use pact_db::merchant::BrandTool;
 use serde_json::{Value, json};

@@ -38,8 +38,9 @@ pub fn is_hidden(c: char) -> bool {
 /// A regular-expression character class (ECMA-262, as JSON Schema's
 /// `pattern`) of what shown text may hold: no control character (C0, DEL,
 /// C1) and none of [`HIDDEN`] within the Basic Multilingual Plane. The tag
-/// characters lie beyond it and would need the `u` flag, which a pattern
-/// cannot set; the server refuses them all the same.
+/// characters lie beyond it, where a class would have to name them as
+/// surrogate pairs or with the `u` flag, read differently by different
+/// validators; they are left to the server, which refuses them all the same.
 pub fn shown_text_class() -> String {
     let mut class = String::from("[^\\u0000-\\u001f\\u007f-\\u009f");
     for &(from, to) in HIDDEN {

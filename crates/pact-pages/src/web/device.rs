@@ -21,7 +21,6 @@
 //!   the same form with the same ticks (scope ids are not secret).
 //! * `GET /device/done` tells them to go back to their agent.
 
-use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use askama::Template;
@@ -32,6 +31,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
+use pact_db::ids::BrandId;
 use pact_db::parties::Connection;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};

@@ -51,7 +51,6 @@
 //! ever approved here: approval stays the consent page's explicit click.
 //! The client secret, the code, the tokens and the verifier are never logged.
 
-use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -65,6 +64,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use pact_db::brand_oidc::{BrandOidc, Trip, TripLookup, assertion_aud, client_auth};
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
+use pact_db::ids::BrandId;
 use pact_db::sessions::{Session, SessionState};
 use pact_jose::{
     CLIENT_ASSERTION_ALG, CLIENT_ASSERTION_TYPE, ClientAssertion, IdTokenExpect, OIDC_SKEW_SECS,

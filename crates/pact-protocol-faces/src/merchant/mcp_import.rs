@@ -10,10 +10,10 @@
 //! descriptions and schemas but keeps each tool's scope unless a mapping
 //! names a new one explicitly, so it never widens access silently.
 
-use pact_db::ids::BrandId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use pact_db::ids::BrandId;
 use pact_db::merchant::{BrandTool, TOOL_KIND_MCP};
 use reqwest::Client;
 use serde_json::{Map, Value, json};
@@ -25,7 +25,8 @@ use crate::admin::brand_settings::EditError;
 use crate::domain::hidden_chars;
 use crate::tool_schema as schema;
 
-/// Longest description kept, in bytes (as the console's tool form).
+/// Longest description kept, in characters (as the tool form and the admin
+/// API count them).
 const MAX_DESCRIPTION: usize = 1000;
 /// `tools/list` answers above this are refused.
 pub const MAX_LIST_BYTES: usize = 1024 * 1024;
@@ -140,9 +141,10 @@ pub fn check_listed(listed: &[Value]) -> Result<Vec<RemoteTool>, EditError> {
 /// control characters become spaces (descriptions hold line breaks), and
 /// every other invisible or direction-changing character is removed
 /// (domain/hidden_chars.rs: a U+202E would make the text read otherwise
-/// than it is). At most `max` bytes, trimmed.
+/// than it is). At most `max` characters, trimmed.
 pub fn shown_text(raw: &str, max: usize) -> String {
     let mut out = String::new();
+    let mut kept = 0;
     for c in raw.chars() {
         let c = if c.is_control() {
             ' '
@@ -151,10 +153,11 @@ pub fn shown_text(raw: &str, max: usize) -> String {
         } else {
             c
         };
-        if out.len() + c.len_utf8() > max {
+        if kept == max {
             break;
         }
         out.push(c);
+        kept += 1;
     }
     out.trim().to_owned()
 }
@@ -384,6 +387,14 @@ pub async fn apply(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+
+    #[test]
+    fn shown_text_keeps_characters_not_bytes() {
+        let long = "é".repeat(1200);
+        let kept = super::shown_text(&long, 1000);
+        assert_eq!(kept.chars().count(), 1000);
+        assert_eq!(super::shown_text("a\u{202E}b\nc", 1000), "ab c");
+    }
     use super::*;
 
     #[test]

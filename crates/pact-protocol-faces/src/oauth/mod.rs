@@ -13,11 +13,11 @@ pub mod metadata;
 pub mod revoke;
 pub mod token;
 
-use pact_db::ids::BrandId;
 use std::collections::BTreeSet;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pact_db::ids::BrandId;
 use pact_proto::oauth::{OAuthError, OAuthErrorCode};
 
 use axum::extract::FromRequestParts;

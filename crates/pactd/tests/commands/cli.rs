@@ -404,6 +404,20 @@ async fn bidi_and_invisible_characters_are_refused_in_shown_text() {
         "{}",
         refused.describe()
     );
+    // A brand's name is shown on consent and its card: the same rule at
+    // `brand add` as at `brand set --name`, and nothing is created.
+    let refused = run(
+        pactd_on(&db),
+        &["brand", "add", "evil", "--name", "Acme\u{202E}emcA"],
+    )
+    .await;
+    assert!(
+        refused.failed().contains("U+202E"),
+        "{}",
+        refused.describe()
+    );
+    let list = run(pactd_on(&db), &["brand", "list"]).await;
+    assert!(!list.succeeded().contains("evil"));
 }
 
 /// Issue 9, item 8 ("Who is asking"), through the binary: the platform's

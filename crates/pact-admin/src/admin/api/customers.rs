@@ -1,5 +1,5 @@
 //! `/admin/api/v1/customers`: find brand customers (built-in accounts), see
-//! their second factors and lock node, unlock, reset second factors, sign
+//! their second factors and lock state, unlock, reset second factors, sign
 //! out everywhere, disable, enable and remove (each written once, in
 //! `admin::ops::customers`).
 

@@ -20,11 +20,10 @@ pub const NON_BLANK: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u
 /// and no white space at either end.
 const ISSUER_PATTERN: &str = "^[^\\s\\u0000-\\u001f\\u007f-\\u009f]([^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f])?$";
 /// A URL pactd will fetch or call: https on a DNS name, an optional port,
-/// then a path or query of RFC 3986's characters, without a fragment or a
-/// percent-escape. `pact_jose::check_jwks_uri` accepts more: an http URL on
-/// a loopback address when the node allows loopback, any public address,
-/// escapes.
-pub const HTTPS_URL: &str = "^https://([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}(:[1-9][0-9]{0,3})?([/?][A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$";
+/// then a path or query of RFC 3986's characters and percent-escapes,
+/// without a fragment. `pact_jose::check_jwks_uri` accepts more: an http URL
+/// on a loopback address when the node allows loopback, a public address.
+pub const HTTPS_URL: &str = "^https://([A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?\\.)+([A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?]([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$";
 /// A host name as staff type it to block one (`domain::admission::normalize_host`
 /// also takes a URL for its host, and trims spaces).
 const HOST_PATTERN: &str = "^[A-Za-z0-9-][A-Za-z0-9.-]*$";
@@ -118,7 +117,7 @@ pub fn display_name() -> Object {
 pub fn host() -> Object {
     text(Some(1), 253, Some(HOST_PATTERN))
         .description(Some(
-            "A DNS name (letters, digits, '-' and '.'); it and the names under it are blocked.",
+            "A DNS name (letters, digits, '-' and '.'); the rule covers the names under it too.",
         ))
         .build()
 }
@@ -139,6 +138,14 @@ fn matching(pattern: &str) -> Object {
 /// An RFC 6749 §3.3 scope.
 pub fn scope_id() -> Object {
     matching(SCOPE_PATTERN)
+}
+
+/// An RFC 6749 §3.3 scope, or `null` for none.
+pub fn scope_or_none() -> Object {
+    ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .pattern(Some(SCOPE_PATTERN))
+        .build()
 }
 
 /// What consent shows for a scope.

@@ -157,7 +157,7 @@ fn brand_setting_schemas() -> Value {
                             "values": {
                                 "type": "array",
                                 "items": { "type": "string", "minLength": 1, "maxLength": 256, "pattern": NO_CONTROL },
-                                "minItems": 1, "maxItems": 64, "uniqueItems": true,
+                                "maxItems": 64, "uniqueItems": true,
                                 "description": "An enum's allowed values, each once (enum only, and needed there)."
                             },
                             "label": {
@@ -168,8 +168,8 @@ fn brand_setting_schemas() -> Value {
                         "required": ["type"],
                         "additionalProperties": false,
                         "if": { "properties": { "type": { "const": "enum" } } },
-                        "then": { "required": ["values"] },
-                        "else": { "not": { "required": ["values"] } }
+                        "then": { "required": ["values"], "properties": { "values": { "minItems": 1 } } },
+                        "else": { "properties": { "values": { "maxItems": 0 } } }
                     }
                 }
             },
@@ -197,7 +197,7 @@ fn operation(op: &Operation, schemas: &Value) -> Value {
             let schema = match *name {
                 "limit" => json!({ "type": "string", "pattern": LIMIT_PATTERN }),
                 "state" => json!({ "type": "string", "enum": super::answer::GRANT_STATES.map(|s| s.as_str()) }),
-                "q" => json!({ "type": "string", "minLength": 1, "maxLength": 512, "pattern": NO_CONTROL }),
+                "q" => json!({ "type": "string", "minLength": 1, "maxLength": 512, "pattern": super::fields::NON_BLANK }),
                 _ => json!({ "type": "string", "maxLength": 512, "pattern": NO_CONTROL }),
             };
             json!({
