@@ -124,6 +124,28 @@ fn grant_of(tokens: &Value) -> Uuid {
     v["grant_id"].as_str().unwrap().parse().unwrap()
 }
 
+/// The API's OpenAPI document as a node serves it.
+async fn openapi_document(app: &TestApp) -> Value {
+    app.http
+        .get(format!("{}{API}/openapi.json", app.base_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A validator of the document's schema `reference`, its references
+/// resolved in the document's own components (`formats`: check `format` too).
+fn schema_validator(doc: &Value, reference: &str, formats: bool) -> jsonschema::Validator {
+    let root = json!({"$ref": reference, "components": doc["components"].clone()});
+    jsonschema::options()
+        .should_validate_formats(formats)
+        .build(&root)
+        .unwrap()
+}
+
 pub(crate) async fn audit_actions(app: &TestApp, actor: &str) -> Vec<String> {
     sqlx::query_scalar("select action from audit_log where actor = $1 order by id")
         .bind(actor)
@@ -262,15 +284,7 @@ async fn every_documented_route_exists_and_answers() {
     ))
     .await;
 
-    let doc: Value = app
-        .http
-        .get(format!("{}{API}/openapi.json", app.base_url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = openapi_document(&app).await;
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["servers"][0]["url"], "http://pactd.test/admin/api/v1");
 
@@ -551,11 +565,7 @@ async fn every_documented_route_exists_and_answers() {
         // the operation's schema (formats too), its references resolved in
         // the document's own components. The schemas of the answers are
         // derived from the handlers' types, so this checks the derivation.
-        let root = json!({"$ref": reference, "components": doc["components"].clone()});
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(&root)
-            .unwrap();
+        let validator = schema_validator(&doc, reference, true);
         let problems: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
         assert!(
             problems.is_empty(),
@@ -1441,23 +1451,14 @@ async fn a_superseded_grant_is_its_own_state_and_filter() {
 async fn the_request_schemas_and_the_server_agree_on_the_edges() {
     let app = app().await;
     let owner = credential(&app, "root", "owner", None).await;
-    let doc: Value = app
-        .http
-        .get(format!("{}{API}/openapi.json", app.base_url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = openapi_document(&app).await;
     let admitted = |path: &str, body: &Value| -> bool {
         let reference = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]
             ["schema"]["$ref"]
             .as_str()
             .unwrap_or_else(|| panic!("{path} has no request schema"))
             .to_owned();
-        let root = json!({"$ref": reference, "components": doc["components"].clone()});
-        jsonschema::options().build(&root).unwrap().is_valid(body)
+        schema_validator(&doc, &reference, true).is_valid(body)
     };
     let e = "é";
     let probes: Vec<(&str, &str, Value, bool)> = vec![

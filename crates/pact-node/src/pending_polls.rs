@@ -262,13 +262,17 @@ mod tests {
     use super::*;
     use time::Duration;
 
+    fn brand(id: &str) -> BrandId {
+        BrandId::parse(id).unwrap()
+    }
+
     const CODE: &[u8] = b"hash-of-a-device-code";
 
     fn pending(now: OffsetDateTime) -> Pending {
         Pending {
             id: Uuid::from_u128(7),
             pa_issuer: "https://pa.example".into(),
-            brand_id: BrandId::parse("demo").unwrap(),
+            brand_id: brand("demo"),
             interval_secs: 5,
             last_polled_at: Some(now),
             expires_at: now + Duration::seconds(600),
@@ -300,14 +304,7 @@ mod tests {
     #[test]
     fn a_held_code_is_answered_by_the_poll_rules_and_each_poll_is_recorded() {
         let book = live_book_holding(at(0));
-        let poll = |t| {
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(t),
-            )
-        };
+        let poll = |t| book.poll(CODE, "https://pa.example", &brand("demo"), at(t));
         assert_eq!(poll(5), Some(Answer::Decided(PollDecision::Pending)));
         // 2 s after the recorded poll, with a 5 s interval: slow down, interval 10.
         assert_eq!(
@@ -330,31 +327,16 @@ mod tests {
     fn another_pa_or_brand_is_told_nothing_and_records_nothing() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://thief.example",
-                &BrandId::parse("demo").unwrap(),
-                at(1)
-            ),
+            book.poll(CODE, "https://thief.example", &brand("demo"), at(1)),
             Some(Answer::NotYours)
         );
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("other").unwrap(),
-                at(1)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("other"), at(1)),
             Some(Answer::NotYours)
         );
         // The owner's last poll is still the one at 0: polling at 5 is on time.
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }
@@ -363,22 +345,12 @@ mod tests {
     fn a_forgotten_or_unknown_code_goes_to_the_database() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(
-                b"other",
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(b"other", "https://pa.example", &brand("demo"), at(5)),
             None
         );
         book.forget(Uuid::from_u128(7));
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
             None
         );
         assert!(book.is_empty());
@@ -399,12 +371,7 @@ mod tests {
         let book = live_book_holding(at(0));
         book.suspend();
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
             None
         );
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
@@ -421,12 +388,7 @@ mod tests {
         let book = live_book_holding(at(0));
         book.feed.lost();
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
             None
         );
         book.forget(Uuid::from_u128(7));
@@ -436,12 +398,7 @@ mod tests {
         book.feed.proven(std::time::Instant::now());
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert_eq!(
-            book.poll(
-                CODE,
-                "https://pa.example",
-                &BrandId::parse("demo").unwrap(),
-                at(5)
-            ),
+            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }

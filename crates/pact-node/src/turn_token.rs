@@ -159,10 +159,14 @@ impl TurnKey {
 mod tests {
     use super::*;
 
+    fn brand(id: &str) -> BrandId {
+        BrandId::parse(id).unwrap()
+    }
+
     fn claims() -> TurnClaims {
         TurnClaims {
             turn: Uuid::from_u128(7),
-            brand: BrandId::parse("shop").unwrap(),
+            brand: brand("shop"),
             expires: 1_800_000_000,
             grant: Some(Uuid::from_u128(9).into()),
             context: "c".into(),
@@ -182,7 +186,7 @@ mod tests {
         // Another brand in the claims, with the old tag.
         let (signed, tag) = token.rsplit_once('.').unwrap();
         let mut other = claims();
-        other.brand = BrandId::parse("acme").unwrap();
+        other.brand = brand("acme");
         let forged = format!(
             "ptt2.{}.{tag}",
             URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other).unwrap())
@@ -220,40 +224,40 @@ mod tests {
     fn a_brand_session_id_names_its_brand_and_dies_at_its_expiry() {
         let key = TurnKey::for_tests(1);
         let id = key
-            .brand_session_id(&BrandId::parse("shop").unwrap(), "2025-11-25", 1_000)
+            .brand_session_id(&brand("shop"), "2025-11-25", 1_000)
             .unwrap();
         assert!(id.bytes().all(|b| b.is_ascii_graphic()));
         assert_eq!(
-            key.brand_session_version(&BrandId::parse("shop").unwrap(), &id, 999)
+            key.brand_session_version(&brand("shop"), &id, 999)
                 .as_deref(),
             Some("2025-11-25")
         );
         assert_eq!(
-            key.brand_session_version(&BrandId::parse("shop").unwrap(), &id, 1_000),
+            key.brand_session_version(&brand("shop"), &id, 1_000),
             None,
             "expired"
         );
         assert_eq!(
-            key.brand_session_version(&BrandId::parse("acme").unwrap(), &id, 999),
+            key.brand_session_version(&brand("acme"), &id, 999),
             None,
             "another brand"
         );
         assert_eq!(
-            TurnKey::for_tests(2).brand_session_version(&BrandId::parse("shop").unwrap(), &id, 999),
+            TurnKey::for_tests(2).brand_session_version(&brand("shop"), &id, 999),
             None,
             "another key"
         );
         // A later expiry written in, with the old tag.
         let stretched = id.replacen("1000-", "9000-", 1);
         assert_eq!(
-            key.brand_session_version(&BrandId::parse("shop").unwrap(), &stretched, 999),
+            key.brand_session_version(&brand("shop"), &stretched, 999),
             None
         );
         // Neither kind passes as the other.
         let turn = Uuid::from_u128(7);
         let turn_session = key.session_id(turn, "2025-11-25").unwrap();
         assert_eq!(
-            key.brand_session_version(&BrandId::parse("shop").unwrap(), &turn_session, 0),
+            key.brand_session_version(&brand("shop"), &turn_session, 0),
             None
         );
         assert_eq!(key.session_version(turn, &id), None);

@@ -206,6 +206,10 @@ pub fn sign_all(
 mod tests {
     use super::*;
 
+    fn brand(id: &str) -> BrandId {
+        BrandId::parse(id).unwrap()
+    }
+
     /// The example from the standard-webhooks reference libraries' test suite
     /// shape: a known key, id, timestamp and body give a fixed signature
     /// (checked against Python's `hmac`/`base64`, see examples/merchant).
@@ -253,25 +257,17 @@ mod tests {
             WebhookSecret::generate().unwrap(),
             WebhookSecret::generate().unwrap(),
         );
-        let sealed_a = a
-            .seal(&master, &BrandId::parse("shop").unwrap(), id)
-            .unwrap();
-        let got = opened
-            .open(&master, &sealed_a, &BrandId::parse("shop").unwrap(), id)
-            .unwrap();
+        let sealed_a = a.seal(&master, &brand("shop"), id).unwrap();
+        let got = opened.open(&master, &sealed_a, &brand("shop"), id).unwrap();
         assert_eq!(got.to_whsec(), a.to_whsec());
         // The same row re-sealed with another secret: opened again.
-        let sealed_b = b
-            .seal(&master, &BrandId::parse("shop").unwrap(), id)
-            .unwrap();
-        let got = opened
-            .open(&master, &sealed_b, &BrandId::parse("shop").unwrap(), id)
-            .unwrap();
+        let sealed_b = b.seal(&master, &brand("shop"), id).unwrap();
+        let got = opened.open(&master, &sealed_b, &brand("shop"), id).unwrap();
         assert_eq!(got.to_whsec(), b.to_whsec());
         // Bound to its brand whether kept or not.
         assert!(
             opened
-                .open(&master, &sealed_b, &BrandId::parse("other").unwrap(), id)
+                .open(&master, &sealed_b, &brand("other"), id)
                 .is_err()
         );
     }
@@ -297,14 +293,9 @@ mod tests {
         assert!(!format!("{s:?}").contains(&shown[6..]));
         let master = MasterKey::generate().unwrap();
         let id = Uuid::new_v4();
-        let sealed = s
-            .seal(&master, &BrandId::parse("shop").unwrap(), id)
-            .unwrap();
-        let opened =
-            WebhookSecret::open(&master, &sealed, &BrandId::parse("shop").unwrap(), id).unwrap();
+        let sealed = s.seal(&master, &brand("shop"), id).unwrap();
+        let opened = WebhookSecret::open(&master, &sealed, &brand("shop"), id).unwrap();
         assert_eq!(opened.to_whsec(), shown);
-        assert!(
-            WebhookSecret::open(&master, &sealed, &BrandId::parse("other").unwrap(), id).is_err()
-        );
+        assert!(WebhookSecret::open(&master, &sealed, &brand("other"), id).is_err());
     }
 }

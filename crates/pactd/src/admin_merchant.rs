@@ -348,13 +348,12 @@ pub async fn tool(pool: &PgPool, c: &ToolCommand) -> anyhow::Result<()> {
             public,
         } => {
             let scope = if *public { None } else { scope.as_deref() };
-            if let Some(s) = scope {
-                let scopes = pact_db::scopes::list(pool, brand_id).await?;
-                if !scopes.iter().any(|x| x.scope_id == s) {
-                    bail!("brand {brand_id:?} has no scope {s:?}; add it first");
-                }
-            }
             let mut tx = pool.begin().await?;
+            if let Some(s) = scope {
+                brand_settings::require_offered_scope(&mut tx, brand_id, s)
+                    .await
+                    .map_err(edit_error)?;
+            }
             if !pact_db::merchant::set_tool_scope(&mut *tx, brand_id, name, scope).await? {
                 bail!("brand {brand_id:?} has no tool {name:?}");
             }

@@ -201,6 +201,29 @@ pub async fn set_card_text(
     Ok(())
 }
 
+/// The scope a tool or type is tied to must be one the brand offers: one
+/// that is no RFC 6749 §3.3 scope-token is malformed (400), one the brand
+/// does not offer (yet) is a conflict with the brand as it is (409). The
+/// one check behind the API, the console, the CLI and the MCP import.
+pub async fn require_offered_scope(
+    tx: &mut PgConnection,
+    brand_id: &BrandId,
+    scope: &str,
+) -> Result<(), EditError> {
+    if !pact_db::scopes::is_valid_scope_id(scope) {
+        return Err(invalid(format!(
+            "{scope:?} is not a scope (RFC 6749 §3.3 scope-token)"
+        )));
+    }
+    let offered = pact_db::scopes::list(&mut *tx, brand_id).await?;
+    if !offered.iter().any(|s| s.scope_id == scope) {
+        return Err(EditError::Conflict(format!(
+            "the brand has no scope {scope:?}; add it first"
+        )));
+    }
+    Ok(())
+}
+
 /// A brand's name (1–200 characters) and description (at most 1000), both
 /// trimmed, without control characters.
 fn check_card_lengths(name: &str, description: &str) -> Result<(), EditError> {
@@ -315,20 +338,7 @@ pub async fn upsert_details_type(
     check_type_name(name)?;
     authz_details::check_type(&declaration)
         .map_err(|e| invalid(format!("invalid type declaration: {e}")))?;
-    // Malformed is 400; well formed but not offered (yet) is the conflict.
-    if !pact_db::scopes::is_valid_scope_id(&declaration.scope) {
-        return Err(invalid(format!(
-            "{:?} is not a scope (RFC 6749 §3.3 scope-token)",
-            declaration.scope
-        )));
-    }
-    let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
-    if !scopes.iter().any(|s| s.scope_id == declaration.scope) {
-        return Err(EditError::Conflict(format!(
-            "the brand has no scope {:?}; add it first",
-            declaration.scope
-        )));
-    }
+    require_offered_scope(&mut *tx, &brand.id, &declaration.scope).await?;
     let mut types = authz_details::types_from_settings(&brand.settings);
     let detail = serde_json::to_value(&declaration).map_err(|e| invalid(e.to_string()))?;
     refuse_control(&detail)?;
@@ -504,18 +514,7 @@ pub async fn upsert_tool(
         }
     }
     if let Some(s) = &def.scope {
-        // Malformed is 400; well formed but not offered (yet) is the conflict.
-        if !pact_db::scopes::is_valid_scope_id(s) {
-            return Err(invalid(format!(
-                "{s:?} is not a scope (RFC 6749 §3.3 scope-token)"
-            )));
-        }
-        let scopes = pact_db::scopes::list(&mut *tx, &brand.id).await?;
-        if !scopes.iter().any(|x| &x.scope_id == s) {
-            return Err(EditError::Conflict(format!(
-                "the brand has no scope {s:?}; add it first"
-            )));
-        }
+        require_offered_scope(&mut *tx, &brand.id, s).await?;
     }
     // Every call's arguments are validated against it and MCP clients list
     // it as the tool's inputSchema: refuse one that cannot serve.

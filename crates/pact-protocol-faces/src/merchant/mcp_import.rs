@@ -287,11 +287,6 @@ pub async fn apply(
     tools: &[RemoteTool],
     scope_map: &[(String, String)],
 ) -> Result<ImportReport, EditError> {
-    let offered: BTreeSet<String> = pact_db::scopes::list(&mut *tx, brand_id)
-        .await?
-        .into_iter()
-        .map(|s| s.scope_id)
-        .collect();
     let mut mapping: BTreeMap<&str, &str> = BTreeMap::new();
     for (key, scope) in scope_map {
         let Some(tool) = tools
@@ -302,11 +297,7 @@ pub async fn apply(
                 "--scope-map names {key:?}, which the server does not list"
             )));
         };
-        if !offered.contains(scope) {
-            return Err(invalid(format!(
-                "the brand has no scope {scope:?}; add it first"
-            )));
-        }
+        crate::admin::brand_settings::require_offered_scope(&mut *tx, brand_id, scope).await?;
         if mapping.insert(tool.name.as_str(), scope.as_str()).is_some() {
             return Err(invalid(format!("--scope-map maps {key:?} twice")));
         }

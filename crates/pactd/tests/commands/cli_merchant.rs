@@ -394,6 +394,21 @@ async fn an_operator_imports_the_tools_of_an_mcp_server() {
     )
     .await;
     assert!(err.contains("no scope"), "{err}");
+    // The same one check as the API's and the import's: a text that is no
+    // scope-token is refused as such before any lookup.
+    let err = refused(
+        &app,
+        &[
+            "brand",
+            "tool",
+            "set-scope",
+            "demo",
+            "cancel_order",
+            "two words",
+        ],
+    )
+    .await;
+    assert!(err.contains("is not a scope"), "{err}");
     refused(
         &app,
         &["brand", "tool", "set-scope", "demo", "cancel_order"],
