@@ -1167,7 +1167,7 @@ async fn grant(
         state,
         pact_server::consent::Approval {
             authorization_id: auth.id,
-            user_sub: user,
+            user_sub: &user.into(),
             scopes: BTreeSet::from([scope.to_owned()]),
             // As the agent asked (RFC 9396: the person may only narrow it).
             authorization_details: None,

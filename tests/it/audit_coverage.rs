@@ -580,7 +580,7 @@ async fn every_console_route_is_classified_and_leaves_what_it_should() {
     let fresh = pact_db::grants::list(
         &app.db,
         pact_db::grants::GrantFilter {
-            user_sub: Some("bob"),
+            user_sub: Some(&"bob".into()),
             ..Default::default()
         },
     )

@@ -45,7 +45,7 @@ async fn person(app: &TestApp, email: &str) -> Person {
     let secret = add_totp(app, &user).await;
     Person {
         email: email.to_owned(),
-        subject: user.subject(),
+        subject: user.subject().into(),
         totp_hex: hex(&secret),
     }
 }
@@ -86,7 +86,7 @@ async fn a_person_approves_an_agent_with_password_and_totp_in_a_real_browser() {
     let grants = pact_db::grants::list(&app.db, Default::default())
         .await
         .unwrap();
-    assert_eq!(grants[0].user_sub, p.subject);
+    assert_eq!(grants[0].user_sub, p.subject.as_str());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -598,7 +598,7 @@ async fn a_step_up_that_needs_a_second_factor_is_approved_with_one_click() {
         &app.db,
         pact_db::parties::Connection {
             brand_id: &pact_tests::brand_id("demo"),
-            pa_issuer: ISS,
+            pa_issuer: &ISS.into(),
             user_sub: &user.subject(),
         },
         time::OffsetDateTime::now_utc(),

@@ -251,7 +251,7 @@ async fn the_delegated_profile_passes_against_pactd_through_its_pages() {
             .await
             .unwrap()
             .unwrap();
-        subjects.insert(user.subject());
+        subjects.insert(user.subject().into());
     }
     let (granted_to, denied) = decisions(&app).await;
     assert_eq!(granted_to, subjects);

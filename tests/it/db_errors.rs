@@ -129,7 +129,7 @@ async fn status_enums_keep_the_stored_text() {
         NewDeviceAuthorization {
             id,
             brand_id: &pact_tests::brand_id("demo"),
-            pa_issuer: "https://pa.example",
+            pa_issuer: &"https://pa.example".into(),
             pa_sub: "pa-user",
             device_code_hash: &[7; 32],
             user_code: "BCDFGHJK",
@@ -150,7 +150,7 @@ async fn status_enums_keep_the_stored_text() {
         &db,
         pact_db::parties::PaUser {
             brand_id: &pact_tests::brand_id("demo"),
-            pa_issuer: "https://pa.example",
+            pa_issuer: &"https://pa.example".into(),
             pa_sub: "pa-user",
         },
         &scopes,
@@ -183,7 +183,7 @@ async fn status_enums_keep_the_stored_text() {
         total_cents: 500,
         status: OrderStatus::Shipped,
     };
-    pact_db::demo_orders::insert(&db, &pact_tests::brand_id("demo"), "alice", &order)
+    pact_db::demo_orders::insert(&db, &pact_tests::brand_id("demo"), &"alice".into(), &order)
         .await
         .unwrap();
     let text: String =
@@ -192,10 +192,15 @@ async fn status_enums_keep_the_stored_text() {
             .await
             .unwrap();
     assert_eq!(text, "shipped");
-    let read = pact_db::demo_orders::find(&db, &pact_tests::brand_id("demo"), "alice", "DEMO-1")
-        .await
-        .unwrap()
-        .unwrap();
+    let read = pact_db::demo_orders::find(
+        &db,
+        &pact_tests::brand_id("demo"),
+        &"alice".into(),
+        "DEMO-1",
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(read, order);
     // Serialised into tool results in the same words.
     assert_eq!(

@@ -90,11 +90,12 @@ async fn device_flow_to_delegated_send_with_receipt_refresh_and_reuse_revocation
 
     // Cancelling needs orders:cancel, which was unticked: a step-up task, not a failure.
     let ctx = v["message"]["contextId"].as_str().unwrap().to_owned();
-    let order =
-        pact_server::agent::demo_tools::seed_orders(&pact_tests::brand_id("demo"), "alice@brand")
-            [0]
-        .order_id
-        .clone();
+    let order = pact_server::agent::demo_tools::seed_orders(
+        &pact_tests::brand_id("demo"),
+        &"alice@brand".into(),
+    )[0]
+    .order_id
+    .clone();
     let res = app
         .send_delegated(
             "demo",
@@ -186,11 +187,12 @@ async fn the_pas_own_device_authorization_after_a_step_up_is_the_one_the_link_na
         .await;
     let access = first["access_token"].as_str().unwrap().to_owned();
     let pa_jwt = pa.token("pa-u", app.audience());
-    let order =
-        pact_server::agent::demo_tools::seed_orders(&pact_tests::brand_id("demo"), "alice@brand")
-            [0]
-        .order_id
-        .clone();
+    let order = pact_server::agent::demo_tools::seed_orders(
+        &pact_tests::brand_id("demo"),
+        &"alice@brand".into(),
+    )[0]
+    .order_id
+    .clone();
 
     let res = app
         .send_delegated(

@@ -1342,7 +1342,7 @@ async fn consent_cannot_grant_what_was_not_requested_and_a_refusal_changes_nothi
             &app.state,
             Approval {
                 authorization_id: id,
-                user_sub: "alice",
+                user_sub: &"alice".into(),
                 scopes: scopes.clone(),
                 authorization_details: None,
             },
@@ -1358,7 +1358,7 @@ async fn consent_cannot_grant_what_was_not_requested_and_a_refusal_changes_nothi
         &app.state,
         Approval {
             authorization_id: id,
-            user_sub: "alice",
+            user_sub: &"alice".into(),
             scopes: set(&["orders:read"]),
             authorization_details: Some(
                 json!([{"type": "order_cancellation", "order_ids": ["DEMO-1"]}]),
@@ -1396,7 +1396,7 @@ async fn consent_cannot_decide_an_authorization_twice_or_after_it_expired() {
                 &state,
                 Approval {
                     authorization_id: id,
-                    user_sub: "mallory",
+                    user_sub: &"mallory".into(),
                     scopes: set(&["orders:read"]),
                     authorization_details: None,
                 },
@@ -1407,7 +1407,15 @@ async fn consent_cannot_decide_an_authorization_twice_or_after_it_expired() {
     };
     let deny = |id: Uuid| {
         let state = app.state.clone();
-        async move { consent::deny(&state, id, Some("mallory"), OffsetDateTime::now_utc()).await }
+        async move {
+            consent::deny(
+                &state,
+                id,
+                Some(&"mallory".into()),
+                OffsetDateTime::now_utc(),
+            )
+            .await
+        }
     };
 
     let approved = app.device_authorize(&pa, "u1", "orders:read", None).await;

@@ -161,13 +161,18 @@ async fn authorization_behind(
 }
 
 async fn order_status(app: &TestApp, user: &str, order_id: &str) -> String {
-    pact_db::demo_orders::find(&app.db, &pact_tests::brand_id("demo"), user, order_id)
-        .await
-        .unwrap()
-        .unwrap()
-        .status
-        .as_str()
-        .to_owned()
+    pact_db::demo_orders::find(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        &user.into(),
+        order_id,
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .status
+    .as_str()
+    .to_owned()
 }
 
 // ---------------------------------------------------------------------------
@@ -614,7 +619,7 @@ async fn a_context_started_without_delegation_may_continue_with_it() {
     let v = ok_json(res).await;
     assert_eq!(v["message"]["contextId"], ctx.as_str());
     let reply = text(&v["message"]);
-    for order in seed_orders(&pact_tests::brand_id("demo"), "alice") {
+    for order in seed_orders(&pact_tests::brand_id("demo"), &"alice".into()) {
         assert!(reply.contains(&order.order_id), "{reply}");
     }
     let bound: Option<String> =
@@ -641,7 +646,7 @@ async fn a_delegated_context_may_continue_without_a_token_but_sees_no_account_da
         .as_str()
         .unwrap()
         .to_owned();
-    let orders = seed_orders(&pact_tests::brand_id("demo"), "alice");
+    let orders = seed_orders(&pact_tests::brand_id("demo"), &"alice".into());
 
     let res = app
         .send("demo", &pa_jwt, "m2", "show my orders", Some(&ctx))
@@ -749,7 +754,7 @@ async fn without_a_token_an_account_question_gets_a_step_up_task_that_a_new_gran
     assert_eq!(v["message"]["contextId"], ctx.as_str());
     let reply = text(&v["message"]);
     assert!(reply.starts_with("Your orders"), "{reply}");
-    for order in seed_orders(&pact_tests::brand_id("demo"), "alice") {
+    for order in seed_orders(&pact_tests::brand_id("demo"), &"alice".into()) {
         assert!(reply.contains(&order.order_id), "{reply}");
     }
 }
@@ -764,7 +769,7 @@ async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversatio
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
-    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
         .order_id
         .clone();
 
@@ -828,7 +833,7 @@ async fn approving_a_step_up_and_asking_again_does_not_go_in_circles() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
-    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
         .order_id
         .clone();
     let cancel = format!("cancel {order}");
@@ -950,12 +955,12 @@ async fn authorization_details_limit_cancellation_to_the_named_order() {
     let pa = app.registered_pa(ISS).await;
     let pa_jwt = pa.token(SUB, app.audience());
     // Alice's usual orders plus a second one that is still cancellable.
-    let mut orders = seed_orders(&pact_tests::brand_id("demo"), "alice");
+    let mut orders = seed_orders(&pact_tests::brand_id("demo"), &"alice".into());
     let mut extra = orders[0].clone();
     extra.order_id = "DEMO-0000042".to_owned();
     orders.push(extra);
     for o in &orders {
-        pact_db::demo_orders::insert(&app.db, &pact_tests::brand_id("demo"), "alice", o)
+        pact_db::demo_orders::insert(&app.db, &pact_tests::brand_id("demo"), &"alice".into(), o)
             .await
             .unwrap();
     }
@@ -1079,7 +1084,7 @@ async fn every_delegated_reply_carries_a_receipt_that_verifies_against_the_publi
     let tokens = app.connect(&pa, SUB, "alice", &["orders:read"]).await;
     let token = access(&tokens);
     let grant = grant_of(&token);
-    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[0]
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
         .order_id
         .clone();
     let jwks = app.provider_jwks().await;
@@ -1180,7 +1185,7 @@ async fn the_receipts_of_a_grant_form_a_chain_the_auditor_checks() {
     let pa_jwt = pa.token(SUB, app.audience());
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
     let grant = grant_of(&token);
-    let order = seed_orders(&pact_tests::brand_id("demo"), "alice")[1]
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[1]
         .order_id
         .clone();
 
@@ -1606,8 +1611,8 @@ async fn two_nodes_on_one_database_behave_as_one_server() {
         pact_db::grants::NewGrant {
             id: pact_db::ids::GrantId::new_random(),
             brand_id: &pact_tests::brand_id("demo"),
-            pa_issuer: ISS,
-            user_sub: "someone-else",
+            pa_issuer: &ISS.into(),
+            user_sub: &"someone-else".into(),
             scopes: &["orders:read".to_owned()],
             authorization_details: None,
             terms: &json!({"v": 1}),
@@ -1940,13 +1945,13 @@ async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_no
         [
             (
                 "customer".to_owned(),
-                subject.clone(),
+                subject.to_string(),
                 "grant.revoke".to_owned(),
                 Some(grant.to_string())
             ),
             (
                 "customer".to_owned(),
-                subject.clone(),
+                subject.to_string(),
                 "customer.delete".to_owned(),
                 Some(user.id.to_string())
             ),

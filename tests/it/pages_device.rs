@@ -394,7 +394,7 @@ async fn approving_every_scope_issues_a_token_for_both() {
             .fetch_one(&s.app.db)
             .await
             .unwrap();
-    assert_eq!(sub, user.subject());
+    assert_eq!(user.subject(), sub.as_str());
     // The consent page for a decided request says so.
     let (status, html) = b.get_html("/device/consent").await;
     assert_eq!(status, 410);
@@ -1181,5 +1181,5 @@ async fn the_whole_flow_through_the_real_sign_in_page() {
         .fetch_one(&s.app.db)
         .await
         .unwrap();
-    assert_eq!(sub, user.subject());
+    assert_eq!(user.subject(), sub.as_str());
 }

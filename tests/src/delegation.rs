@@ -120,7 +120,7 @@ impl TestApp {
             &self.state,
             pact_server::consent::Approval {
                 authorization_id: auth.id,
-                user_sub: user,
+                user_sub: &user.into(),
                 scopes: scopes
                     .iter()
                     .map(|s| (*s).to_owned())
@@ -143,7 +143,7 @@ impl TestApp {
         pact_server::consent::approve_operations(
             &self.state,
             auth.id,
-            user,
+            &user.into(),
             OffsetDateTime::now_utc(),
         )
         .await
@@ -161,7 +161,7 @@ impl TestApp {
         pact_server::consent::deny(
             &self.state,
             auth.id,
-            Some("someone"),
+            Some(&"someone".into()),
             OffsetDateTime::now_utc(),
         )
         .await

@@ -11,6 +11,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, header};
 use pact_db::agents::Agent;
 use pact_db::brands::Brand;
+use pact_db::ids::AgentIssuer;
 use pact_jose::{PaClaims, parse_pa_jwt};
 
 use crate::admission::{Policy, Refusal};
@@ -23,6 +24,15 @@ pub struct Caller {
     pub pa: PaClaims,
     pub agent: Agent,
     pub brand: Brand,
+}
+
+impl Caller {
+    /// The PA-JWT's `iss` as the agent's row holds it: the agent was found
+    /// by that very text (`authenticate`), so the two are equal, and this one
+    /// is typed for the rows and calls that name an agent platform.
+    pub fn issuer(&self) -> &AgentIssuer {
+        &self.agent.issuer
+    }
 }
 
 /// The single `Bearer` credential in a header, if well formed (RFC 6750 §2.1).

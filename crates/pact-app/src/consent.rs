@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
 use pact_db::grants::{Grant, NewGrant};
-use pact_db::ids::GrantId;
+use pact_db::ids::{GrantId, UserSub};
 use pact_db::parties::Connection;
 use pact_node::node::NodeInner;
 use serde_json::Value;
@@ -45,7 +45,7 @@ pub enum ConsentError {
 pub struct Approval<'a> {
     pub authorization_id: Uuid,
     /// The user's id at the brand; the delegation token's `sub`.
-    pub user_sub: &'a str,
+    pub user_sub: &'a UserSub,
     pub scopes: BTreeSet<String>,
     pub authorization_details: Option<Value>,
 }
@@ -294,7 +294,7 @@ async fn drop_used_operations(
 pub async fn approve_operations(
     node: &NodeInner,
     authorization_id: Uuid,
-    user_sub: &str,
+    user_sub: &UserSub,
     now: OffsetDateTime,
 ) -> Result<Vec<GrantId>, ConsentError> {
     let mut tx = node.db.begin().await?;
@@ -369,7 +369,7 @@ pub async fn approve_operations(
 pub async fn deny(
     node: &NodeInner,
     authorization_id: Uuid,
-    user_sub: Option<&str>,
+    user_sub: Option<&UserSub>,
     now: OffsetDateTime,
 ) -> Result<(), ConsentError> {
     let mut tx = node.db.begin().await?;
@@ -430,7 +430,7 @@ mod tests {
         DeviceAuthorization {
             id: Uuid::new_v4(),
             brand_id: pact_db::ids::BrandId::parse("demo").unwrap(),
-            pa_issuer: "https://pa.example".to_owned(),
+            pa_issuer: "https://pa.example".into(),
             pa_sub: "pa-u".to_owned(),
             user_code: "BCDF-GHJK".to_owned(),
             scopes: vec!["orders:read".to_owned()],
@@ -546,8 +546,8 @@ mod tests {
         Grant {
             id: GrantId::new_random(),
             brand_id: pact_db::ids::BrandId::parse("demo").unwrap(),
-            pa_issuer: "https://pa.example".to_owned(),
-            user_sub: "u-1".to_owned(),
+            pa_issuer: "https://pa.example".to_owned().into(),
+            user_sub: "u-1".to_owned().into(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             authorization_details: details,
             created_at: now,

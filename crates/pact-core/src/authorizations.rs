@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::Status as AuthStatus;
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +18,7 @@ use crate::domain::{secrets, user_code};
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
     pub brand_id: &'a BrandId,
-    pub pa_issuer: &'a str,
+    pub pa_issuer: &'a AgentIssuer,
     pub pa_sub: &'a str,
     pub scopes: &'a BTreeSet<String>,
     pub kind: Kind<'a>,

@@ -2,7 +2,7 @@
 //! pagination, counts for the overview, customer look-up. Every query takes
 //! the caller's brand limit, so rows outside it are never read.
 
-use crate::ids::BrandId;
+use crate::ids::{BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -245,7 +245,7 @@ pub async fn sign_out_customer(db: impl PgExecutor<'_>, user_id: Uuid) -> DbResu
 pub async fn active_grant_count(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     now: OffsetDateTime,
 ) -> DbResult<i64> {
     sqlx::query_scalar!(

@@ -4,10 +4,11 @@ use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 
 use crate::DbResult;
+use crate::ids::AgentIssuer;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Agent {
-    pub issuer: String,
+    pub issuer: AgentIssuer,
     pub jwks_uri: String,
     pub name: String,
     pub enabled: bool,
@@ -207,7 +208,7 @@ pub async fn find_with_brand(
             Some(updated_at),
             Some(verified),
         ) => Some(Agent {
-            issuer,
+            issuer: issuer.into(),
             jwks_uri,
             name,
             enabled,
@@ -440,7 +441,7 @@ pub async fn record_sighting(
 /// An agent admitted under `open`, as staff see it (issue 31: who knocks).
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct Sighting {
-    pub issuer: String,
+    pub issuer: AgentIssuer,
     pub name: String,
     pub jwks_uri: String,
     pub verified: bool,

@@ -2,7 +2,7 @@
 //! the configuration, each browser's trip to the provider, and which pactd
 //! sessions came from which provider session (for back-channel logout).
 
-use crate::ids::BrandId;
+use crate::ids::{BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -291,7 +291,7 @@ pub async fn end_sessions(
 pub async fn end_user_sessions(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
 ) -> DbResult<u64> {
     let done = sqlx::query!(
         "delete from sessions s where s.brand_id = $1 and (s.external_sub = $2 or s.user_id in \

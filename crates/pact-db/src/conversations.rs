@@ -14,7 +14,7 @@
 //! `deadlock_timeout` (1 s) by failing one of them. The holder stamps the
 //! grant itself.
 
-use crate::ids::BrandId;
+use crate::ids::{AgentIssuer, BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -65,9 +65,9 @@ fn end_parts(end: Option<EndOfTurn>) -> (Option<Uuid>, Option<OffsetDateTime>) {
 pub struct Conversation {
     pub id: Uuid,
     pub brand_id: BrandId,
-    pub pa_issuer: String,
+    pub pa_issuer: AgentIssuer,
     pub pa_sub: String,
-    pub user_sub: Option<String>,
+    pub user_sub: Option<UserSub>,
     pub closed: bool,
 }
 
@@ -77,9 +77,9 @@ pub struct Conversation {
 pub struct NewTurnContext<'a> {
     pub id: Uuid,
     pub brand_id: &'a BrandId,
-    pub pa_issuer: &'a str,
+    pub pa_issuer: &'a AgentIssuer,
     pub pa_sub: &'a str,
-    pub user_sub: Option<&'a str>,
+    pub user_sub: Option<&'a UserSub>,
     pub message_id: &'a str,
     pub request_text: &'a str,
     pub grant_id: Option<GrantId>,
@@ -113,7 +113,7 @@ pub async fn create_with_reply(
         c.brand_id,
         c.pa_issuer,
         c.pa_sub,
-        c.user_sub,
+        c.user_sub.map(UserSub::as_str),
         c.message_id,
         c.request_text,
         c.grant_id.map(GrantId::as_uuid),
@@ -164,7 +164,7 @@ pub async fn create_with_receipt(
         c.brand_id,
         c.pa_issuer,
         c.pa_sub,
-        c.user_sub,
+        c.user_sub.map(UserSub::as_str),
         c.message_id,
         c.request_text,
         receipt.grant_id.as_uuid(),
@@ -198,7 +198,7 @@ pub async fn lock_owned(
     } = owner;
     sqlx::query_as!(
         Conversation,
-        "select id, brand_id, pa_issuer, pa_sub, user_sub, closed from conversations \
+        "select id, brand_id, pa_issuer, pa_sub, user_sub as \"user_sub: UserSub\", closed from conversations \
          where id = $1 and brand_id = $2 and pa_issuer = $3 and pa_sub = $4 for update",
         id,
         brand_id,
@@ -244,7 +244,7 @@ pub async fn find_message(
 }
 
 /// Binds the context to the brand user it first ran as under delegation (PACT §5.5).
-pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &str) -> DbResult<()> {
+pub async fn bind_user(db: impl PgExecutor<'_>, id: Uuid, user_sub: &UserSub) -> DbResult<()> {
     sqlx::query!(
         "update conversations set user_sub = $2 where id = $1 and user_sub is null",
         id,

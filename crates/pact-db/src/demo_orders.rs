@@ -1,7 +1,7 @@
 //! The demo brand's orders: a stand-in for a brand's own order system, so the
 //! delegated tools have real rows to read and change.
 
-use crate::ids::BrandId;
+use crate::ids::{BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::Date;
 
@@ -43,7 +43,7 @@ pub struct DemoOrder {
 pub async fn for_user(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
 ) -> DbResult<Vec<DemoOrder>> {
     sqlx::query_as!(
         DemoOrder,
@@ -60,7 +60,7 @@ pub async fn for_user(
 pub async fn find(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     order_id: &str,
 ) -> DbResult<Option<DemoOrder>> {
     sqlx::query_as!(
@@ -79,7 +79,7 @@ pub async fn find(
 pub async fn insert(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     o: &DemoOrder,
 ) -> DbResult<()> {
     sqlx::query!(
@@ -103,7 +103,7 @@ pub async fn insert(
 pub async fn cancel(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     order_id: &str,
 ) -> DbResult<bool> {
     let done = sqlx::query!(

@@ -1,6 +1,6 @@
 //! RFC 8628 device authorizations. Only the device code's hash is stored.
 
-use crate::ids::BrandId;
+use crate::ids::{AgentIssuer, BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -40,7 +40,7 @@ impl Status {
 pub struct DeviceAuthorization {
     pub id: Uuid,
     pub brand_id: BrandId,
-    pub pa_issuer: String,
+    pub pa_issuer: AgentIssuer,
     pub pa_sub: String,
     pub user_code: String,
     pub scopes: Vec<String>,
@@ -52,7 +52,7 @@ pub struct DeviceAuthorization {
     pub created_at: OffsetDateTime,
     pub request_ip: Option<String>,
     pub decided_at: Option<OffsetDateTime>,
-    pub user_sub: Option<String>,
+    pub user_sub: Option<UserSub>,
     pub grant_id: Option<GrantId>,
     /// A step-up beyond a limit: the operations to approve one by one
     /// (migration 0025); `None` for every other authorization.
@@ -63,7 +63,7 @@ pub struct DeviceAuthorization {
 pub struct NewDeviceAuthorization<'a> {
     pub id: Uuid,
     pub brand_id: &'a BrandId,
-    pub pa_issuer: &'a str,
+    pub pa_issuer: &'a AgentIssuer,
     pub pa_sub: &'a str,
     pub device_code_hash: &'a [u8],
     pub user_code: &'a str,
@@ -252,7 +252,7 @@ pub async fn lock_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1 for update",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1 for update",
         hash,
     )
     .fetch_optional(db)
@@ -270,7 +270,7 @@ pub async fn find_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1",
         hash,
     )
     .fetch_optional(db)
@@ -313,7 +313,7 @@ pub async fn find_live_by_user_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
          order by created_at desc limit 1",
         user_code,
     )
@@ -340,7 +340,7 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1 for update",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1 for update",
         id,
     )
     .fetch_optional(db)
@@ -353,7 +353,7 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub, grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1",
         id,
     )
     .fetch_optional(db)
@@ -383,7 +383,7 @@ pub async fn record_poll(
 pub async fn set_approved(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    user_sub: &str,
+    user_sub: &UserSub,
     grant_id: GrantId,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
@@ -401,13 +401,13 @@ pub async fn set_approved(
 pub async fn set_denied(
     db: impl PgExecutor<'_>,
     id: Uuid,
-    user_sub: Option<&str>,
+    user_sub: Option<&UserSub>,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
         "update device_authorizations set status = 'denied', decided_at = now(), user_sub = $2 \
          where id = $1 and status = 'pending'",
         id,
-        user_sub,
+        user_sub.map(UserSub::as_str),
     )
     .execute(db)
     .await?;

@@ -1,6 +1,6 @@
 //! Grants (PACT §5) and their refresh tokens.
 
-use crate::ids::BrandId;
+use crate::ids::{AgentIssuer, BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -14,8 +14,8 @@ use crate::parties::Connection;
 pub struct Grant {
     pub id: GrantId,
     pub brand_id: BrandId,
-    pub pa_issuer: String,
-    pub user_sub: String,
+    pub pa_issuer: AgentIssuer,
+    pub user_sub: UserSub,
     pub scopes: Vec<String>,
     pub authorization_details: Option<serde_json::Value>,
     pub created_at: OffsetDateTime,
@@ -48,8 +48,8 @@ fn active(
 pub struct NewGrant<'a> {
     pub id: GrantId,
     pub brand_id: &'a BrandId,
-    pub pa_issuer: &'a str,
-    pub user_sub: &'a str,
+    pub pa_issuer: &'a AgentIssuer,
+    pub user_sub: &'a UserSub,
     pub scopes: &'a [String],
     pub authorization_details: Option<&'a serde_json::Value>,
     pub terms: &'a serde_json::Value,
@@ -95,8 +95,8 @@ pub async fn find(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<Grant
 #[derive(Clone, Debug)]
 pub struct TurnGrant {
     pub brand_id: BrandId,
-    pub pa_issuer: String,
-    pub user_sub: String,
+    pub pa_issuer: AgentIssuer,
+    pub user_sub: UserSub,
     pub scopes: Vec<String>,
     pub expires_at: OffsetDateTime,
     pub revoked_at: Option<OffsetDateTime>,
@@ -129,8 +129,8 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<T
     .await?;
     Ok(row.map(|r| TurnGrant {
         brand_id: r.brand_id.into(),
-        pa_issuer: r.pa_issuer,
-        user_sub: r.user_sub,
+        pa_issuer: r.pa_issuer.into(),
+        user_sub: r.user_sub.into(),
         scopes: r.scopes,
         expires_at: r.expires_at,
         revoked_at: r.revoked_at,
@@ -245,8 +245,8 @@ pub async fn active_for(
 #[derive(Clone, Debug, Default)]
 pub struct GrantFilter<'a> {
     pub brand_id: Option<&'a str>,
-    pub user_sub: Option<&'a str>,
-    pub pa_issuer: Option<&'a str>,
+    pub user_sub: Option<&'a UserSub>,
+    pub pa_issuer: Option<&'a AgentIssuer>,
 }
 
 pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<Grant>> {
@@ -257,8 +257,8 @@ pub async fn list(db: impl PgExecutor<'_>, f: GrantFilter<'_>) -> DbResult<Vec<G
          and ($2::text is null or user_sub = $2) and ($3::text is null or pa_issuer = $3) \
          order by created_at desc",
         f.brand_id,
-        f.user_sub,
-        f.pa_issuer,
+        f.user_sub.map(UserSub::as_str),
+        f.pa_issuer.map(AgentIssuer::as_str),
     )
     .fetch_all(db)
     .await
@@ -346,7 +346,7 @@ pub async fn revoke_connection(
 pub async fn revoke_all_for_user(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     reason: &str,
 ) -> DbResult<Vec<GrantId>> {
     sqlx::query_scalar!(

@@ -16,6 +16,11 @@
 //! own, and an agent's issuer or a user's subject cannot be passed in its
 //! place. Where text from outside names a brand (a path, a form, a flag), it
 //! is parsed there, at the edge.
+//!
+//! An agent platform's issuer and the person's subject at the brand are
+//! types of their own too ([`AgentIssuer`], [`UserSub`]), so that of the
+//! three texts that say whose a conversation or a grant is (the issuer, the
+//! platform's `sub`, the brand's `sub`) no two can change places.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -214,9 +219,136 @@ impl fmt::Display for BrandId {
     }
 }
 
+/// Declares a text id that is told apart from the others by its type only:
+/// an agent platform's issuer, the person's subject at the brand and the
+/// person's subject at the platform are all text, sit side by side in the
+/// same rows and calls, and a swap of any two is a security bug (one
+/// person's grants or conversation answering for another's: PACT §5.5).
+/// With the first two typed, the platform's `sub` is the only bare text
+/// left among them, so no two can change places.
+/// Unlike [`BrandId`] none of them has a syntax of its own to check here;
+/// each is made where it is established (the verified PA-JWT, the signed-in
+/// user, staff registering an agent) and read back from the columns that
+/// hold it.
+macro_rules! text_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
+        #[serde(transparent)]
+        #[sqlx(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        /// From text established as this id, and what `query_as!` calls on
+        /// a column that holds one.
+        impl From<String> for $name {
+            fn from(id: String) -> Self {
+                Self(id)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(id: &str) -> Self {
+                Self(id.to_owned())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> Self {
+                id.0
+            }
+        }
+
+        impl Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&$name> for $name {
+            fn eq(&self, other: &&$name) -> bool {
+                self == *other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        /// As the text it is (`"https://pa.example"`), as a `String` printed:
+        /// log fields and messages read the same as before it had a type.
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+text_id! {
+    /// A personal-agent platform's issuer (`agents.issuer`, the PA-JWT's
+    /// `iss`, PACT §3): who a conversation, a device authorization and a
+    /// grant were made with.
+    AgentIssuer
+}
+
+text_id! {
+    /// The person as the brand knows them (`grants.user_sub`: the account's
+    /// external id, else its row id): the delegation token's `sub` (PACT
+    /// §5.4) and whose orders, grants and receipts a turn may touch.
+    UserSub
+}
+
 #[cfg(test)]
 mod tests {
-    use super::BrandId;
+    use super::{AgentIssuer, BrandId, UserSub};
+
+    #[test]
+    fn text_ids_read_print_and_travel_as_their_text() {
+        let issuer = AgentIssuer::from("https://pa.example");
+        assert_eq!(format!("{issuer:?}"), "\"https://pa.example\"");
+        assert_eq!(issuer.to_string(), "https://pa.example");
+        assert_eq!(
+            serde_json::to_string(&issuer).unwrap(),
+            "\"https://pa.example\""
+        );
+        let sub: UserSub = serde_json::from_str("\"u-1\"").unwrap();
+        assert_eq!(sub, "u-1");
+        assert_eq!(String::from(sub), "u-1");
+    }
 
     #[test]
     fn brand_ids_are_url_safe_slugs() {

@@ -1,6 +1,6 @@
 //! Receipts (PACT §5.6): append-only, chained per grant.
 
-use crate::ids::BrandId;
+use crate::ids::{BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -85,7 +85,7 @@ pub async fn list(
 pub async fn recent_for_user(
     db: impl PgExecutor<'_>,
     brand_id: &BrandId,
-    user_sub: &str,
+    user_sub: &UserSub,
     limit: i64,
 ) -> DbResult<Vec<StoredReceipt>> {
     sqlx::query_as!(

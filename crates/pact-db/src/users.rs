@@ -1,7 +1,7 @@
 //! Brand customers' accounts (built-in login), their recovery codes, and the
 //! lockout counters that must hold across nodes.
 
-use crate::ids::BrandId;
+use crate::ids::{BrandId, UserSub};
 use sqlx::PgExecutor;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -28,10 +28,12 @@ pub struct User {
 impl User {
     /// The user's id at the brand, as delegation tokens carry it: the brand's
     /// own id when known, otherwise a stable opaque id.
-    pub fn subject(&self) -> String {
-        self.external_id
-            .clone()
-            .unwrap_or_else(|| self.id.to_string())
+    pub fn subject(&self) -> UserSub {
+        UserSub::from(
+            self.external_id
+                .clone()
+                .unwrap_or_else(|| self.id.to_string()),
+        )
     }
 
     pub fn has_totp(&self) -> bool {

@@ -491,7 +491,7 @@ mod tests {
     fn agent(verified: bool, listed_until: Option<time::OffsetDateTime>) -> Agent {
         let t = time::OffsetDateTime::UNIX_EPOCH;
         Agent {
-            issuer: "https://a.example".into(),
+            issuer: "https://a.example".to_owned().into(),
             jwks_uri: "https://a.example/jwks".into(),
             name: "A".into(),
             enabled: true,

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pact_db::PgPool;
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId};
 use pact_db::merchant::BrandTool;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -91,7 +91,7 @@ pub struct TurnSetup {
     pub message_id: String,
     /// The personal agent's platform (its PA-JWT issuer), named to the
     /// merchant's MCP server with each call.
-    pub pa_issuer: String,
+    pub pa_issuer: AgentIssuer,
 }
 
 pub struct LiveTurns {

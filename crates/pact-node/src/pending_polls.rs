@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -47,7 +47,7 @@ const MAX_ENTRIES: usize = 200_000;
 #[derive(Clone, Debug)]
 pub struct Pending {
     pub id: Uuid,
-    pub pa_issuer: String,
+    pub pa_issuer: AgentIssuer,
     pub brand_id: BrandId,
     pub interval_secs: i32,
     pub last_polled_at: Option<OffsetDateTime>,
@@ -185,7 +185,7 @@ impl PendingPolls {
     pub fn poll(
         &self,
         code: &[u8],
-        pa_issuer: &str,
+        pa_issuer: &AgentIssuer,
         brand_id: &BrandId,
         now: OffsetDateTime,
     ) -> Option<Answer> {
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn a_held_code_is_answered_by_the_poll_rules_and_each_poll_is_recorded() {
         let book = live_book_holding(at(0));
-        let poll = |t| book.poll(CODE, "https://pa.example", &brand("demo"), at(t));
+        let poll = |t| book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(t));
         assert_eq!(poll(5), Some(Answer::Decided(PollDecision::Pending)));
         // 2 s after the recorded poll, with a 5 s interval: slow down, interval 10.
         assert_eq!(
@@ -327,16 +327,16 @@ mod tests {
     fn another_pa_or_brand_is_told_nothing_and_records_nothing() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(CODE, "https://thief.example", &brand("demo"), at(1)),
+            book.poll(CODE, &"https://thief.example".into(), &brand("demo"), at(1)),
             Some(Answer::NotYours)
         );
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("other"), at(1)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("other"), at(1)),
             Some(Answer::NotYours)
         );
         // The owner's last poll is still the one at 0: polling at 5 is on time.
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(5)),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }
@@ -345,12 +345,17 @@ mod tests {
     fn a_forgotten_or_unknown_code_goes_to_the_database() {
         let book = live_book_holding(at(0));
         assert_eq!(
-            book.poll(b"other", "https://pa.example", &brand("demo"), at(5)),
+            book.poll(
+                b"other",
+                &"https://pa.example".into(),
+                &brand("demo"),
+                at(5)
+            ),
             None
         );
         book.forget(Uuid::from_u128(7));
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(5)),
             None
         );
         assert!(book.is_empty());
@@ -371,7 +376,7 @@ mod tests {
         let book = live_book_holding(at(0));
         book.suspend();
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(5)),
             None
         );
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
@@ -388,7 +393,7 @@ mod tests {
         let book = live_book_holding(at(0));
         book.feed.lost();
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(5)),
             None
         );
         book.forget(Uuid::from_u128(7));
@@ -398,7 +403,7 @@ mod tests {
         book.feed.proven(std::time::Instant::now());
         book.remember(book.ticket(), CODE.to_vec(), pending(at(0)), at(0));
         assert_eq!(
-            book.poll(CODE, "https://pa.example", &brand("demo"), at(5)),
+            book.poll(CODE, &"https://pa.example".into(), &brand("demo"), at(5)),
             Some(Answer::Decided(PollDecision::Pending))
         );
     }

@@ -16,7 +16,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use uuid::Uuid;
@@ -43,7 +43,7 @@ pub struct TurnClaims {
     #[serde(rename = "m")]
     pub message: String,
     #[serde(rename = "p")]
-    pub pa_issuer: String,
+    pub pa_issuer: AgentIssuer,
     #[serde(rename = "tt")]
     pub tool_timeout_ms: u64,
 }

@@ -15,10 +15,10 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use pact_node::node::Node;
 
 use crate::error::{ApiError, DbUnavailable};
 use crate::oauth::OAuthFailure;
-use crate::state::AppState;
 use crate::web::PageError;
 
 pub use pact_node::db_health::{DbHealth, PROBE_EVERY, probe};
@@ -60,16 +60,16 @@ pub fn unavailable_response(family: Family) -> Response {
 
 /// Fails fast while the database is known to be down, and learns from
 /// responses that met it down.
-pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn guard(State(node): State<Node>, req: Request, next: Next) -> Response {
     let family = family(req.uri().path());
-    if family != Family::Free && state.db_health.is_down() {
+    if family != Family::Free && node.db_health.is_down() {
         return unavailable_response(family);
     }
     let res = next.run(req).await;
     if res.status() == StatusCode::SERVICE_UNAVAILABLE
         && res.extensions().get::<DbUnavailable>().is_some()
     {
-        state.db_health.mark_down();
+        node.db_health.mark_down();
     }
     res
 }

@@ -212,7 +212,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::admin::routes(&state))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.node.clone(),
             db_health::guard,
         ))
         .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
@@ -226,7 +226,7 @@ pub fn router(state: AppState) -> Router {
         ))
         // the person's language for every page and page error (web/i18n.rs)
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.node.clone(),
             web::i18n::scope,
         ))
         .layer(axum::middleware::from_fn(web::security::headers));

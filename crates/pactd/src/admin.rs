@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId, UserSub};
 use pact_db::{PgPool, ResultExt};
 use pact_server::admin::ops::customers::{self, Action};
 use pact_server::admin::ops::{self, scopes::ScopeDefinition};
@@ -477,12 +477,16 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
 async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
     match c {
         GrantsCommand::List { brand, user, agent } => {
+            // The flags name the person by their `sub` at the brand and the
+            // platform by its issuer, as the grant rows hold them.
+            let user = user.as_deref().map(UserSub::from);
+            let agent = agent.as_deref().map(AgentIssuer::from);
             let list = pact_db::grants::list(
                 pool,
                 pact_db::grants::GrantFilter {
                     brand_id: brand.as_deref(),
-                    user_sub: user.as_deref(),
-                    pa_issuer: agent.as_deref(),
+                    user_sub: user.as_ref(),
+                    pa_issuer: agent.as_ref(),
                 },
             )
             .await?;
@@ -532,7 +536,8 @@ async fn grants(pool: &PgPool, c: &GrantsCommand) -> anyhow::Result<()> {
             println!("revoked {id}");
         }
         GrantsCommand::RevokeUser { brand_id, user_id } => {
-            crate::admin_oidc::revoke_user(pool, brand_id, user_id).await?;
+            // The person as delegation tokens name them (their `sub`).
+            crate::admin_oidc::revoke_user(pool, brand_id, &user_id.as_str().into()).await?;
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use pact_crypto::MasterKey;
 use pact_db::PgPool;
-use pact_db::ids::BrandId;
+use pact_db::ids::{BrandId, UserSub};
 use serde_json::Value;
 
 use crate::admin_accounts::audit_cli as audit;
@@ -236,7 +236,11 @@ pub async fn set(
 /// `pactd grants revoke-user <brand> <user-id>`: every live grant of that
 /// person at the brand is revoked in one transaction (the grants trigger
 /// tells every node at once), and their pactd sessions there end.
-pub async fn revoke_user(pool: &PgPool, brand_id: &BrandId, user_id: &str) -> anyhow::Result<()> {
+pub async fn revoke_user(
+    pool: &PgPool,
+    brand_id: &BrandId,
+    user_id: &UserSub,
+) -> anyhow::Result<()> {
     if pact_db::brands::find(pool, brand_id).await?.is_none() {
         bail!("unknown brand {brand_id:?}");
     }

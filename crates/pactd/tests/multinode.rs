@@ -456,7 +456,7 @@ impl Agent {
             state,
             pact_server::consent::Approval {
                 authorization_id: found.id,
-                user_sub: &format!("user-{sub}"),
+                user_sub: &format!("user-{sub}").into(),
                 scopes: ["orders:read".to_owned()].into(),
                 authorization_details: None,
             },

@@ -1,7 +1,7 @@
 //! The demo store's account tools, over the `demo_orders` table.
 
 use pact_db::demo_orders::{self, DemoOrder, OrderStatus as Stored};
-use pact_db::ids::BrandId;
+use pact_db::ids::{BrandId, UserSub};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
@@ -36,7 +36,7 @@ fn db_err(e: pact_db::Error) -> ToolError {
 
 /// Three orders per user, derived from the user id so they are stable across
 /// runs: one still processing (cancellable), one shipped, one delivered.
-pub fn seed_orders(brand_id: &BrandId, user_sub: &str) -> Vec<DemoOrder> {
+pub fn seed_orders(brand_id: &BrandId, user_sub: &UserSub) -> Vec<DemoOrder> {
     let digest = Sha256::digest(format!("{brand_id}\n{user_sub}").as_bytes());
     let base =
         u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) % 9_000_000 + 1_000_000;

@@ -26,7 +26,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct Turn<'a> {
     pub brand: &'a Brand,
     /// The PA platform and its opaque user id: who is talking, not a proven account.
-    pub pa_issuer: &'a str,
+    pub pa_issuer: &'a pact_db::ids::AgentIssuer,
     pub pa_sub: &'a str,
     pub context_id: &'a str,
     pub text: &'a str,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use pact_db::brands::Brand;
-use pact_db::ids::GrantId;
+use pact_db::ids::{GrantId, UserSub};
 use pact_proto::oauth::{ActionError, ReceiptAction, ReceiptRefusal};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -28,7 +28,7 @@ use crate::domain::terms::{Beyond, Plan, RulesNow, Terms};
 pub struct Delegation {
     pub grant_id: GrantId,
     /// The user's id at the brand (the token's `sub`).
-    pub user_sub: String,
+    pub user_sub: UserSub,
     pub scopes: BTreeSet<String>,
     pub authorization_details: Option<Value>,
     /// The grant's terms: the limits every call is judged against.
@@ -83,7 +83,7 @@ impl ToolError {
 #[derive(Clone, Copy, Debug)]
 pub struct ToolContext<'a> {
     pub brand: &'a Brand,
-    pub user_sub: &'a str,
+    pub user_sub: &'a UserSub,
 }
 
 pub trait Tool: Send + Sync {
@@ -373,7 +373,7 @@ mod tests {
     fn delegation(scopes: &[&str]) -> Delegation {
         Delegation {
             grant_id: GrantId::from(uuid::Uuid::nil()),
-            user_sub: "u-1".to_owned(),
+            user_sub: UserSub::from("u-1".to_owned()),
             scopes: set(scopes),
             authorization_details: None,
             terms: Arc::new(Terms::default()),

@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use pact_db::brands::Brand;
 use pact_db::grants::{Grant, GrantFilter, reason as why};
-use pact_db::ids::{BrandId, GrantId};
+use pact_db::ids::{AgentIssuer, BrandId, GrantId, UserSub};
 use pact_db::parties::Connection;
 use pact_db::receipts::StoredReceipt;
 use pact_db::sessions::Session;
@@ -49,12 +49,12 @@ pub enum Person {
     /// A built-in account (password + second factor, or a passkey).
     Account(User),
     /// The brand's own login: the asserted subject.
-    External(String),
+    External(UserSub),
 }
 
 impl Person {
     /// The brand user's subject: the delegation token's `sub`, the grant's `user_sub`.
-    pub fn subject(&self) -> String {
+    pub fn subject(&self) -> UserSub {
         match self {
             Self::Account(user) => user.subject(),
             Self::External(sub) => sub.clone(),
@@ -80,7 +80,7 @@ pub async fn signed_in_person(
     Ok(session
         .external_sub
         .clone()
-        .map(|sub| (brand, Person::External(sub))))
+        .map(|sub| (brand, Person::External(sub.into()))))
 }
 
 /// How times are shown: minutes, in UTC, said so.
@@ -249,10 +249,10 @@ pub async fn page(
     .await?;
     // Active first; newest first within each group (the list's order).
     grants.sort_by_key(|g| !g.is_active(now));
-    let mut agent_names: HashMap<String, String> = HashMap::new();
+    let mut agent_names: HashMap<AgentIssuer, String> = HashMap::new();
     // Agents admitted under open admission that staff have not verified
     // (issue 31: the account page shows the tier, as consent did).
-    let mut unverified: HashSet<String> = HashSet::new();
+    let mut unverified: HashSet<AgentIssuer> = HashSet::new();
     for g in &grants {
         if !agent_names.contains_key(&g.pa_issuer) {
             let agent = pact_db::agents::find(&state.db, &g.pa_issuer).await?;
@@ -421,7 +421,7 @@ pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<Stri
 
 fn grant_view(
     g: &Grant,
-    agent_names: &HashMap<String, String>,
+    agent_names: &HashMap<AgentIssuer, String>,
     scope_text: &HashMap<String, String>,
     brand_name: &str,
     now: OffsetDateTime,
@@ -436,7 +436,7 @@ fn grant_view(
         agent_name: agent_names
             .get(&g.pa_issuer)
             .cloned()
-            .unwrap_or_else(|| g.pa_issuer.clone()),
+            .unwrap_or_else(|| g.pa_issuer.to_string()),
         agent_origin: security::origin_of(&g.pa_issuer),
         unverified: false,
         active: g.is_active(now),
@@ -468,7 +468,7 @@ fn older_limits(g: &Grant) -> Vec<String> {
 fn receipt_views(
     receipts: &[StoredReceipt],
     grants: &[Grant],
-    agent_names: &HashMap<String, String>,
+    agent_names: &HashMap<AgentIssuer, String>,
     scope_text: &HashMap<String, String>,
 ) -> Vec<ReceiptView> {
     let issuer_of: HashMap<GrantId, &str> = grants

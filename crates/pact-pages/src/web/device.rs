@@ -31,7 +31,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_db::brands::Brand;
 use pact_db::device_authorizations::{DeviceAuthorization, Status as AuthStatus};
-use pact_db::ids::BrandId;
+use pact_db::ids::{BrandId, UserSub};
 use pact_db::parties::Connection;
 use pact_db::scopes::BrandScope;
 use pact_db::sessions::{Session, SessionState};
@@ -234,7 +234,7 @@ async fn signed_in_as(
     node: &NodeInner,
     s: &Session,
     brand_id: &BrandId,
-) -> Result<Option<(String, String)>, PageError> {
+) -> Result<Option<(UserSub, String)>, PageError> {
     if s.brand_id.as_deref() != Some(brand_id) {
         return Ok(None);
     }
@@ -244,7 +244,7 @@ async fn signed_in_as(
             .filter(|u| u.brand_id == brand_id)
             .map(|u| (u.subject(), u.email)));
     }
-    Ok(s.external_sub.clone().map(|sub| (sub.clone(), sub)))
+    Ok(s.external_sub.clone().map(|sub| (sub.clone().into(), sub)))
 }
 
 /// Where to go to sign in for this authorization's brand: its OpenID
@@ -513,7 +513,7 @@ struct Deciding {
     session: Session,
     auth: DeviceAuthorization,
     brand: Brand,
-    user_sub: String,
+    user_sub: UserSub,
     user_label: String,
 }
 

@@ -32,7 +32,6 @@ use serde::Deserialize;
 use super::page::PageError;
 use super::security;
 use super::session;
-use crate::state::AppState;
 use crate::who::Look;
 
 /// A language the pages are complete in.
@@ -515,12 +514,12 @@ fn qvalue(v: &str) -> Option<u16> {
 
 /// The layer that runs every request inside its [`Ctx`], and names the
 /// language of a page in `Content-Language` (RFC 9110 §8.5).
-pub async fn scope(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn scope(State(node): State<Node>, req: Request, next: Next) -> Response {
     let staff = req.uri().path().starts_with("/admin");
     let lang = if staff {
         Lang::En
     } else {
-        negotiate(req.headers(), session::is_secure(&state))
+        negotiate(req.headers(), session::is_secure(&node))
     };
     let here = req
         .uri()

@@ -17,7 +17,7 @@ use crate::error::ApiError;
 pub struct Presented {
     pub grant_id: pact_db::ids::GrantId,
     /// The user's id at the brand (the token's `sub`).
-    pub user_sub: String,
+    pub user_sub: pact_db::ids::UserSub,
     pub scopes: std::collections::BTreeSet<String>,
     pub authorization_details: Option<serde_json::Value>,
 }
@@ -81,7 +81,7 @@ pub fn check(
     Ok(Some(Presented {
         grant_id,
         scopes: claims.scopes().map(str::to_owned).collect(),
-        user_sub: claims.sub,
+        user_sub: claims.sub.into(),
         authorization_details: claims.authorization_details,
     }))
 }

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 
 /// Where a receipt belongs.
 pub struct TurnRef<'a> {
-    pub pa_issuer: &'a str,
+    pub pa_issuer: &'a pact_db::ids::AgentIssuer,
     pub brand_id: &'a BrandId,
     pub conversation_id: Uuid,
     /// The user's `messageId` the receipt answers.
@@ -78,8 +78,8 @@ pub async fn build(
     };
     let claims = ReceiptClaims {
         grant_id: delegation.grant_id.to_string(),
-        user: delegation.user_sub.clone(),
-        pa: pa_issuer.to_owned(),
+        user: delegation.user_sub.to_string(),
+        pa: pa_issuer.to_string(),
         brand: node.config.interface_url(brand_id),
         scopes_used: record.used_scopes.iter().cloned().collect(),
         actions: record.actions.clone(),

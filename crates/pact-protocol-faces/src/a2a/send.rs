@@ -219,7 +219,7 @@ async fn begin(
     incoming: &IncomingMessage,
 ) -> Result<Begin, ApiError> {
     let brand = &caller.brand;
-    let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
+    let (iss, sub) = (caller.issuer(), caller.pa.sub.as_str());
     let now = node.clock.now();
 
     // The database is the truth about the grant (the token may outlive a
@@ -363,7 +363,7 @@ async fn run_claimed(
     } = claim;
     let delegation = delegation.as_ref();
     let brand = &caller.brand;
-    let (iss, sub) = (caller.pa.iss.as_str(), caller.pa.sub.as_str());
+    let (iss, sub) = (caller.issuer(), caller.pa.sub.as_str());
     let scope_rows = state.config_cache.scopes(&state.db, &brand.id).await?;
     let offered: BTreeSet<String> = scope_rows.iter().map(|s| s.scope_id.clone()).collect();
     let context_id = conversation_id.to_string();
@@ -592,7 +592,7 @@ async fn store(
                 &mut *conn,
                 d,
                 super::receipts::TurnRef {
-                    pa_issuer: &r.caller.pa.iss,
+                    pa_issuer: r.caller.issuer(),
                     brand_id: &brand.id,
                     conversation_id: r.conversation_id,
                     message_id: r.message_id,
@@ -650,9 +650,9 @@ async fn store(
     let new_context = conversations::NewTurnContext {
         id: r.conversation_id,
         brand_id: &brand.id,
-        pa_issuer: &r.caller.pa.iss,
+        pa_issuer: r.caller.issuer(),
         pa_sub: &r.caller.pa.sub,
-        user_sub: r.delegation.map(|d| d.user_sub.as_str()),
+        user_sub: r.delegation.map(|d| &d.user_sub),
         message_id: r.message_id,
         request_text: r.request_text,
         grant_id: r.delegation.map(|d| d.grant_id),
@@ -731,7 +731,7 @@ async fn step_up(
     let now = node.clock.now();
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
-        pa_issuer: &caller.pa.iss,
+        pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: &record.missing,
         kind: authorizations::Kind::StepUp,
@@ -789,7 +789,7 @@ async fn operation_step_up(
     let asked = crate::web::operations::Asked::of(&record.beyond);
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
-        pa_issuer: &caller.pa.iss,
+        pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: &asked.scopes(),
         kind: authorizations::Kind::Operation {

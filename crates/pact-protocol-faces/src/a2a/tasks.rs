@@ -112,7 +112,7 @@ async fn find_task(
         id,
         PaUser {
             brand_id: &caller.brand.id,
-            pa_issuer: &caller.pa.iss,
+            pa_issuer: caller.issuer(),
             pa_sub: &caller.pa.sub,
         },
     )

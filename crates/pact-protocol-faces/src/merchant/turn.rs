@@ -171,7 +171,7 @@ pub async fn run(
                 tool_timeout,
                 context_id: context_id.clone(),
                 message_id: t.message_id.to_owned(),
-                pa_issuer: t.caller.pa.iss.clone(),
+                pa_issuer: t.caller.issuer().clone(),
             },
             &state.relaxed_db,
         )

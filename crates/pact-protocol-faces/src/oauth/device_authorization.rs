@@ -88,7 +88,7 @@ pub async fn create(
     let now = node.clock.now();
     let request = authorizations::Request {
         brand_id: &caller.brand.id,
-        pa_issuer: &caller.pa.iss,
+        pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: requested,
         kind: authorizations::Kind::Pa {

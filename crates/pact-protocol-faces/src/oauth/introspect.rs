@@ -130,8 +130,8 @@ pub async fn introspect(
     let live = grant.is_some_and(|g| {
         g.is_active(node.clock.now())
             && g.brand_id == brand_id
-            && g.pa_issuer == claims.client_id
-            && g.user_sub == claims.sub
+            && g.pa_issuer == claims.client_id.as_str()
+            && g.user_sub == claims.sub.as_str()
     });
     if !live {
         return inactive();

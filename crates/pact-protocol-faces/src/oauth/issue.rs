@@ -29,8 +29,8 @@ pub async fn token_pair(
     let claims = DelegationClaims {
         iss: node.config.oauth_issuer(&grant.brand_id),
         aud: node.config.interface_url(&grant.brand_id),
-        sub: grant.user_sub.clone(),
-        client_id: grant.pa_issuer.clone(),
+        sub: grant.user_sub.to_string(),
+        client_id: grant.pa_issuer.to_string(),
         scope: scopes::join(&scope),
         grant_id: grant.id.to_string(),
         iat: now.unix_timestamp(),

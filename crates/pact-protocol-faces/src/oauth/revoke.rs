@@ -50,7 +50,7 @@ async fn grant_of(
     {
         let grant = pact_db::grants::find(&node.db, stored.grant_id).await?;
         return Ok(grant
-            .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
+            .filter(|g| g.pa_issuer == *caller.issuer() && g.brand_id == caller.brand.id)
             .map(|g| g.id));
     }
     let verified = crate::a2a::delegation::verify_token(node, caller, token);

@@ -87,7 +87,7 @@ async fn redeem_device_code(
     let hash = secrets::hash(device_code);
     match state
         .pending_polls
-        .poll(&hash, &caller.pa.iss, &caller.brand.id, now)
+        .poll(&hash, caller.issuer(), &caller.brand.id, now)
     {
         Some(Answer::Decided(decision)) => return Err(unredeemed(decision)),
         Some(Answer::NotYours) => return Err(unknown_code()),
@@ -146,7 +146,7 @@ fn owned_by(
     auth: Option<pact_db::device_authorizations::DeviceAuthorization>,
     caller: &Caller,
 ) -> Result<pact_db::device_authorizations::DeviceAuthorization, OAuthFailure> {
-    auth.filter(|a| a.pa_issuer == caller.pa.iss && a.brand_id == caller.brand.id)
+    auth.filter(|a| a.pa_issuer == *caller.issuer() && a.brand_id == caller.brand.id)
         .ok_or_else(unknown_code)
 }
 
@@ -249,7 +249,7 @@ async fn refresh(
         .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
     let grant = pact_db::grants::lock(&mut *tx, stored.grant_id)
         .await?
-        .filter(|g| g.pa_issuer == caller.pa.iss && g.brand_id == caller.brand.id)
+        .filter(|g| g.pa_issuer == *caller.issuer() && g.brand_id == caller.brand.id)
         .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "unknown refresh_token"))?;
     if stored.used_at.is_some() {
         if pact_db::grants::revoke(&mut *tx, grant.id, pact_db::grants::reason::TOKEN_REUSE).await?

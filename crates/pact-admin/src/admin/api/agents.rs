@@ -62,7 +62,7 @@ pub struct AgentLinks {
 impl AgentView {
     pub fn of(a: &pact_db::agents::Agent, grants: i64, people: i64) -> Self {
         Self {
-            issuer: a.issuer.clone(),
+            issuer: a.issuer.to_string(),
             jwks_uri: a.jwks_uri.clone(),
             name: a.name.clone(),
             enabled: a.enabled,
@@ -360,7 +360,7 @@ pub async fn seen(
         .await?
         .into_iter()
         .map(|s| SeenAgent {
-            issuer: s.issuer,
+            issuer: s.issuer.into(),
             name: s.name,
             jwks_uri: s.jwks_uri,
             verified: s.verified,

@@ -58,7 +58,7 @@ impl CustomerView {
             brand: u.brand_id.to_string(),
             email: u.email.clone(),
             external_id: u.external_id.clone(),
-            subject: u.subject(),
+            subject: u.subject().into(),
             has_totp: u.has_totp(),
             locked_until: time(u.locked_until.filter(|t| *t > now)),
             disabled_at: time(u.disabled_at),

@@ -53,8 +53,8 @@ impl GrantView {
         Self {
             id: g.id.as_uuid(),
             brand: g.brand_id.to_string(),
-            customer: g.user_sub.clone(),
-            agent: g.pa_issuer.clone(),
+            customer: g.user_sub.to_string(),
+            agent: g.pa_issuer.to_string(),
             scopes: g.scopes.clone(),
             state: GrantState::of(g, now).as_str(),
             created_at: Time(g.created_at),
@@ -159,7 +159,7 @@ pub async fn customer_subjects(
     let mut subs: Vec<String> = admin_search::find_customers(db, within, brand, named)
         .await?
         .iter()
-        .map(pact_db::users::User::subject)
+        .map(|u| u.subject().into())
         .collect();
     if !named.contains('@') {
         subs.push(named.to_owned());
@@ -181,7 +181,7 @@ async fn agent_issuer(db: &sqlx::PgPool, given: &str) -> Result<String, AdminApi
         .await?
         .into_iter()
         .filter(|a| a.name.trim().to_lowercase() == wanted)
-        .map(|a| a.issuer)
+        .map(|a| a.issuer.into())
         .collect();
     match named.len() {
         1 => Ok(named.remove(0)),

@@ -33,7 +33,7 @@ impl Known {
                 .await?
                 .into_iter()
                 .filter(|a| !a.name.trim().is_empty())
-                .map(|a| (a.issuer, a.name))
+                .map(|a| (a.issuer.into(), a.name))
                 .collect(),
             ..Default::default()
         };

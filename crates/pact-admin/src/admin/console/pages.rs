@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pact_db::admin_search::{self, GrantSearch, GrantState};
-use pact_db::ids::BrandId;
+use pact_db::ids::{AgentIssuer, BrandId, UserSub};
 use pact_node::node::{Node, NodeInner};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -250,7 +250,7 @@ pub async fn agents(
             admin_search::active_for_agent(&node.db, who.actor.within(), &a.issuer, now).await?;
         rows.push(AgentRow {
             tier: tier_words(&a, now),
-            issuer: a.issuer,
+            issuer: a.issuer.into(),
             name: a.name,
             jwks_uri: a.jwks_uri,
             enabled: a.enabled,
@@ -289,7 +289,7 @@ pub async fn agents(
         .map(|s| SeenRow {
             first_seen: format!("{} ({})", when(s.first_seen_at), ago(s.first_seen_at, now)),
             last_seen: format!("{} ({})", when(s.last_seen_at), ago(s.last_seen_at, now)),
-            issuer: s.issuer,
+            issuer: s.issuer.into(),
             name: s.name,
             verified: s.verified,
             enabled: s.enabled,
@@ -435,7 +435,7 @@ pub async fn confirm_disable(
         nav: nav(&who),
         agent: AgentRow {
             tier: tier_words(&a, node.clock.now()),
-            issuer: a.issuer,
+            issuer: a.issuer.into(),
             name: a.name,
             jwks_uri: a.jwks_uri,
             enabled: a.enabled,
@@ -702,8 +702,8 @@ pub struct GrantRow {
 /// subject and the issuer, which nobody searching by email can match by eye.
 #[derive(Default)]
 struct Names {
-    emails: std::collections::HashMap<(BrandId, String), String>,
-    agents: std::collections::HashMap<String, String>,
+    emails: std::collections::HashMap<(BrandId, UserSub), String>,
+    agents: std::collections::HashMap<AgentIssuer, String>,
 }
 
 async fn names_for(
@@ -734,13 +734,13 @@ async fn names_for(
 }
 
 /// Registered platforms as (issuer, name), a blank name shown as the issuer.
-async fn registered_agents(db: &pact_db::PgPool) -> Result<Vec<(String, String)>, PageError> {
+async fn registered_agents(db: &pact_db::PgPool) -> Result<Vec<(AgentIssuer, String)>, PageError> {
     Ok(pact_db::agents::list(db)
         .await?
         .into_iter()
         .map(|a| {
             let name = if a.name.trim().is_empty() {
-                a.issuer.clone()
+                a.issuer.to_string()
             } else {
                 a.name
             };
@@ -753,8 +753,8 @@ fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime, names: &Names) -> 
     GrantRow {
         id: g.id.to_string(),
         brand: g.brand_id.to_string(),
-        customer: g.user_sub.clone(),
-        agent: g.pa_issuer.clone(),
+        customer: g.user_sub.to_string(),
+        agent: g.pa_issuer.to_string(),
         customer_email: names
             .emails
             .get(&(g.brand_id.clone(), g.user_sub.clone()))
@@ -763,7 +763,7 @@ fn grant_row(g: &pact_db::grants::Grant, now: OffsetDateTime, names: &Names) -> 
         agent_name: names
             .agents
             .get(&g.pa_issuer)
-            .filter(|n| **n != g.pa_issuer)
+            .filter(|n| **n != *g.pa_issuer)
             .cloned()
             .unwrap_or_default(),
         scopes: g.scopes.join(" "),
@@ -899,7 +899,7 @@ pub async fn grants(
         agents: agents
             .iter()
             .map(|(issuer, name)| AgentChoice {
-                issuer: issuer.clone(),
+                issuer: issuer.to_string(),
                 name: name.clone(),
             })
             .collect(),
@@ -1122,7 +1122,7 @@ pub async fn revoke_grant(
         let reason = ops::reason(form.reason.as_deref()).map_err(ops_page_error)?;
         let agent = pact_db::agents::find(&node.db, &g.pa_issuer)
             .await?
-            .map_or_else(|| g.pa_issuer.clone(), |a| a.name);
+            .map_or_else(|| g.pa_issuer.to_string(), |a| a.name);
         let page = ConfirmPage {
             nav: nav(&who),
             title: format!("Revoke {agent}'s access?"),
@@ -1219,7 +1219,7 @@ pub async fn customers(
                 id: u.id.to_string(),
                 brand: u.brand_id.to_string(),
                 email: u.email.clone(),
-                subject: u.subject(),
+                subject: u.subject().into(),
                 totp: u.has_totp(),
                 locked: u.locked_until.is_some_and(|t| t > now),
                 disabled: u.disabled_at.is_some(),
