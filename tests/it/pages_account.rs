@@ -12,7 +12,7 @@ use josekit::jws::{ES256, JwsSigner};
 use pact_db::sessions::SessionState;
 use pact_db::users::User;
 use pact_tests::TestApp;
-use pact_tests::pages::{Browser, add_totp, add_user, location};
+use pact_tests::pages::{Browser, add_totp, add_user, location, reload};
 use reqwest::Response;
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
@@ -937,6 +937,84 @@ async fn a_passkey_registers_signs_in_and_is_removed() {
     );
     let (_, res) = sign_in_with_passkey(&app, &mut key, ann.id.as_bytes(), "/account").await;
     assert_eq!(res.status(), 401);
+}
+
+/// PACT §5.2: password + MFA. A passkey is a second factor as much as an
+/// app is, so an account that has one (and no app) is not signed in by its
+/// password alone, nor can a password-only session add an app to get around
+/// it: the second-factor page asks for the passkey.
+#[tokio::test]
+async fn a_passkey_account_is_not_signed_in_by_its_password_alone() {
+    let app = passkey_app().await;
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let mut key = SoftAuthenticator::new(&app);
+    let (b, csrf) = signed_in(&app, &ann, None).await;
+    assert_eq!(register(&b, &csrf, &mut key, "Laptop").await.status(), 200);
+
+    // The right password: only half signed in, sent to the second factor.
+    let attacker = Browser::new(&app);
+    let res = attacker
+        .sign_in("demo", "ann@example.com", PASSWORD, "/account")
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/login/second-factor?next=%2Faccount");
+    let session = pact_tests::pages::session_of(&app, &attacker.session_cookie().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(session.user_id, None);
+    assert_eq!(session.pending_user_id, Some(ann.id));
+    let res = attacker.get("/account?brand=demo").await;
+    assert_eq!(res.status(), 303, "not signed in");
+
+    // The page offers the passkey (no app to enter a code from).
+    let (status, html) = attacker
+        .get_html("/login/second-factor?next=%2Faccount")
+        .await;
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"id="passkey-signin""#), "{html}");
+    assert!(!html.contains(r#"name="code""#));
+    assert!(!html.contains("/account/totp"), "no way round it: {html}");
+
+    // Enrolling an app first is not a way round it, and posting a code
+    // goes back to the page.
+    let res = attacker.get("/account/totp?next=%2Faccount").await;
+    assert_eq!(res.status(), 303);
+    assert!(
+        location(&res).starts_with("/login/second-factor"),
+        "{}",
+        location(&res)
+    );
+    let res = attacker
+        .post_with_csrf(
+            "/login/second-factor",
+            &[("code", "123456"), ("next", "/account")],
+        )
+        .await;
+    assert_eq!(res.status(), 303);
+    assert!(location(&res).starts_with("/login/second-factor"));
+    assert!(!reload(&app, &ann).await.has_totp());
+
+    // Nor does an earlier password-only session (made before the passkey
+    // was a factor) let an app be added without the passkey first.
+    let res = b.get("/account/totp?next=%2Faccount").await;
+    assert_eq!(res.status(), 303);
+    assert!(location(&res).starts_with("/login/second-factor"));
+
+    // The passkey finishes the sign-in, with a verified factor.
+    let (browser, res) = sign_in_with_passkey(&app, &mut key, ann.id.as_bytes(), "/account").await;
+    assert_eq!(res.status(), 200);
+    let (status, html) = browser.get_html("/account").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("ann@example.com"));
+
+    // An account with no factor at all still signs in with its password
+    // where the brand does not require one.
+    add_user(&app, "demo", "bob@example.com", PASSWORD).await;
+    let res = Browser::new(&app)
+        .sign_in("demo", "bob@example.com", PASSWORD, "/account")
+        .await;
+    assert_eq!(res.status(), 303);
+    assert_eq!(location(&res), "/account");
 }
 
 #[tokio::test]

@@ -270,6 +270,18 @@ impl Who {
     }
 }
 
+/// Whether the account has a passkey this server can ask for (there is a
+/// relying party: `state.webauthn`). Such an account has a second factor
+/// even without an authenticator app: the second-factor page offers the
+/// passkey, and enrolling an app first needs it.
+pub async fn has_usable_passkey(state: &AppState, user: &User) -> Result<bool, PageError> {
+    if state.webauthn.is_none() {
+        return Ok(false);
+    }
+    let passkeys = pact_db::sessions::credentials_of(&state.db, user.id).await?;
+    Ok(!passkeys.is_empty())
+}
+
 pub async fn who(node: &NodeInner, s: &Session) -> Result<Option<Who>, PageError> {
     let (id, pending) = match (s.user_id, s.pending_user_id) {
         (Some(id), _) => (id, false),
@@ -488,8 +500,12 @@ pub async fn post_login(
             });
         }
     };
+    // A passkey is a second factor as much as an authenticator app is (it
+    // verifies the person): an account that has either is not signed in by
+    // its password alone (PACT §5.2, password + MFA).
+    let has_factor = user.has_totp() || has_usable_passkey(&state, &user).await?;
     if let Some(secs) = account_lock
-        && !user.has_totp()
+        && !has_factor
     {
         // Someone has been guessing this email from many addresses. The
         // right password alone is not enough now; a second factor would be.
@@ -497,7 +513,7 @@ pub async fn post_login(
     }
     sign_in::passed(&state.db, &keys).await?;
 
-    if user.has_totp() {
+    if has_factor {
         // Failures are cleared only once the second factor is in, so a known
         // password does not buy unlimited second-factor guesses.
         let cookie = start_pending(&state, &visitor, &user).await?;
@@ -573,8 +589,13 @@ pub struct SecondFactorPage<'a> {
     pub csrf: &'a str,
     pub next: &'a str,
     pub error: Option<&'a str>,
-    /// The account has an authenticator app (otherwise: set one up first).
+    /// The account has an authenticator app.
     pub has_totp: bool,
+    /// The account has a passkey it may use instead (`passkey_signin.html`,
+    /// which reads `passkeys`, `brand_id`, `next` and `csrf`). With neither,
+    /// the page says to set up an app first.
+    pub passkeys: bool,
+    pub brand_id: String,
     /// Already signed in: this reconfirms the second factor ("confirm it's you"),
     /// not the scope step-up of PACT §5.5.
     pub reconfirm: bool,
@@ -593,7 +614,7 @@ fn not_for_second_factor(s: Option<&Session>, next: &str) -> Result<Response, Pa
 }
 
 pub async fn get_second_factor(
-    State(node): State<Node>,
+    State(state): State<AppState>,
     Query(q): Query<NextQuery>,
     browser: Browser,
 ) -> Result<Response, PageError> {
@@ -601,16 +622,18 @@ pub async fn get_second_factor(
     let Some(s) = &browser.session else {
         return not_for_second_factor(None, &next);
     };
-    let Some(who) = who(&node, s).await? else {
+    let Some(who) = who(&state, s).await? else {
         return not_for_second_factor(Some(s), &next);
     };
     let enrol_path = format!("/account/totp?next={}", enc(&next));
+    let passkeys = has_usable_passkey(&state, who.user()).await?;
     if let Who::Pending(u) = &who
         && !u.has_totp()
+        && !passkeys
     {
         return Ok(see_other(&enrol_path, None));
     }
-    let (brand_name, look) = brand_view(&node, s.brand_id.as_ref()).await?;
+    let (brand_name, look) = brand_view(&state, s.brand_id.as_ref()).await?;
     let page = SecondFactorPage {
         brand_name,
         look,
@@ -619,6 +642,8 @@ pub async fn get_second_factor(
         next: &next,
         error: None,
         has_totp: who.user().has_totp(),
+        passkeys,
+        brand_id: who.user().brand_id.to_string(),
         reconfirm: matches!(who, Who::SignedIn(_)),
         enrol_path,
     };
@@ -653,9 +678,15 @@ pub async fn post_second_factor(
     };
     let user = who.user();
     let enrol_path = format!("/account/totp?next={}", enc(&next));
+    let passkeys = has_usable_passkey(&state, user).await?;
     if let Who::Pending(u) = &who
         && !u.has_totp()
     {
+        // No code to check: the passkey is asked for on the page itself.
+        if passkeys {
+            let here = format!("/login/second-factor?next={}", enc(&next));
+            return Ok(see_other(&here, None));
+        }
         return Ok(see_other(&enrol_path, None));
     }
     let (name, look) = brand_view(&state, old.brand_id.as_ref()).await?;
@@ -669,6 +700,8 @@ pub async fn post_second_factor(
             next: &next,
             error: Some(error),
             has_totp: user.has_totp(),
+            passkeys,
+            brand_id: user.brand_id.to_string(),
             reconfirm: matches!(who, Who::SignedIn(_)),
             enrol_path: enrol_path.clone(),
         };

@@ -187,7 +187,7 @@ fn transit_aad(user: &User, session: &Session) -> Vec<u8> {
 
 /// Who may use the enrolment page, or where to send them instead.
 async fn enroller(
-    node: &NodeInner,
+    state: &AppState,
     browser: &Browser,
     next: &str,
     now: OffsetDateTime,
@@ -199,17 +199,21 @@ async fn enroller(
     if s.external_sub.is_some() && s.user_id.is_none() {
         return Err(PageError::BadRequest(i18n::t("totp-err-external")));
     }
-    let Some(who) = who(node, s).await? else {
+    let Some(who) = who(state, s).await? else {
         return Ok(Err(see_other(
             &login_path(s.brand_id.as_ref(), &here),
             None,
         )));
     };
     let to_second_factor = see_other(&format!("/login/second-factor?next={}", enc(&here)), None);
+    // A passkey is a factor too: an account that has one proves it before
+    // an app is added, or a password alone could add the attacker's app.
+    let has_factor =
+        who.user().has_totp() || super::login::has_usable_passkey(state, who.user()).await?;
     match &who {
         // Has a factor: prove it first (sign-in, or a recent reconfirmation to replace it).
-        Who::Pending(u) if u.has_totp() => Ok(Err(to_second_factor)),
-        Who::SignedIn(u) if u.has_totp() && !mfa_is_recent(s, now) => Ok(Err(to_second_factor)),
+        Who::Pending(_) if has_factor => Ok(Err(to_second_factor)),
+        Who::SignedIn(_) if has_factor && !mfa_is_recent(s, now) => Ok(Err(to_second_factor)),
         _ => Ok(Ok((who, s.clone()))),
     }
 }
