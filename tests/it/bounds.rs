@@ -643,6 +643,79 @@ async fn mcp(
 /// on another node than the turn's own is judged and charged the same, is in
 /// the receipt, and is refused once the turn is over; an MCP session opened
 /// on one node works on the other, and one ended there is ended.
+/// PACT §5.5: a delegated turn runs "limited to `scope`", the token's, which
+/// a refresh may narrow below the grant's (RFC 6749 §6). A tool call that
+/// reaches another node than the turn's own is held to the same scope: that
+/// node rebuilds the turn from the grant row, which still holds the wider one.
+#[tokio::test]
+async fn a_narrowed_token_is_as_narrow_on_every_node() {
+    let mut s = shop().await;
+    let b = s.second_node().await;
+    let details =
+        json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 1}]);
+    let auth = s
+        .app
+        .device_authorize(&s.pa, SUB, "orders:read orders:cancel", Some(&details))
+        .await;
+    s.app
+        .approve(&auth.user_code, "ann", &["orders:read", "orders:cancel"])
+        .await;
+    let (status, tokens) = s.app.poll(&s.pa, SUB, &auth.device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let res = s
+        .app
+        .oauth_post(
+            "demo",
+            "token",
+            &s.pa.token(SUB, s.app.audience()),
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+                ("client_id", &s.pa.issuer),
+                ("scope", "orders:read"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let narrow: Value = res.json().await.unwrap();
+    assert_eq!(narrow["scope"], "orders:read");
+
+    let turn = s
+        .open_turn(narrow["access_token"].as_str().unwrap(), "m1")
+        .await;
+    let on_b = turn.tools_url.replace(&s.app.base_url, &b.base_url);
+    let res = s
+        .app
+        .http
+        .post(format!("{on_b}/cancel_order"))
+        .bearer_auth(&turn.token)
+        .json(&json!({"order_id": "SHOP-1001"}))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("missing_scope")),
+        "{body}"
+    );
+    // The same on the turn's own node; the merchant saw neither call.
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("missing_scope")),
+        "{body}"
+    );
+    assert_eq!(s.api.count("cancel_order").await, 0);
+}
+
 #[tokio::test]
 async fn a_turns_calls_and_mcp_sessions_work_on_any_node() {
     let mut s = shop().await;

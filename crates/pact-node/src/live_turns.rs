@@ -164,6 +164,11 @@ impl LiveTurns {
             brand: setup.brand_id.clone(),
             expires: setup.expires_at.unix_timestamp(),
             grant: setup.delegation.as_ref().map(|d| d.grant_id),
+            scopes: setup
+                .delegation
+                .as_ref()
+                .map(|d| d.scopes.iter().cloned().collect())
+                .unwrap_or_default(),
             context: setup.context_id.clone(),
             message: setup.message_id.clone(),
             pa_issuer: setup.pa_issuer.clone(),

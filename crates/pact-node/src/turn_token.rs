@@ -22,8 +22,10 @@ use sha2::Sha256;
 use uuid::Uuid;
 
 const PREFIX: &str = "ptt2.";
-/// Longest token read: claims are a few hundred bytes.
-const MAX_TOKEN: usize = 4096;
+/// Longest token read: claims are a few hundred bytes, and a delegated turn's
+/// scopes (each a scope-token the brand offers) rarely more than a few
+/// hundred more.
+const MAX_TOKEN: usize = 16 * 1024;
 
 /// What a turn token carries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +40,13 @@ pub struct TurnClaims {
     pub expires: i64,
     #[serde(rename = "g")]
     pub grant: Option<pact_db::ids::GrantId>,
+    /// The delegation token's scope (PACT §5.5: the turn runs "limited to
+    /// `scope`", which a refresh may have narrowed below the grant's), so
+    /// that a node that rebuilds the turn from the grant row holds its calls
+    /// to the same scopes as the node that runs it. Empty without a grant
+    /// (and in a token from before it was carried: fail closed).
+    #[serde(rename = "s", default)]
+    pub scopes: Vec<String>,
     #[serde(rename = "c")]
     pub context: String,
     #[serde(rename = "m")]
@@ -169,6 +178,7 @@ mod tests {
             brand: brand("shop"),
             expires: 1_800_000_000,
             grant: Some(Uuid::from_u128(9).into()),
+            scopes: vec!["orders:read".into()],
             context: "c".into(),
             message: "m".into(),
             pa_issuer: "https://pa.example".into(),

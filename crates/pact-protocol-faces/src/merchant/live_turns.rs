@@ -180,7 +180,14 @@ async fn remote_setup(
                     Some(Delegation {
                         grant_id: id,
                         user_sub: g.user_sub,
-                        scopes: g.scopes.into_iter().collect(),
+                        // The token's scope, which may be narrower than the
+                        // grant's (a refresh: RFC 6749 §6), as on the node
+                        // that runs the turn.
+                        scopes: g
+                            .scopes
+                            .into_iter()
+                            .filter(|s| claims.scopes.contains(s))
+                            .collect(),
                         authorization_details: g.authorization_details,
                         terms,
                     })
