@@ -1017,6 +1017,48 @@ async fn a_passkey_account_is_not_signed_in_by_its_password_alone() {
     assert_eq!(location(&res), "/account");
 }
 
+/// Deleting an account asks for the password again; each wrong one counts
+/// against the sign-in's own locks, so a browser left signed in is no
+/// unlimited password oracle, and once locked even the right password
+/// erases nothing until the lock ends.
+#[tokio::test]
+async fn wrong_passwords_on_account_deletion_lock_as_at_sign_in() {
+    let app = TestApp::spawn().await;
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let (b, _) = signed_in(&app, &ann, None).await;
+    let delete = |password: &'static str| {
+        let b = &b;
+        async move {
+            b.submit(
+                "/account/delete",
+                "/account/delete",
+                &[("confirm", "yes"), ("password", password)],
+            )
+            .await
+        }
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(delete("not her password").await.status().as_u16());
+    }
+    assert_eq!(statuses[0], 403, "{statuses:?}");
+    assert_eq!(statuses[7], 429, "{statuses:?}");
+    let res = delete(PASSWORD).await;
+    assert_eq!(res.status(), 429);
+    assert!(res.headers().contains_key("retry-after"));
+    assert!(
+        pact_db::users::find(&app.db, ann.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The same counters as sign-in's.
+    let res = Browser::new(&app)
+        .sign_in("demo", "ann@example.com", PASSWORD, "/account")
+        .await;
+    assert_eq!(res.status(), 429);
+}
+
 #[tokio::test]
 async fn the_script_and_the_sign_in_partial_are_served_without_inline_code() {
     let app = TestApp::spawn().await;

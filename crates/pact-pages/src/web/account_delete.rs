@@ -26,7 +26,9 @@ use super::extract::SessionForm;
 use super::i18n;
 use super::page::{ErrorPage, PageError, render};
 use super::session::{self, Browser};
-use crate::accounts::password::{self, Verified};
+use crate::accounts::lockout::FailureKeys;
+use crate::accounts::sign_in::{self, PasswordStep};
+use crate::client_ip::ClientIp;
 
 #[derive(Template)]
 #[template(path = "account_delete.html")]
@@ -93,14 +95,59 @@ pub async fn confirm(State(node): State<Node>, browser: Browser) -> Result<Respo
 }
 
 /// Whether this request proves it is the person, not only their browser.
-fn reauthenticated(user: &User, session: &Session, given: &str, now: OffsetDateTime) -> bool {
-    match &user.password_hash {
-        Some(_) => matches!(
-            password::verify(given, user.password_hash.as_deref()),
-            Verified::Yes | Verified::YesRehash
-        ),
-        None => session::mfa_is_recent(session, now),
+enum Proof {
+    Proven,
+    /// The wrong password, or no recent second factor.
+    Wrong,
+    /// Too many wrong passwords for this account or from this address: the
+    /// sign-in's own lock, for this many seconds.
+    Locked(i64),
+}
+
+/// The password is checked as sign-in checks it (`sign_in::check_password`):
+/// off the async threads, and each wrong one counted against the same
+/// address and account locks, so a browser left signed in is no unlimited
+/// password oracle. An account without a password needs a recent second
+/// factor instead.
+async fn reauthenticate(
+    node: &NodeInner,
+    user: &User,
+    session: &Session,
+    given: &str,
+    ip: &ClientIp,
+    now: OffsetDateTime,
+) -> Result<Proof, PageError> {
+    if user.password_hash.is_none() {
+        return Ok(if session::mfa_is_recent(session, now) {
+            Proof::Proven
+        } else {
+            Proof::Wrong
+        });
     }
+    let keys = FailureKeys::new(&user.brand_id, &user.email, &ip.limit_key());
+    let hash_of = |u: &User| u.password_hash.clone();
+    let step = sign_in::check_password(
+        &node.db,
+        &keys,
+        Some(user.clone()),
+        hash_of,
+        given.to_owned(),
+        now,
+    );
+    Ok(match step.await? {
+        PasswordStep::AddressLocked(secs) => Proof::Locked(secs),
+        // Someone has been guessing this account's password: the right one
+        // alone does not erase it until the lock ends.
+        PasswordStep::Right {
+            account_locked: Some(secs),
+            ..
+        }
+        | PasswordStep::Wrong {
+            account_locked: Some(secs),
+        } => Proof::Locked(secs),
+        PasswordStep::Right { .. } => Proof::Proven,
+        PasswordStep::Wrong { .. } => Proof::Wrong,
+    })
 }
 
 /// What the confirmation page posts (besides its CSRF token).
@@ -113,7 +160,7 @@ pub struct DeleteForm {
 /// `POST /account/delete` (from the confirmation page).
 pub async fn delete(
     State(node): State<Node>,
-    crate::client_ip::ClientIp(ip): crate::client_ip::ClientIp,
+    client: ClientIp,
     SessionForm { session, form, .. }: SessionForm<DeleteForm>,
 ) -> Result<Response, PageError> {
     let (brand_name, user) = own_account(&node, &session).await?;
@@ -121,22 +168,29 @@ pub async fn delete(
         return Ok(Redirect::to("/account/delete").into_response());
     }
     let now = node.clock.now();
-    if !reauthenticated(&user, &session, form.password.as_deref().unwrap_or(""), now) {
-        let why = if user.password_hash.is_some() {
-            i18n::t("del-err-password")
-        } else {
-            i18n::t("del-err-reconfirm")
-        };
-        return page(
-            &node,
-            &session,
-            &brand_name,
-            &user,
-            Some(&why),
-            StatusCode::FORBIDDEN,
-        )
-        .await;
+    let given = form.password.as_deref().unwrap_or("");
+    let refusal = match reauthenticate(&node, &user, &session, given, &client, now).await? {
+        Proof::Proven => None,
+        Proof::Wrong if user.password_hash.is_some() => {
+            Some((i18n::t("del-err-password"), StatusCode::FORBIDDEN, None))
+        }
+        Proof::Wrong => Some((i18n::t("del-err-reconfirm"), StatusCode::FORBIDDEN, None)),
+        Proof::Locked(secs) => Some((
+            super::login::lock_message(secs),
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(secs),
+        )),
+    };
+    if let Some((why, status, retry)) = refusal {
+        let mut res = page(&node, &session, &brand_name, &user, Some(&why), status).await?;
+        if let Some(secs) = retry
+            && let Ok(v) = header::HeaderValue::from_str(&secs.to_string())
+        {
+            res.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return Ok(res);
     }
+    let ip = client.0;
     let mut tx = node.db.begin().await?;
     // Locked so that a grant approved in another tab cannot slip between the
     // revocation and the removal.
