@@ -684,6 +684,45 @@ async fn nul_bytes_get_a_4xx_on_every_route_family() {
         let v: serde_json::Value = res.json().await.unwrap();
         assert!(v["error"].is_string(), "{v}");
     }
+    // In the PA-JWT itself (`iss`, `sub`): a failed authentication, the
+    // bare 401 of PACT §3 on A2A and OAuth alike, never a 400 or 500 from
+    // the database refusing the byte.
+    for (claim, value) in [("iss", "https://pa.example/\u{0}"), ("sub", "u\u{0}1")] {
+        let forged = pa.token_with(PA_SUB, app.audience(), |_, c| c[claim] = json!(value));
+        let res = app
+            .post_a2a(
+                "demo",
+                "message:send",
+                Some(&forged),
+                &json!({"message": {"messageId": "m9", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+            )
+            .await;
+        assert_eq!(res.status(), 401, "{claim}");
+        assert_eq!(res.headers()["www-authenticate"], r#"Bearer realm="a2a""#);
+        let res = app
+            .http
+            .post(app.oauth("demo", "token"))
+            .bearer_auth(&forged)
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", "r")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401, "{claim}");
+    }
+    // A merchant's Basic credentials at introspection: 401, not 500.
+    let basic = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        "pactc_\u{0}x:secret",
+    );
+    let res = app
+        .http
+        .post(format!("{}/oauth/introspect", app.iface("demo")))
+        .header("authorization", format!("Basic {basic}"))
+        .form(&[("token", "t")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
     // Page forms: the sign-in email and the user code.
     let b = Browser::new(&app);
     let res = b

@@ -38,6 +38,12 @@ pub(crate) fn check_claims(
     now: i64,
 ) -> Result<PaClaims, PaJwtError> {
     let sub = match payload.get("sub") {
+        // No control character: a platform's user id is text it shows and
+        // pactd stores (PostgreSQL refuses NUL), so such a token fails as a
+        // bad claim (401), not later as a bad request.
+        Some(Value::String(sub)) if sub.chars().any(char::is_control) => {
+            return Err(PaJwtError::Claim("sub has a control character"));
+        }
         Some(Value::String(sub)) if !sub.is_empty() => sub.clone(),
         Some(Value::String(_)) => return Err(PaJwtError::Claim("sub is empty")),
         Some(_) => return Err(PaJwtError::Claim("sub is not a string")),

@@ -124,6 +124,12 @@ pub fn parse_pa_jwt(token: &str, rules: &PaJwtRules) -> Result<UnverifiedPaJwt, 
         "payload is not a JSON object",
     )?;
     let issuer = match payload.get("iss") {
+        // A control character (NUL above all, which PostgreSQL cannot store)
+        // names no agent anyone could register: a 401 like any unknown
+        // issuer, before the agent is looked up (PACT §3).
+        Some(Value::String(iss)) if iss.chars().any(char::is_control) => {
+            return Err(PaJwtError::Claim("iss has a control character"));
+        }
         Some(Value::String(iss)) if !iss.is_empty() => iss.clone(),
         Some(_) => return Err(PaJwtError::Claim("iss is not a non-empty string")),
         None => return Err(PaJwtError::Claim("iss is missing")),

@@ -297,6 +297,8 @@ fn subject_rules() {
         (Value::Null, "sub is missing"),
         (json!(""), "sub is empty"),
         (json!(42), "sub is not a string"),
+        (json!("u\u{0}"), "sub has a control character"),
+        (json!("u\n1"), "sub has a control character"),
     ];
     for (sub, why) in cases {
         let token = with_claim(&pa, "sub", sub);
@@ -320,6 +322,10 @@ fn issuer_and_jti_rules() {
         (
             json!(["a"]),
             PaJwtError::Claim("iss is not a non-empty string"),
+        ),
+        (
+            json!("https://pa.example/\u{0}"),
+            PaJwtError::Claim("iss has a control character"),
         ),
     ];
     for (iss, want) in cases {

@@ -55,6 +55,12 @@ pub fn parse_basic(value: &str) -> Option<(String, String)> {
     let decoded = STANDARD.decode(encoded.trim()).ok()?;
     let text = String::from_utf8(decoded).ok()?;
     let (id, secret) = text.split_once(':')?;
+    // A client id pactd issued is `pactc_` and URL-safe base64: one with a
+    // control character (NUL, which PostgreSQL cannot even compare) names
+    // no client, and is refused here as a failed authentication (401).
+    if id.chars().any(char::is_control) {
+        return None;
+    }
     Some((id.to_owned(), secret.to_owned()))
 }
 
@@ -78,6 +84,8 @@ mod tests {
         assert_eq!(parse_basic(&v), Some(("id".into(), "se:cret".into())));
         assert_eq!(parse_basic("Bearer abc"), None);
         assert_eq!(parse_basic("Basic !!!"), None);
+        let nul = format!("Basic {}", STANDARD.encode("pactc_\u{0}x:secret"));
+        assert_eq!(parse_basic(&nul), None);
         assert_eq!(
             parse_basic(&format!("Basic {}", STANDARD.encode("nocolon"))),
             None
