@@ -272,6 +272,54 @@ async fn repeated_wrong_passwords_lock_the_account() {
     assert_eq!(res.status(), 429);
 }
 
+/// Second-factor codes sent at once all count: each wrong one is counted
+/// in the account's row (not from a count read earlier), and codes are
+/// limited per account, so parallel guesses neither share one failure nor
+/// outrun the lock.
+#[tokio::test]
+async fn wrong_second_factor_codes_sent_at_once_all_count() {
+    let app = app().await;
+    add_admin(&app, "root@example.com", "owner", None).await;
+    let b = std::sync::Arc::new(Browser::new(&app));
+    sign_in(&app, &b, "root@example.com").await;
+    let (_, html) = b.get_html("/admin").await;
+    let csrf = csrf_from(&html).unwrap();
+    b.post("/admin/sign-out", &[("csrf", &csrf)]).await;
+    let res = b
+        .submit(
+            "/admin/sign-in",
+            "/admin/sign-in",
+            &[("email", "root@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(location(&res), "/admin/second-factor");
+    let (_, html) = b.get_html("/admin/second-factor").await;
+    let csrf = csrf_from(&html).unwrap();
+
+    let mut guesses = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let (b, csrf) = (b.clone(), csrf.clone());
+        guesses.spawn(async move {
+            let code = format!("{:06}", 999_000 + i);
+            let res = b
+                .post("/admin/second-factor", &[("csrf", &csrf), ("code", &code)])
+                .await;
+            res.status().as_u16()
+        });
+    }
+    let statuses = guesses.join_all().await;
+    let wrong = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(wrong + limited, 12, "{statuses:?}");
+    assert!(limited > 0, "codes are limited per account: {statuses:?}");
+    let failed: i32 =
+        sqlx::query_scalar("select failed_logins from admins where email = 'root@example.com'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(usize::try_from(failed).unwrap(), wrong, "{statuses:?}");
+}
+
 #[tokio::test]
 async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     let app = app().await;

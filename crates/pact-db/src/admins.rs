@@ -144,13 +144,14 @@ pub async fn delete(db: impl PgExecutor<'_>, email: &str) -> DbResult<bool> {
 // of account (sign_in_state.rs).
 
 /// A failed sign-in: the new count and, when the rule says so, a lock.
-pub async fn record_failure(
-    db: impl PgExecutor<'_>,
-    id: Uuid,
-    failed_logins: i32,
-    locked_until: Option<OffsetDateTime>,
-) -> DbResult<()> {
-    sign_in_state::record_failure(db, Accounts::Admins, id, failed_logins, locked_until).await
+/// One more failed sign-in, counted in the row (so parallel ones all
+/// count); the new count, `None` when the account is gone.
+pub async fn count_failure(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<i32>> {
+    sign_in_state::count_failure(db, Accounts::Admins, id).await
+}
+
+pub async fn lock_until(db: impl PgExecutor<'_>, id: Uuid, until: OffsetDateTime) -> DbResult<()> {
+    sign_in_state::lock_until(db, Accounts::Admins, id, until).await
 }
 
 pub async fn clear_failures(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<()> {

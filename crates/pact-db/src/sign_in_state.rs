@@ -44,6 +44,53 @@ pub async fn record_failure(
     Ok(())
 }
 
+/// Counts one failed sign-in in the row itself and returns the new count,
+/// so that failures sent at once all count (a count read earlier and
+/// written back would let parallel guesses count as one); `None` when the
+/// account is gone. The lock that count calls for is [`lock_until`]'s.
+pub async fn count_failure(
+    db: impl PgExecutor<'_>,
+    accounts: Accounts,
+    id: Uuid,
+) -> DbResult<Option<i32>> {
+    let query = match accounts {
+        Accounts::Users => sqlx::query_scalar!(
+            "update users set failed_logins = failed_logins + 1 where id = $1 returning failed_logins",
+            id,
+        ),
+        Accounts::Admins => sqlx::query_scalar!(
+            "update admins set failed_logins = failed_logins + 1 where id = $1 returning failed_logins",
+            id,
+        ),
+    };
+    Ok(query.fetch_optional(db).await?)
+}
+
+/// Locks the account until `until`, unless a longer lock is already on.
+pub async fn lock_until(
+    db: impl PgExecutor<'_>,
+    accounts: Accounts,
+    id: Uuid,
+    until: OffsetDateTime,
+) -> DbResult<()> {
+    let query = match accounts {
+        Accounts::Users => sqlx::query!(
+            "update users set locked_until = $2 where id = $1 \
+             and (locked_until is null or locked_until < $2)",
+            id,
+            until,
+        ),
+        Accounts::Admins => sqlx::query!(
+            "update admins set locked_until = $2 where id = $1 \
+             and (locked_until is null or locked_until < $2)",
+            id,
+            until,
+        ),
+    };
+    query.execute(db).await?;
+    Ok(())
+}
+
 pub async fn clear_failures(db: impl PgExecutor<'_>, accounts: Accounts, id: Uuid) -> DbResult<()> {
     let query = match accounts {
         Accounts::Users => sqlx::query!(

@@ -292,6 +292,15 @@ pub async fn post_second_factor(
             Some(secs.unsigned_abs()),
         ));
     }
+    // Codes of either kind are limited per account, on top of the lock.
+    if let Err(secs) = limits::check(
+        &state.page_limits.second_factor_per_user,
+        &admin.id.to_string(),
+        state.clock.instant(),
+    ) {
+        let msg = wait_message("Too many code attempts.", secs);
+        return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
+    }
     if let Some(typed) = form.recovery_code.as_deref() {
         return recovery_sign_in(&state, &staff, &s, &admin, typed, now, again).await;
     }
@@ -340,14 +349,6 @@ async fn recovery_sign_in(
     now: OffsetDateTime,
     again: impl Fn(&str, StatusCode, Option<u64>) -> Response,
 ) -> Result<Response, PageError> {
-    if let Err(secs) = limits::check(
-        &state.page_limits.second_factor_per_user,
-        &admin.id.to_string(),
-        state.clock.instant(),
-    ) {
-        let msg = wait_message("Too many code attempts.", secs);
-        return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
-    }
     let hash = crate::accounts::recovery::hash(typed);
     if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &hash, now).await? {
         second_factor_failed(state, staff, admin, now, "recovery code").await?;
@@ -386,8 +387,13 @@ pub(super) async fn second_factor_failed(
     now: OffsetDateTime,
     step: &str,
 ) -> Result<(), PageError> {
-    let (failed, until) = lockout::after_failure(admin.failed_logins, now);
-    pact_db::admins::record_failure(&node.db, admin.id, failed, until).await?;
+    // Counted in the row, not from the count this request read: codes sent
+    // at once must all count towards the lock.
+    if let Some(failed) = pact_db::admins::count_failure(&node.db, admin.id).await?
+        && let (_, Some(until)) = lockout::after_failure(failed.saturating_sub(1), now)
+    {
+        pact_db::admins::lock_until(&node.db, admin.id, until).await?;
+    }
     audit_event(
         node,
         "admin",
