@@ -827,6 +827,64 @@ async fn a_token_without_orders_cancel_gets_a_step_up_for_it_and_the_conversatio
 /// (approved) code; a pending step-up is reused rather than a new one minted;
 /// the PA's device authorization for those scopes takes over the approved one
 /// and its first poll gets the token; one agent, one entry.
+/// An approved step-up whose grant the person then revoked is no approval
+/// any more: the next turn asks again with a new code, and the agent's
+/// device authorization is a new, pending request, not a code whose first
+/// poll is `invalid_grant` (PACT §5.3: that is for unknown, foreign or
+/// redeemed codes).
+#[tokio::test]
+async fn a_step_up_whose_grant_was_revoked_is_asked_again() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
+        .order_id
+        .clone();
+    let cancel = format!("cancel {order}");
+    let step_up_code = |v: &Value| {
+        let link = v["task"]["metadata"]["pact.verificationUriComplete"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a step-up task: {v}"))
+            .to_owned();
+        link.rsplit("user_code=").next().unwrap().to_owned()
+    };
+    let first = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m1", &cancel, None)
+            .await,
+    )
+    .await;
+    let code = step_up_code(&first);
+    let ctx = first["task"]["contextId"].as_str().unwrap().to_owned();
+    let approved = app.approve(&code, "alice", &["orders:cancel"]).await;
+    // The person revokes what they just approved, before the agent collects it.
+    sqlx::query("update grants set revoked_at = now(), revoked_reason = 'user' where id = $1")
+        .bind(approved.id.as_uuid())
+        .execute(&app.db)
+        .await
+        .unwrap();
+
+    let again = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m2", &cancel, Some(&ctx))
+            .await,
+    )
+    .await;
+    let new_code = step_up_code(&again);
+    assert_ne!(new_code, code, "a new request, not the revoked approval");
+    assert!(
+        !text(&again["task"]["status"]["message"]).contains("already approved"),
+        "{again}"
+    );
+    let auth = app.device_authorize(&pa, SUB, "orders:cancel", None).await;
+    assert_ne!(auth.user_code.replace('-', ""), code.replace('-', ""));
+    let (status, body) = app.poll(&pa, SUB, &auth.device_code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("authorization_pending")),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn approving_a_step_up_and_asking_again_does_not_go_in_circles() {
     let app = delegated_app().await;

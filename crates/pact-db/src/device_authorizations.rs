@@ -113,6 +113,11 @@ pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> D
 /// first (the person already said yes), and a row being approved right now is
 /// waited for rather than skipped, so the approval is never left behind.
 ///
+/// An approved one whose grant has ended meanwhile (the person revoked it, or
+/// it expired) is no approval any more: it is neither taken over (its code
+/// would be `invalid_grant` on the first poll) nor pointed at; a new request
+/// is made instead.
+///
 /// In one statement: the take-over when there is a live step-up
 /// authorization for exactly these scopes, otherwise the insert of `d`. Returns what the PA is told; `taken_over` says
 /// which happened. A unique violation means `d.user_code` is live already:
@@ -130,6 +135,9 @@ pub async fn take_over_or_insert(
                        where brand_id = $2 and pa_issuer = $3 and pa_sub = $4 and origin = 'step_up' \
                        and status in ('pending', 'approved') and expires_at > $12 \
                        and scopes @> $7 and scopes <@ $7 and authorization_details is null \
+                       and (status = 'pending' or exists (select 1 from grants g \
+                            where g.id = device_authorizations.grant_id \
+                            and g.revoked_at is null and g.expires_at > $12)) \
                        order by status = 'approved' desc, created_at desc limit 1 for update) \
            returning id, user_code, expires_at, interval_secs, true as taken_over), \
          inserted as ( \
@@ -169,8 +177,9 @@ pub struct Created {
     pub taken_over: bool,
 }
 
-/// A live step-up authorization (pending, or approved and not yet taken over)
-/// for exactly these scopes, the approved one first: a turn that needs the
+/// A live step-up authorization (pending, or approved, its grant still
+/// active, and not yet taken over) for exactly these scopes, the approved one
+/// first: a turn that needs the
 /// same scopes again points at it instead of minting another code (PACT §5.5).
 pub async fn live_step_up(
     db: impl PgExecutor<'_>,
@@ -189,6 +198,9 @@ pub async fn live_step_up(
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status in ('pending', 'approved') and expires_at > $5 \
          and scopes @> $4 and scopes <@ $4 and authorization_details is null and operations is null \
+         and (status = 'pending' or exists (select 1 from grants g \
+              where g.id = device_authorizations.grant_id \
+              and g.revoked_at is null and g.expires_at > $5)) \
          order by status = 'approved' desc, created_at desc limit 1",
         brand_id,
         pa_issuer,
