@@ -539,6 +539,25 @@ async fn the_mcp_endpoint_refuses_everything_outside_its_turn() {
         .await
         .unwrap();
     assert_eq!(res.status(), 202);
+    // So is a response (JSON-RPC 2.0 §5: it always has an id, null for an
+    // error about an unreadable request); one with neither result nor
+    // error, or without an id, is no response.
+    for (message, status) in [
+        (json!({"jsonrpc": "2.0", "id": 5, "result": {}}), 202),
+        (
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}}),
+            202,
+        ),
+        (json!({"jsonrpc": "2.0", "id": 5}), 400),
+        (json!({"jsonrpc": "2.0", "result": {}}), 400),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "result": {}, "error": {"code": 1, "message": "x"}}),
+            400,
+        ),
+    ] {
+        let res = own.request(&message).send().await.unwrap();
+        assert_eq!(res.status(), status, "{message}");
+    }
     // No SSE stream is offered: GET is 405.
     let res = app
         .http

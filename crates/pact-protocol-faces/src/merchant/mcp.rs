@@ -373,6 +373,22 @@ async fn message(
             "one JSON-RPC message object per POST",
         );
     };
+    let is_jsonrpc = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    // A response (JSON-RPC 2.0 §5: `result` or `error`, no `method`, and an
+    // id, null for an error about a request it could not read): pactd sends
+    // no requests, so there is nothing to match it with. Accepted with 202
+    // once the session checks pass, as a notification is (MCP transports:
+    // a POSTed response or notification gets 202 and no body).
+    if is_jsonrpc
+        && !message.contains_key("method")
+        && message.contains_key("id")
+        && (message.contains_key("result") != message.contains_key("error"))
+    {
+        return match session(state, endpoint, turn, headers, now).await {
+            Ok(()) => empty(StatusCode::ACCEPTED),
+            Err(res) => *res,
+        };
+    }
     let id = message.get("id").cloned();
     // MCP: a request id is a string or an integer, never null.
     let id_ok = match &id {
@@ -381,7 +397,7 @@ async fn message(
         Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
         Some(_) => false,
     };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !id_ok {
+    if !is_jsonrpc || !id_ok {
         return rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
@@ -396,12 +412,9 @@ async fn message(
             return initialize(state, endpoint, turn, id, &params, now);
         }
         (Some(m), Some(id)) => (m, id),
-        // A notification (no id), or a response to a request: pactd sends
-        // none, so there is nothing to match it with. Both are accepted with
-        // 202 once the session checks pass.
-        (m, None)
-            if m.is_some() || message.contains_key("result") || message.contains_key("error") =>
-        {
+        // A notification (no id): accepted with 202 once the session checks
+        // pass (responses were answered above).
+        (Some(_), None) => {
             return match session(state, endpoint, turn, headers, now).await {
                 Ok(()) => empty(StatusCode::ACCEPTED),
                 Err(res) => *res,
