@@ -35,6 +35,9 @@ async fn get_tasks_is_an_empty_page_with_a_validated_page_size() {
         "?pageSize=101",
         "?pageSize=abc",
         "?pageSize=-5",
+        "?pageSize=+5",
+        "?pageSize=5&pageSize=5",
+        "?pageSize=",
     ] {
         assert_a2a_error(get(bad).await, 400, "INVALID_PARAMS", None).await;
     }

@@ -103,8 +103,13 @@ pub struct ListTasksResponse {
 pub fn parse_page_size(raw: Option<&str>) -> Result<u32, A2aError> {
     match raw {
         None => Ok(50),
-        Some(s) => match s.parse::<u32>() {
-            Ok(n) if (1..=100).contains(&n) => Ok(n),
+        // Digits only: `u32::from_str` would take `+5` too.
+        Some(s) => match s
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| s.parse::<u32>())
+        {
+            Some(Ok(n)) if (1..=100).contains(&n) => Ok(n),
             _ => Err(A2aError::invalid_params(
                 "pageSize must be an integer from 1 to 100",
             )),

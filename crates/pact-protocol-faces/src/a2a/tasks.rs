@@ -5,7 +5,7 @@
 //! else is a task: the list stays empty and every other row answers a fixed
 //! result — but only to an authenticated caller at an existing brand.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pact_db::parties::PaUser;
@@ -21,15 +21,20 @@ use crate::domain::step_up_task;
 use crate::error::{ApiError, a2a_json};
 use crate::state::AppState;
 
-#[derive(serde::Deserialize)]
-pub struct ListQuery {
-    #[serde(rename = "pageSize")]
-    page_size: Option<String>,
-}
-
 /// `GET tasks`: always empty; `pageSize` validated, other parameters ignored.
-pub async fn list_tasks(_caller: Caller, Query(q): Query<ListQuery>) -> Result<Response, ApiError> {
-    let body = list(q.page_size.as_deref())?;
+/// The query is read here rather than by a deserializer, whose refusal of a
+/// repeated `pageSize` would be a plain-text 400, not PACT §4's
+/// `INVALID_PARAMS` in the A2A envelope; a repeated one is refused too (two
+/// values, even equal, name no one page size).
+pub async fn list_tasks(_caller: Caller, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let mut sizes = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .filter(|(name, _)| name == "pageSize")
+        .map(|(_, value)| value.into_owned());
+    let page_size = sizes.next();
+    if sizes.next().is_some() {
+        return Err(A2aError::invalid_params("pageSize is given more than once").into());
+    }
+    let body = list(page_size.as_deref())?;
     Ok(a2a_json(StatusCode::OK, &body))
 }
 
