@@ -320,6 +320,46 @@ async fn wrong_second_factor_codes_sent_at_once_all_count() {
     assert_eq!(usize::try_from(failed).unwrap(), wrong, "{statuses:?}");
 }
 
+/// Verifying a platform the open policy let in lifts its tier's limits at
+/// every brand: the owner's decision in the console as in the API. An
+/// operator may forget one, not verify it.
+#[tokio::test]
+async fn verifying_a_platform_in_the_console_needs_the_owner() {
+    let app = app().await;
+    app.registered_pa("https://knock.example").await;
+    sqlx::query("update agents set verified = false where issuer = 'https://knock.example'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    add_admin(&app, "op@example.com", "operator", None).await;
+    let b = Browser::new(&app);
+    sign_in(&app, &b, "op@example.com").await;
+    let (status, html) = b.get_html("/admin/agents").await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("/admin/agents/verify"), "{html}");
+    assert!(html.contains("/admin/agents/forget"), "{html}");
+    let csrf = csrf_from(&html).unwrap();
+    let res = b
+        .post(
+            "/admin/agents/verify",
+            &[("csrf", &csrf), ("issuer", "https://knock.example")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    let verified: bool =
+        sqlx::query_scalar("select verified from agents where issuer = 'https://knock.example'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert!(!verified);
+    let denied: i64 =
+        sqlx::query_scalar("select count(*) from audit_log where action = 'agent.verify.denied'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(denied, 1);
+}
+
 #[tokio::test]
 async fn an_operator_revokes_a_grant_and_a_viewer_cannot() {
     let app = app().await;

@@ -235,7 +235,7 @@ struct AgentsPage {
     registries: Vec<RegistryRow>,
     blocked: Vec<BlockedHostRow>,
     unlimited: bool,
-    /// May register platforms: an owner limited to no brand.
+    /// May register and verify platforms: an owner limited to no brand.
     can_register: bool,
 }
 
@@ -503,6 +503,14 @@ async fn decide_agent(
         "agent.forget"
     };
     may_change_platforms(&state, &who, &staff.ip, action).await?;
+    // Verifying lifts the unverified tier's limits for every brand: the
+    // owner's decision, as registering is (and as the API asks).
+    if verify && !who.actor.may(Role::Owner) {
+        denied(&state, &who, &staff.ip, action, None, "owner").await?;
+        return Err(PageError::Forbidden(
+            "Verifying an agent platform needs the owner role.".into(),
+        ));
+    }
     let form: PlatformForm = form.decode()?;
     let issuer = form.issuer.as_deref().unwrap_or("");
     let mut tx = state.db.begin().await?;
