@@ -963,6 +963,11 @@ async fn a_passkey_account_is_not_signed_in_by_its_password_alone() {
         .unwrap();
     assert_eq!(session.user_id, None);
     assert_eq!(session.pending_user_id, Some(ann.id));
+    assert!(
+        session.expires_at <= app.clock.now() + Duration::minutes(16),
+        "a half-finished sign-in lives briefly: {}",
+        session.expires_at
+    );
     let res = attacker.get("/account?brand=demo").await;
     assert_eq!(res.status(), 303, "not signed in");
 

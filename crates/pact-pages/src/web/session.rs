@@ -236,8 +236,15 @@ async fn insert(
     if let Some(old) = old {
         pact_db::sessions::delete(&mut *tx, &old.id_hash).await?;
     }
+    // A half-finished sign-in is no sign-in: it lives only as long as the
+    // second factor may take, not a signed-in session's twelve hours.
+    let lifetime = if level.pending_user_id.is_some() && level.user_id.is_none() {
+        PENDING_LIFETIME
+    } else {
+        LIFETIME
+    };
     let session =
-        pact_db::sessions::insert(&mut *tx, &hash, csrf, &level, node.clock.now() + LIFETIME)
+        pact_db::sessions::insert(&mut *tx, &hash, csrf, &level, node.clock.now() + lifetime)
             .await?;
     tx.commit().await?;
     Ok((session, set_cookie(node, &raw)))
