@@ -696,6 +696,20 @@ async fn each_role_may_do_what_it_should_and_no_more() {
             .unwrap()
             .is_some()
     );
+    // A reason the customer will read holds no hidden or direction-changing
+    // character: refused, and the grant is untouched.
+    for hidden in ["refund\u{202E}dellac", "ok\u{200B}"] {
+        call_refused(
+            &app,
+            &operator,
+            "post",
+            &format!("/grants/{grant}/revoke"),
+            Some(json!({ "reason": hidden })),
+            400,
+            "invalid_request",
+        )
+        .await;
+    }
     let v = call_ok(
         &app,
         &operator,

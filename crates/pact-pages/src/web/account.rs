@@ -410,7 +410,9 @@ pub fn ended_by(g: &Grant, brand_name: &str, now: OffsetDateTime) -> Option<Stri
                     "when",
                     when,
                     "reason",
-                    given,
+                    // Refused on the way in now; one stored before is
+                    // shown with its hidden characters made visible.
+                    crate::domain::hidden_chars::visible(given),
                 )
             }
         }

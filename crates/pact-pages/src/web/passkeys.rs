@@ -354,7 +354,11 @@ pub fn passkey_name(given: Option<&str>) -> Result<String, PasskeyError> {
     if name.is_empty() {
         return Ok("Passkey".to_owned());
     }
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    // Shown on the account page: no control, invisible or direction-changing
+    // character (`domain::hidden_chars`), as other shown text.
+    if name.chars().count() > MAX_NAME_CHARS
+        || crate::domain::hidden_chars::first_hidden(name).is_some()
+    {
         return Err(PasskeyError::bad_request(&i18n::t("pk-err-name")));
     }
     Ok(name.to_owned())

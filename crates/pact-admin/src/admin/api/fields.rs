@@ -64,18 +64,17 @@ fn nullable(kind: Type) -> SchemaType {
     SchemaType::from_iter([kind, Type::Null])
 }
 
-/// A reason for the audit log: free text, at most 200 characters, or
-/// `null` for none.
+/// A reason for the audit log, which customers also read on their account
+/// page when it ended their access: shown text of at most 200 characters,
+/// or `null` for none.
 pub fn reason() -> Object {
-    text(None, 200, Some(NO_CONTROL))
-        .schema_type(nullable(Type::String))
-        .build()
+    shown(None, 200).schema_type(nullable(Type::String)).build()
 }
 
-/// A reason that must be given and say something: at least one character
-/// that is neither a control character nor a space.
+/// A reason that must be given and say something: shown text with at least
+/// one character that is not a space.
 pub fn non_blank_reason() -> Object {
-    text(Some(1), 200, Some(NON_BLANK)).build()
+    shown(Some(1), 200).build()
 }
 
 /// A personal agent's issuer (PACT §3: the PA-JWT's `iss`).

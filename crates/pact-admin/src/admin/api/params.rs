@@ -111,7 +111,7 @@ where
     }
 }
 
-/// An optional free-text reason: at most 200 characters, no control characters.
+/// An optional free-text reason: at most 200 characters, no control, invisible or direction-changing ones.
 pub fn reason(r: Option<&str>) -> Result<Option<String>, AdminApiError> {
     Ok(crate::admin::ops::reason(r)?)
 }

@@ -476,7 +476,7 @@ async fn toggle_agent(
     .await
     .map_err(|e| match e {
         ops::OpsError::Invalid(_) => PageError::BadRequest(
-            "Give a reason (up to 200 characters, no control characters): it is stored with \
+            "Give a reason (up to 200 characters, no control, invisible or direction-changing characters): it is stored with \
              every grant this revokes and shown to each customer whose access ends."
                 .into(),
         ),

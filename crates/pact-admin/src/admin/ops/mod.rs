@@ -38,15 +38,22 @@ impl From<pact_db::Error> for OpsError {
 pub const MAX_REASON: usize = 200;
 
 /// The reason staff gave for an action: trimmed, blank for none; at most
-/// [`MAX_REASON`] characters and no control characters, or refused (never
-/// cut short: what staff typed is what is stored, or nothing is).
+/// [`MAX_REASON`] characters, none of them a control, invisible or
+/// direction-changing one (`domain::hidden_chars`: a customer whose access it
+/// ended reads it on their account page), or refused (never cut short: what
+/// staff typed is what is stored, or nothing is).
 pub fn reason(raw: Option<&str>) -> Result<Option<String>, OpsError> {
     let Some(r) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
-    if r.chars().count() > MAX_REASON || r.chars().any(char::is_control) {
+    if r.chars().count() > MAX_REASON {
         return Err(OpsError::Invalid(format!(
-            "reason: at most {MAX_REASON} characters, no control characters"
+            "reason: at most {MAX_REASON} characters"
+        )));
+    }
+    if let Some(c) = crate::domain::hidden_chars::first_hidden(r) {
+        return Err(OpsError::Invalid(crate::domain::hidden_chars::refusal(
+            "reason", c,
         )));
     }
     Ok(Some(r.to_owned()))
