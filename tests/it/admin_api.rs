@@ -637,6 +637,9 @@ async fn each_role_may_do_what_it_should_and_no_more() {
             "/agents/disable".to_owned(),
             Some(json!({"issuer": ISS, "reason": "x"})),
         ),
+        // The role is checked before the body is read: 403, not 400.
+        ("/agents/disable".to_owned(), Some(json!({}))),
+        ("/agents/enable".to_owned(), Some(json!({}))),
         (
             "/agents".to_owned(),
             Some(json!({"issuer": "https://x.example", "jwks_uri": "https://x.example/j"})),
@@ -1165,6 +1168,42 @@ async fn grant_pages_follow_cursors_and_filters_combine() {
     .await;
     assert_eq!(by_customer["items"].as_array().unwrap().len(), 1);
     assert_eq!(by_customer["items"][0]["customer"], "user1");
+    // A search by email is recorded by the subjects it named, never the
+    // email (the audit log is append-only and outlives the account); a
+    // brand the caller cannot see is not named either.
+    let shop_desk = credential(&app, "shop-desk", "viewer", Some(&["shop"])).await;
+    call_ok(
+        &app,
+        &viewer,
+        "get",
+        "/grants?customer=ann%40example.com",
+        None,
+    )
+    .await;
+    call_ok(
+        &app,
+        &shop_desk,
+        "get",
+        "/grants?brand=demo&customer=user1",
+        None,
+    )
+    .await;
+    let details: Vec<(Option<String>, Value)> =
+        sqlx::query_as("select brand_id, detail from audit_log where action = 'grant.list'")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert!(
+        details.iter().all(|(_, d)| !d.to_string().contains('@')),
+        "{details:?}"
+    );
+    let by_shop_desk: Vec<Option<String>> = sqlx::query_scalar(
+        "select brand_id from audit_log where action = 'grant.list' and actor = 'shop-desk'",
+    )
+    .fetch_all(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(by_shop_desk, vec![None]);
     let revoked = call_ok(
         &app,
         &viewer,

@@ -298,19 +298,25 @@ pub struct Disable {
     pub reason: Option<String>,
 }
 
+/// The role and the brand limit first (docs/admin.md: a request the role
+/// does not allow is refused with 403 before anything else, and recorded),
+/// then the body.
+async fn may_toggle(node: &Node, caller: &ApiCaller, enabled: bool) -> Result<(), AdminApiError> {
+    let action = if enabled {
+        "agent.enable"
+    } else {
+        "agent.disable"
+    };
+    caller.require(node, Role::Operator, action).await?;
+    caller.require_unlimited(node, action).await
+}
+
 async fn toggle(
     node: Node,
     caller: ApiCaller,
     t: Toggle,
     enabled: bool,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
-    let action = if enabled {
-        "agent.enable"
-    } else {
-        "agent.disable"
-    };
-    caller.require(&node, Role::Operator, action).await?;
-    caller.require_unlimited(&node, action).await?;
     let mut tx = node.db.begin().await?;
     let revoked = crate::admin::ops::agents::set_enabled(
         &mut tx,
@@ -335,6 +341,7 @@ pub async fn disable(
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
+    may_toggle(&node, &caller, false).await?;
     let Disable { issuer, reason } = params::body(&body)?;
     toggle(node, caller, Toggle { issuer, reason }, false).await
 }
@@ -345,6 +352,7 @@ pub async fn enable(
     caller: ApiCaller,
     body: Bytes,
 ) -> Result<Json<AgentToggled>, AdminApiError> {
+    may_toggle(&node, &caller, true).await?;
     let t: Toggle = params::body(&body)?;
     toggle(node, caller, t, true).await
 }

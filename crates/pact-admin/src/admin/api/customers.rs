@@ -111,7 +111,8 @@ pub async fn find(
             &node.db,
             "customer.find",
             None,
-            brand,
+            // A brand the caller cannot see is not named: not its log.
+            brand.filter(|b| caller.actor.sees_brand(b)),
             // By opaque id, never the searched email (the log is append-only).
             json!({"found": found.len(),
                    "customers": found.iter().map(|u| u.id).collect::<Vec<_>>()}),

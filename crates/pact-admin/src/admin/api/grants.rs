@@ -245,13 +245,27 @@ pub async fn list(
     } else {
         None
     };
+    // The filter as given, but a customer by the opaque subjects it named,
+    // never the searched email (docs/admin.md: the log is append-only and
+    // outlives the account); and a brand the caller cannot see is not named
+    // (its log is not this caller's to write into).
     let filter: serde_json::Map<String, Value> = q
         .iter()
         .filter(|(k, _)| k.as_str() != "cursor")
-        .map(|(k, v)| (k.clone(), json!(v)))
+        .map(|(k, v)| match k.as_str() {
+            "customer" => (k.clone(), json!(subjects)),
+            _ => (k.clone(), json!(v)),
+        })
         .collect();
+    let seen_brand = brand.filter(|b| caller.actor.sees_brand(b));
     caller
-        .record(&node.db, "grant.list", None, brand, Value::Object(filter))
+        .record(
+            &node.db,
+            "grant.list",
+            None,
+            seen_brand,
+            Value::Object(filter),
+        )
         .await?;
     Ok(Json(GrantPage {
         items: rows.iter().map(|g| GrantView::of(g, now)).collect(),

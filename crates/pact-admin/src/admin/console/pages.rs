@@ -854,17 +854,21 @@ pub async fn grants(
     .await?;
     let more = rows.len() as i64 > PAGE;
     rows.truncate(PAGE as usize);
-    // A staff read of customer data, as the API's `grant.list`.
+    // A staff read of customer data, as the API's `grant.list`: a customer
+    // by the opaque subjects the search named, never the searched email, and
+    // a brand the account cannot see is not named.
     let mut filter = serde_json::Map::new();
     for (k, v) in [
         ("brand", &q.brand),
-        ("customer", &q.customer),
         ("agent", &q.agent),
         ("state", &q.state),
     ] {
         if let Some(v) = blank_to_none(v) {
             filter.insert(k.to_owned(), json!(v));
         }
+    }
+    if let Some(subjects) = &subjects {
+        filter.insert("customer".to_owned(), json!(subjects));
     }
     filter.insert("found".to_owned(), json!(rows.len()));
     record(
@@ -873,7 +877,7 @@ pub async fn grants(
         &staff.ip,
         "grant.list",
         None,
-        brand,
+        brand.filter(|b| who.actor.sees_brand(b)),
         Value::Object(filter),
     )
     .await?;
