@@ -202,6 +202,10 @@ fn significant_bits(be: &[u8]) -> usize {
     }
 }
 
+/// The most entries a JWKS may hold. A signer rotating keys publishes two or
+/// three at a time; real providers publish under a dozen.
+pub const MAX_KEYS: usize = 32;
+
 /// The usable verification keys of one PA (RFC 7517 §5).
 #[derive(Clone, Default)]
 pub struct KeySet {
@@ -219,6 +223,12 @@ impl KeySet {
     /// P-256 → ES256; kty RSA (modulus ≥ 2048 bits) → RS256. Keys with a `use`
     /// other than "sig", a disagreeing `alg`, private members, or an unknown
     /// kty are skipped, as are later duplicates of an earlier (kid, alg).
+    /// Keys without a `kid` are all kept, so that two of one alg stay
+    /// ambiguous and [`KeySet::find`] refuses a kid-less token for them.
+    ///
+    /// A set of more than [`MAX_KEYS`] entries is refused whole: under open
+    /// admission anyone can publish a set, and each parsed key is held in
+    /// memory by every node for as long as the set is cached.
     ///
     /// One bad key never fails the whole set (RFC 7517 §5: implementations
     /// should ignore JWKs they do not understand), so a PA adding a key type
@@ -233,6 +243,9 @@ impl KeySet {
         let Some(Value::Array(entries)) = doc.remove("keys") else {
             return Err(JwksError::Malformed("no keys array"));
         };
+        if entries.len() > MAX_KEYS {
+            return Err(JwksError::Malformed("more than 32 keys"));
+        }
         let mut set = KeySet::default();
         for (index, entry) in entries.into_iter().enumerate() {
             let Value::Object(map) = entry else {
@@ -241,7 +254,7 @@ impl KeySet {
             };
             match VerifyingKey::from_jwk_map(map) {
                 Ok(key) => {
-                    if set.has(key.kid(), key.alg()) {
+                    if key.kid().is_some() && set.has(key.kid(), key.alg()) {
                         tracing::debug!(index, "duplicate JWK kid and alg; skipped");
                     } else {
                         set.keys.push(Arc::new(key));

@@ -120,6 +120,48 @@ fn find_by_kid_and_alg() {
 }
 
 #[test]
+fn two_kid_less_keys_of_one_alg_stay_ambiguous() {
+    // Neither is dropped as a "duplicate" of the other: a kid-less token
+    // could have been signed by either, so none is chosen for it.
+    let without_kid = |pa: &TestPa| {
+        let mut v = jwk_value(pa);
+        v.as_object_mut().expect("object").remove("kid");
+        v
+    };
+    let a = TestPa::es256("a");
+    let b = TestPa::es256("b");
+    let set = parse(&json!({"keys": [without_kid(&a), without_kid(&b)]})).expect("set");
+    assert_eq!(set.len(), 2);
+    assert!(set.find(None, Alg::Es256).is_none());
+    let one = parse(&json!({"keys": [without_kid(&a)]})).expect("set");
+    assert!(one.find(None, Alg::Es256).is_some());
+}
+
+#[test]
+fn a_set_of_more_than_32_entries_is_refused_whole() {
+    let key = jwk_value(&TestPa::es256("k"));
+    let entries = |n: usize| {
+        (0..n)
+            .map(|i| with(key.clone(), "kid", json!(format!("k{i}"))))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        parse(&json!({"keys": entries(32)})).expect("32 keys").len(),
+        32
+    );
+    assert!(matches!(
+        parse(&json!({"keys": entries(33)})),
+        Err(JwksError::Malformed(_))
+    ));
+    // Entries count, usable or not: 400 junk entries are not parsed one by one.
+    let junk: Vec<Value> = (0..400).map(|i| json!({"kty": "none", "kid": i})).collect();
+    assert!(matches!(
+        parse(&json!({"keys": junk})),
+        Err(JwksError::Malformed(_))
+    ));
+}
+
+#[test]
 fn private_jwk_is_refused_by_from_jwk() {
     let pair = EcKeyPair::generate(EcCurve::P256).expect("ec");
     assert!(matches!(
