@@ -402,15 +402,30 @@ async fn an_unverified_agent_with_receipts_is_not_forgotten() {
             .is_some()
     );
 
-    // Without receipts the agent goes, with its grants.
+    // Without receipts the agent goes, with its grants, and each live grant
+    // that went is announced as revoked, so every node drops it at once.
     let other = TestPa::start_discoverable().await;
     app.connect(&other, "pa-sub", &user.subject(), &["orders:read"])
         .await;
+    let grant_id: uuid::Uuid = sqlx::query_scalar("select id from grants where pa_issuer = $1")
+        .bind(&other.issuer)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    let mut heard = sqlx::postgres::PgListener::connect_with(&app.db)
+        .await
+        .unwrap();
+    heard.listen("pactd_revocations").await.unwrap();
     let mut tx = app.db.begin().await.unwrap();
     pact_server::admin::ops::agents::forget(&mut tx, &staff(), None, &other.issuer)
         .await
         .unwrap();
     tx.commit().await.unwrap();
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+        .await
+        .expect("the deleted grant is announced")
+        .unwrap();
+    assert_eq!(n.payload(), grant_id.to_string());
     let grants: i64 = sqlx::query_scalar("select count(*) from grants where pa_issuer = $1")
         .bind(&other.issuer)
         .fetch_one(&app.db)
