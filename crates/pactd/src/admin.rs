@@ -1110,21 +1110,36 @@ async fn user(pool: &PgPool, c: &UserCommand) -> anyhow::Result<()> {
             let (password, generated) = password_for_new_user()?;
             let hash = pact_server::accounts::password::hash(&password)
                 .map_err(|e| anyhow::anyhow!("cannot use that password: {e}"))?;
+            // As a reset by email link does: whoever knew the old password,
+            // or holds a link mailed before, is shut out with it; the
+            // password, the links and the sessions change together.
             let mut tx = pool.begin().await?;
             pact_db::users::set_password_hash(&mut *tx, user.id, &hash).await?;
+            let links = pact_db::password_resets::end_all_for(&mut *tx, user.id, now()).await?;
+            let sessions = pact_db::sessions::delete_others(&mut *tx, user.id, &[]).await?;
             audit(
                 &mut *tx,
                 "customer.set_password",
                 &user.id.to_string(),
                 Some(brand_id),
-                serde_json::json!({"password": if generated { "generated" } else { "given" }}),
+                serde_json::json!({
+                    "password": if generated { "generated" } else { "given" },
+                    "sessions_ended": sessions,
+                    "reset_links_ended": links,
+                }),
             )
             .await?;
             tx.commit().await?;
             if generated {
-                println!("new password for {} on {brand_id}: {password}", user.email);
+                println!(
+                    "new password for {} on {brand_id} (signed out everywhere): {password}",
+                    user.email
+                );
             } else {
-                println!("password of {} on {brand_id} changed", user.email);
+                println!(
+                    "password of {} on {brand_id} changed: signed out everywhere",
+                    user.email
+                );
             }
         }
     }

@@ -2380,7 +2380,8 @@ async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_
     )
     .await
     .succeeded();
-    let res = Browser::new(&app)
+    let before_change = Browser::new(&app);
+    let res = before_change
         .sign_in(
             "demo",
             "ann@example.com",
@@ -2389,12 +2390,26 @@ async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_
         )
         .await;
     assert_eq!(res.status(), 303);
+    assert_eq!(before_change.get("/account").await.status(), 200);
     let res = app
         .send_delegated("demo", &pa_jwt, &access, "m3", "show my orders", None)
         .await;
     assert_eq!(res.status(), 401);
+    // A reset link mailed before the operator sets a password.
+    let link_hash = [7u8; 32];
+    let at = time::OffsetDateTime::now_utc();
+    pact_db::password_resets::insert(
+        &app.db,
+        &link_hash,
+        ann.id,
+        at,
+        at + time::Duration::minutes(30),
+    )
+    .await
+    .unwrap();
 
-    // A new password, from standard input.
+    // A new password, from standard input: whoever was signed in with the old
+    // one is signed out, and the earlier reset link no longer works.
     let set = run_with_stdin(
         &db,
         &["user", "set-password", "demo", "ann@example.com"],
@@ -2402,6 +2417,13 @@ async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_
     )
     .await;
     assert!(set.succeeded().contains("changed"), "{}", set.describe());
+    assert_ne!(before_change.get("/account").await.status(), 200);
+    assert_eq!(
+        pact_db::password_resets::live_user(&app.db, &link_hash, time::OffsetDateTime::now_utc())
+            .await
+            .unwrap(),
+        None
+    );
     let old = Browser::new(&app)
         .sign_in(
             "demo",
