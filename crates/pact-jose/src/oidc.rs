@@ -79,6 +79,9 @@ pub struct IdToken {
     pub sub: String,
     /// The provider's session id (Back-Channel Logout §2.1), when sent.
     pub sid: Option<String>,
+    /// When the person authenticated (Core §2, unix seconds), when sent:
+    /// what `amr` reports happened then, not when the token was issued.
+    pub auth_time: Option<i64>,
     /// RFC 8176 authentication method references.
     pub amr: Vec<String>,
     pub acr: Option<String>,
@@ -211,9 +214,9 @@ pub fn verify_id_token(
         Some(_) => return Err(OidcTokenError::Claim("nonce does not match")),
         None => return Err(OidcTokenError::Claim("nonce is missing")),
     }
+    let auth_time = integer(claims, "auth_time", "auth_time is not an integer")?;
     if let Some(after) = expect.auth_after {
-        let auth_time = integer(claims, "auth_time", "auth_time is not an integer")?
-            .ok_or(OidcTokenError::Claim("auth_time is missing"))?;
+        let auth_time = auth_time.ok_or(OidcTokenError::Claim("auth_time is missing"))?;
         if i128::from(auth_time) < i128::from(after) - i128::from(OIDC_SKEW_SECS) {
             return Err(OidcTokenError::Claim(
                 "auth_time is before the re-authentication was asked for",
@@ -234,6 +237,7 @@ pub fn verify_id_token(
     Ok(IdToken {
         sub: sub.to_owned(),
         sid,
+        auth_time,
         amr,
         acr,
         exp,
@@ -548,7 +552,23 @@ mod tests {
         );
         c["auth_time"] = json!(NOW - 3);
         let parsed = parse_oidc_token(&key.token(&key.header(), &c)).unwrap();
-        verify_id_token(&parsed, &key.key(), &e, NOW).unwrap();
+        let token = verify_id_token(&parsed, &key.key(), &e, NOW).unwrap();
+        assert_eq!(token.auth_time, Some(NOW - 3));
+    }
+
+    #[test]
+    fn auth_time_is_returned_when_sent_and_must_be_a_number() {
+        let key = TestPa::rs256("k1");
+        let verify = |c: &Value| {
+            let parsed = parse_oidc_token(&key.token(&key.header(), c)).unwrap();
+            verify_id_token(&parsed, &key.key(), &expect(), NOW)
+        };
+        assert_eq!(verify(&id_claims()).unwrap().auth_time, None);
+        let mut c = id_claims();
+        c["auth_time"] = json!(NOW - 86_400);
+        assert_eq!(verify(&c).unwrap().auth_time, Some(NOW - 86_400));
+        c["auth_time"] = json!("yesterday");
+        assert!(verify(&c).is_err());
     }
 
     fn logout_claims() -> Value {

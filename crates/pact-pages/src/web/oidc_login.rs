@@ -27,7 +27,8 @@
 //!   configured claim; `email` counts only with `email_verified: true` (an
 //!   unverified address is anyone's to claim at many providers).
 //! * A second factor counts when `amr` (RFC 8176) holds `mfa`, `otp`, `hwk`
-//!   or `sc`, or `acr` is one of the brand's `--mfa-acr` values. A scope that
+//!   or `sc`, or `acr` is one of the brand's `--mfa-acr` values, and it
+//!   counts from the token's `auth_time` (no `auth_time`, no second factor). A scope that
 //!   needs one sends the person back to the provider with `prompt=login`,
 //!   `max_age=0` and the `acr_values`; if the provider still does not report
 //!   a second factor, a page says so.
@@ -578,7 +579,30 @@ struct SignedIn {
     provider_sub: String,
     sid: Option<String>,
     mfa: bool,
+    /// When the second factor was proven, as far as the provider says.
+    mfa_at: Option<OffsetDateTime>,
     trip: Trip,
+}
+
+/// When the second factor an ID token reports was proven: at its
+/// `auth_time` (Core §2), never when the token was issued. A provider's
+/// single sign-on session can hand out tokens with `amr: ["mfa"]` for days
+/// after the one time the person used their factor; counting such a token as
+/// a second factor "now" would let an old session approve a scope that asks
+/// for a recent one (the session's RECONFIRM_WINDOW). Without `auth_time`
+/// the moment is unknown and nothing is counted: a scope that needs it sends
+/// the person back with `max_age=0`, whose answer must carry a fresh
+/// `auth_time`. A time in the future counts as `now`.
+pub fn second_factor_at(
+    mfa: bool,
+    auth_time: Option<i64>,
+    now: OffsetDateTime,
+) -> Option<OffsetDateTime> {
+    if !mfa {
+        return None;
+    }
+    let at = OffsetDateTime::from_unix_timestamp(auth_time?).ok()?;
+    Some(at.min(now))
 }
 
 /// `GET /oidc/{brand}/callback?code=…&state=…[&iss=…]` (or `error=…`).
@@ -607,7 +631,7 @@ pub async fn callback(
         SessionState {
             brand_id: Some(done.brand_id.clone()),
             external_sub: Some(done.user_id.clone()),
-            mfa_at: done.mfa.then_some(now),
+            mfa_at: done.mfa_at,
             device_authorization_id: Some(done.trip.device_authorization_id),
             ..SessionState::default()
         },
@@ -750,6 +774,7 @@ async fn verify_callback(
         provider_sub: token.sub,
         sid: token.sid,
         mfa,
+        mfa_at: second_factor_at(mfa, token.auth_time, now),
         trip,
     })
 }
@@ -1105,8 +1130,12 @@ pub async fn backchannel_logout(
     // jti table, under its own prefix) until it would fail `exp` anyway.
     let keep_until = OffsetDateTime::from_unix_timestamp(logout.exp.saturating_add(OIDC_SKEW_SECS))
         .unwrap_or(now);
+    // The token is spent and the sessions end in one transaction: a failure
+    // between the two would otherwise answer the provider's retry of the same
+    // token as a replay, and the sessions would never end.
     let jti = format!("oidc-logout\n{}", logout.jti);
-    if !pact_db::users::claim_assertion_jti(&state.db, &cfg.brand_id, &jti, keep_until).await? {
+    let mut tx = state.db.begin().await?;
+    if !pact_db::users::claim_assertion_jti(&mut *tx, &cfg.brand_id, &jti, keep_until).await? {
         tracing::info!(brand = %brand_id, "logout token replayed");
         return Ok(logout_answer(
             StatusCode::BAD_REQUEST,
@@ -1114,12 +1143,13 @@ pub async fn backchannel_logout(
         ));
     }
     let ended = pact_db::brand_oidc::end_sessions(
-        &state.db,
+        &mut *tx,
         &cfg.brand_id,
         logout.sub.as_deref(),
         logout.sid.as_deref(),
     )
     .await?;
+    tx.commit().await?;
     tracing::info!(brand = %brand_id, sessions = ended, "back-channel logout");
     Ok(logout_answer(StatusCode::OK, None))
 }
@@ -1198,6 +1228,25 @@ mod tests {
             user_claim_rule("email"),
             Ok(UserClaim::Verified("email_verified"))
         );
+    }
+
+    #[test]
+    fn a_second_factor_counts_from_when_it_was_proven() {
+        let now = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let t = now.unix_timestamp();
+        // Proven a day ago in the provider's session: not recent here.
+        let old = second_factor_at(true, Some(t - 86_400), now).unwrap();
+        assert_eq!(old.unix_timestamp(), t - 86_400);
+        assert!(!crate::web::session::mfa_at_is_recent(Some(old), now));
+        // Proven just now: recent.
+        let fresh = second_factor_at(true, Some(t - 5), now);
+        assert!(crate::web::session::mfa_at_is_recent(fresh, now));
+        // Unknown when, or none reported: nothing counts.
+        assert_eq!(second_factor_at(true, None, now), None);
+        assert_eq!(second_factor_at(false, Some(t), now), None);
+        // A clock ahead of ours does not stretch the window.
+        assert_eq!(second_factor_at(true, Some(t + 3_600), now), Some(now));
+        assert_eq!(second_factor_at(true, Some(i64::MAX), now), None);
     }
 
     #[test]
