@@ -195,6 +195,31 @@ async fn asking_tells_nobody_whether_an_account_exists_and_cannot_flood_a_mailbo
         .unwrap();
     assert_eq!(sent, 3);
 
+    // Eight requests at once for one account: still three links, three mails
+    // (the budget is counted under the account's row lock, not read first).
+    let cas = add_user(&app, "demo", "cas@example.com", OLD).await;
+    let browsers: Vec<Browser> = (0..8).map(|_| Browser::new(&app)).collect();
+    let asked = crate::messages::join_all(
+        browsers
+            .iter()
+            .map(|b| ask_for_link(b, "cas@example.com"))
+            .collect(),
+    )
+    .await;
+    assert!(asked.iter().all(|(status, _)| *status == 200));
+    for _ in 0..3 {
+        assert_eq!(sink.next().await.to, vec!["cas@example.com".to_owned()]);
+    }
+    // The mails are sent after the page is answered: give the other five
+    // time to finish (or to store links they should not).
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let sent: i64 = sqlx::query_scalar("select count(*) from password_resets where user_id = $1")
+        .bind(cas.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sent, 3);
+
     // Not an address at all: said so, nothing sent.
     let (status, page) = ask_for_link(&b, "not an address").await;
     assert_eq!(status, 400);

@@ -1,6 +1,6 @@
 //! One-time password-reset links ("Forgot your password?"), stored by hash.
 
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -26,6 +26,33 @@ pub async fn insert(
     .await
     .map(|_| ())
     .map_err(Into::into)
+}
+
+/// Stores a new link's hash for `user_id` unless `max` links were already
+/// made for it since `since`; false when the budget is spent. The account's
+/// row is locked for the transaction first, so that concurrent requests for
+/// one account count one after the other: read-then-insert would let a burst
+/// of parallel requests each see the budget unspent and all send a mail.
+pub async fn insert_within_budget(
+    conn: &mut PgConnection,
+    token_hash: &[u8],
+    user_id: Uuid,
+    now: OffsetDateTime,
+    expires_at: OffsetDateTime,
+    since: OffsetDateTime,
+    max: i64,
+) -> DbResult<bool> {
+    let held = sqlx::query_scalar!("select id from users where id = $1 for update", user_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if held.is_none() {
+        return Ok(false);
+    }
+    if sent_since(&mut *conn, user_id, since).await? >= max {
+        return Ok(false);
+    }
+    insert(&mut *conn, token_hash, user_id, now, expires_at).await?;
+    Ok(true)
 }
 
 /// Links sent to this account since `since` (used or not): the mail budget.

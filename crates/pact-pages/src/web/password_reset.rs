@@ -196,17 +196,24 @@ async fn send_link(
     let Some(user) = user.filter(|u| !u.is_disabled() && u.password_hash.is_some()) else {
         return Ok(());
     };
-    let sent = pact_db::password_resets::sent_since(&state.db, user.id, now - MAIL_WINDOW)
-        .await
-        .map_err(|e| e.to_string())?;
-    if sent >= MAILS_PER_WINDOW {
+    let (token, hash) = secrets::new_secret();
+    let mut tx = state.db.begin().await.map_err(|e| e.to_string())?;
+    let stored = pact_db::password_resets::insert_within_budget(
+        &mut tx,
+        &hash,
+        user.id,
+        now,
+        now + LINK_LIFETIME,
+        now - MAIL_WINDOW,
+        MAILS_PER_WINDOW,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())?;
+    if !stored {
         tracing::info!(brand = %brand.id, user = %user.id, "password-reset mail budget spent");
         return Ok(());
     }
-    let (token, hash) = secrets::new_secret();
-    pact_db::password_resets::insert(&state.db, &hash, user.id, now, now + LINK_LIFETIME)
-        .await
-        .map_err(|e| e.to_string())?;
     let link = format!("{}/login/reset?token={token}", state.config.public_url);
     let body = mail_body(lang, &brand.name, &link, LINK_LIFETIME.whole_minutes());
     let subject = lang.message(
