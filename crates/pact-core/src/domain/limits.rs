@@ -245,11 +245,25 @@ impl Limit {
                 let Some(s) = arg.as_str() else {
                     return Admits::Malformed;
                 };
-                let day = parse_date(s).or_else(|| parse_time(s).map(OffsetDateTime::date));
-                match day {
-                    Some(d) if d >= *from && d <= *to => Admits::Yes,
+                let within = |d: time::Date| d >= *from && d <= *to;
+                // A date, or a time whose day is in the window both as written
+                // and in UTC: the day of "2026-12-08T23:30:00-12:00" is the
+                // 8th where it was written and the 9th in UTC, and a merchant
+                // may read it either way, so an offset must not carry a call
+                // out of the days the person approved.
+                match parse_date(s) {
+                    Some(d) if within(d) => Admits::Yes,
                     Some(_) => Admits::Beyond,
-                    None => Admits::Malformed,
+                    None => match parse_time(s) {
+                        Some(t)
+                            if within(t.date())
+                                && within(t.to_offset(time::UtcOffset::UTC).date()) =>
+                        {
+                            Admits::Yes
+                        }
+                        Some(_) => Admits::Beyond,
+                        None => Admits::Malformed,
+                    },
                 }
             }
             Self::Times { from, until } => match arg.as_str().and_then(parse_time) {
@@ -370,6 +384,27 @@ mod tests {
                 parse(*kind, &["economy".into(), "flex".into()], v).is_none(),
                 "{kind:?} {v}"
             );
+        }
+    }
+
+    #[test]
+    fn a_time_in_a_date_window_is_inside_on_both_readings_of_its_day() {
+        let one_day = limit(
+            FieldKind::DateWindow,
+            json!({"from": "2026-12-08", "to": "2026-12-08"}),
+        );
+        for (arg, want) in [
+            ("2026-12-08", Admits::Yes),
+            ("2026-12-08T12:00:00Z", Admits::Yes),
+            ("2026-12-08T10:00:00+02:00", Admits::Yes),
+            // The 8th where written, the 9th in UTC.
+            ("2026-12-08T23:30:00-12:00", Admits::Beyond),
+            // The 8th where written, the 7th in UTC.
+            ("2026-12-08T05:00:00+14:00", Admits::Beyond),
+            ("2026-12-09", Admits::Beyond),
+            ("the 8th", Admits::Malformed),
+        ] {
+            assert_eq!(one_day.admits(&json!(arg)), want, "{arg}");
         }
     }
 

@@ -622,6 +622,15 @@ fn judge_entry(
             let Some(arg) = args.get(arg_name) else {
                 return EntryVerdict::Malformed(format!("argument {arg_name:?} is missing"));
             };
+            // A second member that differs from the limited one only in case
+            // ("ORDER_ID" beside "order_id") is checked by nothing here, yet a
+            // merchant that matches names without regard to case may act on
+            // it: such arguments are refused, not forwarded.
+            if let Some(twin) = case_twin(args, arg_name) {
+                return EntryVerdict::Malformed(format!(
+                    "argument {twin:?} differs from the limited {arg_name:?} only in case"
+                ));
+            }
             match limit.admits(arg) {
                 Admits::Yes => plan.applied.push(applied(Some(arg), None)),
                 Admits::Charge(n) => {
@@ -750,6 +759,15 @@ pub fn check_effect(plan: &Plan, effect: Amount) -> EffectCheck {
         }
     }
     out
+}
+
+/// Another member of `args` whose name equals `name` but for case.
+fn case_twin<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
+    let folded = name.to_lowercase();
+    args.as_object()?
+        .keys()
+        .map(String::as_str)
+        .find(|k| *k != name && k.to_lowercase() == folded)
 }
 
 #[cfg(test)]

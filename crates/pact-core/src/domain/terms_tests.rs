@@ -148,6 +148,10 @@ fn calls_are_judged_against_every_kind_of_limit() {
         ("another fare", with("fare", json!("flex")), "beyond"),
         ("a fee as a number", with("fee", json!(0)), "not permitted"),
         ("a date in words", with("new_date", json!("Tuesday")), "not permitted"),
+        ("a date whose UTC day is the 12th", with("new_date", json!("2026-12-11T23:00:00-05:00")), "beyond"),
+        ("a second booking id in capitals", with("BOOKING_ID", json!("ZZZZZZ")), "not permitted"),
+        ("a second date in mixed case", with("New_Date", json!("2026-12-24")), "not permitted"),
+        ("an argument no limit names", with("note", json!("please")), "allowed"),
     ];
     for (case, args, expected) in rows {
         assert_eq!(rebook(args), expected, "{case}");
