@@ -45,7 +45,8 @@ impl Api {
 }
 
 /// `/pay` answers with the effect it declares (`_effect` in the arguments
-/// overrides the amount); `/refuse` is the merchant saying no; `/slow`
+/// overrides the amount), or 500 when the arguments hold `_fail`; `/refuse`
+/// is the merchant saying no; `/slow`
 /// takes its time; anything else answers `{"ok": true}`.
 async fn api_call(
     State(api): State<Arc<Api>>,
@@ -55,6 +56,11 @@ async fn api_call(
     api.calls.lock().await.push((tool.clone(), body.clone()));
     let args = &body["args"];
     match tool.as_str() {
+        // It took the money, then failed before answering.
+        "pay" if args.get("_fail").is_some() => (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": "internal"})),
+        ),
         "pay" => {
             let effect = args.get("_effect").unwrap_or(&args["amount"]).clone();
             (
@@ -552,6 +558,17 @@ async fn every_call_has_its_outcome_in_the_receipt() {
     )
     .await;
     assert_eq!(status, 200);
+    // A 5xx does not say the tool did not act: the agent hears of the error,
+    // the charge (€5) stands and the receipt's outcome is unknown.
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "pay",
+        &json!({"amount": eur("5.00"), "_fail": true}),
+    )
+    .await;
+    assert_eq!(status, 424, "{body}");
+    assert_eq!(body["status"], 500, "{body}");
     // A call the agent does not wait for before it replies.
     let slow = {
         let (app, url, t) = (s.app.clone(), turn.tools_url.clone(), turn.token.clone());
@@ -579,6 +596,12 @@ async fn every_call_has_its_outcome_in_the_receipt() {
         refused.error.as_ref().and_then(|e| e.code.as_deref()),
         Some("already_shipped")
     );
+    let failed_pay = claims
+        .actions
+        .iter()
+        .find(|a| a.tool == "pay" && a.status == Some(500))
+        .unwrap();
+    assert_eq!(failed_pay.outcome.as_deref(), Some("unknown"));
     let paid = by_tool("pay");
     assert!(paid.beyond_limit, "{paid:?}");
     assert_eq!(paid.effect, Some(json!({"amount": eur("12.00")})));
@@ -594,12 +617,13 @@ async fn every_call_has_its_outcome_in_the_receipt() {
     .await
     .unwrap();
     assert_eq!(flagged, 1);
-    // The cumulative budget holds what really moved (€12), not what was asked.
+    // The cumulative budget holds what really moved (€12), not what was
+    // asked, and the €5 of the call that failed with a 5xx.
     let used: i64 = sqlx::query_scalar("select used from grant_budgets where currency = 'EUR'")
         .fetch_one(&s.app.db)
         .await
         .unwrap();
-    assert_eq!(used, 1200);
+    assert_eq!(used, 1700);
     // The signed call carried the limits that apply to it.
     let calls = s.api.calls.lock().await;
     let pay = &calls.iter().find(|(t, _)| t == "pay").unwrap().1;

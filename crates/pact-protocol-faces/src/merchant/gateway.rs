@@ -82,7 +82,10 @@ pub async fn call_tool(
         Err(_) => Value::Null,
     };
     match run_call(&state, &turn, &tool_name, args, &request_id(&headers), now).await {
-        Ok(out) => reply(StatusCode::OK, &out.into_json()),
+        Ok(out) => {
+            let (status, body) = out.into_json_reply();
+            reply(status, &body)
+        }
         Err(refusal) => reply(refusal.http_status(), &refusal.to_json(&tool_name)),
     }
 }
@@ -309,6 +312,9 @@ pub async fn run_call(
             // Recorded once the merchant answered (a tool error of an MCP
             // server included: the call reached it), PACT §5.6.
             if out.is_mcp_error() {
+                // It says it failed, as a URL tool's 4xx does: what was
+                // charged is given back.
+                release(state, plan.as_ref()).await;
                 done.outcome = "failed";
                 done.error = Some(ActionError {
                     code: None,
@@ -323,10 +329,18 @@ pub async fn run_call(
             code,
             message,
         } => {
-            // The merchant says it did not act: what was charged is given back.
-            release(state, plan.as_ref()).await;
+            // A 4xx says the merchant refused and did not act: what was
+            // charged is given back. A 5xx says only that something went
+            // wrong, possibly after it acted (or a proxy's 502/504 in front
+            // of a tool that did): the charge stands and the outcome is
+            // unknown, as for a call that timed out, so that a failing tool
+            // cannot be made to spend a person's budget twice.
+            let may_have_acted = status >= 500;
+            if !may_have_acted {
+                release(state, plan.as_ref()).await;
+            }
             record(Done {
-                outcome: "failed",
+                outcome: if may_have_acted { "unknown" } else { "failed" },
                 status: Some(status),
                 error: Some(ActionError {
                     code: code.clone(),
@@ -540,6 +554,20 @@ impl CallOutput {
         }
     }
 
+    /// What the JSON route answers, with its status: an MCP tool's own
+    /// error (`isError`) is a refusal there, as a URL tool's error status
+    /// is (424 `tool_error` with its code and text), never a 200 that an
+    /// agent would read as done; anything else is 200 with [`Self::into_json`].
+    pub fn into_json_reply(self) -> (StatusCode, Value) {
+        if self.is_mcp_error() {
+            let body = json!({"error": "tool_error", "status": null,
+                              "code": merchant_text(self.answer().get("error")),
+                              "message": self.mcp_error_text()});
+            return (StatusCode::FAILED_DEPENDENCY, body);
+        }
+        (StatusCode::OK, self.into_json())
+    }
+
     /// What the JSON route answers: a URL tool's JSON; for an MCP tool its
     /// `structuredContent` when it has one, else the whole result.
     pub fn into_json(self) -> Value {
@@ -739,6 +767,23 @@ mod tests {
         let text_only = json!({"content": [{"type": "text", "text": "hi"}], "isError": false});
         assert_eq!(CallOutput::Mcp(text_only.clone()).into_json(), text_only);
         assert_eq!(CallOutput::Json(json!([1])).into_json(), json!([1]));
+        // An MCP tool's own error is a refusal on the JSON route, not a 200.
+        let refused = json!({"isError": true,
+                             "content": [{"type": "text", "text": "Order SHOP-1002 has shipped"}],
+                             "structuredContent": {"error": "already_shipped"}});
+        assert_eq!(
+            CallOutput::Mcp(refused).into_json_reply(),
+            (
+                StatusCode::FAILED_DEPENDENCY,
+                json!({"error": "tool_error", "status": null, "code": "already_shipped",
+                       "message": "Order SHOP-1002 has shipped"})
+            )
+        );
+        let fine = json!({"isError": false, "structuredContent": {"ok": true}});
+        assert_eq!(
+            CallOutput::Mcp(fine).into_json_reply(),
+            (StatusCode::OK, json!({"ok": true}))
+        );
     }
 
     #[test]
