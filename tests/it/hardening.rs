@@ -754,6 +754,47 @@ async fn assert_oauth_refusal(app: &TestApp, token: &str, status: u16) {
     assert_eq!(v["error"], "temporarily_unavailable");
 }
 
+/// Introspection (RFC 7662) meets an outage as every OAuth endpoint does:
+/// 503 `temporarily_unavailable` with Retry-After, not a 500 `server_error`
+/// a resource server would not retry.
+#[tokio::test]
+async fn introspection_answers_a_database_outage_with_503() {
+    let db_url = pact_tests::db::fresh_database().await;
+    let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
+    let app = TestApp::spawn_full(
+        proxy.url_for(&db_url),
+        Arc::new(MasterKey::generate().unwrap()),
+        |_| {},
+        BrandAgents::builtin(),
+    )
+    .await;
+    app.enable_demo_delegation().await;
+    let c = pact_server::merchant::credentials::generate().unwrap();
+    pact_db::merchant::insert_credential(
+        &app.db,
+        &c.client_id,
+        &pact_tests::brand_id("demo"),
+        "orders API",
+        &c.secret_hash,
+    )
+    .await
+    .unwrap();
+    proxy.unplug();
+    let res = app
+        .http
+        .post(app.oauth("demo", "introspect"))
+        .basic_auth(&c.client_id, Some(&c.secret))
+        .form(&[("token", "a.b.c")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert!(res.headers().contains_key("retry-after"));
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["error"], "temporarily_unavailable");
+    proxy.plug_in();
+}
+
 #[tokio::test]
 async fn a_database_outage_answers_503_fast_in_each_format_and_recovers() {
     let db_url = pact_tests::db::fresh_database().await;

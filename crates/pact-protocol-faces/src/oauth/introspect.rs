@@ -11,13 +11,13 @@
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_node::node::Node;
 use serde_json::{Value, json};
 
-use super::oauth_json;
+use super::{OAuthFailure, oauth_json};
 use crate::merchant::credentials;
 
 fn unauthenticated() -> Response {
@@ -62,10 +62,9 @@ pub async fn introspect(
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "introspection: loading the credential failed");
-            return oauth_json(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &json!({"error": "server_error"}),
-            );
+            // An outage is 503 temporarily_unavailable with Retry-After, as
+            // on every OAuth endpoint, and tells the node's health guard.
+            return OAuthFailure::from(e).into_response();
         }
     };
     let authenticated = credential.as_ref().is_some_and(|c| {
@@ -121,10 +120,9 @@ pub async fn introspect(
         Ok(g) => g,
         Err(e) => {
             tracing::error!(error = %e, "introspection: loading the grant failed");
-            return oauth_json(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &json!({"error": "server_error"}),
-            );
+            // An outage is 503 temporarily_unavailable with Retry-After, as
+            // on every OAuth endpoint, and tells the node's health guard.
+            return OAuthFailure::from(e).into_response();
         }
     };
     let live = grant.is_some_and(|g| {
