@@ -243,6 +243,17 @@ impl Nginx {
                 replaced += 1;
             } else if trimmed.starts_with("ssl_certificate") {
                 replaced += 1;
+            } else if let Some(format) =
+                trimmed.strip_prefix("access_log /var/log/nginx/pactd-access.log ")
+            {
+                // The shipped log, here, beside the test's own (a server-level
+                // access_log hides the http level's).
+                conf.push_str(&format!(
+                    "    access_log {}/shipped-access.log {format}\n    access_log {}/access.log upstream;\n",
+                    dir.0.display(),
+                    dir.0.display()
+                ));
+                replaced += 1;
             } else {
                 conf.push_str(line);
                 conf.push('\n');
@@ -250,7 +261,7 @@ impl Nginx {
         }
         assert_eq!(
             replaced,
-            node_ports.len() + 3,
+            node_ports.len() + 4,
             "deploy/nginx/pactd.conf no longer has the lines this test replaces"
         );
         assert!(servers.next().is_none(), "fewer upstream lines than nodes");
@@ -285,6 +296,11 @@ impl Nginx {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// What the shipped configuration's access log holds.
+    fn shipped_log(&self) -> String {
+        std::fs::read_to_string(self.dir.file("shipped-access.log")).unwrap_or_default()
     }
 
     /// The node each request to a path containing `part` went to, in order
@@ -684,6 +700,18 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
         .device_authorization(&nodes[0].url(), "ip-check", Some(FORGED_IP))
         .await;
     assert_eq!(latest_ip().await.as_deref(), Some("127.0.0.3"));
+
+    // The shipped access log records requests, never their query: a user code
+    // in it could be approved by whoever reads the log.
+    let res = client()
+        .get(format!("{}/device?user_code=WDJB-MJHT", nginx.url()))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().as_u16() < 500, "{}", res.status());
+    let logged = nginx.shipped_log();
+    assert!(logged.contains("GET /device "), "{logged}");
+    assert!(!logged.contains("WDJB"), "{logged}");
 
     // The users, each connected through nginx.
     let senders = if long { 12 } else { 6 };
