@@ -636,6 +636,76 @@ async fn every_call_has_its_outcome_in_the_receipt() {
     assert_eq!(kinds, ["amount", "cumulative_amount"], "{pay}");
 }
 
+/// An agent that fails after a tool acted: its turn is stored with a stock
+/// reply and a receipt listing the call (PACT §5.6), the count the call used
+/// stays used, and a retry of the same message gets that stored answer
+/// without calling the agent or the tool again. An agent that fails before
+/// any call is a retryable 503 with nothing stored, as before.
+#[tokio::test]
+async fn an_agent_that_fails_after_acting_leaves_a_receipt_and_a_retry_acts_no_more() {
+    let mut s = shop().await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 1}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m0").await;
+    s.held.fail_one();
+    assert_eq!(turn.reply.await.unwrap().status(), 503);
+    let stored: i64 = sqlx::query_scalar("select count(*) from receipts")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 0);
+
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    s.held.fail_one();
+    let v = ok_json(turn.reply.await.unwrap()).await;
+    let msg = message(&v);
+    assert!(
+        msg["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it could answer"),
+        "{v}"
+    );
+    let claims = verified_receipt(&s.app, msg).await;
+    assert_eq!(claims.actions.len(), 1, "{claims:?}");
+    assert_eq!(claims.actions[0].tool, "cancel_order");
+    assert_eq!(claims.actions[0].outcome.as_deref(), Some("done"));
+    let used: i64 = sqlx::query_scalar("select used from grant_budgets")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(used, 1);
+
+    // The same message again: the stored answer, and nobody acts twice.
+    let context = msg["contextId"].as_str().unwrap().to_owned();
+    let again = tokio::time::timeout(
+        Duration::from_secs(20),
+        s.app
+            .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context)),
+    )
+    .await
+    .expect("answered from the store, not by the held agent");
+    let again = ok_json(again).await;
+    assert_eq!(message(&again)["parts"], msg["parts"]);
+    assert!(
+        s.turns.try_recv().is_err(),
+        "the agent was not called again"
+    );
+    assert_eq!(s.api.count("cancel_order").await, 1);
+}
+
 async fn mcp(
     app: &TestApp,
     url: &str,

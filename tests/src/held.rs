@@ -22,6 +22,8 @@ pub async fn serve(router: axum::Router) -> String {
 pub struct HeldAgent {
     turns: mpsc::UnboundedSender<Value>,
     release: Semaphore,
+    /// The next released turn answers 500 instead of its reply.
+    fail_next: std::sync::atomic::AtomicBool,
 }
 
 impl HeldAgent {
@@ -31,6 +33,7 @@ impl HeldAgent {
         let held = Arc::new(Self {
             turns,
             release: Semaphore::new(0),
+            fail_next: std::sync::atomic::AtomicBool::new(false),
         });
         let base = serve(
             axum::Router::new()
@@ -45,12 +48,31 @@ impl HeldAgent {
     pub fn release_one(&self) {
         self.release.add_permits(1);
     }
+
+    /// Lets one held turn fail with `500` (an agent that crashed after acting).
+    pub fn fail_one(&self) {
+        self.fail_next
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.release.add_permits(1);
+    }
 }
 
-async fn held_turn(State(h): State<Arc<HeldAgent>>, body: axum::body::Bytes) -> String {
+async fn held_turn(
+    State(h): State<Arc<HeldAgent>>,
+    body: axum::body::Bytes,
+) -> (axum::http::StatusCode, String) {
     h.turns
         .send(serde_json::from_slice(&body).unwrap())
         .unwrap();
     h.release.acquire().await.unwrap().forget();
-    json!({"reply": "done"}).to_string()
+    if h.fail_next.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "crashed".to_owned(),
+        );
+    }
+    (
+        axum::http::StatusCode::OK,
+        json!({"reply": "done"}).to_string(),
+    )
 }

@@ -249,9 +249,55 @@ pub async fn run(
             available: &setup.available,
         },
     };
-    let bytes = serde_json::to_vec(&body).map_err(|_| TurnFailure::Malformed("encoding"))?;
+    let answered = exchange(state, &body, &secrets, &agent.url, timeout, now).await;
+    // End the turn (its token takes no new request), wait for calls still
+    // in flight — an agent that replied before its own call returned — and
+    // read what it did: every call that was sent is in the receipt. A call
+    // is bounded by the tool timeout, so the wait is too. The other nodes
+    // learn of the end with the reply's store (`TurnEnd`).
+    // This happens whether or not the agent answered: a call it made before
+    // it failed (an error status, a timeout, a malformed reply) may have
+    // acted at the merchant.
+    let (record, end) = live
+        .finish(tool_timeout + std::time::Duration::from_secs(1))
+        .await;
+    match answered {
+        Ok(text) => Ok((text, record, end)),
+        // Nothing acted: a retryable failure, and the retry runs afresh.
+        Err(e) if record.actions.is_empty() => Err(e),
+        // Something acted: the turn is stored with a stock reply and its
+        // receipt, so the person's agent learns what was done (PACT §5.6:
+        // every call that was sent is in the receipt), the budgets it used
+        // are accounted for, and a retry with the same messageId gets this
+        // stored answer instead of acting a second time.
+        Err(e) => {
+            tracing::warn!(
+                brand = %brand.id,
+                cause = %e,
+                actions = record.actions.len(),
+                "the brand's agent failed after its tools acted; the turn is stored with its receipt"
+            );
+            Ok((FAILED_AFTER_ACTING.to_owned(), record, end))
+        }
+    }
+}
+
+/// The reply stored for a turn whose agent failed after a tool acted.
+pub const FAILED_AFTER_ACTING: &str = "The business's agent stopped before it could answer. \
+     What it did before it stopped is listed in this reply's receipt.";
+
+/// The signed POST of the turn to the merchant's agent, and its reply text.
+async fn exchange(
+    state: &AppState,
+    body: &Payload<'_>,
+    secrets: &[super::signing::WebhookSecret],
+    url: &str,
+    timeout: Duration,
+    now: time::OffsetDateTime,
+) -> Result<String, TurnFailure> {
+    let bytes = serde_json::to_vec(body).map_err(|_| TurnFailure::Malformed("encoding"))?;
     let signed = signing::sign_all(
-        &secrets,
+        secrets,
         &format!("msg_{}", Uuid::new_v4().simple()),
         now.unix_timestamp(),
         &bytes,
@@ -259,7 +305,7 @@ pub async fn run(
     .map_err(|e| TurnFailure::Setup(e.to_string()))?;
     let (status, reply) = http::post_signed(
         &state.outbound,
-        &agent.url,
+        url,
         state.config.jwks.allow_loopback,
         bytes,
         &signed,
@@ -278,13 +324,5 @@ pub async fn run(
         .filter(|s| !s.trim().is_empty())
         .ok_or(TurnFailure::Malformed("no non-empty \"reply\" string"))?
         .to_owned();
-    // End the turn (its token takes no new request), wait for calls still
-    // in flight — an agent that replied before its own call returned — and
-    // read what it did: every call that was sent is in the receipt. A call
-    // is bounded by the tool timeout, so the wait is too. The other nodes
-    // learn of the end with the reply's store (`TurnEnd`).
-    let (record, end) = live
-        .finish(tool_timeout + std::time::Duration::from_secs(1))
-        .await;
-    Ok((text, record, end))
+    Ok(text)
 }
