@@ -1016,6 +1016,41 @@ async fn revoking_a_refresh_token_revokes_its_grant_and_the_access_token_stops_w
     assert!(res.bytes().await.unwrap().is_empty());
 }
 
+/// A brand whose staff removed every scope still holds its grants (they would
+/// work again with a scope put back), so its agents can still give them up.
+#[tokio::test]
+async fn a_grant_is_revoked_by_its_agent_while_the_brand_offers_no_scope() {
+    let app = delegation_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let tokens = app.connect(&pa, "u1", "alice", &["orders:read"]).await;
+    let brand = pact_tests::brand_id("demo");
+    for s in pact_db::scopes::list(&app.db, &brand).await.unwrap() {
+        pact_db::scopes::remove(&app.db, &brand, &s.scope_id)
+            .await
+            .unwrap();
+    }
+    app.settle().await;
+    let got = oauth(
+        &app,
+        "demo",
+        "revoke",
+        &pa,
+        "u1",
+        &[
+            ("token", str_of(&tokens, "refresh_token")),
+            ("client_id", ISS),
+        ],
+    )
+    .await;
+    assert_eq!(got, (200, json!({})));
+    let revoked: i64 =
+        sqlx::query_scalar("select count(*) from grants where revoked_at is not null")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(revoked, 1);
+}
+
 /// RFC 7009: revoking a delegation (access) token revokes its grant, and the
 /// refresh token dies with it.
 #[tokio::test]
@@ -1142,22 +1177,36 @@ async fn a_brand_without_scopes_serves_no_oauth_endpoints_and_advertises_no_dele
             .unwrap();
         assert_bare(res, 404).await;
     }
+    // Revocation is not an endpoint of delegation to be offered: an agent
+    // can always give up a grant the brand holds (RFC 7009 §2.2: 200 for a
+    // token it does not know, too).
+    let res = app
+        .oauth_post(
+            "plain",
+            "revoke",
+            &pa.token("u1", app.audience()),
+            &[("client_id", ISS), ("token", "x")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
     for endpoint in ["device_authorization", "token", "revoke"] {
-        let res = app
-            .oauth_post(
-                "plain",
-                endpoint,
-                &pa.token("u1", app.audience()),
-                &[
-                    ("client_id", ISS),
-                    ("scope", "orders:read"),
-                    ("grant_type", DEVICE_GRANT),
-                    ("device_code", "x"),
-                    ("token", "x"),
-                ],
-            )
-            .await;
-        assert_bare(res, 404).await;
+        if endpoint != "revoke" {
+            let res = app
+                .oauth_post(
+                    "plain",
+                    endpoint,
+                    &pa.token("u1", app.audience()),
+                    &[
+                        ("client_id", ISS),
+                        ("scope", "orders:read"),
+                        ("grant_type", DEVICE_GRANT),
+                        ("device_code", "x"),
+                        ("token", "x"),
+                    ],
+                )
+                .await;
+            assert_bare(res, 404).await;
+        }
         let res = app
             .http
             .post(app.oauth("plain", endpoint))

@@ -9,7 +9,7 @@ use axum::response::Response;
 use pact_node::node::NodeInner;
 use pact_proto::oauth::OAuthErrorCode;
 
-use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json, offered_scopes};
+use super::{OAuthCaller, OAuthFailure, check_client_id, form, oauth_json};
 use crate::auth::Caller;
 use crate::domain::secrets;
 use crate::state::AppState;
@@ -19,7 +19,10 @@ pub async fn revoke(
     OAuthCaller(caller): OAuthCaller,
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
-    offered_scopes(&state, &caller.brand.id).await?;
+    // Not gated on the brand offering scopes, as the other OAuth endpoints
+    // are: a brand whose staff removed every scope still holds its grants
+    // (they come back with a scope), and an agent must always be able to
+    // give its access up (RFC 7009 §1).
     let form = form::parse(&body)?;
     check_client_id(
         form.get("client_id").map(String::as_str),
