@@ -34,6 +34,11 @@ pub enum OAuthFailure {
     Protocol(OAuthError),
     /// Authentication, brand and rate-limit failures answer as on A2A routes.
     Api(ApiError),
+    /// PostgreSQL broke a deadlock or a serialization conflict by rolling
+    /// the transaction back (a poll redeeming a code while the person's
+    /// other grants are revoked, say): nothing was stored, and the handler
+    /// runs the transaction again; after a few tries the client is told to.
+    Conflict,
 }
 
 impl OAuthFailure {
@@ -55,6 +60,10 @@ impl From<ApiError> for OAuthFailure {
 
 impl From<pact_db::Error> for OAuthFailure {
     fn from(e: pact_db::Error) -> Self {
+        if e.is_serialization_failure() {
+            tracing::info!(error = %e, "an OAuth transaction lost to a concurrent one");
+            return Self::Conflict;
+        }
         match ApiError::from(e) {
             // RFC 6749 §5.2: input we cannot use is the client's invalid_request.
             ApiError::A2a(_) => Self::new(OAuthErrorCode::InvalidRequest, crate::error::BAD_INPUT),
@@ -136,6 +145,21 @@ impl IntoResponse for OAuthFailure {
                     "The service is temporarily unavailable; retry shortly",
                 ),
             )),
+            // Transient, and not an outage: 503 with a short Retry-After but
+            // without the marker that tells the health guard the database
+            // is down.
+            Self::Conflict => {
+                let mut res = oauth_json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &OAuthError::new(
+                        OAuthErrorCode::TemporarilyUnavailable,
+                        "A concurrent change got in the way; retry shortly",
+                    ),
+                );
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                res
+            }
             Self::Api(e) => e.into_response(),
         }
     }
@@ -196,7 +220,29 @@ mod tests {
             Ok(()) => None,
             Err(OAuthFailure::Protocol(e)) => Some(e.error),
             Err(OAuthFailure::Api(e)) => panic!("not an OAuth error: {e:?}"),
+            Err(OAuthFailure::Conflict) => panic!("not an OAuth error: a conflict"),
         }
+    }
+
+    /// A deadlock broken by PostgreSQL is a conflict to run again, then a
+    /// 503 with Retry-After that does not tell the health guard the
+    /// database is down; any other database error is not.
+    #[test]
+    fn a_deadlock_is_a_conflict_not_an_outage() {
+        let deadlock =
+            pact_db::Error::SerializationFailure(sqlx::Error::Protocol("40P01".to_owned()));
+        let failure = OAuthFailure::from(deadlock);
+        assert!(matches!(failure, OAuthFailure::Conflict));
+        let res = failure.into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        assert!(
+            res.extensions()
+                .get::<crate::error::DbUnavailable>()
+                .is_none()
+        );
+        let other = pact_db::Error::Other(sqlx::Error::Protocol("x".to_owned()));
+        assert!(!matches!(OAuthFailure::from(other), OAuthFailure::Conflict));
     }
 
     #[test]

@@ -55,14 +55,8 @@ pub async fn token(
             let token = form
                 .get("refresh_token")
                 .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "refresh_token is required"))?;
-            refresh(
-                &state,
-                &caller,
-                token,
-                form.get("scope").map(String::as_str),
-                now,
-            )
-            .await
+            let scope = form.get("scope").map(String::as_str);
+            with_retries(|| refresh(&state, &caller, token, scope, now)).await
         }
         _ => Err(err(
             OAuthErrorCode::UnsupportedGrantType,
@@ -138,7 +132,26 @@ async fn redeem_device_code(
         // Final states: nothing to record.
         other => return Err(unredeemed(other)),
     }
-    redeem_locked(state, caller, &hash, now).await
+    with_retries(|| redeem_locked(state, caller, &hash, now)).await
+}
+
+/// Runs a token transaction again when PostgreSQL rolled it back to break a
+/// deadlock or a serialization conflict (nothing of it was stored): a poll
+/// that redeems a code supersedes the person's older grants while a
+/// revocation may be locking them in another order. Three tries, then the
+/// client hears 503 and retries itself.
+async fn with_retries<F, Fut>(mut run: F) -> Result<Response, OAuthFailure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Response, OAuthFailure>>,
+{
+    for _ in 0..2 {
+        match run().await {
+            Err(OAuthFailure::Conflict) => continue,
+            done => return done,
+        }
+    }
+    run().await
 }
 
 /// A code issued to another PA, or at another brand, is as unknown as a made-up one.
