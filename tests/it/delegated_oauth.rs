@@ -833,6 +833,84 @@ async fn a_reused_refresh_token_is_invalid_grant_and_revokes_the_whole_grant() {
 /// more; a refused widening leaves the refresh token usable, and the refresh
 /// token keeps the full grant.
 #[tokio::test]
+async fn token_requests_ask_for_the_grants_authorization_details_unchanged_or_are_refused() {
+    let app = delegation_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let two = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001", "SHOP-1002"]}]);
+    let one = json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"]}]);
+    let auth = app
+        .device_authorize(&pa, "u1", "orders:read orders:cancel", Some(&two))
+        .await;
+    app.approve(&auth.user_code, "alice", &["orders:read", "orders:cancel"])
+        .await;
+    let poll_asking = |details: String| {
+        let (app, pa, code) = (&app, &pa, auth.device_code.clone());
+        async move {
+            oauth(
+                app,
+                "demo",
+                "token",
+                pa,
+                "u1",
+                &[
+                    ("grant_type", DEVICE_GRANT),
+                    ("device_code", &code),
+                    ("client_id", &pa.issuer),
+                    ("authorization_details", &details),
+                ],
+            )
+            .await
+        }
+    };
+    // RFC 9396 §6: fewer details than granted, or others, or not an array:
+    // refused, and the code is still there to redeem.
+    for asked in [one.to_string(), json!([]).to_string(), "{}".to_owned()] {
+        assert_error(
+            &poll_asking(asked).await,
+            400,
+            "invalid_authorization_details",
+        );
+    }
+    let (status, tokens) = poll_asking(two.to_string()).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(tokens["authorization_details"], two);
+
+    // The same on refresh: a refusal does not spend the refresh token, and
+    // the details as the token response gave them are accepted.
+    let rt = str_of(&tokens, "refresh_token");
+    let refresh_asking = |details: String| {
+        let (app, pa) = (&app, &pa);
+        async move {
+            oauth(
+                app,
+                "demo",
+                "token",
+                pa,
+                "u1",
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", rt),
+                    ("client_id", &pa.issuer),
+                    ("authorization_details", &details),
+                ],
+            )
+            .await
+        }
+    };
+    assert_error(
+        &refresh_asking(one.to_string()).await,
+        400,
+        "invalid_authorization_details",
+    );
+    let (status, again) = refresh_asking(tokens["authorization_details"].to_string()).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        jwt_part(str_of(&again, "access_token"), 1)["authorization_details"],
+        two
+    );
+}
+
+#[tokio::test]
 async fn refresh_can_narrow_the_scope_but_never_widen_it() {
     let app = delegation_app().await;
     let pa = app.registered_pa(ISS).await;

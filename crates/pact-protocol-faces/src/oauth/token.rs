@@ -49,14 +49,16 @@ pub async fn token(
             let code = form
                 .get("device_code")
                 .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "device_code is required"))?;
-            redeem_device_code(&state, &caller, code, now).await
+            let details = form.get("authorization_details").map(String::as_str);
+            redeem_device_code(&state, &caller, code, details, now).await
         }
         GRANT_TYPE_REFRESH_TOKEN => {
             let token = form
                 .get("refresh_token")
                 .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "refresh_token is required"))?;
             let scope = form.get("scope").map(String::as_str);
-            with_retries(|| refresh(&state, &caller, token, scope, now)).await
+            let details = form.get("authorization_details").map(String::as_str);
+            with_retries(|| refresh(&state, &caller, token, scope, details, now)).await
         }
         _ => Err(err(
             OAuthErrorCode::UnsupportedGrantType,
@@ -76,6 +78,7 @@ async fn redeem_device_code(
     state: &AppState,
     caller: &Caller,
     device_code: &str,
+    details: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
     let hash = secrets::hash(device_code);
@@ -132,7 +135,7 @@ async fn redeem_device_code(
         // Final states: nothing to record.
         other => return Err(unredeemed(other)),
     }
-    with_retries(|| redeem_locked(state, caller, &hash, now)).await
+    with_retries(|| redeem_locked(state, caller, &hash, details, now)).await
 }
 
 /// Runs a token transaction again when PostgreSQL rolled it back to break a
@@ -152,6 +155,41 @@ where
         }
     }
     run().await
+}
+
+/// RFC 9396 §6: `authorization_details` in a token request ask what the
+/// token is to carry. A token carries its grant's details whole (the tool
+/// gate holds a call to the grant's terms, not to a token's), so the
+/// details may be asked for unchanged — entries in any order, as the token
+/// response returned them — and anything else is refused with
+/// `invalid_authorization_details` rather than answered with more than was
+/// asked. A narrower set is a new device authorization.
+fn check_asked_details(
+    asked: Option<&str>,
+    grant: &pact_db::grants::Grant,
+) -> Result<(), OAuthFailure> {
+    let Some(raw) = asked else {
+        return Ok(());
+    };
+    let refuse = |why: &str| err(OAuthErrorCode::InvalidAuthorizationDetails, why);
+    let Ok(serde_json::Value::Array(asked)) = serde_json::from_str::<serde_json::Value>(raw) else {
+        return Err(refuse("authorization_details is not a JSON array"));
+    };
+    let granted = match &grant.authorization_details {
+        Some(serde_json::Value::Array(entries)) => entries.as_slice(),
+        _ => &[],
+    };
+    let same = asked.len() == granted.len()
+        && asked.iter().all(|a| granted.contains(a))
+        && granted.iter().all(|g| asked.contains(g));
+    if same {
+        Ok(())
+    } else {
+        Err(refuse(
+            "a token carries its grant's authorization_details unchanged: leave the parameter \
+             out, or send them as the token response gave them; fewer need a new authorization",
+        ))
+    }
 }
 
 /// A code issued to another PA, or at another brand, is as unknown as a made-up one.
@@ -208,6 +246,7 @@ async fn redeem_locked(
     node: &NodeInner,
     caller: &Caller,
     hash: &[u8],
+    details: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
     let mut tx = node.db.begin().await?;
@@ -232,6 +271,9 @@ async fn redeem_locked(
                 .await?
                 .filter(|g| g.is_active(now))
                 .ok_or_else(|| err(OAuthErrorCode::InvalidGrant, "the grant is no longer valid"))?;
+            // Before anything is spent: a refused request leaves the code
+            // to be redeemed.
+            check_asked_details(details, &grant)?;
             let pair = issue::token_pair(node, &mut tx, &grant, None, now).await?;
             pact_db::device_authorizations::set_redeemed(&mut *tx, auth.id, now).await?;
             // The PA now holds the wider grant: older grants of the same user for
@@ -253,6 +295,7 @@ async fn refresh(
     caller: &Caller,
     token: &str,
     scope: Option<&str>,
+    details: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Response, OAuthFailure> {
     let hash = secrets::hash(token);
@@ -300,6 +343,7 @@ async fn refresh(
             Some(asked)
         }
     };
+    check_asked_details(details, &grant)?;
     pact_db::grants::mark_refresh_token_used(&mut *tx, &hash).await?;
     let pair = issue::token_pair(node, &mut tx, &grant, narrowed.as_ref(), now).await?;
     tx.commit().await?;
