@@ -36,7 +36,9 @@ async fn an_unregistered_agent_is_admitted_under_open_as_unverified() {
     assert_eq!(agent.jwks_uri, pa.jwks_uri);
     // People are shown the host; what it claims to be is for staff only.
     assert_eq!(agent.name, "127.0.0.1");
-    let seen = pact_db::agents::sightings(&app.db, 10).await.unwrap();
+    let seen = pact_db::agents::sightings(&app.db, 10, None, time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
     assert_eq!(seen[0].claimed_name.as_deref(), Some("Test Agent"));
     assert_eq!(
         seen[0].claimed_logo_uri.as_deref(),
@@ -381,6 +383,26 @@ async fn an_unverified_agent_with_receipts_is_not_forgotten() {
     assert_eq!(res.status(), 200);
     let before = grants_and_receipts(&app).await;
     assert_eq!(before.1, 1, "the turn left its receipt");
+    // Staff see its live grants, counted at the brands they may see only,
+    // and not once they have expired.
+    let live = |within: Option<Vec<String>>, at: time::OffsetDateTime| {
+        let db = app.db.clone();
+        let issuer = pa.issuer.clone();
+        async move {
+            pact_db::agents::sightings(&db, 10, within.as_deref(), at)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|s| s.issuer == issuer.as_str())
+                .expect("a sighting")
+                .grants
+        }
+    };
+    let now = time::OffsetDateTime::now_utc();
+    assert_eq!(live(None, now).await, 1);
+    assert_eq!(live(Some(vec!["demo".to_owned()]), now).await, 1);
+    assert_eq!(live(Some(vec!["elsewhere".to_owned()]), now).await, 0);
+    assert_eq!(live(None, now + time::Duration::days(400)).await, 0);
 
     let mut tx = app.db.begin().await.unwrap();
     let refused = pact_server::admin::ops::agents::forget(&mut tx, &staff(), None, &pa.issuer)

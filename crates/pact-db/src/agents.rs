@@ -457,17 +457,28 @@ pub struct Sighting {
     pub claimed_logo_uri: Option<String>,
 }
 
-/// The agents seen under `open` (those with a sighting), most recent first.
-pub async fn sightings(db: impl PgExecutor<'_>, limit: i64) -> DbResult<Vec<Sighting>> {
+/// The agents seen under `open` (those with a sighting), most recent first,
+/// with their live grants (not revoked, not expired at `now`) at the brands
+/// in `within` (`None`: every brand): staff limited to some brands learn
+/// nothing of the others, not even a count.
+pub async fn sightings(
+    db: impl PgExecutor<'_>,
+    limit: i64,
+    within: Option<&[String]>,
+    now: OffsetDateTime,
+) -> DbResult<Vec<Sighting>> {
     sqlx::query_as!(
         Sighting,
         "select a.issuer, a.name, a.jwks_uri, a.verified, a.enabled, s.first_seen_at, s.last_seen_at, \
                 s.requests, (select count(*) from grants g where g.pa_issuer = a.issuer \
-                             and g.revoked_at is null) as \"grants!\", \
+                             and g.revoked_at is null and g.expires_at > $3 \
+                             and ($2::text[] is null or g.brand_id = any($2))) as \"grants!\", \
                 s.claimed_name, s.claimed_logo_uri \
          from agent_sightings s join agents a on a.issuer = s.issuer \
          order by s.last_seen_at desc limit $1",
         limit,
+        within,
+        now,
     )
     .fetch_all(db)
     .await

@@ -364,7 +364,7 @@ pub async fn seen(
     caller: ApiCaller,
 ) -> Result<Json<SeenAgentList>, AdminApiError> {
     caller.require(&node, Role::Viewer, "agent.list").await?;
-    let items = pact_db::agents::sightings(&node.db, 500)
+    let items = pact_db::agents::sightings(&node.db, 500, caller.actor.within(), node.clock.now())
         .await?
         .into_iter()
         .map(|s| SeenAgent {

@@ -283,7 +283,7 @@ pub async fn agents(
             reason: b.reason,
         })
         .collect();
-    let seen = pact_db::agents::sightings(&node.db, 200)
+    let seen = pact_db::agents::sightings(&node.db, 200, who.actor.within(), now)
         .await?
         .into_iter()
         .map(|s| SeenRow {
