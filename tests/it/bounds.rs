@@ -345,6 +345,38 @@ async fn parallel_calls_forward_exactly_what_a_consumed_limit_allows() {
     assert_eq!(s.api.count("pay").await, 50);
 }
 
+/// Two staff declare a type each from the same view of the brand: both
+/// types stand (the second edit re-reads the declarations under the brand's
+/// lock instead of writing back the map it read before the first).
+#[tokio::test]
+async fn two_edits_of_the_declared_types_from_one_view_both_stand() {
+    let s = shop().await;
+    let seen = pact_db::brands::find(&s.app.db, "demo")
+        .await
+        .unwrap()
+        .unwrap();
+    for name in ["refund_a", "refund_b"] {
+        let declaration: DetailsType = serde_json::from_value(json!({
+            "scope": "orders:cancel",
+            "fields": {"order_ids": {"type": "string_array"}}
+        }))
+        .unwrap();
+        let mut tx = s.app.db.begin().await.unwrap();
+        brand_settings::upsert_details_type(&mut tx, &owner(), None, &seen, name, declaration)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let now = pact_db::brands::find(&s.app.db, "demo")
+        .await
+        .unwrap()
+        .unwrap();
+    let types = pact_server::domain::authz_details::types_from_settings(&now.settings);
+    for name in ["refund_a", "refund_b", "order_cancellation", "spending"] {
+        assert!(types.contains_key(name), "{name} lost: {:?}", types.keys());
+    }
+}
+
 /// The three ways a limit used to lapse, each tried on a grant for SHOP-1001:
 /// the type re-declared (reworded), the type removed, and a second type of the
 /// scope declared after the tool. The call for SHOP-1002 never reaches the API.

@@ -134,6 +134,21 @@ pub async fn set_card_text(
     Ok(done.rows_affected() == 1)
 }
 
+/// The brand's settings, its row locked until the transaction ends: for an
+/// edit that reads a setting and writes it back (the `authorization_details`
+/// types), so that two edits at once apply one after the other instead of
+/// the second overwriting the first with what it read before. `None`: no
+/// such brand.
+pub async fn lock_settings(
+    conn: &mut sqlx::PgConnection,
+    id: &BrandId,
+) -> DbResult<Option<serde_json::Value>> {
+    sqlx::query_scalar!("select settings from brands where id = $1 for update", id)
+        .fetch_optional(conn)
+        .await
+        .map_err(Into::into)
+}
+
 /// Replaces one top-level key of the brand's settings; false when the brand is unknown.
 pub async fn set_setting(
     db: impl PgExecutor<'_>,

@@ -316,6 +316,20 @@ fn check_type_name(name: &str) -> Result<(), EditError> {
     Ok(())
 }
 
+/// The brand's declared types as they are now, its row locked until the
+/// transaction ends: `brand` was read before the transaction began, and a
+/// concurrent edit of another type would otherwise be overwritten by a map
+/// built from that older read.
+async fn locked_types(
+    tx: &mut PgConnection,
+    brand_id: &BrandId,
+) -> Result<DetailsTypes, EditError> {
+    let settings = pact_db::brands::lock_settings(&mut *tx, brand_id)
+        .await?
+        .ok_or(EditError::Missing)?;
+    Ok(authz_details::types_from_settings(&settings))
+}
+
 async fn store_types(
     tx: &mut PgConnection,
     brand_id: &BrandId,
@@ -339,7 +353,7 @@ pub async fn upsert_details_type(
     authz_details::check_type(&declaration)
         .map_err(|e| invalid(format!("invalid type declaration: {e}")))?;
     require_offered_scope(&mut *tx, &brand.id, &declaration.scope).await?;
-    let mut types = authz_details::types_from_settings(&brand.settings);
+    let mut types = locked_types(tx, &brand.id).await?;
     let detail = serde_json::to_value(&declaration).map_err(|e| invalid(e.to_string()))?;
     refuse_control(&detail)?;
     types.insert(name.to_owned(), declaration);
@@ -374,7 +388,7 @@ pub async fn remove_details_type(
     brand: &Brand,
     name: &str,
 ) -> Result<(), EditError> {
-    let mut types = authz_details::types_from_settings(&brand.settings);
+    let mut types = locked_types(tx, &brand.id).await?;
     if types.remove(name).is_none() {
         return Err(EditError::Missing);
     }
