@@ -606,6 +606,14 @@ async fn every_documented_route_exists_and_answers() {
         ],
     )
     .await;
+    // A registry's refresh is recorded with what it did, after it did it.
+    let refreshed: Value =
+        sqlx::query_scalar("select detail from audit_log where action = 'registry.refresh'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(refreshed["outcome"], "applied", "{refreshed}");
+    assert!(refreshed["listed"].is_number(), "{refreshed}");
 }
 
 /// Viewer reads; operator also revokes and disables; owner also registers.

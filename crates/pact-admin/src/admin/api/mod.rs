@@ -330,7 +330,7 @@ pub const OPERATIONS: &[Operation] = &[
         method: "post",
         path: "/registries/{name}/refresh",
         operation_id: "refreshRegistry",
-        summary: "Fetch and apply the registry's list now; a list refused changes nothing (422).",
+        summary: "Fetch and apply the registry's list now; a list refused changes nothing (400 with the reason).",
         role: Role::Operator,
         query: &[],
         body: None,

@@ -171,7 +171,7 @@ pub async fn add(
 }
 
 /// `POST /registries/{name}/refresh`: fetch and apply the list now. A list
-/// refused changes nothing and answers 422 with the reason.
+/// refused changes nothing and answers 400 `invalid_request` with the reason.
 pub async fn refresh(
     State(node): State<Node>,
     caller: ApiCaller,
@@ -185,19 +185,42 @@ pub async fn refresh(
     let registry = pact_db::registries::claim(&node.db, &name, now)
         .await?
         .ok_or(AdminApiError::NotFound)?;
-    caller
-        .record(&node.db, "registry.refresh", Some(&name), None, json!({}))
-        .await?;
+    // Recorded with its outcome: what the list changed, or why it was refused.
     match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
-        Ok(applied) => Ok(Json(RegistryRefreshed {
-            name,
-            listed: applied.listed,
-            skipped: applied.skipped,
-            delisted: applied.delisted,
-            revoked_grants: applied.revoked_grants,
-        })),
+        Ok(applied) => {
+            caller
+                .record(
+                    &node.db,
+                    "registry.refresh",
+                    Some(&name),
+                    None,
+                    json!({"outcome": "applied", "listed": applied.listed,
+                           "skipped": applied.skipped, "delisted": applied.delisted,
+                           "revoked_grants": applied.revoked_grants}),
+                )
+                .await?;
+            Ok(Json(RegistryRefreshed {
+                name,
+                listed: applied.listed,
+                skipped: applied.skipped,
+                delisted: applied.delisted,
+                revoked_grants: applied.revoked_grants,
+            }))
+        }
         Err(crate::registry::RefreshError::Db(e)) => Err(e.into()),
-        Err(e) => Err(AdminApiError::invalid(format!("{e}; nothing changed"))),
+        Err(e) => {
+            let reason = format!("{e}; nothing changed");
+            caller
+                .record(
+                    &node.db,
+                    "registry.refresh",
+                    Some(&name),
+                    None,
+                    json!({"outcome": "refused", "reason": reason}),
+                )
+                .await?;
+            Err(AdminApiError::invalid(reason))
+        }
     }
 }
 
