@@ -757,6 +757,64 @@ async fn a_passkey_account_cannot_set_up_an_app_to_skip_its_passkey() {
     assert_eq!(after.failed_logins, 1, "the wrong recovery code counted");
 }
 
+/// An account's last second factor is never removed, even by two removals
+/// sent at once (each of which saw the other passkey); each removal is in
+/// the audit log with the change it made.
+#[tokio::test]
+async fn two_passkeys_removed_at_once_leave_the_last_one() {
+    let app = TestApp::spawn_with(|c| {
+        c.public_url = format!("http://localhost:{}", c.listen.port());
+    })
+    .await;
+    add_admin(&app, "key@example.com", "owner", None).await;
+    let b = Browser::new(&app);
+    sign_in(&app, &b, "key@example.com").await;
+    let admin = pact_db::admins::find_by_email(&app.db, "key@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut ids = Vec::new();
+    for (cred, name) in [(b"credential-1", "One"), (b"credential-2", "Two")] {
+        let row = pact_db::admin_factors::insert_passkey(
+            &app.db,
+            admin.id,
+            cred,
+            &serde_json::json!({}),
+            name,
+        )
+        .await
+        .unwrap();
+        ids.push(row.id);
+    }
+    // The app is gone (as an operator's reset would leave it): the two
+    // passkeys are the account's only second factors.
+    pact_db::admins::set_totp(&app.db, admin.id, None)
+        .await
+        .unwrap();
+    let (status, html) = b.get_html("/admin/account").await;
+    assert_eq!(status, 200, "{html}");
+    let csrf = csrf_from(&html).unwrap();
+    let paths: Vec<String> = ids
+        .iter()
+        .map(|id| format!("/admin/passkeys/{id}/delete"))
+        .collect();
+    let form = [("csrf", csrf.as_str())];
+    let answers = crate::messages::join_all(paths.iter().map(|p| b.post(p, &form)).collect()).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [303, 400]);
+    let left = pact_db::admin_factors::passkeys_of(&app.db, admin.id)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1);
+    let removed: i64 =
+        sqlx::query_scalar("select count(*) from audit_log where action = 'admin.passkey_remove'")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(removed, 1);
+}
+
 /// The audit log's newest id and the grants' revocations, to see that a
 /// refused POST changed nothing.
 async fn footprint(app: &TestApp) -> (i64, i64) {

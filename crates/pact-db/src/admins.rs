@@ -109,6 +109,21 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<Admin>> 
     .map_err(Into::into)
 }
 
+/// The account as it is now, its row locked until the transaction ends: for
+/// a change that must see the account's factors as they are (not removing
+/// the last one while another request removes the other).
+pub async fn lock(conn: &mut sqlx::PgConnection, id: Uuid) -> DbResult<Option<Admin>> {
+    sqlx::query_as!(
+        Admin,
+        "select id, email, password_hash, totp_secret_sealed, totp_last_step, role as \"role: Role\", brands, \
+                          failed_logins, locked_until, disabled_at, created_at from admins where id = $1 for update",
+        id,
+    )
+    .fetch_optional(conn)
+    .await
+    .map_err(Into::into)
+}
+
 pub async fn find_by_email(db: impl PgExecutor<'_>, email: &str) -> DbResult<Option<Admin>> {
     sqlx::query_as!(
         Admin,

@@ -77,15 +77,17 @@ fn check_json_request<'s>(
     Ok(session)
 }
 
+/// The change's audit entry, written in the change's own transaction: a
+/// change is never made without its entry (docs/admin.md).
 async fn record(
-    node: &NodeInner,
+    db: impl sqlx::PgExecutor<'_>,
     who: &SignedIn,
     ip: &str,
     action: &str,
     detail: Value,
 ) -> Result<(), PageError> {
     pact_db::audit::record(
-        &node.db,
+        db,
         &pact_db::audit::NewEntry {
             actor_kind: "admin",
             actor: &who.actor.name,
@@ -271,8 +273,9 @@ pub async fn register_finish(
     }
     let (passkey, stored) =
         passkeys::finish_registration(webauthn, &body.credential, &ceremony.registration)?;
+    let mut tx = state.db.begin().await.map_err(pact_db::Error::from)?;
     let row = pact_db::admin_factors::insert_passkey(
-        &state.db,
+        &mut *tx,
         who.admin.id,
         passkey.cred_id(),
         &stored,
@@ -283,13 +286,14 @@ pub async fn register_finish(
         PasskeyError::new(StatusCode::CONFLICT, "This passkey is already registered.")
     })?;
     record(
-        &state,
+        &mut *tx,
         &who,
         &staff.ip,
         "admin.passkey_add",
         json!({"passkey": row.id, "name": name}),
     )
     .await?;
+    tx.commit().await.map_err(pact_db::Error::from)?;
     Ok(json_ok(
         json!({ "ok": true, "redirect": "/admin/account?done=passkey-added" }),
     ))
@@ -310,24 +314,31 @@ pub async fn delete_passkey(
     if needs_reconfirm(&node, &who, now).await? {
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
-    // The console needs a second factor: the last one is not removed.
-    if !who.admin.has_totp() && stored.len() == 1 {
+    // The console needs a second factor: the last one is not removed. The
+    // account's row is locked and its factors read again under the lock, so
+    // two removals at once cannot each see the other passkey and leave none.
+    let mut tx = node.db.begin().await?;
+    let admin = pact_db::admins::lock(&mut tx, who.admin.id)
+        .await?
+        .ok_or_else(none)?;
+    let left = pact_db::admin_factors::count_passkeys(&mut *tx, admin.id).await?;
+    if !admin.has_totp() && left <= 1 {
         return Err(PageError::BadRequest(
             "This is your only second factor. Add another passkey first.".into(),
         ));
     }
-    let Some(name) = pact_db::admin_factors::delete_passkey(&node.db, who.admin.id, id).await?
-    else {
+    let Some(name) = pact_db::admin_factors::delete_passkey(&mut *tx, admin.id, id).await? else {
         return Err(none());
     };
     record(
-        &node,
+        &mut *tx,
         &who,
         &staff.ip,
         "admin.passkey_remove",
         json!({"passkey": id, "name": name}),
     )
     .await?;
+    tx.commit().await?;
     Ok(see_other("/admin/account?done=passkey-removed", None))
 }
 
@@ -354,15 +365,15 @@ pub async fn new_recovery_codes(
     let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
     let mut tx = node.db.begin().await?;
     pact_db::admin_factors::replace_recovery_codes(&mut tx, who.admin.id, &hashes).await?;
-    tx.commit().await?;
     record(
-        &node,
+        &mut *tx,
         &who,
         &staff.ip,
         "admin.recovery_codes_new",
         json!({"count": codes.len()}),
     )
     .await?;
+    tx.commit().await?;
     let page = RecoveryCodesPage {
         nav: super::pages::nav(&who),
         codes: &codes,
