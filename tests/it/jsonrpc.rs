@@ -34,6 +34,7 @@ async fn call(app: &TestApp, pa_jwt: &str, delegation: Option<&str>, body: &Valu
             res.headers()["content-type"].to_str().unwrap(),
             "application/json"
         );
+        assert_eq!(res.headers()["cache-control"], "no-store");
     }
     (status, res.json().await.unwrap_or(Value::Null))
 }

@@ -30,6 +30,8 @@ async fn the_demo_brand_answers_public_questions_with_an_agent_message() {
     assert_eq!(res.status(), 200);
     // Exactly this content type, no charset (PACT §4).
     assert_eq!(res.headers()["content-type"], "application/a2a+json");
+    // A reply may carry account data and receipts: never stored by a cache.
+    assert_eq!(res.headers()["cache-control"], "no-store");
     let v: Value = res.json().await.unwrap();
     let m = &v["message"];
     assert_eq!(m["role"], "ROLE_AGENT");

@@ -177,6 +177,28 @@ async fn signed_tree_heads_and_proofs_verify() {
     );
     assert_eq!(local.root(5), Some(root5));
 
+    // Only a proof against a given size is immutable; without one it is
+    // about the newest head, which moves on.
+    let cache = |res: &reqwest::Response| {
+        res.headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let first = merkle::encode_hash(&merkle::receipt_leaf_hash(
+        receipts[0]["jws"].as_str().unwrap(),
+    ));
+    let newest = get(&app, &format!("/receipts/proof/inclusion?receipt={first}")).await;
+    assert_eq!(newest.status(), 200);
+    assert!(!cache(&newest).contains("immutable"), "{}", cache(&newest));
+    let fixed = get(
+        &app,
+        &format!("/receipts/proof/inclusion?receipt={first}&size=5"),
+    )
+    .await;
+    assert_eq!(fixed.status(), 200);
+    assert!(cache(&fixed).contains("immutable"), "{}", cache(&fixed));
+
     for (i, r) in receipts.iter().enumerate() {
         let leaf = merkle::receipt_leaf_hash(r["jws"].as_str().unwrap());
         let key = merkle::encode_hash(&leaf);

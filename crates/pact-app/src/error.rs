@@ -100,6 +100,11 @@ pub fn a2a_json(status: StatusCode, body: &serde_json::Value) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(A2A_CONTENT_TYPE),
     );
+    // Replies carry account data, receipts and verification links: never
+    // stored by a cache (shared caches already skip answers to requests
+    // with Authorization, RFC 9111 §3.5; a private one would not).
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
 }
 

@@ -184,6 +184,7 @@ pub async fn inclusion(
     };
     let (latest, head) = latest_size(&node).await?;
     let head = head.ok_or(ApiError::NotFound)?;
+    let fixed = get(&p, "size").is_some();
     let (size, head) = match get(&p, "size") {
         None => (latest, head),
         Some(v) => {
@@ -214,7 +215,9 @@ pub async fn inclusion(
             "tree_head": head_json(&head),
             "inclusion_path": path.iter().map(merkle::encode_hash).collect::<Vec<_>>(),
         }),
-        true,
+        // Only a proof against a given size never changes; without one it
+        // is about the newest head, which moves on.
+        fixed,
     ))
 }
 
