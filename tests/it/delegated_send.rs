@@ -479,6 +479,16 @@ async fn a_revoked_grant_is_refused_on_the_very_next_request() {
         .await;
     assert_invalid_token(res).await;
     assert_eq!(footprint(&app).await, before);
+    // Nor is the delegated turn's stored reply read again by leaving the
+    // token out of a retry: its account data and receipt stay behind it.
+    let res = app
+        .send("demo", &pa_jwt, "m1", "show my orders", Some(&ctx))
+        .await;
+    assert_eq!(res.status(), 400);
+    let body = res.text().await.unwrap();
+    assert!(body.contains("user delegation"), "{body}");
+    assert!(!body.contains("SHOP-"), "{body}");
+    assert_eq!(footprint(&app).await, before);
 }
 
 /// PACT §5.5 (checked against the grant row, not only the signature): a token

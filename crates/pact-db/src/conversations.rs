@@ -225,6 +225,8 @@ pub async fn close(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<bool> {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct SeenMessage {
     pub reply: Option<serde_json::Value>,
+    /// The grant the message was sent under, when it was delegated.
+    pub grant_id: Option<Uuid>,
 }
 
 pub async fn find_message(
@@ -234,7 +236,7 @@ pub async fn find_message(
 ) -> DbResult<Option<SeenMessage>> {
     sqlx::query_as!(
         SeenMessage,
-        "select reply from messages where conversation_id = $1 and message_id = $2",
+        "select reply, grant_id from messages where conversation_id = $1 and message_id = $2",
         conversation_id,
         message_id,
     )
@@ -404,19 +406,26 @@ pub struct PastTurn {
 }
 
 /// The last `limit` finished turns of a context, oldest first.
+/// The last `limit` answered turns of a conversation, oldest first; with
+/// `delegated` false, only the turns sent without a delegation: a turn
+/// without a token does not hand the merchant's agent what delegated turns
+/// said (account data the token guarded).
 pub async fn history(
     db: impl PgExecutor<'_>,
     conversation_id: Uuid,
     limit: i64,
+    delegated: bool,
 ) -> DbResult<Vec<PastTurn>> {
     sqlx::query_as!(
         PastTurn,
         "select message_id, request_text, reply from ( \
            select id, message_id, request_text, reply from messages \
-           where conversation_id = $1 and reply is not null order by id desc limit $2 \
+           where conversation_id = $1 and reply is not null and ($3 or grant_id is null) \
+           order by id desc limit $2 \
          ) t order by id",
         conversation_id,
         limit,
+        delegated,
     )
     .fetch_all(db)
     .await

@@ -302,6 +302,17 @@ async fn begin(
     if let Some(seen) =
         conversations::find_message(&mut *tx, conversation.id, &incoming.message_id).await?
     {
+        // A delegated turn's stored reply holds account data and its
+        // receipt: handed out again only to a retry that presents a live
+        // delegation for the context's user (checked above), never to one
+        // that leaves the token out (a revoked grant would otherwise still
+        // read it, PACT §5.5).
+        if seen.grant_id.is_some() && delegation_ref.is_none() {
+            return Err(A2aError::invalid_params(
+                "This message was sent with a user delegation; send it again with one",
+            )
+            .into());
+        }
         // PACT §4: a retry gets the stored reply (same receipt).
         return Ok(match seen.reply {
             Some(reply) => Begin::Stored(reply),

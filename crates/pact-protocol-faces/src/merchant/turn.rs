@@ -147,9 +147,14 @@ pub async fn run(
     let history = if t.fresh {
         Vec::new()
     } else {
-        pact_db::conversations::history(&state.db, t.conversation_id, HISTORY_TURNS)
-            .await
-            .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?
+        pact_db::conversations::history(
+            &state.db,
+            t.conversation_id,
+            HISTORY_TURNS,
+            t.delegation.is_some(),
+        )
+        .await
+        .map_err(|e| TurnFailure::Setup(format!("loading history: {e}")))?
     };
     let secrets = super::signing_secrets(state, &brand.id, now).await?;
 
