@@ -113,8 +113,41 @@ async fn a_move_beyond_no_extra_charge_goes_back_to_the_person_and_once_allowed_
     assert_eq!(claims.refused[0].reason, "beyond_limit");
     assert_eq!(booking.moves().await.as_array().unwrap().len(), 1);
 
-    // The person allows that one move, once; the retry goes through.
+    // Someone else signed in at the brand neither sees what it asks nor
+    // decides it: the request is the person's whose grant the call was under.
     let code = user_code_of(&v["task"]);
+    pact_tests::pages::add_user(&app, "demo", "bob@example.com", "bob's password 1").await;
+    let bob = pact_tests::pages::Browser::new(&app);
+    let res = bob
+        .sign_in("demo", "bob@example.com", "bob's password 1", "/account")
+        .await;
+    assert_eq!(res.status(), 303);
+    bob.submit("/device", "/device", &[("user_code", &code)])
+        .await;
+    let (status, html) = bob.get_html("/device/consent").await;
+    assert_eq!(status, 403, "{html}");
+    assert!(!html.contains("K7PQ2M"), "{html}");
+    let auth = pact_server::consent::find_by_user_code(&app.state, &code)
+        .await
+        .unwrap()
+        .unwrap();
+    let res = bob
+        .submit(
+            "/account",
+            "/device/consent",
+            &[("authorization", &auth.id.to_string()), ("action", "deny")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    let still: String =
+        sqlx::query_scalar("select status::text from device_authorizations where id = $1")
+            .bind(auth.id)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(still, "pending");
+
+    // The person allows that one move, once; the retry goes through.
     assert_eq!(app.approve_once(&code, "ann").await.len(), 1);
     let v = send("m3", "Move booking K7PQ2M to Tuesday", Some(ctx.clone())).await;
     assert_eq!(
