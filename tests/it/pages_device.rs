@@ -367,6 +367,9 @@ async fn approving_every_scope_issues_a_token_for_both() {
     let user = s.user("ann@example.com").await;
     let (b, _) = signed_in(&s.app, &user).await;
     enter_code(&b, &auth.user_code).await;
+    // Someone who only typed the code (no sign-in needed for that).
+    let stranger = Browser::new(&s.app);
+    enter_code(&stranger, &auth.user_code).await;
     let (status, _) = s.poll(&auth).await;
     assert_eq!(status, 400, "nothing is approved by viewing");
     let res = decide(
@@ -384,6 +387,11 @@ async fn approving_every_scope_issues_a_token_for_both() {
     assert_eq!(status, 200);
     assert!(html.contains("go back to your agent"));
     assert!(html.contains("Test PA"));
+    assert!(html.contains("It may:"), "{html}");
+    // The stranger does not learn what the person allowed.
+    let (status, html) = stranger.get_html("/device/done").await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("It may:"), "{html}");
     // The next poll comes after the 1 s polling interval (RFC 8628 §3.5).
     s.app.clock.advance(std::time::Duration::from_millis(1100));
     let (status, body) = s.poll(&auth).await;

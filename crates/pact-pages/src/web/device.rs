@@ -1013,7 +1013,17 @@ pub async fn done(State(node): State<Node>, browser: Browser) -> Result<Response
     let agent = pact_db::agents::find(&node.db, &auth.pa_issuer).await?;
     let agent_name = agent.map_or_else(|| i18n::t("done-your-agent"), |a| a.name);
     let approved = auth.status == AuthStatus::Approved || auth.status == AuthStatus::Redeemed;
-    let granted = match (approved, auth.grant_id) {
+    // What the agent may now do is the decider's to read: anyone may type a
+    // code at /device without signing in, and must not learn from this page
+    // what someone else allowed (their earlier grants included).
+    let decider = match &browser.session {
+        Some(s) => signed_in_as(&node, s, &auth.brand_id)
+            .await?
+            .map(|(sub, _)| sub),
+        None => None,
+    };
+    let theirs = decider.is_some() && decider == auth.user_sub;
+    let granted = match (approved && theirs, auth.grant_id) {
         (true, Some(gid)) => {
             let scopes = pact_db::grants::find(&node.db, gid)
                 .await?
