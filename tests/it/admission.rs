@@ -146,6 +146,39 @@ async fn open_app_allowing_orders_read() -> TestApp {
     app
 }
 
+/// A step-up's grant carries the agent's earlier scopes on, under today's
+/// rules: one the brand has since withdrawn from unverified agents is not
+/// renewed with the rest.
+#[tokio::test]
+async fn a_step_up_does_not_renew_a_scope_withdrawn_from_unverified_agents() {
+    let app = open_app_allowing_orders_read().await;
+    let demo = pact_tests::brand_id("demo");
+    pact_db::scopes::set_unverified_allowed(&app.db, &demo, "orders:cancel", true)
+        .await
+        .unwrap();
+    app.settle().await;
+    let pa = TestPa::start_discoverable().await;
+    let user =
+        pact_tests::pages::add_user(&app, "demo", "cy@example.com", "cy's password 12").await;
+    let first = app
+        .connect(
+            &pa,
+            "pa-sub",
+            &user.subject(),
+            &["orders:read", "orders:cancel"],
+        )
+        .await;
+    assert_eq!(first["scope"], "orders:cancel orders:read");
+    pact_db::scopes::set_unverified_allowed(&app.db, &demo, "orders:cancel", false)
+        .await
+        .unwrap();
+    app.settle().await;
+    let again = app
+        .connect(&pa, "pa-sub", &user.subject(), &["orders:read"])
+        .await;
+    assert_eq!(again["scope"], "orders:read");
+}
+
 async fn grants_and_receipts(app: &TestApp) -> (i64, i64) {
     sqlx::query_as("select (select count(*) from grants), (select count(*) from receipts)")
         .fetch_one(&app.db)

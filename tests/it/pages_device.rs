@@ -637,6 +637,33 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
     let (status, body) = s.poll(&auth).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["scope"], "orders:cancel orders:read");
+
+    // Later, a step-up for a scope that needs no second factor: its grant
+    // carries orders:cancel on with a new lifetime, so it needs a recent
+    // second factor all the same.
+    sqlx::query("update sessions set mfa_at = now() - interval '11 minutes' where id_hash = $1")
+        .bind(&hash)
+        .execute(&s.app.db)
+        .await
+        .unwrap();
+    let again = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+        .await;
+    enter_code(&b, &again.user_code).await;
+    let res = b
+        .submit(
+            "/device/consent?mfa=skip",
+            "/device/consent",
+            &[("action", "approve"), ("scope", "orders:read")],
+        )
+        .await;
+    assert!(
+        location(&res).starts_with("/login/second-factor?"),
+        "{}",
+        location(&res)
+    );
+    assert_eq!(s.status(&again).await, "pending");
 }
 
 #[tokio::test]

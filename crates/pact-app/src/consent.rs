@@ -177,11 +177,12 @@ pub async fn approve(
     // The one place a grant gets its scopes: an agent admitted under `open`
     // and not verified gets only those the brand marked for it, whatever
     // asked for them (admission.rs, issue 31's trust tiers).
-    if let Some(agent) = pact_db::agents::find(&mut *tx, &auth.pa_issuer).await? {
-        let offered = pact_db::scopes::list(&mut *tx, &auth.brand_id).await?;
-        if crate::admission::scope_refused(&agent, &offered, &approval.scopes).is_some() {
-            return Err(ConsentError::ScopesNotRequested);
-        }
+    let agent = pact_db::agents::find(&mut *tx, &auth.pa_issuer).await?;
+    let offered = pact_db::scopes::list(&mut *tx, &auth.brand_id).await?;
+    if let Some(agent) = &agent
+        && crate::admission::scope_refused(agent, &offered, &approval.scopes).is_some()
+    {
+        return Err(ConsentError::ScopesNotRequested);
     }
     let types = authz_details::types_from_settings(&brand.settings);
     let details = chosen_details(
@@ -241,7 +242,15 @@ pub async fn approve(
     pact_db::budgets::insert(&mut *tx, &budgets, expires_at).await?;
     pact_db::budgets::extend(&mut *tx, &terms.budget_ids(), expires_at).await?;
 
-    let (scopes_vec, details_value) = union_with_previous(&approval.scopes, details, &previous);
+    let (mut scopes_vec, details_value) = union_with_previous(&approval.scopes, details, &previous);
+    // The earlier scopes come along under today's rules: one the brand no
+    // longer offers to an unverified agent is not renewed with the rest.
+    if let Some(agent) = &agent {
+        scopes_vec.retain(|s| {
+            approval.scopes.contains(s)
+                || crate::admission::scope_refused(agent, &offered, [s]).is_none()
+        });
+    }
     let grant = pact_db::grants::insert(
         &mut *tx,
         NewGrant {

@@ -861,9 +861,26 @@ async fn approve(
         return Err(consent_error(ConsentError::ScopesNotRequested));
     }
     let offered = brand_scopes(state, &d.brand.id).await?;
+    // A step-up's grant carries the agent's earlier scopes on with a new
+    // lifetime (consent::approve): a scope among them that needs a second
+    // factor needs a recent one now too, or approving anything small would
+    // renew it without one, again and again.
+    let carried: BTreeSet<String> = pact_db::grants::active_for(
+        &state.db,
+        Connection {
+            brand_id: &d.auth.brand_id,
+            pa_issuer: &d.auth.pa_issuer,
+            user_sub: &d.user_sub,
+        },
+        now,
+    )
+    .await?
+    .into_iter()
+    .flat_map(|g| g.scopes)
+    .collect();
     let needs_mfa = offered
         .iter()
-        .any(|s| s.requires_mfa && ticked.contains(&s.scope_id));
+        .any(|s| s.requires_mfa && (ticked.contains(&s.scope_id) || carried.contains(&s.scope_id)));
     if needs_mfa && !mfa_is_recent(&d.session, now) {
         if d.session.user_id.is_some() {
             return Ok(see_other(&reconfirm_url(&ticked)));
