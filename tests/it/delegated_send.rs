@@ -491,6 +491,39 @@ async fn a_revoked_grant_is_refused_on_the_very_next_request() {
     assert_eq!(footprint(&app).await, before);
 }
 
+/// PACT §4: a first message retried without contextId (the PA lost the reply
+/// that named the context) gets the stored reply, its receipt included, and
+/// nothing runs or is stored again; a new messageId starts a new context.
+#[tokio::test]
+async fn a_first_message_retried_without_a_context_gets_its_stored_reply() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let first = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+            .await,
+    )
+    .await;
+    let before = footprint(&app).await;
+    let again = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m1", "show my orders", None)
+            .await,
+    )
+    .await;
+    assert_eq!(again, first);
+    assert_eq!(footprint(&app).await, before, "nothing ran again");
+    let other = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m2", "show my orders", None)
+            .await,
+    )
+    .await;
+    assert_ne!(
+        other["message"]["contextId"], first["message"]["contextId"],
+        "{other}"
+    );
+}
+
 /// PACT §5.5 (checked against the grant row, not only the signature): a token
 /// pactd signed is still refused when its grant is unknown or belongs to
 /// another user, PA or brand than the token says.

@@ -83,6 +83,35 @@ pub struct NewTurnContext<'a> {
     pub message_id: &'a str,
     pub request_text: &'a str,
     pub grant_id: Option<GrantId>,
+    /// Whether `message_id` is kept as the context's first message, so that
+    /// a retry without contextId finds this turn ([`find_by_first_message`]).
+    pub keyed: bool,
+}
+
+/// The context whose first message had this id, sent by this (brand, PA
+/// issuer, PA sub) (migration 0046): where a retried first message, which
+/// has no contextId, finds its stored reply.
+pub async fn find_by_first_message(
+    db: impl PgExecutor<'_>,
+    owner: PaUser<'_>,
+    message_id: &str,
+) -> DbResult<Option<Uuid>> {
+    let PaUser {
+        brand_id,
+        pa_issuer,
+        pa_sub,
+    } = owner;
+    sqlx::query_scalar!(
+        "select id from conversations where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 \
+         and first_message_id = $4",
+        brand_id,
+        pa_issuer,
+        pa_sub,
+        message_id,
+    )
+    .fetch_optional(db)
+    .await
+    .map_err(Into::into)
 }
 
 /// The whole first turn of a new context, written once its reply is known:
@@ -103,8 +132,8 @@ pub async fn create_with_reply(
                     select $11::uuid, true, $12::timestamptz where $11::uuid is not null \
                     on conflict (turn_id) do nothing returning turn_id), \
          ok as (select $11::uuid is null or exists (select 1 from f) as fine), \
-         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
-               select $1, $2, $3, $4, $5 from ok where ok.fine returning id), \
+         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
+               select $1, $2, $3, $4, $5, case when $13 then $6 end from ok where ok.fine returning id), \
          m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
                                      reply_message_id, reply, replied_at) \
                select id, $6, $7, $8, $9, $10, now() from c returning 1) \
@@ -121,6 +150,7 @@ pub async fn create_with_reply(
         reply,
         turn_id,
         expires_at,
+        c.keyed,
     )
     .fetch_one(db)
     .await?;
@@ -152,8 +182,8 @@ pub async fn create_with_receipt(
                (select id from grants where id = $8 and (select fine from ok) \
                 and (last_used_at is null or last_used_at < now() - interval '1 minute') \
                 for no key update skip locked)), \
-         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
-               select $1, $2, $3, $4, $5 from g returning id), \
+         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
+               select $1, $2, $3, $4, $5, case when $16 then $6 end from g returning id), \
          r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
                select $8, $9, c.id, $6, $10, $11 from c returning id), \
          m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
@@ -175,6 +205,7 @@ pub async fn create_with_receipt(
         reply,
         turn_id,
         expires_at,
+        c.keyed,
     )
     .fetch_one(db)
     .await?;

@@ -82,6 +82,15 @@ pub async fn send(
     run_turn(state, caller, presented.as_ref(), &incoming, &request_id).await
 }
 
+/// Whether a first message's id is kept on its new context, for a retry
+/// that comes without contextId: for turns that may act (delegated ones, and
+/// those a merchant's own agent answers, whose tools may act). A public
+/// question to the built-in agent acts on nothing, and its hot path keeps
+/// its one statement.
+fn keeps_first_message(brand: &pact_db::brands::Brand, delegated: bool) -> bool {
+    delegated || matches!(brand.agent(), AgentKind::Webhook)
+}
+
 /// What phase 1 found.
 enum Begin {
     /// A retry of a finished turn: its stored reply, verbatim.
@@ -260,29 +269,44 @@ async fn begin(
         }
     };
 
-    // PACT §4: no contextId starts a new context. Its id is new, so no earlier
-    // message can exist in it and nobody else can address it before the PA
-    // reads it in the reply; the first delegated turn binds it to its user
-    // (PACT §5.5) when it is stored.
-    let Some(raw) = &incoming.context_id else {
-        return Ok(Begin::Claimed(Claim {
-            conversation_id: Uuid::new_v4(),
-            delegation,
-            head,
-            fresh: true,
-        }));
-    };
-    let delegation_ref = delegation.as_ref();
-    // An id we could never have minted is just as unknown as a foreign one.
-    let id = Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?;
-    let mut tx = node.relaxed_db.begin().await?;
-
-    // The conversation row lock orders claims of one context across nodes.
     let owner = pact_db::parties::PaUser {
         brand_id: &brand.id,
         pa_issuer: iss,
         pa_sub: sub,
     };
+    // PACT §4: no contextId starts a new context. Its id is new, so no earlier
+    // message can exist in it and nobody else can address it before the PA
+    // reads it in the reply; the first delegated turn binds it to its user
+    // (PACT §5.5) when it is stored. But a retry of a first message comes
+    // without a contextId too (the PA lost the reply that named it): for a
+    // turn that may act, the context that first message started is found by
+    // its messageId and the retry is answered from it, as in any context.
+    let id = match &incoming.context_id {
+        // An id we could never have minted is just as unknown as a foreign one.
+        Some(raw) => Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?,
+        None => {
+            let earlier = if keeps_first_message(brand, delegation.is_some()) {
+                conversations::find_by_first_message(&node.db, owner, &incoming.message_id).await?
+            } else {
+                None
+            };
+            match earlier {
+                Some(id) => id,
+                None => {
+                    return Ok(Begin::Claimed(Claim {
+                        conversation_id: Uuid::new_v4(),
+                        delegation,
+                        head,
+                        fresh: true,
+                    }));
+                }
+            }
+        }
+    };
+    let delegation_ref = delegation.as_ref();
+    let mut tx = node.relaxed_db.begin().await?;
+
+    // The conversation row lock orders claims of one context across nodes.
     let conversation = conversations::lock_owned(&mut *tx, id, owner)
         .await?
         .ok_or_else(A2aError::unknown_context)?;
@@ -667,6 +691,7 @@ async fn store(
         message_id: r.message_id,
         request_text: r.request_text,
         grant_id: r.delegation.map(|d| d.grant_id),
+        keyed: keeps_first_message(brand, r.delegation.is_some()),
     };
     let finished = match (&receipt, r.fresh) {
         (None, true) => {
