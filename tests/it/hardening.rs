@@ -624,6 +624,25 @@ async fn nul_bytes_get_a_4xx_on_every_route_family() {
         .await
         .unwrap();
     assert!(res.status().is_client_error(), "{}", res.status());
+    // A path that does not decode as UTF-8 gets the protocol's answers, not
+    // a plain-text 400: the card's bare 404; a task's bare 401 without a
+    // token (PACT §3), its bare 404 with one.
+    for (path, bearer, want) in [
+        ("/a2a/%FF/.well-known/agent-card.json", false, 404),
+        ("/a2a/demo/tasks/%FF", false, 401),
+        ("/a2a/demo/tasks/%FF", true, 404),
+    ] {
+        let mut req = app.http.get(format!("{base}{path}"));
+        if bearer {
+            req = req.bearer_auth(&token);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), want, "{path}");
+        assert!(
+            res.bytes().await.unwrap().is_empty(),
+            "{path}: a bare answer"
+        );
+    }
     // A2A bodies: messageId, text, contextId.
     for message in [
         json!({"messageId": "m\u{0}1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}),

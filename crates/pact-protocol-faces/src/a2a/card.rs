@@ -10,9 +10,13 @@ use crate::state::AppState;
 
 pub async fn get_card(
     State(state): State<AppState>,
-    Path(brand_id): Path<String>,
+    path: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Response, ApiError> {
-    // PACT §2: an unknown brand is a bare 404, not an A2A error.
+    // PACT §2: an unknown brand is a bare 404, not an A2A error; so is one
+    // whose name does not even decode (`%FF`), rather than axum's 400.
+    let Ok(Path(brand_id)) = path else {
+        return Err(ApiError::NotFound);
+    };
     let brand = pact_db::brands::find(&state.db, &brand_id)
         .await?
         .ok_or(ApiError::NotFound)?;

@@ -58,9 +58,24 @@ pub fn list(page_size: Option<&str>) -> Result<Value, ApiError> {
 pub async fn task_by_id(
     State(state): State<AppState>,
     method: Method,
-    Path((brand_id, segment)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, axum::extract::rejection::PathRejection>,
     headers: axum::http::HeaderMap,
 ) -> Response {
+    // A path that does not decode (`%FF`) names no brand or task anyone
+    // could have: answered as the protocol answers, not with axum's plain
+    // text 400 — the bare 401 without a bearer token (PACT §3), else the
+    // bare 404 of an unknown brand.
+    let Ok(Path((brand_id, segment))) = path else {
+        let bearer = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case("bearer "));
+        return if bearer {
+            ApiError::NotFound.into_response()
+        } else {
+            ApiError::Unauthorized.into_response()
+        };
+    };
     let op = match task_op(&method, &segment) {
         Ok(op) => op,
         Err(status) => return status.into_response(),
