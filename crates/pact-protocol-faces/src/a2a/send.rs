@@ -49,8 +49,10 @@ use crate::merchant::live_turns::TurnEnd;
 use crate::state::AppState;
 use pact_db::brands::AgentKind;
 
-/// How often a retry looks again for the reply of a running turn.
+/// How soon a retry first looks again for the reply of a running turn.
 const RETRY_POLL: Duration = Duration::from_millis(50);
+/// The longest pause between two looks of a waiting retry.
+const RETRY_POLL_MAX: Duration = Duration::from_millis(800);
 /// The least a retry waits for a running turn's claim to go (see `run_turn`).
 const CUT_CLAIM_WAIT: Duration = Duration::from_secs(1);
 
@@ -117,11 +119,17 @@ async fn run_turn(
         .saturating_sub(Duration::from_secs(2))
         .max(CUT_CLAIM_WAIT.min(timeout / 2));
     let deadline = tokio::time::Instant::now() + wait;
+    // Each look is a transaction that locks the conversation row the running
+    // turn must update to finish: the looks space out (doubling up to
+    // RETRY_POLL_MAX), so that many retries of one message cannot keep the
+    // database busy for the turn they wait for.
+    let mut pause = RETRY_POLL;
     loop {
         match begin(state, caller, presented, incoming).await? {
             Begin::Stored(reply) => return Ok(reply),
             Begin::Running if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(RETRY_POLL).await;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RETRY_POLL_MAX);
             }
             // PACT §4: a retry without a stored reply is INVALID_PARAMS.
             Begin::Running => {
