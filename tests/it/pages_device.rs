@@ -666,6 +666,51 @@ async fn requires_mfa_scopes_need_a_recent_second_factor() {
     assert_eq!(s.status(&again).await, "pending");
 }
 
+/// An approval racing the account's deletion (another tab) cannot slip a
+/// grant past it: the deletion holds the account's row while it revokes the
+/// account's grants and removes it; the approval waits for it, then finds
+/// the account gone and approves nothing.
+#[tokio::test]
+async fn an_approval_racing_the_accounts_deletion_leaves_no_grant() {
+    let s = setup().await;
+    let auth = s
+        .app
+        .device_authorize(&s.pa, PA_SUB, "orders:read", None)
+        .await;
+    let user = s.user("ann@example.com").await;
+    let (b, _) = signed_in(&s.app, &user).await;
+    enter_code(&b, &auth.user_code).await;
+    let (status, _) = b.get_html("/device/consent").await;
+    assert_eq!(status, 200);
+    let mut deletion = s.app.db.begin().await.unwrap();
+    pact_db::users::lock(&mut *deletion, user.id).await.unwrap();
+    let approve = decide(&b, &[("action", "approve"), ("scope", "orders:read")]);
+    let delete = async {
+        // The approval is on its way and waits for the account's row.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        pact_db::grants::revoke_all_for_user(
+            &mut *deletion,
+            &pact_tests::brand_id("demo"),
+            &user.subject(),
+            "account deleted",
+        )
+        .await
+        .unwrap();
+        pact_db::users::delete(&mut *deletion, user.id)
+            .await
+            .unwrap();
+        deletion.commit().await.unwrap();
+    };
+    let (res, ()) = tokio::join!(approve, delete);
+    assert_eq!(res.status(), 404, "the account is gone: nothing approved");
+    let live: i64 = sqlx::query_scalar("select count(*) from grants where revoked_at is null")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(live, 0);
+    assert_eq!(s.status(&auth).await, "pending");
+}
+
 #[tokio::test]
 async fn unticking_the_mfa_scope_needs_no_second_factor() {
     let s = setup().await;

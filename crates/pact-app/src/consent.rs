@@ -162,11 +162,33 @@ pub async fn approve(
     approval: Approval<'_>,
     now: OffsetDateTime,
 ) -> Result<Grant, ConsentError> {
+    approve_for(node, approval, None, now).await
+}
+
+/// [`approve`], by a person signed in with pactd's own account `account`:
+/// the account's row is locked for the approval, as its deletion and its
+/// disabling lock it, so that an approval in another tab cannot slip a grant
+/// past them (they revoke every grant of the account), and an account
+/// deleted or disabled meanwhile approves nothing.
+pub async fn approve_for(
+    node: &NodeInner,
+    approval: Approval<'_>,
+    account: Option<Uuid>,
+    now: OffsetDateTime,
+) -> Result<Grant, ConsentError> {
     let mut tx = node.db.begin().await?;
     let auth = pact_db::device_authorizations::lock(&mut *tx, approval.authorization_id)
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
+    if let Some(id) = account {
+        let held = pact_db::users::lock(&mut *tx, id).await?;
+        if !held.is_some_and(|u| {
+            !u.is_disabled() && u.brand_id == auth.brand_id && u.subject() == *approval.user_sub
+        }) {
+            return Err(ConsentError::NotFound);
+        }
+    }
     let requested: BTreeSet<String> = auth.scopes.iter().cloned().collect();
     if !scopes::approvable(&requested, &approval.scopes) {
         return Err(ConsentError::ScopesNotRequested);

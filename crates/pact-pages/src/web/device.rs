@@ -915,7 +915,7 @@ async fn approve(
     if once {
         return approve_operations(state, d, now).await;
     }
-    let grant = consent::approve(
+    let grant = consent::approve_for(
         state,
         Approval {
             authorization_id: d.auth.id,
@@ -923,6 +923,7 @@ async fn approve(
             scopes: ticked.clone(),
             authorization_details: chosen.clone(),
         },
+        d.session.user_id,
         now,
     )
     .await;
