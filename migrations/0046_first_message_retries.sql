@@ -8,8 +8,8 @@
 -- index makes two that race store one conversation (the other is answered
 -- with its reply).
 --
--- Kept for turns that may act: delegated turns and turns answered by a
--- merchant's own agent (pact-protocol-faces a2a/send.rs, keeps_first_message).
+-- Kept for delegated turns, which act for a person (pact-protocol-faces
+-- a2a/send.rs, keeps_first_message).
 alter table conversations add column first_message_id text;
 create unique index conversations_first_message
     on conversations (brand_id, pa_issuer, pa_sub, first_message_id)
