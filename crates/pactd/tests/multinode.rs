@@ -709,7 +709,16 @@ async fn three_nodes_behind_nginx_lose_only_the_killed_nodes_requests_in_flight(
         .await
         .unwrap();
     assert!(res.status().as_u16() < 500, "{}", res.status());
-    let logged = nginx.shipped_log();
+    // nginx writes the line once the answer is sent, so it may come a moment
+    // after the answer arrives here.
+    let mut logged = nginx.shipped_log();
+    for _ in 0..50 {
+        if logged.contains("GET /device ") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        logged = nginx.shipped_log();
+    }
     assert!(logged.contains("GET /device "), "{logged}");
     assert!(!logged.contains("WDJB"), "{logged}");
 
