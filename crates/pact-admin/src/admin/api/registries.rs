@@ -186,42 +186,33 @@ pub async fn refresh(
         .await?
         .ok_or(AdminApiError::NotFound)?;
     // Recorded with its outcome: what the list changed, or why it was refused.
-    match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
-        Ok(applied) => {
-            caller
-                .record(
-                    &node.db,
-                    "registry.refresh",
-                    Some(&name),
-                    None,
-                    json!({"outcome": "applied", "listed": applied.listed,
-                           "skipped": applied.skipped, "delisted": applied.delisted,
-                           "revoked_grants": applied.revoked_grants}),
-                )
-                .await?;
-            Ok(Json(RegistryRefreshed {
-                name,
-                listed: applied.listed,
-                skipped: applied.skipped,
-                delisted: applied.delisted,
-                revoked_grants: applied.revoked_grants,
-            }))
-        }
-        Err(crate::registry::RefreshError::Db(e)) => Err(e.into()),
-        Err(e) => {
-            let reason = format!("{e}; nothing changed");
-            caller
-                .record(
-                    &node.db,
-                    "registry.refresh",
-                    Some(&name),
-                    None,
+    let (detail, answer) =
+        match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
+            Ok(applied) => (
+                json!({"outcome": "applied", "listed": applied.listed,
+                       "skipped": applied.skipped, "delisted": applied.delisted,
+                       "revoked_grants": applied.revoked_grants}),
+                Ok(RegistryRefreshed {
+                    name: name.clone(),
+                    listed: applied.listed,
+                    skipped: applied.skipped,
+                    delisted: applied.delisted,
+                    revoked_grants: applied.revoked_grants,
+                }),
+            ),
+            Err(crate::registry::RefreshError::Db(e)) => return Err(e.into()),
+            Err(e) => {
+                let reason = format!("{e}; nothing changed");
+                (
                     json!({"outcome": "refused", "reason": reason}),
+                    Err(AdminApiError::invalid(reason)),
                 )
-                .await?;
-            Err(AdminApiError::invalid(reason))
-        }
-    }
+            }
+        };
+    caller
+        .record(&node.db, "registry.refresh", Some(&name), None, detail)
+        .await?;
+    answer.map(Json)
 }
 
 /// `POST /registries/{name}/remove`: the agents it listed are no longer admitted
