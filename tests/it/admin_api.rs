@@ -613,7 +613,7 @@ async fn every_documented_route_exists_and_answers() {
             .await
             .unwrap();
     assert_eq!(refreshed["outcome"], "applied", "{refreshed}");
-    assert!(refreshed["listed"].is_number(), "{refreshed}");
+    assert!(refreshed["result"]["listed"].is_number(), "{refreshed}");
 }
 
 /// Viewer reads; operator also revokes and disables; owner also registers.

@@ -773,11 +773,9 @@ async fn assert_oauth_refusal(app: &TestApp, token: &str, status: u16) {
     assert_eq!(v["error"], "temporarily_unavailable");
 }
 
-/// Introspection (RFC 7662) meets an outage as every OAuth endpoint does:
-/// 503 `temporarily_unavailable` with Retry-After, not a 500 `server_error`
-/// a resource server would not retry.
-#[tokio::test]
-async fn introspection_answers_a_database_outage_with_503() {
+/// An app whose database connections all go through a proxy the test can
+/// unplug.
+async fn behind_a_proxy() -> (TcpProxy, TestApp) {
     let db_url = pact_tests::db::fresh_database().await;
     let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
     let app = TestApp::spawn_full(
@@ -787,6 +785,15 @@ async fn introspection_answers_a_database_outage_with_503() {
         BrandAgents::builtin(),
     )
     .await;
+    (proxy, app)
+}
+
+/// Introspection (RFC 7662) meets an outage as every OAuth endpoint does:
+/// 503 `temporarily_unavailable` with Retry-After, not a 500 `server_error`
+/// a resource server would not retry.
+#[tokio::test]
+async fn introspection_answers_a_database_outage_with_503() {
+    let (proxy, app) = behind_a_proxy().await;
     app.enable_demo_delegation().await;
     let c = pact_server::merchant::credentials::generate().unwrap();
     pact_db::merchant::insert_credential(
@@ -816,15 +823,7 @@ async fn introspection_answers_a_database_outage_with_503() {
 
 #[tokio::test]
 async fn a_database_outage_answers_503_fast_in_each_format_and_recovers() {
-    let db_url = pact_tests::db::fresh_database().await;
-    let proxy = TcpProxy::start(TcpProxy::target_of(&db_url)).await;
-    let app = TestApp::spawn_full(
-        proxy.url_for(&db_url),
-        Arc::new(MasterKey::generate().unwrap()),
-        |_| {},
-        BrandAgents::builtin(),
-    )
-    .await;
+    let (proxy, app) = behind_a_proxy().await;
     app.enable_demo_delegation().await;
     let pa = app.registered_pa(PA_ISS).await;
     let token = pa.token(PA_SUB, app.audience());

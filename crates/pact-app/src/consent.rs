@@ -340,12 +340,7 @@ pub async fn approve_operations(
     for op in &asked {
         let grant = pact_db::grants::find(&mut *tx, op.grant_id)
             .await?
-            .filter(|g| {
-                g.is_active(now)
-                    && g.brand_id == auth.brand_id
-                    && g.pa_issuer == auth.pa_issuer
-                    && g.user_sub == user_sub
-            })
+            .filter(|g| g.is_active(now) && is_theirs(g, &auth, user_sub))
             .ok_or(ConsentError::OperationGrantGone)?;
         let budget = Uuid::new_v4();
         pact_db::budgets::insert(
@@ -395,6 +390,32 @@ pub async fn approve_operations(
     tx.commit().await?;
     node.pending_polls.forget(auth.id);
     Ok(granted)
+}
+
+/// Whether `grant` is `user_sub`'s, at the authorization's brand, for its
+/// agent: an "Allow once" request is the person's whose grant the call was
+/// made under (PACT §5.5), and nobody else's to see, approve or deny.
+fn is_theirs(grant: &Grant, auth: &DeviceAuthorization, user_sub: &UserSub) -> bool {
+    grant.brand_id == auth.brand_id
+        && grant.pa_issuer == auth.pa_issuer
+        && grant.user_sub == user_sub
+}
+
+/// Whether every operation an "Allow once" authorization asks about was
+/// made under one of `user_sub`'s grants (true when it asks about none).
+pub async fn operations_are_theirs(
+    node: &NodeInner,
+    auth: &DeviceAuthorization,
+    user_sub: &UserSub,
+) -> Result<bool, pact_db::Error> {
+    let asked = crate::agent::asked::asked_of(auth.operations.as_ref()).unwrap_or_default();
+    for op in &asked {
+        let grant = pact_db::grants::find(&node.db, op.grant_id).await?;
+        if !grant.is_some_and(|g| is_theirs(&g, auth, user_sub)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 pub async fn deny(

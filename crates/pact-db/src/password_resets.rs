@@ -42,10 +42,7 @@ pub async fn insert_within_budget(
     since: OffsetDateTime,
     max: i64,
 ) -> DbResult<bool> {
-    let held = sqlx::query_scalar!("select id from users where id = $1 for update", user_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if held.is_none() {
+    if crate::users::lock(&mut *conn, user_id).await?.is_none() {
         return Ok(false);
     }
     if sent_since(&mut *conn, user_id, since).await? >= max {

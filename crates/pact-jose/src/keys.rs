@@ -205,6 +205,8 @@ fn significant_bits(be: &[u8]) -> usize {
 /// The most entries a JWKS may hold. A signer rotating keys publishes two or
 /// three at a time; real providers publish under a dozen.
 pub const MAX_KEYS: usize = 32;
+// The refusal below names the number: they change together.
+const _: () = assert!(MAX_KEYS == 32);
 
 /// The usable verification keys of one PA (RFC 7517 §5).
 #[derive(Clone, Default)]

@@ -251,19 +251,13 @@ impl Limit {
                 // 8th where it was written and the 9th in UTC, and a merchant
                 // may read it either way, so an offset must not carry a call
                 // out of the days the person approved.
-                match parse_date(s) {
-                    Some(d) if within(d) => Admits::Yes,
+                let days = parse_date(s).map(|d| (d, d)).or_else(|| {
+                    parse_time(s).map(|t| (t.date(), t.to_offset(time::UtcOffset::UTC).date()))
+                });
+                match days {
+                    Some((written, utc)) if within(written) && within(utc) => Admits::Yes,
                     Some(_) => Admits::Beyond,
-                    None => match parse_time(s) {
-                        Some(t)
-                            if within(t.date())
-                                && within(t.to_offset(time::UtcOffset::UTC).date()) =>
-                        {
-                            Admits::Yes
-                        }
-                        Some(_) => Admits::Beyond,
-                        None => Admits::Malformed,
-                    },
+                    None => Admits::Malformed,
                 }
             }
             Self::Times { from, until } => match arg.as_str().and_then(parse_time) {

@@ -551,23 +551,10 @@ async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> 
         ));
     };
     // An "Allow once" request belongs to the person whose grant the call was
-    // made under (PACT §5.5): nobody else sees what it asks or decides it —
-    // approving always checked this; seeing and denying did not.
-    if let Some(asked) =
-        crate::agent::asked::asked_of(auth.operations.as_ref()).filter(|a| !a.is_empty())
-    {
-        for op in &asked {
-            let theirs = pact_db::grants::find(&state.db, op.grant_id)
-                .await?
-                .is_some_and(|g| {
-                    g.brand_id == auth.brand_id
-                        && g.pa_issuer == auth.pa_issuer
-                        && g.user_sub == user_sub
-                });
-            if !theirs {
-                return Err(PageError::Forbidden(i18n::t("consent-err-operation-gone")));
-            }
-        }
+    // made under: nobody else sees what it asks or decides it (approving
+    // checks it again under the authorization's lock).
+    if !consent::operations_are_theirs(state, &auth, &user_sub).await? {
+        return Err(PageError::Forbidden(i18n::t("consent-err-operation-gone")));
     }
     Ok(Loaded::Ready(Box::new(Deciding {
         session: s,

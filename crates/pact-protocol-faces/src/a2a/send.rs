@@ -300,17 +300,15 @@ async fn begin(
             } else {
                 None
             };
-            match earlier {
-                Some(id) => id,
-                None => {
-                    return Ok(Begin::Claimed(Claim {
-                        conversation_id: Uuid::new_v4(),
-                        delegation,
-                        head,
-                        fresh: true,
-                    }));
-                }
-            }
+            let Some(id) = earlier else {
+                return Ok(Begin::Claimed(Claim {
+                    conversation_id: Uuid::new_v4(),
+                    delegation,
+                    head,
+                    fresh: true,
+                }));
+            };
+            id
         }
     };
     let delegation_ref = delegation.as_ref();

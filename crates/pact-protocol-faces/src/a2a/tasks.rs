@@ -66,11 +66,7 @@ pub async fn task_by_id(
     // text 400 — the bare 401 without a bearer token (PACT §3), else the
     // bare 404 of an unknown brand.
     let Ok(Path((brand_id, segment))) = path else {
-        let bearer = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case("bearer "));
-        return if bearer {
+        return if crate::auth::bearer(&headers, &axum::http::header::AUTHORIZATION).is_some() {
             ApiError::NotFound.into_response()
         } else {
             ApiError::Unauthorized.into_response()

@@ -188,18 +188,19 @@ pub async fn refresh(
     // Recorded with its outcome: what the list changed, or why it was refused.
     let (detail, answer) =
         match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
-            Ok(applied) => (
-                json!({"outcome": "applied", "listed": applied.listed,
-                       "skipped": applied.skipped, "delisted": applied.delisted,
-                       "revoked_grants": applied.revoked_grants}),
-                Ok(RegistryRefreshed {
+            Ok(applied) => {
+                let refreshed = RegistryRefreshed {
                     name: name.clone(),
                     listed: applied.listed,
                     skipped: applied.skipped,
                     delisted: applied.delisted,
                     revoked_grants: applied.revoked_grants,
-                }),
-            ),
+                };
+                (
+                    json!({"outcome": "applied", "result": &refreshed}),
+                    Ok(refreshed),
+                )
+            }
             Err(crate::registry::RefreshError::Db(e)) => return Err(e.into()),
             Err(e) => {
                 let reason = format!("{e}; nothing changed");
