@@ -1082,3 +1082,45 @@ async fn the_account_page_shows_each_limit_and_how_much_is_used() {
         assert!(html.contains(words), "{words:?} not on the page:\n{html}");
     }
 }
+
+/// PACT §4: the same first message sent twice at once without a contextId
+/// (a personal agent that retried before the first reply arrived) runs once:
+/// the copy waits for the first's reply and gets it, and the merchant's
+/// agent is called, and the order cancelled, once.
+#[tokio::test]
+async fn a_first_message_sent_twice_at_once_acts_once() {
+    let mut s = shop().await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (app, pa_jwt, copy_token) = (s.app.clone(), s.pa_jwt.clone(), token.clone());
+    let copy = tokio::spawn(async move {
+        app.send_delegated("demo", &pa_jwt, &copy_token, "m1", "do it", None)
+            .await
+    });
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // The copy is not handed to the agent while the first runs (it was,
+    // and the order would have been cancelled twice).
+    let second = tokio::time::timeout(Duration::from_secs(1), s.turns.recv()).await;
+    assert!(second.is_err(), "the agent got the message twice");
+    let first = s.finish(turn).await;
+    let copy = ok_json(copy.await.unwrap()).await;
+    assert_eq!(copy, first);
+    assert_eq!(s.api.count("cancel_order").await, 1);
+    let contexts: i64 = sqlx::query_scalar("select count(*) from conversations")
+        .fetch_one(&s.app.db)
+        .await
+        .unwrap();
+    assert_eq!(contexts, 1);
+}

@@ -140,6 +140,7 @@ async fn status_enums_keep_the_stored_text() {
             request_ip: None,
             step_up: true,
             operations: None,
+            for_user_sub: None,
         },
     )
     .await
@@ -154,6 +155,7 @@ async fn status_enums_keep_the_stored_text() {
             pa_sub: "pa-user",
         },
         &scopes,
+        None,
         now,
     )
     .await

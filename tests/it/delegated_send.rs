@@ -2065,3 +2065,89 @@ async fn a_person_deleting_their_account_ends_their_grants_at_once_on_another_no
         "node B did not hear of the revocation"
     );
 }
+
+/// PACT §5.5: a step-up asked in a delegated turn is for the person the turn
+/// acted for. Someone else signed in at the brand with its code neither sees
+/// what it asks nor decides it (before, they could approve it in their own
+/// name and the personal agent collected a grant for the wrong account), and
+/// it stays pending for the person, who can still approve it.
+#[tokio::test]
+async fn a_step_up_asked_for_one_person_is_nobody_elses_to_decide() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
+        .order_id
+        .clone();
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &token,
+            "m1",
+            &format!("cancel {order}"),
+            None,
+        )
+        .await;
+    let v = ok_json(res).await;
+    let link = v["task"]["metadata"]["pact.verificationUriComplete"]
+        .as_str()
+        .unwrap();
+    let auth = authorization_behind(&app, link).await;
+    let code = auth.user_code.clone();
+
+    pact_tests::pages::add_user(&app, "demo", "bob@example.com", "bob's password 1").await;
+    let bob = pact_tests::pages::Browser::new(&app);
+    let res = bob
+        .sign_in("demo", "bob@example.com", "bob's password 1", "/account")
+        .await;
+    assert_eq!(res.status(), 303);
+    bob.submit("/device", "/device", &[("user_code", &code)])
+        .await;
+    let (status, html) = bob.get_html("/device/consent").await;
+    assert_eq!(status, 403, "{html}");
+    assert!(html.contains("another account"), "{html}");
+    assert!(!html.contains("Cancel orders"), "{html}");
+    for action in ["approve", "deny"] {
+        let res = bob
+            .submit(
+                "/account",
+                "/device/consent",
+                &[
+                    ("authorization", auth.id.to_string().as_str()),
+                    ("action", action),
+                    ("scope", "orders:cancel"),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 403, "{action}");
+    }
+    // Nor through the decision itself, whoever calls it.
+    let refused = pact_server::consent::approve(
+        &app.state,
+        pact_server::consent::Approval {
+            authorization_id: auth.id,
+            user_sub: &"mallory".into(),
+            scopes: ["orders:cancel".to_owned()].into(),
+            authorization_details: None,
+        },
+        OffsetDateTime::now_utc(),
+    )
+    .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let still = pact_server::consent::find_by_user_code(&app.state, &code)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(still.status.as_str(), "pending");
+    let grants: i64 = sqlx::query_scalar("select count(*) from grants")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(grants, 1, "only alice's first grant");
+
+    // The person it was asked for approves it.
+    let grant = app.approve(&code, "alice", &["orders:cancel"]).await;
+    assert_eq!(grant.user_sub, "alice");
+}

@@ -34,6 +34,9 @@ pub enum ConsentError {
     /// or under a grant that has ended meanwhile.
     #[error("the operation's grant is not this person's or has ended")]
     OperationGrantGone,
+    /// A step-up asked for another person (PACT §5.5): only they decide it.
+    #[error("the request is for another person")]
+    NotTheirs,
     #[error("database: {0}")]
     Db(#[from] pact_db::Error),
 }
@@ -181,6 +184,9 @@ pub async fn approve_for(
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
+    if !is_for(&auth, approval.user_sub) {
+        return Err(ConsentError::NotTheirs);
+    }
     if let Some(id) = account {
         let held = pact_db::users::lock(&mut *tx, id).await?;
         if !held.is_some_and(|u| {
@@ -333,6 +339,9 @@ pub async fn approve_operations(
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
+    if !is_for(&auth, user_sub) {
+        return Err(ConsentError::NotTheirs);
+    }
     let asked = crate::agent::asked::asked_of(auth.operations.as_ref())
         .filter(|a| !a.is_empty())
         .ok_or(ConsentError::NotFound)?;
@@ -401,13 +410,24 @@ fn is_theirs(grant: &Grant, auth: &DeviceAuthorization, user_sub: &UserSub) -> b
         && grant.user_sub == user_sub
 }
 
-/// Whether every operation an "Allow once" authorization asks about was
-/// made under one of `user_sub`'s grants (true when it asks about none).
-pub async fn operations_are_theirs(
+/// Whether a step-up is for `user_sub`: one asked in a delegated turn is the
+/// person's the turn acted for (PACT §5.5), anyone's otherwise (RFC 8628:
+/// whoever the device's person signs in as).
+fn is_for(auth: &DeviceAuthorization, user_sub: &UserSub) -> bool {
+    auth.for_user_sub.as_ref().is_none_or(|u| u == user_sub)
+}
+
+/// Whether `user_sub` may see and decide `auth`: a step-up asked for another
+/// person is not theirs ([`is_for`]), nor an "Allow once" request unless
+/// every operation it asks about was made under one of their grants.
+pub async fn is_theirs_to_decide(
     node: &NodeInner,
     auth: &DeviceAuthorization,
     user_sub: &UserSub,
 ) -> Result<bool, pact_db::Error> {
+    if !is_for(auth, user_sub) {
+        return Ok(false);
+    }
     let asked = crate::agent::asked::asked_of(auth.operations.as_ref()).unwrap_or_default();
     for op in &asked {
         let grant = pact_db::grants::find(&node.db, op.grant_id).await?;
@@ -429,6 +449,14 @@ pub async fn deny(
         .await?
         .ok_or(ConsentError::NotFound)?;
     check_decidable(&auth, now)?;
+    // A step-up asked for a person is denied by that person only.
+    let theirs = match user_sub {
+        Some(u) => is_for(&auth, u),
+        None => auth.for_user_sub.is_none(),
+    };
+    if !theirs {
+        return Err(ConsentError::NotTheirs);
+    }
     pact_db::device_authorizations::set_denied(&mut *tx, auth.id, user_sub).await?;
     tx.commit().await?;
     node.pending_polls.forget(auth.id);
@@ -497,6 +525,7 @@ mod tests {
             user_sub: None,
             grant_id: None,
             operations: None,
+            for_user_sub: None,
         }
     }
 

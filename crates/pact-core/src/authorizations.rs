@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use pact_db::device_authorizations::Status as AuthStatus;
-use pact_db::ids::{AgentIssuer, BrandId};
+use pact_db::ids::{AgentIssuer, BrandId, UserSub};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -21,6 +21,10 @@ pub struct Request<'a> {
     pub pa_issuer: &'a AgentIssuer,
     pub pa_sub: &'a str,
     pub scopes: &'a BTreeSet<String>,
+    /// A step-up asked in a delegated turn: the person the turn acted for,
+    /// the only one who may see and decide it (PACT §5.5). `None` for the
+    /// PA's own request (RFC 8628: the device does not know who approves).
+    pub for_user: Option<&'a UserSub>,
     pub kind: Kind<'a>,
 }
 
@@ -122,8 +126,14 @@ pub async fn issue(
             }
         };
     if let Kind::StepUp = request.kind
-        && let Some(live) =
-            pact_db::device_authorizations::live_step_up(&mut *conn, owner, &scopes, now).await?
+        && let Some(live) = pact_db::device_authorizations::live_step_up(
+            &mut *conn,
+            owner,
+            &scopes,
+            request.for_user,
+            now,
+        )
+        .await?
     {
         let approved = live.status == AuthStatus::Approved;
         return Ok(issued(
@@ -177,6 +187,7 @@ pub async fn issue(
         request_ip,
         step_up: matches!(request.kind, Kind::StepUp | Kind::Operation { .. }),
         operations,
+        for_user_sub: request.for_user,
     };
     match request.kind {
         // A step-up link never carries authorization_details, so a request

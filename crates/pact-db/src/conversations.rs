@@ -83,42 +83,16 @@ pub struct NewTurnContext<'a> {
     pub message_id: &'a str,
     pub request_text: &'a str,
     pub grant_id: Option<GrantId>,
-    /// Whether `message_id` is kept as the context's first message, so that
-    /// a retry without contextId finds this turn ([`find_by_first_message`]).
-    pub keyed: bool,
 }
 
-/// The context whose first message had this id, sent by this (brand, PA
-/// issuer, PA sub) (migration 0046): where a retried first message, which
-/// has no contextId, finds its stored reply.
-pub async fn find_by_first_message(
-    db: impl PgExecutor<'_>,
-    owner: PaUser<'_>,
-    message_id: &str,
-) -> DbResult<Option<Uuid>> {
-    let PaUser {
-        brand_id,
-        pa_issuer,
-        pa_sub,
-    } = owner;
-    sqlx::query_scalar!(
-        "select id from conversations where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 \
-         and first_message_id = $4",
-        brand_id,
-        pa_issuer,
-        pa_sub,
-        message_id,
-    )
-    .fetch_optional(db)
-    .await
-    .map_err(Into::into)
-}
-
-/// The whole first turn of a new context, written once its reply is known:
-/// the conversation, its message and the reply, in one statement. A new
-/// context needs no claim while its turn runs: no request can address it
-/// before the PA reads its id in this reply (PACT §4), so nothing is written
-/// until there is something to keep.
+/// The whole first turn of a new context without delegation, written once its
+/// reply is known: the conversation, its message and the reply, in one
+/// statement. Such a context needs no claim while its turn runs: no request
+/// can address it before the PA reads its id in this reply (PACT §4), so
+/// nothing is written until there is something to keep. A delegated first
+/// turn, which may act for a person, is claimed before it runs instead
+/// ([`claim_first_turn`]), so that a copy of it sent at once waits for its
+/// reply rather than acting again.
 pub async fn create_with_reply(
     db: impl PgExecutor<'_>,
     c: NewTurnContext<'_>,
@@ -132,8 +106,8 @@ pub async fn create_with_reply(
                     select $11::uuid, true, $12::timestamptz where $11::uuid is not null \
                     on conflict (turn_id) do nothing returning turn_id), \
          ok as (select $11::uuid is null or exists (select 1 from f) as fine), \
-         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
-               select $1, $2, $3, $4, $5, case when $13 then $6 end from ok where ok.fine returning id), \
+         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub) \
+               select $1, $2, $3, $4, $5 from ok where ok.fine returning id), \
          m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
                                      reply_message_id, reply, replied_at) \
                select id, $6, $7, $8, $9, $10, now() from c returning 1) \
@@ -150,46 +124,49 @@ pub async fn create_with_reply(
         reply,
         turn_id,
         expires_at,
-        c.keyed,
     )
     .fetch_one(db)
     .await?;
     Ok(Finished::of(row.stored, row.fence_ok))
 }
 
-/// As [`create_with_reply`], for a delegated first turn with its receipt:
-/// the conversation, the receipt at `receipt.seq` and the message with its
-/// reply, and the grant's last use (at most once a minute, see above).
-/// `Ok(false)` when the grant is gone; a unique violation means another
-/// turn of the grant took that `seq`: nothing was written, read the chain's
-/// head again and retry.
-pub async fn create_with_receipt(
+/// What claiming a new context's first message found
+/// ([`claim_first_turn`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstClaim {
+    /// The context is created with this message claimed: the caller runs the
+    /// turn, and finishes it as any claimed turn ([`finish_turn_with_receipt`]).
+    Claimed,
+    /// This (brand, PA issuer, PA sub) already started a context with this
+    /// first message: the caller answers from it, as for any retry.
+    Existing(Uuid),
+    /// Another request is creating that context right now (its insert had not
+    /// committed when this statement looked): look again.
+    Racing,
+}
+
+/// Creates the context `c` with its first message claimed, unless this
+/// (brand, PA issuer, PA sub) started one with the same first message id
+/// already (the unique index of migration 0046), in one statement. A turn
+/// that acts for a person is claimed before it runs, like a turn in an
+/// existing context, so that the same first message sent twice at once (a
+/// personal agent that retried before the reply came) runs once: the copy
+/// finds the claim and waits for its reply (PACT §4).
+pub async fn claim_first_turn(
     db: impl PgExecutor<'_>,
     c: NewTurnContext<'_>,
-    reply_message_id: &str,
-    reply: &serde_json::Value,
-    receipt: &crate::receipts::NewReceipt<'_>,
-    end: Option<EndOfTurn>,
-) -> DbResult<Finished> {
-    let (turn_id, expires_at) = end_parts(end);
+) -> DbResult<FirstClaim> {
     let row = sqlx::query!(
-        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
-                    select $14::uuid, true, $15::timestamptz where $14::uuid is not null \
-                    on conflict (turn_id) do nothing returning turn_id), \
-         ok as (select $14::uuid is null or exists (select 1 from f) as fine), \
-         g as (select id from grants where id = $8 and (select fine from ok)), \
-         t as (update grants set last_used_at = now() where id in \
-               (select id from grants where id = $8 and (select fine from ok) \
-                and (last_used_at is null or last_used_at < now() - interval '1 minute') \
-                for no key update skip locked)), \
-         c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
-               select $1, $2, $3, $4, $5, case when $16 then $6 end from g returning id), \
-         r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
-               select $8, $9, c.id, $6, $10, $11 from c returning id), \
-         m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
-                                     reply_message_id, reply, replied_at) \
-               select $1, $6, $7, $8, $12, $13, now() from r returning 1) \
-         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
+        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
+                    values ($1, $2, $3, $4, $5, $6) \
+                    on conflict (brand_id, pa_issuer, pa_sub, first_message_id) \
+                      where first_message_id is not null do nothing \
+                    returning id), \
+              m as (insert into messages (conversation_id, message_id, request_text, grant_id) \
+                    select id, $6, $7, $8 from c returning 1) \
+         select exists (select 1 from m) as \"claimed!\", \
+                (select id from conversations where brand_id = $2 and pa_issuer = $3 \
+                 and pa_sub = $4 and first_message_id = $6) as existing",
         c.id,
         c.brand_id,
         c.pa_issuer,
@@ -197,19 +174,15 @@ pub async fn create_with_receipt(
         c.user_sub.map(UserSub::as_str),
         c.message_id,
         c.request_text,
-        receipt.grant_id.as_uuid(),
-        receipt.seq,
-        receipt.jws,
-        receipt.claims,
-        reply_message_id,
-        reply,
-        turn_id,
-        expires_at,
-        c.keyed,
+        c.grant_id.map(GrantId::as_uuid),
     )
     .fetch_one(db)
     .await?;
-    Ok(Finished::of(row.stored, row.fence_ok))
+    Ok(match (row.claimed, row.existing) {
+        (true, _) => FirstClaim::Claimed,
+        (false, Some(id)) => FirstClaim::Existing(id),
+        (false, None) => FirstClaim::Racing,
+    })
 }
 
 /// Locks the conversation for this turn, but only when it belongs to this

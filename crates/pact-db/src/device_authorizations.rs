@@ -57,6 +57,9 @@ pub struct DeviceAuthorization {
     /// A step-up beyond a limit: the operations to approve one by one
     /// (migration 0025); `None` for every other authorization.
     pub operations: Option<serde_json::Value>,
+    /// A step-up asked in a delegated turn: the person it is for, the only
+    /// one who may see and decide it (migration 0047).
+    pub for_user_sub: Option<UserSub>,
 }
 
 #[derive(Clone, Debug)]
@@ -76,6 +79,8 @@ pub struct NewDeviceAuthorization<'a> {
     pub step_up: bool,
     /// The operations of a step-up beyond a limit.
     pub operations: Option<&'a serde_json::Value>,
+    /// A step-up asked in a delegated turn: the person it is for.
+    pub for_user_sub: Option<&'a UserSub>,
 }
 
 /// Inserts; a unique violation on the live user code means the caller drew a
@@ -83,8 +88,9 @@ pub struct NewDeviceAuthorization<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> DbResult<()> {
     sqlx::query!(
         "insert into device_authorizations (id, brand_id, pa_issuer, pa_sub, device_code_hash, user_code, \
-         scopes, authorization_details, interval_secs, expires_at, request_ip, origin, operations) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+         scopes, authorization_details, interval_secs, expires_at, request_ip, origin, operations, \
+         for_user_sub) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         d.id,
         d.brand_id,
         d.pa_issuer,
@@ -98,6 +104,7 @@ pub async fn insert(db: impl PgExecutor<'_>, d: NewDeviceAuthorization<'_>) -> D
         d.request_ip,
         if d.step_up { "step_up" } else { "client" },
         d.operations,
+        d.for_user_sub.map(UserSub::as_str),
     )
     .execute(db)
     .await
@@ -178,13 +185,14 @@ pub struct Created {
 }
 
 /// A live step-up authorization (pending, or approved, its grant still
-/// active, and not yet taken over) for exactly these scopes, the approved one
-/// first: a turn that needs the
+/// active, and not yet taken over) for exactly these scopes and the same
+/// person (`for_user`), the approved one first: a turn that needs the
 /// same scopes again points at it instead of minting another code (PACT §5.5).
 pub async fn live_step_up(
     db: impl PgExecutor<'_>,
     owner: PaUser<'_>,
     scopes: &[String],
+    for_user: Option<&UserSub>,
     now: OffsetDateTime,
 ) -> DbResult<Option<LiveStepUp>> {
     let PaUser {
@@ -198,6 +206,7 @@ pub async fn live_step_up(
          where brand_id = $1 and pa_issuer = $2 and pa_sub = $3 and origin = 'step_up' \
          and status in ('pending', 'approved') and expires_at > $5 \
          and scopes @> $4 and scopes <@ $4 and authorization_details is null and operations is null \
+         and for_user_sub is not distinct from $6 \
          and (status = 'pending' or exists (select 1 from grants g \
               where g.id = device_authorizations.grant_id \
               and g.revoked_at is null and g.expires_at > $5)) \
@@ -207,6 +216,7 @@ pub async fn live_step_up(
         pa_sub,
         scopes,
         now,
+        for_user.map(UserSub::as_str),
     )
     .fetch_optional(db)
     .await
@@ -264,7 +274,8 @@ pub async fn lock_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1 for update",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations, \
+                    for_user_sub as \"for_user_sub: UserSub\" from device_authorizations where device_code_hash = $1 for update",
         hash,
     )
     .fetch_optional(db)
@@ -282,7 +293,8 @@ pub async fn find_by_device_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where device_code_hash = $1",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations, \
+                    for_user_sub as \"for_user_sub: UserSub\" from device_authorizations where device_code_hash = $1",
         hash,
     )
     .fetch_optional(db)
@@ -325,7 +337,8 @@ pub async fn find_live_by_user_code(
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations, \
+                    for_user_sub as \"for_user_sub: UserSub\" from device_authorizations where user_code = $1 and status in ('pending', 'approved') \
          order by created_at desc limit 1",
         user_code,
     )
@@ -352,7 +365,8 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1 for update",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations, \
+                    for_user_sub as \"for_user_sub: UserSub\" from device_authorizations where id = $1 for update",
         id,
     )
     .fetch_optional(db)
@@ -365,7 +379,8 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<Option<DeviceAu
         DeviceAuthorization,
         "select id, brand_id, pa_issuer, pa_sub, user_code, scopes, authorization_details, \
                     status as \"status: Status\", interval_secs, last_polled_at, expires_at, created_at, request_ip, decided_at, \
-                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations from device_authorizations where id = $1",
+                    user_sub as \"user_sub: UserSub\", grant_id as \"grant_id: GrantId\", operations, \
+                    for_user_sub as \"for_user_sub: UserSub\" from device_authorizations where id = $1",
         id,
     )
     .fetch_optional(db)

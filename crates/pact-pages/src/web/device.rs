@@ -217,6 +217,7 @@ fn consent_error(e: ConsentError) -> PageError {
         ConsentError::OperationGrantGone => {
             PageError::Forbidden(i18n::t("consent-err-operation-gone"))
         }
+        ConsentError::NotTheirs => PageError::Forbidden(i18n::t("consent-err-other-account")),
         ConsentError::ScopesNotRequested | ConsentError::DetailsNotRequested => {
             PageError::BadRequest(i18n::t("consent-err-not-requested"))
         }
@@ -550,11 +551,17 @@ async fn load(state: &AppState, browser: &Browser) -> Result<Loaded, PageError> 
             sign_in_first(state, browser, &s, &brand, &auth).await?,
         ));
     };
-    // An "Allow once" request belongs to the person whose grant the call was
-    // made under: nobody else sees what it asks or decides it (approving
-    // checks it again under the authorization's lock).
-    if !consent::operations_are_theirs(state, &auth, &user_sub).await? {
-        return Err(PageError::Forbidden(i18n::t("consent-err-operation-gone")));
+    // A step-up asked in a delegated turn belongs to the person the turn
+    // acted for, and an "Allow once" request to the person whose grant the
+    // call was made under: nobody else sees what it asks or decides it
+    // (deciding checks it again under the authorization's lock).
+    if !consent::is_theirs_to_decide(state, &auth, &user_sub).await? {
+        let key = if auth.operations.is_some() {
+            "consent-err-operation-gone"
+        } else {
+            "consent-err-other-account"
+        };
+        return Err(PageError::Forbidden(i18n::t(key)));
     }
     Ok(Loaded::Ready(Box::new(Deciding {
         session: s,

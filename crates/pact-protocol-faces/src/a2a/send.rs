@@ -28,6 +28,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use pact_db::conversations;
+use pact_db::ids::UserSub;
 use pact_node::node::NodeInner;
 use pact_proto::A2aError;
 use pact_proto::a2a::{
@@ -84,17 +85,6 @@ pub async fn send(
     run_turn(state, caller, presented.as_ref(), &incoming, &request_id).await
 }
 
-/// Whether a first message's id is kept on its new context, for a retry
-/// that comes without contextId: for delegated turns, which act for a person
-/// (a tool that cancels, moves, pays). A turn without delegation reaches
-/// public tools only, and its hot path keeps its one statement: measured
-/// (scripts/bench-merchant, ratios within each run), with the lookup a
-/// webhook identity turn ran at 0.41× the demo turn's rate and 1.77× its
-/// PostgreSQL CPU; without, 0.56× and 1.13×.
-fn keeps_first_message(delegated: bool) -> bool {
-    delegated
-}
-
 /// What phase 1 found.
 enum Begin {
     /// A retry of a finished turn: its stored reply, verbatim.
@@ -141,7 +131,8 @@ async fn run_turn(
                 .into());
             }
             Begin::Claimed(claim) => {
-                // A new context has no claim to drop: nothing of it is written before its reply.
+                // A first turn without delegation has no claim to drop:
+                // nothing of it is written before its reply.
                 let guard = (!claim.fresh).then(|| ClaimGuard {
                     db: Some(state.relaxed_db.clone()),
                     conversation_id: claim.conversation_id,
@@ -221,10 +212,11 @@ async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str) {
     }
 }
 
-/// Phase 1. A new context is only given its id: nothing is written before
-/// its reply (see `conversations::create_with_reply`). A turn in an existing
-/// context is claimed in one short transaction under the conversation's row
-/// lock.
+/// Phase 1. A new context without delegation is only given its id: nothing
+/// is written before its reply (see `conversations::create_with_reply`). A
+/// delegated one is created with its first message claimed, in one statement
+/// (`conversations::claim_first_turn`). A turn in an existing context is
+/// claimed in one short transaction under the conversation's row lock.
 ///
 /// Claims are written on the relaxed pool (no wait for the WAL flush): a
 /// claim a crash loses takes nothing else with it, since whatever the turn
@@ -286,29 +278,55 @@ async fn begin(
     };
     // PACT §4: no contextId starts a new context. Its id is new, so no earlier
     // message can exist in it and nobody else can address it before the PA
-    // reads it in the reply; the first delegated turn binds it to its user
-    // (PACT §5.5) when it is stored. But a retry of a first message comes
-    // without a contextId too (the PA lost the reply that named it): for a
-    // turn that may act, the context that first message started is found by
-    // its messageId and the retry is answered from it, as in any context.
-    let id = match &incoming.context_id {
+    // reads it in the reply; a turn without delegation (public tools only)
+    // writes nothing before its reply. But a first message can come twice
+    // without a contextId: a retry from a PA that lost the reply, or a copy
+    // sent before the first reply came. A delegated turn may act for a
+    // person (cancel, move, pay), so its context is created with the message
+    // claimed before it runs, keyed by the first messageId (migration 0046):
+    // a retry or a copy finds it and is answered from it as in any context,
+    // and the agent runs once. The claim is the lookup: one statement, as the
+    // lookup was. Identity turns keep their one statement: measured
+    // (scripts/bench-merchant, ratios within each run), a lookup on every
+    // webhook identity turn took it from 0.56x to 0.41x of the demo turn's
+    // rate and from 1.13x to 1.77x of its PostgreSQL CPU.
+    let id = match (&incoming.context_id, &delegation) {
         // An id we could never have minted is just as unknown as a foreign one.
-        Some(raw) => Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?,
-        None => {
-            let earlier = if keeps_first_message(delegation.is_some()) {
-                conversations::find_by_first_message(&node.db, owner, &incoming.message_id).await?
-            } else {
-                None
+        (Some(raw), _) => Uuid::parse_str(raw).map_err(|_| A2aError::unknown_context())?,
+        (None, None) => {
+            return Ok(Begin::Claimed(Claim {
+                conversation_id: Uuid::new_v4(),
+                delegation,
+                head,
+                fresh: true,
+                first: true,
+            }));
+        }
+        (None, Some(d)) => {
+            let conversation_id = Uuid::new_v4();
+            let context = conversations::NewTurnContext {
+                id: conversation_id,
+                brand_id: &brand.id,
+                pa_issuer: iss,
+                pa_sub: sub,
+                user_sub: Some(&d.user_sub),
+                message_id: &incoming.message_id,
+                request_text: &incoming.text,
+                grant_id: Some(d.grant_id),
             };
-            let Some(id) = earlier else {
-                return Ok(Begin::Claimed(Claim {
-                    conversation_id: Uuid::new_v4(),
-                    delegation,
-                    head,
-                    fresh: true,
-                }));
-            };
-            id
+            match conversations::claim_first_turn(&node.relaxed_db, context).await? {
+                conversations::FirstClaim::Claimed => {
+                    return Ok(Begin::Claimed(Claim {
+                        conversation_id,
+                        delegation,
+                        head,
+                        fresh: false,
+                        first: true,
+                    }));
+                }
+                conversations::FirstClaim::Existing(id) => id,
+                conversations::FirstClaim::Racing => return Ok(Begin::Running),
+            }
         }
     };
     let delegation_ref = delegation.as_ref();
@@ -373,6 +391,7 @@ async fn begin(
             delegation,
             head,
             fresh: false,
+            first: false,
         })
     } else {
         Begin::Running
@@ -385,9 +404,11 @@ struct Claim {
     /// The grant's receipt chain head as phase 1 read it with the grant.
     head: Head,
     conversation_id: Uuid,
-    /// The first turn of a new context: nothing of it is written before its
-    /// reply.
+    /// The first turn of a new context without delegation: nothing of it is
+    /// written before its reply.
     fresh: bool,
+    /// The first turn of a new context (written or not): it has no history.
+    first: bool,
 }
 
 /// Phase 2 (the agent, nothing locked) and phase 3 (store).
@@ -403,6 +424,7 @@ async fn run_claimed(
         head,
         conversation_id,
         fresh,
+        first,
     } = claim;
     let delegation = delegation.as_ref();
     let brand = &caller.brand;
@@ -417,7 +439,7 @@ async fn run_claimed(
                 caller,
                 delegation,
                 conversation_id,
-                fresh,
+                first,
                 message_id: &incoming.message_id,
                 text: &incoming.text,
                 offered: &offered,
@@ -548,10 +570,13 @@ async fn store_in(
     // not request (admission.rs): the person could not approve it anyway.
     let may_ask =
         crate::admission::scope_refused(&caller.agent, scope_rows, &reply.record.missing).is_none();
+    // A step-up in a delegated turn is the person's the turn acted for: only
+    // they see and decide it (consent.rs, `is_for`).
+    let for_user = reply.delegation.map(|d| &d.user_sub);
     let link = if !reply.record.missing.is_empty() && may_ask {
-        Some(step_up(node, &mut tx, caller, reply.record, scope_rows).await?)
+        Some(step_up(node, &mut tx, caller, for_user, reply.record, scope_rows).await?)
     } else if !reply.record.beyond.is_empty() {
-        Some(operation_step_up(node, &mut tx, caller, reply.record).await?)
+        Some(operation_step_up(node, &mut tx, caller, for_user, reply.record).await?)
     } else {
         None
     };
@@ -699,7 +724,6 @@ async fn store(
         message_id: r.message_id,
         request_text: r.request_text,
         grant_id: r.delegation.map(|d| d.grant_id),
-        keyed: keeps_first_message(r.delegation.is_some()),
     };
     let finished = match (&receipt, r.fresh) {
         (None, true) => {
@@ -717,16 +741,11 @@ async fn store(
             )
             .await?
         }
-        (Some(row), true) => {
-            conversations::create_with_receipt(
-                &mut *conn,
-                new_context,
-                &r.reply_id,
-                &body,
-                &row.as_new(),
-                r.end,
-            )
-            .await?
+        // A delegated first turn was claimed before it ran (`begin`).
+        (Some(_), true) => {
+            return Err(Stored::Failed(ApiError::Internal(
+                "a delegated turn reached its store unclaimed".into(),
+            )));
         }
         (Some(row), false) => {
             conversations::finish_turn_with_receipt(
@@ -769,6 +788,7 @@ async fn step_up(
     node: &NodeInner,
     conn: &mut sqlx::PgConnection,
     caller: &Caller,
+    for_user: Option<&UserSub>,
     record: &GateRecord,
     scope_rows: &[pact_db::scopes::BrandScope],
 ) -> Result<StepUp, Stored> {
@@ -778,6 +798,7 @@ async fn step_up(
         pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: &record.missing,
+        for_user,
         kind: authorizations::Kind::StepUp,
     };
     // Inside the transaction that stores the turn's reply: the task and its
@@ -827,6 +848,7 @@ async fn operation_step_up(
     node: &NodeInner,
     conn: &mut sqlx::PgConnection,
     caller: &Caller,
+    for_user: Option<&UserSub>,
     record: &GateRecord,
 ) -> Result<StepUp, Stored> {
     let now = node.clock.now();
@@ -836,6 +858,7 @@ async fn operation_step_up(
         pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: &asked.scopes(),
+        for_user,
         kind: authorizations::Kind::Operation {
             details: &asked.entries,
             operations: &asked.stored,

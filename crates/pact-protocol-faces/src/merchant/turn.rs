@@ -28,7 +28,7 @@ pub struct WebhookTurn<'a> {
     pub conversation_id: Uuid,
     /// The first turn of a new context (PACT §4: no `contextId`): it has no
     /// earlier turns, so there is no history to read.
-    pub fresh: bool,
+    pub first: bool,
     pub message_id: &'a str,
     pub text: &'a str,
     pub offered: &'a BTreeSet<String>,
@@ -144,7 +144,7 @@ pub async fn run(
         .agent
         .clone()
         .ok_or_else(|| TurnFailure::Setup("the brand has no agent URL".to_owned()))?;
-    let history = if t.fresh {
+    let history = if t.first {
         Vec::new()
     } else {
         pact_db::conversations::history(

@@ -91,6 +91,7 @@ pub async fn create(
         pa_issuer: caller.issuer(),
         pa_sub: &caller.pa.sub,
         scopes: requested,
+        for_user: None,
         kind: authorizations::Kind::Pa {
             request_ip,
             details,
