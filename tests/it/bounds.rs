@@ -1124,3 +1124,64 @@ async fn a_first_message_sent_twice_at_once_acts_once() {
         .unwrap();
     assert_eq!(contexts, 1);
 }
+
+/// PACT §5.6 and docs/merchant-agent.md: an agent that fails after one of its
+/// calls acted leaves a stored turn with its receipt, also when that call
+/// went through another node than the turn's own. (The failure was decided
+/// from this node's calls alone: a 503, nothing stored, and the personal
+/// agent's retry ran the agent again, which cancelled again.)
+#[tokio::test]
+async fn an_agent_that_fails_after_acting_through_another_node_leaves_a_receipt() {
+    let mut s = shop().await;
+    let b = s.second_node().await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let on_b = format!(
+        "{}/cancel_order",
+        turn.tools_url.replace(&s.app.base_url, &b.base_url)
+    );
+    let res = s
+        .app
+        .http
+        .post(on_b)
+        .bearer_auth(&turn.token)
+        .json(&json!({"order_id": "SHOP-1001"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    s.held.fail_one();
+    let v = ok_json(turn.reply.await.unwrap()).await;
+    let msg = message(&v);
+    assert!(
+        msg["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it could answer"),
+        "{v}"
+    );
+    let claims = verified_receipt(&s.app, msg).await;
+    assert_eq!(claims.actions.len(), 1, "{claims:?}");
+    assert_eq!(claims.actions[0].tool, "cancel_order");
+
+    // The retry gets the stored answer; nobody acts twice.
+    let context = msg["contextId"].as_str().unwrap().to_owned();
+    let again = tokio::time::timeout(
+        Duration::from_secs(20),
+        s.app
+            .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context)),
+    )
+    .await
+    .expect("answered from the store, not by the held agent");
+    assert_eq!(message(&ok_json(again).await)["parts"], msg["parts"]);
+    assert!(
+        s.turns.try_recv().is_err(),
+        "the agent was not called again"
+    );
+    assert_eq!(s.api.count("cancel_order").await, 1);
+}

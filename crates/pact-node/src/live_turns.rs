@@ -135,6 +135,14 @@ pub struct TurnGuard<'a> {
 impl Drop for TurnGuard<'_> {
     fn drop(&mut self) {
         self.turns.remove(self.turn.id);
+        // A call already admitted here but not yet sent (the turn's request
+        // was cut, or the agent failed) is no longer sent: nothing may act
+        // for a turn whose record nobody will read.
+        {
+            let mut calls = self.turn.lock_calls();
+            calls.ended = true;
+            calls.closed = true;
+        }
         // Not finished (the agent failed, or the request was dropped): no
         // other node may take a call of it any longer either.
         if let Some(db) = self.fence.take() {
@@ -602,6 +610,18 @@ mod tests {
             turns.authorize(id, "shop", &token, now).unwrap_err(),
             TokenRefusal::Ended
         );
+    }
+
+    #[tokio::test]
+    async fn a_call_not_yet_sent_when_its_turn_is_dropped_is_not_sent() {
+        let turns = turns();
+        let now = OffsetDateTime::now_utc();
+        let t = start(&turns, setup("shop", 20));
+        let call = turns.authorize(t.turn.id, "shop", &t.token, now).unwrap();
+        assert!(call.may_forward());
+        // The turn's request is cut (its future dropped) while the call waits.
+        drop(t);
+        assert!(!call.may_forward());
     }
 
     #[tokio::test]

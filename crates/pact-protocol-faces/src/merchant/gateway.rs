@@ -73,7 +73,8 @@ pub async fn call_tool(
     {
         Ok(t) => t,
         Err(why) => {
-            tracing::info!(brand = %brand_id, reason = ?why, "tool call refused: turn token");
+            // `?`: the path's brand is unproven text (no forged log lines).
+            tracing::info!(brand = ?brand_id, reason = ?why, "tool call refused: turn token");
             return unauthorized();
         }
     };

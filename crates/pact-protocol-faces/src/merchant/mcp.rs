@@ -166,7 +166,9 @@ async fn admit(
     now: OffsetDateTime,
 ) -> Result<CallGuard, Box<Response>> {
     if !origin_ok(state, headers) {
-        tracing::info!(brand = %brand_id, "MCP request refused: foreign Origin");
+        // `?`: the path's brand is anyone's text here (a newline in it would
+        // forge a log line in the text format).
+        tracing::info!(brand = ?brand_id, "MCP request refused: foreign Origin");
         return Err(Box::new(rpc_error(
             StatusCode::FORBIDDEN,
             Value::Null,
@@ -188,7 +190,7 @@ async fn admit(
         None => super::live_turns::authorize_token(state, brand_id, token, headers, now).await,
     };
     admitted.map_err(|why| {
-        tracing::info!(brand = %brand_id, reason = ?why, "MCP request refused: turn token");
+        tracing::info!(brand = ?brand_id, reason = ?why, "MCP request refused: turn token");
         Box::new(unauthorized())
     })
 }
@@ -653,7 +655,16 @@ fn tool_error(refusal: &CallRefusal, tool: &str) -> Value {
         CallRefusal::Gate(ToolError::Unenforceable(_)) => {
             "not permitted: the person's approval cannot be checked for this call".to_owned()
         }
-        CallRefusal::Gate(_) => "not available at this brand".to_owned(),
+        // Said as what it is, so the model neither retries a tool that is not
+        // there nor tells the person a tool is missing while it is only down.
+        CallRefusal::Gate(ToolError::DatabaseUnavailable) => {
+            "temporarily unavailable; nothing was done; try again in a moment".to_owned()
+        }
+        CallRefusal::Gate(ToolError::Failed(_)) => {
+            "the tool failed at pactd before it was sent; nothing was done".to_owned()
+        }
+        CallRefusal::Gate(ToolError::BadArguments(why)) => format!("invalid arguments: {why}"),
+        CallRefusal::Gate(ToolError::Unavailable) => "not available at this brand".to_owned(),
         CallRefusal::InvalidArguments(why) => format!("invalid arguments: {why}"),
         CallRefusal::ToolError {
             status,

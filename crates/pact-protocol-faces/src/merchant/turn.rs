@@ -263,9 +263,19 @@ pub async fn run(
     // This happens whether or not the agent answered: a call it made before
     // it failed (an error status, a timeout, a malformed reply) may have
     // acted at the merchant.
-    let (record, end) = live
+    let (mut record, mut end) = live
         .finish(tool_timeout + std::time::Duration::from_secs(1))
         .await;
+    // A failed turn decides from everything its calls did, on every node:
+    // a call that went through another node and acted there makes the
+    // failure a stored turn with its receipt, not a retry that acts again.
+    // (A turn that answered learns of other nodes' calls when its reply is
+    // stored: the store is fenced, then gathers, send.rs.)
+    if answered.is_err()
+        && let Some(end) = end.take()
+    {
+        end.gather(&mut record).await;
+    }
     match answered {
         Ok(text) => Ok((text, record, end)),
         // Nothing acted: a retryable failure, and the retry runs afresh.
