@@ -427,6 +427,7 @@ pk-err-no-brand = Öffnen Sie die Anmeldeseite über die Website Ihres Shops.
 pk-err-unknown-brand = Unbekannte Marke.
 pk-err-no-such = Einen solchen Passkey gibt es nicht.
 pk-err-reconfirm = Um Ihre Passkeys zu ändern, bestätigen Sie zuerst, dass Sie es sind: Geben Sie erneut einen Code aus Ihrer Authenticator-App ein, oder melden Sie sich ab und mit einem Passkey wieder an.
+mfa-err-sign-in-again = Um eine erste Bestätigungsmethode hinzuzufügen, muss Ihre Anmeldung kurz zurückliegen: Melden Sie sich ab, melden Sie sich erneut mit Ihrem Passwort an und fügen Sie sie innerhalb von 10 Minuten hinzu.
 pk-err-unknown-passkey = Dieser Passkey wurde nicht erkannt. Verwenden Sie einen anderen Passkey oder melden Sie sich mit Ihrem Passwort an.
 pk-err-login-ceremony = Diese Anmeldeanfrage ist abgelaufen oder wurde bereits verwendet. Bitte versuchen Sie es noch einmal.
 

@@ -429,6 +429,7 @@ pk-err-unknown-passkey = This passkey was not recognised. Use another passkey or
 pk-err-login-ceremony = This sign-in request has expired or was already used. Please try again.
 pk-err-no-such = There is no such passkey.
 pk-err-reconfirm = To change your passkeys, first confirm it's you: verify your authenticator app code again, or sign out and sign in with a passkey.
+mfa-err-sign-in-again = To add a first way to confirm it's you, your sign-in must be recent: sign out, sign in again with your password, then add it within 10 minutes.
 
 ## Sign-in at the brand's OpenID provider (oidc_no_mfa.html)
 oidc-nomfa-title = No second factor from { $brand }

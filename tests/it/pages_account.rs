@@ -1149,3 +1149,39 @@ async fn a_person_sees_where_they_are_signed_in_and_signs_out_everywhere_else() 
     assert_ne!(phone.get("/account").await.status(), 200);
     assert_eq!(bobs.get("/account").await.status(), 200);
 }
+
+/// NIST SP 800-63B §6.1.2.1: an account's first second factor is bound only
+/// by a recent sign-in. A browser left signed in (here: 11 minutes on) can add
+/// neither a passkey nor an authenticator app: the factor would outlive a
+/// password reset and lock the owner out. Signing in again can.
+#[tokio::test]
+async fn a_first_second_factor_needs_a_recent_sign_in() {
+    let app = passkey_app().await;
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let (b, csrf) = signed_in(&app, &ann, None).await;
+    sqlx::query("update sessions set created_at = created_at - interval '11 minutes'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let res = post_json(&b, "/passkeys/register/start", Some(&csrf), &json!({})).await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(ceremonies(&app).await, 0);
+    let (status, html) = b.get_html("/account/totp").await;
+    assert_eq!(status, 403, "{html}");
+    assert!(html.contains("sign in again"), "{html}");
+    let factors: i64 = sqlx::query_scalar(
+        "select (select count(*) from webauthn_credentials) \
+         + (select count(*) from users where totp_secret_sealed is not null)",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(factors, 0);
+
+    // Signed in again: both are offered.
+    let (b, csrf) = signed_in(&app, &ann, None).await;
+    let res = post_json(&b, "/passkeys/register/start", Some(&csrf), &json!({})).await;
+    assert_eq!(res.status(), 200);
+    let (status, html) = b.get_html("/account/totp").await;
+    assert_eq!(status, 200, "{html}");
+}

@@ -214,6 +214,11 @@ async fn enroller(
         // Has a factor: prove it first (sign-in, or a recent reconfirmation to replace it).
         Who::Pending(_) if has_factor => Ok(Err(to_second_factor)),
         Who::SignedIn(_) if has_factor && !mfa_is_recent(s, now) => Ok(Err(to_second_factor)),
+        // No factor yet: the first is bound only by a recent sign-in
+        // (session.rs, `signed_in_recently`).
+        Who::SignedIn(_) if !has_factor && !super::session::signed_in_recently(s, now) => {
+            Err(PageError::Forbidden(i18n::t("mfa-err-sign-in-again")))
+        }
         _ => Ok(Ok((who, s.clone()))),
     }
 }

@@ -226,6 +226,10 @@ pub async fn register_start(
     let user = account_of(&state, &session).await?;
     let now = state.clock.now();
     let stored = pact_db::sessions::credentials_of(&state.db, user.id).await?;
+    // A first factor is bound only by a recent sign-in (session.rs).
+    if !user.has_totp() && stored.is_empty() && !super::session::signed_in_recently(&session, now) {
+        return Err(PasskeyError::forbidden(&i18n::t("mfa-err-sign-in-again")));
+    }
     if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
         return Err(PasskeyError::forbidden(&i18n::t(RECONFIRM_MESSAGE)));
     }

@@ -31,6 +31,17 @@ pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
     mfa_at_is_recent(session.mfa_at, now)
 }
 
+/// The session began within [`RECONFIRM_WINDOW`]: a session is made anew at
+/// every sign-in (its id rotates whenever the authentication state rises), so
+/// its age is the time since the person last proved who they are. Adding an
+/// account's first second factor asks for this (NIST SP 800-63B §6.1.2.1:
+/// binding an authenticator needs an authenticated session, and a browser left
+/// signed in for hours is not one): a factor an attacker binds from a left-open
+/// browser would outlive a password reset and lock the owner out.
+pub fn signed_in_recently(session: &Session, now: OffsetDateTime) -> bool {
+    session.created_at <= now + Duration::minutes(1) && now - session.created_at <= RECONFIRM_WINDOW
+}
+
 pub fn mfa_at_is_recent(mfa_at: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
     mfa_at.is_some_and(|at| at <= now + Duration::minutes(1) && now - at <= RECONFIRM_WINDOW)
 }
