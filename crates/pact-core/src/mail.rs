@@ -91,6 +91,29 @@ impl Mailer {
             .send(message)
             .await
             .map(|_| ())
-            .map_err(|e| MailError::Send(e.to_string()))
+            .map_err(|e| MailError::Send(failure_kind(&e)))
+    }
+}
+
+/// What went wrong in a send, without the server's reply text: a refusal's
+/// text often quotes the recipient's address ("550 5.1.1 <ann@…>: Recipient
+/// address rejected"), and the error reaches the log, where it would name
+/// the person and tell its readers the address has an account. Its kind and
+/// SMTP code are enough for the operator.
+fn failure_kind(e: &lettre::transport::smtp::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_tls() {
+        "TLS failed"
+    } else if e.is_permanent() {
+        "permanent refusal"
+    } else if e.is_transient() {
+        "transient refusal"
+    } else {
+        "connection or protocol error"
+    };
+    match e.status() {
+        Some(code) => format!("{kind} (SMTP {code})"),
+        None => kind.to_owned(),
     }
 }
