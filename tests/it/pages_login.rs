@@ -926,3 +926,67 @@ async fn the_shared_password_step_locks_by_address_then_by_email() {
             .unwrap();
     assert_eq!(counted, vec![1, 1]);
 }
+
+/// Guesses sent at once are counted before their passwords are checked: a
+/// burst of 30 wrong passwords for one email from one address gets no more
+/// full checks than the lock allows (five), the rest meet the lock, and every
+/// check is counted. Before, all of them read "not locked" before the first
+/// failure was counted and each got an argon2 check (only the per-address
+/// rate limit, here raised, bounded them).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_guesses_gets_no_more_checks_than_the_lock_allows() {
+    let app = TestApp::spawn_with(|c| {
+        c.page_limits.sign_in_per_ip = pact_server::page_limits::Rate::new(1.0, 100.0);
+    })
+    .await;
+    add_user(&app, "demo", EMAIL, PW).await;
+    let b = Browser::new(&app);
+    let (_, html) = b.get_html("/login?brand=demo&next=%2Faccount").await;
+    let csrf = pact_tests::pages::csrf_from(&html).unwrap();
+    let mut burst = tokio::task::JoinSet::new();
+    for i in 0..30 {
+        let (client, url, origin, csrf) = (
+            b.client.clone(),
+            b.url("/login"),
+            b.origin.clone(),
+            csrf.clone(),
+        );
+        burst.spawn(async move {
+            let password = format!("wrong password {i}");
+            let form = [
+                ("brand", "demo"),
+                ("next", "/account"),
+                ("email", EMAIL),
+                ("password", password.as_str()),
+                ("csrf", csrf.as_str()),
+            ];
+            let res = client
+                .post(url)
+                .header("origin", origin)
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            res.status().as_u16()
+        });
+    }
+    let statuses = burst.join_all().await;
+    let checked = statuses.iter().filter(|s| **s == 400).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(checked + refused, 30, "{statuses:?}");
+    assert!(checked <= 5, "{checked} full checks: {statuses:?}");
+    let counts: Vec<i32> =
+        sqlx::query_scalar("select failed from sign_in_failures order by failed")
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(counts, vec![checked as i32; 2], "each check counted once");
+
+    // The right password, once the lock has ended, still signs in.
+    sqlx::query("update sign_in_failures set locked_until = now() - interval '1 second'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let res = b.sign_in("demo", EMAIL, PW, "/account").await;
+    assert_eq!(res.status(), 303);
+}

@@ -24,18 +24,19 @@ pub async fn find(db: impl PgExecutor<'_>, keys: &[Vec<u8>]) -> DbResult<Vec<Fai
     .map_err(Into::into)
 }
 
-/// Counts one more failure for `key_hash` and returns the new count; the
-/// increment happens in the database, so concurrent failures on any node all
-/// count.
-pub async fn increment(
+/// The row of `key_hash`, made when missing, locked until the transaction
+/// ends: attempts on one key are counted one after the other, each seeing
+/// what the one before it counted (and locked).
+pub async fn lock_row(
     db: impl PgExecutor<'_>,
     key_hash: &[u8],
     now: OffsetDateTime,
-) -> DbResult<i32> {
-    sqlx::query_scalar!(
-        "insert into sign_in_failures (key_hash, failed, updated_at) values ($1, 1, $2) \
-         on conflict (key_hash) do update set failed = sign_in_failures.failed + 1, updated_at = $2 \
-         returning failed",
+) -> DbResult<Failures> {
+    sqlx::query_as!(
+        Failures,
+        "insert into sign_in_failures (key_hash, failed, updated_at) values ($1, 0, $2) \
+         on conflict (key_hash) do update set updated_at = sign_in_failures.updated_at \
+         returning key_hash, failed, locked_until",
         key_hash,
         now,
     )
@@ -44,15 +45,37 @@ pub async fn increment(
     .map_err(Into::into)
 }
 
-pub async fn lock_until(
+/// Sets the count of `key_hash` and, when `lock` is given, its lock.
+pub async fn set_count(
     db: impl PgExecutor<'_>,
     key_hash: &[u8],
-    until: OffsetDateTime,
+    failed: i32,
+    lock: Option<OffsetDateTime>,
+    now: OffsetDateTime,
 ) -> DbResult<()> {
     sqlx::query!(
-        "update sign_in_failures set locked_until = $2 where key_hash = $1",
+        "update sign_in_failures set failed = $2, locked_until = coalesce($3, locked_until), \
+         updated_at = $4 where key_hash = $1",
         key_hash,
-        until,
+        failed,
+        lock,
+        now,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
+}
+
+/// Gives back one attempt counted ahead that proved right; a lock stays only
+/// while the count without it still reaches `free` (the failures before it
+/// would have set it too).
+pub async fn give_back(db: impl PgExecutor<'_>, key_hash: &[u8], free: i32) -> DbResult<()> {
+    sqlx::query!(
+        "update sign_in_failures set failed = greatest(failed - 1, 0), \
+         locked_until = case when failed - 1 >= $2 then locked_until end where key_hash = $1",
+        key_hash,
+        free,
     )
     .execute(db)
     .await
