@@ -20,7 +20,7 @@
 //! puts theirs into the receipt with its own. Calls on the turn's own node
 //! touch no database for any of this.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,6 +39,11 @@ use pact_core::domain::terms::RulesNow;
 
 /// How often a finishing turn looks again at calls in flight on other nodes.
 const FENCE_POLL: Duration = Duration::from_millis(20);
+
+/// How long a turn that ended here is remembered as ended: longer than any
+/// turn token lives (the agent timeout is at most 25 s), after which the
+/// token's own expiry refuses it.
+const ENDED_KEPT: Duration = Duration::from_secs(60);
 
 /// What the gateway needs to judge and forward a tool call of one turn: its
 /// setup (reached through `Deref`), its id, and its record.
@@ -96,7 +101,19 @@ pub struct TurnSetup {
 
 pub struct LiveTurns {
     turns: Mutex<HashMap<Uuid, Arc<LiveTurn>>>,
+    /// Turns that ended here, until their tokens cannot live any longer: a
+    /// token of such a turn is refused here as ended, instead of being taken
+    /// for another node's turn and let in through the database's fence in
+    /// the moment between the agent's reply and its store.
+    ended: Mutex<Ended>,
     key: TurnKey,
+}
+
+/// Turns ended on this node, oldest first (each kept [`ENDED_KEPT`]).
+#[derive(Default)]
+struct Ended {
+    order: VecDeque<(tokio::time::Instant, Uuid)>,
+    ids: HashSet<Uuid>,
 }
 
 impl std::fmt::Debug for LiveTurns {
@@ -155,6 +172,7 @@ impl LiveTurns {
     pub fn new(key: TurnKey) -> Self {
         Self {
             turns: Mutex::new(HashMap::new()),
+            ended: Mutex::new(Ended::default()),
             key,
         }
     }
@@ -200,8 +218,32 @@ impl LiveTurns {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The turn is over here: gone from the running turns, and remembered
+    /// as ended while its token could still live.
     fn remove(&self, id: Uuid) {
         self.lock().remove(&id);
+        let now = tokio::time::Instant::now();
+        let mut ended = self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while let Some(&(until, old)) = ended.order.front() {
+            if until > now {
+                break;
+            }
+            ended.order.pop_front();
+            ended.ids.remove(&old);
+        }
+        ended.order.push_back((now + ENDED_KEPT, id));
+        ended.ids.insert(id);
+    }
+
+    fn ended_here(&self, id: Uuid) -> bool {
+        self.ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ids
+            .contains(&id)
     }
 
     /// The turn a gateway request may act in, when the turn runs on this
@@ -214,11 +256,14 @@ impl LiveTurns {
         token: &str,
         now: OffsetDateTime,
     ) -> Result<CallGuard, TokenRefusal> {
-        let turn = self
-            .lock()
-            .get(&turn_id)
-            .cloned()
-            .ok_or(TokenRefusal::UnknownTurn)?;
+        let turn = self.lock().get(&turn_id).cloned();
+        let Some(turn) = turn else {
+            return Err(if self.ended_here(turn_id) {
+                TokenRefusal::Ended
+            } else {
+                TokenRefusal::UnknownTurn
+            });
+        };
         if !openssl::memcmp::eq(&hash(token), &turn.token_hash) {
             return Err(TokenRefusal::WrongToken);
         }
@@ -339,7 +384,7 @@ impl TurnGuard<'_> {
             db,
             turn: self.turn.id,
             expires_at: self.turn.expires_at,
-            deadline,
+            wait,
             armed: true,
         });
         (record, end)
@@ -358,7 +403,9 @@ pub struct TurnEnd {
     db: PgPool,
     turn: Uuid,
     expires_at: OffsetDateTime,
-    deadline: tokio::time::Instant,
+    /// How long a call may still take once the fence is ended (a call that
+    /// entered just before is waited for that long from then on).
+    wait: Duration,
     armed: bool,
 }
 
@@ -376,11 +423,15 @@ impl TurnEnd {
         self.armed = false;
     }
 
-    /// Another node entered the turn: ends its fence, waits (until the
-    /// turn's deadline) for the calls still in flight there and adds what
-    /// they did to `record`.
+    /// Another node entered the turn: ends its fence, waits (as long as a
+    /// call may still take) for the calls still in flight there and adds
+    /// what they did to `record`.
     pub async fn gather(mut self, record: &mut GateRecord) {
-        match other_nodes(&self.db, self.turn, self.expires_at, self.deadline).await {
+        // From now, not from when the turn finished here: a call another
+        // node let in just before the fence ends may take the full tool
+        // timeout, and it is in the receipt (PACT §5.6).
+        let deadline = tokio::time::Instant::now() + self.wait;
+        match other_nodes(&self.db, self.turn, self.expires_at, deadline).await {
             Ok(records) => {
                 self.armed = false;
                 for r in records.as_array().into_iter().flatten() {
@@ -578,8 +629,15 @@ mod tests {
         assert_eq!((claims.turn, claims.brand.as_str()), (a.turn.id, "shop"));
         let (id, token) = (a.turn.id, a.token.clone());
         drop(a);
+        // Remembered as ended here, not taken for another node's turn.
         assert_eq!(
             turns.authorize(id, "shop", &token, now).unwrap_err(),
+            TokenRefusal::Ended
+        );
+        assert_eq!(
+            turns
+                .authorize(Uuid::new_v4(), "shop", &token, now)
+                .unwrap_err(),
             TokenRefusal::UnknownTurn
         );
         assert_eq!(turns.len(), 1);
