@@ -579,8 +579,14 @@ async fn a_recovery_code_works_once_and_a_new_set_needs_a_recent_second_factor()
     let app = TestApp::spawn().await;
     let user = add_user(&app, "demo", EMAIL, PW).await;
     add_totp(&app, &user).await;
+    let master = app.state.config.master_key.clone();
     let codes = recovery::generate();
-    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    // Stored as codes issued before keyed hashing were (plain SHA-256, the
+    // second form): they keep working until the account gets a new set.
+    let hashes: Vec<Vec<u8>> = codes
+        .iter()
+        .map(|c| recovery::stored_forms(&master, user.id, c).unwrap()[1].clone())
+        .collect();
     let mut conn = app.db.acquire().await.unwrap();
     pact_db::users::replace_recovery_codes(&mut conn, user.id, &hashes)
         .await
@@ -634,13 +640,32 @@ async fn a_recovery_code_works_once_and_a_new_set_needs_a_recent_second_factor()
             .unwrap(),
         10
     );
-    let old = recovery::hash(&codes[2]);
+    let old = recovery::stored_forms(&master, user.id, &codes[2]).unwrap();
     assert!(
         !pact_db::users::use_recovery_code(&app.db, user.id, &old)
             .await
             .unwrap(),
         "old codes are gone"
     );
+    // The new set is stored keyed under the master key, bound to the
+    // account: a copy of the database cannot be searched for them.
+    let stored: Vec<Vec<u8>> =
+        sqlx::query_scalar("select code_hash from recovery_codes where user_id = $1")
+            .bind(user.id)
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    let shown: Vec<&str> = page
+        .split("<li><code>")
+        .skip(1)
+        .filter_map(|s| s.split("</code>").next())
+        .collect();
+    assert_eq!(shown.len(), recovery::COUNT);
+    for code in shown {
+        let forms = recovery::stored_forms(&master, user.id, code).unwrap();
+        assert!(stored.contains(&forms[0]), "{code} stored keyed");
+        assert!(!stored.contains(&forms[1]), "{code} not as a plain digest");
+    }
 
     // With the second factor too long ago: sent to confirm it first.
     sqlx::query("update sessions set mfa_at = now() - interval '11 minutes'")

@@ -129,24 +129,26 @@ pub async fn replace_recovery_codes(
     Ok(())
 }
 
-/// Spends a recovery code: false when unknown or already used. One `update`,
-/// so two requests racing with the same code cannot both succeed.
+/// Spends a recovery code stored in any of `forms` (its keyed form, and the
+/// plain digest older codes were stored as): false when unknown or already
+/// used. One `update`, so two requests racing with the same code cannot both
+/// succeed.
 pub async fn use_recovery_code(
     db: impl PgExecutor<'_>,
     admin_id: Uuid,
-    hash: &[u8],
+    forms: &[Vec<u8>],
     now: OffsetDateTime,
 ) -> DbResult<bool> {
     let done = sqlx::query!(
         "update admin_recovery_codes set used_at = $3 \
-         where admin_id = $1 and code_hash = $2 and used_at is null",
+         where admin_id = $1 and code_hash = any($2) and used_at is null",
         admin_id,
-        hash,
+        forms,
         now,
     )
     .execute(db)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(done.rows_affected() >= 1)
 }
 
 pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, admin_id: Uuid) -> DbResult<i64> {

@@ -207,16 +207,23 @@ pub async fn replace_recovery_codes(
     Ok(())
 }
 
-/// Uses a recovery code; false when unknown or already used.
-pub async fn use_recovery_code(db: impl PgExecutor<'_>, id: Uuid, hash: &[u8]) -> DbResult<bool> {
+/// Spends a recovery code stored in any of `forms` (its keyed form, and the
+/// plain digest older codes were stored as): false when unknown or already
+/// used. One `update`, so two requests racing with one code cannot both
+/// succeed.
+pub async fn use_recovery_code(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    forms: &[Vec<u8>],
+) -> DbResult<bool> {
     let done = sqlx::query!(
-        "update recovery_codes set used_at = now() where user_id = $1 and code_hash = $2 and used_at is null",
+        "update recovery_codes set used_at = now() where user_id = $1 and code_hash = any($2) and used_at is null",
         id,
-        hash,
+        forms,
     )
     .execute(db)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(done.rows_affected() >= 1)
 }
 
 pub async fn unused_recovery_codes(db: impl PgExecutor<'_>, id: Uuid) -> DbResult<i64> {

@@ -750,8 +750,13 @@ pub async fn post_second_factor(
             },
         }
     } else {
-        let hash = recovery::hash(recovery_code.unwrap_or(""));
-        if pact_db::users::use_recovery_code(&state.db, user.id, &hash).await? {
+        let forms = recovery::stored_forms(
+            &state.config.master_key,
+            user.id,
+            recovery_code.unwrap_or(""),
+        )
+        .map_err(PageError::internal)?;
+        if pact_db::users::use_recovery_code(&state.db, user.id, &forms).await? {
             tracing::info!(user = %user.id, "a recovery code was used");
             Checked::Ok
         } else {

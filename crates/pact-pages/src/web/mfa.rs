@@ -392,7 +392,8 @@ pub async fn post_totp(
         .seal(&secret, user.id.as_bytes())
         .map_err(PageError::internal)?;
     let codes = recovery::generate();
-    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    let hashes = recovery::hash_all(&state.config.master_key, user.id, &codes)
+        .map_err(PageError::internal)?;
     let mut tx = state.db.begin().await?;
     pact_db::users::set_totp(&mut *tx, user.id, Some(&stored)).await?;
     pact_db::users::advance_totp_step(&mut *tx, user.id, step).await?;
@@ -469,7 +470,8 @@ pub async fn post_recovery_codes(
         ));
     }
     let codes = recovery::generate();
-    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    let hashes = recovery::hash_all(&node.config.master_key, user.id, &codes)
+        .map_err(PageError::internal)?;
     let mut tx = node.db.begin().await?;
     pact_db::users::replace_recovery_codes(&mut tx, user.id, &hashes).await?;
     tx.commit().await?;

@@ -1470,7 +1470,7 @@ async fn users_are_added_with_a_password_from_stdin_listed_and_their_mfa_reset_a
         .unwrap();
     let codes: Vec<Vec<u8>> = pact_server::accounts::recovery::generate()
         .iter()
-        .map(|c| pact_server::accounts::recovery::hash(c))
+        .map(|c| pact_server::accounts::recovery::hash(&key, user.id, c).unwrap())
         .collect();
     let mut conn = pool.acquire().await.unwrap();
     pact_db::users::replace_recovery_codes(&mut conn, user.id, &codes)

@@ -362,7 +362,8 @@ pub async fn new_recovery_codes(
         return Err(PageError::Forbidden(STEP_UP.into()));
     }
     let codes = recovery::generate();
-    let hashes: Vec<Vec<u8>> = codes.iter().map(|c| recovery::hash(c)).collect();
+    let hashes = recovery::hash_all(&node.config.master_key, who.admin.id, &codes)
+        .map_err(PageError::internal)?;
     let mut tx = node.db.begin().await?;
     pact_db::admin_factors::replace_recovery_codes(&mut tx, who.admin.id, &hashes).await?;
     record(

@@ -349,8 +349,9 @@ async fn recovery_sign_in(
     now: OffsetDateTime,
     again: impl Fn(&str, StatusCode, Option<u64>) -> Response,
 ) -> Result<Response, PageError> {
-    let hash = crate::accounts::recovery::hash(typed);
-    if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &hash, now).await? {
+    let forms = crate::accounts::recovery::stored_forms(&state.config.master_key, admin.id, typed)
+        .map_err(PageError::internal)?;
+    if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &forms, now).await? {
         second_factor_failed(state, staff, admin, now, "recovery code").await?;
         return Ok(again(
             "That recovery code didn't work: it is wrong or was already used.",
