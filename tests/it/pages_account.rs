@@ -1185,3 +1185,35 @@ async fn a_first_second_factor_needs_a_recent_sign_in() {
     let (status, html) = b.get_html("/account/totp").await;
     assert_eq!(status, 200, "{html}");
 }
+
+/// What starting a passkey checks is checked again when it finishes: a
+/// ceremony started from a recent sign-in and finished after the ten minutes
+/// adds nothing (before, the finish checked only its ceremony).
+#[tokio::test]
+async fn a_passkey_ceremony_is_checked_again_when_it_finishes() {
+    let app = passkey_app().await;
+    let ann = add_user(&app, "demo", "ann@example.com", PASSWORD).await;
+    let (b, csrf) = signed_in(&app, &ann, None).await;
+    let mut key = SoftAuthenticator::new(&app);
+    let res = post_json(&b, "/passkeys/register/start", Some(&csrf), &json!({})).await;
+    assert_eq!(res.status(), 200);
+    let options: Value = res.json().await.unwrap();
+    sqlx::query("update sessions set created_at = created_at - interval '11 minutes'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let credential = key.create(&options);
+    let res = post_json(
+        &b,
+        "/passkeys/register/finish",
+        Some(&csrf),
+        &json!({"ceremonyId": options["ceremonyId"], "name": "Key", "credential": credential}),
+    )
+    .await;
+    assert_eq!(res.status(), 403);
+    let stored: i64 = sqlx::query_scalar("select count(*) from webauthn_credentials")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 0);
+}

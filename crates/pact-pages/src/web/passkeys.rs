@@ -214,6 +214,30 @@ pub fn parse_stored(id: &Uuid, passkey: &Value) -> Option<Passkey> {
 
 const RECONFIRM_MESSAGE: &str = "pk-err-reconfirm";
 
+/// Whether this session may add a passkey to `user` now: the passkeys it has
+/// when it may. Asked when the ceremony starts and again when it finishes, so
+/// that what changed between (a factor removed or added in another tab, the
+/// ten minutes run out) counts.
+async fn may_add_passkey(
+    node: &NodeInner,
+    session: &Session,
+    user: &User,
+    now: OffsetDateTime,
+) -> Result<Vec<pact_db::sessions::Credential>, PasskeyError> {
+    let stored = pact_db::sessions::credentials_of(&node.db, user.id).await?;
+    // A first factor is bound only by a recent sign-in (session.rs).
+    if !user.has_totp() && stored.is_empty() && !super::session::signed_in_recently(session, now) {
+        return Err(PasskeyError::forbidden(&i18n::t("mfa-err-sign-in-again")));
+    }
+    if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
+        return Err(PasskeyError::forbidden(&i18n::t(RECONFIRM_MESSAGE)));
+    }
+    if stored.len() >= MAX_PASSKEYS {
+        return Err(PasskeyError::bad_request(&i18n::t("pk-err-too-many")));
+    }
+    Ok(stored)
+}
+
 /// `POST /passkeys/register/start` → the `CreationChallengeResponse` for
 /// `navigator.credentials.create`, plus `ceremonyId`.
 pub async fn register_start(
@@ -225,17 +249,7 @@ pub async fn register_start(
     let session = check_request(&state, &headers, browser)?;
     let user = account_of(&state, &session).await?;
     let now = state.clock.now();
-    let stored = pact_db::sessions::credentials_of(&state.db, user.id).await?;
-    // A first factor is bound only by a recent sign-in (session.rs).
-    if !user.has_totp() && stored.is_empty() && !super::session::signed_in_recently(&session, now) {
-        return Err(PasskeyError::forbidden(&i18n::t("mfa-err-sign-in-again")));
-    }
-    if needs_reconfirm(user.has_totp(), stored.len(), session.mfa_at, now) {
-        return Err(PasskeyError::forbidden(&i18n::t(RECONFIRM_MESSAGE)));
-    }
-    if stored.len() >= MAX_PASSKEYS {
-        return Err(PasskeyError::bad_request(&i18n::t("pk-err-too-many")));
-    }
+    let stored = may_add_passkey(&state, &session, &user, now).await?;
     let exclude = stored.iter().map(|c| c.credential_id.clone()).collect();
     let (body, registration) = start_registration(webauthn, user.id, &user.email, exclude)?;
     let body = keep_ceremony(
@@ -391,6 +405,7 @@ pub async fn register_finish(
         || PasskeyError::bad_request(&i18n::t("pk-err-ceremony")),
     )
     .await?;
+    may_add_passkey(&state, &session, &user, now).await?;
     let (passkey, stored) = finish_registration(webauthn, &body.credential, &registration)?;
     // The same authenticator registered twice: a credential id belongs to one account only
     // (WebAuthn §7.1, "Registering a New Credential").
