@@ -15,7 +15,10 @@
 //! Sessions (`Mcp-Session-Id`, assigned at `initialize`) are signed for
 //! their turn and name the negotiated version, so any node can check them
 //! and every session dies with its turn; one ended by `DELETE` is ended on
-//! every node. After `initialize` every POST must carry its session id (else
+//! that node and on every node but the turn's own, which keeps serving it
+//! until the turn ends (asking the database on each of its requests would
+//! cost every call a round trip; the session grants nothing without the
+//! turn token). After `initialize` every POST must carry its session id (else
 //! 400; an unknown one is 404, as the transport's session rules say) and the
 //! negotiated `MCP-Protocol-Version` (else 400). A present `Origin` other
 //! than pactd's own is refused with 403 (the transport's DNS-rebinding rule).
