@@ -261,6 +261,63 @@ mod replay {
     /// A target's corpus folder and its `run`.
     type Target = (&'static str, fn(&[u8]));
 
+    /// The targets, by name: each a module here, a corpus folder, and a
+    /// libFuzzer wrapper in `fuzz/`.
+    const NAMES: [&str; 6] = [
+        "a2a_message",
+        "authz_details",
+        "delegation_token",
+        "oauth_form",
+        "pa_jwt",
+        "user_code",
+    ];
+
+    /// `fuzz/` is a workspace of its own that CI does not build (libFuzzer
+    /// needs a nightly compiler and a C++ build): what keeps its wrappers
+    /// true is checked here instead. Every target has its `[[bin]]` in
+    /// fuzz/Cargo.toml and a wrapper that hands libFuzzer's input to this
+    /// crate's `run` of the same name, and fuzz/ wraps nothing else (a
+    /// target renamed or removed here would otherwise leave a wrapper that
+    /// fails only at the next fuzzing session).
+    #[test]
+    fn every_target_has_its_libfuzzer_wrapper_and_nothing_else_does() {
+        let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let manifest = std::fs::read_to_string(fuzz.join("Cargo.toml")).unwrap();
+        let mut wrappers: Vec<String> = std::fs::read_dir(fuzz.join("fuzz_targets"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        wrappers.sort();
+        let expected: Vec<String> = NAMES.iter().map(|n| format!("{n}.rs")).collect();
+        assert_eq!(
+            wrappers, expected,
+            "fuzz/fuzz_targets/ holds exactly the targets"
+        );
+        for name in NAMES {
+            let bin = format!("name = \"{name}\"\npath = \"fuzz_targets/{name}.rs\"");
+            assert!(
+                manifest.contains(&bin),
+                "fuzz/Cargo.toml has no [[bin]] for {name}"
+            );
+            let wrapper =
+                std::fs::read_to_string(fuzz.join("fuzz_targets").join(format!("{name}.rs")))
+                    .unwrap();
+            let call = format!(
+                "libfuzzer_sys::fuzz_target!(|data: &[u8]| pact_fuzz_targets::{name}::run(data));"
+            );
+            assert!(wrapper.contains("#![no_main]"), "{name}: no #![no_main]");
+            assert!(
+                wrapper.contains(&call),
+                "{name}: the wrapper does not call {name}::run"
+            );
+        }
+        assert_eq!(
+            manifest.matches("[[bin]]").count(),
+            NAMES.len(),
+            "fuzz/Cargo.toml has a [[bin]] that is not a target"
+        );
+    }
+
     /// Every committed seed of every target, through the target's `run`: the
     /// same inputs `fuzz/smoke.sh` starts from, without libFuzzer's mutations
     /// (those are for the long runs by hand).
@@ -275,6 +332,7 @@ mod replay {
             ("pa_jwt", super::pa_jwt::run),
             ("user_code", super::user_code::run),
         ];
+        assert_eq!(targets.map(|(name, _)| name), NAMES);
         for (name, run) in targets {
             let mut seeds: Vec<PathBuf> = std::fs::read_dir(corpora.join(name))
                 .unwrap_or_else(|e| panic!("fuzz/corpus/{name}: {e}"))
