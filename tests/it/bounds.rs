@@ -29,7 +29,7 @@ const SUB: &str = "pa-user-1";
 #[derive(Default)]
 struct Api {
     calls: Mutex<Vec<(String, Value)>>,
-    /// Rung when a `slow` call has arrived (it then waits 400 ms).
+    /// Rung when a `slow` call has arrived (it then waits 400 ms, or `_ms`).
     slow_arrived: Notify,
 }
 
@@ -74,7 +74,8 @@ async fn api_call(
         ),
         "slow" => {
             api.slow_arrived.notify_one();
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            let ms = args.get("_ms").and_then(Value::as_u64).unwrap_or(400);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
             (axum::http::StatusCode::OK, Json(json!({"ok": true})))
         }
         _ => (axum::http::StatusCode::OK, Json(json!({"ok": true}))),
@@ -105,7 +106,16 @@ fn owner() -> Actor {
 }
 
 async fn shop() -> Shop {
-    let app = TestApp::spawn_with(|c| c.delegation.poll_interval_secs = 1).await;
+    shop_with(|_| {}).await
+}
+
+/// [`shop`], with pactd's configuration changed by `change`.
+async fn shop_with(change: impl FnOnce(&mut pact_server::Config)) -> Shop {
+    let app = TestApp::spawn_with(|c| {
+        c.delegation.poll_interval_secs = 1;
+        change(c);
+    })
+    .await;
     app.enable_demo_delegation().await;
     pact_db::scopes::upsert(
         &app.db,
@@ -1184,4 +1194,61 @@ async fn an_agent_that_fails_after_acting_through_another_node_leaves_a_receipt(
         "the agent was not called again"
     );
     assert_eq!(s.api.count("cancel_order").await, 1);
+}
+
+/// A turn whose agent's time and the wait for its calls together exceed the
+/// request timeout (by default 20 s + 11 s against 30 s; here a 3 s request
+/// timeout and a call still running) is stored in time with the calls that
+/// acted, instead of being cut: before, the personal agent got a 503, no
+/// receipt named the cancellation, and its retry ran the agent again.
+#[tokio::test]
+async fn a_turn_longer_than_its_request_may_take_is_stored_with_what_acted() {
+    let mut s = shop_with(|c| c.request_timeout = Duration::from_secs(3)).await;
+    let token = s
+        .grant(
+            &["orders:cancel", "orders:read"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // A call the merchant holds longer than the request may last.
+    let slow = {
+        let req = s
+            .app
+            .http
+            .post(format!("{}/slow", turn.tools_url))
+            .bearer_auth(&turn.token)
+            .json(&json!({"_ms": 8000}));
+        tokio::spawn(async move { req.send().await })
+    };
+    s.api.slow_arrived.notified().await;
+    let reply = s.finish(turn).await;
+    let msg = message(&reply);
+    let claims = verified_receipt(&s.app, msg).await;
+    assert!(
+        claims.actions.iter().any(|a| a.tool == "cancel_order"),
+        "{claims:?}"
+    );
+
+    // The retry gets the stored answer; nobody acts twice.
+    let context = msg["contextId"].as_str().unwrap().to_owned();
+    let again = s
+        .app
+        .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context))
+        .await;
+    assert_eq!(message(&ok_json(again).await)["parts"], msg["parts"]);
+    assert!(
+        s.turns.try_recv().is_err(),
+        "the agent was not called again"
+    );
+    assert_eq!(s.api.count("cancel_order").await, 1);
+    slow.abort();
 }

@@ -135,6 +135,11 @@ pub async fn run(
 ) -> Result<(String, GateRecord, Option<TurnEnd>), TurnFailure> {
     let brand = &t.caller.brand;
     let now = state.clock.now();
+    // The whole turn has to fit in its request's time: the request timeout
+    // (request_timeout.rs) cuts it otherwise, and with it the record of what
+    // its calls did and its claim, so that the retry would act again.
+    let store_by =
+        tokio::time::Instant::now() + state.config.request_timeout.saturating_sub(STORE_MARGIN);
     let setup = state
         .config_cache
         .merchant(&state.db, &brand.id)
@@ -263,9 +268,14 @@ pub async fn run(
     // This happens whether or not the agent answered: a call it made before
     // it failed (an error status, a timeout, a malformed reply) may have
     // acted at the merchant.
-    let (mut record, mut end) = live
-        .finish(tool_timeout + std::time::Duration::from_secs(1))
-        .await;
+    // The agent's time and the wait for its calls can together exceed the
+    // request timeout (by default 20 s + 11 s against 30 s): the wait ends
+    // in time to store what the calls did. A call still running then is left
+    // out of the receipt (and logged); before, the whole turn was cut, the
+    // calls that had acted were forgotten and the retry ran them again.
+    let wait = (tool_timeout + std::time::Duration::from_secs(1))
+        .min(store_by.saturating_duration_since(tokio::time::Instant::now()));
+    let (mut record, mut end) = live.finish(wait).await;
     // A failed turn decides from everything its calls did, on every node:
     // a call that went through another node and acted there makes the
     // failure a stored turn with its receipt, not a retry that acts again.
@@ -296,6 +306,9 @@ pub async fn run(
         }
     }
 }
+
+/// What a turn keeps of its request's time for storing its reply.
+const STORE_MARGIN: Duration = Duration::from_secs(1);
 
 /// The reply stored for a turn whose agent failed after a tool acted.
 pub const FAILED_AFTER_ACTING: &str = "The business's agent stopped before it could answer. \
