@@ -265,6 +265,26 @@ impl Shop {
         }
     }
 
+    /// `m1` sent again in the context of its stored reply `msg`: answered
+    /// from the store (not by the held agent, which would keep it waiting),
+    /// the agent not called again, and one cancellation in all.
+    async fn retry_is_answered_from_the_store(&mut self, token: &str, msg: &Value) {
+        let context = msg["contextId"].as_str().unwrap().to_owned();
+        let again = tokio::time::timeout(
+            Duration::from_secs(20),
+            self.app
+                .send_delegated("demo", &self.pa_jwt, token, "m1", "do it", Some(&context)),
+        )
+        .await
+        .expect("answered from the store, not by the held agent");
+        assert_eq!(message(&ok_json(again).await)["parts"], msg["parts"]);
+        assert!(
+            self.turns.try_recv().is_err(),
+            "the agent was not called again"
+        );
+        assert_eq!(self.api.count("cancel_order").await, 1);
+    }
+
     async fn finish(&self, turn: Turn) -> Value {
         self.held.release_one();
         ok_json(turn.reply.await.unwrap()).await
@@ -731,21 +751,7 @@ async fn an_agent_that_fails_after_acting_leaves_a_receipt_and_a_retry_acts_no_m
     assert_eq!(used, 1);
 
     // The same message again: the stored answer, and nobody acts twice.
-    let context = msg["contextId"].as_str().unwrap().to_owned();
-    let again = tokio::time::timeout(
-        Duration::from_secs(20),
-        s.app
-            .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context)),
-    )
-    .await
-    .expect("answered from the store, not by the held agent");
-    let again = ok_json(again).await;
-    assert_eq!(message(&again)["parts"], msg["parts"]);
-    assert!(
-        s.turns.try_recv().is_err(),
-        "the agent was not called again"
-    );
-    assert_eq!(s.api.count("cancel_order").await, 1);
+    s.retry_is_answered_from_the_store(&token, msg).await;
 }
 
 async fn mcp(
@@ -1179,21 +1185,7 @@ async fn an_agent_that_fails_after_acting_through_another_node_leaves_a_receipt(
     assert_eq!(claims.actions.len(), 1, "{claims:?}");
     assert_eq!(claims.actions[0].tool, "cancel_order");
 
-    // The retry gets the stored answer; nobody acts twice.
-    let context = msg["contextId"].as_str().unwrap().to_owned();
-    let again = tokio::time::timeout(
-        Duration::from_secs(20),
-        s.app
-            .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context)),
-    )
-    .await
-    .expect("answered from the store, not by the held agent");
-    assert_eq!(message(&ok_json(again).await)["parts"], msg["parts"]);
-    assert!(
-        s.turns.try_recv().is_err(),
-        "the agent was not called again"
-    );
-    assert_eq!(s.api.count("cancel_order").await, 1);
+    s.retry_is_answered_from_the_store(&token, msg).await;
 }
 
 /// A turn whose agent's time and the wait for its calls together exceed the
@@ -1238,17 +1230,6 @@ async fn a_turn_longer_than_its_request_may_take_is_stored_with_what_acted() {
         "{claims:?}"
     );
 
-    // The retry gets the stored answer; nobody acts twice.
-    let context = msg["contextId"].as_str().unwrap().to_owned();
-    let again = s
-        .app
-        .send_delegated("demo", &s.pa_jwt, &token, "m1", "do it", Some(&context))
-        .await;
-    assert_eq!(message(&ok_json(again).await)["parts"], msg["parts"]);
-    assert!(
-        s.turns.try_recv().is_err(),
-        "the agent was not called again"
-    );
-    assert_eq!(s.api.count("cancel_order").await, 1);
+    s.retry_is_answered_from_the_store(&token, msg).await;
     slow.abort();
 }
