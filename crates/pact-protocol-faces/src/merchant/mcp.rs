@@ -690,3 +690,36 @@ fn tool_error(refusal: &CallRefusal, tool: &str) -> Value {
     };
     json!({"content": [{"type": "text", "text": text}], "structuredContent": detail, "isError": true})
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn text_of(refusal: CallRefusal) -> String {
+        let answer = tool_error(&refusal, "pay");
+        assert_eq!(answer["isError"], true);
+        answer["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    /// A refusal by the gate is told to the model as what it is: an outage
+    /// is worth a retry, a tool that is not there is not (before, every one
+    /// of these was "not available at this brand").
+    #[test]
+    fn a_gate_refusal_tells_the_model_what_it_is() {
+        let down = text_of(CallRefusal::Gate(ToolError::DatabaseUnavailable));
+        assert!(
+            down.contains("temporarily unavailable") && down.contains("try again"),
+            "{down}"
+        );
+        let failed = text_of(CallRefusal::Gate(ToolError::Failed("x".to_owned())));
+        assert!(failed.contains("nothing was done"), "{failed}");
+        assert!(!failed.contains("not available"), "{failed}");
+        let bad = text_of(CallRefusal::Gate(ToolError::BadArguments(
+            "amount".to_owned(),
+        )));
+        assert_eq!(bad, "invalid arguments: amount");
+        let absent = text_of(CallRefusal::Gate(ToolError::Unavailable));
+        assert_eq!(absent, "not available at this brand");
+    }
+}
