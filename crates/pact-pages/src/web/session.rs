@@ -39,7 +39,8 @@ pub fn mfa_is_recent(session: &Session, now: OffsetDateTime) -> bool {
 /// signed in for hours is not one): a factor an attacker binds from a left-open
 /// browser would outlive a password reset and lock the owner out.
 pub fn signed_in_recently(session: &Session, now: OffsetDateTime) -> bool {
-    session.created_at <= now + Duration::minutes(1) && now - session.created_at <= RECONFIRM_WINDOW
+    // The same window and clock skew as a reconfirmed second factor.
+    mfa_at_is_recent(Some(session.created_at), now)
 }
 
 pub fn mfa_at_is_recent(mfa_at: Option<OffsetDateTime>, now: OffsetDateTime) -> bool {
