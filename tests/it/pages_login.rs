@@ -952,6 +952,66 @@ async fn the_shared_password_step_locks_by_address_then_by_email() {
     assert_eq!(counted, vec![1, 1]);
 }
 
+/// Second-factor codes sent at once are checked one after another under the
+/// account's row lock: a burst of 30 wrong codes (the per-account rate limit
+/// raised, as with several nodes each keeping its own) gets exactly the five
+/// checks the lock allows, and the rest meet the lock. Before, each read the
+/// account unlocked before any failure was counted, and every one was checked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_codes_gets_no_more_checks_than_the_lock_allows() {
+    let app = TestApp::spawn_with(|c| {
+        c.page_limits.second_factor_per_user = pact_server::page_limits::Rate::new(1.0, 100.0);
+    })
+    .await;
+    let user = add_user(&app, "demo", EMAIL, PW).await;
+    let secret = add_totp(&app, &user).await;
+    let t = next_totp_step(&app);
+    let valid: Vec<String> = [t - 30, t, t + 30]
+        .iter()
+        .map(|at| totp_at(&secret, *at))
+        .collect();
+    let b = Browser::new(&app);
+    let res = b.sign_in("demo", EMAIL, PW, "/account").await;
+    assert_eq!(location(&res), "/login/second-factor?next=%2Faccount");
+    let csrf = b.csrf_token().await;
+    let guesses: Vec<String> = (0..40)
+        .map(|i| format!("{:06}", 100_003 * i % 1_000_000))
+        .filter(|g| !valid.contains(g))
+        .take(30)
+        .collect();
+    let mut burst = tokio::task::JoinSet::new();
+    for guess in guesses {
+        let (client, url, origin, csrf) = (
+            b.client.clone(),
+            b.url("/login/second-factor"),
+            b.origin.clone(),
+            csrf.clone(),
+        );
+        burst.spawn(async move {
+            let form = [
+                ("next", "/account"),
+                ("code", guess.as_str()),
+                ("csrf", csrf.as_str()),
+            ];
+            let res = client
+                .post(url)
+                .header("origin", origin)
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            res.status().as_u16()
+        });
+    }
+    let statuses = burst.join_all().await;
+    let checked = statuses.iter().filter(|s| **s == 400).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((checked, refused), (5, 25), "{statuses:?}");
+    let after = reload(&app, &user).await;
+    assert_eq!(after.failed_logins, 5, "each check counted once");
+    assert!(after.locked_until.is_some());
+}
+
 /// Guesses sent at once are counted before their passwords are checked: a
 /// burst of 30 wrong passwords for one email from one address gets no more
 /// full checks than the lock allows (five), the rest meet the lock, and every

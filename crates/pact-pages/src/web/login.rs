@@ -29,7 +29,6 @@ use pact_db::users::User;
 use pact_node::node::{Node, NodeInner};
 use serde::Deserialize;
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use super::extract::{NoFields, SessionForm, Visitor, VisitorForm};
 use super::i18n;
@@ -191,23 +190,6 @@ pub fn wait_message(what_key: &str, secs: u64) -> String {
     } else {
         i18n::t2("wait-minutes", "what", what, "n", secs.div_ceil(60))
     }
-}
-
-/// Counts a failed sign-in step (password or second factor) and locks the
-/// account when `accounts::lockout` says so — in the users table, under a
-/// row lock, so concurrent failures on any node all count.
-pub async fn record_failure(
-    node: &NodeInner,
-    user_id: Uuid,
-    now: OffsetDateTime,
-) -> Result<(), PageError> {
-    let mut tx = node.db.begin().await?;
-    if let Some(u) = pact_db::users::lock(&mut *tx, user_id).await? {
-        let (failed, until) = lockout::after_failure(u.failed_logins, now);
-        pact_db::users::record_failure(&mut *tx, u.id, failed, until).await?;
-    }
-    tx.commit().await?;
-    Ok(())
 }
 
 /// Completes a sign-in with a built-in account: clears the failure count and
@@ -726,7 +708,16 @@ pub async fn post_second_factor(
         return Ok(page(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
     let now = state.clock.now();
-    if let Some(secs) = lockout::locked_for(user.locked_until, now) {
+    // The lock is read, the code checked and a failure counted under the
+    // account's row lock: codes sent at once are checked one after another,
+    // each seeing the failures before it, so a burst (from any number of
+    // nodes) gets no more checks than the lock allows (OWASP Authentication
+    // Cheat Sheet, account lockout).
+    let mut tx = state.db.begin().await?;
+    let Some(locked) = pact_db::users::lock(&mut *tx, user.id).await? else {
+        return not_for_second_factor(Some(&old), &next);
+    };
+    if let Some(secs) = lockout::locked_for(locked.locked_until, now) {
         let retry = u64::try_from(secs).unwrap_or(60);
         return Ok(page(
             &lock_message(secs),
@@ -736,12 +727,12 @@ pub async fn post_second_factor(
     }
 
     let checked = if let Some(code) = code {
-        match totp_secret(&state, user)? {
+        match totp_secret(&state, &locked)? {
             None => Checked::Wrong,
             Some(secret) => match totp::verify(&secret, code, now.unix_timestamp()) {
                 None => Checked::Wrong,
                 Some(step) => {
-                    if pact_db::users::advance_totp_step(&state.db, user.id, step).await? {
+                    if pact_db::users::advance_totp_step(&mut *tx, user.id, step).await? {
                         Checked::Ok
                     } else {
                         Checked::Reused
@@ -756,7 +747,7 @@ pub async fn post_second_factor(
             recovery_code.unwrap_or(""),
         )
         .map_err(PageError::internal)?;
-        if pact_db::users::use_recovery_code(&state.db, user.id, &forms).await? {
+        if pact_db::users::use_recovery_code(&mut *tx, user.id, &forms).await? {
             tracing::info!(user = %user.id, "a recovery code was used");
             Checked::Ok
         } else {
@@ -764,10 +755,14 @@ pub async fn post_second_factor(
         }
     };
 
+    if !matches!(checked, Checked::Ok) {
+        let (failed, until) = lockout::after_failure(locked.failed_logins, now);
+        pact_db::users::record_failure(&mut *tx, user.id, failed, until).await?;
+    }
+    tx.commit().await?;
     match checked {
         Checked::Ok => {}
         Checked::Wrong => {
-            record_failure(&state, user.id, now).await?;
             return Ok(page(
                 &i18n::t("mfa-err-wrong"),
                 StatusCode::BAD_REQUEST,
@@ -775,7 +770,6 @@ pub async fn post_second_factor(
             ));
         }
         Checked::Reused => {
-            record_failure(&state, user.id, now).await?;
             return Ok(page(
                 &i18n::t("mfa-err-replayed"),
                 StatusCode::BAD_REQUEST,

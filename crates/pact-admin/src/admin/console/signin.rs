@@ -25,6 +25,7 @@ use pact_db::admins::{Admin, AdminSession};
 use pact_node::node::{Node, NodeInner};
 use serde_json::json;
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use super::audit_event;
 use super::extract::CheckedForm;
@@ -281,7 +282,14 @@ pub async fn post_second_factor(
         with_headers(render(&page, status), None, retry)
     };
     let now = state.clock.now();
-    if let Some(secs) = lockout::locked_for(admin.locked_until, now) {
+    // The lock is read, the code checked and a failure counted under the
+    // account's row lock, so codes sent at once (to any node) are checked
+    // one after another and a burst gets no more checks than the lock allows.
+    let mut tx = state.db.begin().await?;
+    let Some(locked) = pact_db::admins::lock(&mut tx, admin.id).await? else {
+        return Ok(see_other("/admin/login", None));
+    };
+    if let Some(secs) = lockout::locked_for(locked.locked_until, now) {
         let msg = wait_message(
             "This account is locked after failed sign-ins.",
             secs.unsigned_abs(),
@@ -301,64 +309,72 @@ pub async fn post_second_factor(
         let msg = wait_message("Too many code attempts.", secs);
         return Ok(again(&msg, StatusCode::TOO_MANY_REQUESTS, Some(secs)));
     }
-    if let Some(typed) = form.recovery_code.as_deref() {
-        return recovery_sign_in(&state, &staff, &s, &admin, typed, now, again).await;
-    }
-    let Some(sealed) = &admin.totp_secret_sealed else {
-        return Ok(again(
-            "This account has no authenticator app: use a passkey or a recovery code.",
-            StatusCode::BAD_REQUEST,
-            None,
-        ));
+    let recovery = form.recovery_code.as_deref();
+    let right = if let Some(typed) = recovery {
+        let forms =
+            crate::accounts::recovery::stored_forms(&state.config.master_key, admin.id, typed)
+                .map_err(PageError::internal)?;
+        pact_db::admin_factors::use_recovery_code(&mut *tx, admin.id, &forms, now).await?
+    } else {
+        let Some(sealed) = &locked.totp_secret_sealed else {
+            return Ok(again(
+                "This account has no authenticator app: use a passkey or a recovery code.",
+                StatusCode::BAD_REQUEST,
+                None,
+            ));
+        };
+        let secret = state
+            .config
+            .master_key
+            .open(sealed, &stored_aad(&locked))
+            .map_err(PageError::internal)?;
+        let step = totp::verify(
+            &secret,
+            form.code.as_deref().unwrap_or(""),
+            now.unix_timestamp(),
+        );
+        match step {
+            Some(step) => pact_db::admins::advance_totp_step(&mut *tx, admin.id, step).await?,
+            None => false,
+        }
     };
-    let secret = state
-        .config
-        .master_key
-        .open(sealed, &stored_aad(&admin))
-        .map_err(PageError::internal)?;
-    let step = totp::verify(
-        &secret,
-        form.code.as_deref().unwrap_or(""),
-        now.unix_timestamp(),
-    );
-    let fresh = match step {
-        Some(step) => pact_db::admins::advance_totp_step(&state.db, admin.id, step).await?,
-        None => false,
-    };
-    if !fresh {
-        second_factor_failed(&state, &staff, &admin, now, "second factor").await?;
-        return Ok(again(
-            "That code didn't work. Check your phone's clock and try the next code.",
-            StatusCode::UNAUTHORIZED,
-            None,
-        ));
+    if !right {
+        count_failure(&mut tx, admin.id, now).await?;
     }
-    complete(&state, &staff, &s, &admin, now, "totp").await
+    tx.commit().await?;
+    match (right, recovery) {
+        (false, Some(_)) => {
+            failure_audited(&state, &staff, &admin, "recovery code").await?;
+            Ok(again(
+                "That recovery code didn't work: it is wrong or was already used.",
+                StatusCode::UNAUTHORIZED,
+                None,
+            ))
+        }
+        (false, None) => {
+            failure_audited(&state, &staff, &admin, "second factor").await?;
+            Ok(again(
+                "That code didn't work. Check your phone's clock and try the next code.",
+                StatusCode::UNAUTHORIZED,
+                None,
+            ))
+        }
+        (true, Some(_)) => recovery_signed_in(&state, &staff, &s, &admin, now).await,
+        (true, None) => complete(&state, &staff, &s, &admin, now, "totp").await,
+    }
 }
 
-/// A recovery code in place of the second factor: single use (spent in the
-/// same statement that checks it), a wrong one counts as a failed sign-in
-/// towards the lock like a wrong TOTP code, and the audit log says one was
-/// used and how many are left, never which.
-async fn recovery_sign_in(
+/// A recovery code in place of the second factor was right (it was spent in
+/// the statement that checked it; a wrong one counts towards the lock like a
+/// wrong TOTP code): the audit log says one was used and how many are left,
+/// never which.
+async fn recovery_signed_in(
     state: &AppState,
     staff: &Staff,
     s: &AdminSession,
     admin: &Admin,
-    typed: &str,
     now: OffsetDateTime,
-    again: impl Fn(&str, StatusCode, Option<u64>) -> Response,
 ) -> Result<Response, PageError> {
-    let forms = crate::accounts::recovery::stored_forms(&state.config.master_key, admin.id, typed)
-        .map_err(PageError::internal)?;
-    if !pact_db::admin_factors::use_recovery_code(&state.db, admin.id, &forms, now).await? {
-        second_factor_failed(state, staff, admin, now, "recovery code").await?;
-        return Ok(again(
-            "That recovery code didn't work: it is wrong or was already used.",
-            StatusCode::UNAUTHORIZED,
-            None,
-        ));
-    }
     let left = pact_db::admin_factors::unused_recovery_codes(&state.db, admin.id).await?;
     audit_event(
         state,
@@ -378,6 +394,40 @@ async fn recovery_sign_in(
     ))
 }
 
+/// Counts one failed second factor towards the account's own lock
+/// (accounts/lockout.rs), in the row, not from a count read earlier: codes
+/// sent at once must all count.
+async fn count_failure(
+    conn: &mut sqlx::PgConnection,
+    admin: Uuid,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    if let Some(failed) = pact_db::admins::count_failure(&mut *conn, admin).await?
+        && let (_, Some(until)) = lockout::after_failure(failed.saturating_sub(1), now)
+    {
+        pact_db::admins::lock_until(&mut *conn, admin, until).await?;
+    }
+    Ok(())
+}
+
+/// Records a failed second factor as `admin.sign_in_failed` with the step.
+async fn failure_audited(
+    node: &NodeInner,
+    staff: &Staff,
+    admin: &Admin,
+    step: &str,
+) -> Result<(), PageError> {
+    audit_event(
+        node,
+        "admin",
+        &admin.email,
+        "admin.sign_in_failed",
+        &staff.ip,
+        json!({ "step": step }),
+    )
+    .await
+}
+
 /// A second factor that did not work (a code, a recovery code, a passkey):
 /// it counts towards the account's own lock (accounts/lockout.rs) and is
 /// recorded as `admin.sign_in_failed` with the step.
@@ -388,22 +438,10 @@ pub(super) async fn second_factor_failed(
     now: OffsetDateTime,
     step: &str,
 ) -> Result<(), PageError> {
-    // Counted in the row, not from the count this request read: codes sent
-    // at once must all count towards the lock.
-    if let Some(failed) = pact_db::admins::count_failure(&node.db, admin.id).await?
-        && let (_, Some(until)) = lockout::after_failure(failed.saturating_sub(1), now)
-    {
-        pact_db::admins::lock_until(&node.db, admin.id, until).await?;
-    }
-    audit_event(
-        node,
-        "admin",
-        &admin.email,
-        "admin.sign_in_failed",
-        &staff.ip,
-        json!({ "step": step }),
-    )
-    .await
+    let mut conn = node.db.acquire().await?;
+    count_failure(&mut conn, admin.id, now).await?;
+    drop(conn);
+    failure_audited(node, staff, admin, step).await
 }
 
 /// Both factors proven: a new session id, signed in; failures forgotten.
