@@ -623,7 +623,9 @@ async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
 }
 
 /// The number of unverified agents kept is bounded: admitting one more
-/// forgets the one seen least recently.
+/// forgets the one seen least recently, but never one a person approved: a
+/// grant not yet used keeps its agent, so a flood of admissions cannot take
+/// it away.
 #[tokio::test]
 async fn the_oldest_idle_unverified_agent_is_forgotten_past_the_bound() {
     let app = TestApp::spawn_with(|c| {
@@ -631,6 +633,30 @@ async fn the_oldest_idle_unverified_agent_is_forgotten_past_the_bound() {
         c.admission.max_unverified = 2;
     })
     .await;
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:read",
+        true,
+    )
+    .await
+    .unwrap();
+    app.settle().await;
+    let approved = TestPa::start_discoverable().await;
+    let res = app
+        .send(
+            "demo",
+            &approved.token("u0", app.audience()),
+            "a0",
+            "hi",
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    app.settle().await;
+    app.connect(&approved, "u0", "ada", &["orders:read"]).await;
+    app.clock.advance(std::time::Duration::from_secs(5));
     let mut pas = Vec::new();
     for i in 0..3 {
         let pa = TestPa::start_discoverable().await;
@@ -647,12 +673,19 @@ async fn the_oldest_idle_unverified_agent_is_forgotten_past_the_bound() {
         app.clock.advance(std::time::Duration::from_secs(5));
         pas.push(pa);
     }
-    assert_eq!(agents(&app).await, 2);
+    assert_eq!(agents(&app).await, 3);
     assert!(
         pact_db::agents::find(&app.db, &pas[0].issuer)
             .await
             .unwrap()
             .is_none()
+    );
+    assert!(
+        pact_db::agents::find(&app.db, &approved.issuer)
+            .await
+            .unwrap()
+            .is_some(),
+        "the agent a person approved is kept"
     );
     assert!(
         pact_db::agents::find(&app.db, &pas[2].issuer)

@@ -398,16 +398,19 @@ pub async fn insert_admitted(
 /// their conversations and grants, by the tables' cascade): the bound on what
 /// open admission can make the database hold. Blocked (disabled) agents are
 /// kept whatever their number, so a block is never forgotten; so are agents
-/// with receipts, which are append-only and refer to their grants (such an
-/// agent holds grants a person approved, and is forgotten only by staff). The JWKS URIs
-/// of those that went, for the node's JWKS cache to forget too.
+/// a person approved: those with a grant not revoked (a flood of admissions
+/// must not take away what someone allowed and has not used yet), and those
+/// with receipts, which are append-only and refer to their grants. Such an
+/// agent is forgotten only by staff. The JWKS URIs of those that went, for
+/// the node's JWKS cache to forget too.
 pub async fn prune_unverified(db: impl PgExecutor<'_>, keep: i64) -> DbResult<Vec<String>> {
     sqlx::query_scalar!(
         "delete from agents where issuer in ( \
              select a.issuer from agents a left join agent_sightings s on s.issuer = a.issuer \
              where not a.verified and a.enabled and a.registry is null \
-               and not exists (select 1 from grants g join receipts r on r.grant_id = g.id \
-                               where g.pa_issuer = a.issuer) \
+               and not exists (select 1 from grants g where g.pa_issuer = a.issuer \
+                               and (g.revoked_at is null \
+                                    or exists (select 1 from receipts r where r.grant_id = g.id))) \
              order by coalesce(s.last_seen_at, a.created_at) desc offset $1) \
          returning jwks_uri",
         keep,

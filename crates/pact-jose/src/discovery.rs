@@ -78,10 +78,32 @@ impl std::fmt::Debug for IssuerDiscovery {
 /// rules (https, a public host, no userinfo or fragment, loopback only in the
 /// test mode), and no query either (OpenID Connect Discovery 1.0 §2: the
 /// issuer is a URL "with no query or fragment components").
+///
+/// The host must also be written as the parser reads it (lower case is not
+/// required; percent escapes, non-ASCII letters and a trailing dot are
+/// refused): staff block an issuer by its host as written, and the database
+/// reads that host from the issuer's text, so `https://evil%2Eexample` or
+/// `https://evil.example.` must not be admitted as `evil.example` while a
+/// block of `evil.example` misses them.
 pub fn check_issuer(iss: &str, allow_loopback: bool) -> Result<Url, JwksError> {
     let url = check_jwks_uri(iss, allow_loopback)?;
     if url.query().is_some() {
         return Err(JwksError::InvalidUri("query not allowed in an issuer"));
+    }
+    let authority = iss
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+        .unwrap_or_default();
+    let written = match authority.find(']') {
+        // An IPv6 literal, read back with its brackets.
+        Some(end) if authority.starts_with('[') => &authority[..=end],
+        _ => authority.split(':').next().unwrap_or_default(),
+    };
+    let read = url.host_str().unwrap_or_default();
+    if !written.eq_ignore_ascii_case(read) || read.ends_with('.') {
+        return Err(JwksError::InvalidUri(
+            "the issuer's host is not written as it is read",
+        ));
     }
     Ok(url)
 }
@@ -165,6 +187,18 @@ mod tests {
         ] {
             assert!(check_issuer(bad, false).is_err(), "{bad}");
         }
+        // A host written otherwise than it is read would dodge a block of
+        // the host it is read as.
+        for dodge in [
+            "https://evil%2Eexample",
+            "https://evil.example.",
+            "https://evil.example.:443/x",
+            "https://b\u{fc}cher.example",
+            "https://%65vil.example",
+        ] {
+            assert!(check_issuer(dodge, false).is_err(), "{dodge}");
+        }
+        assert!(check_issuer("https://Agent.Example:8443/t", false).is_ok());
         // The test mode admits loopback over http, and nothing else over http.
         assert!(check_issuer("http://127.0.0.1:8080", true).is_ok());
         assert!(check_issuer("http://agent.example", true).is_err());

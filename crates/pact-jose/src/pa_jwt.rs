@@ -16,6 +16,9 @@ use crate::claims::{PaClaims, check_claims};
 use crate::error::PaJwtError;
 use crate::keys::VerifyingKey;
 
+/// The longest `iss` read: the agents table's bound on an issuer.
+pub const MAX_ISSUER_LEN: usize = 2048;
+
 /// The validation parameters for PA-JWTs (PACT §3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaJwtRules {
@@ -129,6 +132,11 @@ pub fn parse_pa_jwt(token: &str, rules: &PaJwtRules) -> Result<UnverifiedPaJwt, 
         // issuer, before the agent is looked up (PACT §3).
         Some(Value::String(iss)) if iss.chars().any(char::is_control) => {
             return Err(PaJwtError::Claim("iss has a control character"));
+        }
+        // No issuer is longer than the agents table holds (2048 bytes); a
+        // longer one names no agent, and must not be remembered as absent.
+        Some(Value::String(iss)) if iss.len() > MAX_ISSUER_LEN => {
+            return Err(PaJwtError::Claim("iss is too long"));
         }
         Some(Value::String(iss)) if !iss.is_empty() => iss.clone(),
         Some(_) => return Err(PaJwtError::Claim("iss is not a non-empty string")),

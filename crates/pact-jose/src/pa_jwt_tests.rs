@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::alg::Alg;
 use crate::error::PaJwtError;
 use crate::keys::KeySet;
-use crate::pa_jwt::{PaJwtRules, parse_pa_jwt};
+use crate::pa_jwt::{MAX_ISSUER_LEN, PaJwtRules, parse_pa_jwt};
 use crate::test_keys::{AUD, ISS, NOW, TestPa, b64, good_claims, sign_with, signing_input};
 
 fn rules() -> PaJwtRules {
@@ -327,11 +327,20 @@ fn issuer_and_jti_rules() {
             json!("https://pa.example/\u{0}"),
             PaJwtError::Claim("iss has a control character"),
         ),
+        (
+            json!(format!("https://pa.example/{}", "a".repeat(2048))),
+            PaJwtError::Claim("iss is too long"),
+        ),
     ];
     for (iss, want) in cases {
         let token = with_claim(&pa, "iss", iss);
         assert_eq!(parse_pa_jwt(&token, &rules()).err(), Some(want));
     }
+    // The longest issuer the agents table holds is read.
+    let longest = format!("https://pa.example/{}", "a".repeat(2048 - 19));
+    assert_eq!(longest.len(), MAX_ISSUER_LEN);
+    let token = with_claim(&pa, "iss", json!(longest));
+    assert!(parse_pa_jwt(&token, &rules()).is_ok());
     let token = with_claim(&pa, "jti", json!(7));
     assert_eq!(
         check(&pa, &token).err(),

@@ -32,6 +32,11 @@ use crate::feed::ChangeFeed;
 /// Past this many entries in one map, the map starts over (the rows are
 /// registered by operators, so this only bounds a misconfiguration).
 const MAX_ENTRIES: usize = 100_000;
+/// Past this many unknown issuers, that map starts over: they are chosen by
+/// whoever sends a token, before any signature is checked, and each may be
+/// 2 KiB long (`pact_jose::pa_jwt::MAX_ISSUER_LEN`), so this bounds what an
+/// unauthenticated spray can make a node hold (about 20 MiB).
+const MAX_ABSENT: usize = 10_000;
 
 pub struct ConfigCache {
     /// The listener is subscribed (set after it resynchronised).
@@ -128,7 +133,11 @@ fn offered_json(tools: &[BrandTool]) -> Box<RawValue> {
 struct Ticket(Option<u64>);
 
 fn insert_bounded<V>(map: &mut HashMap<String, V>, key: &str, value: V) {
-    if map.len() >= MAX_ENTRIES {
+    insert_within(map, key, value, MAX_ENTRIES);
+}
+
+fn insert_within<V>(map: &mut HashMap<String, V>, key: &str, value: V, limit: usize) {
+    if map.len() >= limit {
         map.clear();
     }
     map.insert(key.to_owned(), value);
@@ -274,7 +283,7 @@ impl ConfigCache {
         self.keep(ticket, |e| {
             match &found.agent {
                 Some(agent) => insert_bounded(&mut e.agents, issuer, agent.clone()),
-                None => insert_bounded(&mut e.absent_agents, issuer, ()),
+                None => insert_within(&mut e.absent_agents, issuer, (), MAX_ABSENT),
             }
             if let Some(brand) = &found.brand {
                 insert_bounded(&mut e.brands, brand_id, brand.clone());
