@@ -285,6 +285,64 @@ async fn an_expired_link_a_forged_one_and_a_post_without_csrf_change_nothing() {
     assert!(!password_works(&app, ANN, NEW).await);
 }
 
+/// Staff disable an account they fear is taken over: a link mailed before
+/// is dead, and stays dead once the account is enabled again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_sent_before_the_account_was_disabled_never_works_again() {
+    let mut sink = SmtpSink::start().await;
+    let app = app_with_mail(&sink).await;
+    let user = add_user(&app, "demo", ANN, OLD).await;
+    let b = Browser::new(&app);
+    ask_for_link(&b, ANN).await;
+    let path = link_path(&app, &sink.next().await);
+    let staff = pact_server::admin::role::Actor {
+        kind: "cli",
+        name: "desk".into(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    };
+    for action in [
+        pact_server::admin::ops::customers::Action::Disable,
+        pact_server::admin::ops::customers::Action::Enable,
+    ] {
+        let user = pact_db::users::find(&app.db, user.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut tx = app.db.begin().await.unwrap();
+        pact_server::admin::ops::customers::apply(
+            &mut tx,
+            &staff,
+            None,
+            &user,
+            action,
+            time::OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let (status, page) = b.get_html(&path).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("expired or was already used"), "{page}");
+    let token = path.split_once("token=").unwrap().1.to_owned();
+    let csrf =
+        pact_tests::pages::csrf_from(&b.get_html("/login/forgot?brand=demo").await.1).unwrap();
+    let res = b
+        .post(
+            "/login/reset",
+            &[
+                ("token", &token),
+                ("password", NEW),
+                ("confirm", NEW),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert!(password_works(&app, ANN, OLD).await);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_mail_settings_no_reset_is_offered() {
     let app = TestApp::spawn().await;

@@ -120,6 +120,9 @@ pub async fn apply(
         }
         Action::Disable => {
             pact_db::users::set_disabled(tx, user.id, Some(now)).await?;
+            // Staff disable an account they fear is taken over: a reset link
+            // mailed before must not work again once it is enabled.
+            pact_db::password_resets::end_all_for(&mut *tx, user.id, now).await?;
             let revoked = revoke_every_grant(tx, user, DISABLED).await?;
             Change {
                 disabled: Some(true),
