@@ -108,6 +108,27 @@ enum Decision {
     Fetch,
 }
 
+/// Past this many key sets, room is made before another is kept. Entries
+/// are made only for registered or admitted agents, but an agent forgotten
+/// on another node (open admission's pruning) is forgotten only there, and
+/// each entry may hold 32 large RSA keys.
+const MAX_ENTRIES: usize = 4096;
+
+/// Makes room for one more entry: the key sets no longer fresh go first
+/// (they would be fetched again anyway), then, if none is, any one.
+fn make_room(entries: &mut HashMap<String, Arc<Entry>>, now: Instant) {
+    entries.retain(|_, e| {
+        e.state()
+            .keys
+            .is_some_and(|k| now.saturating_duration_since(k.fetched_at) < k.ttl)
+    });
+    if entries.len() >= MAX_ENTRIES
+        && let Some(any) = entries.keys().next().cloned()
+    {
+        entries.remove(&any);
+    }
+}
+
 /// The remote JWKS cache. See the crate documentation for its rules.
 pub struct JwksCache {
     policy: JwksPolicy,
@@ -294,6 +315,9 @@ impl JwksCache {
     fn insert_entry(&self, jwks_uri: &str) -> Result<Arc<Entry>, JwksError> {
         let url = check_jwks_uri(jwks_uri, self.policy.allow_loopback)?;
         let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        if !entries.contains_key(jwks_uri) && entries.len() >= MAX_ENTRIES {
+            make_room(&mut entries, self.clock.instant());
+        }
         let entry = entries.entry(jwks_uri.to_owned()).or_insert_with(|| {
             Arc::new(Entry {
                 url,
@@ -413,6 +437,30 @@ async fn refresh(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache never holds more than its bound: the stale go first, and
+    /// a fresh set is kept when a stale one can make room.
+    #[test]
+    fn the_cache_is_bounded_and_drops_stale_key_sets_first() {
+        let clock = pact_clock::TestClock::new();
+        let policy = JwksPolicy::default();
+        let cache = JwksCache::with_clock(policy, Clock::from(clock.clone())).expect("cache");
+        let keys = Arc::new(KeySet::default());
+        let uri = |i: usize| format!("https://agent{i}.example/jwks.json");
+        cache
+            .prime(&uri(0), Arc::clone(&keys), Duration::from_secs(0))
+            .expect("primed");
+        clock.advance(cache.policy().max_ttl + Duration::from_secs(1));
+        for i in 1..=MAX_ENTRIES + 10 {
+            cache
+                .prime(&uri(i), Arc::clone(&keys), Duration::from_secs(3600))
+                .expect("primed");
+        }
+        let entries = cache.entries.read().expect("entries");
+        assert!(entries.len() <= MAX_ENTRIES, "{}", entries.len());
+        assert!(!entries.contains_key(&uri(0)), "the stale one went first");
+        assert!(entries.contains_key(&uri(MAX_ENTRIES + 10)));
+    }
 
     /// A refused connection is logged with its root cause, not just
     /// "JWKS fetch failed".

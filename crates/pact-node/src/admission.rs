@@ -161,17 +161,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Keeps a map within `max` entries: the expired go first, then, if it is
-/// still full, the one that expires soonest.
+/// Keeps a map within `max` entries: the expired go at every insert (so the
+/// map holds what is live, not up to `max` of what once was: discovered key
+/// sets may be large), then, if it is still full, the one that expires
+/// soonest.
 fn make_room<V>(
     map: &mut HashMap<String, V>,
     max: usize,
     now: Instant,
     until: impl Fn(&V) -> Instant,
 ) {
-    if map.len() < max {
-        return;
-    }
     map.retain(|_, v| until(v) > now);
     while map.len() >= max.max(1) {
         let Some(first) = map
@@ -571,6 +570,10 @@ mod tests {
         make_room(&mut m, 3, now, |v| *v);
         assert!(!m.contains_key("old") && m.len() == 2);
         make_room(&mut m, 2, now, |v| *v);
+        assert_eq!(m.keys().collect::<Vec<_>>(), vec!["late"]);
+        // The expired go even while the map has room: it holds what is live.
+        m.insert("gone".into(), now - Duration::from_secs(1));
+        make_room(&mut m, 100, now, |v| *v);
         assert_eq!(m.keys().collect::<Vec<_>>(), vec!["late"]);
     }
 
