@@ -74,6 +74,14 @@ impl Mailer {
             .map_err(|_| MailError::Url)?
             .timeout(Some(SMTP_TIMEOUT))
             .build();
+        if let Some(host) = sent_in_clear(&settings.smtp_url) {
+            // Only the host: the URL may carry the SMTP password.
+            tracing::warn!(
+                %host,
+                "mail is sent without TLS: reset links (and the SMTP password, if any) cross the \
+                 network in clear; use smtps:// or ?tls=required"
+            );
+        }
         Ok(Self { transport, from })
     }
 
@@ -93,6 +101,33 @@ impl Mailer {
             .map(|_| ())
             .map_err(|e| MailError::Send(failure_kind(&e)))
     }
+}
+
+/// The SMTP host when the URL sends mail unencrypted to another machine:
+/// lettre reads `smtp://` without `tls=` as no TLS at all, so
+/// `smtp://user:pass@relay:587` sends the password and every reset link (a
+/// way into an account) in clear. Loopback (a local relay) is not reported.
+fn sent_in_clear(smtp_url: &str) -> Option<String> {
+    let url = url::Url::parse(smtp_url).ok()?;
+    if url.scheme() != "smtp" {
+        return None;
+    }
+    let tls = url
+        .query_pairs()
+        .find(|(k, _)| k == "tls")
+        .map(|(_, v)| v.into_owned());
+    if matches!(tls.as_deref(), Some("required" | "opportunistic")) {
+        return None;
+    }
+    let host = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then(|| host.to_owned())
 }
 
 /// What went wrong in a send, without the server's reply text: a refusal's
@@ -115,5 +150,32 @@ fn failure_kind(e: &lettre::transport::smtp::Error) -> String {
     match e.status() {
         Some(code) => format!("{kind} (SMTP {code})"),
         None => kind.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod clear_text_tests {
+    use super::sent_in_clear;
+
+    #[test]
+    fn plain_smtp_to_another_machine_is_reported_by_host_only() {
+        assert_eq!(
+            sent_in_clear("smtp://user:secret@relay.example:587").as_deref(),
+            Some("relay.example")
+        );
+        assert_eq!(
+            sent_in_clear("smtp://relay.example:25?tls=none").as_deref(),
+            Some("relay.example")
+        );
+        for fine in [
+            "smtp://relay.example:587?tls=required",
+            "smtp://relay.example:25?tls=opportunistic",
+            "smtps://relay.example:465",
+            "smtp://127.0.0.1:2525",
+            "smtp://localhost:25",
+            "smtp://[::1]:25",
+        ] {
+            assert_eq!(sent_in_clear(fine), None, "{fine}");
+        }
     }
 }
