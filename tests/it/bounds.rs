@@ -1188,6 +1188,39 @@ async fn an_agent_that_fails_after_acting_through_another_node_leaves_a_receipt(
     s.retry_is_answered_from_the_store(&token, msg).await;
 }
 
+/// A turn whose agent alone outlasts the request (its 20 s against a 3 s
+/// request timeout here), after a call that acted, is ended in time and
+/// stored with that call: before, the request was cut with a 503, nothing
+/// named the cancellation, and the retry ran the agent again.
+#[tokio::test]
+async fn an_agent_slower_than_the_request_is_cut_in_time_to_store_what_acted() {
+    let mut s = shop_with(|c| c.request_timeout = Duration::from_secs(3)).await;
+    let token = s
+        .grant(
+            &["orders:cancel"],
+            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+        )
+        .await;
+    let turn = s.open_turn(&token, "m1").await;
+    let (status, body) = call(
+        &s.app,
+        &turn,
+        "cancel_order",
+        &json!({"order_id": "SHOP-1001"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // The held agent never answers.
+    let v = ok_json(turn.reply.await.unwrap()).await;
+    let msg = message(&v);
+    let claims = verified_receipt(&s.app, msg).await;
+    assert_eq!(claims.actions.len(), 1, "{claims:?}");
+    assert_eq!(claims.actions[0].tool, "cancel_order");
+
+    s.retry_is_answered_from_the_store(&token, msg).await;
+    s.held.release_one();
+}
+
 /// A turn whose agent's time and the wait for its calls together exceed the
 /// request timeout (by default 20 s + 11 s against 30 s; here a 3 s request
 /// timeout and a call still running) is stored in time with the calls that

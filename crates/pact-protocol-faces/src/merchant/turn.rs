@@ -163,7 +163,12 @@ pub async fn run(
     };
     let secrets = super::signing_secrets(state, &brand.id, now).await?;
 
-    let timeout = Duration::from_millis(u64::try_from(agent.agent_timeout_ms).unwrap_or(20_000));
+    // The agent's own time ends by the store deadline too: an agent timeout
+    // above the request timeout (25 s may be set against a 20 s request)
+    // would otherwise let the request be cut while the agent still works,
+    // with what its calls did unrecorded and the retry acting again.
+    let timeout = Duration::from_millis(u64::try_from(agent.agent_timeout_ms).unwrap_or(20_000))
+        .min(store_by.saturating_duration_since(tokio::time::Instant::now()));
     let tool_timeout =
         Duration::from_millis(u64::try_from(agent.tool_timeout_ms).unwrap_or(10_000));
     let context_id = t.conversation_id.to_string();
