@@ -339,6 +339,7 @@ consent-err-count = Geben Sie für { $label } eine ganze Zahl ein.
 consent-err-narrow-only = Sie können nur weniger erlauben, als der Agent erbeten hat, nicht mehr. Es wurde nichts erlaubt.
 consent-err-operation-gone = Diese Anfrage wurde unter einem Zugriff gestellt, der nicht Ihrer ist oder beendet wurde. Es wurde nichts erlaubt.
 consent-err-other-account = Diese Anfrage gilt einem anderen Konto: dem, für das Ihr Agent handelt. Es wurde nichts angezeigt oder erlaubt. Melden Sie sich ab, dann mit diesem Konto an, und geben Sie den Code erneut ein.
+consent-err-agent-off = Das Geschäft hat den Zugang dieses Agenten abgeschaltet, seit er gefragt hat. Es wurde nichts erlaubt.
 done-your-agent = Ihr Agent
 ago-now = gerade eben
 ago-minutes = { $n ->

@@ -336,6 +336,7 @@ consent-err-count = Enter a whole number for { $label }.
 consent-err-narrow-only = You can only allow less than the agent asked for, not more. Nothing was approved.
 consent-err-operation-gone = This request was made under access that is not yours or has ended. Nothing was approved.
 consent-err-other-account = This request is for another account: the one your agent acts for. Nothing was shown or approved. Sign out, then sign in with that account and enter the code again.
+consent-err-agent-off = The store has turned off this agent's access since it asked. Nothing was approved.
 done-your-agent = your agent
 ago-now = just now
 ago-minutes = { $n ->

@@ -1743,3 +1743,51 @@ async fn housekeeping_deletes_authorizations_an_hour_past_expiry_and_keeps_the_r
         "invalid_grant",
     );
 }
+
+/// Staff disable an agent while a person's code for it is still pending:
+/// approving it afterwards grants nothing (the person is told the store
+/// turned the agent off), so re-enabling the agent revives no access it
+/// was refused. Before, the approval made a live grant for the disabled
+/// agent, which came back to life with it.
+#[tokio::test]
+async fn a_code_of_an_agent_disabled_meanwhile_cannot_be_approved() {
+    let app = delegation_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let auth = app.device_authorize(&pa, "u1", "orders:read", None).await;
+    let pending = consent::find_by_user_code(&app.state, &auth.user_code)
+        .await
+        .unwrap()
+        .expect("live user code");
+    let staff = pact_server::admin::role::Actor {
+        kind: "cli",
+        name: "desk".into(),
+        role: pact_server::admin::role::Role::Owner,
+        brands: None,
+    };
+    for (enabled, why) in [(false, Some("compromised")), (true, None)] {
+        let mut tx = app.db.begin().await.unwrap();
+        pact_server::admin::ops::agents::set_enabled(&mut tx, &staff, None, ISS, enabled, why)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        if !enabled {
+            let got = consent::approve(
+                &app.state,
+                Approval {
+                    authorization_id: pending.id,
+                    user_sub: &"alice".into(),
+                    scopes: set(&["orders:read"]),
+                    authorization_details: None,
+                },
+                OffsetDateTime::now_utc(),
+            )
+            .await;
+            assert!(matches!(got, Err(ConsentError::AgentOff)), "{got:?}");
+        }
+    }
+    app.settle().await;
+    assert_eq!(grants(&app).await, 0);
+    let (status, body) = app.poll(&pa, "u1", &auth.device_code).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "authorization_pending", "{body}");
+}

@@ -37,6 +37,9 @@ pub enum ConsentError {
     /// A step-up asked for another person (PACT §5.5): only they decide it.
     #[error("the request is for another person")]
     NotTheirs,
+    /// Staff turned the asking agent off after it asked.
+    #[error("the agent is disabled")]
+    AgentOff,
     #[error("database: {0}")]
     Db(#[from] pact_db::Error),
 }
@@ -205,11 +208,16 @@ pub async fn approve_for(
     // The one place a grant gets its scopes: an agent admitted under `open`
     // and not verified gets only those the brand marked for it, whatever
     // asked for them (admission.rs, issue 31's trust tiers).
-    let agent = pact_db::agents::find(&mut *tx, &auth.pa_issuer).await?;
+    // An agent staff disabled (or whose host they blocked) after it asked
+    // gets nothing: its pending code would otherwise become a grant that
+    // re-enabling it revives. Held, so a disable under way is waited for,
+    // and a disable that comes later sees this grant and revokes it.
+    let agent = pact_db::agents::find_held(&mut *tx, &auth.pa_issuer)
+        .await?
+        .filter(|a| a.enabled)
+        .ok_or(ConsentError::AgentOff)?;
     let offered = pact_db::scopes::list(&mut *tx, &auth.brand_id).await?;
-    if let Some(agent) = &agent
-        && crate::admission::scope_refused(agent, &offered, &approval.scopes).is_some()
-    {
+    if crate::admission::scope_refused(&agent, &offered, &approval.scopes).is_some() {
         return Err(ConsentError::ScopesNotRequested);
     }
     let types = authz_details::types_from_settings(&brand.settings);
@@ -273,12 +281,10 @@ pub async fn approve_for(
     let (mut scopes_vec, details_value) = union_with_previous(&approval.scopes, details, &previous);
     // The earlier scopes come along under today's rules: one the brand no
     // longer offers to an unverified agent is not renewed with the rest.
-    if let Some(agent) = &agent {
-        scopes_vec.retain(|s| {
-            approval.scopes.contains(s)
-                || crate::admission::scope_refused(agent, &offered, [s]).is_none()
-        });
-    }
+    scopes_vec.retain(|s| {
+        approval.scopes.contains(s)
+            || crate::admission::scope_refused(&agent, &offered, [s]).is_none()
+    });
     let grant = pact_db::grants::insert(
         &mut *tx,
         NewGrant {

@@ -112,6 +112,20 @@ pub async fn find(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agen
     .map_err(Into::into)
 }
 
+/// The agent as it is now, its row held (`for share`) until the transaction
+/// ends: a consent that grants to it waits for a disable (or a block) under
+/// way, and a disable waits for the consent, whose grant it then revokes.
+pub async fn find_held(db: impl PgExecutor<'_>, issuer: &str) -> DbResult<Option<Agent>> {
+    sqlx::query_as!(
+        Agent,
+        "select issuer, jwks_uri, name, enabled, created_at, updated_at, pa_rate, pa_burst, user_rate, user_burst, verified, registry, listed_until from agents where issuer = $1 for share",
+        issuer,
+    )
+    .fetch_optional(db)
+    .await
+    .map_err(Into::into)
+}
+
 pub async fn list(db: impl PgExecutor<'_>) -> DbResult<Vec<Agent>> {
     sqlx::query_as!(
         Agent,

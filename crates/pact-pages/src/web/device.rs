@@ -218,6 +218,7 @@ fn consent_error(e: ConsentError) -> PageError {
             PageError::Forbidden(i18n::t("consent-err-operation-gone"))
         }
         ConsentError::NotTheirs => PageError::Forbidden(i18n::t("consent-err-other-account")),
+        ConsentError::AgentOff => PageError::Forbidden(i18n::t("consent-err-agent-off")),
         ConsentError::ScopesNotRequested | ConsentError::DetailsNotRequested => {
             PageError::BadRequest(i18n::t("consent-err-not-requested"))
         }
