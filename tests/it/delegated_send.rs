@@ -584,6 +584,43 @@ async fn a_correctly_signed_token_is_refused_when_its_grant_does_not_match_it() 
     assert!(text(&ok_json(res).await["message"]).contains("Your orders"));
 }
 
+/// A token signed by pactd's own key but naming a scope its grant does not
+/// hold (a key that leaked, a bug in issuance) acts with the grant's scopes
+/// only: cancelling asks for the missing scope instead of cancelling. The
+/// grant is the record of what the person allowed.
+#[tokio::test]
+async fn a_token_naming_more_scopes_than_its_grant_acts_with_the_grants_only() {
+    let app = delegated_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
+        .order_id
+        .clone();
+    let wider = mint(&app, &token, |c| {
+        c.scope = "orders:read orders:cancel".to_owned()
+    });
+    let res = app
+        .send_delegated(
+            "demo",
+            &pa_jwt,
+            &wider,
+            "m1",
+            &format!("cancel {order}"),
+            None,
+        )
+        .await;
+    let v = ok_json(res).await;
+    assert_eq!(
+        v["task"]["status"]["state"], "TASK_STATE_AUTH_REQUIRED",
+        "{v}"
+    );
+    assert_eq!(
+        v["task"]["metadata"]["pact.missingScopes"],
+        json!(["orders:cancel"])
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Context binding
 // ---------------------------------------------------------------------------

@@ -117,16 +117,22 @@ impl KeyStore {
     pub async fn refresh(&self, db: &PgPool, now: OffsetDateTime) -> Result<(), KeyError> {
         let started = std::time::Instant::now();
         let snapshot = Arc::new(build_snapshot(db, &self.master, now).await?);
-        match self.snapshot.write() {
-            Ok(mut s) => *s = snapshot,
-            Err(poisoned) => *poisoned.into_inner() = snapshot,
-        }
         let mut loaded = match self.loaded_at.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
+        // A reload that began earlier and ended later (housekeeping's, say,
+        // behind the listener's after a rotation) must not put back the keys
+        // the newer one replaced: a retired key would be trusted again.
+        if started < *loaded {
+            return Ok(());
+        }
+        match self.snapshot.write() {
+            Ok(mut s) => *s = snapshot,
+            Err(poisoned) => *poisoned.into_inner() = snapshot,
+        }
         // What the read began with is what the snapshot is current as of.
-        *loaded = (*loaded).max(started);
+        *loaded = started;
         Ok(())
     }
 

@@ -141,7 +141,9 @@ async fn listen(node: &Node) -> (Ended, bool) {
     let own = heartbeat_channel(node.identity.id);
     let pool = pact_db::listener_pool(&node.db, settings.heartbeat_timeout);
     let setup = async {
-        let mut listener = PgListener::connect_with(&pool).await?;
+        let mut listener = PgListener::connect_with(&pool)
+            .await
+            .map_err(|e| pact_db::Error::from(e).to_string())?;
         // A lost connection is ours to handle (drop the views, reload), not
         // sqlx's to mend behind our back; and the pool is ours alone.
         listener.eager_reconnect(false);
@@ -154,14 +156,15 @@ async fn listen(node: &Node) -> (Ended, bool) {
                 DEVICE_CHANNEL,
                 own.as_str(),
             ])
-            .await?;
+            .await
+            .map_err(|e| pact_db::Error::from(e).to_string())?;
         resync(node).await?;
-        Ok::<_, pact_db::Error>(listener)
+        Ok::<_, String>(listener)
     };
     let mut listener =
         match tokio::time::timeout(settings.heartbeat_timeout + RESYNC_TIMEOUT, setup).await {
             Ok(Ok(l)) => l,
-            Ok(Err(e)) => return (Ended::Connect(e.to_string()), false),
+            Ok(Err(e)) => return (Ended::Connect(e), false),
             Err(_) => return (Ended::Connect("timed out".to_owned()), false),
         };
     // Subscribed and reloaded: the views may fill again, and are used as soon
@@ -185,7 +188,11 @@ async fn listen(node: &Node) -> (Ended, bool) {
                         proven = true;
                     }
                 }
-                Ok(Some(n)) => heard(node, &n).await,
+                Ok(Some(n)) => {
+                    if let Err(why) = heard(node, &n).await {
+                        return (Ended::Lost(why), proven);
+                    }
+                }
                 Ok(None) => return (Ended::Lost("closed".to_owned()), proven),
                 Err(e) => return (Ended::Lost(e.to_string()), proven),
             },
@@ -222,8 +229,10 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// A change announced on one of the shared channels.
-async fn heard(node: &Node, n: &PgNotification) {
+/// A change announced on one of the shared channels. An error when it
+/// could not be applied: the notification is not sent again, so the
+/// connection is ended, and the resync of the next one reloads it.
+async fn heard(node: &Node, n: &PgNotification) -> Result<(), String> {
     match n.channel() {
         CONFIG_CHANNEL => node.config_cache.heard(n.payload()),
         DEVICE_CHANNEL => match n.payload().parse() {
@@ -247,22 +256,34 @@ async fn heard(node: &Node, n: &PgNotification) {
             let reload = node.keys.refresh(&node.db, node.clock.now());
             match tokio::time::timeout(node.config.listener.heartbeat_timeout, reload).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "reloading signing keys failed"),
-                Err(_) => tracing::error!("reloading signing keys timed out"),
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "reloading signing keys failed");
+                    return Err("reloading signing keys failed".to_owned());
+                }
+                Err(_) => {
+                    tracing::error!("reloading signing keys timed out");
+                    return Err("reloading signing keys timed out".to_owned());
+                }
             }
         }
         other => tracing::debug!(channel = other, "notification on an unknown channel"),
     }
+    Ok(())
 }
 
 /// Reloads what notifications would have told us. Access tokens live at most
 /// an hour, so older revocations cannot matter to a token any more.
-async fn resync(node: &Node) -> Result<(), pact_db::Error> {
+async fn resync(node: &Node) -> Result<(), String> {
     let since = node.clock.now() - time::Duration::hours(2);
-    let revoked = pact_db::grants::recently_revoked(&node.db, since).await?;
+    let revoked = pact_db::grants::recently_revoked(&node.db, since)
+        .await
+        .map_err(|e| e.to_string())?;
     node.revocations.replace(revoked);
-    if let Err(e) = node.keys.refresh(&node.db, node.clock.now()).await {
-        tracing::error!(error = %e, "reloading signing keys failed");
-    }
+    // A failed reload fails the resync: the keys' notifications were not
+    // heard while disconnected, so the subscription is not proven current.
+    node.keys
+        .refresh(&node.db, node.clock.now())
+        .await
+        .map_err(|e| format!("reloading signing keys failed: {e}"))?;
     Ok(())
 }

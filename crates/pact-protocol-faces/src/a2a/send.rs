@@ -245,10 +245,11 @@ async fn begin(
                     && g.pa_issuer == iss
                     && g.user_sub == p.user_sub
             });
-            let Some(grant) = grant else {
+            let Some(mut grant) = grant else {
                 tracing::info!(grant = %p.grant_id, "delegation token rejected: grant revoked, expired or mismatched");
                 return Err(ApiError::InvalidDelegation);
             };
+            let grant_scopes = std::mem::take(&mut grant.scopes);
             // The limits every call of the turn is judged against: what the
             // grant was approved under (PACT §5.7), not the token's copy.
             let terms = if grant.terms.is_some() || grant.authorization_details.is_none() {
@@ -267,7 +268,13 @@ async fn begin(
                 )
                 .await?
             };
-            (Some(p.with_terms(terms)), Head::Read(grant.head))
+            // The token's scopes, never more than the grant holds: a token
+            // is only as good as the key that signed it, and the grant is
+            // the record of what the person allowed (a refresh may narrow a
+            // token, nothing widens one).
+            let mut delegation = p.with_terms(terms);
+            delegation.scopes.retain(|s| grant_scopes.contains(s));
+            (Some(delegation), Head::Read(grant.head))
         }
     };
 
