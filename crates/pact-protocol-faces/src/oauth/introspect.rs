@@ -126,20 +126,27 @@ pub async fn introspect(
             return OAuthFailure::from(e).into_response();
         }
     };
-    let live = grant.is_some_and(|g| {
+    let Some(grant) = grant.filter(|g| {
         g.is_active(node.clock.now())
             && g.brand_id == brand_id
             && g.pa_issuer == claims.client_id.as_str()
             && g.user_sub == claims.sub.as_str()
-    });
-    if !live {
+    }) else {
         return inactive();
-    }
+    };
+    // What the token may do: its scopes the grant holds (a turn acts with no
+    // more, a2a/send.rs), whatever key signed it.
+    let scope = claims
+        .scope
+        .split(' ')
+        .filter(|s| grant.scopes.iter().any(|g| g == s))
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut out = json!({
         "active": true,
         "sub": claims.sub,
         "client_id": claims.client_id,
-        "scope": claims.scope,
+        "scope": scope,
         "grant_id": claims.grant_id,
         "exp": claims.exp,
         "iat": claims.iat,
