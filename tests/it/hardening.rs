@@ -987,3 +987,34 @@ async fn the_consent_page_shows_the_forwarded_address_only_from_a_trusted_proxy(
         assert_eq!(ip.as_deref(), Some(expected));
     }
 }
+
+/// A client's `X-Request-Id` is kept (echoed, logged, passed to the
+/// merchant) only when it is a short plain token; a value that could forge
+/// log fields or flood the log is replaced by an id of pactd's own.
+#[tokio::test]
+async fn only_a_short_plain_request_id_is_kept_from_a_client() {
+    let app = TestApp::spawn().await;
+    let echoed = |sent: String| {
+        let req = app
+            .http
+            .get(format!("{}/healthz", app.base_url))
+            .header("x-request-id", sent);
+        async move {
+            let res = req.send().await.unwrap();
+            assert_eq!(res.status(), 200);
+            res.headers()["x-request-id"].to_str().unwrap().to_owned()
+        }
+    };
+    for kept in ["lb-7f3a.2_x:1", "0b9e7c2e-5d1b-4f3e-9a51-3c2d1e0f9a8b"] {
+        assert_eq!(echoed(kept.to_owned()).await, kept);
+    }
+    for forged in [
+        "x status=200 http.route=/admin".to_owned(),
+        "a".repeat(129),
+        "id\"with;quotes".to_owned(),
+    ] {
+        let got = echoed(forged.clone()).await;
+        assert_ne!(got, forged);
+        assert!(uuid::Uuid::parse_str(&got).is_ok(), "{got}");
+    }
+}

@@ -57,6 +57,39 @@ pub fn known_method(method: &Method) -> Option<&'static str> {
     })
 }
 
+/// The longest `X-Request-Id` kept from a client.
+const MAX_REQUEST_ID: usize = 128;
+
+/// Whether a client's `X-Request-Id` may be kept as the request's id: it is
+/// echoed in the answer, written into every log line of the request and
+/// passed to the merchant's agent, so only a short token of letters,
+/// digits and `-._:` is (a UUID, a ULID, a load balancer's id). Anything
+/// else (a line of forged log fields, 400 KB of text) is replaced by an id
+/// of our own.
+pub fn keeps_request_id(value: &[u8]) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_REQUEST_ID
+        && value
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'))
+}
+
+/// Drops a client's `X-Request-Id` that [`keeps_request_id`] refuses, before
+/// the request id layer, which then gives the request a new one.
+pub async fn drop_unfit_request_id(
+    mut req: Request<axum::body::Body>,
+) -> Request<axum::body::Body> {
+    if req
+        .headers()
+        .get("x-request-id")
+        .is_some_and(|v| !keeps_request_id(v.as_bytes()))
+        || req.headers().get_all("x-request-id").iter().count() > 1
+    {
+        req.headers_mut().remove("x-request-id");
+    }
+    req
+}
+
 /// The span of one request (the tower-http trace layer's `make_span_with`).
 ///
 /// A `traceparent` from the client is honoured only when the TCP peer is one

@@ -37,6 +37,10 @@ pub fn router(state: AppState) -> Router {
             header::COOKIE,
             HeaderName::from_static(DELEGATION_HEADER),
         ]))
+        // A client's request id is kept only when it is a short plain token.
+        .layer(axum::middleware::map_request(
+            trace_context::drop_unfit_request_id,
+        ))
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(
             TraceLayer::new_for_http()
