@@ -629,6 +629,13 @@ async fn nul_bytes_get_a_4xx_on_every_route_family() {
     // token (PACT §3), its bare 404 with one.
     for (path, bearer, want) in [
         ("/a2a/%FF/.well-known/agent-card.json", false, 404),
+        (
+            "/a2a/%FF/oauth/.well-known/oauth-authorization-server",
+            false,
+            404,
+        ),
+        ("/a2a/%FF/oauth/jwks.json", false, 404),
+        ("/a2a/%FF/oauth/receipt-keys.json", false, 404),
         ("/a2a/demo/tasks/%FF", false, 401),
         ("/a2a/demo/tasks/%FF", true, 404),
     ] {
@@ -643,6 +650,19 @@ async fn nul_bytes_get_a_4xx_on_every_route_family() {
             "{path}: a bare answer"
         );
     }
+    // Introspection at a brand that does not decode: no client is
+    // authenticated there (RFC 7662 §2.1), in OAuth's JSON.
+    let res = app
+        .http
+        .post(format!("{base}/a2a/%FF/oauth/introspect"))
+        .basic_auth("pactc_x", Some("pacts_y"))
+        .form(&[("token", "a.b.c")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["error"], "invalid_client", "{v}");
     // A2A bodies: messageId, text, contextId.
     for message in [
         json!({"messageId": "m\u{0}1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}),

@@ -9,6 +9,7 @@
 //! just `{"active": false}` (RFC 7662 §2.2: nothing more is said about it).
 
 use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -47,10 +48,15 @@ fn unverified_client_id(token: &str) -> Option<String> {
 
 pub async fn introspect(
     State(node): State<Node>,
-    Path(brand_id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // No credential is of a brand whose name does not decode (`%FF`): the
+    // client is not authenticated here (RFC 7662 §2.1), not axum's 400.
+    let Ok(Path(brand_id)) = path else {
+        return unauthenticated();
+    };
     let Some((client_id, secret)) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -1,5 +1,6 @@
 //! RFC 8414 metadata and the JWKS (public; PACT §1 URLs).
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -29,8 +30,13 @@ fn public_json(body: &serde_json::Value) -> Response {
 
 pub async fn metadata(
     State(node): State<Node>,
-    Path(brand_id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
+    // A brand that does not even decode (`%FF`) is as unknown as any other:
+    // the bare 404, not axum's plain-text 400.
+    let Ok(Path(brand_id)) = path else {
+        return Err(OAuthFailure::Api(ApiError::NotFound));
+    };
     let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
@@ -73,8 +79,13 @@ pub async fn metadata(
 
 pub async fn jwks(
     State(node): State<Node>,
-    Path(brand_id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
+    // A brand that does not even decode (`%FF`) is as unknown as any other:
+    // the bare 404, not axum's plain-text 400.
+    let Ok(Path(brand_id)) = path else {
+        return Err(OAuthFailure::Api(ApiError::NotFound));
+    };
     let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
@@ -96,8 +107,13 @@ pub async fn jwks(
 /// this, for delegation tokens.
 pub async fn receipt_keys(
     State(node): State<Node>,
-    Path(brand_id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
+    // A brand that does not even decode (`%FF`) is as unknown as any other:
+    // the bare 404, not axum's plain-text 400.
+    let Ok(Path(brand_id)) = path else {
+        return Err(OAuthFailure::Api(ApiError::NotFound));
+    };
     let brand = pact_db::brands::find(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
