@@ -147,8 +147,20 @@ async fn unknown_paths_are_bare_404_and_wrong_methods_bare_405_before_authentica
             .post(format!("{iface}/.well-known/agent-card.json")),
     ];
     for req in wrong_method {
-        assert_bare(req.send().await.unwrap(), 405).await;
+        let res = req.send().await.unwrap();
+        // Every 405 names what the resource takes (RFC 9110 §15.5.6).
+        assert!(res.headers().contains_key("allow"), "{res:?}");
+        assert_bare(res, 405).await;
     }
+    // HEAD is GET without a body, on a task as on every GET route: here
+    // the bare 401 of a request without a PA-JWT, not a 405.
+    let res = app
+        .http
+        .head(format!("{iface}/tasks/t1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
 }
 
 #[tokio::test]

@@ -74,6 +74,19 @@ pub async fn task_by_id(
     };
     let op = match task_op(&method, &segment) {
         Ok(op) => op,
+        // A 405 names the methods the resource takes (RFC 9110 §15.5.6).
+        Err(StatusCode::METHOD_NOT_ALLOWED) => {
+            let allow = if segment.contains(':') {
+                "POST"
+            } else {
+                "GET, HEAD"
+            };
+            return (
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(axum::http::header::ALLOW, allow)],
+            )
+                .into_response();
+        }
         Err(status) => return status.into_response(),
     };
     let caller = match authenticate(&state, &headers, &brand_id).await {
@@ -177,7 +190,8 @@ pub fn task_op<'a>(method: &Method, segment: &'a str) -> Result<TaskOp<'a>, Stat
         return Err(StatusCode::NOT_FOUND);
     }
     match (verb, method) {
-        (None, &Method::GET) => Ok(TaskOp::Get(id)),
+        // HEAD is GET without the body (RFC 9110 §9.3.2; axum drops it).
+        (None, &Method::GET | &Method::HEAD) => Ok(TaskOp::Get(id)),
         (None, _) => Err(StatusCode::METHOD_NOT_ALLOWED),
         (Some("cancel"), &Method::POST) => Ok(TaskOp::Cancel(id)),
         (Some("subscribe"), &Method::POST) => Ok(TaskOp::Subscribe(id)),
@@ -203,6 +217,7 @@ mod tests {
     #[test]
     fn task_segments_route_by_method_and_verb() {
         assert_eq!(task_op(&Method::GET, "t1"), Ok(TaskOp::Get("t1")));
+        assert_eq!(task_op(&Method::HEAD, "t1"), Ok(TaskOp::Get("t1")));
         assert_eq!(
             task_op(&Method::POST, "t1:cancel"),
             Ok(TaskOp::Cancel("t1"))
