@@ -74,6 +74,17 @@ impl Bucket {
 /// Above this many tracked keys, full buckets are dropped (they carry no state).
 const PRUNE_ABOVE: usize = 50_000;
 
+/// The buckets of a [`KeyedLimiter`], and the size at which they are pruned
+/// next: twice what a prune left (at least [`PRUNE_ABOVE`]), so that keys
+/// whose buckets stay partly spent for long (a limit of one an hour, keyed by
+/// addresses an attacker has many of) cost one scan per doubling, not a scan
+/// of the whole map under the lock on every request.
+#[derive(Default)]
+struct Buckets {
+    map: HashMap<String, (Bucket, f64, f64)>,
+    prune_at: usize,
+}
+
 /// A registered agent's own limits, which replace the node's defaults for it
 /// (a large agent platform needs more than a small one): `(rate, burst)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -141,7 +152,7 @@ pub struct KeyedLimiter {
     rate: f64,
     burst: f64,
     /// Each bucket with the rate and burst it is kept at.
-    buckets: Mutex<HashMap<String, (Bucket, f64, f64)>>,
+    buckets: Mutex<Buckets>,
 }
 
 impl KeyedLimiter {
@@ -149,11 +160,14 @@ impl KeyedLimiter {
         Self {
             rate,
             burst,
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(Buckets {
+                map: HashMap::new(),
+                prune_at: PRUNE_ABOVE,
+            }),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Bucket, f64, f64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Buckets> {
         match self.buckets.lock() {
             Ok(b) => b,
             Err(poisoned) => poisoned.into_inner(),
@@ -163,6 +177,7 @@ impl KeyedLimiter {
     /// Whether `key` could take a token now, without taking it.
     pub fn has_token(&self, key: &str, now: Instant) -> bool {
         self.lock()
+            .map
             .get(key)
             .is_none_or(|(b, rate, burst)| b.has_token(now, *rate, *burst))
     }
@@ -173,9 +188,14 @@ impl KeyedLimiter {
 
     /// Takes a token from `key`'s bucket, kept at this rate and burst.
     pub fn check_at(&self, key: &str, now: Instant, rate: f64, burst: f64) -> Result<(), Duration> {
-        let mut buckets = self.lock();
-        if buckets.len() > PRUNE_ABOVE {
+        let mut guard = self.lock();
+        let Buckets {
+            map: buckets,
+            prune_at,
+        } = &mut *guard;
+        if buckets.len() > *prune_at {
             buckets.retain(|_, (b, rate, burst)| !b.is_full(now, *rate, *burst));
+            *prune_at = buckets.len().saturating_mul(2).max(PRUNE_ABOVE);
         }
         // Looked up before inserting, so a hit costs no key allocation.
         if let Some(entry) = buckets.get_mut(key) {
@@ -193,6 +213,35 @@ impl KeyedLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Buckets that stay spent are not scanned again on every request: the
+    /// next prune waits until the map has doubled.
+    #[test]
+    fn spent_buckets_are_pruned_once_per_doubling() {
+        let t0 = Instant::now();
+        let limiter = KeyedLimiter::new(1.0 / 3600.0, 1.0);
+        for i in 0..=PRUNE_ABOVE {
+            assert!(limiter.check(&i.to_string(), t0).is_ok());
+        }
+        // Past the bound: pruned once (nothing is full), the next prune set
+        // at twice the map.
+        assert!(limiter.check("one more", t0).is_ok());
+        let (len, prune_at) = {
+            let b = limiter.lock();
+            (b.map.len(), b.prune_at)
+        };
+        assert_eq!(len, PRUNE_ABOVE + 2);
+        assert_eq!(prune_at, 2 * (PRUNE_ABOVE + 1));
+        // An hour on, the first buckets are full again; the prune that
+        // comes once the map has doubled drops them all, and only them.
+        let later = t0 + Duration::from_secs(3601);
+        for i in 0..PRUNE_ABOVE + 2 {
+            assert!(limiter.check(&format!("b{i}"), later).is_ok());
+        }
+        let b = limiter.lock();
+        assert_eq!(b.map.len(), PRUNE_ABOVE + 2);
+        assert!(!b.map.contains_key("0") && b.map.contains_key("b0"));
+    }
 
     #[test]
     fn a_bucket_allows_its_burst_then_refills_at_its_rate() {
