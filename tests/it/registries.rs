@@ -395,3 +395,52 @@ async fn a_blocked_host_is_refused_everywhere_without_a_fetch() {
     )
     .await;
 }
+
+/// A block committed while an agent of its host is being stored (an open
+/// admission or a registry's list holding the blocks, as they do) waits for
+/// that store and disables what it stored: before, each read only what had
+/// committed before it began, and the agent stayed enabled on a blocked host.
+#[tokio::test]
+async fn a_block_waits_for_an_agent_being_stored_and_disables_it() {
+    let app = TestApp::spawn().await;
+    let mut storing = app.db.begin().await.unwrap();
+    // What `hold_blocks` takes, spelled out so the test says what it relies on.
+    sqlx::query("select pg_advisory_xact_lock_shared(8097862956507491187)")
+        .execute(&mut *storing)
+        .await
+        .unwrap();
+    sqlx::query(
+        "insert into agents (issuer, jwks_uri, name, verified) \
+         values ('https://a.racing.example', 'https://a.racing.example/jwks.json', 'Racing', false)",
+    )
+    .execute(&mut *storing)
+    .await
+    .unwrap();
+    let db = app.db.clone();
+    let now = app.state.clock.now();
+    let block = tokio::spawn(async move {
+        let mut tx = db.begin().await.unwrap();
+        pact_server::admin::ops::agents::block_host(
+            &mut tx,
+            &staff(),
+            None,
+            "racing.example",
+            Some("spam"),
+            now,
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    storing.commit().await.unwrap();
+    block.await.unwrap();
+    let agent = pact_db::agents::find(&app.db, "https://a.racing.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !agent.enabled,
+        "the block disabled the agent stored meanwhile"
+    );
+}

@@ -197,6 +197,7 @@ pub async fn apply_list(
     if in_force.is_some_and(|at| issued_at < at) {
         return Err(ApplyError::Rollback);
     }
+    hold_blocks(&mut *tx).await?;
     let issuers: Vec<String> = agents.iter().map(|a| a.issuer.to_owned()).collect();
     let uris: Vec<String> = agents.iter().map(|a| a.jwks_uri.to_owned()).collect();
     let names: Vec<String> = agents.iter().map(|a| a.name.to_owned()).collect();
@@ -313,6 +314,23 @@ pub struct BlockedHost {
     pub blocked_at: OffsetDateTime,
 }
 
+/// The advisory lock that orders host blocks against the statements that
+/// store agents where a block would refuse them: an agent stored (open
+/// admission, a registry's list) while a block of its host commits would
+/// otherwise be read by neither (each statement sees only what committed
+/// before it began) and stay enabled on a blocked host.
+const BLOCKS_LOCK: i64 = 0x7061_6374_626c_6b73; // "pactblks"
+
+/// Holds the host blocks still for the caller's transaction: a block under
+/// way is waited for, and one that comes later waits for this transaction
+/// (and then finds and disables what it stored).
+pub async fn hold_blocks(tx: &mut PgConnection) -> DbResult<()> {
+    sqlx::query!("select pg_advisory_xact_lock_shared($1)", BLOCKS_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 /// Blocks `host` (and every domain under it), in the caller's transaction:
 /// the agents stored there are disabled and their grants revoked with
 /// `revoke_reason`. Returns the issuers disabled and the grants revoked.
@@ -323,6 +341,10 @@ pub async fn block_host(
     revoke_reason: &str,
     now: OffsetDateTime,
 ) -> DbResult<(Vec<String>, u64)> {
+    // Alone: agents being stored meanwhile are waited for (`hold_blocks`).
+    sqlx::query!("select pg_advisory_xact_lock($1)", BLOCKS_LOCK)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query!(
         "insert into blocked_hosts (host, reason, blocked_at) values ($1, $2, $3) \
          on conflict (host) do update set reason = excluded.reason",

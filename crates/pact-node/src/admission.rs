@@ -278,6 +278,7 @@ impl Door {
         // Verified (§3.2): the first write for this issuer.
         let name = url.host_str().unwrap_or(issuer).to_owned();
         let mut tx = node.db.begin().await.map_err(pact_db::Error::from)?;
+        pact_db::registries::hold_blocks(&mut tx).await?;
         let agent = pact_db::agents::insert_admitted(
             &mut *tx,
             issuer,
