@@ -278,7 +278,7 @@ async fn resync(node: &Node) -> Result<(), String> {
     let revoked = pact_db::grants::recently_revoked(&node.db, since)
         .await
         .map_err(|e| e.to_string())?;
-    node.revocations.replace(revoked);
+    node.revocations.reload(revoked);
     // A failed reload fails the resync: the keys' notifications were not
     // heard while disconnected, so the subscription is not proven current.
     node.keys
