@@ -116,9 +116,13 @@ async fn shutdown_finishes_in_flight_requests() {
     assert!(pact_tests::http_get(&healthz).await.is_err());
 }
 
+/// A body over the limit is refused before anything runs, with 413 in the
+/// protocol's own format; authentication still comes first (PACT §3), so a
+/// bad PA-JWT with a huge body is the bare 401.
 #[tokio::test]
 async fn oversized_bodies_are_refused_before_anything_runs() {
     let app = TestApp::spawn().await;
+    app.enable_demo_delegation().await;
     let pa = app.registered_pa("https://pa.example").await;
     let big = json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "x".repeat(100_000)}]}});
     let res = app
@@ -129,7 +133,49 @@ async fn oversized_bodies_are_refused_before_anything_runs() {
             &big,
         )
         .await;
+    let message = "The request body is larger than this server accepts (65536 bytes)";
+    crate::assert_a2a_error(res, 413, "INVALID_PARAMS", Some(message)).await;
+    let res = app
+        .post_a2a("demo", "message:send", Some("not.a.jwt"), &big)
+        .await;
+    crate::assert_bare_401(res).await;
+    // OAuth: RFC 6749 JSON, not to be stored.
+    let res = app
+        .http
+        .post(app.oauth("demo", "device_authorization"))
+        .bearer_auth(pa.token("u1", app.audience()))
+        .form(&[
+            ("client_id", pa.issuer.as_str()),
+            ("scope", &"x".repeat(100_000)),
+        ])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 413);
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["error"], "invalid_request", "{v}");
+    // A page: a page, in HTML.
+    let res = app
+        .http
+        .post(format!("{}/login", app.base_url))
+        .form(&[("email", "x".repeat(100_000))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    // Nothing was stored.
+    let contexts: i64 = sqlx::query_scalar("select count(*) from conversations")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(contexts, 0);
 }
 
 #[tokio::test]

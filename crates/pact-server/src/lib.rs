@@ -8,6 +8,7 @@
 //! parse input, load through `pact-db`, call plain domain functions, persist
 //! and respond. Every error leaves through one mapping in `pact_app::error`.
 
+pub mod body_limit;
 pub mod db_health;
 pub mod request_timeout;
 pub mod router;

@@ -6,11 +6,11 @@
 //! extractor, which runs before the body is read.
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, StatusCode, header};
 use axum::routing::{get, post};
 use pact_proto::a2a::DELEGATION_HEADER;
 use tower::ServiceBuilder;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::{DefaultOnResponse, OnResponse, TraceLayer};
@@ -51,9 +51,9 @@ pub fn router(state: AppState) -> Router {
                 })
                 .on_response(RecordStatus),
         )
-        .layer(PropagateRequestIdLayer::new(request_id))
-        .layer(RequestBodyLimitLayer::new(config.body_limit));
+        .layer(PropagateRequestIdLayer::new(request_id));
     let request_timeout = config.request_timeout;
+    let body_limit = config.body_limit;
 
     let app = Router::new()
         // what this server is (web/home.rs)
@@ -220,6 +220,13 @@ pub fn router(state: AppState) -> Router {
             db_health::guard,
         ))
         .layer(axum::middleware::from_fn(refuse_control_bytes_in_path))
+        // the body limit, read by the body extractors after authentication,
+        // answered in each protocol's format (body_limit.rs)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            body_limit,
+            crate::body_limit::in_format,
+        ))
         // the request timeout, answered in each protocol's format
         // (request_timeout.rs): inside the language scope, so a page says it
         // in the person's language, and inside the metrics layer, so a cut
