@@ -16,6 +16,20 @@ async fn agents(app: &TestApp) -> i64 {
         .unwrap()
 }
 
+/// The demo brand offers delegation, and orders:read to unverified agents.
+async fn offer_orders_read_to_unverified(app: &TestApp) {
+    app.enable_demo_delegation().await;
+    pact_db::scopes::set_unverified_allowed(
+        &app.db,
+        &pact_tests::brand_id("demo"),
+        "orders:read",
+        true,
+    )
+    .await
+    .unwrap();
+    app.settle().await;
+}
+
 async fn open_app() -> TestApp {
     TestApp::spawn_with(|c| c.admission.policy = Policy::Open).await
 }
@@ -133,16 +147,7 @@ async fn open_app_allowing_orders_read() -> TestApp {
         c.delegation.poll_interval_secs = 1;
     })
     .await;
-    app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(
-        &app.db,
-        &pact_tests::brand_id("demo"),
-        "orders:read",
-        true,
-    )
-    .await
-    .unwrap();
-    app.settle().await;
+    offer_orders_read_to_unverified(&app).await;
     app
 }
 
@@ -542,16 +547,7 @@ async fn unknown_issuers_are_answered_from_memory_while_the_node_listens() {
 #[tokio::test]
 async fn the_consent_page_says_the_shop_has_not_verified_the_agent() {
     let app = TestApp::spawn_with(|c| c.admission.policy = Policy::Open).await;
-    app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(
-        &app.db,
-        &pact_tests::brand_id("demo"),
-        "orders:read",
-        true,
-    )
-    .await
-    .unwrap();
-    app.settle().await;
+    offer_orders_read_to_unverified(&app).await;
     let pa = TestPa::start_discoverable().await;
     let user =
         pact_tests::pages::add_user(&app, "demo", "ann@example.com", "ann's password 1").await;
@@ -633,16 +629,7 @@ async fn the_oldest_idle_unverified_agent_is_forgotten_past_the_bound() {
         c.admission.max_unverified = 2;
     })
     .await;
-    app.enable_demo_delegation().await;
-    pact_db::scopes::set_unverified_allowed(
-        &app.db,
-        &pact_tests::brand_id("demo"),
-        "orders:read",
-        true,
-    )
-    .await
-    .unwrap();
-    app.settle().await;
+    offer_orders_read_to_unverified(&app).await;
     let approved = TestPa::start_discoverable().await;
     let res = app
         .send(

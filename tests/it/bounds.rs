@@ -232,6 +232,27 @@ impl Shop {
         grant(&self.app, &self.pa, SUB, "ann", scopes, Some(&details)).await
     }
 
+    /// A grant with `scopes` to cancel SHOP-1001 (twice at most), a turn
+    /// `m1` under it held open, and the cancellation done in that turn.
+    async fn turn_that_cancelled(&mut self, scopes: &[&str]) -> (String, Turn) {
+        let token = self
+            .grant(
+                scopes,
+                json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
+            )
+            .await;
+        let turn = self.open_turn(&token, "m1").await;
+        let (status, body) = call(
+            &self.app,
+            &turn,
+            "cancel_order",
+            &json!({"order_id": "SHOP-1001"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        (token, turn)
+    }
+
     async fn open_turn(&mut self, token: &str, message_id: &str) -> Turn {
         self.open_turn_in(token, message_id, None).await
     }
@@ -1195,21 +1216,7 @@ async fn an_agent_that_fails_after_acting_through_another_node_leaves_a_receipt(
 #[tokio::test]
 async fn an_agent_slower_than_the_request_is_cut_in_time_to_store_what_acted() {
     let mut s = shop_with(|c| c.request_timeout = Duration::from_secs(3)).await;
-    let token = s
-        .grant(
-            &["orders:cancel"],
-            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
-        )
-        .await;
-    let turn = s.open_turn(&token, "m1").await;
-    let (status, body) = call(
-        &s.app,
-        &turn,
-        "cancel_order",
-        &json!({"order_id": "SHOP-1001"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
+    let (token, turn) = s.turn_that_cancelled(&["orders:cancel"]).await;
     // The held agent never answers.
     let v = ok_json(turn.reply.await.unwrap()).await;
     let msg = message(&v);
@@ -1229,21 +1236,9 @@ async fn an_agent_slower_than_the_request_is_cut_in_time_to_store_what_acted() {
 #[tokio::test]
 async fn a_turn_longer_than_its_request_may_take_is_stored_with_what_acted() {
     let mut s = shop_with(|c| c.request_timeout = Duration::from_secs(3)).await;
-    let token = s
-        .grant(
-            &["orders:cancel", "orders:read"],
-            json!([{"type": "order_cancellation", "order_ids": ["SHOP-1001"], "max_cancellations": 2}]),
-        )
+    let (token, turn) = s
+        .turn_that_cancelled(&["orders:cancel", "orders:read"])
         .await;
-    let turn = s.open_turn(&token, "m1").await;
-    let (status, body) = call(
-        &s.app,
-        &turn,
-        "cancel_order",
-        &json!({"order_id": "SHOP-1001"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
     // A call the merchant holds longer than the request may last.
     let slow = {
         let req = s

@@ -16,6 +16,27 @@ use time::OffsetDateTime;
 const PW: &str = "correct horse battery staple";
 const EMAIL: &str = "ann@example.com";
 
+/// POSTs every form to `path` at once from browser `b` (with its CSRF
+/// token and Origin), as a burst of guesses would come; the statuses.
+async fn burst(
+    b: &Browser,
+    path: &str,
+    csrf: &str,
+    forms: Vec<Vec<(&'static str, String)>>,
+) -> Vec<u16> {
+    let mut burst = tokio::task::JoinSet::new();
+    for mut form in forms {
+        form.push(("csrf", csrf.to_owned()));
+        let request = b
+            .client
+            .post(b.url(path))
+            .header("origin", b.origin.clone())
+            .form(&form);
+        burst.spawn(async move { request.send().await.unwrap().status().as_u16() });
+    }
+    burst.join_all().await
+}
+
 async fn body(res: reqwest::Response) -> String {
     res.text().await.unwrap()
 }
@@ -979,31 +1000,11 @@ async fn a_burst_of_codes_gets_no_more_checks_than_the_lock_allows() {
         .filter(|g| !valid.contains(g))
         .take(30)
         .collect();
-    let mut burst = tokio::task::JoinSet::new();
-    for guess in guesses {
-        let (client, url, origin, csrf) = (
-            b.client.clone(),
-            b.url("/login/second-factor"),
-            b.origin.clone(),
-            csrf.clone(),
-        );
-        burst.spawn(async move {
-            let form = [
-                ("next", "/account"),
-                ("code", guess.as_str()),
-                ("csrf", csrf.as_str()),
-            ];
-            let res = client
-                .post(url)
-                .header("origin", origin)
-                .form(&form)
-                .send()
-                .await
-                .unwrap();
-            res.status().as_u16()
-        });
-    }
-    let statuses = burst.join_all().await;
+    let forms = guesses
+        .into_iter()
+        .map(|guess| vec![("next", "/account".to_owned()), ("code", guess)])
+        .collect();
+    let statuses = burst(&b, "/login/second-factor", &csrf, forms).await;
     let checked = statuses.iter().filter(|s| **s == 400).count();
     let refused = statuses.iter().filter(|s| **s == 429).count();
     assert_eq!((checked, refused), (5, 25), "{statuses:?}");
@@ -1028,34 +1029,17 @@ async fn a_burst_of_guesses_gets_no_more_checks_than_the_lock_allows() {
     let b = Browser::new(&app);
     let (_, html) = b.get_html("/login?brand=demo&next=%2Faccount").await;
     let csrf = pact_tests::pages::csrf_from(&html).unwrap();
-    let mut burst = tokio::task::JoinSet::new();
-    for i in 0..30 {
-        let (client, url, origin, csrf) = (
-            b.client.clone(),
-            b.url("/login"),
-            b.origin.clone(),
-            csrf.clone(),
-        );
-        burst.spawn(async move {
-            let password = format!("wrong password {i}");
-            let form = [
-                ("brand", "demo"),
-                ("next", "/account"),
-                ("email", EMAIL),
-                ("password", password.as_str()),
-                ("csrf", csrf.as_str()),
-            ];
-            let res = client
-                .post(url)
-                .header("origin", origin)
-                .form(&form)
-                .send()
-                .await
-                .unwrap();
-            res.status().as_u16()
-        });
-    }
-    let statuses = burst.join_all().await;
+    let forms = (0..30)
+        .map(|i| {
+            vec![
+                ("brand", "demo".to_owned()),
+                ("next", "/account".to_owned()),
+                ("email", EMAIL.to_owned()),
+                ("password", format!("wrong password {i}")),
+            ]
+        })
+        .collect();
+    let statuses = burst(&b, "/login", &csrf, forms).await;
     let checked = statuses.iter().filter(|s| **s == 400).count();
     let refused = statuses.iter().filter(|s| **s == 429).count();
     assert_eq!(checked + refused, 30, "{statuses:?}");

@@ -61,6 +61,23 @@ async fn set_new_password(b: &Browser, path: &str, password: &str, confirm: &str
     (status, res.text().await.unwrap())
 }
 
+/// POSTs the new password for `token` straight to /login/reset, with a CSRF
+/// token of the session (a link whose page is refused shows no form).
+async fn post_reset(b: &Browser, token: &str) -> reqwest::Response {
+    let csrf =
+        pact_tests::pages::csrf_from(&b.get_html("/login/forgot?brand=demo").await.1).unwrap();
+    b.post(
+        "/login/reset",
+        &[
+            ("token", token),
+            ("password", NEW),
+            ("confirm", NEW),
+            ("csrf", &csrf),
+        ],
+    )
+    .await
+}
+
 async fn password_works(app: &TestApp, email: &str, password: &str) -> bool {
     let res = Browser::new(app)
         .sign_in("demo", email, password, "/account")
@@ -265,21 +282,7 @@ async fn an_expired_link_a_forged_one_and_a_post_without_csrf_change_nothing() {
     let (status, page) = b.get_html(&path).await;
     assert_eq!(status, 400);
     assert!(page.contains("expired or was already used"), "{page}");
-    let res = b
-        .post(
-            "/login/reset",
-            &[
-                ("token", &token),
-                ("password", NEW),
-                ("confirm", NEW),
-                (
-                    "csrf",
-                    &pact_tests::pages::csrf_from(&b.get_html("/login/forgot?brand=demo").await.1)
-                        .unwrap(),
-                ),
-            ],
-        )
-        .await;
+    let res = post_reset(&b, &token).await;
     assert_eq!(res.status(), 400);
     assert!(password_works(&app, ANN, OLD).await);
     assert!(!password_works(&app, ANN, NEW).await);
@@ -326,19 +329,7 @@ async fn a_link_sent_before_the_account_was_disabled_never_works_again() {
     assert_eq!(status, 400);
     assert!(page.contains("expired or was already used"), "{page}");
     let token = path.split_once("token=").unwrap().1.to_owned();
-    let csrf =
-        pact_tests::pages::csrf_from(&b.get_html("/login/forgot?brand=demo").await.1).unwrap();
-    let res = b
-        .post(
-            "/login/reset",
-            &[
-                ("token", &token),
-                ("password", NEW),
-                ("confirm", NEW),
-                ("csrf", &csrf),
-            ],
-        )
-        .await;
+    let res = post_reset(&b, &token).await;
     assert_eq!(res.status(), 400);
     assert!(password_works(&app, ANN, OLD).await);
 }
