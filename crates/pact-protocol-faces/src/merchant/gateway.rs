@@ -301,7 +301,12 @@ pub async fn run_call(
                         Ok(mut conn) => {
                             bounds::settle_effect(&mut conn, plan.as_ref(), amount).await
                         }
-                        Err(_) => false,
+                        // Not settled: it cannot be shown to be within the
+                        // limits, so it is reported as beyond them.
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not settle a declared effect");
+                            plan.is_some()
+                        }
                     },
                     // An effect pactd cannot read cannot be shown to be within the limits.
                     Err(()) => plan.is_some(),
@@ -314,8 +319,13 @@ pub async fn run_call(
             // server included: the call reached it), PACT §5.6.
             if out.is_mcp_error() {
                 // It says it failed, as a URL tool's 4xx does: what was
-                // charged is given back.
-                release(state, plan.as_ref()).await;
+                // charged is given back, unless it declared what it did
+                // (a declined payment's 0.00, a fee kept): then the charge
+                // was already settled to that, and giving it back too would
+                // refund the call twice.
+                if done.effect.is_none() {
+                    release(state, plan.as_ref()).await;
+                }
                 done.outcome = "failed";
                 done.error = Some(ActionError {
                     code: None,
