@@ -440,10 +440,17 @@ fn judge_entries(
             return not_covered();
         }
     }
+    // Where else the scope's limits are enforced, as the person approved
+    // them: only the tools recorded then. A tool or a rule added since must
+    // not make a field "enforced elsewhere" and so unchecked on the tools
+    // that were checked (a rule only ever narrows, PACT §5.7); and a tool
+    // not recorded then skips nothing (its own rules place what it charges).
     let mut scope_texts: Vec<String> = Vec::new();
-    for t in terms.tools.values().chain(now_rules.values()) {
-        if t.scope == scope {
-            scope_texts.extend(t.enforce.iter().cloned());
+    if then.is_some() {
+        for t in terms.tools.values() {
+            if t.scope == scope {
+                scope_texts.extend(t.enforce.iter().cloned());
+            }
         }
     }
     let scope_rules = match tool_rules::parse_all(&scope_texts) {

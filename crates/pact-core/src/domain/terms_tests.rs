@@ -463,6 +463,55 @@ fn a_count_without_a_rule_counts_every_call_of_its_scope() {
     );
 }
 
+/// Staff add a tool, or a rule to a new tool, after the person approved: a
+/// count that counted every call of the scope still does, on the tools that
+/// were there and on the new one; a field no tool enforced then is still
+/// refused on the old tool. Before, a rule anywhere in the scope "now" made
+/// the field enforced elsewhere, and the calls it should limit went free.
+#[test]
+fn a_tool_added_after_approval_switches_no_limit_off() {
+    let (terms, _) = Terms::approve(
+        &[
+            json!({"type": "order_cancellation", "order_ids": ["S-1", "S-2", "S-3"], "max_cancellations": 1}),
+        ],
+        &types(),
+        &tools(),
+        ids(),
+    );
+    let mut now = tools();
+    now.insert(
+        "bulk_cancel".into(),
+        ToolTerms {
+            scope: "orders:cancel".into(),
+            enforce: vec!["max_cancellations".into()],
+        },
+    );
+    now.insert(
+        "cancel_order_v2".into(),
+        ToolTerms {
+            scope: "orders:cancel".into(),
+            enforce: vec!["order_ids=order_id".into()],
+        },
+    );
+    let one = vec![Charge {
+        budget: Uuid::from_u128(1),
+        amount: 1,
+    }];
+    for tool in ["cancel_order", "cancel_order_v2"] {
+        let j = call(
+            &terms,
+            &now,
+            tool,
+            "orders:cancel",
+            json!({"order_id": "S-1"}),
+        );
+        let Judgement::Plans { plans, .. } = j else {
+            panic!("{tool}: {j:?}")
+        };
+        assert_eq!(plans[0].charges, one, "{tool} is counted");
+    }
+}
+
 #[test]
 fn a_step_ups_grant_keeps_the_earlier_budgets_and_a_one_off_approval_allows_that_call_once() {
     let (old, _) = approved(
