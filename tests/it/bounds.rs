@@ -570,6 +570,44 @@ async fn limits_never_lapse_when_staff_edit_the_declarations() {
         1,
         "SHOP-1002 never reached the API"
     );
+
+    // 4. The tool moved to a scope no entry limits, then made public: the
+    // person approved its limits under orders:cancel, and they hold. Moved,
+    // the call is beyond the grant (the person is asked); public, nothing
+    // can be asked and the call is refused (staff told).
+    let both = s
+        .grant(
+            &["orders:cancel", "orders:read"],
+            json!([{"type": "vip_cancellation", "order_ids": ["SHOP-1001"]}]),
+        )
+        .await;
+    for (scope, want) in [
+        (Some("orders:read"), "beyond_limit"),
+        (None, "not_permitted"),
+    ] {
+        pact_db::merchant::set_tool_scope(
+            &s.app.db,
+            &pact_tests::brand_id("demo"),
+            "cancel_order",
+            scope,
+        )
+        .await
+        .unwrap();
+        s.app.settle().await;
+        let turn = s.open_turn(&both, &format!("moved-{want}")).await;
+        let (status, body) = call(&s.app, &turn, "cancel_order", &other).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (403, Some(want)),
+            "{scope:?}: {body}"
+        );
+        s.finish(turn).await;
+    }
+    assert_eq!(
+        s.api.count("cancel_order").await,
+        1,
+        "nothing more was cancelled"
+    );
 }
 
 /// A limit no tool can check is refused, not ignored (fail closed), and staff

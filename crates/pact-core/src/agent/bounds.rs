@@ -132,6 +132,28 @@ pub fn judge_call(
     delegation: Option<&Delegation>,
     call: &Call<'_>,
 ) -> Result<Judged, ToolError> {
+    if let Some(d) = delegation
+        && let Some(b) = terms::moved_from_limits(&d.terms, call.tool, call.scope)
+    {
+        // Asked once and allowed: the operation rules the call (below).
+        let allowed_once = call.scope.is_some_and(|scope| {
+            d.terms
+                .operations
+                .iter()
+                .any(|o| o.tool == call.tool && o.scope == scope && o.args_hash == call.args_hash)
+        });
+        if !allowed_once {
+            tracing::info!(tool = call.tool, grant = %d.grant_id, "a tool approved with limits was moved to another scope since");
+            return Err(match call.scope {
+                Some(_) => ToolError::Beyond(Box::new(b)),
+                // Public now: nothing the person could allow; staff are told.
+                None => ToolError::Unenforceable(format!(
+                    "{} was approved with limits of {} and is public now",
+                    call.tool, b.type_name
+                )),
+            });
+        }
+    }
     let Some(delegation) = scope_rule(offered, delegation, call.scope)? else {
         return Ok(Judged::Free(None));
     };

@@ -323,6 +323,31 @@ pub enum Judgement {
     Unenforceable(String),
 }
 
+/// A tool the person approved limits for under one scope, now mapped to
+/// another (or made public): its calls are judged by no entry of the new
+/// scope, so the limits would lapse with a staff edit. They are not the
+/// person's to lose that way (PACT §5.7): such a call is beyond what was
+/// granted, and the person is asked. `None` when the tool stays where it was
+/// recorded, or was recorded under a scope this grant does not limit.
+pub fn moved_from_limits(terms: &Terms, tool: &str, scope: Option<&str>) -> Option<Beyond> {
+    let then = terms.tools.get(tool)?;
+    if Some(then.scope.as_str()) == scope {
+        return None;
+    }
+    let entry = terms
+        .entries
+        .iter()
+        .find(|e| e.declared.as_ref().is_some_and(|d| d.scope == then.scope))?;
+    Some(Beyond {
+        type_name: entry.type_name.clone(),
+        field: String::new(),
+        kind: None,
+        limit: None,
+        label: String::new(),
+        why: BeyondWhy::NotCovered,
+    })
+}
+
 /// The tools' rules as they are now, by tool name.
 pub type RulesNow = BTreeMap<String, ToolTerms>;
 

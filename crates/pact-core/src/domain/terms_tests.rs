@@ -512,6 +512,27 @@ fn a_tool_added_after_approval_switches_no_limit_off() {
     }
 }
 
+/// A tool approved with limits under one scope and moved since (to a scope
+/// no entry limits, or made public) is beyond the grant: the person is
+/// asked, the limits do not lapse with the move.
+#[test]
+fn a_tool_moved_out_of_its_limited_scope_is_beyond_the_grant() {
+    let (terms, _) = approved(
+        json!([{"type": "order_cancellation", "order_ids": ["S-1"], "max_cancellations": 1}]),
+    );
+    for now in [Some("orders:read"), None] {
+        let b = moved_from_limits(&terms, "cancel_order", now).expect("moved");
+        assert_eq!(b.why, BeyondWhy::NotCovered, "{now:?}");
+        assert_eq!(b.type_name, "order_cancellation");
+    }
+    assert_eq!(
+        moved_from_limits(&terms, "cancel_order", Some("orders:cancel")),
+        None
+    );
+    // A tool recorded under a scope the grant does not limit moves freely.
+    assert_eq!(moved_from_limits(&terms, "list_orders", None), None);
+}
+
 #[test]
 fn a_step_ups_grant_keeps_the_earlier_budgets_and_a_one_off_approval_allows_that_call_once() {
     let (old, _) = approved(
