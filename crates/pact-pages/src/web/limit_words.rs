@@ -245,15 +245,27 @@ pub fn beyond(b: &Beyond) -> String {
 }
 
 /// One call in plain words: the tool's `summary` with each `{arg}` filled
-/// in by the argument's value, or its description and the arguments.
+/// in by the argument's value, or its description and the arguments. An
+/// argument the summary does not name is said after it: the person decides
+/// on the whole call, so a summary that leaves out the fee cannot hide the
+/// EUR 900 that broke the limit.
 pub fn operation(tool: &str, summary: &str, description: &str, args: &Value) -> String {
     let obj = args.as_object();
     if !summary.is_empty() {
         let mut text = summary.to_owned();
+        let mut unnamed = Vec::new();
         if let Some(obj) = obj {
             for (name, v) in obj {
-                text = text.replace(&format!("{{{name}}}"), &value(v));
+                let placeholder = format!("{{{name}}}");
+                if summary.contains(&placeholder) {
+                    text = text.replace(&placeholder, &value(v));
+                } else {
+                    unnamed.push(format!("{name}: {}", value(v)));
+                }
             }
+        }
+        if !unnamed.is_empty() {
+            text = format!("{text} ({})", unnamed.join(", "));
         }
         return hidden_chars::visible(&text);
     }
@@ -365,6 +377,16 @@ mod tests {
                 &args
             )),
             "Move booking K7PQ2M to Tue 8 Dec 2026 — extra charge €15.00"
+        );
+        // What the summary leaves out is said after it.
+        assert_eq!(
+            in_lang(Lang::En, || operation(
+                "rebook",
+                "Move booking {booking_id} to {new_date}",
+                "",
+                &args
+            )),
+            "Move booking K7PQ2M to Tue 8 Dec 2026 (fee: €15.00)"
         );
         assert_eq!(
             in_lang(Lang::En, || operation(
