@@ -129,3 +129,26 @@ pub async fn set_admin_totp_secret(db: &mut PgConnection, id: Uuid, sealed: &[u8
     .map(|_| ())
     .map_err(Into::into)
 }
+
+/// Unused recovery codes, people's and staff's: they are keyed by the master
+/// key (an HMAC), so a rewrap cannot carry them over (`pactd keys rewrap`).
+pub async fn unused_recovery_codes(conn: &mut PgConnection) -> DbResult<i64> {
+    sqlx::query_scalar!(
+        "select (select count(*) from recovery_codes where used_at is null) \
+              + (select count(*) from admin_recovery_codes where used_at is null) as \"n!\""
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(Into::into)
+}
+
+/// Deletes every unused recovery code (a rewrap the operator allowed to).
+pub async fn forget_unused_recovery_codes(conn: &mut PgConnection) -> DbResult<()> {
+    sqlx::query!("delete from recovery_codes where used_at is null")
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query!("delete from admin_recovery_codes where used_at is null")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}

@@ -465,9 +465,10 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
         }
         KeysCommand::Rewrap {
             new_master_key_file,
+            forget_recovery_codes,
         } => {
             let old = master_key::for_admin(cli, data_dir)?;
-            crate::rewrap::run(pool, &old, new_master_key_file).await?;
+            crate::rewrap::run(pool, &old, new_master_key_file, *forget_recovery_codes).await?;
         }
         KeysCommand::GenerateMasterKey | KeysCommand::InitMasterKey => {}
     }

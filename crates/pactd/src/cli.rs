@@ -251,6 +251,11 @@ pub enum KeysCommand {
         /// The file holding the new key (the current one comes from PACTD_MASTER_KEY_FILE).
         #[arg(long, value_name = "PATH")]
         new_master_key_file: PathBuf,
+        /// Delete every unused recovery code in the same transaction: they
+        /// are keyed by the master key and cannot be carried over (without
+        /// this, a rewrap refuses while any exists).
+        #[arg(long)]
+        forget_recovery_codes: bool,
     },
 }
 

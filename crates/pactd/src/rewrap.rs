@@ -54,7 +54,12 @@ impl Counts {
     }
 }
 
-pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow::Result<()> {
+pub async fn run(
+    pool: &PgPool,
+    old: &MasterKey,
+    new_key_file: &Path,
+    forget_recovery_codes: bool,
+) -> anyhow::Result<()> {
     let new = master_key::read_file(new_key_file)?;
     // The same key twice would "succeed" and leave the operator believing the
     // old key is retired.
@@ -70,6 +75,23 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
 
     let mut tx = pool.begin().await?;
     let mut counts = Counts::default();
+
+    // Recovery codes are checked by an HMAC under the master key: under a
+    // new key every unused one would silently stop working. They are
+    // forgotten only when the operator says so; people and staff keep their
+    // other factors and make new codes on their account pages.
+    let codes = pact_db::sealed::unused_recovery_codes(&mut tx).await?;
+    if codes > 0 && !forget_recovery_codes {
+        bail!(
+            "{codes} unused recovery code(s) are keyed by the current master key and would stop \
+             working under the new one; nothing was changed. Run again with \
+             --forget-recovery-codes to delete them in the same transaction (their owners keep \
+             their other factors and make new codes on their account pages)"
+        );
+    }
+    if codes > 0 {
+        pact_db::sealed::forget_unused_recovery_codes(&mut tx).await?;
+    }
 
     for (kid, sealed) in pact_db::sealed::lock_signing_keys(&mut tx).await? {
         let outcome = reseal(old, &new, &sealed, kid.as_bytes())?
@@ -129,7 +151,8 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
         "key.rewrap",
         "master key",
         None,
-        serde_json::json!({"resealed": counts.resealed, "already": counts.already}),
+        serde_json::json!({"resealed": counts.resealed, "already": counts.already,
+                           "recovery_codes_forgotten": codes}),
     )
     .await?;
     tx.commit()
@@ -140,5 +163,8 @@ pub async fn run(pool: &PgPool, old: &MasterKey, new_key_file: &Path) -> anyhow:
          Start every node with the new key; the old one no longer opens them.",
         counts.resealed, counts.already
     );
+    if codes > 0 {
+        println!("forgot {codes} unused recovery code(s): their owners make new ones.");
+    }
     Ok(())
 }

@@ -824,12 +824,55 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         .await
         .unwrap();
 
-    // The rewrap: afterwards only the new key opens them; a second run finds nothing to do.
-    let done = run(
+    // Recovery codes are keyed by the master key and cannot be carried
+    // over: while one is unused, the rewrap refuses and changes nothing;
+    // told to, it forgets them in the same transaction.
+    let codes = pact_server::accounts::recovery::hash_all(
+        &old,
+        user.id,
+        &["abcd-efgh-ijkl".to_owned(), "mnop-qrst-uvwx".to_owned()],
+    )
+    .unwrap();
+    pact_db::users::replace_recovery_codes(&mut pool.acquire().await.unwrap(), user.id, &codes)
+        .await
+        .unwrap();
+    let err = run(
         with_old(),
         &["keys", "rewrap", "--new-master-key-file", new_path],
     )
     .await;
+    assert!(
+        err.failed().contains("2 unused recovery code(s)")
+            && err.stderr.contains("--forget-recovery-codes"),
+        "{}",
+        err.describe()
+    );
+    assert_eq!(opening_with(&pool, &new_key).await, [0, 0, 0, 0, 0]);
+
+    // The rewrap: afterwards only the new key opens them; a second run finds nothing to do.
+    let done = run(
+        with_old(),
+        &[
+            "keys",
+            "rewrap",
+            "--new-master-key-file",
+            new_path,
+            "--forget-recovery-codes",
+        ],
+    )
+    .await;
+    assert!(
+        done.succeeded()
+            .contains("forgot 2 unused recovery code(s)"),
+        "{}",
+        done.describe()
+    );
+    assert_eq!(
+        pact_db::users::unused_recovery_codes(&pool, user.id)
+            .await
+            .unwrap(),
+        0
+    );
     assert!(
         done.succeeded().contains("re-sealed 5 secret(s)"),
         "{}",
