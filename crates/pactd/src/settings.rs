@@ -57,7 +57,20 @@ pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config file {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+    // Only where and what: toml's own message quotes the offending line,
+    // which may hold a password (a misspelt `databse_url = "postgres://…"`)
+    // and would reach the journal or the container's log.
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        anyhow::anyhow!(
+            "invalid config file {}{at}: {}",
+            path.display(),
+            e.message()
+        )
+    })
 }
 
 /// The PostgreSQL URL: flag or environment (`--database-url` or

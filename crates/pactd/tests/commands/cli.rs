@@ -1140,7 +1140,7 @@ async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_ove
     std::fs::write(
         &bad,
         format!(
-            "listen = \"127.0.0.1:{}\"\naudiense = \"urn:typo\"\n",
+            "listen = \"127.0.0.1:{}\"\naudiense = \"postgres://pactd:S3cret-77@db/pactd\"\n",
             free_port()
         ),
     )
@@ -1148,10 +1148,14 @@ async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_ove
     let refused = run(pactd_on(&db), &["serve", "--config", bad.to_str().unwrap()]).await;
     let stderr = refused.failed();
     assert!(
-        stderr.contains("audiense") && stderr.contains("invalid config file"),
+        stderr.contains("audiense")
+            && stderr.contains("invalid config file")
+            && stderr.contains("at line 2"),
         "{}",
         refused.describe()
     );
+    // Where and what, never the line itself: a misspelt key may hold a password.
+    assert!(!stderr.contains("S3cret-77"), "{}", refused.describe());
 }
 
 // ---------------------------------------------------------------------------
