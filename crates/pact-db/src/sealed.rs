@@ -152,3 +152,12 @@ pub async fn forget_unused_recovery_codes(conn: &mut PgConnection) -> DbResult<(
         .await?;
     Ok(())
 }
+
+/// One stored signing key (its kid and sealed private key), to check that a
+/// master key is this database's before anything is sealed with it.
+pub async fn any_signing_key(db: impl sqlx::PgExecutor<'_>) -> DbResult<Option<(String, Vec<u8>)>> {
+    let row = sqlx::query!("select kid, private_sealed from signing_keys order by kid limit 1")
+        .fetch_optional(db)
+        .await?;
+    Ok(row.map(|r| (r.kid, r.private_sealed)))
+}

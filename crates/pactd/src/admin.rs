@@ -171,7 +171,7 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             brand_id,
             grace,
         }) => {
-            let master = master_key::for_admin(cli, data_dir)?;
+            let master = master_key::for_admin_on(cli, data_dir, pool).await?;
             crate::admin_merchant::rotate_secret(pool, &master, brand_id, grace).await?;
         }
         BrandCommand::Tool(crate::cli::ToolCommand::ImportMcp {
@@ -180,7 +180,7 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
             scope_map,
             allow_loopback,
         }) => {
-            let master = master_key::for_admin(cli, data_dir)?;
+            let master = master_key::for_admin_on(cli, data_dir, pool).await?;
             crate::admin_merchant::import_mcp(
                 pool,
                 &master,
@@ -427,7 +427,7 @@ async fn keys(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &KeysCommand) -> any
             overlap_secs,
             retain_secs,
         } => {
-            let master = master_key::for_admin(cli, data_dir)?;
+            let master = master_key::for_admin_on(cli, data_dir, pool).await?;
             let overlap = overlap_secs.map_or(defaults.key_overlap, std::time::Duration::from_secs);
             let retain = retain_secs.map_or(defaults.key_retention, std::time::Duration::from_secs);
             let now = now();

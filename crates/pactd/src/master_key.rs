@@ -52,6 +52,28 @@ pub fn for_admin(cli: &Cli, data_dir: &Path) -> anyhow::Result<Arc<MasterKey>> {
     required(cli)
 }
 
+/// [`for_admin`], checked against the database before a command seals
+/// anything with it: a key that does not open the stored signing keys (a
+/// staging key, the `dev` data directory's beside a production
+/// `DATABASE_URL`) would seal values no node can open, and every node would
+/// stop at its next key reload or start.
+pub async fn for_admin_on(
+    cli: &Cli,
+    data_dir: &Path,
+    pool: &pact_db::PgPool,
+) -> anyhow::Result<Arc<MasterKey>> {
+    let key = for_admin(cli, data_dir)?;
+    if let Some((kid, sealed)) = pact_db::sealed::any_signing_key(pool).await?
+        && key.open(&sealed, kid.as_bytes()).is_err()
+    {
+        anyhow::bail!(
+            "the master key in use does not open this database's signing keys (check \
+             PACTD_MASTER_KEY_FILE, --master-key-file and DATABASE_URL); nothing was changed"
+        );
+    }
+    Ok(key)
+}
+
 /// For `dev`: the key in the data directory, created on first use.
 pub fn dev_key(cli: &Cli, data_dir: &Path) -> anyhow::Result<Arc<MasterKey>> {
     if let Some(key) = from_cli(cli)? {

@@ -790,8 +790,31 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         err.describe()
     );
 
-    // A value neither key opens stops the whole rewrap: nothing changes.
+    // A command that would seal with a key that is not this database's (a
+    // staging key, the dev directory's) is refused before it seals anything.
     let stranger = MasterKey::generate().unwrap();
+    let keys_before: i64 = sqlx::query_scalar("select count(*) from signing_keys")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let mut wrong = pactd();
+    wrong
+        .env("DATABASE_URL", &db_url)
+        .env("PACTD_MASTER_KEY", stranger.to_base64());
+    let err = run(wrong, &["keys", "rotate", "--overlap-secs", "0"]).await;
+    assert!(
+        err.failed()
+            .contains("does not open this database's signing keys"),
+        "{}",
+        err.describe()
+    );
+    let keys_after: i64 = sqlx::query_scalar("select count(*) from signing_keys")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(keys_after, keys_before, "nothing was sealed");
+
+    // A value neither key opens stops the whole rewrap: nothing changes.
     let bad_id = Uuid::new_v4();
     let bad = WebhookSecret::generate().unwrap();
     pact_db::brands::insert(&pool, &pact_tests::brand_id("other"), "Other", "")
