@@ -611,10 +611,15 @@ fn judge_entry(
             label: spec.label.clone(),
             why,
         };
-        let here: Vec<&ToolRule> = rules
+        let mut here: Vec<&ToolRule> = rules
             .iter()
             .filter(|r| r.reaches(&e.type_name, d, field))
             .collect();
+        // One argument is checked (and charged) once, however many rules
+        // name it: `budget=fee` recorded then and `booking_change.budget=fee`
+        // written now are one rule, not a double charge.
+        here.sort_by(|a, b| a.arg.cmp(&b.arg));
+        here.dedup_by(|a, b| a.arg == b.arg);
         let anywhere = scope_rules
             .iter()
             .any(|r| r.reaches(&e.type_name, d, field));

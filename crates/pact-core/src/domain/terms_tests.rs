@@ -533,6 +533,33 @@ fn a_tool_moved_out_of_its_limited_scope_is_beyond_the_grant() {
     assert_eq!(moved_from_limits(&terms, "list_orders", None), None);
 }
 
+/// A rule recorded at approval and the same rule written differently now
+/// (qualified by its type) check the argument once: the call is charged
+/// once, not twice.
+#[test]
+fn one_argument_named_by_two_rules_is_charged_once() {
+    let (terms, _) = approved(json!([{"type": "booking_change", "booking_ids": ["K7PQ2M"],
+        "budget": eur("50.00")}]));
+    let mut now = tools();
+    now.get_mut("rebook")
+        .unwrap()
+        .enforce
+        .push("booking_change.budget=fee".into());
+    let j = call(
+        &terms,
+        &now,
+        "rebook",
+        "bookings:change",
+        json!({"booking_id": "K7PQ2M", "new_date": "2026-12-08", "fee": eur("30.00"),
+               "fare": eur("0")}),
+    );
+    let Judgement::Plans { plans, .. } = j else {
+        panic!("{j:?}")
+    };
+    let charged: i64 = plans[0].charges.iter().map(|c| c.amount).sum();
+    assert_eq!(charged, 3000, "{:?}", plans[0].charges);
+}
+
 #[test]
 fn a_step_ups_grant_keeps_the_earlier_budgets_and_a_one_off_approval_allows_that_call_once() {
     let (old, _) = approved(
