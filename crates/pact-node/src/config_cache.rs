@@ -64,6 +64,11 @@ struct Entries {
     /// admission is seen at once.
     absent_agents: HashMap<String, ()>,
     brands: HashMap<String, Brand>,
+    /// Brand ids looked up and not found: public documents (the card, the
+    /// OAuth metadata) are asked for by anyone, by any name, and each miss
+    /// would otherwise be a database round trip. Bounded like
+    /// `absent_agents`.
+    absent_brands: HashMap<String, ()>,
     scopes: HashMap<String, Arc<Vec<BrandScope>>>,
     merchant: HashMap<String, Arc<MerchantSetup>>,
     webhook_secrets: HashMap<String, Arc<Vec<WebhookSecret>>>,
@@ -288,6 +293,26 @@ impl ConfigCache {
             if let Some(brand) = &found.brand {
                 insert_bounded(&mut e.brands, brand_id, brand.clone());
             }
+        });
+        Ok(found)
+    }
+
+    /// The brand the request path names, for the public documents (the
+    /// agent card, the OAuth metadata and key sets): `None` when there is
+    /// none by that name (PACT §2's bare 404).
+    pub async fn brand(&self, db: &PgPool, brand_id: &str) -> DbResult<Option<Brand>> {
+        if let Some(found) = self.lookup(|e| match e.brands.get(brand_id) {
+            Some(b) => Some(Some(b.clone())),
+            None if e.absent_brands.contains_key(brand_id) => Some(None),
+            None => None,
+        }) {
+            return Ok(found);
+        }
+        let ticket = self.ticket();
+        let found = pact_db::brands::find(db, brand_id).await?;
+        self.keep(ticket, |e| match &found {
+            Some(brand) => insert_bounded(&mut e.brands, brand_id, brand.clone()),
+            None => insert_within(&mut e.absent_brands, brand_id, (), MAX_ABSENT),
         });
         Ok(found)
     }

@@ -17,7 +17,10 @@ pub async fn get_card(
     let Ok(Path(brand_id)) = path else {
         return Err(ApiError::NotFound);
     };
-    let brand = pact_db::brands::find(&state.db, &brand_id)
+    // From the node's copy: anyone may ask, by any name, as often as they like.
+    let brand = state
+        .config_cache
+        .brand(&state.db, &brand_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     // The owner's skills when set (`pactd brand set --skills-json`, the API,
@@ -33,15 +36,15 @@ pub async fn get_card(
         });
     let interface_url = state.config.interface_url(&brand.id);
     // PACT §2: a brand with scopes advertises delegation (the device-code flow).
-    let scopes = pact_db::scopes::list(&state.db, &brand.id).await?;
+    let scopes = state.config_cache.scopes(&state.db, &brand.id).await?;
     let delegation = (!scopes.is_empty()).then(|| {
         let issuer = state.config.oauth_issuer(&brand.id);
         DeviceCodeFlow {
             device_authorization_url: format!("{issuer}/device_authorization"),
             token_url: format!("{issuer}/token"),
             scopes: scopes
-                .into_iter()
-                .map(|s| (s.scope_id, s.description))
+                .iter()
+                .map(|s| (s.scope_id.clone(), s.description.clone()))
                 .collect(),
         }
     });

@@ -37,7 +37,9 @@ pub async fn metadata(
     let Ok(Path(brand_id)) = path else {
         return Err(OAuthFailure::Api(ApiError::NotFound));
     };
-    let brand = pact_db::brands::find(&node.db, &brand_id)
+    let brand = node
+        .config_cache
+        .brand(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
     let scopes = offered_scopes(&node, &brand.id).await?;
@@ -86,7 +88,9 @@ pub async fn jwks(
     let Ok(Path(brand_id)) = path else {
         return Err(OAuthFailure::Api(ApiError::NotFound));
     };
-    let brand = pact_db::brands::find(&node.db, &brand_id)
+    let brand = node
+        .config_cache
+        .brand(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
     offered_scopes(&node, &brand.id).await?;
@@ -114,7 +118,9 @@ pub async fn receipt_keys(
     let Ok(Path(brand_id)) = path else {
         return Err(OAuthFailure::Api(ApiError::NotFound));
     };
-    let brand = pact_db::brands::find(&node.db, &brand_id)
+    let brand = node
+        .config_cache
+        .brand(&node.db, &brand_id)
         .await?
         .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
     offered_scopes(&node, &brand.id).await?;
