@@ -334,6 +334,26 @@ async fn a_link_sent_before_the_account_was_disabled_never_works_again() {
     assert!(password_works(&app, ANN, OLD).await);
 }
 
+/// Asking again ends the earlier link: only the newest one works.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_link_ends_the_earlier_one() {
+    let mut sink = SmtpSink::start().await;
+    let app = app_with_mail(&sink).await;
+    add_user(&app, "demo", ANN, OLD).await;
+    let b = Browser::new(&app);
+    ask_for_link(&b, ANN).await;
+    let first = link_path(&app, &sink.next().await);
+    ask_for_link(&b, ANN).await;
+    let second = link_path(&app, &sink.next().await);
+    assert_ne!(first, second);
+    let (status, page) = b.get_html(&first).await;
+    assert_eq!(status, 400);
+    assert!(page.contains("expired or was already used"), "{page}");
+    let (status, _) = set_new_password(&b, &second, NEW, NEW).await;
+    assert_eq!(status, 200);
+    assert!(password_works(&app, ANN, NEW).await);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_mail_settings_no_reset_is_offered() {
     let app = TestApp::spawn().await;

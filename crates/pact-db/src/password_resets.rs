@@ -28,8 +28,9 @@ pub async fn insert(
     .map_err(Into::into)
 }
 
-/// Stores a new link's hash for `user_id` unless `max` links were already
-/// made for it since `since`; false when the budget is spent. The account's
+/// Stores a new link's hash for `user_id`, ending its earlier links, unless
+/// `max` links were already made for it since `since`; false when the
+/// budget is spent. The account's
 /// row is locked for the transaction first, so that concurrent requests for
 /// one account count one after the other: read-then-insert would let a burst
 /// of parallel requests each see the budget unspent and all send a mail.
@@ -48,6 +49,9 @@ pub async fn insert_within_budget(
     if sent_since(&mut *conn, user_id, since).await? >= max {
         return Ok(false);
     }
+    // The newest link is the only one that works: a mailbox read by someone
+    // else (a forwarded mail, an old device) holds no other live link.
+    end_all_for(&mut *conn, user_id, now).await?;
     insert(&mut *conn, token_hash, user_id, now, expires_at).await?;
     Ok(true)
 }
