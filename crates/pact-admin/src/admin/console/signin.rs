@@ -287,7 +287,7 @@ pub async fn post_second_factor(
     // one after another and a burst gets no more checks than the lock allows.
     let mut tx = state.db.begin().await?;
     let Some(locked) = pact_db::admins::lock(&mut tx, admin.id).await? else {
-        return Ok(see_other("/admin/login", None));
+        return Ok(see_other("/admin/sign-in", None));
     };
     if let Some(secs) = lockout::locked_for(locked.locked_until, now) {
         let msg = wait_message(
