@@ -72,9 +72,37 @@ pub async fn run(pool: &PgPool, c: &RegistryCommand) -> anyhow::Result<()> {
                 allow_loopback: *allow_loopback,
                 ..pact_jose::JwksPolicy::default()
             };
-            let applied = pact_server::registry::refresh(pool, &jwks, &registry, now)
-                .await
-                .map_err(|e| anyhow!("{name}: {e}; nothing changed"))?;
+            // Recorded with its outcome, as the admin API records it: what the
+            // list changed (it may revoke grants), or why it was refused.
+            let applied = match pact_server::registry::refresh(pool, &jwks, &registry, now).await {
+                Ok(applied) => applied,
+                Err(pact_server::registry::RefreshError::Db(e)) => return Err(e.into()),
+                Err(e) => {
+                    let reason = format!("{e}; nothing changed");
+                    crate::admin_accounts::record_cli(
+                        pool,
+                        "registry.refresh",
+                        Some(name),
+                        None,
+                        serde_json::json!({"outcome": "refused", "reason": &reason}),
+                    )
+                    .await?;
+                    return Err(anyhow!("{name}: {reason}"));
+                }
+            };
+            crate::admin_accounts::record_cli(
+                pool,
+                "registry.refresh",
+                Some(name),
+                None,
+                serde_json::json!({"outcome": "applied", "result": {
+                    "listed": applied.listed,
+                    "skipped": applied.skipped,
+                    "delisted": &applied.delisted,
+                    "revoked_grants": applied.revoked_grants,
+                }}),
+            )
+            .await?;
             println!(
                 "{name}: {} listed, {} skipped (staff's own, another registry's, or a blocked host), {} no longer listed ({} grants revoked)",
                 applied.listed,
