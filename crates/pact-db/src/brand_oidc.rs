@@ -303,3 +303,17 @@ pub async fn end_user_sessions(
     .await?;
     Ok(done.rows_affected())
 }
+
+/// Ends every session at `brand_id` signed in as a person the brand's login
+/// named (`external_sub`): when the provider or the claim that names people
+/// changes, a name the old one gave means nothing any more, and under the
+/// new one it may be someone else's.
+pub async fn end_external_sessions(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<u64> {
+    let done = sqlx::query!(
+        "delete from sessions where brand_id = $1 and external_sub is not null",
+        brand_id,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}

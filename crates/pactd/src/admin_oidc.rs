@@ -98,12 +98,15 @@ pub async fn set(
         let mut tx = pool.begin().await?;
         let removed = pact_db::brand_oidc::remove(&mut *tx, &a.brand_id).await?;
         if removed {
+            // The provider's names mean nothing to the brand's own login.
+            let sessions_ended =
+                pact_db::brand_oidc::end_external_sessions(&mut *tx, &a.brand_id).await?;
             audit(
                 &mut *tx,
                 "brand.login_oidc_remove",
                 &a.brand_id,
                 Some(&a.brand_id),
-                serde_json::json!({}),
+                serde_json::json!({"sessions_ended": sessions_ended}),
             )
             .await?;
         }
@@ -180,6 +183,17 @@ pub async fn set(
         None => None,
     };
     let mut tx = pool.begin().await?;
+    // Another provider, or another claim naming people: the sessions signed
+    // in under the old names end (the old names mean nothing now, and the
+    // new provider may give one of them to someone else).
+    let renamed = pact_db::brand_oidc::find(&mut *tx, &a.brand_id)
+        .await?
+        .is_none_or(|before| before.issuer != *issuer || before.user_claim != user_claim);
+    let sessions_ended = if renamed {
+        pact_db::brand_oidc::end_external_sessions(&mut *tx, &a.brand_id).await?
+    } else {
+        0
+    };
     pact_db::brand_oidc::upsert(
         &mut *tx,
         &pact_db::brand_oidc::NewBrandOidc {
@@ -205,7 +219,8 @@ pub async fn set(
         Some(&a.brand_id),
         serde_json::json!({"issuer": issuer, "client_id": client_id, "scope": scope,
                            "user_claim": user_claim, "mfa_acr": a.mfa_acr,
-                           "client_auth": method, "assertion_aud": aud}),
+                           "client_auth": method, "assertion_aud": aud,
+                           "sessions_ended": sessions_ended}),
     )
     .await?;
     tx.commit().await?;

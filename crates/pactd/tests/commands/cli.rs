@@ -2700,6 +2700,41 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         "{}",
         out.describe()
     );
+    // A session signed in under the names `email` gave: it ends when the
+    // claim that names people changes (to `sub` here), and one signed in
+    // under the current names outlives a change of anything else.
+    let signed_in = |name: &'static str| {
+        let db = app.db.clone();
+        async move {
+            let (_, hash) = pact_server::domain::secrets::new_secret();
+            let (csrf, _) = pact_server::domain::secrets::new_secret();
+            pact_db::sessions::insert(
+                &db,
+                &hash,
+                &csrf,
+                &pact_db::sessions::SessionState {
+                    brand_id: Some(pact_tests::brand_id("demo")),
+                    external_sub: Some(name.to_owned()),
+                    ..Default::default()
+                },
+                time::OffsetDateTime::now_utc() + time::Duration::hours(1),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let external_sessions = || {
+        let db = app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "select count(*) from sessions where external_sub is not null",
+            )
+            .fetch_one(&db)
+            .await
+            .unwrap()
+        }
+    };
+    signed_in("ann@shop.example").await;
     let mut args = base("https://id.shop.example");
     args.extend([
         "--login-oidc-client-auth",
@@ -2713,6 +2748,14 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         "{}",
         out.describe()
     );
+    assert_eq!(
+        external_sessions().await,
+        0,
+        "the claim changed: signed out"
+    );
+    signed_in("a1b2c3").await;
+    run(pactd_serving(&db, &key), &args).await.succeeded();
+    assert_eq!(external_sessions().await, 1, "same provider, same claim");
     let row = pact_db::brand_oidc::find(&app.db, &pact_tests::brand_id("demo"))
         .await
         .unwrap()
@@ -2731,6 +2774,11 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
             .await
             .unwrap()
             .is_none()
+    );
+    assert_eq!(
+        external_sessions().await,
+        0,
+        "the provider is gone: signed out"
     );
 
     // revoke-user: two grants of one person (two agents), one of someone else.
