@@ -354,6 +354,48 @@ async fn a_new_link_ends_the_earlier_one() {
     assert!(password_works(&app, ANN, NEW).await);
 }
 
+/// The mail budget is counted per requester too: someone who knows the
+/// address and spends three links from their address cannot keep its owner,
+/// asking from another, from getting one; ten an hour in all still bound
+/// what many addresses together can send.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_requester_cannot_spend_an_accounts_whole_mail_budget() {
+    let mut sink = SmtpSink::start().await;
+    let url = sink.url();
+    let app = TestApp::spawn_with(move |c| {
+        c.mail = Some(MailSettings {
+            smtp_url: url,
+            from: "Demo Store <no-reply@shop.example>".to_owned(),
+        });
+        c.trusted_proxies = pact_server::client_ip::TrustedProxies::parse("127.0.0.1").unwrap();
+    })
+    .await;
+    let ann = add_user(&app, "demo", ANN, OLD).await;
+    let mallory = Browser::from_address(&app, "198.51.100.7");
+    for _ in 0..4 {
+        ask_for_link(&mallory, ANN).await;
+    }
+    for _ in 0..3 {
+        assert_eq!(sink.next().await.to, vec![ANN.to_owned()]);
+    }
+    let owner = Browser::from_address(&app, "203.0.113.9");
+    ask_for_link(&owner, ANN).await;
+    let path = link_path(&app, &sink.next().await);
+    let (status, _) = set_new_password(&owner, &path, NEW, NEW).await;
+    assert_eq!(status, 200);
+    // Ten in all, from however many addresses.
+    for i in 0..8 {
+        ask_for_link(&Browser::from_address(&app, &format!("192.0.2.{i}")), ANN).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let sent: i64 = sqlx::query_scalar("select count(*) from password_resets where user_id = $1")
+        .bind(ann.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sent, 10);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_mail_settings_no_reset_is_offered() {
     let app = TestApp::spawn().await;

@@ -32,10 +32,23 @@ pub struct Browser {
 
 impl Browser {
     pub fn new(app: &TestApp) -> Self {
+        Self::with(app, reqwest::header::HeaderMap::new())
+    }
+
+    /// A browser at `address`, as a trusted proxy on loopback names it
+    /// (`X-Forwarded-For`): the app must trust 127.0.0.1.
+    pub fn from_address(app: &TestApp, address: &str) -> Self {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("x-forwarded-for", address.parse().unwrap());
+        Self::with(app, headers)
+    }
+
+    fn with(app: &TestApp, headers: reqwest::header::HeaderMap) -> Self {
         let jar = Arc::new(Jar::default());
         let client = pact_jose::with_shared_tls(Client::builder())
             .cookie_provider(jar.clone())
             .redirect(reqwest::redirect::Policy::none())
+            .default_headers(headers)
             .build()
             .unwrap();
         Self {

@@ -28,48 +28,66 @@ pub async fn insert(
     .map_err(Into::into)
 }
 
+/// What one requester, and everyone together, may ask for one account in a
+/// window: see [`insert_within_budget`].
+#[derive(Clone, Copy, Debug)]
+pub struct Budget<'a> {
+    /// The window's start.
+    pub since: OffsetDateTime,
+    /// A hash of who asks (their address's rate-limit key).
+    pub from: &'a [u8],
+    /// Links one requester may have sent in the window.
+    pub per_requester: i64,
+    /// Links all requesters together may have sent in the window.
+    pub per_account: i64,
+}
+
 /// Stores a new link's hash for `user_id`, ending its earlier links, unless
-/// `max` links were already made for it since `since`; false when the
-/// budget is spent. The account's
-/// row is locked for the transaction first, so that concurrent requests for
-/// one account count one after the other: read-then-insert would let a burst
-/// of parallel requests each see the budget unspent and all send a mail.
+/// the budget is spent (false then): `per_requester` links from this
+/// requester, or `per_account` from anyone, since `since`. Counted per
+/// requester so that someone who knows the address cannot spend the
+/// account's budget and keep its owner from resetting. The account's row is
+/// locked for the transaction first, so that concurrent requests for one
+/// account count one after the other: read-then-insert would let a burst of
+/// parallel requests each see the budget unspent and all send a mail.
 pub async fn insert_within_budget(
     conn: &mut PgConnection,
     token_hash: &[u8],
     user_id: Uuid,
     now: OffsetDateTime,
     expires_at: OffsetDateTime,
-    since: OffsetDateTime,
-    max: i64,
+    budget: Budget<'_>,
 ) -> DbResult<bool> {
     if crate::users::lock(&mut *conn, user_id).await?.is_none() {
         return Ok(false);
     }
-    if sent_since(&mut *conn, user_id, since).await? >= max {
+    let sent = sqlx::query!(
+        "select count(*) filter (where requested_from = $3) as \"mine!\", count(*) as \"all!\" \
+         from password_resets where user_id = $1 and created_at >= $2",
+        user_id,
+        budget.since,
+        budget.from,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if sent.mine >= budget.per_requester || sent.all >= budget.per_account {
         return Ok(false);
     }
     // The newest link is the only one that works: a mailbox read by someone
     // else (a forwarded mail, an old device) holds no other live link.
     end_all_for(&mut *conn, user_id, now).await?;
-    insert(&mut *conn, token_hash, user_id, now, expires_at).await?;
-    Ok(true)
-}
-
-/// Links sent to this account since `since` (used or not): the mail budget.
-pub async fn sent_since(
-    db: impl PgExecutor<'_>,
-    user_id: Uuid,
-    since: OffsetDateTime,
-) -> DbResult<i64> {
-    sqlx::query_scalar!(
-        "select count(*) as \"n!\" from password_resets where user_id = $1 and created_at >= $2",
+    sqlx::query!(
+        "insert into password_resets (token_hash, user_id, created_at, expires_at, requested_from) \
+         values ($1, $2, $3, $4, $5)",
+        token_hash,
         user_id,
-        since,
+        now,
+        expires_at,
+        budget.from,
     )
-    .fetch_one(db)
-    .await
-    .map_err(Into::into)
+    .execute(&mut *conn)
+    .await?;
+    Ok(true)
 }
 
 /// The account a live link (unused, unexpired) belongs to.

@@ -26,6 +26,7 @@ use pact_db::ids::BrandId;
 use pact_db::users::User;
 use pact_node::node::NodeInner;
 use serde::Deserialize;
+use sha2::Digest as _;
 use time::{Duration, OffsetDateTime};
 
 use super::extract::VisitorForm;
@@ -42,9 +43,13 @@ use crate::state::AppState;
 
 /// How long a link works after it was sent.
 pub const LINK_LIFETIME: Duration = Duration::minutes(30);
-/// Links one account may be sent per [`MAIL_WINDOW`]: enough for a lost mail
-/// or two, too few to flood someone's mailbox through us.
+/// Links one account may be sent per [`MAIL_WINDOW`] at the request of one
+/// address: enough for a lost mail or two, too few to flood someone's
+/// mailbox through us, and not the whole budget, so someone who knows the
+/// address cannot keep its owner from resetting.
 pub const MAILS_PER_WINDOW: i64 = 3;
+/// Links one account may be sent per [`MAIL_WINDOW`] in all.
+pub const MAILS_PER_ACCOUNT: i64 = 10;
 pub const MAIL_WINDOW: Duration = Duration::hours(1);
 
 #[derive(Debug, Deserialize)]
@@ -165,10 +170,13 @@ pub async fn post_forgot(
     }
     let app = state.clone();
     let brand_for_task = brand.clone();
+    // Who asked, as the budget counts them: a hash of the address's limit
+    // key, never the address.
+    let requester: Vec<u8> = sha2::Sha256::digest(format!("reset\n{}", ip.limit_key())).to_vec();
     // The mail is in the language of the page that asked for it.
     let lang = i18n::current();
     tokio::spawn(async move {
-        if let Err(e) = send_link(&app, &brand_for_task, &email, lang).await {
+        if let Err(e) = send_link(&app, &brand_for_task, &email, &requester, lang).await {
             // Never the address or the link: only that it failed.
             tracing::warn!(brand = %brand_for_task.id, error = %e, "password-reset mail not sent");
         }
@@ -177,11 +185,13 @@ pub async fn post_forgot(
 }
 
 /// The background half of a request: look the account up, respect the
-/// per-account budget, store the link's hash, send the mail.
+/// account's budget (per requester and in all), store the link's hash, send
+/// the mail.
 async fn send_link(
     state: &AppState,
     brand: &Brand,
     email: &str,
+    requester: &[u8],
     lang: i18n::Lang,
 ) -> Result<(), String> {
     let Some(mailer) = state.mailer.as_ref() else {
@@ -204,8 +214,12 @@ async fn send_link(
         user.id,
         now,
         now + LINK_LIFETIME,
-        now - MAIL_WINDOW,
-        MAILS_PER_WINDOW,
+        pact_db::password_resets::Budget {
+            since: now - MAIL_WINDOW,
+            from: requester,
+            per_requester: MAILS_PER_WINDOW,
+            per_account: MAILS_PER_ACCOUNT,
+        },
     )
     .await
     .map_err(|e| e.to_string())?;
