@@ -154,14 +154,18 @@ async fn brand(pool: &PgPool, cli: &Cli, data_dir: &Path, c: &BrandCommand) -> a
         BrandCommand::DetailsType(c) => details_type(pool, c).await?,
         BrandCommand::Set(args) => {
             require_brand(pool, &args.brand_id).await?;
-            let agent_changed = crate::admin_merchant::set_agent(
-                pool,
-                || master_key::for_admin(cli, data_dir),
-                args,
-            )
-            .await?;
-            let oidc_changed =
-                crate::admin_oidc::set(pool, || master_key::for_admin(cli, data_dir), args).await?;
+            // Checked against the database before anything is sealed with it;
+            // its error (no key, or another database's) counts only if a
+            // setting needs the key.
+            let master = master_key::for_admin_on(cli, data_dir, pool).await;
+            let key = || {
+                master
+                    .as_ref()
+                    .map(std::sync::Arc::clone)
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))
+            };
+            let agent_changed = crate::admin_merchant::set_agent(pool, key, args).await?;
+            let oidc_changed = crate::admin_oidc::set(pool, key, args).await?;
             let card_changed = brand_card_text(pool, args).await?;
             if !(agent_changed || oidc_changed || card_changed) || has_settings(args) {
                 brand_set(pool, args).await?;

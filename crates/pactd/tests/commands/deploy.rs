@@ -813,6 +813,31 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         .await
         .unwrap();
     assert_eq!(keys_after, keys_before, "nothing was sealed");
+    let mut wrong = pactd();
+    wrong
+        .env("DATABASE_URL", &db_url)
+        .env("PACTD_MASTER_KEY", stranger.to_base64());
+    let err = run(
+        wrong,
+        &[
+            "brand",
+            "set",
+            "demo",
+            "--login-oidc-issuer",
+            "https://id.other.example",
+            "--login-oidc-client-id",
+            "pactd",
+            "--login-oidc-client-secret-file",
+            secret_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(
+        err.failed()
+            .contains("does not open this database's signing keys"),
+        "{}",
+        err.describe()
+    );
 
     // A value neither key opens stops the whole rewrap: nothing changes.
     let bad_id = Uuid::new_v4();
