@@ -6,7 +6,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pact_jose::ProviderKeySet;
-use pact_proto::oauth::{DelegationClaims, Receipt, ReceiptClaims};
+use pact_proto::oauth::{Receipt, ReceiptClaims};
 use pact_server::Config;
 use pact_server::agent::demo::{ASK_ORDER_NUMBER, NEED_ACCOUNT};
 use pact_server::agent::demo_tools::seed_orders;
@@ -125,19 +125,6 @@ fn receipt(message: &Value) -> Receipt {
 async fn verified_receipt(app: &TestApp, message: &Value) -> ReceiptClaims {
     let keys = ProviderKeySet::from_public_jwks(&app.provider_jwks().await).unwrap();
     pact_jose::verify_receipt(&receipt(message), &keys).unwrap()
-}
-
-/// A delegation token signed with the node's own current key, from the claims
-/// of `like` with a fresh `iat`/`exp`/`jti`, then edited: what only pactd can mint.
-fn mint(app: &TestApp, like: &str, edit: impl FnOnce(&mut DelegationClaims)) -> String {
-    let mut claims: DelegationClaims = serde_json::from_value(jws_json(like, 1)).unwrap();
-    let now = OffsetDateTime::now_utc();
-    claims.iat = now.unix_timestamp();
-    claims.exp = claims.iat + 300;
-    claims.jti = Uuid::new_v4().to_string();
-    edit(&mut claims);
-    let key = app.state.keys.current().signing_key(now).unwrap();
-    pact_jose::sign_delegation_token(&key, &claims).unwrap()
 }
 
 /// The live device authorization behind a step-up link.
@@ -400,11 +387,11 @@ async fn an_expired_token_or_an_expired_grant_is_refused() {
     let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
 
     // A token signed by pactd itself, for a live grant, but past its `exp`.
-    let expired = mint(&app, &token, |c| {
+    let expired = app.mint_delegation_token(&token, |c| {
         c.iat -= 600;
         c.exp = c.iat + 540;
     });
-    let fresh = mint(&app, &token, |_| {});
+    let fresh = app.mint_delegation_token(&token, |_| {});
     let before = footprint(&app).await;
     let res = app
         .send_delegated("demo", &pa_jwt, &expired, "m1", "show my orders", None)
@@ -420,7 +407,7 @@ async fn an_expired_token_or_an_expired_grant_is_refused() {
     // A token this node verified (its signature remembered,
     // `pact-jose/src/signature_memo.rs`) is refused once the clock passes its
     // `exp` and the 5 s leeway.
-    let short = mint(&app, &token, |c| c.exp = c.iat + 60);
+    let short = app.mint_delegation_token(&token, |c| c.exp = c.iat + 60);
     let res = app
         .send_delegated("demo", &pa_jwt, &short, "m3", "show my orders", None)
         .await;
@@ -540,22 +527,22 @@ async fn a_correctly_signed_token_is_refused_when_its_grant_does_not_match_it() 
         (
             "demo",
             pa_jwt.clone(),
-            mint(&app, &token, |c| c.sub = "mallory".to_owned()),
+            app.mint_delegation_token(&token, |c| c.sub = "mallory".to_owned()),
         ),
         (
             "demo",
             pa_jwt.clone(),
-            mint(&app, &token, |c| c.grant_id = Uuid::new_v4().to_string()),
+            app.mint_delegation_token(&token, |c| c.grant_id = Uuid::new_v4().to_string()),
         ),
         (
             "demo",
             other.token(SUB, app.audience()),
-            mint(&app, &token, |c| c.client_id = OTHER_ISS.to_owned()),
+            app.mint_delegation_token(&token, |c| c.client_id = OTHER_ISS.to_owned()),
         ),
         (
             "acme",
             pa_jwt.clone(),
-            mint(&app, &token, |c| {
+            app.mint_delegation_token(&token, |c| {
                 c.iss = app.state.config.oauth_issuer(&pact_tests::brand_id("acme"));
                 c.aud = app.iface("acme");
             }),
@@ -575,7 +562,7 @@ async fn a_correctly_signed_token_is_refused_when_its_grant_does_not_match_it() 
         .send_delegated(
             "demo",
             &pa_jwt,
-            &mint(&app, &token, |_| {}),
+            &app.mint_delegation_token(&token, |_| {}),
             "m1",
             "show my orders",
             None,
@@ -597,9 +584,8 @@ async fn a_token_naming_more_scopes_than_its_grant_acts_with_the_grants_only() {
     let order = seed_orders(&pact_tests::brand_id("demo"), &"alice".into())[0]
         .order_id
         .clone();
-    let wider = mint(&app, &token, |c| {
-        c.scope = "orders:read orders:cancel".to_owned()
-    });
+    let wider =
+        app.mint_delegation_token(&token, |c| c.scope = "orders:read orders:cancel".to_owned());
     let res = app
         .send_delegated(
             "demo",

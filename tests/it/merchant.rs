@@ -239,6 +239,18 @@ async fn introspection_needs_a_brand_credential_and_says_little_about_bad_tokens
         let body: Value = res.json().await.unwrap();
         assert_eq!(body, json!({"active": false}), "{bad}");
     }
+    // A token signed by pactd's key that names more than its grant holds is
+    // reported with the grant's scopes only, as a turn acts with no more.
+    let wider = app.mint_delegation_token(&token, |c| {
+        c.scope = "orders:read orders:cancel".to_owned();
+    });
+    let body: Value = introspect(&app, Some((&id, &secret)), &wider)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["active"], true, "{body}");
+    assert_eq!(body["scope"], "orders:read", "{body}");
     // A demo token introspected at acme (foreign brand) is inactive there.
     let res = app
         .http

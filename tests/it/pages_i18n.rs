@@ -171,12 +171,9 @@ async fn error_pages_speak_the_language_and_the_staff_console_stays_english() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_reset_mail_is_in_the_language_of_the_page_that_asked_for_it() {
     let mut sink = SmtpSink::start().await;
-    let url = sink.url();
+    let mail = sink.settings();
     let app = TestApp::spawn_with(move |c| {
-        c.mail = Some(MailSettings {
-            smtp_url: url,
-            from: "Demo Store <no-reply@shop.example>".to_owned(),
-        });
+        c.mail = Some(mail);
     })
     .await;
     add_user(&app, "demo", "ann@example.com", PASSWORD).await;

@@ -3,7 +3,6 @@
 //! whether an account exists; a new password signs every browser out and
 //! still asks for the second factor.
 
-use pact_server::mail::MailSettings;
 use pact_tests::TestApp;
 use pact_tests::pages::{Browser, add_totp, add_user, location, session_of};
 use pact_tests::smtp_sink::{Mail, SmtpSink};
@@ -14,12 +13,9 @@ const ANN: &str = "ann@example.com";
 const SENT: &str = "If an account at Demo Store has that email, we have sent it a link";
 
 async fn app_with_mail(sink: &SmtpSink) -> TestApp {
-    let url = sink.url();
+    let mail = sink.settings();
     TestApp::spawn_with(move |c| {
-        c.mail = Some(MailSettings {
-            smtp_url: url,
-            from: "Demo Store <no-reply@shop.example>".to_owned(),
-        });
+        c.mail = Some(mail);
     })
     .await
 }
@@ -361,12 +357,9 @@ async fn a_new_link_ends_the_earlier_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn one_requester_cannot_spend_an_accounts_whole_mail_budget() {
     let mut sink = SmtpSink::start().await;
-    let url = sink.url();
+    let mail = sink.settings();
     let app = TestApp::spawn_with(move |c| {
-        c.mail = Some(MailSettings {
-            smtp_url: url,
-            from: "Demo Store <no-reply@shop.example>".to_owned(),
-        });
+        c.mail = Some(mail);
         c.trusted_proxies = pact_server::client_ip::TrustedProxies::parse("127.0.0.1").unwrap();
     })
     .await;

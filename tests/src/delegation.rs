@@ -39,6 +39,30 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A delegation token signed with the node's own current key, from the
+    /// claims of `like` with a fresh `iat`/`exp`/`jti`, then edited: what only
+    /// pactd can mint (or whoever holds its key).
+    pub fn mint_delegation_token(
+        &self,
+        like: &str,
+        edit: impl FnOnce(&mut pact_proto::oauth::DelegationClaims),
+    ) -> String {
+        use base64::Engine as _;
+        let payload = like.split('.').nth(1).expect("a compact JWS");
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        let mut claims: pact_proto::oauth::DelegationClaims =
+            serde_json::from_slice(&bytes).unwrap();
+        let now = OffsetDateTime::now_utc();
+        claims.iat = now.unix_timestamp();
+        claims.exp = claims.iat + 300;
+        claims.jti = uuid::Uuid::new_v4().to_string();
+        edit(&mut claims);
+        let key = self.state.keys.current().signing_key(now).unwrap();
+        pact_jose::sign_delegation_token(&key, &claims).unwrap()
+    }
+
     /// Starts a device authorization for `scope`; panics unless it succeeds.
     pub async fn device_authorize(
         &self,

@@ -83,6 +83,14 @@ impl SmtpSink {
         format!("smtp://{}", self.addr)
     }
 
+    /// pactd's mail settings for this sink, as the demo store's sender.
+    pub fn settings(&self) -> pact_server::mail::MailSettings {
+        pact_server::mail::MailSettings {
+            smtp_url: self.url(),
+            from: "Demo Store <no-reply@shop.example>".to_owned(),
+        }
+    }
+
     /// The next delivered message; panics after 10 s without one.
     pub async fn next(&mut self) -> Mail {
         tokio::time::timeout(std::time::Duration::from_secs(10), self.rx.recv())

@@ -79,7 +79,6 @@ const PRUNE_ABOVE: usize = 50_000;
 /// whose buckets stay partly spent for long (a limit of one an hour, keyed by
 /// addresses an attacker has many of) cost one scan per doubling, not a scan
 /// of the whole map under the lock on every request.
-#[derive(Default)]
 struct Buckets {
     map: HashMap<String, (Bucket, f64, f64)>,
     prune_at: usize,

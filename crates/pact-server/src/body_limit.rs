@@ -11,7 +11,7 @@
 //! OAuth endpoints, the admin API's error shape, or a page.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use pact_proto::A2aError;
@@ -34,28 +34,24 @@ pub async fn in_format(State(limit): State<usize>, req: Request, next: Next) -> 
     }
     let message = format!("The request body is larger than this server accepts ({limit} bytes)");
     let status = StatusCode::PAYLOAD_TOO_LARGE;
-    if admin_api {
-        let body = json!({"error": {"code": "invalid_request", "message": message}});
-        let mut res = (status, axum::Json(body)).into_response();
-        res.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        return res;
-    }
-    match family {
-        Family::A2a => {
-            let mut body = A2aError::invalid_params(message).to_json();
-            body["error"]["code"] = json!(status.as_u16());
-            a2a_json(status, &body)
+    // Each family's own error, with 413 for its status.
+    let mut res = if admin_api {
+        crate::admin::api::error::AdminApiError::invalid(message).into_response()
+    } else {
+        match family {
+            Family::A2a => {
+                let mut body = A2aError::invalid_params(message).to_json();
+                body["error"]["code"] = json!(status.as_u16());
+                a2a_json(status, &body)
+            }
+            Family::OAuth => oauth_json(
+                status,
+                &OAuthError::new(OAuthErrorCode::InvalidRequest, &message),
+            ),
+            Family::Page => PageError::BadRequest(message).into_response(),
+            Family::Free => return res,
         }
-        Family::OAuth => oauth_json(
-            status,
-            &OAuthError::new(OAuthErrorCode::InvalidRequest, &message),
-        ),
-        Family::Page => {
-            let mut res = PageError::BadRequest(message).into_response();
-            *res.status_mut() = status;
-            res
-        }
-        Family::Free => res,
-    }
+    };
+    *res.status_mut() = status;
+    res
 }

@@ -72,37 +72,17 @@ pub async fn run(pool: &PgPool, c: &RegistryCommand) -> anyhow::Result<()> {
                 allow_loopback: *allow_loopback,
                 ..pact_jose::JwksPolicy::default()
             };
-            // Recorded with its outcome, as the admin API records it: what the
-            // list changed (it may revoke grants), or why it was refused.
-            let applied = match pact_server::registry::refresh(pool, &jwks, &registry, now).await {
-                Ok(applied) => applied,
-                Err(pact_server::registry::RefreshError::Db(e)) => return Err(e.into()),
-                Err(e) => {
-                    let reason = format!("{e}; nothing changed");
-                    crate::admin_accounts::record_cli(
-                        pool,
-                        "registry.refresh",
-                        Some(name),
-                        None,
-                        serde_json::json!({"outcome": "refused", "reason": &reason}),
-                    )
-                    .await?;
-                    return Err(anyhow!("{name}: {reason}"));
-                }
-            };
-            crate::admin_accounts::record_cli(
+            // Recorded with its outcome, as the admin API records it.
+            let applied = ops::registries::refresh(
                 pool,
-                "registry.refresh",
-                Some(name),
-                None,
-                serde_json::json!({"outcome": "applied", "result": {
-                    "listed": applied.listed,
-                    "skipped": applied.skipped,
-                    "delisted": &applied.delisted,
-                    "revoked_grants": applied.revoked_grants,
-                }}),
+                &jwks,
+                &cli_as_actor(),
+                cli_origin().as_deref(),
+                &registry,
+                now,
             )
-            .await?;
+            .await?
+            .map_err(|reason| anyhow!("{name}: {reason}"))?;
             println!(
                 "{name}: {} listed, {} skipped (staff's own, another registry's, or a blocked host), {} no longer listed ({} grants revoked)",
                 applied.listed,

@@ -140,6 +140,7 @@ pub async fn run(
     // its calls did and its claim, so that the retry would act again.
     let store_by =
         tokio::time::Instant::now() + state.config.request_timeout.saturating_sub(STORE_MARGIN);
+    let time_left = || store_by.saturating_duration_since(tokio::time::Instant::now());
     let setup = state
         .config_cache
         .merchant(&state.db, &brand.id)
@@ -168,7 +169,7 @@ pub async fn run(
     // would otherwise let the request be cut while the agent still works,
     // with what its calls did unrecorded and the retry acting again.
     let timeout = Duration::from_millis(u64::try_from(agent.agent_timeout_ms).unwrap_or(20_000))
-        .min(store_by.saturating_duration_since(tokio::time::Instant::now()));
+        .min(time_left());
     let tool_timeout =
         Duration::from_millis(u64::try_from(agent.tool_timeout_ms).unwrap_or(10_000));
     let context_id = t.conversation_id.to_string();
@@ -278,8 +279,7 @@ pub async fn run(
     // in time to store what the calls did. A call still running then is left
     // out of the receipt (and logged); before, the whole turn was cut, the
     // calls that had acted were forgotten and the retry ran them again.
-    let wait = (tool_timeout + std::time::Duration::from_secs(1))
-        .min(store_by.saturating_duration_since(tokio::time::Instant::now()));
+    let wait = (tool_timeout + std::time::Duration::from_secs(1)).min(time_left());
     let (mut record, mut end) = live.finish(wait).await;
     // A failed turn decides from everything its calls did, on every node:
     // a call that went through another node and acted there makes the

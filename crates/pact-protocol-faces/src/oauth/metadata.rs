@@ -28,20 +28,26 @@ fn public_json(body: &serde_json::Value) -> Response {
     res
 }
 
+/// The brand the path names, from the node's copy; none (or a name that
+/// does not even decode, `%FF`) is the bare 404, not axum's plain-text 400.
+async fn path_brand(
+    node: &Node,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<pact_db::brands::Brand, OAuthFailure> {
+    let Ok(Path(brand_id)) = path else {
+        return Err(OAuthFailure::Api(ApiError::NotFound));
+    };
+    node.config_cache
+        .brand(&node.db, &brand_id)
+        .await?
+        .ok_or(OAuthFailure::Api(ApiError::NotFound))
+}
+
 pub async fn metadata(
     State(node): State<Node>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
-    // A brand that does not even decode (`%FF`) is as unknown as any other:
-    // the bare 404, not axum's plain-text 400.
-    let Ok(Path(brand_id)) = path else {
-        return Err(OAuthFailure::Api(ApiError::NotFound));
-    };
-    let brand = node
-        .config_cache
-        .brand(&node.db, &brand_id)
-        .await?
-        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    let brand = path_brand(&node, path).await?;
     let scopes = offered_scopes(&node, &brand.id).await?;
     let c = &node.config;
     let issuer = c.oauth_issuer(&brand.id);
@@ -83,16 +89,7 @@ pub async fn jwks(
     State(node): State<Node>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
-    // A brand that does not even decode (`%FF`) is as unknown as any other:
-    // the bare 404, not axum's plain-text 400.
-    let Ok(Path(brand_id)) = path else {
-        return Err(OAuthFailure::Api(ApiError::NotFound));
-    };
-    let brand = node
-        .config_cache
-        .brand(&node.db, &brand_id)
-        .await?
-        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    let brand = path_brand(&node, path).await?;
     offered_scopes(&node, &brand.id).await?;
     Ok(public_json(
         &node
@@ -113,16 +110,7 @@ pub async fn receipt_keys(
     State(node): State<Node>,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, OAuthFailure> {
-    // A brand that does not even decode (`%FF`) is as unknown as any other:
-    // the bare 404, not axum's plain-text 400.
-    let Ok(Path(brand_id)) = path else {
-        return Err(OAuthFailure::Api(ApiError::NotFound));
-    };
-    let brand = node
-        .config_cache
-        .brand(&node.db, &brand_id)
-        .await?
-        .ok_or(OAuthFailure::Api(ApiError::NotFound))?;
+    let brand = path_brand(&node, path).await?;
     offered_scopes(&node, &brand.id).await?;
     let keys = crate::keys::all_public_keys(&node.db)
         .await

@@ -793,15 +793,17 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     // A command that would seal with a key that is not this database's (a
     // staging key, the dev directory's) is refused before it seals anything.
     let stranger = MasterKey::generate().unwrap();
+    let with_stranger = || {
+        let mut cmd = pactd();
+        cmd.env("DATABASE_URL", &db_url)
+            .env("PACTD_MASTER_KEY", stranger.to_base64());
+        cmd
+    };
     let keys_before: i64 = sqlx::query_scalar("select count(*) from signing_keys")
         .fetch_one(&pool)
         .await
         .unwrap();
-    let mut wrong = pactd();
-    wrong
-        .env("DATABASE_URL", &db_url)
-        .env("PACTD_MASTER_KEY", stranger.to_base64());
-    let err = run(wrong, &["keys", "rotate", "--overlap-secs", "0"]).await;
+    let err = run(with_stranger(), &["keys", "rotate", "--overlap-secs", "0"]).await;
     assert!(
         err.failed()
             .contains("does not open this database's signing keys"),
@@ -813,12 +815,8 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         .await
         .unwrap();
     assert_eq!(keys_after, keys_before, "nothing was sealed");
-    let mut wrong = pactd();
-    wrong
-        .env("DATABASE_URL", &db_url)
-        .env("PACTD_MASTER_KEY", stranger.to_base64());
     let err = run(
-        wrong,
+        with_stranger(),
         &[
             "brand",
             "set",

@@ -186,34 +186,23 @@ pub async fn refresh(
         .await?
         .ok_or(AdminApiError::NotFound)?;
     // Recorded with its outcome: what the list changed, or why it was refused.
-    let (detail, answer) =
-        match crate::registry::refresh(&node.db, &node.config.jwks, &registry, now).await {
-            Ok(applied) => {
-                let refreshed = RegistryRefreshed {
-                    name: name.clone(),
-                    listed: applied.listed,
-                    skipped: applied.skipped,
-                    delisted: applied.delisted,
-                    revoked_grants: applied.revoked_grants,
-                };
-                (
-                    json!({"outcome": "applied", "result": &refreshed}),
-                    Ok(refreshed),
-                )
-            }
-            Err(crate::registry::RefreshError::Db(e)) => return Err(e.into()),
-            Err(e) => {
-                let reason = format!("{e}; nothing changed");
-                (
-                    json!({"outcome": "refused", "reason": reason}),
-                    Err(AdminApiError::invalid(reason)),
-                )
-            }
-        };
-    caller
-        .record(&node.db, "registry.refresh", Some(&name), None, detail)
-        .await?;
-    answer.map(Json)
+    let refreshed = ops::registries::refresh(
+        &node.db,
+        &node.config.jwks,
+        &caller.actor,
+        Some(&caller.ip),
+        &registry,
+        now,
+    )
+    .await?
+    .map_err(AdminApiError::invalid)?;
+    Ok(Json(RegistryRefreshed {
+        name,
+        listed: refreshed.listed,
+        skipped: refreshed.skipped,
+        delisted: refreshed.delisted,
+        revoked_grants: refreshed.revoked_grants,
+    }))
 }
 
 /// `POST /registries/{name}/remove`: the agents it listed are no longer admitted

@@ -145,3 +145,46 @@ mod tests {
         assert!(pinned_keys(&json!({"kty": "oct", "k": "c2VjcmV0"})).is_err());
     }
 }
+
+/// What a refresh came to: the list applied, or refused with why (nothing
+/// changed then).
+pub type Refreshed = Result<pact_db::registries::Applied, String>;
+
+/// `registry.refresh`: fetches and applies the list now and records the
+/// outcome, what the list changed (it may delist agents and revoke their
+/// grants) or why it was refused. The API and the CLI both refresh through
+/// here, so both leave the same entry. A database failure is returned as it
+/// is, unrecorded.
+pub async fn refresh(
+    db: &pact_db::PgPool,
+    jwks: &pact_jose::JwksPolicy,
+    actor: &Actor,
+    ip: Option<&str>,
+    registry: &Registry,
+    now: OffsetDateTime,
+) -> Result<Refreshed, pact_db::Error> {
+    let outcome = match crate::registry::refresh(db, jwks, registry, now).await {
+        Ok(applied) => Ok(applied),
+        Err(crate::registry::RefreshError::Db(e)) => return Err(e),
+        Err(e) => Err(format!("{e}; nothing changed")),
+    };
+    let detail = match &outcome {
+        Ok(a) => json!({"outcome": "applied", "result": {
+            "name": registry.name, "listed": a.listed, "skipped": a.skipped,
+            "delisted": a.delisted, "revoked_grants": a.revoked_grants,
+        }}),
+        Err(reason) => json!({"outcome": "refused", "reason": reason}),
+    };
+    let mut conn = db.acquire().await?;
+    audit(
+        &mut conn,
+        actor,
+        ip,
+        "registry.refresh",
+        &registry.name,
+        None,
+        detail,
+    )
+    .await?;
+    Ok(outcome)
+}
