@@ -123,29 +123,6 @@ pub async fn remove(
     Ok((unlisted.len(), revoked))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_keys_are_checked() {
-        assert!(check_name("trusted-agents.eu").is_ok());
-        for bad in ["", "-x", "A", "a b", &"a".repeat(64)] {
-            assert!(check_name(bad).is_err(), "{bad}");
-        }
-        let key = pact_jose::ProviderKey::generate().unwrap();
-        let jwk = key.public_jwk();
-        assert_eq!(pinned_keys(&jwk).unwrap(), json!([jwk.clone()]));
-        assert_eq!(
-            pinned_keys(&json!({"keys": [jwk.clone()]})).unwrap(),
-            json!([jwk])
-        );
-        assert!(pinned_keys(&json!({"keys": []})).is_err());
-        assert!(pinned_keys(&json!("x")).is_err());
-        assert!(pinned_keys(&json!({"kty": "oct", "k": "c2VjcmV0"})).is_err());
-    }
-}
-
 /// What a refresh came to: the list applied, or refused with why (nothing
 /// changed then).
 pub type Refreshed = Result<pact_db::registries::Applied, String>;
@@ -187,4 +164,27 @@ pub async fn refresh(
     )
     .await?;
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_keys_are_checked() {
+        assert!(check_name("trusted-agents.eu").is_ok());
+        for bad in ["", "-x", "A", "a b", &"a".repeat(64)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        let key = pact_jose::ProviderKey::generate().unwrap();
+        let jwk = key.public_jwk();
+        assert_eq!(pinned_keys(&jwk).unwrap(), json!([jwk.clone()]));
+        assert_eq!(
+            pinned_keys(&json!({"keys": [jwk.clone()]})).unwrap(),
+            json!([jwk])
+        );
+        assert!(pinned_keys(&json!({"keys": []})).is_err());
+        assert!(pinned_keys(&json!("x")).is_err());
+        assert!(pinned_keys(&json!({"kty": "oct", "k": "c2VjcmV0"})).is_err());
+    }
 }
