@@ -388,12 +388,14 @@ pub async fn abandon_turn(
 
 /// Claims left behind by a node that stopped mid-turn: older than `before`
 /// and still without a reply. Deleting them lets the `messageId` be retried.
+/// `replied_at is null` is what the sweep's index is declared on (migration
+/// 0049: an index on `reply is null` was read by every turn's store).
 pub async fn delete_stale_claims(
     db: impl PgExecutor<'_>,
     before: time::OffsetDateTime,
 ) -> DbResult<u64> {
     let done = sqlx::query!(
-        "delete from messages where reply is null and created_at < $1",
+        "delete from messages where replied_at is null and reply is null and created_at < $1",
         before,
     )
     .execute(db)
