@@ -281,6 +281,65 @@ async fn a_message_whose_reply_is_not_stored_yet_is_invalid_params() {
     assert_a2a_error(res, 400, "INVALID_PARAMS", None).await;
 }
 
+/// A claim left by a node that stopped mid-turn is dropped by the
+/// housekeeping sweep once it is ten minutes old, so the PA's retry of that
+/// `messageId` runs; a younger claim and an old answered turn stay. The
+/// sweep finds claims by `replied_at` (migration 0049), which every stored
+/// reply sets.
+#[tokio::test]
+async fn the_sweep_drops_only_claims_left_ten_minutes_without_a_reply() {
+    use time::{Duration, OffsetDateTime};
+    // A short request timeout keeps the wait for the young claim at 1 s.
+    let app = TestApp::spawn_with(|c| c.request_timeout = std::time::Duration::from_secs(3)).await;
+    let pa = app.registered_pa(ISS).await;
+    let token = pa.token("u1", app.audience());
+    let first: Value = app
+        .send("demo", &token, "m1", "hi", None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ctx = first["message"]["contextId"].as_str().unwrap().to_owned();
+    let now = OffsetDateTime::now_utc();
+    for (message_id, age) in [("m2", 11), ("m3", 1)] {
+        sqlx::query(
+            "insert into messages (conversation_id, message_id, request_text, created_at) \
+             values ($1::uuid, $2, 'x', $3)",
+        )
+        .bind(&ctx)
+        .bind(message_id)
+        .bind(now - Duration::minutes(age))
+        .execute(&app.db)
+        .await
+        .unwrap();
+    }
+    sqlx::query("update messages set created_at = $1 where message_id = 'm1'")
+        .bind(now - Duration::hours(1))
+        .execute(&app.db)
+        .await
+        .unwrap();
+
+    pact_server::housekeeping::sweep(&app.state.node, now).await;
+
+    let swept: Value = app
+        .send("demo", &token, "m2", "When are you open?", Some(&ctx))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(swept["message"]["parts"][0]["text"].is_string(), "{swept}");
+    let res = app.send("demo", &token, "m3", "hi", Some(&ctx)).await;
+    assert_a2a_error(res, 400, "INVALID_PARAMS", None).await;
+    let retry: Value = app
+        .send("demo", &token, "m1", "hi", Some(&ctx))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(retry, first);
+    assert_eq!(count(&app, "messages").await, 3);
+}
+
 #[tokio::test]
 async fn a_closed_conversation_is_an_unsupported_operation() {
     let app = TestApp::spawn().await;

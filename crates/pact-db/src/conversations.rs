@@ -325,12 +325,17 @@ pub async fn finish_turn(
 /// minute, see above). `Ok(false)` when the claim is gone. A unique violation
 /// means another turn of the grant took that `seq` since the caller read the
 /// chain's head: read it again and retry (the chain never forks, PACT §5.6).
+///
+/// The context's `updated_at` is moved on, except for its `first` turn: its
+/// claim created the row moments before (`claim_first_turn`), and a second
+/// version of the row (and its index entries) would only say the same.
 pub async fn finish_turn_with_receipt(
     db: impl PgExecutor<'_>,
     reply_message_id: &str,
     reply: &serde_json::Value,
     receipt: &crate::receipts::NewReceipt<'_>,
     end: Option<EndOfTurn>,
+    first: bool,
 ) -> DbResult<Finished> {
     let (turn_id, expires_at) = end_parts(end);
     let row = sqlx::query!(
@@ -347,7 +352,7 @@ pub async fn finish_turn_with_receipt(
                select g.id, $2, $3, $4, $5, $6 from g \
                where exists (select 1 from messages where conversation_id = $3 \
                              and message_id = $4 and reply is null) returning id), \
-         c as (update conversations set updated_at = now() where id = $3 \
+         c as (update conversations set updated_at = now() where id = $3 and not $11 \
                and exists (select 1 from r)), \
          m as (update messages set reply_message_id = $7, reply = $8, replied_at = now() \
                where conversation_id = $3 and message_id = $4 and reply is null \
@@ -363,6 +368,7 @@ pub async fn finish_turn_with_receipt(
         reply,
         turn_id,
         expires_at,
+        first,
     )
     .fetch_one(db)
     .await?;

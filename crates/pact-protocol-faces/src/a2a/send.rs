@@ -502,6 +502,7 @@ async fn run_claimed(
             delegation,
             conversation_id,
             fresh,
+            first,
             message_id: &incoming.message_id,
             request_text: &incoming.text,
             reply_id: reply_id.clone(),
@@ -604,6 +605,8 @@ struct Reply<'a> {
     /// Nothing of the turn is stored yet: the conversation and the message
     /// are written with the reply.
     fresh: bool,
+    /// The first turn of its context (see `Claim::first`).
+    first: bool,
     message_id: &'a str,
     request_text: &'a str,
     reply_id: String,
@@ -761,6 +764,7 @@ async fn store(
                 &body,
                 &row.as_new(),
                 r.end,
+                r.first,
             )
             .await?
         }
