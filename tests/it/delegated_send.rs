@@ -511,6 +511,72 @@ async fn a_first_message_retried_without_a_context_gets_its_stored_reply() {
     );
 }
 
+/// A delegated first turn's claim is its context row (the message is written
+/// with the reply). A copy of the message that finds a young one waits for it
+/// (and is told to retry later); one left by a node that stopped mid-turn,
+/// older than any turn can run, is taken over by the PA's retry: the turn
+/// runs once, in that context, and its reply and receipt are stored there.
+#[tokio::test]
+async fn a_first_turn_left_by_a_stopped_node_is_taken_over_by_the_retry() {
+    // A short request timeout keeps a copy's wait for the young claim at 1 s.
+    let app = TestApp::spawn_with(|c| {
+        c.delegation.poll_interval_secs = 1;
+        c.request_timeout = std::time::Duration::from_secs(3);
+    })
+    .await;
+    app.enable_demo_delegation().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let token = access(&app.connect(&pa, SUB, "alice", &["orders:read"]).await);
+    let now = OffsetDateTime::now_utc();
+    let (left, young) = (Uuid::new_v4(), Uuid::new_v4());
+    for (id, message_id, age) in [(left, "m-left", 11), (young, "m-young", 1)] {
+        sqlx::query(
+            "insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, \
+                                        first_message_id, created_at) \
+             values ($1, 'demo', $2, $3, 'alice', $4, $5)",
+        )
+        .bind(id)
+        .bind(ISS)
+        .bind(SUB)
+        .bind(message_id)
+        .bind(now - Duration::minutes(age))
+        .execute(&app.db)
+        .await
+        .unwrap();
+    }
+
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m-young", "show my orders", None)
+        .await;
+    assert_a2a_error(res, 400, "INVALID_PARAMS", None).await;
+
+    let before = footprint(&app).await;
+    let taken = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m-left", "show my orders", None)
+            .await,
+    )
+    .await;
+    assert_eq!(taken["message"]["contextId"], left.to_string(), "{taken}");
+    assert!(
+        taken["message"]["metadata"]["pact.receipt"].is_object(),
+        "{taken}"
+    );
+    let again = ok_json(
+        app.send_delegated("demo", &pa_jwt, &token, "m-left", "show my orders", None)
+            .await,
+    )
+    .await;
+    assert_eq!(again, taken);
+    let after = footprint(&app).await;
+    assert_eq!(
+        after.conversations, before.conversations,
+        "no second context"
+    );
+    assert_eq!(after.messages, before.messages + 1, "one message");
+    assert_eq!(after.receipts, before.receipts + 1, "one receipt");
+}
+
 /// PACT §5.5 (checked against the grant row, not only the signature): a token
 /// pactd signed is still refused when its grant is unknown or belongs to
 /// another user, PA or brand than the token says.

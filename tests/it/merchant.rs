@@ -386,6 +386,57 @@ async fn a_failing_agent_is_a_retryable_error_and_nothing_is_stored() {
     assert_eq!(message_rows(&app).await, rows + 1);
 }
 
+/// A delegated first turn whose agent fails leaves nothing behind: its
+/// claim (the new context's row) is dropped before the error is answered, so
+/// the PA's retry of the `messageId` runs at once, in a context of its own,
+/// and is stored once with its receipt.
+#[tokio::test]
+async fn a_failed_delegated_first_turn_leaves_no_context_and_its_retry_runs() {
+    let (app, m) = shop_app().await;
+    let pa = app.registered_pa(ISS).await;
+    let pa_jwt = pa.token(SUB, app.audience());
+    let read = grant(&app, &pa, SUB, "ann", &["orders:read"], None).await;
+    let count = |table: &'static str| {
+        let db = app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!(
+                "select count(*) from {table}"
+            )))
+            .fetch_one(&db)
+            .await
+            .unwrap()
+        }
+    };
+
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}/pact", closed.local_addr().unwrap());
+    drop(closed);
+    app.set_agent("demo", &dead, None).await;
+    let res = app
+        .send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
+        .await;
+    assert_eq!(res.status(), 503);
+    assert_eq!(count("conversations").await, 0, "the claim is dropped");
+    assert_eq!(count("messages").await, 0);
+
+    app.set_agent("demo", &m.agent_url(), None).await;
+    let v = ok_json(
+        app.send_delegated("demo", &pa_jwt, &read, "m1", "Show me my orders", None)
+            .await,
+    )
+    .await;
+    assert!(text(&v["message"]).contains("SHOP-1001"), "{v}");
+    assert_eq!(verified_receipt(&app, &v["message"]).await.actions.len(), 1);
+    assert_eq!(
+        (
+            count("conversations").await,
+            count("messages").await,
+            count("receipts").await
+        ),
+        (1, 1, 1)
+    );
+}
+
 /// PACT §4 with a slow agent: a retry of a running `messageId` waits for the
 /// reply instead of calling the agent a second time.
 #[tokio::test]

@@ -69,7 +69,17 @@ pub struct Conversation {
     pub pa_sub: String,
     pub user_sub: Option<UserSub>,
     pub closed: bool,
+    /// The `messageId` a delegated context was created for ([`claim_first_turn`]).
+    pub first_message_id: Option<String>,
+    /// Created longer than [`CLAIM_ABANDONED_AFTER`] ago (by the database's clock).
+    pub old: bool,
 }
+
+/// How long a claim may stay without its reply before it counts as left by a
+/// node that stopped mid-turn: the longest turn is bounded by the agent
+/// timeout (at most 25 s), so after ten minutes nobody will finish it. The
+/// housekeeping sweep drops such claims; a retry takes over a first turn's.
+pub const CLAIM_ABANDONED_AFTER: time::Duration = time::Duration::minutes(10);
 
 /// The first turn of a new context (PACT §4, no `contextId`), bound to
 /// `user_sub` under delegation (PACT §5.5).
@@ -134,8 +144,8 @@ pub async fn create_with_reply(
 /// ([`claim_first_turn`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FirstClaim {
-    /// The context is created with this message claimed: the caller runs the
-    /// turn, and finishes it as any claimed turn ([`finish_turn_with_receipt`]).
+    /// The context is created for this message: the caller runs the turn,
+    /// and stores it with [`finish_first_turn_with_receipt`].
     Claimed,
     /// This (brand, PA issuer, PA sub) already started a context with this
     /// first message: the caller answers from it, as for any retry.
@@ -145,13 +155,20 @@ pub enum FirstClaim {
     Racing,
 }
 
-/// Creates the context `c` with its first message claimed, unless this
-/// (brand, PA issuer, PA sub) started one with the same first message id
-/// already (the unique index of migration 0046), in one statement. A turn
-/// that acts for a person is claimed before it runs, like a turn in an
-/// existing context, so that the same first message sent twice at once (a
-/// personal agent that retried before the reply came) runs once: the copy
-/// finds the claim and waits for its reply (PACT §4).
+/// Creates the context `c` for its first message, unless this (brand, PA
+/// issuer, PA sub) started one with the same first message id already (the
+/// unique index of migration 0046), in one statement. A turn that acts for a
+/// person is claimed before it runs, like a turn in an existing context, so
+/// that the same first message sent twice at once (a personal agent that
+/// retried before the reply came) runs once: the copy finds the context and
+/// waits for its reply (PACT §4).
+///
+/// The context row is the claim: the message is written once, with its reply
+/// and receipt ([`finish_first_turn_with_receipt`]). A context whose first
+/// message has no row yet is a turn still running (or abandoned, see
+/// [`CLAIM_ABANDONED_AFTER`]). Claiming with a message row too, and updating
+/// it with the reply, wrote the message twice and its index entries three
+/// times for every delegated first turn.
 pub async fn claim_first_turn(
     db: impl PgExecutor<'_>,
     c: NewTurnContext<'_>,
@@ -161,10 +178,8 @@ pub async fn claim_first_turn(
                     values ($1, $2, $3, $4, $5, $6) \
                     on conflict (brand_id, pa_issuer, pa_sub, first_message_id) \
                       where first_message_id is not null do nothing \
-                    returning id), \
-              m as (insert into messages (conversation_id, message_id, request_text, grant_id) \
-                    select id, $6, $7, $8 from c returning 1) \
-         select exists (select 1 from m) as \"claimed!\", \
+                    returning id) \
+         select exists (select 1 from c) as \"claimed!\", \
                 (select id from conversations where brand_id = $2 and pa_issuer = $3 \
                  and pa_sub = $4 and first_message_id = $6) as existing",
         c.id,
@@ -173,8 +188,6 @@ pub async fn claim_first_turn(
         c.pa_sub,
         c.user_sub.map(UserSub::as_str),
         c.message_id,
-        c.request_text,
-        c.grant_id.map(GrantId::as_uuid),
     )
     .fetch_one(db)
     .await?;
@@ -183,6 +196,26 @@ pub async fn claim_first_turn(
         (false, Some(id)) => FirstClaim::Existing(id),
         (false, None) => FirstClaim::Racing,
     })
+}
+
+/// Drops the context a failed first turn created ([`claim_first_turn`]), so
+/// the PA's retry of its `messageId` runs: only while no message of it is
+/// stored (a reply whose commit won the race stays).
+pub async fn abandon_first_turn(
+    db: impl PgExecutor<'_>,
+    conversation_id: Uuid,
+    message_id: &str,
+) -> DbResult<()> {
+    sqlx::query!(
+        "delete from conversations where id = $1 and first_message_id = $2 \
+         and not exists (select 1 from messages where conversation_id = $1)",
+        conversation_id,
+        message_id,
+    )
+    .execute(db)
+    .await
+    .map(|_| ())
+    .map_err(Into::into)
 }
 
 /// Locks the conversation for this turn, but only when it belongs to this
@@ -202,12 +235,15 @@ pub async fn lock_owned(
     } = owner;
     sqlx::query_as!(
         Conversation,
-        "select id, brand_id, pa_issuer, pa_sub, user_sub as \"user_sub: UserSub\", closed from conversations \
+        "select id, brand_id, pa_issuer, pa_sub, user_sub as \"user_sub: UserSub\", closed, \
+                first_message_id, created_at < now() - make_interval(secs => $5) as \"old!\" \
+         from conversations \
          where id = $1 and brand_id = $2 and pa_issuer = $3 and pa_sub = $4 for update",
         id,
         brand_id,
         pa_issuer,
         pa_sub,
+        CLAIM_ABANDONED_AFTER.as_seconds_f64(),
     )
     .fetch_optional(db)
     .await
@@ -369,6 +405,54 @@ pub async fn finish_turn_with_receipt(
         turn_id,
         expires_at,
         first,
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(Finished::of(row.stored, row.fence_ok))
+}
+
+/// Stores a delegated first turn, whose claim is its context row
+/// ([`claim_first_turn`]): its message with the reply, and its receipt, in
+/// one statement, as [`finish_turn_with_receipt`] does for a claimed message.
+/// `Gone` when the context was dropped meanwhile (its turn abandoned); a
+/// unique violation, as there, means the receipt's chain position was taken.
+pub async fn finish_first_turn_with_receipt(
+    db: impl PgExecutor<'_>,
+    request_text: &str,
+    reply_message_id: &str,
+    reply: &serde_json::Value,
+    receipt: &crate::receipts::NewReceipt<'_>,
+    end: Option<EndOfTurn>,
+) -> DbResult<Finished> {
+    let (turn_id, expires_at) = end_parts(end);
+    let row = sqlx::query!(
+        "with f as (insert into turn_fences (turn_id, ended, expires_at) \
+                    select $9::uuid, true, $10::timestamptz where $9::uuid is not null \
+                    on conflict (turn_id) do nothing returning turn_id), \
+         ok as (select $9::uuid is null or exists (select 1 from f) as fine), \
+         g as (select id from grants where id = $1 and (select fine from ok)), \
+         t as (update grants set last_used_at = now() where id in \
+               (select id from grants where id = $1 and (select fine from ok) \
+                and (last_used_at is null or last_used_at < now() - interval '1 minute') \
+                for no key update skip locked)), \
+         r as (insert into receipts (grant_id, seq, conversation_id, message_id, jws, claims) \
+               select g.id, $2, $3, $4, $5, $6 from g \
+               where exists (select 1 from conversations where id = $3) returning id), \
+         m as (insert into messages (conversation_id, message_id, request_text, grant_id, \
+                                     reply_message_id, reply, replied_at) \
+               select $3, $4, $11, $1, $7, $8, now() from r returning 1) \
+         select exists (select 1 from m) as \"stored!\", (select fine from ok) as \"fence_ok!\"",
+        receipt.grant_id.as_uuid(),
+        receipt.seq,
+        receipt.conversation_id,
+        receipt.message_id,
+        receipt.jws,
+        receipt.claims,
+        reply_message_id,
+        reply,
+        turn_id,
+        expires_at,
+        request_text,
     )
     .fetch_one(db)
     .await?;

@@ -44,11 +44,15 @@ pub async fn sweep(node: &Node, now: OffsetDateTime) {
     if let Err(e) = pact_db::password_resets::sweep(&node.db, now - time::Duration::days(1)).await {
         tracing::warn!(error = %e, "password-reset link cleanup failed");
     }
-    // A turn claimed by a node that stopped before storing its reply: the
-    // longest turn is bounded by the agent timeout (at most 25 s), so after
-    // ten minutes nobody will finish it; dropping the claim lets the PA retry.
-    match pact_db::conversations::delete_stale_claims(&node.db, now - time::Duration::minutes(10))
-        .await
+    // A turn claimed by a node that stopped before storing its reply: after
+    // CLAIM_ABANDONED_AFTER nobody will finish it; dropping the claim lets
+    // the PA retry. (A delegated first turn's claim is its context row: a
+    // retry takes that over itself, see a2a/send.rs.)
+    match pact_db::conversations::delete_stale_claims(
+        &node.db,
+        now - pact_db::conversations::CLAIM_ABANDONED_AFTER,
+    )
+    .await
     {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, "removed abandoned turn claims"),

@@ -133,10 +133,11 @@ async fn run_turn(
             Begin::Claimed(claim) => {
                 // A first turn without delegation has no claim to drop:
                 // nothing of it is written before its reply.
-                let guard = (!claim.fresh).then(|| ClaimGuard {
+                let guard = (claim.written != Written::Nothing).then(|| ClaimGuard {
                     db: Some(state.relaxed_db.clone()),
                     conversation_id: claim.conversation_id,
                     message_id: incoming.message_id.clone(),
+                    context_only: claim.written == Written::Context,
                 });
                 let result = run_claimed(state, caller, claim, incoming, request_id).await;
                 if let Some(guard) = guard {
@@ -168,6 +169,9 @@ struct ClaimGuard {
     db: Option<sqlx::PgPool>,
     conversation_id: Uuid,
     message_id: String,
+    /// The claim is the context row of a delegated first turn
+    /// ([`Written::Context`]): dropping it drops the context.
+    context_only: bool,
 }
 
 impl ClaimGuard {
@@ -178,7 +182,13 @@ impl ClaimGuard {
 
     async fn release(mut self) {
         if let Some(db) = self.db.take() {
-            abandon(&db, self.conversation_id, &self.message_id).await;
+            abandon(
+                &db,
+                self.conversation_id,
+                &self.message_id,
+                self.context_only,
+            )
+            .await;
         }
     }
 }
@@ -189,19 +199,25 @@ impl Drop for ClaimGuard {
             return;
         };
         let (id, message_id) = (self.conversation_id, std::mem::take(&mut self.message_id));
+        let context_only = self.context_only;
         // `Drop` cannot wait: the delete runs on its own task. Without a
         // runtime (the process is ending) the sweep removes the claim later.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 tracing::info!(conversation = %id, "a cut turn drops its claim");
-                abandon(&db, id, &message_id).await;
+                abandon(&db, id, &message_id, context_only).await;
             });
         }
     }
 }
 
-async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str) {
-    if let Err(e) = conversations::abandon_turn(db, conversation_id, message_id).await {
+async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str, context_only: bool) {
+    let dropped = if context_only {
+        conversations::abandon_first_turn(db, conversation_id, message_id).await
+    } else {
+        conversations::abandon_turn(db, conversation_id, message_id).await
+    };
+    if let Err(e) = dropped {
         // With the database gone this is expected: the claim stays until the
         // housekeeping sweep removes it.
         if pact_db::classify(&e) == pact_db::Failure::Unavailable {
@@ -289,11 +305,11 @@ async fn begin(
     // writes nothing before its reply. But a first message can come twice
     // without a contextId: a retry from a PA that lost the reply, or a copy
     // sent before the first reply came. A delegated turn may act for a
-    // person (cancel, move, pay), so its context is created with the message
-    // claimed before it runs, keyed by the first messageId (migration 0046):
-    // a retry or a copy finds it and is answered from it as in any context,
-    // and the agent runs once. The claim is the lookup: one statement, as the
-    // lookup was. Identity turns keep their one statement: measured
+    // person (cancel, move, pay), so its context is created before it runs,
+    // keyed by the first messageId (migration 0046), and that row is the
+    // turn's claim: a retry or a copy finds it, waits while the turn runs and
+    // is answered from its stored reply as in any context, and the agent
+    // runs once. The claim is the lookup: one statement, as the lookup was. Identity turns keep their one statement: measured
     // (scripts/bench-merchant, ratios within each run), a lookup on every
     // webhook identity turn took it from 0.56x to 0.41x of the demo turn's
     // rate and from 1.13x to 1.77x of its PostgreSQL CPU.
@@ -305,7 +321,7 @@ async fn begin(
                 conversation_id: Uuid::new_v4(),
                 delegation,
                 head,
-                fresh: true,
+                written: Written::Nothing,
                 first: true,
             }));
         }
@@ -327,7 +343,7 @@ async fn begin(
                         conversation_id,
                         delegation,
                         head,
-                        fresh: false,
+                        written: Written::Context,
                         first: true,
                     }));
                 }
@@ -376,6 +392,15 @@ async fn begin(
             None => Begin::Running,
         });
     }
+    // A delegated first turn's message is written with its reply: until
+    // then its context row is its claim (`claim_first_turn`), and the turn
+    // is running, unless the claim is older than any turn can run (a node
+    // that stopped mid-turn): then this retry takes the turn over, with a
+    // claimed message as in any context.
+    let first = conversation.first_message_id.as_deref() == Some(incoming.message_id.as_str());
+    if first && !conversation.old {
+        return Ok(Begin::Running);
+    }
 
     // The first delegated turn binds the context to its user.
     if let Some(d) = delegation_ref
@@ -397,8 +422,8 @@ async fn begin(
             conversation_id: conversation.id,
             delegation,
             head,
-            fresh: false,
-            first: false,
+            written: Written::Message,
+            first,
         })
     } else {
         Begin::Running
@@ -411,11 +436,23 @@ struct Claim {
     /// The grant's receipt chain head as phase 1 read it with the grant.
     head: Head,
     conversation_id: Uuid,
-    /// The first turn of a new context without delegation: nothing of it is
-    /// written before its reply.
-    fresh: bool,
+    /// What of the turn phase 1 wrote (its claim).
+    written: Written,
     /// The first turn of a new context (written or not): it has no history.
     first: bool,
+}
+
+/// What of a turn is written before it runs: its claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    /// The first turn of a new context without delegation: nothing, until
+    /// its reply (`conversations::create_with_reply`).
+    Nothing,
+    /// A delegated first turn: its context, created for its `messageId`; the
+    /// message is written with the reply and receipt.
+    Context,
+    /// A turn in an existing context: its message, without a reply yet.
+    Message,
 }
 
 /// Phase 2 (the agent, nothing locked) and phase 3 (store).
@@ -430,7 +467,7 @@ async fn run_claimed(
         delegation,
         head,
         conversation_id,
-        fresh,
+        written,
         first,
     } = claim;
     let delegation = delegation.as_ref();
@@ -501,7 +538,7 @@ async fn run_claimed(
             caller,
             delegation,
             conversation_id,
-            fresh,
+            written,
             first,
             message_id: &incoming.message_id,
             request_text: &incoming.text,
@@ -602,9 +639,8 @@ struct Reply<'a> {
     caller: &'a Caller,
     delegation: Option<&'a Delegation>,
     conversation_id: Uuid,
-    /// Nothing of the turn is stored yet: the conversation and the message
-    /// are written with the reply.
-    fresh: bool,
+    /// What of the turn its claim wrote (see `Claim::written`).
+    written: Written,
     /// The first turn of its context (see `Claim::first`).
     first: bool,
     message_id: &'a str,
@@ -735,12 +771,12 @@ async fn store(
         request_text: r.request_text,
         grant_id: r.delegation.map(|d| d.grant_id),
     };
-    let finished = match (&receipt, r.fresh) {
-        (None, true) => {
+    let finished = match (&receipt, r.written) {
+        (None, Written::Nothing) => {
             conversations::create_with_reply(&mut *conn, new_context, &r.reply_id, &body, r.end)
                 .await?
         }
-        (None, false) => {
+        (None, Written::Message) => {
             conversations::finish_turn(
                 &mut *conn,
                 r.conversation_id,
@@ -751,13 +787,25 @@ async fn store(
             )
             .await?
         }
-        // A delegated first turn was claimed before it ran (`begin`).
-        (Some(_), true) => {
+        // A delegated first turn was claimed before it ran (`begin`), and
+        // only a delegated one by its context alone.
+        (Some(_), Written::Nothing) | (None, Written::Context) => {
             return Err(Stored::Failed(ApiError::Internal(
-                "a delegated turn reached its store unclaimed".into(),
+                "a turn reached its store without the claim its kind needs".into(),
             )));
         }
-        (Some(row), false) => {
+        (Some(row), Written::Context) => {
+            conversations::finish_first_turn_with_receipt(
+                &mut *conn,
+                r.request_text,
+                &r.reply_id,
+                &body,
+                &row.as_new(),
+                r.end,
+            )
+            .await?
+        }
+        (Some(row), Written::Message) => {
             conversations::finish_turn_with_receipt(
                 &mut *conn,
                 &r.reply_id,
