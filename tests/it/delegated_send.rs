@@ -466,6 +466,13 @@ async fn a_revoked_grant_is_refused_on_the_very_next_request() {
         .await;
     assert_invalid_token(res).await;
     assert_eq!(footprint(&app).await, before);
+    // Nor does a first message start a context (its claim is made with the
+    // grant's read, only for a live grant).
+    let res = app
+        .send_delegated("demo", &pa_jwt, &token, "m3", "show my orders", None)
+        .await;
+    assert_invalid_token(res).await;
+    assert_eq!(footprint(&app).await, before);
     // Nor is the delegated turn's stored reply read again by leaving the
     // token out of a retry: its account data and receipt stay behind it.
     let res = app

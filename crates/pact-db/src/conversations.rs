@@ -69,7 +69,7 @@ pub struct Conversation {
     pub pa_sub: String,
     pub user_sub: Option<UserSub>,
     pub closed: bool,
-    /// The `messageId` a delegated context was created for ([`claim_first_turn`]).
+    /// The `messageId` a delegated context was created for ([`claim_first_turn_with_grant`]).
     pub first_message_id: Option<String>,
     /// Created longer than [`CLAIM_ABANDONED_AFTER`] ago (by the database's clock).
     pub old: bool,
@@ -101,7 +101,7 @@ pub struct NewTurnContext<'a> {
 /// can address it before the PA reads its id in this reply (PACT §4), so
 /// nothing is written until there is something to keep. A delegated first
 /// turn, which may act for a person, is claimed before it runs instead
-/// ([`claim_first_turn`]), so that a copy of it sent at once waits for its
+/// ([`claim_first_turn_with_grant`]), so that a copy of it sent at once waits for its
 /// reply rather than acting again.
 pub async fn create_with_reply(
     db: impl PgExecutor<'_>,
@@ -141,7 +141,7 @@ pub async fn create_with_reply(
 }
 
 /// What claiming a new context's first message found
-/// ([`claim_first_turn`]).
+/// ([`claim_first_turn_with_grant`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FirstClaim {
     /// The context is created for this message: the caller runs the turn,
@@ -169,36 +169,80 @@ pub enum FirstClaim {
 /// [`CLAIM_ABANDONED_AFTER`]). Claiming with a message row too, and updating
 /// it with the reply, wrote the message twice and its index entries three
 /// times for every delegated first turn.
-pub async fn claim_first_turn(
+///
+/// The turn's grant and its receipt chain's head are read in the same
+/// statement (as [`crate::grants::for_turn`] reads them), so that a
+/// delegated first message costs one round trip before its agent runs. The
+/// context is created only while the grant is live at `now` and is this
+/// brand's, PA's and user's (`c`'s parties); the caller checks the grant it
+/// gets back by its own rule and drops the context when the two disagree.
+/// `None` when there is no such grant.
+pub async fn claim_first_turn_with_grant(
     db: impl PgExecutor<'_>,
+    grant_id: GrantId,
     c: NewTurnContext<'_>,
-) -> DbResult<FirstClaim> {
+    now: OffsetDateTime,
+) -> DbResult<Option<(crate::grants::TurnGrant, FirstClaim)>> {
     let row = sqlx::query!(
-        "with c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub, first_message_id) \
-                    values ($1, $2, $3, $4, $5, $6) \
-                    on conflict (brand_id, pa_issuer, pa_sub, first_message_id) \
-                      where first_message_id is not null do nothing \
-                    returning id) \
-         select exists (select 1 from c) as \"claimed!\", \
-                (select id from conversations where brand_id = $2 and pa_issuer = $3 \
-                 and pa_sub = $4 and first_message_id = $6) as existing",
+        r#"with g as (select g.brand_id, g.pa_issuer, g.user_sub, g.scopes, g.expires_at,
+                             g.revoked_at, g.authorization_details, g.terms,
+                             h.seq as head_seq, h.jws as head_jws
+                      from grants g
+                      left join lateral (select seq, jws from receipts r
+                                         where r.grant_id = g.id order by seq desc limit 1) h on true
+                      where g.id = $1),
+                c as (insert into conversations (id, brand_id, pa_issuer, pa_sub, user_sub,
+                                                 first_message_id)
+                      select $2, $3, $4, $5, $6, $7 from g
+                      where g.revoked_at is null and g.expires_at > $8
+                        and g.brand_id = $3 and g.pa_issuer = $4 and g.user_sub = $6
+                      on conflict (brand_id, pa_issuer, pa_sub, first_message_id)
+                        where first_message_id is not null do nothing
+                      returning id)
+           select g.brand_id as "brand_id!", g.pa_issuer as "pa_issuer!",
+                  g.user_sub as "user_sub!", g.scopes as "scopes!",
+                  g.expires_at as "expires_at!", g.revoked_at, g.authorization_details, g.terms,
+                  g.head_seq as "head_seq?", g.head_jws as "head_jws?",
+                  exists (select 1 from c) as "claimed!",
+                  (select id from conversations where brand_id = $3 and pa_issuer = $4
+                   and pa_sub = $5 and first_message_id = $7) as existing
+           from g"#,
+        grant_id.as_uuid(),
         c.id,
         c.brand_id,
         c.pa_issuer,
         c.pa_sub,
         c.user_sub.map(UserSub::as_str),
         c.message_id,
+        now,
     )
-    .fetch_one(db)
+    .fetch_optional(db)
     .await?;
-    Ok(match (row.claimed, row.existing) {
-        (true, _) => FirstClaim::Claimed,
-        (false, Some(id)) => FirstClaim::Existing(id),
-        (false, None) => FirstClaim::Racing,
-    })
+    Ok(row.map(|r| {
+        let grant = crate::grants::TurnGrant {
+            brand_id: r.brand_id.into(),
+            pa_issuer: r.pa_issuer.into(),
+            user_sub: r.user_sub.into(),
+            scopes: r.scopes,
+            expires_at: r.expires_at,
+            revoked_at: r.revoked_at,
+            authorization_details: r.authorization_details,
+            terms: r.terms,
+            head: r
+                .head_seq
+                .zip(r.head_jws)
+                .map(|(seq, jws)| crate::receipts::ChainHead { seq, jws }),
+        };
+        let claim = match (r.claimed, r.existing) {
+            (true, _) => FirstClaim::Claimed,
+            (false, Some(id)) => FirstClaim::Existing(id),
+            (false, None) => FirstClaim::Racing,
+        };
+        (grant, claim)
+    }))
 }
 
-/// Drops the context a failed first turn created ([`claim_first_turn`]), so
+/// Drops the context a failed first turn created ([`claim_first_turn_with_grant`]), so
 /// the PA's retry of its `messageId` runs: only while no message of it is
 /// stored (a reply whose commit won the race stays).
 pub async fn abandon_first_turn(
@@ -363,7 +407,7 @@ pub async fn finish_turn(
 /// chain's head: read it again and retry (the chain never forks, PACT §5.6).
 ///
 /// The context's `updated_at` is moved on, except for its `first` turn: its
-/// claim created the row moments before (`claim_first_turn`), and a second
+/// claim created the row moments before (`claim_first_turn_with_grant`), and a second
 /// version of the row (and its index entries) would only say the same.
 pub async fn finish_turn_with_receipt(
     db: impl PgExecutor<'_>,
@@ -412,7 +456,7 @@ pub async fn finish_turn_with_receipt(
 }
 
 /// Stores a delegated first turn, whose claim is its context row
-/// ([`claim_first_turn`]): its message with the reply, and its receipt, in
+/// ([`claim_first_turn_with_grant`]): its message with the reply, and its receipt, in
 /// one statement, as [`finish_turn_with_receipt`] does for a claimed message.
 /// `Gone` when the context was dropped meanwhile (its turn abandoned); a
 /// unique violation, as there, means the receipt's chain position was taken.

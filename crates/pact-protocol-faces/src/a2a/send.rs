@@ -230,9 +230,10 @@ async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str, con
 
 /// Phase 1. A new context without delegation is only given its id: nothing
 /// is written before its reply (see `conversations::create_with_reply`). A
-/// delegated one is created with its first message claimed, in one statement
-/// (`conversations::claim_first_turn`). A turn in an existing context is
-/// claimed in one short transaction under the conversation's row lock.
+/// delegated one is created for its first message, in the statement that
+/// reads the grant (`conversations::claim_first_turn_with_grant`). A turn in
+/// an existing context is claimed in one short transaction under the
+/// conversation's row lock.
 ///
 /// Claims are written on the relaxed pool (no wait for the WAL flush): a
 /// claim a crash loses takes nothing else with it, since whatever the turn
@@ -250,11 +251,46 @@ async fn begin(
     let now = node.clock.now();
 
     // The database is the truth about the grant (the token may outlive a
-    // revocation). The chain head comes along for the turn's receipt.
+    // revocation). The chain head comes along for the turn's receipt. A
+    // delegated first message's context is claimed in the same statement
+    // (see below), and dropped again (`ClaimGuard`) if the turn goes no
+    // further.
+    let mut first_claim = None;
     let (delegation, head) = match presented {
         None => (None, Head::ReadAgain),
         Some(p) => {
-            let grant = pact_db::grants::for_turn(&node.db, p.grant_id).await?;
+            let grant = if incoming.context_id.is_none() {
+                let conversation_id = Uuid::new_v4();
+                let context = conversations::NewTurnContext {
+                    id: conversation_id,
+                    brand_id: &brand.id,
+                    pa_issuer: iss,
+                    pa_sub: sub,
+                    user_sub: Some(&p.user_sub),
+                    message_id: &incoming.message_id,
+                    request_text: &incoming.text,
+                    grant_id: Some(p.grant_id),
+                };
+                let read = conversations::claim_first_turn_with_grant(
+                    &node.relaxed_db,
+                    p.grant_id,
+                    context,
+                    now,
+                )
+                .await?;
+                read.map(|(grant, claim)| {
+                    let guard = (claim == conversations::FirstClaim::Claimed).then(|| ClaimGuard {
+                        db: Some(node.relaxed_db.clone()),
+                        conversation_id,
+                        message_id: incoming.message_id.clone(),
+                        context_only: true,
+                    });
+                    first_claim = Some((conversation_id, claim, guard));
+                    grant
+                })
+            } else {
+                pact_db::grants::for_turn(&node.db, p.grant_id).await?
+            };
             let grant = grant.filter(|g| {
                 g.is_active(now)
                     && g.brand_id == brand.id
@@ -293,6 +329,13 @@ async fn begin(
             (Some(delegation), Head::Read(grant.head))
         }
     };
+    // The turn goes on: its claim is the caller's to keep or drop now.
+    let first_claim = first_claim.map(|(id, claim, guard)| {
+        if let Some(guard) = guard {
+            guard.keep();
+        }
+        (id, claim)
+    });
 
     let owner = pact_db::parties::PaUser {
         brand_id: &brand.id,
@@ -325,19 +368,13 @@ async fn begin(
                 first: true,
             }));
         }
-        (None, Some(d)) => {
-            let conversation_id = Uuid::new_v4();
-            let context = conversations::NewTurnContext {
-                id: conversation_id,
-                brand_id: &brand.id,
-                pa_issuer: iss,
-                pa_sub: sub,
-                user_sub: Some(&d.user_sub),
-                message_id: &incoming.message_id,
-                request_text: &incoming.text,
-                grant_id: Some(d.grant_id),
+        (None, Some(_)) => {
+            let Some((conversation_id, claim)) = first_claim else {
+                return Err(ApiError::Internal(
+                    "a delegated first message reached its claim unread".into(),
+                ));
             };
-            match conversations::claim_first_turn(&node.relaxed_db, context).await? {
+            match claim {
                 conversations::FirstClaim::Claimed => {
                     return Ok(Begin::Claimed(Claim {
                         conversation_id,
@@ -393,7 +430,7 @@ async fn begin(
         });
     }
     // A delegated first turn's message is written with its reply: until
-    // then its context row is its claim (`claim_first_turn`), and the turn
+    // then its context row is its claim (`claim_first_turn_with_grant`), and the turn
     // is running, unless the claim is older than any turn can run (a node
     // that stopped mid-turn): then this retry takes the turn over, with a
     // claimed message as in any context.
