@@ -155,8 +155,8 @@ async fn run_turn(
     }
 }
 
-/// The claim of a turn this request runs in an existing context, until its
-/// reply is stored. A turn that fails drops its claim before the error is
+/// The claim of a turn this request runs (its message row in an existing
+/// context, a delegated first turn's new context), until its reply is stored. A turn that fails drops its claim before the error is
 /// answered; one that is cut — its future dropped at the request timeout
 /// (`request_timeout.rs`) or because the client went away — drops it from
 /// `Drop`, on a task of its own. Either way the PA's retry of the `messageId`
@@ -201,7 +201,8 @@ impl Drop for ClaimGuard {
         let (id, message_id) = (self.conversation_id, std::mem::take(&mut self.message_id));
         let context_only = self.context_only;
         // `Drop` cannot wait: the delete runs on its own task. Without a
-        // runtime (the process is ending) the sweep removes the claim later.
+        // runtime (the process is ending) the sweep removes the claim later
+        // (a first turn's context: the PA's retry takes it over).
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 tracing::info!(conversation = %id, "a cut turn drops its claim");
@@ -219,7 +220,8 @@ async fn abandon(db: &sqlx::PgPool, conversation_id: Uuid, message_id: &str, con
     };
     if let Err(e) = dropped {
         // With the database gone this is expected: the claim stays until the
-        // housekeeping sweep removes it.
+        // housekeeping sweep removes it (a first turn's context: until the
+        // PA's retry takes it over, CLAIM_ABANDONED_AFTER).
         if pact_db::classify(&e) == pact_db::Failure::Unavailable {
             tracing::warn!(error = %e, "could not drop the claim of a failed turn");
         } else {
@@ -352,7 +354,8 @@ async fn begin(
     // keyed by the first messageId (migration 0046), and that row is the
     // turn's claim: a retry or a copy finds it, waits while the turn runs and
     // is answered from its stored reply as in any context, and the agent
-    // runs once. The claim is the lookup: one statement, as the lookup was. Identity turns keep their one statement: measured
+    // runs once. The claim is the lookup, made with the grant's read (one
+    // statement). Identity turns keep their one statement: measured
     // (scripts/bench-merchant, ratios within each run), a lookup on every
     // webhook identity turn took it from 0.56x to 0.41x of the demo turn's
     // rate and from 1.13x to 1.77x of its PostgreSQL CPU.
@@ -393,9 +396,13 @@ async fn begin(
     let mut tx = node.relaxed_db.begin().await?;
 
     // The conversation row lock orders claims of one context across nodes.
-    let conversation = conversations::lock_owned(&mut *tx, id, owner)
-        .await?
-        .ok_or_else(A2aError::unknown_context)?;
+    let conversation = match conversations::lock_owned(&mut *tx, id, owner).await? {
+        Some(conversation) => conversation,
+        // The context a delegated first message found was dropped since, its
+        // turn failed or cut: look again (this request may run the turn).
+        None if incoming.context_id.is_none() => return Ok(Begin::Running),
+        None => return Err(A2aError::unknown_context().into()),
+    };
     if conversation.closed {
         return Err(A2aError::unsupported("This conversation is closed").into());
     }
@@ -430,10 +437,10 @@ async fn begin(
         });
     }
     // A delegated first turn's message is written with its reply: until
-    // then its context row is its claim (`claim_first_turn_with_grant`), and the turn
-    // is running, unless the claim is older than any turn can run (a node
-    // that stopped mid-turn): then this retry takes the turn over, with a
-    // claimed message as in any context.
+    // then its context row is its claim (`claim_first_turn_with_grant`), and
+    // the turn is running, unless the claim is older than any turn can run
+    // (a node that stopped mid-turn): then this retry takes the turn over,
+    // with a claimed message as in any context.
     let first = conversation.first_message_id.as_deref() == Some(incoming.message_id.as_str());
     if first && !conversation.old {
         return Ok(Begin::Running);
