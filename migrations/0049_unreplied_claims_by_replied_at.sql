@@ -13,5 +13,9 @@
 -- (pact-db conversations.rs), the index still serves the housekeeping sweep
 -- of stale claims, and no turn's check can be proved to imply its predicate,
 -- so no plan of a turn can read it.
+--
+-- Upgrading: building the index reads the whole messages table once, and
+-- writes to it wait meanwhile (the index itself holds only the few claims
+-- still running, so the build is one sequential scan).
 drop index messages_unreplied;
 create index messages_unreplied on messages (created_at) where replied_at is null;
