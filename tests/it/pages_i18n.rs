@@ -279,9 +279,16 @@ async fn code_entry_second_factor_reset_and_error_pages_carry_the_brand_look() {
     // The reset link's page.
     let (raw, hash) = pact_server::domain::secrets::new_secret();
     let now = OffsetDateTime::now_utc();
-    pact_db::password_resets::insert(&app.db, &hash, user.id, now, now + Duration::minutes(30))
-        .await
-        .unwrap();
+    pact_db::password_resets::insert(
+        &app.db,
+        &hash,
+        user.id,
+        now,
+        now + Duration::minutes(30),
+        None,
+    )
+    .await
+    .unwrap();
     let (status, html) = Browser::new(&app)
         .get_html(&format!("/login/reset?token={raw}"))
         .await;

@@ -6,21 +6,25 @@ use uuid::Uuid;
 
 use crate::DbResult;
 
-/// Stores a new link's hash for `user_id`, valid until `expires_at`.
+/// Stores a new link's hash for `user_id`, valid until `expires_at`, asked
+/// for by `requested_from` (a hash of the requester's address key; `None`
+/// for the operator's tools).
 pub async fn insert(
     db: impl PgExecutor<'_>,
     token_hash: &[u8],
     user_id: Uuid,
     now: OffsetDateTime,
     expires_at: OffsetDateTime,
+    requested_from: Option<&[u8]>,
 ) -> DbResult<()> {
     sqlx::query!(
-        "insert into password_resets (token_hash, user_id, created_at, expires_at) \
-         values ($1, $2, $3, $4)",
+        "insert into password_resets (token_hash, user_id, created_at, expires_at, requested_from) \
+         values ($1, $2, $3, $4, $5)",
         token_hash,
         user_id,
         now,
         expires_at,
+        requested_from,
     )
     .execute(db)
     .await
@@ -76,16 +80,14 @@ pub async fn insert_within_budget(
     // The newest link is the only one that works: a mailbox read by someone
     // else (a forwarded mail, an old device) holds no other live link.
     end_all_for(&mut *conn, user_id, now).await?;
-    sqlx::query!(
-        "insert into password_resets (token_hash, user_id, created_at, expires_at, requested_from) \
-         values ($1, $2, $3, $4, $5)",
+    insert(
+        &mut *conn,
         token_hash,
         user_id,
         now,
         expires_at,
-        budget.from,
+        Some(budget.from),
     )
-    .execute(&mut *conn)
     .await?;
     Ok(true)
 }

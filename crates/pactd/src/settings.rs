@@ -59,18 +59,37 @@ pub fn load_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
         .with_context(|| format!("cannot read config file {}", path.display()))?;
     // Only where and what: toml's own message quotes the offending line,
     // which may hold a password (a misspelt `databse_url = "postgres://…"`)
-    // and would reach the journal or the container's log.
+    // and would reach the journal or the container's log; and a value of the
+    // wrong type is quoted in the message itself (`invalid type: string
+    // "…"`), so quoted text is left out of it too.
     toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let line = e.span().map(|s| {
+            let before = text.as_bytes().get(..s.start).unwrap_or(text.as_bytes());
+            before.iter().filter(|b| **b == b'\n').count() + 1
+        });
         let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
         anyhow::anyhow!(
             "invalid config file {}{at}: {}",
             path.display(),
-            e.message()
+            without_quoted(e.message())
         )
     })
+}
+
+/// `message` with the text between each pair of double quotes left out.
+fn without_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for (i, part) in message.split('"').enumerate() {
+        if i > 0 {
+            out.push('"');
+        }
+        if i % 2 == 0 {
+            out.push_str(part);
+        } else {
+            out.push('…');
+        }
+    }
+    out
 }
 
 /// The PostgreSQL URL: flag or environment (`--database-url` or

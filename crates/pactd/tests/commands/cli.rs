@@ -1156,6 +1156,23 @@ async fn a_config_file_sets_listen_public_url_and_audience_and_flags_and_env_ove
     );
     // Where and what, never the line itself: a misspelt key may hold a password.
     assert!(!stderr.contains("S3cret-77"), "{}", refused.describe());
+    // Nor a value of the wrong type, which the parser's message quotes.
+    std::fs::write(
+        &bad,
+        format!(
+            "listen = \"127.0.0.1:{}\"\nrequest_timeout = \"S3cret-78\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let refused = run(pactd_on(&db), &["serve", "--config", bad.to_str().unwrap()]).await;
+    let stderr = refused.failed();
+    assert!(
+        stderr.contains("invalid config file") && stderr.contains("at line 2"),
+        "{}",
+        refused.describe()
+    );
+    assert!(!stderr.contains("S3cret-78"), "{}", refused.describe());
 }
 
 // ---------------------------------------------------------------------------
@@ -2408,6 +2425,7 @@ async fn disabling_or_removing_an_account_revokes_its_grants_and_stops_its_sign_
         ann.id,
         at,
         at + time::Duration::minutes(30),
+        None,
     )
     .await
     .unwrap();
