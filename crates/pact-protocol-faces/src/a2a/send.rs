@@ -838,21 +838,25 @@ async fn store(
                 "a turn reached its store without the claim its kind needs".into(),
             )));
         }
-        (Some(row), written) => {
-            let claim = if written == Written::Context {
-                conversations::TurnClaim::Context {
-                    request_text: r.request_text,
-                }
-            } else {
-                conversations::TurnClaim::Message { first: r.first }
-            };
-            conversations::finish_turn_with_receipt(
+        (Some(row), Written::Context) => {
+            conversations::finish_first_turn_with_receipt(
                 &mut *conn,
-                claim,
+                r.request_text,
                 &r.reply_id,
                 &body,
                 &row.as_new(),
                 r.end,
+            )
+            .await?
+        }
+        (Some(row), Written::Message) => {
+            conversations::finish_turn_with_receipt(
+                &mut *conn,
+                &r.reply_id,
+                &body,
+                &row.as_new(),
+                r.end,
+                r.first,
             )
             .await?
         }
