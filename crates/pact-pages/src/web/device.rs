@@ -780,6 +780,15 @@ pub async fn show(
     consent_page(&state, &d, chosen.as_ref(), None, None, StatusCode::OK).await
 }
 
+/// What the consent form posts besides its ticked `scope` boxes (read with
+/// `Fields::all`) and its limits (`consent_limits::chosen`): which request
+/// it showed and the button pressed.
+#[derive(Debug, serde::Deserialize)]
+struct Decision {
+    authorization: Option<String>,
+    action: Option<String>,
+}
+
 /// `POST /device/consent`: Approve (the ticked scopes) or Deny.
 pub async fn decide(
     State(state): State<AppState>,
@@ -791,12 +800,13 @@ pub async fn decide(
     };
     // The decision is about the request this form showed, never about
     // whatever code the session holds now (one entered in another tab).
-    if form.get("authorization") != Some(d.auth.id.to_string().as_str()) {
+    let decision: Decision = form.decode()?;
+    if decision.authorization.as_deref() != Some(d.auth.id.to_string().as_str()) {
         tracing::info!(authorization = %d.auth.id, "consent refused: the form was for another request");
         return Err(PageError::Forbidden(i18n::t("consent-err-other-request")));
     }
     let now = state.clock.now();
-    match form.get("action") {
+    match decision.action.as_deref() {
         Some("deny") => {
             consent::deny(&state, d.auth.id, Some(&d.user_sub), now)
                 .await

@@ -24,22 +24,17 @@ pub async fn device_authorization(
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     let offered = offered_scopes(&state, &caller.brand.id).await?;
-    let form = form::parse(&body)?;
-    check_client_id(
-        form.get("client_id").map(String::as_str),
-        &caller.pa.iss,
-        true,
-    )?;
-    let requested = scopes::parse_requested(
-        form.get("scope").map(String::as_str).unwrap_or(""),
-        &offered,
-    )
-    .map_err(|e| match e {
-        ScopeError::Empty => OAuthFailure::new(OAuthErrorCode::InvalidScope, "scope is required"),
-        ScopeError::Unknown(s) => {
-            OAuthFailure::new(OAuthErrorCode::InvalidScope, format!("unknown scope {s:?}"))
-        }
-    })?;
+    let form: form::DeviceAuthorizationForm = form::decode(&body)?;
+    check_client_id(form.client_id.as_deref(), &caller.pa.iss, true)?;
+    let requested = scopes::parse_requested(form.scope.as_deref().unwrap_or(""), &offered)
+        .map_err(|e| match e {
+            ScopeError::Empty => {
+                OAuthFailure::new(OAuthErrorCode::InvalidScope, "scope is required")
+            }
+            ScopeError::Unknown(s) => {
+                OAuthFailure::new(OAuthErrorCode::InvalidScope, format!("unknown scope {s:?}"))
+            }
+        })?;
     // Trust tiers: an agent the open policy admitted, not yet verified by
     // staff, may ask only for the scopes the brand marked for it (PACT §3.1
     // leaves trust to the Provider).
@@ -53,7 +48,7 @@ pub async fn device_authorization(
             format!("scope {s:?} is not offered to agents the brand has not verified"),
         ));
     }
-    let details = match form.get("authorization_details") {
+    let details = match &form.authorization_details {
         None => None,
         Some(raw) => {
             let types = authz_details::types_from_settings(&caller.brand.settings);

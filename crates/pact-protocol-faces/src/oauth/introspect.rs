@@ -83,7 +83,7 @@ pub async fn introspect(
         tracing::info!(brand = ?brand_id, "introspection: client authentication failed");
         return unauthenticated();
     }
-    let form = match super::form::parse(&body) {
+    let form = match super::form::decode::<super::form::IntrospectForm>(&body) {
         Ok(f) => f,
         Err(_) => {
             return oauth_json(
@@ -92,7 +92,7 @@ pub async fn introspect(
             );
         }
     };
-    let Some(token) = form.get("token") else {
+    let Some(token) = form.token.as_deref() else {
         return oauth_json(
             StatusCode::BAD_REQUEST,
             &json!({"error": "invalid_request", "error_description": "token is required"}),

@@ -23,14 +23,11 @@ pub async fn revoke(
     // are: a brand whose staff removed every scope still holds its grants
     // (they come back with a scope), and an agent must always be able to
     // give its access up (RFC 7009 §1).
-    let form = form::parse(&body)?;
-    check_client_id(
-        form.get("client_id").map(String::as_str),
-        &caller.pa.iss,
-        false,
-    )?;
+    let form: form::RevokeForm = form::decode(&body)?;
+    check_client_id(form.client_id.as_deref(), &caller.pa.iss, false)?;
     let token = form
-        .get("token")
+        .token
+        .as_deref()
         .ok_or_else(|| OAuthFailure::new(OAuthErrorCode::InvalidRequest, "token is required"))?;
     let Some(grant_id) = grant_of(&state, &caller, token).await? else {
         return Ok(oauth_json(StatusCode::OK, &serde_json::json!({})));

@@ -27,37 +27,35 @@ pub async fn token(
     body: Bytes,
 ) -> Result<Response, OAuthFailure> {
     offered_scopes(&state, &caller.brand.id).await?;
-    let form = form::parse(&body);
+    let form = form::decode::<form::TokenForm>(&body);
     // Everything but a device-code poll counts against the rate limits now; a
     // poll only once memory cannot answer it (`redeem_device_code`).
-    let polls = matches!(&form, Ok(f) if f.get("grant_type").map(String::as_str) == Some(GRANT_TYPE_DEVICE_CODE));
+    let polls = matches!(&form, Ok(f) if f.grant_type.as_deref() == Some(GRANT_TYPE_DEVICE_CODE));
     if !polls {
         crate::auth::charge(&state, &caller)?;
     }
     let form = form?;
     let grant_type = form
-        .get("grant_type")
+        .grant_type
+        .as_deref()
         .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "grant_type is required"))?;
-    check_client_id(
-        form.get("client_id").map(String::as_str),
-        &caller.pa.iss,
-        true,
-    )?;
+    check_client_id(form.client_id.as_deref(), &caller.pa.iss, true)?;
     let now = state.clock.now();
-    match grant_type.as_str() {
+    let details = form.authorization_details.as_deref();
+    match grant_type {
         GRANT_TYPE_DEVICE_CODE => {
             let code = form
-                .get("device_code")
+                .device_code
+                .as_deref()
                 .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "device_code is required"))?;
-            let details = form.get("authorization_details").map(String::as_str);
             redeem_device_code(&state, &caller, code, details, now).await
         }
         GRANT_TYPE_REFRESH_TOKEN => {
             let token = form
-                .get("refresh_token")
+                .refresh_token
+                .as_deref()
                 .ok_or_else(|| err(OAuthErrorCode::InvalidRequest, "refresh_token is required"))?;
-            let scope = form.get("scope").map(String::as_str);
-            let details = form.get("authorization_details").map(String::as_str);
+            let scope = form.scope.as_deref();
             with_retries(|| refresh(&state, &caller, token, scope, details, now)).await
         }
         _ => Err(err(

@@ -108,9 +108,10 @@ pub async fn get_sign_in(State(node): State<Node>, browser: Browser) -> Response
     with_headers(render(&page, StatusCode::OK), set, None)
 }
 
-/// What the staff sign-in page posts (besides its form token).
+/// What the staff sign-in page posts, its form token included.
 #[derive(Debug, serde::Deserialize)]
 struct StaffSignInForm {
+    csrf: Option<String>,
     email: Option<String>,
     password: Option<String>,
 }
@@ -133,9 +134,10 @@ pub async fn post_sign_in(
     body: Bytes,
 ) -> Result<Response, PageError> {
     security::check_origin(&headers, &state.config.public_url)?;
-    let form = Fields::parse(&body);
-    let token = check_form_token(&browser, form.get("csrf"))?;
-    let form: StaffSignInForm = form.decode()?;
+    // Every field is optional text, so decoding refuses nothing: the token
+    // is checked before any field is used.
+    let form: StaffSignInForm = Fields::parse(&body).decode()?;
+    let token = check_form_token(&browser, form.csrf.as_deref())?;
     let email = form.email.as_deref().unwrap_or("").trim().to_lowercase();
     let again = |error: &str, status: StatusCode, retry: Option<u64>| {
         let page = SignInPage {
