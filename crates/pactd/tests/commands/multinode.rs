@@ -7,8 +7,6 @@
 //! nginx and HAProxy are required, not optional: a machine without them fails
 //! here with the apt command (`.ci/run` installs them), instead of passing
 //! without having run anything.
-#![allow(clippy::disallowed_methods)] // test set-up writes rows at real times
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -21,9 +19,7 @@ use pact_tests::{TestApp, TestPa};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-mod support;
-
-use support::{PACTD, free_port, repo_file};
+use crate::support::{PACTD, free_port, repo_file};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The client's own address, the proxy's address towards the nodes, and a
