@@ -43,6 +43,7 @@ mod password_reset;
 mod receipt_log;
 mod registries;
 mod routes;
+mod schema;
 mod tasks;
 mod who_is_asking;
 
