@@ -274,6 +274,10 @@ pub mod reason {
     pub const TOKEN_REUSE: &str = "refresh token reuse";
     pub const SUPERSEDED: &str = "superseded by a wider grant";
     pub const ACCOUNT_DELETED: &str = "the person deleted their account";
+    /// The brand's OpenID provider or the claim that names people changed,
+    /// or the brand left that sign-in ([`super::revoke_external_names`]).
+    pub const SIGN_IN_CHANGED: &str =
+        "the brand's sign-in changed: the name the grant was given to means nothing now";
     /// Staff revocations start with this; `: <why>` may follow.
     pub const BY_ADMIN: &str = "revoked by an administrator";
 
@@ -294,6 +298,28 @@ pub async fn revoke(db: impl PgExecutor<'_>, id: GrantId, reason: &str) -> DbRes
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Revokes the live grants at `brand_id` of people named by the brand's
+/// external sign-in (an OpenID provider's claim, or the brand's own login):
+/// those whose user id is no account of the brand's (an account is named by
+/// `users::User::subject`). When the provider or the naming claim changes, a
+/// name the old one gave means nothing any more, and the new one may give it
+/// to someone else, who would then hold the grant (and see its receipts on
+/// the account page). Each revocation is announced by the table's trigger,
+/// as one revoked alone is. Returns how many.
+pub async fn revoke_external_names(db: impl PgExecutor<'_>, brand_id: &BrandId) -> DbResult<u64> {
+    let done = sqlx::query!(
+        "update grants g set revoked_at = now(), revoked_reason = $2 \
+         where g.brand_id = $1 and g.revoked_at is null \
+         and not exists (select 1 from users u where u.brand_id = $1 \
+                         and coalesce(u.external_id, u.id::text) = g.user_sub)",
+        brand_id,
+        reason::SIGN_IN_CHANGED,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// Revokes the live grants of the same (brand, PA, user) created before `newer`.

@@ -97,24 +97,29 @@ pub async fn set(
     if a.no_external_login || a.login_url.is_some() {
         let mut tx = pool.begin().await?;
         let removed = pact_db::brand_oidc::remove(&mut *tx, &a.brand_id).await?;
+        let mut grants_revoked = 0;
         if removed {
-            // The provider's names mean nothing to the brand's own login.
+            // The provider's names mean nothing to the brand's own login:
+            // neither the sessions nor the grants given under them last.
             let sessions_ended =
                 pact_db::brand_oidc::end_external_sessions(&mut *tx, &a.brand_id).await?;
+            grants_revoked = pact_db::grants::revoke_external_names(&mut *tx, &a.brand_id).await?;
             audit(
                 &mut *tx,
                 "brand.login_oidc_remove",
                 &a.brand_id,
                 Some(&a.brand_id),
-                serde_json::json!({"sessions_ended": sessions_ended}),
+                serde_json::json!({"sessions_ended": sessions_ended,
+                                   "grants_revoked": grants_revoked}),
             )
             .await?;
         }
         tx.commit().await?;
         if removed {
             println!(
-                "{}: no longer signs in through an OpenID provider",
-                a.brand_id
+                "{}: no longer signs in through an OpenID provider{}",
+                a.brand_id,
+                revoked_note(grants_revoked)
             );
         }
         return Ok(false);
@@ -184,15 +189,19 @@ pub async fn set(
     };
     let mut tx = pool.begin().await?;
     // Another provider, or another claim naming people: the sessions signed
-    // in under the old names end (the old names mean nothing now, and the
-    // new provider may give one of them to someone else).
+    // in under the old names end, and the agents' grants given under them are
+    // revoked (the old names mean nothing now, and the new provider may give
+    // one of them to someone else, who would hold that person's grants).
     let renamed = pact_db::brand_oidc::find(&mut *tx, &a.brand_id)
         .await?
         .is_none_or(|before| before.issuer != *issuer || before.user_claim != user_claim);
-    let sessions_ended = if renamed {
-        pact_db::brand_oidc::end_external_sessions(&mut *tx, &a.brand_id).await?
+    let (sessions_ended, grants_revoked) = if renamed {
+        (
+            pact_db::brand_oidc::end_external_sessions(&mut *tx, &a.brand_id).await?,
+            pact_db::grants::revoke_external_names(&mut *tx, &a.brand_id).await?,
+        )
     } else {
-        0
+        (0, 0)
     };
     pact_db::brand_oidc::upsert(
         &mut *tx,
@@ -220,13 +229,15 @@ pub async fn set(
         serde_json::json!({"issuer": issuer, "client_id": client_id, "scope": scope,
                            "user_claim": user_claim, "mfa_acr": a.mfa_acr,
                            "client_auth": method, "assertion_aud": aud,
-                           "sessions_ended": sessions_ended}),
+                           "sessions_ended": sessions_ended,
+                           "grants_revoked": grants_revoked}),
     )
     .await?;
     tx.commit().await?;
     println!(
-        "{}: customers sign in at {issuer} (client {client_id}, {method}, scope \"{scope}\", user id from `{user_claim}`)",
-        a.brand_id
+        "{}: customers sign in at {issuer} (client {client_id}, {method}, scope \"{scope}\", user id from `{user_claim}`){}",
+        a.brand_id,
+        revoked_note(grants_revoked)
     );
     if method == client_auth::PRIVATE_KEY_JWT {
         println!(
@@ -246,6 +257,17 @@ pub async fn set(
         a.brand_id
     );
     Ok(true)
+}
+
+/// What a change of sign-in did to the agents' grants, for the command's output.
+fn revoked_note(grants_revoked: u64) -> String {
+    match grants_revoked {
+        0 => String::new(),
+        n => format!(
+            "; {n} agent grant(s) given under the old sign-in's names revoked \
+             (each person approves their agent again)"
+        ),
+    }
 }
 
 /// `pactd grants revoke-user <brand> <user-id>`: every live grant of that

@@ -2753,6 +2753,28 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         }
     };
     signed_in("ann@shop.example").await;
+    // An agent's grant given under a name `email` gave, and one given to an
+    // account of pactd's own: only the first is revoked when the claim
+    // changes (under `sub`, "ann@shop.example" may be someone else's name).
+    app.enable_demo_delegation().await;
+    let renamed_pa = app.registered_pa("https://pa.example/renamed").await;
+    app.connect(&renamed_pa, "pa-r", "ann@shop.example", &["orders:read"])
+        .await;
+    let own = pact_tests::pages::add_user(&app, "demo", "own@shop.example", "Pw-own-123456").await;
+    app.connect(&renamed_pa, "pa-s", &own.id.to_string(), &["orders:read"])
+        .await;
+    let live_grants = || {
+        let db = app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "select user_sub from grants where revoked_at is null order by user_sub",
+            )
+            .fetch_all(&db)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(live_grants().await.len(), 2);
     let mut args = base("https://id.shop.example");
     args.extend([
         "--login-oidc-client-auth",
@@ -2766,11 +2788,29 @@ async fn brand_login_oidc_is_set_sealed_and_left_and_revoke_user_ends_a_persons_
         "{}",
         out.describe()
     );
+    assert!(
+        out.stdout
+            .contains("1 agent grant(s) given under the old sign-in's names revoked"),
+        "{}",
+        out.describe()
+    );
     assert_eq!(
         external_sessions().await,
         0,
         "the claim changed: signed out"
     );
+    assert_eq!(
+        live_grants().await,
+        vec![own.id.to_string()],
+        "the claim changed: the grant under the old name is revoked, the account's kept"
+    );
+    let reason = sqlx::query_scalar::<_, String>(
+        "select revoked_reason from grants where user_sub = 'ann@shop.example'",
+    )
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(reason, pact_db::grants::reason::SIGN_IN_CHANGED);
     signed_in("a1b2c3").await;
     run(pactd_serving(&db, &key), &args).await.succeeded();
     assert_eq!(external_sessions().await, 1, "same provider, same claim");
