@@ -674,7 +674,22 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
     // a TOTP secret, a webhook secret and a console account's TOTP secret.
     app.enable_demo_delegation().await;
     let pa = app.registered_pa("https://pa.example").await;
-    let tokens = app.connect(&pa, "pa-u", "alice", &["orders:read"]).await;
+    // The grant is an account's of the brand: a grant under a name no account
+    // has would be one of an external sign-in, which the OpenID set-up below
+    // ends (grants::revoke_external_names).
+    let user = pact_db::users::insert(
+        &pool,
+        Uuid::new_v4(),
+        &pact_tests::brand_id("demo"),
+        "t@example.com",
+        None,
+        "x",
+    )
+    .await
+    .unwrap();
+    let tokens = app
+        .connect(&pa, "pa-u", &user.id.to_string(), &["orders:read"])
+        .await;
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let res = app
         .send_delegated(
@@ -687,16 +702,6 @@ async fn rewrap_reseals_every_stored_secret_under_the_new_key_in_one_transaction
         )
         .await;
     assert_eq!(res.status(), 200);
-    let user = pact_db::users::insert(
-        &pool,
-        Uuid::new_v4(),
-        &pact_tests::brand_id("demo"),
-        "t@example.com",
-        None,
-        "x",
-    )
-    .await
-    .unwrap();
     let totp = old.seal(b"totp secret bytes", user.id.as_bytes()).unwrap();
     pact_db::users::set_totp(&pool, user.id, Some(&totp))
         .await
