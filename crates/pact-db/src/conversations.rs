@@ -219,26 +219,12 @@ pub async fn claim_first_turn_with_grant(
     .fetch_optional(db)
     .await?;
     Ok(row.map(|r| {
-        let grant = crate::grants::TurnGrant {
-            brand_id: r.brand_id.into(),
-            pa_issuer: r.pa_issuer.into(),
-            user_sub: r.user_sub.into(),
-            scopes: r.scopes,
-            expires_at: r.expires_at,
-            revoked_at: r.revoked_at,
-            authorization_details: r.authorization_details,
-            terms: r.terms,
-            head: r
-                .head_seq
-                .zip(r.head_jws)
-                .map(|(seq, jws)| crate::receipts::ChainHead { seq, jws }),
-        };
         let claim = match (r.claimed, r.existing) {
             (true, _) => FirstClaim::Claimed,
             (false, Some(id)) => FirstClaim::Existing(id),
             (false, None) => FirstClaim::Racing,
         };
-        (grant, claim)
+        (crate::grants::turn_grant_of_row!(r), claim)
     }))
 }
 

@@ -112,6 +112,31 @@ impl TurnGrant {
     }
 }
 
+/// A [`TurnGrant`] from a query row holding the grant's columns and its
+/// chain head as `head_seq` and `head_jws` ([`for_turn`], and the delegated
+/// first message's claim, `conversations::claim_first_turn_with_grant`): each
+/// `query!` has a record type of its own, so the mapping is written once here.
+macro_rules! turn_grant_of_row {
+    ($r:expr) => {{
+        let r = $r;
+        $crate::grants::TurnGrant {
+            brand_id: r.brand_id.into(),
+            pa_issuer: r.pa_issuer.into(),
+            user_sub: r.user_sub.into(),
+            scopes: r.scopes,
+            expires_at: r.expires_at,
+            revoked_at: r.revoked_at,
+            authorization_details: r.authorization_details,
+            terms: r.terms,
+            head: r
+                .head_seq
+                .zip(r.head_jws)
+                .map(|(seq, jws)| $crate::receipts::ChainHead { seq, jws }),
+        }
+    }};
+}
+pub(crate) use turn_grant_of_row;
+
 /// The grant and its chain head in one round trip (`receipts (grant_id, seq)`
 /// is unique, so the head is one index probe).
 pub async fn for_turn(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<TurnGrant>> {
@@ -127,20 +152,7 @@ pub async fn for_turn(db: impl PgExecutor<'_>, id: GrantId) -> DbResult<Option<T
     )
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|r| TurnGrant {
-        brand_id: r.brand_id.into(),
-        pa_issuer: r.pa_issuer.into(),
-        user_sub: r.user_sub.into(),
-        scopes: r.scopes,
-        expires_at: r.expires_at,
-        revoked_at: r.revoked_at,
-        authorization_details: r.authorization_details,
-        terms: r.terms,
-        head: r
-            .head_seq
-            .zip(r.head_jws)
-            .map(|(seq, jws)| crate::receipts::ChainHead { seq, jws }),
-    }))
+    Ok(row.map(|r| turn_grant_of_row!(r)))
 }
 
 /// Records the terms of a grant made before they were recorded, once: a

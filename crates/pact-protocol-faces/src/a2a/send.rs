@@ -156,14 +156,15 @@ async fn run_turn(
 }
 
 /// The claim of a turn this request runs (its message row in an existing
-/// context, a delegated first turn's new context), until its reply is stored. A turn that fails drops its claim before the error is
-/// answered; one that is cut — its future dropped at the request timeout
+/// context, a delegated first turn's new context), until its reply is
+/// stored. A turn that fails drops its claim before the error is answered;
+/// one that is cut — its future dropped at the request timeout
 /// (`request_timeout.rs`) or because the client went away — drops it from
 /// `Drop`, on a task of its own. Either way the PA's retry of the `messageId`
 /// runs the turn at once (PACT §4: a retry is answered from a stored reply,
 /// and there is none) instead of waiting for the ten-minute stale-claim sweep
-/// (`housekeeping.rs`). The delete matches only a claim still without a
-/// reply, so a reply whose commit won the race is never removed.
+/// (`housekeeping.rs`) or takeover. The delete matches only a claim still
+/// without a reply, so a reply whose commit won the race is never removed.
 struct ClaimGuard {
     /// `None` once kept or released.
     db: Option<sqlx::PgPool>,
